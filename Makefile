@@ -1,0 +1,72 @@
+# soak — one Makefile.  make | make test | make SANITIZE=1 test | make bench | make deps
+CC      ?= cc
+BUILD   ?= build
+CFLAGS  ?= -O2 -g
+WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+CPPFLAGS += -I. -D_GNU_SOURCE $(shell pkg-config --cflags libpq yaml-0.1 jansson libcurl 2>/dev/null)
+LDLIBS  += -lnng -lpq -lyaml -ljansson -lcurl -lpthread -lm
+ifeq ($(SANITIZE),1)
+BUILD    = build-san
+CFLAGS   = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS += -fsanitize=address,undefined
+endif
+DEPFLAGS = -MMD -MP
+
+MODULES  = common coordinator worker fault-proxy isolation invariants
+LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+UNIT_SRC = $(wildcard tests/unit/test_*.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+TEST_HELPERS_SRC = $(wildcard tests/helpers/*.c)
+TEST_HELPERS = $(TEST_HELPERS_SRC:tests/helpers/%.c=$(BUILD)/tests/helpers/%)
+EXAMPLE_SRC = $(wildcard examples/*/*.c)
+EXAMPLE_BIN = $(EXAMPLE_SRC:%.c=%)
+BENCH_SRC = $(wildcard bench/*.c)
+BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+
+all: $(BUILD)/soak soak $(EXAMPLE_BIN)
+
+soak: $(BUILD)/soak
+	@ln -sf $(BUILD)/soak soak
+
+$(BUILD)/soak: $(BUILD)/main.o $(BUILD)/libsoak.a
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/libsoak.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsoak.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS) -lcmocka
+
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(BUILD)/libsoak.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/libsoak.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+
+# Example systems under test are built with the same flags (and sanitizers).
+examples/%: examples/%.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) $(LDLIBS)
+
+test: all $(UNIT_BIN) $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run
+
+bench: all $(BENCH_BIN) $(TEST_HELPERS)
+	@BUILD=$(BUILD) bench/run
+
+deps:
+	@sh deploy/deps.sh
+
+clean:
+	rm -rf build build-san soak $(EXAMPLE_BIN)
+
+.PHONY: all test bench deps clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

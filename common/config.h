@@ -1,0 +1,134 @@
+/*
+ * The config file (DESIGN.md §5), parsed once with libyaml.
+ *
+ * Contract:
+ *  - cfg_load_file / cfg_load_text fill *cfg or return -1 with err set to
+ *    "FILE:LINE:COL: KEY: what is wrong" (LINE and COL 1-based, pointing at
+ *    the offending key or value).  Unknown keys are errors.
+ *  - Relative paths (database.schema, commands whose first word contains a
+ *    '/', unix: upstreams) are resolved against the config file's folder;
+ *    cfg->dir holds that folder as an absolute path.
+ *  - The coordinator ships cfg->text (the file as read) and cfg->path to
+ *    workers, which call cfg_load_text with the same path, so both sides
+ *    hold an identical struct cfg.
+ *  - Durations accept "ms", "s", "m" suffixes (e.g. 250ms, 5s, 2m); a bare
+ *    integer is an error (the unit is never guessed).  Percentages are "50%".
+ *  - cfg_free(NULL) is a no-op.
+ */
+#ifndef SOAK_CONFIG_H
+#define SOAK_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/seed.h"
+
+enum cfg_reset	{ CFG_RESET_RECREATE, CFG_RESET_TRUNCATE };
+enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
+enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
+enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP };
+
+/* Direction index for per-direction stream faults. */
+#define CFG_UP		0	/* client -> upstream */
+#define CFG_DOWN	1	/* upstream -> client */
+
+struct cfg_service {
+	char		 *name;
+	char		**command;		/* argv, NULL-terminated, argv[0] resolved */
+	enum cfg_ready	  ready;		/* default CFG_READY_TCP */
+	int64_t		  ready_timeout_ms;	/* default 10s */
+};
+
+struct cfg_faults {
+	double		 rate;			/* share of exchanges faulted, 0..1 */
+	double		 lost_reply;		/* bands, as shares of rate; sum <= 1 */
+	double		 reset;
+	double		 duplicate;
+	double		 blackhole;		/* share of connections swallowed, 0..1 */
+	int64_t		 latency_min_ms;	/* "A..B" or one duration */
+	int64_t		 latency_max_ms;
+	int64_t		 hold_ms;		/* lost_reply: reply held this long; default 100ms */
+	int64_t		 bandwidth[2];		/* bytes/s per direction; 0 = unlimited */
+	int64_t		 slice[2];		/* max bytes per write; 0 = off */
+	int64_t		 slice_delay_ms;	/* pause between slices */
+	int64_t		 close_after[2];	/* close after N bytes; 0 = off */
+};
+
+struct cfg_proxy {
+	char			*name;		/* [A-Za-z0-9_]+ ; env SOAK_PROXY_<NAME upper> */
+	enum cfg_upstream	 upstream_kind;
+	char			*upstream;	/* "host:port", unix path (resolved), or service name */
+	enum cfg_protocol	 protocol;	/* default auto */
+	struct cfg_faults	 faults;
+};
+
+struct cfg_invariant {
+	char		*name;
+	char		*sql;
+	int		 line;			/* where it was defined, for messages */
+};
+
+struct cfg_tickets {
+	char		 *sink;			/* file | github | gitlab | jira | webhook; default file */
+	char		 *url;			/* API base / webhook URL */
+	char		 *repo;			/* github: owner/name */
+	char		 *project;		/* gitlab: id or path; jira: key */
+	char		 *token_env;		/* name of the env var holding the token */
+	char		 *user_env;		/* jira: env var with the user (basic auth) */
+	char		 *issue_type;		/* jira; default "Bug" */
+	char		**labels;		/* NULL-terminated, may be NULL */
+	bool		  infra;		/* file one infra ticket per run */
+	bool		  enabled;		/* the section was present */
+};
+
+struct cfg {
+	char			 *path;		/* as given */
+	char			 *dir;		/* absolute folder of the file */
+	char			 *text;		/* the file's bytes, NUL-terminated */
+	size_t			  text_len;
+
+	char			 *name;		/* required */
+	struct seed_range	  seeds;	/* default 0..199 */
+	int			  turns;	/* default 8, 1..1024 */
+	int			  rounds;	/* default 1, 1..10000 */
+	int64_t			  seed_timeout_ms; /* default 60s */
+	int			  retries;	/* infra retries; default 2 */
+
+	char			 *db_url;	/* NULL/"" = embedded */
+	char			 *db_schema;	/* resolved path of DDL file, or NULL */
+	enum cfg_reset		  db_reset;
+
+	struct cfg_service	 *services;
+	size_t			  nservices;
+	struct cfg_proxy	 *proxies;
+	size_t			  nproxies;
+
+	char			**setup;	/* argv or NULL */
+	int64_t			  setup_timeout_ms; /* default 30s */
+	char			**turn_command;	/* required */
+	int64_t			  turn_timeout_ms;  /* default 30s */
+
+	struct cfg_invariant	 *invariants;
+	size_t			  ninvariants;
+	int64_t			  invariant_timeout_ms; /* statement timeout; default 10s */
+
+	int64_t			  guard_min_ok;	/* count, or percent when guard_percent */
+	bool			  guard_percent;
+
+	struct cfg_tickets	  tickets;
+};
+
+int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
+int	cfg_load_text(const char *path, const char *text, size_t len,
+	    struct cfg *cfg, char *err);
+void	cfg_free(struct cfg *cfg);
+
+/* The minimum number of ok turns the guard demands for one seed. */
+int64_t	cfg_guard_floor(const struct cfg *cfg);
+
+/* Parsers shared with the command line; 0 or -1 with err set. */
+int	cfg_parse_duration(const char *s, int64_t *ms, char *err);
+int	cfg_parse_share(const char *s, double *v, char *err);	/* 0.15 or 15% */
+
+#endif

@@ -1,0 +1,23 @@
+/* Things every role shares: version, exit statuses, subcommand entry points. */
+#ifndef SOAK_SOAK_H
+#define SOAK_SOAK_H
+
+#define SOAK_VERSION	"0.1.0"
+
+/* Exit statuses of run and coordinator (DESIGN.md §4). */
+#define SOAK_EXIT_PASS		0
+#define SOAK_EXIT_FAIL		1	/* at least one domain failure */
+#define SOAK_EXIT_INCOMPLETE	2	/* no domain failure, but infra or missing */
+#define SOAK_EXIT_USAGE		64
+#define SOAK_EXIT_CONFIG	78
+
+/* Subcommands: argv[0] is the subcommand's name. */
+int	cmd_run(int argc, char **argv);		/* coordinator/run.c */
+int	cmd_coordinator(int argc, char **argv);	/* coordinator/run.c */
+int	cmd_worker(int argc, char **argv);	/* worker/worker.c */
+int	cmd_replay(int argc, char **argv);	/* worker/replay.c */
+int	cmd_proxy(int argc, char **argv);	/* fault-proxy/cmd.c */
+int	cmd_check(int argc, char **argv);	/* invariants/check.c */
+int	cmd_tickets(int argc, char **argv);	/* coordinator/tickets_cmd.c */
+
+#endif

@@ -1,0 +1,241 @@
+#include "common/util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int
+errf(char *err, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (err == NULL)
+		return -1;
+	va_start(ap, fmt);
+	vsnprintf(err, ERR_LEN, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int64_t
+now_us(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t
+now_ms(void)
+{
+	return now_us() / 1000;
+}
+
+int64_t
+wall_ms(void)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int
+mkdir_p(const char *path, mode_t mode, char *err)
+{
+	char	buf[4096];
+	size_t	i, len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return errf(err, "cannot create directory \"%s\": bad path", path);
+	memcpy(buf, path, len + 1);
+	for (i = 1; i <= len; i++) {
+		if (buf[i] != '/' && buf[i] != '\0')
+			continue;
+		buf[i] = '\0';
+		if (mkdir(buf, mode) == -1 && errno != EEXIST)
+			return errf(err, "cannot create directory \"%s\": %s",
+			    buf, strerror(errno));
+		buf[i] = (i == len) ? '\0' : '/';
+	}
+	return 0;
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st; (void)flag; (void)ftw;
+	remove(path);
+	return 0;
+}
+
+int
+rm_rf(const char *path)
+{
+	struct stat	st;
+
+	if (path == NULL || lstat(path, &st) == -1)
+		return 0;
+	nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS);
+	return lstat(path, &st) == -1 ? 0 : -1;
+}
+
+char *
+read_file(const char *path, size_t cap, size_t *lenp, char *err)
+{
+	char	*buf = NULL;
+	size_t	 len = 0, size = 0;
+	ssize_t	 n;
+	int	 fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		errf(err, "cannot open \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (len + 1 >= size) {
+			char	*nb;
+
+			size = size ? size * 2 : 4096;
+			if ((nb = realloc(buf, size)) == NULL) {
+				errf(err, "reading \"%s\": out of memory", path);
+				goto fail;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, size - len - 1);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			errf(err, "cannot read \"%s\": %s", path, strerror(errno));
+			goto fail;
+		}
+		if (n == 0)
+			break;
+		len += n;
+		if (len > cap) {
+			errf(err, "\"%s\" is larger than %zu bytes", path, cap);
+			goto fail;
+		}
+	}
+	close(fd);
+	buf[len] = '\0';
+	if (lenp)
+		*lenp = len;
+	return buf;
+fail:
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+int
+write_file(const char *path, const void *buf, size_t len, char *err)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+	int		 fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
+		return errf(err, "cannot create \"%s\": %s", path, strerror(errno));
+	while (len > 0) {
+		n = write(fd, p, len);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1) {
+			errf(err, "cannot write \"%s\": %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		p += n;
+		len -= n;
+	}
+	if (close(fd) == -1)
+		return errf(err, "cannot write \"%s\": %s", path, strerror(errno));
+	return 0;
+}
+
+char *
+path_join(const char *dir, const char *rel)
+{
+	if (rel[0] == '/' || dir == NULL || dir[0] == '\0')
+		return xstrdup(rel);
+	return xasprintf("%s/%s", dir, rel);
+}
+
+char *
+xstrdup(const char *s)
+{
+	char	*d;
+
+	if (s == NULL)
+		return NULL;
+	if ((d = strdup(s)) == NULL)
+		abort();
+	return d;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void	*p;
+
+	if ((p = calloc(n ? n : 1, size ? size : 1)) == NULL)
+		abort();
+	return p;
+}
+
+char *
+xasprintf(const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	return s;
+}
+
+size_t
+strv_len(char *const *v)
+{
+	size_t	n = 0;
+
+	while (v && v[n])
+		n++;
+	return n;
+}
+
+void
+strv_free(char **v)
+{
+	size_t	i;
+
+	for (i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+char **
+strv_dup(char *const *v)
+{
+	size_t	  i, n = strv_len(v);
+	char	**d;
+
+	if (v == NULL)
+		return NULL;
+	d = xcalloc(n + 1, sizeof(*d));
+	for (i = 0; i < n; i++)
+		d[i] = xstrdup(v[i]);
+	return d;
+}

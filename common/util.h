@@ -1,0 +1,38 @@
+/*
+ * Small helpers every role uses.  Error convention (STYLE.md): return 0 or
+ * -1 (or a pointer / NULL) and fill the caller's char err[ERR_LEN] with a
+ * sentence a user can act on.
+ */
+#ifndef SOAK_UTIL_H
+#define SOAK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ERR_LEN	256
+
+#define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+
+/* errf: printf into err (size ERR_LEN); always returns -1 for `return errf(...)`. */
+int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+int64_t	now_ms(void);		/* CLOCK_MONOTONIC, for durations and deadlines only */
+int64_t	now_us(void);
+int64_t	wall_ms(void);		/* CLOCK_REALTIME, for report timestamps only */
+
+int	mkdir_p(const char *path, mode_t mode, char *err);
+int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */
+/* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
+char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
+int	write_file(const char *path, const void *buf, size_t len, char *err);
+/* Returns a heap string: dir + "/" + rel, or rel if it is absolute. */
+char	*path_join(const char *dir, const char *rel);
+char	*xstrdup(const char *s);	/* NULL in, NULL out; aborts on ENOMEM */
+void	*xcalloc(size_t n, size_t size);
+char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void	strv_free(char **v);		/* frees a NULL-terminated vector */
+char	**strv_dup(char *const *v);
+size_t	strv_len(char *const *v);
+
+#endif

@@ -1,0 +1,54 @@
+/* soak: one binary, subcommands (DESIGN.md §4). */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/soak.h"
+
+static const struct {
+	const char	*name;
+	int		(*fn)(int, char **);
+	const char	*usage;
+} commands[] = {
+	{ "run",	 cmd_run,	  "run CONFIG [--seeds A..B] [--workers N] [--out DIR]" },
+	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]" },
+	{ "worker",	 cmd_worker,	  "worker --connect URL [--slots N]" },
+	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep]" },
+	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]" },
+	{ "check",	 cmd_check,	  "check CONFIG [--db URL]" },
+	{ "tickets",	 cmd_tickets,	  "tickets RUN_DIR [--dry-run]" },
+};
+
+static int
+usage(FILE *f)
+{
+	size_t	i;
+
+	fprintf(f, "usage: soak COMMAND [OPTIONS]   (soak COMMAND --help)\n\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  soak %s\n", commands[i].usage);
+	return f == stdout ? 0 : SOAK_EXIT_USAGE;
+}
+
+int
+main(int argc, char **argv)
+{
+	size_t	i;
+
+	if (argc < 2)
+		return usage(stderr);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0)
+		return usage(stdout);
+	if (strcmp(argv[1], "--version") == 0) {
+		printf("soak %s\n", SOAK_VERSION);
+		return 0;
+	}
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0) {
+			log_init(commands[i].name, 0);
+			return commands[i].fn(argc - 1, argv + 1);
+		}
+	fprintf(stderr, "soak: unknown command \"%s\"\n", argv[1]);
+	return usage(stderr);
+}
