@@ -29,28 +29,26 @@ all: $(BUILD)/soak soak $(EXAMPLE_BIN)
 soak: $(BUILD)/soak
 	@ln -sf $(BUILD)/soak soak
 
-$(BUILD)/soak: $(BUILD)/main.o $(BUILD)/libsoak.a
+# Objects, not an archive: a strong definition must always win over
+# common/stubs.c's weak placeholders.
+$(BUILD)/soak: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
-
-$(BUILD)/libsoak.a: $(LIB_OBJ)
-	@rm -f $@
-	ar rcs $@ $^
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libsoak.a
+$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c $(BUILD)/libsoak.a
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(BUILD)/libsoak.a
+$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
 # Example systems under test are built with the same flags (and sanitizers).
 examples/%: examples/%.c

@@ -1,0 +1,56 @@
+/*
+ * Invariants: named SQL queries that return the rows breaking a rule.
+ *
+ * inv_check runs every invariant of cfg, in config order, inside ONE
+ * read-only transaction (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
+ * SET LOCAL statement_timeout = cfg->invariant_timeout_ms) on conn, whose
+ * search_path is already the seed's schema, then ROLLBACK.  Rows returned
+ * means violated.  For each invariant it keeps the column names, the total
+ * row count, and at most INV_MAX_ROWS rows as text (SQL NULL kept as NULL;
+ * each value capped at INV_MAX_VALUE bytes).
+ *
+ * Returns 0 when every query ran (whatever they found), -1 with err set
+ * when one could not run (connection lost, SQL error, timeout): the message
+ * names the invariant, e.g. "invariant \"balance\": relation \"x\" does not
+ * exist".  That is infrastructure (verdict infra/db), not a domain failure.
+ */
+#ifndef SOAK_INV_H
+#define SOAK_INV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <libpq-fe.h>
+
+#include "common/config.h"
+
+#define INV_MAX_ROWS	20
+#define INV_MAX_VALUE	1024
+
+struct inv_outcome {
+	const struct cfg_invariant	 *inv;		/* borrowed from cfg */
+	int				  ncols;
+	char				**cols;
+	int64_t				  nrows;	/* total rows returned */
+	int				  nkept;	/* <= INV_MAX_ROWS */
+	char				**cells;	/* nkept * ncols, row-major; NULL = SQL NULL */
+	int64_t				  duration_us;
+};
+
+struct inv_result {
+	struct inv_outcome	*out;		/* one per invariant, config order */
+	size_t			 n;
+	size_t			 nviolated;
+};
+
+int	inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
+	    char *err);
+void	inv_result_free(struct inv_result *res);
+/*
+ * The violated invariants as JSON: [{"name", "sql", "columns": [..],
+ * "rows": [[..], ..], "row_count": N}, ..]  (new reference).
+ */
+json_t	*inv_result_json(const struct inv_result *res);
+
+#endif
