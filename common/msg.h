@@ -1,0 +1,123 @@
+/*
+ * The coordinator <-> worker wire format.  One codec, no transport: the
+ * roles move the bytes over nng (req0 on the worker, rep0 on the
+ * coordinator), one request and one reply at a time per context.
+ *
+ * A message is a 12-byte header followed by the body:
+ *
+ *	"SOAK"  u16 version  u16 type  u32 body_len
+ *
+ * all integers big-endian.  A body is a fixed sequence of fields per type:
+ * u8, u32, u64, or a string (u32 length, then bytes; no NUL inside).
+ * msg_decode checks the magic, the version (exactly MSG_VERSION), the
+ * type, that body_len equals what follows, that every field fits, that
+ * every string is within its type's cap and NUL-free, and that no byte is
+ * left over.  Anything else is rejected with err saying which check failed
+ * — a message off the network is never trusted for a length.
+ *
+ * Who sends what (request -> reply):
+ *	worker HELLO      -> WELCOME | NACK
+ *	worker LEASE_REQ  -> LEASE | DONE         (held until work exists)
+ *	worker RESULT     -> ACK (ok=0: refused, e.g. the lease expired)
+ *	worker HEARTBEAT  -> ACK (ok=0: the lease is gone; drop it)
+ *	worker BYE        -> ACK
+ *	any malformed     -> NACK
+ */
+#ifndef SOAK_MSG_H
+#define SOAK_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MSG_VERSION	1
+#define MSG_HDR_LEN	12
+#define MSG_MAX		(16u << 20)	/* whole message */
+#define MSG_STR_SHORT	4096		/* names, reasons, URLs */
+#define MSG_STR_LONG	(8u << 20)	/* config text, result detail */
+#define MSG_MAX_SEEDS	4096		/* per lease */
+
+enum msg_type {
+	MSG_HELLO = 1,
+	MSG_WELCOME,
+	MSG_LEASE_REQ,
+	MSG_LEASE,
+	MSG_DONE,
+	MSG_RESULT,
+	MSG_HEARTBEAT,
+	MSG_ACK,
+	MSG_NACK,
+	MSG_BYE,
+	MSG_TYPE_MAX
+};
+
+enum msg_verdict { VERDICT_PASS = 0, VERDICT_FAIL = 1, VERDICT_INFRA = 2 };
+
+struct msg_seed {
+	uint64_t	seed;
+	uint32_t	attempt;	/* 1-based */
+};
+
+struct msg {
+	enum msg_type	type;
+	union {
+		struct {
+			char		*name;		/* "host:pid" */
+			char		*host;
+			uint32_t	 pid;
+			uint32_t	 slots;
+			char		*secret;	/* "" when none */
+		} hello;
+		struct {
+			uint32_t	 worker_id;
+			char		*run_id;
+			char		*cfg_path;
+			char		*cfg_text;
+			char		*db_conninfo;	/* "" = the worker's own */
+			char		*keep_dir;	/* "" = under the workspace */
+			char		*workspace;	/* "" = the worker's default */
+			uint32_t	 heartbeat_ms;
+		} welcome;
+		struct {
+			uint32_t	 worker_id;
+		} lease_req;
+		struct {
+			uint64_t	 lease_id;
+			uint32_t	 ttl_ms;
+			uint32_t	 nseeds;
+			struct msg_seed	*seeds;
+		} lease;
+		struct {
+			uint32_t	 worker_id;
+			uint64_t	 lease_id;
+			uint64_t	 seed;
+			uint32_t	 attempt;
+			uint8_t		 verdict;	/* enum msg_verdict */
+			char		*reason;	/* "" for pass */
+			uint32_t	 duration_ms;
+			char		*detail;	/* JSON object text */
+		} result;
+		struct {
+			uint32_t	 worker_id;
+			uint64_t	 lease_id;
+			uint64_t	 seed;		/* the seed running now */
+		} heartbeat;
+		struct {
+			uint8_t		 ok;
+			char		*text;
+		} ack;			/* also NACK and DONE (text only) */
+		struct {
+			uint32_t	 worker_id;
+		} bye;
+	} u;
+};
+
+const char	*msg_type_name(int type);
+const char	*msg_verdict_name(int verdict);
+
+/* Encodes m into a fresh heap buffer; 0 or -1 with err (a field too long). */
+int		 msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err);
+/* Decodes; on success m owns heap strings and must be msg_clear()ed. */
+int		 msg_decode(const void *buf, size_t len, struct msg *m, char *err);
+void		 msg_clear(struct msg *m);
+
+#endif

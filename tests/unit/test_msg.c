@@ -1,0 +1,272 @@
+/* The wire codec: round trips, and every way a hostile message is refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/msg.h"
+#include "common/util.h"
+
+static uint8_t *
+encode(const struct msg *m, size_t *len)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf = NULL;
+
+	assert_int_equal(msg_encode(m, &buf, len, err), 0);
+	return buf;
+}
+
+static void
+test_roundtrip_all_types(void **state)
+{
+	struct msg_seed	 seeds[3] = { { 5, 1 }, { 6, 1 }, { UINT64_MAX, 3 } };
+	struct msg	 in[8], out;
+	char		 err[ERR_LEN];
+	size_t		 i, len;
+	uint8_t		*buf;
+
+	(void)state;
+	memset(in, 0, sizeof(in));
+	in[0].type = MSG_HELLO;
+	in[0].u.hello.name = "h:1"; in[0].u.hello.host = "h";
+	in[0].u.hello.pid = 4242; in[0].u.hello.slots = 2; in[0].u.hello.secret = "";
+	in[1].type = MSG_WELCOME;
+	in[1].u.welcome.worker_id = 7; in[1].u.welcome.run_id = "r1";
+	in[1].u.welcome.cfg_path = "/x/soak.yaml"; in[1].u.welcome.cfg_text = "name: x\n";
+	in[1].u.welcome.db_conninfo = "host=/tmp"; in[1].u.welcome.keep_dir = "";
+	in[1].u.welcome.workspace = "/w"; in[1].u.welcome.heartbeat_ms = 500;
+	in[2].type = MSG_LEASE;
+	in[2].u.lease.lease_id = 0x0102030405060708ULL; in[2].u.lease.ttl_ms = 5000;
+	in[2].u.lease.nseeds = 3; in[2].u.lease.seeds = seeds;
+	in[3].type = MSG_RESULT;
+	in[3].u.result.worker_id = 3; in[3].u.result.lease_id = 9;
+	in[3].u.result.seed = 1477; in[3].u.result.attempt = 2;
+	in[3].u.result.verdict = VERDICT_FAIL; in[3].u.result.reason = "invariant";
+	in[3].u.result.duration_ms = 131; in[3].u.result.detail = "{\"a\":1}";
+	in[4].type = MSG_HEARTBEAT;
+	in[4].u.heartbeat.worker_id = 3; in[4].u.heartbeat.lease_id = 9;
+	in[4].u.heartbeat.seed = 11;
+	in[5].type = MSG_ACK; in[5].u.ack.ok = 1; in[5].u.ack.text = "ok";
+	in[6].type = MSG_LEASE_REQ; in[6].u.lease_req.worker_id = 12;
+	in[7].type = MSG_BYE; in[7].u.bye.worker_id = 12;
+
+	for (i = 0; i < 8; i++) {
+		buf = encode(&in[i], &len);
+		assert_int_equal(msg_decode(buf, len, &out, err), 0);
+		assert_int_equal(out.type, in[i].type);
+		free(buf);
+		switch (out.type) {
+		case MSG_HELLO:
+			assert_string_equal(out.u.hello.name, "h:1");
+			assert_int_equal(out.u.hello.pid, 4242);
+			assert_int_equal(out.u.hello.slots, 2);
+			assert_string_equal(out.u.hello.secret, "");
+			break;
+		case MSG_WELCOME:
+			assert_int_equal(out.u.welcome.worker_id, 7);
+			assert_string_equal(out.u.welcome.cfg_text, "name: x\n");
+			assert_string_equal(out.u.welcome.workspace, "/w");
+			assert_int_equal(out.u.welcome.heartbeat_ms, 500);
+			break;
+		case MSG_LEASE:
+			assert_true(out.u.lease.lease_id == 0x0102030405060708ULL);
+			assert_int_equal(out.u.lease.nseeds, 3);
+			assert_true(out.u.lease.seeds[2].seed == UINT64_MAX);
+			assert_int_equal(out.u.lease.seeds[2].attempt, 3);
+			break;
+		case MSG_RESULT:
+			assert_true(out.u.result.seed == 1477);
+			assert_int_equal(out.u.result.verdict, VERDICT_FAIL);
+			assert_string_equal(out.u.result.reason, "invariant");
+			assert_string_equal(out.u.result.detail, "{\"a\":1}");
+			break;
+		case MSG_HEARTBEAT:
+			assert_true(out.u.heartbeat.seed == 11);
+			break;
+		case MSG_ACK:
+			assert_int_equal(out.u.ack.ok, 1);
+			assert_string_equal(out.u.ack.text, "ok");
+			break;
+		case MSG_LEASE_REQ:
+			assert_int_equal(out.u.lease_req.worker_id, 12);
+			break;
+		case MSG_BYE:
+			assert_int_equal(out.u.bye.worker_id, 12);
+			break;
+		default:
+			fail();
+		}
+		msg_clear(&out);
+	}
+}
+
+static struct msg
+sample_result(void)
+{
+	struct msg	m;
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_RESULT;
+	m.u.result.seed = 3;
+	m.u.result.reason = "db";
+	m.u.result.verdict = VERDICT_INFRA;
+	m.u.result.detail = "{}";
+	return m;
+}
+
+static void
+test_every_truncation_rejected(void **state)
+{
+	struct msg	 m = sample_result(), out;
+	char		 err[ERR_LEN];
+	size_t		 len, cut;
+	uint8_t		*buf;
+
+	(void)state;
+	buf = encode(&m, &len);
+	/* Cut anywhere, with the header patched to agree or not: never accepted. */
+	for (cut = 0; cut < len; cut++) {
+		assert_int_equal(msg_decode(buf, cut, &out, err), -1);
+		if (cut >= MSG_HDR_LEN) {
+			uint8_t	*c = malloc(cut);
+			uint32_t b = (uint32_t)(cut - MSG_HDR_LEN);
+
+			memcpy(c, buf, cut);
+			c[8] = b >> 24; c[9] = b >> 16; c[10] = b >> 8; c[11] = b;
+			assert_int_equal(msg_decode(c, cut, &out, err), -1);
+			assert_non_null(strstr(err, "truncated"));
+			free(c);
+		}
+	}
+	free(buf);
+}
+
+static void
+test_wrong_version_magic_type_trailing(void **state)
+{
+	struct msg	 m = sample_result(), out;
+	char		 err[ERR_LEN];
+	size_t		 len;
+	uint8_t		*buf, *big;
+
+	(void)state;
+	buf = encode(&m, &len);
+	buf[5] = MSG_VERSION + 1;
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "protocol version"));
+	buf[5] = MSG_VERSION;
+	buf[0] = 'X';
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "magic"));
+	buf[0] = 'S';
+	buf[7] = 99;
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "unknown message type"));
+	buf[7] = MSG_RESULT;
+	/* One extra byte, with a header that admits it. */
+	big = calloc(1, len + 1);
+	memcpy(big, buf, len);
+	big[11] += 1;
+	assert_int_equal(msg_decode(big, len + 1, &out, err), -1);
+	assert_non_null(strstr(err, "trailing"));
+	/* Bad verdict value. */
+	buf[MSG_HDR_LEN + 4 + 8 + 8 + 4] = 7;
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "verdict"));
+	free(big);
+	free(buf);
+}
+
+static void
+test_oversized_and_lying_lengths(void **state)
+{
+	struct msg	 m = sample_result(), out;
+	char		 err[ERR_LEN], *huge;
+	size_t		 len;
+	uint8_t		*buf;
+
+	(void)state;
+	/* A string field whose length prefix claims 4 GiB. */
+	buf = encode(&m, &len);
+	memset(buf + MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1, 0xff, 4);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "reason"));
+	free(buf);
+	/* A field over its cap is refused by the encoder, too. */
+	huge = malloc(MSG_STR_SHORT + 2);
+	memset(huge, 'a', MSG_STR_SHORT + 1);
+	huge[MSG_STR_SHORT + 1] = '\0';
+	m.u.result.reason = huge;
+	assert_int_equal(msg_encode(&m, &buf, &len, err), -1);
+	assert_non_null(strstr(err, "reason"));
+	free(huge);
+	/* A lease whose count disagrees with its bytes. */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE;
+	buf = encode(&m, &len);
+	buf[MSG_HDR_LEN + 8 + 4 + 3] = 200;
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "seeds"));
+	free(buf);
+	/* An embedded NUL in a string. */
+	m = sample_result();
+	m.u.result.reason = "ab";
+	buf = encode(&m, &len);
+	buf[MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4] = '\0';
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "NUL"));
+	free(buf);
+}
+
+static void
+test_garbage_never_accepted(void **state)
+{
+	struct msg	out;
+	char		err[ERR_LEN];
+	uint8_t		buf[512];
+	uint64_t	x = 88172645463325252ULL;
+	int		i, j, accepted = 0;
+
+	(void)state;
+	for (i = 0; i < 20000; i++) {
+		size_t	len = 1 + (size_t)(x % sizeof(buf));
+
+		for (j = 0; j < (int)len; j++) {
+			x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+			buf[j] = (uint8_t)x;
+		}
+		/* Half the time keep a valid header so the body parser is hit. */
+		if (i & 1 && len >= MSG_HDR_LEN) {
+			uint32_t b = (uint32_t)(len - MSG_HDR_LEN);
+
+			memcpy(buf, "SOAK", 4);
+			buf[4] = 0; buf[5] = MSG_VERSION;
+			buf[6] = 0; buf[7] = 1 + (uint8_t)(x % (MSG_TYPE_MAX - 1));
+			buf[8] = b >> 24; buf[9] = b >> 16; buf[10] = b >> 8; buf[11] = b;
+		}
+		if (msg_decode(buf, len, &out, err) == 0) {
+			accepted++;
+			msg_clear(&out);
+		}
+	}
+	/* Random bytes may form a valid short message; they must never crash. */
+	assert_true(accepted < 20000);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip_all_types),
+		cmocka_unit_test(test_every_truncation_rejected),
+		cmocka_unit_test(test_wrong_version_magic_type_trailing),
+		cmocka_unit_test(test_oversized_and_lying_lengths),
+		cmocka_unit_test(test_garbage_never_accepted),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
