@@ -1,0 +1,31 @@
+/*
+ * The clean environment a turn, setup command or service is execve'd with
+ * (DESIGN.md §6).  Nothing of the worker's own environment leaks in but
+ * PATH (so bare command names resolve) and LANG/TZ.
+ */
+#ifndef SOAK_ENV_H
+#define SOAK_ENV_H
+
+#include <stddef.h>
+
+struct wrk;
+
+struct env {
+	char	**v;		/* NULL-terminated "NAME=value" */
+	size_t	  n, cap;
+};
+
+void	env_init(struct env *e);
+void	env_addf(struct env *e, const char *name, const char *fmt, ...)
+	    __attribute__((format(printf, 3, 4)));
+void	env_free(struct env *e);
+/*
+ * The worker-wide part: SOAK_RUN, SOAK_WORKER, SOAK_SCHEMA, SOAK_CONFIG_DIR,
+ * PG*, DATABASE_URL, SOAK_SERVICE_<NAME>, and the private directories
+ * under dir (SOAK_WORKSPACE, HOME, TMPDIR, XDG_*_HOME), which it creates.
+ */
+void	env_base(struct env *e, const struct wrk *w, const char *dir);
+/* "SOAK_PROXY_" + NAME upper-cased, non-alphanumerics as '_'. */
+void	env_name(char *buf, size_t size, const char *prefix, const char *name);
+
+#endif

@@ -1,0 +1,455 @@
+/*
+ * One seed's life: reset -> setup -> (round k -> check)* -> verdict.
+ * Every way it can end is a verdict (DESIGN.md §8); nothing here returns
+ * an error to the caller, because a seed without a verdict is a lost seed.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/seed.h"
+#include "common/util.h"
+#include "fault-proxy/proxy.h"
+#include "invariants/inv.h"
+#include "worker/env.h"
+#include "worker/wrk.h"
+
+#define TRACE_CAP	(4u << 20)	/* fault trace shipped with a result */
+
+static const char *const seed_state_names[] = {
+	[SEED_RESET] = "reset", [SEED_SETUP] = "setup", [SEED_ROUND] = "round",
+	[SEED_CHECK] = "check", [SEED_VERDICT] = "verdict",
+};
+
+struct seed_ctx {
+	struct wrk		*w;
+	uint64_t		 seed;
+	enum seed_state		 state;
+	int64_t			 start, deadline;
+	char			*dir;		/* the seed's workspace */
+	struct proxy_set	*proxies;
+	char			*trace_path;
+	json_t			*turns;		/* outcomes, for the report */
+	int			 ok_turns, total_turns, crashed;
+	int			 round;		/* the round that failed, or -1 */
+};
+
+static void
+set_state(struct seed_ctx *c, enum seed_state s, int round)
+{
+	if (round >= 0)
+		log_debug("seed %" PRIu64 ": %s -> %s %d", c->seed,
+		    seed_state_names[c->state], seed_state_names[s], round);
+	else
+		log_debug("seed %" PRIu64 ": %s -> %s", c->seed,
+		    seed_state_names[c->state], seed_state_names[s]);
+	c->state = s;
+}
+
+static void
+timeline(struct seed_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+timeline(struct seed_ctx *c, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (c->w->timeline == NULL)
+		return;
+	fprintf(c->w->timeline, "%7.3fs  ", (double)(now_ms() - c->start) / 1000.0);
+	va_start(ap, fmt);
+	vfprintf(c->w->timeline, fmt, ap);
+	va_end(ap);
+	fputc('\n', c->w->timeline);
+	fflush(c->w->timeline);
+}
+
+static void
+verdict(struct seed_result *res, int v, const char *reason, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void
+verdict(struct seed_result *res, int v, const char *reason, const char *fmt, ...)
+{
+	va_list	ap;
+
+	res->verdict = v;
+	res->reason = reason;
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof(res->message), fmt, ap);
+	va_end(ap);
+}
+
+static json_t *
+outcome_json(const struct turn_outcome *t)
+{
+	return json_pack("{s:i, s:i, s:s, s:i, s:I, s:s}",
+	    "round", t->round, "turn", t->turn, "status", turn_status_name(t->status),
+	    "code", t->code, "duration_ms", (json_int_t)t->duration_ms,
+	    "stderr_tail", t->stderr_tail ? t->stderr_tail : "");
+}
+
+/* The setup command: once per seed, before the first round. */
+static int
+run_setup(struct seed_ctx *c, struct seed_result *res)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	struct spawn_req	 req;
+	struct turn_outcome	 out = { .round = -1, .turn = -1 };
+	struct env		 env;
+	char			*dir, *so, *se;
+	bool			 hung;
+	int			 rc = 0;
+
+	dir = xasprintf("%s/setup", c->dir);
+	so = xasprintf("%s/stdout.log", dir);
+	se = xasprintf("%s/stderr.log", dir);
+	mkdir_p(dir, 0700, NULL);
+	env_init(&env);
+	env_base(&env, c->w, dir);
+	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);
+	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
+	    .stdout_path = so, .stderr_path = se };
+	wrk_run_batch(&req, 1, cfg->setup_timeout_ms, c->deadline, &out, &hung);
+	json_array_append_new(c->turns, outcome_json(&out));
+	timeline(c, "setup: %s %d (%lld ms)", turn_status_name(out.status), out.code,
+	    (long long)out.duration_ms);
+	if (hung) {
+		verdict(res, VERDICT_FAIL, "hang", "seed_timeout (%lld ms) passed during setup",
+		    (long long)cfg->seed_timeout_ms);
+		rc = -1;
+	} else if (out.status == TURN_EXEC) {
+		verdict(res, VERDICT_INFRA, "setup", "setup: %s", out.stderr_tail);
+		rc = -1;
+	} else if (out.status != TURN_OK) {
+		verdict(res, VERDICT_INFRA, "setup", "setup command %s (%s %d) after %lld ms; see its stderr",
+		    cfg->setup[0], turn_status_name(out.status), out.code,
+		    (long long)out.duration_ms);
+		rc = -1;
+	}
+	turn_outcome_clear(&out);
+	env_free(&env);
+	free(dir);
+	free(so);
+	free(se);
+	return rc;
+}
+
+/* Proxy upstreams resolved for this worker: host:port or unix:PATH. */
+static char **
+proxy_upstreams(struct wrk *w, char *err)
+{
+	const struct cfg	 *cfg = w->cfg;
+	char			**up = xcalloc(cfg->nproxies + 1, sizeof(char *));
+	size_t			  i;
+
+	for (i = 0; i < cfg->nproxies; i++) {
+		const struct cfg_proxy	*p = &cfg->proxies[i];
+
+		switch (p->upstream_kind) {
+		case CFG_UP_HOSTPORT:
+			up[i] = xstrdup(p->upstream);
+			break;
+		case CFG_UP_UNIX:
+			up[i] = xasprintf("unix:%s", p->upstream);
+			break;
+		case CFG_UP_SERVICE:
+			up[i] = xasprintf("127.0.0.1:%d", wrk_service_port(w, p->upstream));
+			break;
+		case CFG_UP_DATABASE:
+			if (w->db.host == NULL || w->db.host[0] == '/')
+				up[i] = xasprintf("unix:%s/.s.PGSQL.%s",
+				    w->db.host ? w->db.host : "/var/run/postgresql",
+				    w->db.port ? w->db.port : "5432");
+			else
+				up[i] = xasprintf("%s:%s", w->db.host,
+				    w->db.port ? w->db.port : "5432");
+			break;
+		}
+	}
+	(void)err;
+	return up;
+}
+
+static int
+run_round(struct seed_ctx *c, int round, struct seed_result *res)
+{
+	const struct cfg	 *cfg = c->w->cfg;
+	int			  n = cfg->turns, i, tempfail = 0, execfail = 0;
+	struct spawn_req	 *reqs = xcalloc(n, sizeof(*reqs));
+	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
+	struct env		 *envs = xcalloc(n, sizeof(*envs));
+	char			**dirs = xcalloc(n, sizeof(char *));
+	char			**so = xcalloc(n, sizeof(char *)), **se = xcalloc(n, sizeof(char *));
+	char			  err[ERR_LEN], name[128];
+	bool			  hung;
+	int			  rc = 0;
+	size_t			  p;
+
+	for (i = 0; i < n; i++) {
+		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, i, err)) == NULL) {
+			verdict(res, VERDICT_INFRA, "exec", "%s", err);
+			rc = -1;
+			goto out;
+		}
+		so[i] = xasprintf("%s/stdout.log", dirs[i]);
+		se[i] = xasprintf("%s/stderr.log", dirs[i]);
+		env_init(&envs[i]);
+		env_base(&envs[i], c->w, dirs[i]);
+		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
+		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
+		env_addf(&envs[i], "SOAK_TURN", "%d", i);
+		env_addf(&envs[i], "SOAK_TURNS", "%d", n);
+		env_addf(&envs[i], "SOAK_TURN_SEED", "%" PRIu64, seed_turn(c->seed, round, i));
+		for (p = 0; c->proxies && p < cfg->nproxies; p++) {
+			env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
+			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, i));
+		}
+		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
+		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i] };
+		out[i].round = round;
+		out[i].turn = i;
+	}
+	wrk_run_batch(reqs, n, cfg->turn_timeout_ms, c->deadline, out, &hung);
+	for (i = 0; i < n; i++) {
+		out[i].round = round;
+		out[i].turn = i;
+		c->total_turns++;
+		switch (out[i].status) {
+		case TURN_OK:		c->ok_turns++; break;
+		case TURN_TEMPFAIL:	tempfail++; break;
+		case TURN_EXEC:		execfail++; break;
+		case TURN_SIGNAL:	c->crashed++; break;
+		default:		break;
+		}
+		json_array_append_new(c->turns, outcome_json(&out[i]));
+		timeline(c, "round %d turn %d: %s %d (%lld ms)%s%s", round, i,
+		    turn_status_name(out[i].status), out[i].code,
+		    (long long)out[i].duration_ms,
+		    out[i].status != TURN_OK && out[i].stderr_tail && *out[i].stderr_tail ?
+		    " stderr: " : "",
+		    out[i].status != TURN_OK && out[i].stderr_tail ? out[i].stderr_tail : "");
+	}
+	if (hung) {
+		verdict(res, VERDICT_FAIL, "hang", "still running at seed_timeout (%lld ms) in round %d",
+		    (long long)cfg->seed_timeout_ms, round);
+		rc = -1;
+	} else if (execfail) {
+		for (i = 0; i < n && out[i].status != TURN_EXEC; i++)
+			;
+		verdict(res, VERDICT_INFRA, "exec", "%s", out[i].stderr_tail);
+		rc = -1;
+	} else if (tempfail) {
+		for (i = 0; i < n && out[i].status != TURN_TEMPFAIL; i++)
+			;
+		verdict(res, VERDICT_INFRA, "tempfail",
+		    "%d turn(s) exited 75 (environment broke) in round %d, first turn %d",
+		    tempfail, round, i);
+		rc = -1;
+	}
+out:
+	for (i = 0; i < n; i++) {
+		turn_outcome_clear(&out[i]);
+		if (envs[i].v)
+			env_free(&envs[i]);
+		free(dirs[i]);
+		free(so[i]);
+		free(se[i]);
+	}
+	free(reqs); free(out); free(envs); free(dirs); free(so); free(se);
+	return rc;
+}
+
+static int
+check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
+{
+	struct inv_result	ir = { 0 };
+	char			err[ERR_LEN];
+	size_t			i;
+	int			rc = 0;
+
+	if (inv_check(iso_conn(c->w->iso), c->w->cfg, &ir, err) == -1) {
+		verdict(res, VERDICT_INFRA, "db", "after round %d: %s", round, err);
+		timeline(c, "check after round %d: %s", round, err);
+		return -1;
+	}
+	for (i = 0; i < ir.n; i++) {
+		const struct inv_outcome	*o = &ir.out[i];
+
+		timeline(c, "check after round %d: \"%s\": %s", round, o->inv->name,
+		    o->nrows == 0 ? "holds" : "BROKEN");
+		if (o->nrows > 0 && c->w->timeline) {
+			for (int k = 0; k < o->ncols; k++)
+				fprintf(c->w->timeline, "%s%s", k ? " | " : "           ", o->cols[k]);
+			fputc('\n', c->w->timeline);
+			for (int r = 0; r < o->nkept; r++) {
+				for (int k = 0; k < o->ncols; k++) {
+					const char *v = o->cells[r * o->ncols + k];
+
+					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
+					    v ? v : "NULL");
+				}
+				fputc('\n', c->w->timeline);
+			}
+			if (o->nrows > o->nkept)
+				fprintf(c->w->timeline, "           (%lld rows in all)\n",
+				    (long long)o->nrows);
+		}
+	}
+	if (ir.nviolated > 0) {
+		verdict(res, VERDICT_FAIL, "invariant", "%zu invariant(s) broken after round %d",
+		    ir.nviolated, round);
+		json_object_set_new(detail, "invariants", inv_result_json(&ir));
+		c->round = round;
+		rc = -1;
+	}
+	inv_result_free(&ir);
+	return rc;
+}
+
+/*
+ * The failing seed's workspace is kept (moved under keep_dir/<seed>/);
+ * a passing one is removed.  rename(2) is atomic and cheap; across
+ * filesystems the workspace is left in place and its path reported.
+ */
+static void
+dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
+{
+	char	*dst = NULL, *parent = NULL;
+
+	if (c->dir == NULL)
+		return;
+	if (c->w->keep_all) {
+		json_object_set_new(detail, "workspace", json_string(c->dir));
+		return;
+	}
+	if (res->verdict != VERDICT_FAIL) {
+		rm_rf(c->dir);
+		return;
+	}
+	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
+	dst = xasprintf("%s/workspace", parent);
+	rm_rf(dst);
+	if (mkdir_p(parent, 0755, NULL) == 0 && rename(c->dir, dst) == 0)
+		json_object_set_new(detail, "workspace", json_string(dst));
+	else
+		json_object_set_new(detail, "workspace", json_string(c->dir));
+	free(dst);
+	free(parent);
+}
+
+void
+wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result *res)
+{
+	const struct cfg	 *cfg = w->cfg;
+	struct seed_ctx		  c = { .w = w, .seed = seed, .round = -1 };
+	json_t			 *detail = json_object();
+	char			  err[ERR_LEN], **ups = NULL;
+	bool			  died;
+	int			  round;
+
+	memset(res, 0, sizeof(*res));
+	res->reason = "";
+	c.start = now_ms();
+	c.deadline = c.start + cfg->seed_timeout_ms;
+	c.turns = json_array();
+	c.state = SEED_VERDICT;
+
+	set_state(&c, SEED_RESET, -1);
+	if (wrk_services_check(w, &died, err) == -1) {
+		verdict(res, VERDICT_INFRA, "service", "%s", err);
+		goto done;
+	}
+	if (iso_reset(w->iso, err) == -1) {
+		verdict(res, VERDICT_INFRA, "db", "%s", err);
+		timeline(&c, "reset schema %s: %s", iso_schema(w->iso), err);
+		goto done;
+	}
+	timeline(&c, "reset schema %s (%s)", iso_schema(w->iso),
+	    cfg->db_reset == CFG_RESET_TRUNCATE ? "truncate" : "recreate");
+	if ((c.dir = iso_seed_dir(w->iso, seed, err)) == NULL) {
+		verdict(res, VERDICT_INFRA, "exec", "%s", err);
+		goto done;
+	}
+	if (cfg->setup != NULL) {
+		set_state(&c, SEED_SETUP, -1);
+		if (run_setup(&c, res) == -1)
+			goto done;
+	}
+	if (cfg->nproxies > 0) {
+		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
+		ups = proxy_upstreams(w, err);
+		if ((c.proxies = proxy_set_start(cfg, ups, cfg->turns, seed,
+		    c.trace_path, err)) == NULL) {
+			verdict(res, VERDICT_INFRA, "proxy", "%s", err);
+			goto done;
+		}
+	}
+	for (round = 0; round < cfg->rounds; round++) {
+		set_state(&c, SEED_ROUND, round);
+		if (run_round(&c, round, res) == -1) {
+			c.round = round;
+			goto done;
+		}
+		set_state(&c, SEED_CHECK, round);
+		if (check(&c, round, res, detail) == -1)
+			goto done;
+	}
+	if (c.crashed > 0)
+		verdict(res, VERDICT_FAIL, "crash", "%d turn(s) died of a signal", c.crashed);
+	else if (c.ok_turns < cfg_guard_floor(cfg))
+		verdict(res, VERDICT_FAIL, "guard",
+		    "only %d of %d turns succeeded; the guard wants at least %lld",
+		    c.ok_turns, c.total_turns, (long long)cfg_guard_floor(cfg));
+	else
+		verdict(res, VERDICT_PASS, "", "%d of %d turns ok", c.ok_turns, c.total_turns);
+done:
+	set_state(&c, SEED_VERDICT, -1);
+	if (c.proxies) {
+		proxy_set_stop(c.proxies);
+		c.proxies = NULL;
+	}
+	/* A service that died under the seed makes the seed unreliable. */
+	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0 &&
+	    wrk_services_check(w, &died, err) == 0 && died)
+		verdict(res, VERDICT_INFRA, "service", "a service died during the seed");
+	res->duration_ms = now_ms() - c.start;
+	json_object_set_new(detail, "message", json_string(res->message));
+	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
+	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));
+	json_object_set_new(detail, "total_turns", json_integer(c.total_turns));
+	if (res->verdict != VERDICT_PASS) {
+		json_object_set_new(detail, "turns", c.turns);
+		c.turns = NULL;
+		if (c.trace_path) {
+			size_t	 len;
+			char	*t = read_file(c.trace_path, TRACE_CAP, &len, err);
+
+			if (t)
+				json_object_set_new(detail, "trace", json_stringn(t, len));
+			free(t);
+		}
+	}
+	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
+	    *res->reason ? " " : "", res->reason, res->message);
+	dispose_workspace(&c, res, detail);
+	res->detail = detail;
+	json_decref(c.turns);
+	strv_free(ups);
+	free(c.trace_path);
+	free(c.dir);
+}
+
+void
+seed_result_clear(struct seed_result *res)
+{
+	if (res == NULL)
+		return;
+	json_decref(res->detail);
+	res->detail = NULL;
+}

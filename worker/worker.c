@@ -1,0 +1,519 @@
+/*
+ * `soak worker --connect URL`: dial the coordinator, take its config, then
+ * lease seeds and run them one after another until it says done.  The
+ * worker keeps nothing the coordinator needs: every verdict travels in a
+ * RESULT message before the next seed starts, so a worker that dies loses
+ * at most the seed it was running, which the coordinator gives to another.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nng/nng.h>
+#include <nng/protocol/reqrep0/req.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/soak.h"
+#include "common/util.h"
+#include "isolation/iso.h"
+#include "worker/wrk.h"
+
+int
+wrk_open(struct wrk *w, char *err)
+{
+	const char	*path = getenv("PATH");
+
+	w->path_env = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (iso_dbparams_parse(w->conninfo, &w->db, err) == -1)
+		return -1;
+	if ((w->iso = iso_open(w->cfg, w->conninfo, w->run_id, w->id, w->workspace,
+	    err)) == NULL)
+		return -1;
+	if (wrk_services_start(w, err) == -1)
+		return -1;
+	return 0;
+}
+
+void
+wrk_close(struct wrk *w, bool drop_schema)
+{
+	char	err[ERR_LEN];
+
+	wrk_services_stop(w);
+	if (w->iso && drop_schema && iso_drop(w->iso, err) == -1)
+		log_warnx("%s", err);
+	iso_close(w->iso);
+	w->iso = NULL;
+	iso_dbparams_free(&w->db);
+	free(w->path_env);
+	w->path_env = NULL;
+}
+
+/* --- talking to the coordinator --- */
+
+struct link {
+	nng_socket	 sock;
+	nng_ctx		 ctx;
+	nng_aio		*aio;
+	char		*url;
+};
+
+static int
+link_open(struct link *l, const char *url, char *err)
+{
+	int	rv;
+
+	l->url = xstrdup(url);
+	if ((rv = nng_req0_open(&l->sock)) != 0)
+		return errf(err, "cannot open a request socket: %s", nng_strerror(rv));
+	/* Never resend on our own: a resent lease request would lease twice. */
+	nng_socket_set_ms(l->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX);
+	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMINT, 20);
+	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMAXT, 1000);
+	if ((rv = nng_dial(l->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
+		return errf(err, "cannot dial coordinator at %s: %s", url, nng_strerror(rv));
+	if ((rv = nng_ctx_open(&l->ctx, l->sock)) != 0 ||
+	    (rv = nng_aio_alloc(&l->aio, NULL, NULL)) != 0)
+		return errf(err, "nng: %s", nng_strerror(rv));
+	return 0;
+}
+
+static void
+link_close(struct link *l)
+{
+	if (l->aio)
+		nng_aio_free(l->aio);
+	nng_ctx_close(l->ctx);
+	nng_close(l->sock);
+	free(l->url);
+}
+
+/* A second context on the same socket, for the heartbeat thread. */
+static int
+link_clone(struct link *dst, const struct link *src, char *err)
+{
+	int	rv;
+
+	dst->sock = src->sock;
+	dst->url = xstrdup(src->url);
+	if ((rv = nng_ctx_open(&dst->ctx, src->sock)) != 0 ||
+	    (rv = nng_aio_alloc(&dst->aio, NULL, NULL)) != 0)
+		return errf(err, "nng: %s", nng_strerror(rv));
+	return 0;
+}
+
+/* One request, one reply.  timeout_ms < 0: wait as long as it takes. */
+static int
+link_call(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms,
+    const char *what, char *err)
+{
+	nng_msg	*nm = NULL;
+	uint8_t	*buf = NULL;
+	size_t	 len;
+	int	 rv;
+
+	if (msg_encode(req, &buf, &len, err) == -1)
+		return -1;
+	if ((rv = nng_msg_alloc(&nm, 0)) != 0 || (rv = nng_msg_append(nm, buf, len)) != 0) {
+		free(buf);
+		nng_msg_free(nm);
+		return errf(err, "nng: %s", nng_strerror(rv));
+	}
+	free(buf);
+	nng_aio_set_timeout(l->aio, timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
+	nng_aio_set_msg(l->aio, nm);
+	nng_ctx_send(l->ctx, l->aio);
+	nng_aio_wait(l->aio);
+	if ((rv = nng_aio_result(l->aio)) != 0) {
+		nng_msg_free(nng_aio_get_msg(l->aio));
+		return errf(err, "sending %s to %s: %s", what, l->url, nng_strerror(rv));
+	}
+	nng_ctx_recv(l->ctx, l->aio);
+	nng_aio_wait(l->aio);
+	if ((rv = nng_aio_result(l->aio)) != 0)
+		return errf(err, "no reply to %s from %s%s: %s", what, l->url,
+		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", nng_strerror(rv));
+	nm = nng_aio_get_msg(l->aio);
+	rv = msg_decode(nng_msg_body(nm), nng_msg_len(nm), rep, err);
+	nng_msg_free(nm);
+	if (rv == -1) {
+		char	tmp[ERR_LEN];
+
+		snprintf(tmp, sizeof(tmp), "%s", err);
+		return errf(err, "bad reply to %s from %s: %s", what, l->url, tmp);
+	}
+	return 0;
+}
+
+/* --- heartbeat thread --- */
+
+struct beat {
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	struct link	 link;
+	uint32_t	 worker_id;
+	uint64_t	 lease_id;	/* 0: none held */
+	uint64_t	 seed;
+	int		 interval_ms;
+	bool		 stop, lost;	/* lost: the coordinator refused the lease */
+};
+
+static void *
+beat_main(void *arg)
+{
+	struct beat	*b = arg;
+	struct msg	 req, rep;
+	char		 err[ERR_LEN];
+
+	pthread_mutex_lock(&b->mu);
+	while (!b->stop) {
+		struct timespec	ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += b->interval_ms / 1000;
+		ts.tv_nsec += (long)(b->interval_ms % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+		if (b->stop || b->lease_id == 0)
+			continue;
+		memset(&req, 0, sizeof(req));
+		req.type = MSG_HEARTBEAT;
+		req.u.heartbeat.worker_id = b->worker_id;
+		req.u.heartbeat.lease_id = b->lease_id;
+		req.u.heartbeat.seed = b->seed;
+		pthread_mutex_unlock(&b->mu);
+		if (link_call(&b->link, &req, &rep, 10000, "heartbeat", err) == -1)
+			log_warnx("%s", err);
+		else {
+			if (rep.type == MSG_ACK && !rep.u.ack.ok) {
+				log_warnx("coordinator refused lease %" PRIu64 ": %s",
+				    req.u.heartbeat.lease_id, rep.u.ack.text);
+				pthread_mutex_lock(&b->mu);
+				if (b->lease_id == req.u.heartbeat.lease_id)
+					b->lost = true;
+				pthread_mutex_unlock(&b->mu);
+			}
+			msg_clear(&rep);
+		}
+		pthread_mutex_lock(&b->mu);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+static void
+beat_set(struct beat *b, uint64_t lease_id, uint64_t seed)
+{
+	pthread_mutex_lock(&b->mu);
+	if (b->lease_id != lease_id)
+		b->lost = false;
+	b->lease_id = lease_id;
+	b->seed = seed;
+	pthread_mutex_unlock(&b->mu);
+}
+
+static bool
+beat_lost(struct beat *b)
+{
+	bool	lost;
+
+	pthread_mutex_lock(&b->mu);
+	lost = b->lost;
+	pthread_mutex_unlock(&b->mu);
+	return lost;
+}
+
+/* --- the worker's life --- */
+
+struct wopts {
+	const char	*url;
+	const char	*workspace;
+	const char	*secret;
+	int		 slots;
+};
+
+static int
+worker_main(const struct wopts *o)
+{
+	struct link		 link = { 0 };
+	struct beat		 beat = { .mu = PTHREAD_MUTEX_INITIALIZER,
+				    .cv = PTHREAD_COND_INITIALIZER };
+	struct msg		 req, rep;
+	struct cfg		 cfg = { 0 };
+	struct wrk		 w = { 0 };
+	struct pg_embedded	*pg = NULL;
+	pthread_t		 beat_thread;
+	char			 err[ERR_LEN], host[256] = "localhost", name[300], role[32];
+	const char		*db;
+	bool			 opened = false, beating = false;
+	int			 rc = 1;
+
+	memset(&rep, 0, sizeof(rep));
+	gethostname(host, sizeof(host) - 1);
+	snprintf(name, sizeof(name), "%s:%d", host, (int)getpid());
+	if (link_open(&link, o->url, err) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	memset(&req, 0, sizeof(req));
+	req.type = MSG_HELLO;
+	req.u.hello.name = name;
+	req.u.hello.host = host;
+	req.u.hello.pid = (uint32_t)getpid();
+	req.u.hello.slots = 1;
+	req.u.hello.secret = (char *)(o->secret ? o->secret : "");
+	if (link_call(&link, &req, &rep, 60000, "hello", err) == -1) {
+		log_warnx("%s", err);
+		goto out;
+	}
+	if (rep.type != MSG_WELCOME) {
+		log_warnx("coordinator at %s refused this worker: %s", o->url,
+		    rep.type == MSG_NACK ? rep.u.ack.text : msg_type_name(rep.type));
+		goto out;
+	}
+	w.id = (int)rep.u.welcome.worker_id;
+	snprintf(role, sizeof(role), "worker %d", w.id);
+	log_set_role(role);
+	if (cfg_load_text(rep.u.welcome.cfg_path, rep.u.welcome.cfg_text,
+	    strlen(rep.u.welcome.cfg_text), &cfg, err) == -1) {
+		log_warnx("the coordinator's config does not load here: %s", err);
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
+	}
+	w.cfg = &cfg;
+	w.run_id = xstrdup(rep.u.welcome.run_id);
+	if (*rep.u.welcome.workspace)
+		w.workspace = xasprintf("%s/w%d", rep.u.welcome.workspace, w.id);
+	else
+		w.workspace = xasprintf("%s/soak-%s-w%d", o->workspace ? o->workspace :
+		    (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"), w.run_id, w.id);
+	w.keep_dir = *rep.u.welcome.keep_dir ? xstrdup(rep.u.welcome.keep_dir) :
+	    xasprintf("%s/failures", w.workspace);
+	beat.interval_ms = rep.u.welcome.heartbeat_ms ? (int)rep.u.welcome.heartbeat_ms : 1000;
+	beat.worker_id = (uint32_t)w.id;
+	db = *rep.u.welcome.db_conninfo ? rep.u.welcome.db_conninfo :
+	    getenv("SOAK_DATABASE_URL") && *getenv("SOAK_DATABASE_URL") ?
+	    getenv("SOAK_DATABASE_URL") : cfg.db_url;
+	msg_clear(&rep);
+	if (db == NULL || *db == '\0') {
+		if ((pg = pg_embedded_start(cfg.turns + 16, err)) == NULL) {
+			log_warnx("%s", err);
+			goto out;
+		}
+		db = pg_embedded_conninfo(pg);
+	}
+	w.conninfo = xstrdup(db);
+
+	if (link_clone(&beat.link, &link, err) == -1 ||
+	    pthread_create(&beat_thread, NULL, beat_main, &beat) != 0) {
+		log_warnx("cannot start the heartbeat: %s", err);
+		goto out;
+	}
+	beating = true;
+
+	for (;;) {
+		uint32_t	i;
+
+		memset(&req, 0, sizeof(req));
+		req.type = MSG_LEASE_REQ;
+		req.u.lease_req.worker_id = (uint32_t)w.id;
+		if (link_call(&link, &req, &rep, -1, "lease request", err) == -1) {
+			log_warnx("%s", err);
+			goto out;
+		}
+		if (rep.type == MSG_DONE)
+			break;
+		if (rep.type != MSG_LEASE) {
+			log_warnx("unexpected %s in reply to a lease request: %s",
+			    msg_type_name(rep.type),
+			    rep.type == MSG_NACK ? rep.u.ack.text : "");
+			goto out;
+		}
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			struct msg_seed		 s = rep.u.lease.seeds[i];
+			struct seed_result	 res;
+			struct msg		 r2, ack;
+			char			*detail;
+
+			if (beat_lost(&beat))
+				break;
+			beat_set(&beat, rep.u.lease.lease_id, s.seed);
+			if (!opened) {
+				if (wrk_open(&w, err) == 0)
+					opened = true;
+				else {
+					memset(&res, 0, sizeof(res));
+					res.verdict = VERDICT_INFRA;
+					res.reason = strstr(err, "service") ? "service" : "db";
+					snprintf(res.message, sizeof(res.message), "%s", err);
+					res.detail = json_pack("{s:s}", "message", err);
+					wrk_close(&w, false);
+				}
+			}
+			if (opened)
+				wrk_run_seed(&w, s.seed, s.attempt, &res);
+			log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s.seed,
+			    msg_verdict_name(res.verdict), res.reason,
+			    (long long)res.duration_ms);
+			detail = json_dumps(res.detail, JSON_COMPACT);
+			memset(&r2, 0, sizeof(r2));
+			r2.type = MSG_RESULT;
+			r2.u.result.worker_id = (uint32_t)w.id;
+			r2.u.result.lease_id = rep.u.lease.lease_id;
+			r2.u.result.seed = s.seed;
+			r2.u.result.attempt = s.attempt;
+			r2.u.result.verdict = (uint8_t)res.verdict;
+			r2.u.result.reason = (char *)res.reason;
+			r2.u.result.duration_ms = res.duration_ms > UINT32_MAX ?
+			    UINT32_MAX : (uint32_t)res.duration_ms;
+			r2.u.result.detail = detail;
+			if (link_call(&link, &r2, &ack, 60000, "result", err) == -1) {
+				log_warnx("%s", err);
+				free(detail);
+				seed_result_clear(&res);
+				goto out;
+			}
+			free(detail);
+			seed_result_clear(&res);
+			if (ack.type == MSG_ACK && !ack.u.ack.ok) {
+				log_warnx("seed %" PRIu64 ": result refused: %s", s.seed,
+				    ack.u.ack.text);
+				msg_clear(&ack);
+				break;
+			}
+			msg_clear(&ack);
+		}
+		beat_set(&beat, 0, 0);
+		msg_clear(&rep);
+	}
+	memset(&req, 0, sizeof(req));
+	req.type = MSG_BYE;
+	req.u.bye.worker_id = (uint32_t)w.id;
+	if (link_call(&link, &req, &rep, 5000, "bye", err) == 0)
+		msg_clear(&rep);
+	rc = 0;
+out:
+	msg_clear(&rep);
+	if (beating) {
+		pthread_mutex_lock(&beat.mu);
+		beat.stop = true;
+		pthread_cond_signal(&beat.cv);
+		pthread_mutex_unlock(&beat.mu);
+		pthread_join(beat_thread, NULL);
+		if (beat.link.aio)
+			nng_aio_free(beat.link.aio);
+		nng_ctx_close(beat.link.ctx);
+		free(beat.link.url);
+	}
+	if (w.cfg)
+		wrk_close(&w, true);
+	if (w.workspace)
+		rm_rf(w.workspace);
+	pg_embedded_stop(pg);
+	link_close(&link);
+	free(w.run_id);
+	free(w.workspace);
+	free(w.keep_dir);
+	free(w.conninfo);
+	cfg_free(&cfg);
+	return rc;
+}
+
+static void
+worker_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: soak worker --connect URL [--slots N] [--workspace DIR] [-v]\n"
+	    "\n"
+	    "Dials the coordinator at URL (ipc://PATH, tcp://HOST:PORT), takes the\n"
+	    "run's config from it, and runs leased seeds until the run is done.\n"
+	    "\n"
+	    "  --connect URL     the coordinator's --listen address\n"
+	    "  --slots N         seeds to run at once (N worker processes; default 1)\n"
+	    "  --workspace DIR   where schemas' workspaces live (default $TMPDIR)\n"
+	    "  -v, --verbose     log every seed\n"
+	    "\n"
+	    "The shared secret, if the coordinator wants one, is read from the\n"
+	    "environment variable SOAK_SECRET.\n");
+}
+
+int
+cmd_worker(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "connect",	required_argument, NULL, 'c' },
+		{ "slots",	required_argument, NULL, 's' },
+		{ "workspace",	required_argument, NULL, 'w' },
+		{ "verbose",	no_argument,	   NULL, 'v' },
+		{ "help",	no_argument,	   NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct wopts	 o = { .slots = 1 };
+	pid_t		*kids;
+	int		 ch, i, rc = 0, st;
+	char		*end;
+
+	while ((ch = getopt_long(argc, argv, "c:s:w:vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c':
+			o.url = optarg;
+			break;
+		case 's':
+			o.slots = (int)strtol(optarg, &end, 10);
+			if (*end || o.slots < 1 || o.slots > 256) {
+				fprintf(stderr, "soak worker: --slots wants 1..256, got \"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		case 'w':
+			o.workspace = optarg;
+			break;
+		case 'v':
+			log_init("worker", 1);
+			break;
+		case 'h':
+			worker_usage(stdout);
+			return 0;
+		default:
+			worker_usage(stderr);
+			return SOAK_EXIT_USAGE;
+		}
+	}
+	if (o.url == NULL || optind != argc) {
+		worker_usage(stderr);
+		return SOAK_EXIT_USAGE;
+	}
+	o.secret = getenv("SOAK_SECRET");
+	signal(SIGPIPE, SIG_IGN);
+	if (o.slots == 1)
+		return worker_main(&o);
+	/* Slots are processes: each has its own schema, workspace, connection. */
+	kids = xcalloc(o.slots, sizeof(pid_t));
+	for (i = 0; i < o.slots; i++) {
+		if ((kids[i] = fork()) == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			_exit(worker_main(&o));
+		}
+	}
+	for (i = 0; i < o.slots; i++)
+		if (kids[i] > 0 && waitpid(kids[i], &st, 0) == kids[i] &&
+		    (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+			rc = 1;
+	free(kids);
+	return rc;
+}

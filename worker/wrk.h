@@ -1,0 +1,114 @@
+/*
+ * The worker: runs seeds one after another in its own schema and
+ * workspace.  wrk_run_seed is the whole life of one seed
+ * (reset -> setup -> round k -> check -> verdict) and is shared by the
+ * networked worker (worker.c) and `soak replay` (replay.c), so a replay
+ * runs exactly the code a run does.
+ */
+#ifndef SOAK_WRK_H
+#define SOAK_WRK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "common/config.h"
+#include "isolation/iso.h"
+
+/* How one turn (or the setup command) ended. */
+enum turn_status {
+	TURN_OK,		/* exit 0 */
+	TURN_ERROR,		/* another exit status: expected under faults */
+	TURN_TEMPFAIL,		/* exit 75: its environment broke -> infra */
+	TURN_SIGNAL,		/* died of a signal it was not sent -> crash */
+	TURN_TIMEOUT,		/* killed at turn.timeout */
+	TURN_EXEC,		/* could not be started -> infra */
+	TURN_KILLED,		/* killed because the seed hung */
+};
+const char	*turn_status_name(enum turn_status s);
+
+struct turn_outcome {
+	int			 round, turn;	/* turn -1: the setup command */
+	enum turn_status	 status;
+	int			 code;		/* exit status or signal number */
+	int64_t			 duration_ms;
+	char			*stderr_tail;	/* last bytes of its stderr, heap */
+};
+
+/* A process to start: argv, env, working directory, output files. */
+struct spawn_req {
+	char *const	*argv;
+	char *const	*envp;
+	const char	*dir;
+	const char	*stdout_path;
+	const char	*stderr_path;
+};
+
+/*
+ * Starts a process in its own process group, with PDEATHSIG so it dies
+ * with the worker.  Returns its pid and a pidfd to poll; -1 with err if it
+ * could not be exec'd (the child reports execve's errno through a
+ * close-on-exec pipe, so "no such file" is known before we return).
+ */
+int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd, char *err);
+
+/*
+ * Runs n processes to completion concurrently.  Each gets its own
+ * timeout_ms; all are killed (status TURN_KILLED) once the absolute
+ * monotonic deadline_ms passes, and then *hung is set.  Fills out[i].
+ */
+void	wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
+	    int64_t deadline_ms, struct turn_outcome *out, bool *hung);
+void	turn_outcome_clear(struct turn_outcome *t);
+
+/* Worker-scoped services of the system under test. */
+struct wrk_services;
+struct wrk;
+
+int	wrk_services_start(struct wrk *w, char *err);
+/* Restarts any that died; *died says whether one had.  -1 if one can't come back. */
+int	wrk_services_check(struct wrk *w, bool *died, char *err);
+void	wrk_services_stop(struct wrk *w);
+int	wrk_service_port(const struct wrk *w, const char *name);
+
+/* Everything constant for one worker. */
+struct wrk {
+	const struct cfg	*cfg;
+	char			*run_id;
+	int			 id;
+	struct iso		*iso;
+	struct iso_dbparams	 db;
+	char			*conninfo;
+	char			*workspace;	/* root of this worker's directories */
+	char			*keep_dir;	/* failing workspaces go to keep_dir/<seed>/ */
+	struct wrk_services	*services;
+	FILE			*timeline;	/* replay's readable account, or NULL */
+	bool			 keep_all;	/* replay --keep: never remove the workspace */
+	char			*path_env;	/* the PATH turns inherit */
+};
+
+enum seed_state { SEED_RESET, SEED_SETUP, SEED_ROUND, SEED_CHECK, SEED_VERDICT };
+
+struct seed_result {
+	int		 verdict;	/* enum msg_verdict */
+	const char	*reason;	/* static string; "" for pass */
+	char		 message[512];
+	int64_t		 duration_ms;
+	json_t		*detail;	/* owned */
+};
+
+/*
+ * Opens the worker: parses conninfo, iso_open, starts services.  The
+ * caller fills cfg/run_id/id/conninfo/workspace/keep_dir/timeline first.
+ */
+int	wrk_open(struct wrk *w, char *err);
+void	wrk_close(struct wrk *w, bool drop_schema);
+/* Never fails: every failure is a verdict. */
+void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
+	    struct seed_result *res);
+void	seed_result_clear(struct seed_result *res);
+
+#endif
