@@ -321,7 +321,7 @@ get_str(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int required,
 {
 	if (n->type != YAML_SCALAR_NODE)
 		return fail_type(cx, n, key, "a string");
-	if (required && is_null(n))
+	if (required && (is_null(n) || *scalar(n) == '\0'))
 		return fail_at(cx, n, key, "must not be empty");
 	free(*out);
 	*out = xstrdup(is_null(n) ? "" : scalar(n));
@@ -795,7 +795,7 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 
 static int
 parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
-    struct cfg_service *svc)
+    struct cfg_service *svc, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "command", "ready",
 	    "ready_timeout" };
@@ -814,6 +814,7 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		return fail_missing(cx, map, prefix, "name");
 	if (v[1] == NULL)
 		return fail_missing(cx, map, prefix, "command");
+	*name_node = v[0];
 	key_join(path, prefix, "name");
 	if (get_name(cx, v[0], path, &svc->name) == -1)
 		return -1;
@@ -837,7 +838,7 @@ parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 {
 	struct cfg		*cfg = cx->cfg;
 	yaml_node_item_t	*items;
-	yaml_node_t		*item;
+	yaml_node_t		*item, *name = NULL;
 	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
 	size_t			 i, j, count;
 
@@ -850,13 +851,14 @@ parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 		cfg->nservices = i + 1;
 		item = node_at(cx, items[i]);
 		key_index(prefix, "services", i);
-		if (parse_service(cx, item, prefix, &cfg->services[i]) == -1)
+		if (parse_service(cx, item, prefix, &cfg->services[i],
+		    &name) == -1)
 			return -1;
 		for (j = 0; j < i; j++)
 			if (strcasecmp(cfg->services[j].name,
 			    cfg->services[i].name) == 0) {
 				key_join(path, prefix, "name");
-				return fail_at(cx, item, path,
+				return fail_at(cx, name, path,
 				    "%s is already used by services[%zu]",
 				    shown(cfg->services[i].name, b, sizeof(b)), j);
 			}
@@ -980,7 +982,7 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 
 static int
 parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
-    struct cfg_proxy *px)
+    struct cfg_proxy *px, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "upstream", "protocol",
 	    "faults" };
@@ -1001,6 +1003,7 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		return fail_missing(cx, map, prefix, "name");
 	if (v[1] == NULL)
 		return fail_missing(cx, map, prefix, "upstream");
+	*name_node = v[0];
 	key_join(path, prefix, "name");
 	if (get_name(cx, v[0], path, &px->name) == -1)
 		return -1;
@@ -1024,7 +1027,7 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 {
 	struct cfg		*cfg = cx->cfg;
 	yaml_node_item_t	*items;
-	yaml_node_t		*item;
+	yaml_node_t		*item, *name = NULL;
 	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
 	size_t			 i, j, count;
 
@@ -1037,14 +1040,14 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 		cfg->nproxies = i + 1;
 		item = node_at(cx, items[i]);
 		key_index(prefix, "proxies", i);
-		if (parse_proxy(cx, item, prefix, &cfg->proxies[i]) == -1)
+		if (parse_proxy(cx, item, prefix, &cfg->proxies[i], &name) == -1)
 			return -1;
 		/* Ignoring case: both would be SOAK_PROXY_<NAME upper>. */
 		for (j = 0; j < i; j++)
 			if (strcasecmp(cfg->proxies[j].name,
 			    cfg->proxies[i].name) == 0) {
 				key_join(path, prefix, "name");
-				return fail_at(cx, item, path,
+				return fail_at(cx, name, path,
 				    "%s is already used by proxies[%zu]",
 				    shown(cfg->proxies[i].name, b, sizeof(b)), j);
 			}
