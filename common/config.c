@@ -1336,16 +1336,32 @@ set_defaults(struct cfg *cfg)
 	cfg->tickets.issue_type = xstrdup("Bug");
 }
 
-/* libyaml's problem, at its mark, in our message shape. */
+/*
+ * libyaml's problem, at its mark, in our message shape.  Reader errors (bad
+ * UTF-8, control bytes) carry only a byte offset, so we count lines to it.
+ */
 static int
 fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
 {
-	const yaml_mark_t	*m = &parser->problem_mark;
+	const char	*problem = parser->problem ? parser->problem : "cannot parse";
+	size_t		 line, col, i;
 
 	if (parser->error == YAML_MEMORY_ERROR)
 		return errf(cx->err, "%s: YAML: out of memory", cx->file);
-	return errf(cx->err, "%s:%zu:%zu: YAML: %s", cx->file, m->line + 1,
-	    m->column + 1, parser->problem ? parser->problem : "cannot parse");
+	line = parser->problem_mark.line + 1;
+	col = parser->problem_mark.column + 1;
+	if (parser->error == YAML_READER_ERROR) {
+		line = col = 1;
+		for (i = 0; i < parser->problem_offset &&
+		    i < cx->cfg->text_len; i++) {
+			if (cx->cfg->text[i] == '\n') {
+				line++;
+				col = 1;
+			} else if (((unsigned char)cx->cfg->text[i] & 0xc0) != 0x80)
+				col++;
+		}
+	}
+	return errf(cx->err, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
 }
 
 /* ---- public ------------------------------------------------------------ */

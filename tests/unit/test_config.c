@@ -636,6 +636,8 @@ static const struct bad bads[] = {
 	  "invariants, ...), got a list" },
 	{ BASE "---\nname: m\n",
 	  "soak.yaml:7:1: YAML: only one document is allowed" },
+	{ "name: n\nturns: \"ab\xff\"\n",
+	  "soak.yaml:2:11: YAML: invalid leading UTF-8 octet" },
 	{ "name: *nope\n",
 	  "soak.yaml:1:7: YAML: found undefined alias" },
 };
