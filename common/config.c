@@ -1,0 +1,1502 @@
+/*
+ * The config loader (DESIGN.md §5).
+ *
+ * Approach.  libyaml's document API composes the whole file into a node
+ * tree first; each node keeps its start mark, so every message can name
+ * "file:line:col" of the key or value at fault without tracking parser
+ * state by hand.  We then walk the tree once, section by section:
+ *
+ *  - take_keys() turns one mapping into a table indexed by the section's
+ *    known key list.  It rejects non-scalar keys, duplicate keys and unknown
+ *    keys (listing the expected ones) in file order, so a typo is reported
+ *    before any value is looked at.
+ *  - Each section then converts the values it found with small typed
+ *    getters (string, integer in a range, bool, duration, share, byte count,
+ *    enum, command) that either fill the field or fail with the key's dotted
+ *    path ("proxies[0].faults.rate") and a sentence saying what was wanted.
+ *  - Sections run in key-table order, not file order, so cross references
+ *    resolve no matter how the user ordered the file: services are known
+ *    before proxies name them, turns and rounds before the guard is checked.
+ *
+ * Everything is parsed straight into the caller's struct cfg; on any error
+ * the partial struct is freed and zeroed, so a caller never sees half a
+ * config.  cfg_load_file is read_file + cfg_load_text, and the folder is
+ * computed the same way in both (realpath when the folder exists, otherwise
+ * a lexical absolute path), which is what makes a worker's cfg_load_text of
+ * the shipped text identical to the coordinator's cfg_load_file.
+ *
+ * YAML nulls ("key:" with no value, "~", "null") mean "use the default" for
+ * sections and lists, and "" for plain strings; required strings then fail
+ * as empty.  Scalars are typed by their text, not by YAML tags: turns: "8"
+ * is the same as turns: 8.
+ */
+#include "common/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <yaml.h>
+
+#include "common/util.h"
+
+#define CFG_MAX_BYTES	(1024 * 1024)	/* a config bigger than this is a mistake */
+#define CFG_SHOW_MAX	48		/* longest value quoted back in a message */
+#define CFG_KEY_LEN	128		/* dotted key path */
+#define CFG_MAX_KEYS	20		/* most keys any one section knows */
+#define CFG_BAND_EPS	1e-9		/* 0.4 + 0.3 + 0.3 is not > 1 */
+
+struct cfg_ctx {
+	const char	*file;		/* for messages: the path as given */
+	const char	*dir;		/* absolute folder, for relative paths */
+	yaml_document_t	*doc;
+	struct cfg	*cfg;
+	char		*err;
+};
+
+/* ---- messages ---------------------------------------------------------- */
+
+static int fail_at(struct cfg_ctx *, const yaml_node_t *, const char *,
+    const char *, ...) __attribute__((format(printf, 4, 5)));
+
+/* Every message goes through here, so every message has the same shape. */
+static int
+fail_at(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
+    const char *fmt, ...)
+{
+	char	msg[ERR_LEN];
+	va_list	ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return errf(cx->err, "%s:%zu:%zu: %s: %s", cx->file,
+	    n->start_mark.line + 1, n->start_mark.column + 1, key, msg);
+}
+
+/* A value quoted for a message: short, and without control characters. */
+static const char *
+shown(const char *s, char *buf, size_t size)
+{
+	size_t	i, o = 0, max = size - 6;	/* quotes, "...", NUL */
+
+	buf[o++] = '"';
+	for (i = 0; s[i] != '\0' && i < CFG_SHOW_MAX && o < max; i++)
+		buf[o++] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	if (s[i] != '\0') {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+#define SHOWN_LEN	(CFG_SHOW_MAX + 8)
+
+/* "a, b or c" */
+static void
+join_names(const char *const *names, size_t n, const char *last_sep,
+    char *buf, size_t size)
+{
+	size_t	i, o = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && o < size; i++) {
+		const char	*sep = i == 0 ? "" : (i + 1 == n ? last_sep : ", ");
+		int		 w = snprintf(buf + o, size - o, "%s%s", sep, names[i]);
+
+		if (w < 0)
+			break;
+		o += (size_t)w;
+	}
+}
+
+/*
+ * Key paths are built by hand rather than with snprintf: a deep path is
+ * cut at CFG_KEY_LEN, which is fine for a message and keeps gcc's
+ * truncation analysis quiet.
+ */
+static void
+key_put(char *buf, const char *a, const char *b, const char *c)
+{
+	const char	*parts[3] = { a, b, c };
+	size_t		 i, o = 0;
+	const char	*p;
+
+	for (i = 0; i < nitems(parts); i++)
+		for (p = parts[i]; p != NULL && *p && o + 1 < CFG_KEY_LEN; p++)
+			buf[o++] = *p;
+	buf[o] = '\0';
+}
+
+static void
+key_join(char *buf, const char *prefix, const char *key)
+{
+	if (prefix == NULL || *prefix == '\0')
+		key_put(buf, key, NULL, NULL);
+	else
+		key_put(buf, prefix, ".", key);
+}
+
+static void
+key_index(char *buf, const char *prefix, size_t i)
+{
+	char	num[32];
+	size_t	o = sizeof(num) - 1;
+
+	num[o] = '\0';
+	num[--o] = ']';
+	do
+		num[--o] = (char)('0' + i % 10);
+	while ((i /= 10) != 0 && o > 1);
+	num[--o] = '[';
+	key_put(buf, prefix, num + o, NULL);
+}
+
+/* ---- nodes ------------------------------------------------------------- */
+
+static yaml_node_t *
+node_at(struct cfg_ctx *cx, int index)
+{
+	return yaml_document_get_node(cx->doc, index);
+}
+
+static const char *
+scalar(const yaml_node_t *n)
+{
+	return (const char *)n->data.scalar.value;
+}
+
+static int
+is_null(const yaml_node_t *n)
+{
+	const char	*s;
+
+	if (n->type != YAML_SCALAR_NODE ||
+	    n->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return 0;
+	s = scalar(n);
+	return *s == '\0' || strcmp(s, "~") == 0 || strcmp(s, "null") == 0 ||
+	    strcmp(s, "Null") == 0 || strcmp(s, "NULL") == 0;
+}
+
+static const char *
+kind_of(const yaml_node_t *n)
+{
+	switch (n->type) {
+	case YAML_SEQUENCE_NODE:
+		return "a list";
+	case YAML_MAPPING_NODE:
+		return "a mapping";
+	default:
+		return is_null(n) ? "nothing" : "a string";
+	}
+}
+
+/* "expected WHAT, got X", quoting X when it is a scalar. */
+static int
+fail_type(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
+    const char *what)
+{
+	char	b[SHOWN_LEN];
+
+	if (n->type == YAML_SCALAR_NODE && !is_null(n))
+		return fail_at(cx, n, key, "expected %s, got %s", what,
+		    shown(scalar(n), b, sizeof(b)));
+	return fail_at(cx, n, key, "expected %s, got %s", what, kind_of(n));
+}
+
+/*
+ * Spreads a mapping over vals[], indexed like keys[].  Duplicate, unknown and
+ * non-scalar keys fail here.  A null value (a section written as "key:")
+ * counts as an empty mapping.
+ */
+static int
+take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    const char *const *keys, size_t nkeys, yaml_node_t **vals)
+{
+	yaml_node_pair_t	*p;
+	yaml_node_t		*kn;
+	const yaml_node_t	*first[CFG_MAX_KEYS];
+	char			 path[CFG_KEY_LEN], list[ERR_LEN];
+	size_t			 i;
+
+	memset(vals, 0, nkeys * sizeof(*vals));
+	memset(first, 0, sizeof(first));
+	if (is_null(map))
+		return 0;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail_type(cx, map, prefix && *prefix ? prefix : "config",
+		    "a mapping");
+	for (p = map->data.mapping.pairs.start;
+	    p < map->data.mapping.pairs.top; p++) {
+		kn = node_at(cx, p->key);
+		if (kn->type != YAML_SCALAR_NODE) {
+			key_join(path, prefix, "?");
+			return fail_at(cx, kn, path,
+			    "a key must be a plain word, not %s", kind_of(kn));
+		}
+		key_join(path, prefix, scalar(kn));
+		for (i = 0; i < nkeys; i++)
+			if (strcmp(keys[i], scalar(kn)) == 0)
+				break;
+		if (i == nkeys) {
+			join_names(keys, nkeys, ", ", list, sizeof(list));
+			return fail_at(cx, kn, path,
+			    "unknown key (expected %s)", list);
+		}
+		if (first[i] != NULL)
+			return fail_at(cx, kn, path,
+			    "duplicate key (first at line %zu)",
+			    first[i]->start_mark.line + 1);
+		first[i] = kn;
+		vals[i] = node_at(cx, p->value);
+	}
+	return 0;
+}
+
+static int
+fail_missing(struct cfg_ctx *cx, const yaml_node_t *map, const char *prefix,
+    const char *key)
+{
+	char	path[CFG_KEY_LEN];
+
+	key_join(path, prefix, key);
+	return fail_at(cx, map, path, "required key is missing");
+}
+
+/* Items of a list; a null means an empty list. */
+static int
+take_list(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    yaml_node_item_t **items, size_t *count)
+{
+	*items = NULL;
+	*count = 0;
+	if (is_null(n))
+		return 0;
+	if (n->type != YAML_SEQUENCE_NODE)
+		return fail_type(cx, n, key, "a list");
+	*items = n->data.sequence.items.start;
+	*count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	return 0;
+}
+
+/* ---- plain values ------------------------------------------------------ */
+
+/* Strict decimal: optional '-', digits, nothing else. */
+static int
+parse_int(const char *s, int64_t *v)
+{
+	uint64_t	x = 0, lim = INT64_MAX;
+	int		neg = 0;
+
+	if (*s == '-') {
+		neg = 1;
+		s++;
+		lim = (uint64_t)INT64_MAX + 1;
+	}
+	if (*s == '\0')
+		return -1;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9')
+			return -1;
+		if (x > (lim - (uint64_t)(*s - '0')) / 10)
+			return -1;
+		x = x * 10 + (uint64_t)(*s - '0');
+	}
+	*v = neg ? (int64_t)(0 - x) : (int64_t)x;
+	return 0;
+}
+
+static int
+get_str(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int required,
+    char **out)
+{
+	if (n->type != YAML_SCALAR_NODE)
+		return fail_type(cx, n, key, "a string");
+	if (required && (is_null(n) || *scalar(n) == '\0'))
+		return fail_at(cx, n, key, "must not be empty");
+	free(*out);
+	*out = xstrdup(is_null(n) ? "" : scalar(n));
+	return 0;
+}
+
+static int
+get_int(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int64_t lo,
+    int64_t hi, int64_t *out)
+{
+	char	b[SHOWN_LEN];
+	int64_t	v;
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "an integer");
+	if (parse_int(scalar(n), &v) == -1)
+		return fail_at(cx, n, key, "expected an integer, got %s",
+		    shown(scalar(n), b, sizeof(b)));
+	if (v < lo || v > hi)
+		return fail_at(cx, n, key, "%lld is out of range (%lld..%lld)",
+		    (long long)v, (long long)lo, (long long)hi);
+	*out = v;
+	return 0;
+}
+
+static int
+get_int32(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int lo,
+    int hi, int *out)
+{
+	int64_t	v;
+
+	if (get_int(cx, n, key, lo, hi, &v) == -1)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+static int
+get_bool(struct cfg_ctx *cx, yaml_node_t *n, const char *key, bool *out)
+{
+	static const char *const yes[] = { "true", "yes", "on" };
+	static const char *const no[] = { "false", "no", "off" };
+	size_t	i;
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "true or false");
+	for (i = 0; i < nitems(yes); i++) {
+		if (strcasecmp(scalar(n), yes[i]) == 0) {
+			*out = true;
+			return 0;
+		}
+		if (strcasecmp(scalar(n), no[i]) == 0) {
+			*out = false;
+			return 0;
+		}
+	}
+	return fail_type(cx, n, key, "true or false");
+}
+
+static int
+get_enum(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    const char *const *names, size_t count, int *out)
+{
+	char	list[ERR_LEN];
+	size_t	i;
+
+	if (n->type == YAML_SCALAR_NODE)
+		for (i = 0; i < count; i++)
+			if (strcmp(scalar(n), names[i]) == 0) {
+				*out = (int)i;
+				return 0;
+			}
+	join_names(names, count, " or ", list, sizeof(list));
+	return fail_type(cx, n, key, list);
+}
+
+/* ---- durations, shares, byte counts ------------------------------------ */
+
+int
+cfg_parse_duration(const char *s, int64_t *ms, char *err)
+{
+	char		 b[SHOWN_LEN];
+	const char	*p = s;
+	uint64_t	 x = 0, mul;
+
+	if (s == NULL || *s == '\0')
+		return errf(err, "empty duration (use e.g. 250ms, 5s, 2m)");
+	if (*s == '-')
+		return errf(err, "%s is negative (a duration is at least 0ms)",
+		    shown(s, b, sizeof(b)));
+	if (*p < '0' || *p > '9')
+		return errf(err, "%s is not a duration (use e.g. 250ms, 5s, 2m)",
+		    shown(s, b, sizeof(b)));
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return errf(err, "%s is too large", shown(s, b, sizeof(b)));
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	if (*p == '\0')
+		return errf(err, "%s has no unit (use ms, s or m)",
+		    shown(s, b, sizeof(b)));
+	if (strcmp(p, "ms") == 0)
+		mul = 1;
+	else if (strcmp(p, "s") == 0)
+		mul = 1000;
+	else if (strcmp(p, "m") == 0)
+		mul = 60 * 1000;
+	else
+		return errf(err, "%s has an unknown unit (use ms, s or m)",
+		    shown(s, b, sizeof(b)));
+	if (x > (uint64_t)INT64_MAX / mul)
+		return errf(err, "%s is too large", shown(s, b, sizeof(b)));
+	*ms = (int64_t)(x * mul);
+	return 0;
+}
+
+/*
+ * Digits with an optional fraction, so "1e-3", "nan" and "inf" never
+ * sneak in through strtod.
+ */
+int
+cfg_parse_share(const char *s, double *v, char *err)
+{
+	char		 b[SHOWN_LEN], num[64];
+	const char	*p = s;
+	size_t		 len, digits = 0;
+	int		 pct = 0;
+	double		 x;
+
+	if (s == NULL || *s == '\0')
+		return errf(err, "empty share (use e.g. 0.15 or 15%%)");
+	len = strlen(s);
+	if (s[len - 1] == '%') {
+		pct = 1;
+		len--;
+	}
+	for (; p < s + len && *p >= '0' && *p <= '9'; p++)
+		digits++;
+	if (p < s + len && *p == '.')
+		for (p++; p < s + len && *p >= '0' && *p <= '9'; p++)
+			digits++;
+	if (digits == 0 || p != s + len || len >= sizeof(num))
+		return errf(err, "%s is not a share (use e.g. 0.15 or 15%%)",
+		    shown(s, b, sizeof(b)));
+	memcpy(num, s, len);
+	num[len] = '\0';
+	x = strtod(num, NULL);
+	if (pct) {
+		if (x > 100)
+			return errf(err, "%s is more than 100%%",
+			    shown(s, b, sizeof(b)));
+		x /= 100;
+	} else if (x > 1)
+		return errf(err, "%s is more than 1 (a share is 0..1 or 0%%..100%%)",
+		    shown(s, b, sizeof(b)));
+	*v = x;
+	return 0;
+}
+
+/* Integer with an optional K, M or G (powers of 1024). */
+static int
+parse_bytes(const char *s, int64_t *v, char *err)
+{
+	char		 b[SHOWN_LEN];
+	const char	*p = s;
+	uint64_t	 x = 0, mul = 1;
+
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
+			return errf(err, "%s is too large", shown(s, b, sizeof(b)));
+		x = x * 10 + (uint64_t)(*p - '0');
+	}
+	if (p != s && *p != '\0' && p[1] == '\0') {
+		switch (*p) {
+		case 'K': case 'k':
+			mul = 1024;
+			p++;
+			break;
+		case 'M': case 'm':
+			mul = 1024 * 1024;
+			p++;
+			break;
+		case 'G': case 'g':
+			mul = 1024 * 1024 * 1024;
+			p++;
+			break;
+		}
+	}
+	if (p == s || *p != '\0')
+		return errf(err, "%s is not a byte count (use e.g. 65536, 512K, 1M)",
+		    shown(s, b, sizeof(b)));
+	if (x > (uint64_t)INT64_MAX / mul)
+		return errf(err, "%s is too large", shown(s, b, sizeof(b)));
+	*v = (int64_t)(x * mul);
+	return 0;
+}
+
+/* Wraps a standalone parser's message in "file:line:col: key: ". */
+static int
+fail_parser(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
+    const char *why)
+{
+	return fail_at(cx, n, key, "%s", why);
+}
+
+static int
+get_duration(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    int64_t min_ms, int64_t *out)
+{
+	char	why[ERR_LEN];
+	int64_t	v;
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "a duration (e.g. 5s)");
+	if (cfg_parse_duration(scalar(n), &v, why) == -1)
+		return fail_parser(cx, n, key, why);
+	if (v < min_ms)
+		return fail_at(cx, n, key, "must be at least %lldms",
+		    (long long)min_ms);
+	*out = v;
+	return 0;
+}
+
+static int
+get_share(struct cfg_ctx *cx, yaml_node_t *n, const char *key, double *out)
+{
+	char	why[ERR_LEN];
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "a share (e.g. 0.15 or 15%)");
+	if (cfg_parse_share(scalar(n), out, why) == -1)
+		return fail_parser(cx, n, key, why);
+	return 0;
+}
+
+static int
+get_bytes(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int64_t *out)
+{
+	char	why[ERR_LEN];
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "a byte count (e.g. 512K)");
+	if (parse_bytes(scalar(n), out, why) == -1)
+		return fail_parser(cx, n, key, why);
+	return 0;
+}
+
+/* "A..B" or one duration. */
+static int
+get_latency(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    int64_t *lo, int64_t *hi)
+{
+	char		 why[ERR_LEN], b[SHOWN_LEN], *first = NULL;
+	const char	*s, *dots;
+	int		 rc = -1;
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "a duration or a range (e.g. 0ms..40ms)");
+	s = scalar(n);
+	if ((dots = strstr(s, "..")) == NULL) {
+		if (cfg_parse_duration(s, lo, why) == -1)
+			return fail_parser(cx, n, key, why);
+		*hi = *lo;
+		return 0;
+	}
+	first = xasprintf("%.*s", (int)(dots - s), s);
+	if (cfg_parse_duration(first, lo, why) == -1 ||
+	    cfg_parse_duration(dots + 2, hi, why) == -1) {
+		fail_parser(cx, n, key, why);
+		goto out;
+	}
+	if (*lo > *hi) {
+		fail_at(cx, n, key, "%s: the minimum is above the maximum",
+		    shown(s, b, sizeof(b)));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(first);
+	return rc;
+}
+
+/* ---- paths and commands ------------------------------------------------ */
+
+/*
+ * Lexical clean-up of an absolute path ("/a/./b/../c" -> "/a/c").  We do not
+ * call realpath on files: they may not exist yet on this machine, and a
+ * symlinked program must keep the name the user gave it.
+ */
+static char *
+path_clean(const char *path)
+{
+	char	*out, *copy, *tok, *save = NULL;
+	size_t	 o = 0, len = strlen(path);
+
+	out = xcalloc(1, len + 2);
+	copy = xstrdup(path);
+	for (tok = strtok_r(copy, "/", &save); tok != NULL;
+	    tok = strtok_r(NULL, "/", &save)) {
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0) {
+			while (o > 0 && out[o - 1] != '/')
+				o--;
+			if (o > 0)
+				o--;		/* the slash before it */
+			continue;
+		}
+		out[o++] = '/';
+		memcpy(out + o, tok, strlen(tok));
+		o += strlen(tok);
+	}
+	if (o == 0)
+		out[o++] = '/';
+	out[o] = '\0';
+	free(copy);
+	return out;
+}
+
+/*
+ * The absolute folder of the config file.  realpath when the folder exists
+ * (so "soak.yaml" and "./x/../soak.yaml" agree), else a lexical absolute
+ * path: a worker given the text may not have the folder at all.
+ */
+static char *
+config_dir(const char *path, char *err)
+{
+	char		*dir = NULL, *abs = NULL, *real, cwd[PATH_MAX];
+	const char	*slash = strrchr(path, '/');
+
+	if (slash == NULL)
+		dir = xstrdup(".");
+	else if (slash == path)
+		dir = xstrdup("/");
+	else
+		dir = xasprintf("%.*s", (int)(slash - path), path);
+	if ((real = realpath(dir, NULL)) != NULL) {
+		free(dir);
+		return real;
+	}
+	if (dir[0] == '/')
+		abs = path_clean(dir);
+	else if (getcwd(cwd, sizeof(cwd)) != NULL) {
+		char	*joined = path_join(cwd, dir);
+
+		abs = path_clean(joined);
+		free(joined);
+	} else
+		errf(err, "%s: cannot find the current folder: %s", path,
+		    strerror(errno));
+	free(dir);
+	return abs;
+}
+
+static char *
+resolve(struct cfg_ctx *cx, const char *rel)
+{
+	char	*joined = path_join(cx->dir, rel), *clean;
+
+	clean = path_clean(joined);
+	free(joined);
+	return clean;
+}
+
+/*
+ * A command is a list of strings (argv) or one string, which is one program
+ * name: we never split on spaces, so no quoting rules to get wrong.
+ */
+static int
+get_command(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char ***out)
+{
+	const char	*what = "a command (a list of strings, or one program)";
+	char		**argv = NULL, path[CFG_KEY_LEN];
+	yaml_node_item_t *items;
+	yaml_node_t	*it;
+	size_t		 i, count;
+
+	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
+		argv = xcalloc(2, sizeof(*argv));
+		argv[0] = xstrdup(scalar(n));
+	} else if (n->type == YAML_SEQUENCE_NODE) {
+		items = n->data.sequence.items.start;
+		count = (size_t)(n->data.sequence.items.top - items);
+		if (count == 0)
+			return fail_at(cx, n, key, "the command is empty");
+		argv = xcalloc(count + 1, sizeof(*argv));
+		for (i = 0; i < count; i++) {
+			it = node_at(cx, items[i]);
+			if (it->type != YAML_SCALAR_NODE) {
+				strv_free(argv);
+				key_index(path, key, i);
+				return fail_type(cx, it, path, "a string");
+			}
+			argv[i] = xstrdup(is_null(it) ? "" : scalar(it));
+		}
+	} else
+		return fail_type(cx, n, key, what);
+	if (argv[0][0] == '\0') {
+		strv_free(argv);
+		return fail_at(cx, n, key, "the program name is empty");
+	}
+	if (strchr(argv[0], '/') != NULL) {
+		char	*abs = resolve(cx, argv[0]);
+
+		free(argv[0]);
+		argv[0] = abs;
+	}
+	strv_free(*out);
+	*out = argv;
+	return 0;
+}
+
+/* Proxy and service names become env names: SOAK_PROXY_<NAME>. */
+static int
+get_name(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
+{
+	char		 b[SHOWN_LEN];
+	const char	*p;
+
+	if (get_str(cx, n, key, 1, out) == -1)
+		return -1;
+	for (p = *out; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		    (*p >= '0' && *p <= '9') || *p == '_'))
+			return fail_at(cx, n, key,
+			    "%s may only hold letters, digits and _ "
+			    "(it becomes part of an environment variable)",
+			    shown(*out, b, sizeof(b)));
+	return 0;
+}
+
+/* ---- sections ---------------------------------------------------------- */
+
+static int
+parse_database(struct cfg_ctx *cx, yaml_node_t *map)
+{
+	static const char *const keys[] = { "url", "schema", "reset" };
+	static const char *const resets[] = { "recreate", "truncate" };
+	struct cfg	*cfg = cx->cfg;
+	yaml_node_t	*v[nitems(keys)];
+	char		 b[SHOWN_LEN];
+	struct stat	 st;
+	int		 reset = 0;
+
+	if (take_keys(cx, map, "database", keys, nitems(keys), v) == -1)
+		return -1;
+	if (v[0] && get_str(cx, v[0], "database.url", 0, &cfg->db_url) == -1)
+		return -1;
+	if (v[1]) {
+		if (get_str(cx, v[1], "database.schema", 1, &cfg->db_schema) == -1)
+			return -1;
+		shown(cfg->db_schema, b, sizeof(b));
+		free(cfg->db_schema);
+		cfg->db_schema = resolve(cx, scalar(v[1]));
+		if (stat(cfg->db_schema, &st) == -1)
+			return fail_at(cx, v[1], "database.schema",
+			    "%s: %s (looked at %s)", b, strerror(errno),
+			    cfg->db_schema);
+		if (!S_ISREG(st.st_mode))
+			return fail_at(cx, v[1], "database.schema",
+			    "%s is not a regular file", b);
+	}
+	if (v[2]) {
+		if (get_enum(cx, v[2], "database.reset", resets, nitems(resets),
+		    &reset) == -1)
+			return -1;
+		cfg->db_reset = reset == 0 ? CFG_RESET_RECREATE : CFG_RESET_TRUNCATE;
+	}
+	return 0;
+}
+
+static int
+parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_service *svc, yaml_node_t **name_node)
+{
+	static const char *const keys[] = { "name", "command", "ready",
+	    "ready_timeout" };
+	static const char *const readies[] = { "tcp", "none" };
+	yaml_node_t	*v[nitems(keys)];
+	char		 path[CFG_KEY_LEN];
+	int		 ready = 0;
+
+	svc->ready = CFG_READY_TCP;
+	svc->ready_timeout_ms = 10 * 1000;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail_type(cx, map, prefix, "a mapping");
+	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
+		return -1;
+	if (v[0] == NULL)
+		return fail_missing(cx, map, prefix, "name");
+	if (v[1] == NULL)
+		return fail_missing(cx, map, prefix, "command");
+	*name_node = v[0];
+	key_join(path, prefix, "name");
+	if (get_name(cx, v[0], path, &svc->name) == -1)
+		return -1;
+	key_join(path, prefix, "command");
+	if (get_command(cx, v[1], path, &svc->command) == -1)
+		return -1;
+	key_join(path, prefix, "ready");
+	if (v[2]) {
+		if (get_enum(cx, v[2], path, readies, nitems(readies), &ready) == -1)
+			return -1;
+		svc->ready = ready == 0 ? CFG_READY_TCP : CFG_READY_NONE;
+	}
+	key_join(path, prefix, "ready_timeout");
+	if (v[3] && get_duration(cx, v[3], path, 1, &svc->ready_timeout_ms) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+parse_services(struct cfg_ctx *cx, yaml_node_t *n)
+{
+	struct cfg		*cfg = cx->cfg;
+	yaml_node_item_t	*items;
+	yaml_node_t		*item, *name = NULL;
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	size_t			 i, j, count;
+
+	if (take_list(cx, n, "services", &items, &count) == -1)
+		return -1;
+	if (count == 0)
+		return 0;
+	cfg->services = xcalloc(count, sizeof(*cfg->services));
+	for (i = 0; i < count; i++) {
+		cfg->nservices = i + 1;
+		item = node_at(cx, items[i]);
+		key_index(prefix, "services", i);
+		if (parse_service(cx, item, prefix, &cfg->services[i],
+		    &name) == -1)
+			return -1;
+		for (j = 0; j < i; j++)
+			if (strcasecmp(cfg->services[j].name,
+			    cfg->services[i].name) == 0) {
+				key_join(path, prefix, "name");
+				return fail_at(cx, name, path,
+				    "%s is already used by services[%zu]",
+				    shown(cfg->services[i].name, b, sizeof(b)), j);
+			}
+	}
+	return 0;
+}
+
+static int
+parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    struct cfg_proxy *px)
+{
+	struct cfg	*cfg = cx->cfg;
+	const char	*s, *colon, *port;
+	char		 b[SHOWN_LEN];
+	int64_t		 portno;
+	size_t		 i;
+
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key,
+		    "host:port, unix:PATH, service:NAME or database");
+	s = scalar(n);
+	shown(s, b, sizeof(b));
+	if (strcmp(s, "database") == 0) {
+		px->upstream_kind = CFG_UP_DATABASE;
+		px->upstream = xstrdup(s);
+		return 0;
+	}
+	if (strncmp(s, "unix:", 5) == 0) {
+		if (s[5] == '\0')
+			return fail_at(cx, n, key, "%s names no socket path", b);
+		px->upstream_kind = CFG_UP_UNIX;
+		px->upstream = resolve(cx, s + 5);
+		return 0;
+	}
+	if (strncmp(s, "service:", 8) == 0) {
+		for (i = 0; i < cfg->nservices; i++)
+			if (strcmp(cfg->services[i].name, s + 8) == 0)
+				break;
+		if (i == cfg->nservices)
+			return fail_at(cx, n, key,
+			    "%s names no service declared under services", b);
+		px->upstream_kind = CFG_UP_SERVICE;
+		px->upstream = xstrdup(s + 8);
+		return 0;
+	}
+	/* host:port; the last colon so "[::1]:5432" works. */
+	if ((colon = strrchr(s, ':')) == NULL || colon == s)
+		return fail_at(cx, n, key, "%s is not an upstream "
+		    "(use host:port, unix:PATH, service:NAME or database)", b);
+	port = colon + 1;
+	if (parse_int(port, &portno) == -1 || portno < 1 || portno > 65535)
+		return fail_at(cx, n, key, "%s has no valid port (1..65535)", b);
+	px->upstream_kind = CFG_UP_HOSTPORT;
+	px->upstream = xstrdup(s);
+	return 0;
+}
+
+static int
+parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_faults *f)
+{
+	enum { RATE, LOST, RESET, DUP, BLACKHOLE, LATENCY, HOLD, BW, BW_UP,
+	    BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY, CLOSE,
+	    CLOSE_UP, CLOSE_DOWN, NKEYS };
+	static const char *const keys[NKEYS] = { "rate", "lost_reply", "reset",
+	    "duplicate", "blackhole", "latency", "hold", "bandwidth",
+	    "bandwidth_up", "bandwidth_down", "slice", "slice_up", "slice_down",
+	    "slice_delay", "close_after", "close_after_up", "close_after_down" };
+	/* Generic key first, so _up/_down override it whatever the file order. */
+	static const struct { int key, dir; } bytes[] = {
+		{ BW, -1 }, { BW_UP, CFG_UP }, { BW_DOWN, CFG_DOWN },
+		{ SLICE, -1 }, { SLICE_UP, CFG_UP }, { SLICE_DOWN, CFG_DOWN },
+		{ CLOSE, -1 }, { CLOSE_UP, CFG_UP }, { CLOSE_DOWN, CFG_DOWN },
+	};
+	double		*shares[] = { &f->rate, &f->lost_reply, &f->reset,
+			    &f->duplicate, &f->blackhole };
+	yaml_node_t	*v[NKEYS];
+	char		 path[CFG_KEY_LEN];
+	int64_t		*field, n = 0;
+	size_t		 i;
+	double		 sum;
+
+	if (take_keys(cx, map, prefix, keys, NKEYS, v) == -1)
+		return -1;
+	for (i = 0; i < nitems(shares); i++) {
+		key_join(path, prefix, keys[i]);
+		if (v[i] && get_share(cx, v[i], path, shares[i]) == -1)
+			return -1;
+	}
+	sum = f->lost_reply + f->reset + f->duplicate;
+	if (sum > 1 + CFG_BAND_EPS)
+		return fail_at(cx, map, prefix, "the bands lost_reply + reset + "
+		    "duplicate add up to %g; they are shares of rate and must "
+		    "add up to at most 1", sum);
+	key_join(path, prefix, "latency");
+	if (v[LATENCY] && get_latency(cx, v[LATENCY], path, &f->latency_min_ms,
+	    &f->latency_max_ms) == -1)
+		return -1;
+	key_join(path, prefix, "hold");
+	if (v[HOLD] && get_duration(cx, v[HOLD], path, 0, &f->hold_ms) == -1)
+		return -1;
+	key_join(path, prefix, "slice_delay");
+	if (v[SLICE_DELAY] && get_duration(cx, v[SLICE_DELAY], path, 0,
+	    &f->slice_delay_ms) == -1)
+		return -1;
+	for (i = 0; i < nitems(bytes); i++) {
+		if (v[bytes[i].key] == NULL)
+			continue;
+		key_join(path, prefix, keys[bytes[i].key]);
+		if (get_bytes(cx, v[bytes[i].key], path, &n) == -1)
+			return -1;
+		field = bytes[i].key <= BW_DOWN ? f->bandwidth :
+		    bytes[i].key <= SLICE_DOWN ? f->slice : f->close_after;
+		if (bytes[i].dir == -1)
+			field[CFG_UP] = field[CFG_DOWN] = n;
+		else
+			field[bytes[i].dir] = n;
+	}
+	return 0;
+}
+
+static int
+parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_proxy *px, yaml_node_t **name_node)
+{
+	static const char *const keys[] = { "name", "upstream", "protocol",
+	    "faults" };
+	static const char *const protos[] = { "auto", "http", "tcp" };
+	static const enum cfg_protocol proto_vals[] = { CFG_PROTO_AUTO,
+	    CFG_PROTO_HTTP, CFG_PROTO_TCP };
+	yaml_node_t	*v[nitems(keys)];
+	char		 path[CFG_KEY_LEN];
+	int		 proto = 0;
+
+	px->protocol = CFG_PROTO_AUTO;
+	px->faults.hold_ms = 100;
+	if (map->type != YAML_MAPPING_NODE)
+		return fail_type(cx, map, prefix, "a mapping");
+	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
+		return -1;
+	if (v[0] == NULL)
+		return fail_missing(cx, map, prefix, "name");
+	if (v[1] == NULL)
+		return fail_missing(cx, map, prefix, "upstream");
+	*name_node = v[0];
+	key_join(path, prefix, "name");
+	if (get_name(cx, v[0], path, &px->name) == -1)
+		return -1;
+	key_join(path, prefix, "upstream");
+	if (parse_upstream(cx, v[1], path, px) == -1)
+		return -1;
+	key_join(path, prefix, "protocol");
+	if (v[2]) {
+		if (get_enum(cx, v[2], path, protos, nitems(protos), &proto) == -1)
+			return -1;
+		px->protocol = proto_vals[proto];
+	}
+	key_join(path, prefix, "faults");
+	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
+{
+	struct cfg		*cfg = cx->cfg;
+	yaml_node_item_t	*items;
+	yaml_node_t		*item, *name = NULL;
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	size_t			 i, j, count;
+
+	if (take_list(cx, n, "proxies", &items, &count) == -1)
+		return -1;
+	if (count == 0)
+		return 0;
+	cfg->proxies = xcalloc(count, sizeof(*cfg->proxies));
+	for (i = 0; i < count; i++) {
+		cfg->nproxies = i + 1;
+		item = node_at(cx, items[i]);
+		key_index(prefix, "proxies", i);
+		if (parse_proxy(cx, item, prefix, &cfg->proxies[i], &name) == -1)
+			return -1;
+		/* Ignoring case: both would be SOAK_PROXY_<NAME upper>. */
+		for (j = 0; j < i; j++)
+			if (strcasecmp(cfg->proxies[j].name,
+			    cfg->proxies[i].name) == 0) {
+				key_join(path, prefix, "name");
+				return fail_at(cx, name, path,
+				    "%s is already used by proxies[%zu]",
+				    shown(cfg->proxies[i].name, b, sizeof(b)), j);
+			}
+	}
+	return 0;
+}
+
+static int
+parse_turn(struct cfg_ctx *cx, yaml_node_t *map)
+{
+	static const char *const keys[] = { "command", "timeout" };
+	yaml_node_t	*v[nitems(keys)];
+
+	if (take_keys(cx, map, "turn", keys, nitems(keys), v) == -1)
+		return -1;
+	if (v[0] == NULL)
+		return fail_missing(cx, map, "turn", "command");
+	if (get_command(cx, v[0], "turn.command", &cx->cfg->turn_command) == -1)
+		return -1;
+	if (v[1] && get_duration(cx, v[1], "turn.timeout", 1,
+	    &cx->cfg->turn_timeout_ms) == -1)
+		return -1;
+	return 0;
+}
+
+static int
+parse_invariants(struct cfg_ctx *cx, yaml_node_t *top, yaml_node_t *n)
+{
+	static const char *const keys[] = { "name", "sql" };
+	struct cfg		*cfg = cx->cfg;
+	struct cfg_invariant	*inv;
+	yaml_node_item_t	*items;
+	yaml_node_t		*item, *v[nitems(keys)];
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	const char		*p;
+	size_t			 i, j, count;
+
+	if (take_list(cx, n, "invariants", &items, &count) == -1)
+		return -1;
+	if (count == 0)
+		return fail_at(cx, is_null(n) ? top : n, "invariants",
+		    "at least one invariant is required (a check that checks "
+		    "nothing always passes)");
+	cfg->invariants = xcalloc(count, sizeof(*cfg->invariants));
+	for (i = 0; i < count; i++) {
+		cfg->ninvariants = i + 1;
+		inv = &cfg->invariants[i];
+		item = node_at(cx, items[i]);
+		key_index(prefix, "invariants", i);
+		inv->line = (int)item->start_mark.line + 1;
+		if (item->type != YAML_MAPPING_NODE)
+			return fail_type(cx, item, prefix, "a mapping");
+		if (take_keys(cx, item, prefix, keys, nitems(keys), v) == -1)
+			return -1;
+		if (v[0] == NULL)
+			return fail_missing(cx, item, prefix, "name");
+		if (v[1] == NULL)
+			return fail_missing(cx, item, prefix, "sql");
+		key_join(path, prefix, "name");
+		if (get_str(cx, v[0], path, 1, &inv->name) == -1)
+			return -1;
+		for (j = 0; j < i; j++)
+			if (strcmp(cfg->invariants[j].name, inv->name) == 0)
+				return fail_at(cx, v[0], path,
+				    "%s is already used by invariants[%zu]",
+				    shown(inv->name, b, sizeof(b)), j);
+		key_join(path, prefix, "sql");
+		if (get_str(cx, v[1], path, 0, &inv->sql) == -1)
+			return -1;
+		for (p = inv->sql; *p == ' ' || (*p >= '\t' && *p <= '\r'); p++)
+			;
+		if (*p == '\0')
+			return fail_at(cx, v[1], path, "must not be empty");
+	}
+	return 0;
+}
+
+static int
+parse_guard(struct cfg_ctx *cx, yaml_node_t *map)
+{
+	static const char *const keys[] = { "min_ok_turns" };
+	struct cfg	*cfg = cx->cfg;
+	yaml_node_t	*v[nitems(keys)], *n;
+	const char	*key = "guard.min_ok_turns", *s;
+	char		 b[SHOWN_LEN], *num = NULL;
+	int64_t		 total = (int64_t)cfg->turns * cfg->rounds;
+	size_t		 len;
+	int		 rc = -1;
+
+	if (take_keys(cx, map, "guard", keys, nitems(keys), v) == -1)
+		return -1;
+	if ((n = v[0]) == NULL)
+		return 0;
+	if (n->type != YAML_SCALAR_NODE || is_null(n))
+		return fail_type(cx, n, key, "a count or a percentage (e.g. 50%)");
+	s = scalar(n);
+	len = strlen(s);
+	if (len > 0 && s[len - 1] == '%') {
+		num = xasprintf("%.*s", (int)(len - 1), s);
+		if (parse_int(num, &cfg->guard_min_ok) == -1) {
+			fail_at(cx, n, key, "%s is not a whole percentage "
+			    "(e.g. 50%%)", shown(s, b, sizeof(b)));
+			goto out;
+		}
+		if (cfg->guard_min_ok < 0 || cfg->guard_min_ok > 100) {
+			fail_at(cx, n, key, "%s is out of range (0%%..100%%)",
+			    shown(s, b, sizeof(b)));
+			goto out;
+		}
+		cfg->guard_percent = true;
+	} else {
+		if (get_int(cx, n, key, 0, INT64_MAX, &cfg->guard_min_ok) == -1)
+			goto out;
+		if (cfg->guard_min_ok > total) {
+			fail_at(cx, n, key, "%lld is more than the %lld turns of "
+			    "a seed (turns x rounds)", (long long)cfg->guard_min_ok,
+			    (long long)total);
+			goto out;
+		}
+	}
+	rc = 0;
+out:
+	free(num);
+	return rc;
+}
+
+static int
+parse_labels(struct cfg_ctx *cx, yaml_node_t *n, char ***out)
+{
+	yaml_node_item_t	*items;
+	yaml_node_t		*it;
+	char			 path[CFG_KEY_LEN];
+	size_t			 i, count;
+
+	if (take_list(cx, n, "tickets.labels", &items, &count) == -1)
+		return -1;
+	*out = xcalloc(count + 1, sizeof(**out));
+	for (i = 0; i < count; i++) {
+		it = node_at(cx, items[i]);
+		key_index(path, "tickets.labels", i);
+		if (get_str(cx, it, path, 1, &(*out)[i]) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+static int
+parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
+{
+	enum { SINK, URL, REPO, PROJECT, TOKEN_ENV, USER_ENV, ISSUE_TYPE,
+	    LABELS, INFRA, NKEYS };
+	static const char *const keys[NKEYS] = { "sink", "url", "repo",
+	    "project", "token_env", "user_env", "issue_type", "labels",
+	    "infra" };
+	static const char *const sinks[] = { "file", "github", "gitlab",
+	    "jira", "webhook" };
+	/* What each sink cannot work without; checked here, not at filing time. */
+	static const struct { const char *sink; int key; } needs[] = {
+		{ "github", REPO }, { "gitlab", PROJECT }, { "jira", URL },
+		{ "jira", PROJECT }, { "webhook", URL },
+	};
+	struct cfg_tickets *t = &cx->cfg->tickets;
+	char		**strs[NKEYS] = { NULL, &t->url, &t->repo, &t->project,
+			    &t->token_env, &t->user_env, &t->issue_type };
+	yaml_node_t	*v[NKEYS];
+	char		 path[CFG_KEY_LEN];
+	size_t		 i;
+	int		 sink = 0;
+
+	t->enabled = true;
+	if (take_keys(cx, map, "tickets", keys, NKEYS, v) == -1)
+		return -1;
+	if (v[SINK]) {
+		if (get_enum(cx, v[SINK], "tickets.sink", sinks, nitems(sinks),
+		    &sink) == -1)
+			return -1;
+		free(t->sink);
+		t->sink = xstrdup(sinks[sink]);
+	}
+	for (i = URL; i <= ISSUE_TYPE; i++) {
+		key_join(path, "tickets", keys[i]);
+		if (v[i] && get_str(cx, v[i], path, 1, strs[i]) == -1)
+			return -1;
+	}
+	if (v[LABELS] && parse_labels(cx, v[LABELS], &t->labels) == -1)
+		return -1;
+	if (v[INFRA] && get_bool(cx, v[INFRA], "tickets.infra", &t->infra) == -1)
+		return -1;
+	for (i = 0; i < nitems(needs); i++)
+		if (strcmp(t->sink, needs[i].sink) == 0 && v[needs[i].key] == NULL) {
+			key_join(path, "tickets", keys[needs[i].key]);
+			return fail_at(cx, map, path,
+			    "required key is missing (sink %s needs it)", t->sink);
+		}
+	return 0;
+}
+
+static int
+parse_top(struct cfg_ctx *cx, yaml_node_t *top)
+{
+	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, DATABASE,
+	    SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
+	    INVARIANT_TIMEOUT, GUARD, TICKETS, NKEYS };
+	/* Order matters: services before proxies, turns/rounds before guard. */
+	static const char *const keys[NKEYS] = { "name", "seeds", "turns",
+	    "rounds", "seed_timeout", "retries", "database", "services",
+	    "proxies", "setup", "setup_timeout", "turn", "invariants",
+	    "invariant_timeout", "guard", "tickets" };
+	struct cfg	*cfg = cx->cfg;
+	yaml_node_t	*v[NKEYS];
+	char		 why[ERR_LEN];
+
+	if (top->type != YAML_MAPPING_NODE)
+		return fail_at(cx, top, "config", "expected a mapping of keys "
+		    "(name, turn, invariants, ...), got %s", kind_of(top));
+	if (take_keys(cx, top, "", keys, NKEYS, v) == -1)
+		return -1;
+	if (v[NAME] == NULL)
+		return fail_missing(cx, top, "", "name");
+	if (v[TURN] == NULL)
+		return fail_missing(cx, top, "", "turn");
+	if (v[INVARIANTS] == NULL)
+		return fail_missing(cx, top, "", "invariants");
+
+	if (get_str(cx, v[NAME], "name", 1, &cfg->name) == -1)
+		return -1;
+	if (v[SEEDS]) {
+		if (v[SEEDS]->type != YAML_SCALAR_NODE || is_null(v[SEEDS]))
+			return fail_type(cx, v[SEEDS], "seeds",
+			    "a seed range (A..B or a count N)");
+		if (seed_range_parse(scalar(v[SEEDS]), &cfg->seeds, why) == -1)
+			return fail_parser(cx, v[SEEDS], "seeds", why);
+	}
+	if (v[TURNS] && get_int32(cx, v[TURNS], "turns", 1, 1024,
+	    &cfg->turns) == -1)
+		return -1;
+	if (v[ROUNDS] && get_int32(cx, v[ROUNDS], "rounds", 1, 10000,
+	    &cfg->rounds) == -1)
+		return -1;
+	if (v[SEED_TIMEOUT] && get_duration(cx, v[SEED_TIMEOUT], "seed_timeout",
+	    1, &cfg->seed_timeout_ms) == -1)
+		return -1;
+	if (v[RETRIES] && get_int32(cx, v[RETRIES], "retries", 0, 10,
+	    &cfg->retries) == -1)
+		return -1;
+	if (v[DATABASE] && parse_database(cx, v[DATABASE]) == -1)
+		return -1;
+	if (v[SERVICES] && parse_services(cx, v[SERVICES]) == -1)
+		return -1;
+	if (v[PROXIES] && parse_proxies(cx, v[PROXIES]) == -1)
+		return -1;
+	if (v[SETUP] && !is_null(v[SETUP]) &&
+	    get_command(cx, v[SETUP], "setup", &cfg->setup) == -1)
+		return -1;
+	if (v[SETUP_TIMEOUT] && get_duration(cx, v[SETUP_TIMEOUT],
+	    "setup_timeout", 1, &cfg->setup_timeout_ms) == -1)
+		return -1;
+	if (parse_turn(cx, v[TURN]) == -1)
+		return -1;
+	if (parse_invariants(cx, top, v[INVARIANTS]) == -1)
+		return -1;
+	if (v[INVARIANT_TIMEOUT] && get_duration(cx, v[INVARIANT_TIMEOUT],
+	    "invariant_timeout", 1, &cfg->invariant_timeout_ms) == -1)
+		return -1;
+	if (v[GUARD] && parse_guard(cx, v[GUARD]) == -1)
+		return -1;
+	if (v[TICKETS] && parse_tickets(cx, v[TICKETS]) == -1)
+		return -1;
+	return 0;
+}
+
+static void
+set_defaults(struct cfg *cfg)
+{
+	cfg->seeds.first = 0;
+	cfg->seeds.last = 199;
+	cfg->turns = 8;
+	cfg->rounds = 1;
+	cfg->seed_timeout_ms = 60 * 1000;
+	cfg->retries = 2;
+	cfg->db_reset = CFG_RESET_RECREATE;
+	cfg->setup_timeout_ms = 30 * 1000;
+	cfg->turn_timeout_ms = 30 * 1000;
+	cfg->invariant_timeout_ms = 10 * 1000;
+	cfg->tickets.sink = xstrdup("file");
+	cfg->tickets.issue_type = xstrdup("Bug");
+}
+
+/*
+ * libyaml's problem, at its mark, in our message shape.  Reader errors (bad
+ * UTF-8, control bytes) carry only a byte offset, so we count lines to it.
+ */
+static int
+fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
+{
+	const char	*problem = parser->problem ? parser->problem : "cannot parse";
+	size_t		 line, col, i;
+
+	if (parser->error == YAML_MEMORY_ERROR)
+		return errf(cx->err, "%s: YAML: out of memory", cx->file);
+	line = parser->problem_mark.line + 1;
+	col = parser->problem_mark.column + 1;
+	if (parser->error == YAML_READER_ERROR) {
+		line = col = 1;
+		for (i = 0; i < parser->problem_offset &&
+		    i < cx->cfg->text_len; i++) {
+			if (cx->cfg->text[i] == '\n') {
+				line++;
+				col = 1;
+			} else if (((unsigned char)cx->cfg->text[i] & 0xc0) != 0x80)
+				col++;
+		}
+	}
+	return errf(cx->err, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
+}
+
+/* ---- public ------------------------------------------------------------ */
+
+int
+cfg_load_text(const char *path, const char *text, size_t len,
+    struct cfg *cfg, char *err)
+{
+	yaml_parser_t	 parser;
+	yaml_document_t	 doc, extra;
+	yaml_node_t	*top;
+	struct cfg_ctx	 cx;
+	int		 parser_ok = 0, doc_ok = 0, rc = -1;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->path = xstrdup(path);
+	cfg->text = xcalloc(1, len + 1);
+	memcpy(cfg->text, text, len);
+	cfg->text_len = len;
+	set_defaults(cfg);
+	if ((cfg->dir = config_dir(path, err)) == NULL)
+		goto fail;
+
+	memset(&cx, 0, sizeof(cx));
+	cx.file = path;
+	cx.dir = cfg->dir;
+	cx.doc = &doc;
+	cx.cfg = cfg;
+	cx.err = err;
+
+	if (!yaml_parser_initialize(&parser)) {
+		errf(err, "%s: YAML: cannot start the parser (out of memory)", path);
+		goto fail;
+	}
+	parser_ok = 1;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)cfg->text,
+	    len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		fail_yaml(&cx, &parser);
+		goto fail;
+	}
+	doc_ok = 1;
+	if ((top = yaml_document_get_root_node(&doc)) == NULL) {
+		errf(err, "%s:1:1: config: the file is empty (it needs at least "
+		    "name, turn and invariants)", path);
+		goto fail;
+	}
+	/* A second document would be silently ignored otherwise. */
+	if (!yaml_parser_load(&parser, &extra)) {
+		fail_yaml(&cx, &parser);
+		goto fail;
+	}
+	if (yaml_document_get_root_node(&extra) != NULL) {
+		errf(err, "%s:%zu:%zu: YAML: only one document is allowed",
+		    path, extra.start_mark.line + 1, extra.start_mark.column + 1);
+		yaml_document_delete(&extra);
+		goto fail;
+	}
+	yaml_document_delete(&extra);
+	if (parse_top(&cx, top) == -1)
+		goto fail;
+	rc = 0;
+	goto out;
+fail:
+	cfg_free(cfg);
+out:
+	if (doc_ok)
+		yaml_document_delete(&doc);
+	if (parser_ok)
+		yaml_parser_delete(&parser);
+	return rc;
+}
+
+int
+cfg_load_file(const char *path, struct cfg *cfg, char *err)
+{
+	char	*text;
+	size_t	 len;
+	int	 rc;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if ((text = read_file(path, CFG_MAX_BYTES, &len, err)) == NULL)
+		return -1;
+	rc = cfg_load_text(path, text, len, cfg, err);
+	free(text);
+	return rc;
+}
+
+void
+cfg_free(struct cfg *cfg)
+{
+	size_t	i;
+
+	if (cfg == NULL)
+		return;
+	free(cfg->path);
+	free(cfg->dir);
+	free(cfg->text);
+	free(cfg->name);
+	free(cfg->db_url);
+	free(cfg->db_schema);
+	for (i = 0; i < cfg->nservices; i++) {
+		free(cfg->services[i].name);
+		strv_free(cfg->services[i].command);
+	}
+	free(cfg->services);
+	for (i = 0; i < cfg->nproxies; i++) {
+		free(cfg->proxies[i].name);
+		free(cfg->proxies[i].upstream);
+	}
+	free(cfg->proxies);
+	strv_free(cfg->setup);
+	strv_free(cfg->turn_command);
+	for (i = 0; i < cfg->ninvariants; i++) {
+		free(cfg->invariants[i].name);
+		free(cfg->invariants[i].sql);
+	}
+	free(cfg->invariants);
+	free(cfg->tickets.sink);
+	free(cfg->tickets.url);
+	free(cfg->tickets.repo);
+	free(cfg->tickets.project);
+	free(cfg->tickets.token_env);
+	free(cfg->tickets.user_env);
+	free(cfg->tickets.issue_type);
+	strv_free(cfg->tickets.labels);
+	memset(cfg, 0, sizeof(*cfg));
+}
+
+int64_t
+cfg_guard_floor(const struct cfg *cfg)
+{
+	int64_t	total = (int64_t)cfg->turns * cfg->rounds;
+
+	if (!cfg->guard_percent)
+		return cfg->guard_min_ok;
+	return (cfg->guard_min_ok * total + 99) / 100;
+}

@@ -1,0 +1,787 @@
+/*
+ * Config loader: a full file parses to the right values, absent keys take
+ * their defaults, and every class of mistake yields the exact
+ * "file:line:col: key: problem" message.
+ */
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/config.h"
+#include "common/util.h"
+
+/* cmocka 1.1.5 (Debian 12) has no assert_double_equal. */
+#define assert_near(a, b, eps) \
+	assert_true((a) - (b) <= (eps) && (b) - (a) <= (eps))
+
+static const char full_yaml[] =
+"# every key\n"
+"name: refunds\n"
+"seeds: 100..299\n"
+"turns: 12\n"
+"rounds: 3\n"
+"seed_timeout: 2m\n"
+"retries: 0\n"
+"database:\n"
+"  url: postgres://db/soak\n"
+"  schema: sql/../schema.sql\n"
+"  reset: truncate\n"
+"services:\n"
+"  - name: provider\n"
+"    command: [./bin/provider, --port, \"0\"]\n"
+"    ready: none\n"
+"    ready_timeout: 250ms\n"
+"  - name: api\n"
+"    command: python3\n"
+"proxies:\n"
+"  - name: provider\n"
+"    upstream: service:provider\n"
+"    protocol: http\n"
+"    faults:\n"
+"      rate: 15%\n"
+"      lost_reply: 0.4\n"
+"      reset: 0.3\n"
+"      duplicate: 0.3\n"
+"      blackhole: 0.01\n"
+"      latency: 5ms..40ms\n"
+"      hold: 2s\n"
+"      bandwidth: 1M\n"
+"      bandwidth_down: 512K\n"
+"      slice_up: 16\n"
+"      slice: 64\n"
+"      slice_delay: 3ms\n"
+"      close_after_down: 2G\n"
+"  - name: pg\n"
+"    upstream: database\n"
+"  - name: sock\n"
+"    upstream: unix:run/api.sock\n"
+"    protocol: tcp\n"
+"  - name: ext\n"
+"    upstream: api.example.com:443\n"
+"    faults:\n"
+"      latency: 7ms\n"
+"setup: [./fixtures, --small]\n"
+"setup_timeout: 45s\n"
+"turn:\n"
+"  command: ./refund_turn\n"
+"  timeout: 5s\n"
+"invariants:\n"
+"  - name: at most one provider refund per dispute\n"
+"    sql: |\n"
+"      SELECT dispute_id FROM provider_refunds\n"
+"      GROUP BY dispute_id HAVING count(*) > 1\n"
+"  - name: balances add up\n"
+"    sql: SELECT 1 WHERE false\n"
+"invariant_timeout: 1500ms\n"
+"guard:\n"
+"  min_ok_turns: 50%\n"
+"tickets:\n"
+"  sink: github\n"
+"  url: https://api.github.com\n"
+"  repo: acme/refunds\n"
+"  project: ACME\n"
+"  token_env: GH_TOKEN\n"
+"  user_env: GH_USER\n"
+"  issue_type: Defect\n"
+"  labels: [soak, concurrency]\n"
+"  infra: yes\n";
+
+static const char minimal_yaml[] =
+"name: tiny\n"
+"turn:\n"
+"  command: [turn]\n"
+"invariants:\n"
+"  - name: none\n"
+"    sql: SELECT 1 WHERE false\n";
+
+struct fixture {
+	char	dir[64];	/* as created */
+	char	real[PATH_MAX];	/* realpath of it */
+	char	*yaml;		/* dir/soak.yaml */
+};
+
+static void
+put(const char *dir, const char *name, const char *text)
+{
+	char	*p = path_join(dir, name), err[ERR_LEN];
+
+	assert_int_equal(write_file(p, text, strlen(text), err), 0);
+	free(p);
+}
+
+static int
+setup_dir(void **state)
+{
+	struct fixture	*fx = xcalloc(1, sizeof(*fx));
+
+	snprintf(fx->dir, sizeof(fx->dir), "/tmp/soak-cfg-XXXXXX");
+	if (mkdtemp(fx->dir) == NULL || realpath(fx->dir, fx->real) == NULL)
+		return -1;
+	fx->yaml = path_join(fx->dir, "soak.yaml");
+	put(fx->dir, "soak.yaml", full_yaml);
+	put(fx->dir, "schema.sql", "CREATE TABLE t (id int);\n");
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown_dir(void **state)
+{
+	struct fixture	*fx = *state;
+
+	rm_rf(fx->dir);
+	free(fx->yaml);
+	free(fx);
+	return 0;
+}
+
+static char *
+in(const struct fixture *fx, const char *rel)
+{
+	return xasprintf("%s/%s", fx->real, rel);
+}
+
+static void
+assert_path(const struct fixture *fx, const char *got, const char *rel)
+{
+	char	*want = in(fx, rel);
+
+	assert_string_equal(got, want);
+	free(want);
+}
+
+static void
+test_full(void **state)
+{
+	struct fixture		*fx = *state;
+	struct cfg		 cfg;
+	const struct cfg_faults	*f;
+	char			 err[ERR_LEN] = "";
+
+	if (cfg_load_file(fx->yaml, &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_string_equal(cfg.path, fx->yaml);
+	assert_string_equal(cfg.dir, fx->real);
+	assert_int_equal(cfg.text_len, strlen(full_yaml));
+	assert_string_equal(cfg.text, full_yaml);
+
+	assert_string_equal(cfg.name, "refunds");
+	assert_int_equal(cfg.seeds.first, 100);
+	assert_int_equal(cfg.seeds.last, 299);
+	assert_int_equal(cfg.turns, 12);
+	assert_int_equal(cfg.rounds, 3);
+	assert_int_equal(cfg.seed_timeout_ms, 120000);
+	assert_int_equal(cfg.retries, 0);
+
+	assert_string_equal(cfg.db_url, "postgres://db/soak");
+	assert_path(fx, cfg.db_schema, "schema.sql");
+	assert_int_equal(cfg.db_reset, CFG_RESET_TRUNCATE);
+
+	assert_int_equal(cfg.nservices, 2);
+	assert_string_equal(cfg.services[0].name, "provider");
+	assert_path(fx, cfg.services[0].command[0], "bin/provider");
+	assert_string_equal(cfg.services[0].command[1], "--port");
+	assert_string_equal(cfg.services[0].command[2], "0");
+	assert_null(cfg.services[0].command[3]);
+	assert_int_equal(cfg.services[0].ready, CFG_READY_NONE);
+	assert_int_equal(cfg.services[0].ready_timeout_ms, 250);
+	assert_string_equal(cfg.services[1].name, "api");
+	assert_string_equal(cfg.services[1].command[0], "python3");	/* PATH */
+	assert_null(cfg.services[1].command[1]);
+	assert_int_equal(cfg.services[1].ready, CFG_READY_TCP);
+	assert_int_equal(cfg.services[1].ready_timeout_ms, 10000);
+
+	assert_int_equal(cfg.nproxies, 4);
+	assert_string_equal(cfg.proxies[0].name, "provider");
+	assert_int_equal(cfg.proxies[0].upstream_kind, CFG_UP_SERVICE);
+	assert_string_equal(cfg.proxies[0].upstream, "provider");
+	assert_int_equal(cfg.proxies[0].protocol, CFG_PROTO_HTTP);
+	f = &cfg.proxies[0].faults;
+	assert_near(f->rate, 0.15, 1e-12);
+	assert_near(f->lost_reply, 0.4, 1e-12);
+	assert_near(f->reset, 0.3, 1e-12);
+	assert_near(f->duplicate, 0.3, 1e-12);
+	assert_near(f->blackhole, 0.01, 1e-12);
+	assert_int_equal(f->latency_min_ms, 5);
+	assert_int_equal(f->latency_max_ms, 40);
+	assert_int_equal(f->hold_ms, 2000);
+	assert_int_equal(f->bandwidth[CFG_UP], 1048576);
+	assert_int_equal(f->bandwidth[CFG_DOWN], 524288);	/* _down wins */
+	assert_int_equal(f->slice[CFG_UP], 16);		/* _up wins, whatever the order */
+	assert_int_equal(f->slice[CFG_DOWN], 64);
+	assert_int_equal(f->slice_delay_ms, 3);
+	assert_int_equal(f->close_after[CFG_UP], 0);
+	assert_int_equal(f->close_after[CFG_DOWN], 2147483648LL);
+
+	assert_int_equal(cfg.proxies[1].upstream_kind, CFG_UP_DATABASE);
+	assert_int_equal(cfg.proxies[1].protocol, CFG_PROTO_AUTO);
+	assert_int_equal(cfg.proxies[1].faults.hold_ms, 100);
+	assert_near(cfg.proxies[1].faults.rate, 0, 0);
+	assert_int_equal(cfg.proxies[2].upstream_kind, CFG_UP_UNIX);
+	assert_path(fx, cfg.proxies[2].upstream, "run/api.sock");
+	assert_int_equal(cfg.proxies[2].protocol, CFG_PROTO_TCP);
+	assert_int_equal(cfg.proxies[3].upstream_kind, CFG_UP_HOSTPORT);
+	assert_string_equal(cfg.proxies[3].upstream, "api.example.com:443");
+	assert_int_equal(cfg.proxies[3].faults.latency_min_ms, 7);
+	assert_int_equal(cfg.proxies[3].faults.latency_max_ms, 7);
+
+	assert_path(fx, cfg.setup[0], "fixtures");
+	assert_string_equal(cfg.setup[1], "--small");
+	assert_null(cfg.setup[2]);
+	assert_int_equal(cfg.setup_timeout_ms, 45000);
+	assert_path(fx, cfg.turn_command[0], "refund_turn");
+	assert_null(cfg.turn_command[1]);
+	assert_int_equal(cfg.turn_timeout_ms, 5000);
+
+	assert_int_equal(cfg.ninvariants, 2);
+	assert_string_equal(cfg.invariants[0].name,
+	    "at most one provider refund per dispute");
+	assert_string_equal(cfg.invariants[0].sql,
+	    "SELECT dispute_id FROM provider_refunds\n"
+	    "GROUP BY dispute_id HAVING count(*) > 1\n");
+	assert_int_equal(cfg.invariants[0].line, 52);
+	assert_string_equal(cfg.invariants[1].name, "balances add up");
+	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
+	assert_int_equal(cfg.invariants[1].line, 56);
+	assert_int_equal(cfg.invariant_timeout_ms, 1500);
+
+	assert_true(cfg.guard_percent);
+	assert_int_equal(cfg.guard_min_ok, 50);
+	assert_int_equal(cfg_guard_floor(&cfg), 18);	/* 50% of 12 x 3 */
+
+	assert_true(cfg.tickets.enabled);
+	assert_string_equal(cfg.tickets.sink, "github");
+	assert_string_equal(cfg.tickets.url, "https://api.github.com");
+	assert_string_equal(cfg.tickets.repo, "acme/refunds");
+	assert_string_equal(cfg.tickets.project, "ACME");
+	assert_string_equal(cfg.tickets.token_env, "GH_TOKEN");
+	assert_string_equal(cfg.tickets.user_env, "GH_USER");
+	assert_string_equal(cfg.tickets.issue_type, "Defect");
+	assert_string_equal(cfg.tickets.labels[0], "soak");
+	assert_string_equal(cfg.tickets.labels[1], "concurrency");
+	assert_null(cfg.tickets.labels[2]);
+	assert_true(cfg.tickets.infra);
+	cfg_free(&cfg);
+	assert_null(cfg.name);		/* cfg_free leaves a zeroed struct */
+	cfg_free(&cfg);
+	cfg_free(NULL);
+}
+
+static void
+test_defaults(void **state)
+{
+	struct cfg	cfg;
+	char		err[ERR_LEN] = "";
+
+	(void)state;
+	if (cfg_load_text("soak.yaml", minimal_yaml, strlen(minimal_yaml),
+	    &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_string_equal(cfg.name, "tiny");
+	assert_int_equal(cfg.seeds.first, 0);
+	assert_int_equal(cfg.seeds.last, 199);
+	assert_int_equal(cfg.turns, 8);
+	assert_int_equal(cfg.rounds, 1);
+	assert_int_equal(cfg.seed_timeout_ms, 60000);
+	assert_int_equal(cfg.retries, 2);
+	assert_null(cfg.db_url);
+	assert_null(cfg.db_schema);
+	assert_int_equal(cfg.db_reset, CFG_RESET_RECREATE);
+	assert_int_equal(cfg.nservices, 0);
+	assert_null(cfg.services);
+	assert_int_equal(cfg.nproxies, 0);
+	assert_null(cfg.setup);
+	assert_int_equal(cfg.setup_timeout_ms, 30000);
+	assert_string_equal(cfg.turn_command[0], "turn");	/* bare: PATH */
+	assert_int_equal(cfg.turn_timeout_ms, 30000);
+	assert_int_equal(cfg.invariant_timeout_ms, 10000);
+	assert_int_equal(cfg.guard_min_ok, 0);
+	assert_false(cfg.guard_percent);
+	assert_int_equal(cfg_guard_floor(&cfg), 0);
+	assert_false(cfg.tickets.enabled);
+	assert_string_equal(cfg.tickets.sink, "file");
+	assert_string_equal(cfg.tickets.issue_type, "Bug");
+	assert_null(cfg.tickets.labels);
+	assert_false(cfg.tickets.infra);
+	cfg_free(&cfg);
+}
+
+/* Sections written as "key:" with nothing take their defaults. */
+static void
+test_null_sections(void **state)
+{
+	static const char yaml[] =
+	    "name: tiny\nseeds: 5\ndatabase:\nservices:\nproxies: ~\nsetup:\n"
+	    "guard:\ntickets:\n"
+	    "turn:\n  command: [\"./a b\", \"\"]\n"
+	    "invariants:\n  - {name: x, sql: 'SELECT 1'}\n";
+	struct cfg	cfg;
+	char		err[ERR_LEN] = "", cwd[PATH_MAX], *want;
+
+	(void)state;
+	if (cfg_load_text("soak.yaml", yaml, strlen(yaml), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_non_null(realpath(".", cwd));
+	assert_string_equal(cfg.dir, cwd);
+	assert_int_equal(cfg.seeds.first, 0);
+	assert_int_equal(cfg.seeds.last, 4);
+	assert_int_equal(cfg.nservices, 0);
+	assert_int_equal(cfg.nproxies, 0);
+	assert_null(cfg.setup);
+	want = xasprintf("%s/a b", cwd);
+	assert_string_equal(cfg.turn_command[0], want);
+	free(want);
+	assert_string_equal(cfg.turn_command[1], "");
+	assert_true(cfg.tickets.enabled);
+	assert_string_equal(cfg.tickets.sink, "file");
+	cfg_free(&cfg);
+}
+
+static void
+cfg_equal(const struct cfg *a, const struct cfg *b)
+{
+	size_t	i, j;
+
+	assert_string_equal(a->path, b->path);
+	assert_string_equal(a->dir, b->dir);
+	assert_int_equal(a->text_len, b->text_len);
+	assert_memory_equal(a->text, b->text, a->text_len);
+	assert_string_equal(a->name, b->name);
+	assert_memory_equal(&a->seeds, &b->seeds, sizeof(a->seeds));
+	assert_int_equal(a->turns, b->turns);
+	assert_int_equal(a->rounds, b->rounds);
+	assert_int_equal(a->seed_timeout_ms, b->seed_timeout_ms);
+	assert_int_equal(a->retries, b->retries);
+	assert_string_equal(a->db_url, b->db_url);
+	assert_string_equal(a->db_schema, b->db_schema);
+	assert_int_equal(a->db_reset, b->db_reset);
+	assert_int_equal(a->nservices, b->nservices);
+	for (i = 0; i < a->nservices; i++) {
+		assert_string_equal(a->services[i].name, b->services[i].name);
+		for (j = 0; a->services[i].command[j]; j++)
+			assert_string_equal(a->services[i].command[j],
+			    b->services[i].command[j]);
+		assert_null(b->services[i].command[j]);
+		assert_int_equal(a->services[i].ready, b->services[i].ready);
+		assert_int_equal(a->services[i].ready_timeout_ms,
+		    b->services[i].ready_timeout_ms);
+	}
+	assert_int_equal(a->nproxies, b->nproxies);
+	for (i = 0; i < a->nproxies; i++) {
+		assert_string_equal(a->proxies[i].name, b->proxies[i].name);
+		assert_string_equal(a->proxies[i].upstream, b->proxies[i].upstream);
+		assert_int_equal(a->proxies[i].upstream_kind,
+		    b->proxies[i].upstream_kind);
+		assert_int_equal(a->proxies[i].protocol, b->proxies[i].protocol);
+		assert_memory_equal(&a->proxies[i].faults, &b->proxies[i].faults,
+		    sizeof(a->proxies[i].faults));
+	}
+	for (j = 0; a->setup[j]; j++)
+		assert_string_equal(a->setup[j], b->setup[j]);
+	for (j = 0; a->turn_command[j]; j++)
+		assert_string_equal(a->turn_command[j], b->turn_command[j]);
+	assert_int_equal(a->setup_timeout_ms, b->setup_timeout_ms);
+	assert_int_equal(a->turn_timeout_ms, b->turn_timeout_ms);
+	assert_int_equal(a->ninvariants, b->ninvariants);
+	for (i = 0; i < a->ninvariants; i++) {
+		assert_string_equal(a->invariants[i].name, b->invariants[i].name);
+		assert_string_equal(a->invariants[i].sql, b->invariants[i].sql);
+		assert_int_equal(a->invariants[i].line, b->invariants[i].line);
+	}
+	assert_int_equal(a->invariant_timeout_ms, b->invariant_timeout_ms);
+	assert_int_equal(a->guard_min_ok, b->guard_min_ok);
+	assert_int_equal(a->guard_percent, b->guard_percent);
+	assert_string_equal(a->tickets.sink, b->tickets.sink);
+	assert_string_equal(a->tickets.repo, b->tickets.repo);
+	assert_string_equal(a->tickets.token_env, b->tickets.token_env);
+	for (j = 0; a->tickets.labels[j]; j++)
+		assert_string_equal(a->tickets.labels[j], b->tickets.labels[j]);
+	assert_int_equal(a->tickets.infra, b->tickets.infra);
+	assert_int_equal(a->tickets.enabled, b->tickets.enabled);
+}
+
+/* What a worker does with the shipped text must equal the coordinator's load. */
+static void
+test_text_equals_file(void **state)
+{
+	struct fixture	*fx = *state;
+	struct cfg	 a, b;
+	char		 err[ERR_LEN] = "";
+
+	if (cfg_load_file(fx->yaml, &a, err) == -1)
+		fail_msg("%s", err);
+	if (cfg_load_text(a.path, a.text, a.text_len, &b, err) == -1)
+		fail_msg("%s", err);
+	cfg_equal(&a, &b);
+	cfg_free(&b);
+	cfg_free(&a);
+}
+
+/* A relative path through "..": the folder still comes out absolute and real. */
+static void
+test_relative_path(void **state)
+{
+	struct fixture	*fx = *state;
+	struct cfg	 cfg;
+	char		 err[ERR_LEN] = "", cwd[PATH_MAX], *sub, *rel;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	sub = path_join(fx->dir, "sub");
+	assert_int_equal(mkdir_p(sub, 0755, err), 0);
+	assert_int_equal(chdir(sub), 0);
+	rel = xstrdup("../sub/../soak.yaml");
+	if (cfg_load_file(rel, &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_int_equal(chdir(cwd), 0);
+	assert_string_equal(cfg.path, rel);
+	assert_string_equal(cfg.dir, fx->real);
+	assert_path(fx, cfg.db_schema, "schema.sql");
+	cfg_free(&cfg);
+	free(rel);
+	free(sub);
+}
+
+static void
+test_missing_file(void **state)
+{
+	struct cfg	cfg;
+	char		err[ERR_LEN] = "";
+
+	(void)state;
+	assert_int_equal(cfg_load_file("/nonexistent/soak.yaml", &cfg, err), -1);
+	assert_string_equal(err,
+	    "cannot open \"/nonexistent/soak.yaml\": No such file or directory");
+	assert_null(cfg.name);
+}
+
+/* Bad inputs and their exact messages. */
+struct bad {
+	const char	*yaml;
+	const char	*want;
+};
+
+#define INV	"invariants:\n  - name: i\n    sql: SELECT 1\n"
+#define TURN	"turn:\n  command: t\n"
+#define BASE	"name: n\n" TURN INV		/* lines 1..6 */
+
+static const struct bad bads[] = {
+	/* unknown keys, top level and nested */
+	{ BASE "tunrs: 8\n",
+	  "soak.yaml:7:1: tunrs: unknown key (expected name, seeds, turns, "
+	  "rounds, seed_timeout, retries, database, services, proxies, setup, "
+	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets)" },
+	{ "name: n\n" INV "turn:\n  command: t\n  timout: 5s\n",
+	  "soak.yaml:7:3: turn.timout: unknown key (expected command, timeout)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      rates: 0.1\n",
+	  "soak.yaml:11:7: proxies[0].faults.rates: unknown key (expected rate, "
+	  "lost_reply, reset, duplicate, blackhole, latency, hold, bandwidth, "
+	  "bandwidth_up, bandwidth_down, slice, slice_up, slice_down, "
+	  "slice_delay, close_after, close_after_up, close_after_down)" },
+	/* duplicate keys */
+	{ BASE "turns: 2\nturns: 3\n",
+	  "soak.yaml:8:1: turns: duplicate key (first at line 7)" },
+	/* wrong types */
+	{ BASE "turns: eight\n",
+	  "soak.yaml:7:8: turns: expected an integer, got \"eight\"" },
+	{ BASE "turns: [1]\n",
+	  "soak.yaml:7:8: turns: expected an integer, got a list" },
+	{ BASE "turns: 0\n",
+	  "soak.yaml:7:8: turns: 0 is out of range (1..1024)" },
+	{ BASE "rounds: 10001\n",
+	  "soak.yaml:7:9: rounds: 10001 is out of range (1..10000)" },
+	{ BASE "retries: -1\n",
+	  "soak.yaml:7:10: retries: -1 is out of range (0..10)" },
+	{ "name: [a, b]\n" TURN INV,
+	  "soak.yaml:1:7: name: expected a string, got a list" },
+	{ BASE "database: postgres://x\n",
+	  "soak.yaml:7:11: database: expected a mapping, got \"postgres://x\"" },
+	{ BASE "database:\n  reset: drop\n",
+	  "soak.yaml:8:10: database.reset: expected recreate or truncate, "
+	  "got \"drop\"" },
+	{ BASE "tickets:\n  infra: maybe\n",
+	  "soak.yaml:8:10: tickets.infra: expected true or false, got \"maybe\"" },
+	{ BASE "tickets:\n  sink: email\n",
+	  "soak.yaml:8:9: tickets.sink: expected file, github, gitlab, jira or "
+	  "webhook, got \"email\"" },
+	{ BASE "tickets:\n  sink: github\n",
+	  "soak.yaml:8:3: tickets.repo: required key is missing (sink github "
+	  "needs it)" },
+	/* durations */
+	{ BASE "seed_timeout: 5\n",
+	  "soak.yaml:7:15: seed_timeout: \"5\" has no unit (use ms, s or m)" },
+	{ BASE "seed_timeout: 5h\n",
+	  "soak.yaml:7:15: seed_timeout: \"5h\" has an unknown unit (use ms, s "
+	  "or m)" },
+	{ BASE "seed_timeout: 5 s\n",
+	  "soak.yaml:7:15: seed_timeout: \"5 s\" has an unknown unit (use ms, s "
+	  "or m)" },
+	{ BASE "seed_timeout: -5s\n",
+	  "soak.yaml:7:15: seed_timeout: \"-5s\" is negative (a duration is at "
+	  "least 0ms)" },
+	{ BASE "seed_timeout: 99999999999999999999ms\n",
+	  "soak.yaml:7:15: seed_timeout: \"99999999999999999999ms\" is too large" },
+	{ "name: n\n" INV "turn:\n  command: t\n  timeout: 0s\n",
+	  "soak.yaml:7:12: turn.timeout: must be at least 1ms" },
+	/* shares and bands */
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      rate: 0.1.5\n",
+	  "soak.yaml:11:13: proxies[0].faults.rate: \"0.1.5\" is not a share "
+	  "(use e.g. 0.15 or 15%)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      rate: 150%\n",
+	  "soak.yaml:11:13: proxies[0].faults.rate: \"150%\" is more than 100%" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      blackhole: 1.5\n",
+	  "soak.yaml:11:18: proxies[0].faults.blackhole: \"1.5\" is more than 1 "
+	  "(a share is 0..1 or 0%..100%)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      lost_reply: 0.5\n      reset: 40%\n      duplicate: 0.2\n",
+	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
+	  "duplicate add up to 1.1; they are shares of rate and must add up "
+	  "to at most 1" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      latency: 40ms..5ms\n",
+	  "soak.yaml:11:16: proxies[0].faults.latency: \"40ms..5ms\": the "
+	  "minimum is above the maximum" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      bandwidth: 1.5M\n",
+	  "soak.yaml:11:18: proxies[0].faults.bandwidth: \"1.5M\" is not a byte "
+	  "count (use e.g. 65536, 512K, 1M)" },
+	/* proxies and services */
+	{ BASE "proxies:\n  - name: p\n    upstream: service:api\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"service:api\" names no service "
+	  "declared under services" },
+	{ BASE "proxies:\n  - name: p\n    upstream: localhost\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"localhost\" is not an upstream "
+	  "(use host:port, unix:PATH, service:NAME or database)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:99999\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"h:99999\" has no valid port "
+	  "(1..65535)" },
+	{ BASE "proxies:\n  - name: my-api\n    upstream: h:1\n",
+	  "soak.yaml:8:11: proxies[0].name: \"my-api\" may only hold letters, "
+	  "digits and _ (it becomes part of an environment variable)" },
+	{ BASE "proxies:\n  - {name: a, upstream: database}\n"
+	  "  - {name: A, upstream: database}\n",
+	  "soak.yaml:9:12: proxies[1].name: \"A\" is already used by proxies[0]" },
+	{ BASE "services:\n  - {name: s, command: a}\n"
+	  "  - {name: s, command: b}\n",
+	  "soak.yaml:9:12: services[1].name: \"s\" is already used by "
+	  "services[0]" },
+	{ BASE "services:\n  - name: s\n",
+	  "soak.yaml:8:5: services[0].command: required key is missing" },
+	{ BASE "services:\n  - name: s\n    command: []\n",
+	  "soak.yaml:9:14: services[0].command: the command is empty" },
+	{ BASE "services:\n  - name: s\n    command: [a, {b: c}]\n",
+	  "soak.yaml:9:18: services[0].command[1]: expected a string, got a "
+	  "mapping" },
+	{ BASE "services: provider\n",
+	  "soak.yaml:7:11: services: expected a list, got \"provider\"" },
+	/* required keys */
+	{ TURN INV,
+	  "soak.yaml:1:1: name: required key is missing" },
+	{ "\n# c\nname: n\n" INV,
+	  "soak.yaml:3:1: turn: required key is missing" },
+	{ "name: n\n" INV "turn:\n  timeout: 5s\n",
+	  "soak.yaml:6:3: turn.command: required key is missing" },
+	{ "name: n\n" TURN,
+	  "soak.yaml:1:1: invariants: required key is missing" },
+	{ "name: n\n" TURN "invariants: []\n",
+	  "soak.yaml:4:13: invariants: at least one invariant is required (a "
+	  "check that checks nothing always passes)" },
+	{ "name: ''\n" TURN INV,
+	  "soak.yaml:1:7: name: must not be empty" },
+	/* invariants */
+	{ BASE "  - name: i\n    sql: SELECT 2\n",
+	  "soak.yaml:7:11: invariants[1].name: \"i\" is already used by "
+	  "invariants[0]" },
+	{ "name: n\n" TURN "invariants:\n  - name: i\n    sql: \"  \"\n",
+	  "soak.yaml:6:10: invariants[0].sql: must not be empty" },
+	{ "name: n\n" TURN "invariants:\n  - sql: x\n",
+	  "soak.yaml:5:5: invariants[0].name: required key is missing" },
+	/* seeds and guard */
+	{ BASE "seeds: 5..3\n",
+	  "soak.yaml:7:8: seeds: bad seed range \"5..3\": 5 is after 3" },
+	{ BASE "seeds: abc\n",
+	  "soak.yaml:7:8: seeds: bad seed range \"abc\" (want A..B or a count N)" },
+	{ BASE "guard:\n  min_ok_turns: 101%\n",
+	  "soak.yaml:8:17: guard.min_ok_turns: \"101%\" is out of range "
+	  "(0%..100%)" },
+	{ BASE "guard:\n  min_ok_turns: 9\n",
+	  "soak.yaml:8:17: guard.min_ok_turns: 9 is more than the 8 turns of a "
+	  "seed (turns x rounds)" },
+	{ BASE "guard:\n  min_ok_turns: half\n",
+	  "soak.yaml:8:17: guard.min_ok_turns: expected an integer, got \"half\"" },
+	/* schema */
+	{ BASE "database:\n  schema: no/such.sql\n",
+	  "@soak.yaml:8:11: database.schema: \"no/such.sql\": No such file or "
+	  "directory (looked at %s/no/such.sql)" },
+	/* YAML itself */
+	{ "name: n\nturns: [1, 2\n",
+	  "soak.yaml:3:1: YAML: did not find expected ',' or ']'" },
+	{ "name: n\n  bad: indent\n",
+	  "soak.yaml:2:6: YAML: mapping values are not allowed in this context" },
+	{ "",
+	  "soak.yaml:1:1: config: the file is empty (it needs at least name, "
+	  "turn and invariants)" },
+	{ "- a\n- b\n",
+	  "soak.yaml:1:1: config: expected a mapping of keys (name, turn, "
+	  "invariants, ...), got a list" },
+	{ BASE "---\nname: m\n",
+	  "soak.yaml:7:1: YAML: only one document is allowed" },
+	{ "name: n\nturns: \"ab\xff\"\n",
+	  "soak.yaml:2:11: YAML: invalid leading UTF-8 octet" },
+	{ "name: *nope\n",
+	  "soak.yaml:1:7: YAML: found undefined alias" },
+};
+
+static void
+test_errors(void **state)
+{
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], cwd[PATH_MAX], *want;
+	size_t		 i, failures = 0;
+
+	(void)state;
+	assert_non_null(realpath(".", cwd));
+	for (i = 0; i < nitems(bads); i++) {
+		/* A leading '@' marks a message that embeds the folder. */
+		if (bads[i].want[0] == '@')
+			want = xasprintf(bads[i].want + 1, cwd);
+		else
+			want = xstrdup(bads[i].want);
+		memset(err, 0, sizeof(err));
+		if (cfg_load_text("soak.yaml", bads[i].yaml, strlen(bads[i].yaml),
+		    &cfg, err) != -1) {
+			print_error("case %zu: loaded, wanted: %s\n", i, want);
+			cfg_free(&cfg);
+			failures++;
+		} else if (strcmp(err, want) != 0) {
+			print_error("case %zu:\n  got:  %s\n  want: %s\n", i, err,
+			    want);
+			failures++;
+		} else
+			assert_null(cfg.name);	/* nothing half-loaded */
+		free(want);
+	}
+	assert_int_equal(failures, 0);
+}
+
+static void
+test_guard_floor(void **state)
+{
+	struct cfg	cfg;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.turns = 8;
+	cfg.rounds = 3;
+	cfg.guard_min_ok = 5;
+	assert_int_equal(cfg_guard_floor(&cfg), 5);
+	cfg.guard_percent = true;
+	cfg.guard_min_ok = 50;
+	assert_int_equal(cfg_guard_floor(&cfg), 12);
+	cfg.guard_min_ok = 51;		/* 12.24 rounds up */
+	assert_int_equal(cfg_guard_floor(&cfg), 13);
+	cfg.guard_min_ok = 100;
+	assert_int_equal(cfg_guard_floor(&cfg), 24);
+	cfg.guard_min_ok = 1;		/* 0.24 rounds up: any guard demands one */
+	assert_int_equal(cfg_guard_floor(&cfg), 1);
+	cfg.guard_min_ok = 0;
+	assert_int_equal(cfg_guard_floor(&cfg), 0);
+}
+
+static void
+test_parse_duration(void **state)
+{
+	static const struct { const char *s; int64_t ms; } good[] = {
+		{ "0ms", 0 }, { "250ms", 250 }, { "5s", 5000 }, { "2m", 120000 },
+		{ "9223372036854775807ms", INT64_MAX },
+	};
+	static const struct { const char *s, *why; } bad[] = {
+		{ "", "empty duration (use e.g. 250ms, 5s, 2m)" },
+		{ "5", "\"5\" has no unit (use ms, s or m)" },
+		{ "s", "\"s\" is not a duration (use e.g. 250ms, 5s, 2m)" },
+		{ " 5s", "\" 5s\" is not a duration (use e.g. 250ms, 5s, 2m)" },
+		{ "5S", "\"5S\" has an unknown unit (use ms, s or m)" },
+		{ "1.5s", "\"1.5s\" has an unknown unit (use ms, s or m)" },
+		{ "-1ms", "\"-1ms\" is negative (a duration is at least 0ms)" },
+		{ "9223372036854775808ms", "\"9223372036854775808ms\" is too large" },
+		{ "153722867280912931m", "\"153722867280912931m\" is too large" },
+	};
+	char	err[ERR_LEN];
+	int64_t	ms;
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < nitems(good); i++) {
+		assert_int_equal(cfg_parse_duration(good[i].s, &ms, err), 0);
+		assert_int_equal(ms, good[i].ms);
+	}
+	for (i = 0; i < nitems(bad); i++) {
+		ms = -7;
+		assert_int_equal(cfg_parse_duration(bad[i].s, &ms, err), -1);
+		assert_string_equal(err, bad[i].why);
+		assert_int_equal(ms, -7);
+	}
+}
+
+static void
+test_parse_share(void **state)
+{
+	static const struct { const char *s; double v; } good[] = {
+		{ "0", 0 }, { "1", 1 }, { "0.15", 0.15 }, { ".5", 0.5 },
+		{ "15%", 0.15 }, { "100%", 1 }, { "2.5%", 0.025 }, { "0%", 0 },
+	};
+	static const struct { const char *s, *why; } bad[] = {
+		{ "", "empty share (use e.g. 0.15 or 15%)" },
+		{ "%", "\"%\" is not a share (use e.g. 0.15 or 15%)" },
+		{ "abc", "\"abc\" is not a share (use e.g. 0.15 or 15%)" },
+		{ "1e-3", "\"1e-3\" is not a share (use e.g. 0.15 or 15%)" },
+		{ "-0.1", "\"-0.1\" is not a share (use e.g. 0.15 or 15%)" },
+		{ "nan", "\"nan\" is not a share (use e.g. 0.15 or 15%)" },
+		{ "1.01", "\"1.01\" is more than 1 (a share is 0..1 or 0%..100%)" },
+		{ "100.5%", "\"100.5%\" is more than 100%" },
+	};
+	char	err[ERR_LEN];
+	double	v;
+	size_t	i;
+
+	(void)state;
+	for (i = 0; i < nitems(good); i++) {
+		assert_int_equal(cfg_parse_share(good[i].s, &v, err), 0);
+		assert_near(v, good[i].v, 1e-12);
+	}
+	for (i = 0; i < nitems(bad); i++) {
+		assert_int_equal(cfg_parse_share(bad[i].s, &v, err), -1);
+		assert_string_equal(err, bad[i].why);
+	}
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_full, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_text_equals_file, setup_dir,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_relative_path, setup_dir,
+		    teardown_dir),
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_null_sections),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_guard_floor),
+		cmocka_unit_test(test_parse_duration),
+		cmocka_unit_test(test_parse_share),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
