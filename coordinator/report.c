@@ -1,0 +1,439 @@
+#include "coordinator/report.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/soak.h"
+#include "common/util.h"
+
+static int
+cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char *
+report_fingerprint(const struct cfg *cfg, const struct coord_seed *s)
+{
+	json_t		*invs = json_object_get(s->detail, "invariants");
+	const char	**names;
+	size_t		  i, n = json_array_size(invs), len;
+	char		 *fp, *p;
+
+	if (s->verdict != VERDICT_FAIL)
+		return xasprintf("%s|%s", cfg->name, s->reason);
+	if (strcmp(s->reason, "invariant") != 0 || n == 0)
+		return xasprintf("%s|%s", cfg->name, s->reason);
+	names = xcalloc(n, sizeof(char *));
+	len = strlen(cfg->name) + strlen(s->reason) + 2;
+	for (i = 0; i < n; i++) {
+		const char	*nm = json_string_value(json_object_get(
+		    json_array_get(invs, i), "name"));
+
+		names[i] = nm ? nm : "";
+		len += strlen(names[i]) + 1;
+	}
+	qsort(names, n, sizeof(char *), cmp_str);
+	fp = p = xcalloc(len + 1, 1);
+	p += sprintf(p, "%s|%s", cfg->name, s->reason);
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "|%s", names[i]);
+	free(names);
+	return fp;
+}
+
+/* Shell-quotes only when needed, so the common command stays copyable. */
+static char *
+shell_word(const char *s)
+{
+	const char	*p;
+	char		*o, *q;
+
+	for (p = s; *p; p++)
+		if (!(isalnum((unsigned char)*p) || strchr("/._-+=:,@", *p)))
+			break;
+	if (*p == '\0' && *s)
+		return xstrdup(s);
+	o = q = xcalloc(strlen(s) * 4 + 3, 1);
+	*q++ = '\'';
+	for (p = s; *p; p++) {
+		if (*p == '\'') {
+			memcpy(q, "'\\''", 4);
+			q += 4;
+		} else
+			*q++ = *p;
+	}
+	*q++ = '\'';
+	return o;
+}
+
+char *
+report_replay(const char *cfg_path, uint64_t seed)
+{
+	char	*w = shell_word(cfg_path), *r;
+
+	r = xasprintf("soak replay %s --seed %" PRIu64, w, seed);
+	free(w);
+	return r;
+}
+
+static char *
+iso8601(int64_t ms)
+{
+	time_t		t = (time_t)(ms / 1000);
+	struct tm	tm;
+	char		buf[32];
+
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return xstrdup(buf);
+}
+
+/* A new reference to d[key], or to dflt (consumed) when absent. */
+static json_t *
+jref(json_t *d, const char *key, json_t *dflt)
+{
+	json_t	*v = json_object_get(d, key);
+
+	if (v == NULL)
+		return dflt;
+	json_decref(dflt);
+	return json_incref(v);
+}
+
+static json_t *
+seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
+{
+	json_t	*r, *d = s->detail;
+	char	*fp = NULL, *replay = report_replay(m->cfg_path, s->seed), *fdir = NULL;
+	json_t	*msgj = json_object_get(d, "message");
+
+	if (s->verdict == VERDICT_FAIL)
+		fp = report_fingerprint(m->cfg, s);
+	if (s->verdict != VERDICT_PASS)
+		fdir = xasprintf("failures/%" PRIu64, s->seed);
+	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:O, s:o, s:s, s:o}",
+	    "seed", (json_int_t)s->seed,
+	    "verdict", msg_verdict_name(s->verdict),
+	    "reason", *s->reason ? json_string(s->reason) : json_null(),
+	    "message", json_is_string(msgj) ? json_string_value(msgj) : "",
+	    "worker", (int)s->worker,
+	    "duration_ms", (json_int_t)s->duration_ms,
+	    "round", jref(d, "round", json_null()),
+	    "ok_turns", jref(d, "ok_turns", json_integer(0)),
+	    "total_turns", jref(d, "total_turns", json_integer(0)),
+	    "fingerprint", fp ? json_string(fp) : json_null(),
+	    "invariants", jref(d, "invariants", json_array()),
+	    "attempts", s->history,
+	    "reproduced", jref(d, "reproduced", json_null()),
+	    "replay", replay,
+	    "failure_dir", fdir ? json_string(fdir) : json_null());
+	if (full) {
+		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
+		if (json_object_get(d, "workspace"))
+			json_object_set(r, "workspace", json_object_get(d, "workspace"));
+	}
+	free(fp);
+	free(fdir);
+	free(replay);
+	return r;
+}
+
+void
+report_failure(const struct report_meta *m, const struct coord_seed *s)
+{
+	char	 err[ERR_LEN], *dir, *path;
+	json_t	*rec, *trace;
+
+	if (s->verdict == VERDICT_PASS)
+		return;
+	dir = xasprintf("%s/failures/%" PRIu64, m->out_dir, s->seed);
+	if (mkdir_p(dir, 0755, err) == -1) {
+		log_warnx("%s", err);
+		free(dir);
+		return;
+	}
+	rec = seed_record(m, s, true);
+	path = xasprintf("%s/result.json", dir);
+	if (json_dump_file(rec, path, JSON_INDENT(2)) == -1)
+		log_warnx("cannot write %s", path);
+	free(path);
+	json_decref(rec);
+	trace = json_object_get(s->detail, "trace");
+	if (json_is_string(trace)) {
+		path = xasprintf("%s/trace.jsonl", dir);
+		if (write_file(path, json_string_value(trace), json_string_length(trace),
+		    err) == -1)
+			log_warnx("%s", err);
+		free(path);
+	}
+	free(dir);
+}
+
+int
+report_exit_status(const struct coord *c)
+{
+	struct coord_counts	n;
+
+	coord_counts(c, &n);
+	if (n.fail > 0)
+		return SOAK_EXIT_FAIL;
+	if (n.infra > 0 || n.done < n.total)
+		return SOAK_EXIT_INCOMPLETE;
+	return SOAK_EXIT_PASS;
+}
+
+static void
+xml_escape(FILE *f, const char *s)
+{
+	for (; s && *s; s++) {
+		unsigned char	ch = (unsigned char)*s;
+
+		switch (ch) {
+		case '<':	fputs("&lt;", f); break;
+		case '>':	fputs("&gt;", f); break;
+		case '&':	fputs("&amp;", f); break;
+		case '"':	fputs("&quot;", f); break;
+		case '\'':	fputs("&apos;", f); break;
+		default:
+			/* XML 1.0 forbids most control characters, even escaped. */
+			if (ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r')
+				fputc('?', f);
+			else
+				fputc(ch, f);
+		}
+	}
+}
+
+static int
+write_junit(const struct report_meta *m, const struct coord *c, char *err)
+{
+	const struct coord_seed	*seeds;
+	struct coord_counts	 n;
+	uint64_t		 ns, i;
+	char			*path = xasprintf("%s/junit.xml", m->out_dir), *tmp;
+	FILE			*f;
+
+	tmp = xasprintf("%s.tmp", path);
+	if ((f = fopen(tmp, "w")) == NULL) {
+		errf(err, "cannot write %s", tmp);
+		free(path);
+		free(tmp);
+		return -1;
+	}
+	coord_counts(c, &n);
+	seeds = coord_seeds(c, &ns);
+	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+	fprintf(f, "<testsuites name=\"soak\" tests=\"%" PRIu64 "\" failures=\"%" PRIu64
+	    "\" errors=\"%" PRIu64 "\" time=\"%.3f\">\n", n.total, n.fail,
+	    n.infra + (n.total - n.done), (double)m->wall_ms / 1000.0);
+	fprintf(f, "  <testsuite name=\"");
+	xml_escape(f, m->cfg->name);
+	fprintf(f, "\" tests=\"%" PRIu64 "\" failures=\"%" PRIu64 "\" errors=\"%" PRIu64
+	    "\" time=\"%.3f\">\n", n.total, n.fail, n.infra + (n.total - n.done),
+	    (double)m->wall_ms / 1000.0);
+	for (i = 0; i < ns; i++) {
+		const struct coord_seed	*s = &seeds[i];
+		json_t			*msgj = json_object_get(s->detail, "message");
+		const char		*msg = json_is_string(msgj) ? json_string_value(msgj) : "";
+		char			*replay = report_replay(m->cfg_path, s->seed);
+
+		fprintf(f, "    <testcase classname=\"soak.");
+		xml_escape(f, m->cfg->name);
+		fprintf(f, "\" name=\"seed %" PRIu64 "\" time=\"%.3f\"", s->seed,
+		    (double)s->duration_ms / 1000.0);
+		if (s->state != CSEED_FINAL) {
+			fprintf(f, ">\n      <error type=\"missing\" message=\"no verdict: "
+			    "the run ended before this seed finished\"/>\n    </testcase>\n");
+		} else if (s->verdict == VERDICT_PASS) {
+			fprintf(f, "/>\n");
+		} else {
+			const char	*tag = s->verdict == VERDICT_FAIL ? "failure" : "error";
+
+			fprintf(f, ">\n      <%s type=\"", tag);
+			xml_escape(f, s->reason);
+			fprintf(f, "\" message=\"");
+			xml_escape(f, msg);
+			fprintf(f, "\">");
+			xml_escape(f, msg);
+			fprintf(f, "\nreplay: ");
+			xml_escape(f, replay);
+			fprintf(f, "\ndetails: failures/%" PRIu64 "/</%s>\n    </testcase>\n",
+			    s->seed, tag);
+		}
+		free(replay);
+	}
+	fprintf(f, "  </testsuite>\n</testsuites>\n");
+	if (fclose(f) != 0 || rename(tmp, path) == -1) {
+		errf(err, "cannot write %s", path);
+		free(path);
+		free(tmp);
+		return -1;
+	}
+	free(path);
+	free(tmp);
+	return 0;
+}
+
+static uint64_t
+fnv64(const char *s, size_t n)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+	size_t		i;
+
+	for (i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static json_t *
+tickets_json(const struct cfg_tickets *t)
+{
+	json_t	*labels = json_array();
+	size_t	 i;
+
+	for (i = 0; t->labels && t->labels[i]; i++)
+		json_array_append_new(labels, json_string(t->labels[i]));
+#define S(x)	((x) ? json_string(x) : json_null())
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b}",
+	    "sink", S(t->sink), "url", S(t->url), "repo", S(t->repo),
+	    "project", S(t->project), "token_env", S(t->token_env),
+	    "user_env", S(t->user_env), "issue_type", S(t->issue_type),
+	    "labels", labels, "infra", t->infra, "enabled", t->enabled);
+#undef S
+}
+
+int
+report_write(const struct report_meta *m, const struct coord *c, char *err)
+{
+	const struct coord_seed	*seeds;
+	struct coord_counts	 n;
+	uint64_t		 ns, i;
+	json_t			*root, *results;
+	char			 host[256] = "localhost", hash[17], *path, *tmp;
+	char			*started, *finished;
+	const char		*rev = getenv("SOAK_SUT_REVISION");
+	int			 status = report_exit_status(c);
+
+	gethostname(host, sizeof(host) - 1);
+	coord_counts(c, &n);
+	seeds = coord_seeds(c, &ns);
+	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv64(m->cfg->text, m->cfg->text_len));
+	results = json_array();
+	for (i = 0; i < ns; i++)
+		if (seeds[i].state == CSEED_FINAL)
+			json_array_append_new(results, seed_record(m, &seeds[i], false));
+	started = iso8601(m->started_wall_ms);
+	finished = iso8601(m->started_wall_ms + m->wall_ms);
+	root = json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:s, s:s, s:s, s:i, s:i, s:o},"
+	    " s:{s:I, s:I, s:I}, s:s, s:s, s:I, s:o, s:{s:I, s:I, s:I, s:I},"
+	    " s:b, s:b, s:i, s:o}",
+	    "format", 1, "soak_version", SOAK_VERSION, "run_id", m->run_id,
+	    "host", host, "sut_revision", rev ? json_string(rev) : json_null(),
+	    "config", "name", m->cfg->name, "path", m->cfg_path, "hash", hash,
+	    "turns", m->cfg->turns, "rounds", m->cfg->rounds,
+	    "tickets", tickets_json(&m->cfg->tickets),
+	    "seeds", "first", (json_int_t)m->seeds.first, "last", (json_int_t)m->seeds.last,
+	    "count", (json_int_t)n.total,
+	    "started_at", started, "finished_at", finished,
+	    "wall_ms", (json_int_t)m->wall_ms,
+	    "workers", coord_workers_json(c),
+	    "totals", "pass", (json_int_t)n.pass, "fail", (json_int_t)n.fail,
+	    "infra", (json_int_t)n.infra, "missing", (json_int_t)(n.total - n.done),
+	    "complete", n.done == n.total && n.infra == 0,
+	    "interrupted", m->interrupted,
+	    "exit_status", status,
+	    "results", results);
+	free(started);
+	free(finished);
+	if (root == NULL) {
+		errf(err, "cannot build report.json (internal error)");
+		return -1;
+	}
+	path = xasprintf("%s/report.json", m->out_dir);
+	tmp = xasprintf("%s.tmp", path);
+	if (json_dump_file(root, tmp, JSON_INDENT(2)) == -1 || rename(tmp, path) == -1) {
+		errf(err, "cannot write %s", path);
+		json_decref(root);
+		free(path);
+		free(tmp);
+		return -1;
+	}
+	json_decref(root);
+	free(path);
+	free(tmp);
+	if (write_junit(m, c, err) == -1)
+		return -1;
+	return status;
+}
+
+struct group {
+	char		*fp;
+	const char	*reason;
+	uint64_t	 first, count;
+	int		 verdict;
+};
+
+void
+report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
+{
+	const struct coord_seed	*seeds;
+	struct coord_counts	 n;
+	struct group		*g = NULL;
+	size_t			 ng = 0, k;
+	uint64_t		 ns, i;
+
+	coord_counts(c, &n);
+	seeds = coord_seeds(c, &ns);
+	/* Seeds are in order, so each group's first seed is its smallest. */
+	for (i = 0; i < ns; i++) {
+		const struct coord_seed	*s = &seeds[i];
+		char			*fp;
+
+		if (s->state != CSEED_FINAL || s->verdict == VERDICT_PASS)
+			continue;
+		fp = report_fingerprint(m->cfg, s);
+		for (k = 0; k < ng; k++)
+			if (g[k].verdict == s->verdict && strcmp(g[k].fp, fp) == 0)
+				break;
+		if (k == ng) {
+			if ((g = realloc(g, (ng + 1) * sizeof(*g))) == NULL)
+				abort();
+			g[ng++] = (struct group){ .fp = fp, .reason = s->reason,
+			    .first = s->seed, .verdict = s->verdict };
+		} else
+			free(fp);
+		g[k].count++;
+	}
+	fprintf(f, "\n%s: %" PRIu64 " seeds in %.1fs — %" PRIu64 " pass, %" PRIu64
+	    " fail, %" PRIu64 " infra", m->cfg->name, n.total,
+	    (double)m->wall_ms / 1000.0, n.pass, n.fail, n.infra);
+	if (n.done < n.total)
+		fprintf(f, ", %" PRIu64 " without a verdict", n.total - n.done);
+	fprintf(f, "\n");
+	for (k = 0; k < ng; k++) {
+		const char	*what = strchr(g[k].fp, '|');
+		char		*replay = report_replay(m->cfg_path, g[k].first);
+
+		what = what ? what + 1 : g[k].fp;
+		fprintf(f, "\n  %s %s — %" PRIu64 " seed(s), smallest %" PRIu64 "\n",
+		    g[k].verdict == VERDICT_FAIL ? "FAIL " : "INFRA", what, g[k].count,
+		    g[k].first);
+		fprintf(f, "        replay: %s\n", replay);
+		free(replay);
+		free(g[k].fp);
+	}
+	free(g);
+	fprintf(f, "\n  report: %s/report.json\n", m->out_dir);
+	if (n.done < n.total || n.infra > 0)
+		fprintf(f, "  the run is INCOMPLETE: %s\n", n.infra > 0 ?
+		    "infra verdicts are not a pass" : "some seeds have no verdict");
+}

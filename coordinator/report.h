@@ -1,0 +1,41 @@
+/*
+ * What a run leaves behind (DESIGN.md §9): report.json, junit.xml,
+ * failures/<seed>/, and the summary on the terminal.
+ */
+#ifndef SOAK_REPORT_H
+#define SOAK_REPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "common/config.h"
+#include "coordinator/coord.h"
+
+struct report_meta {
+	const struct cfg	*cfg;
+	const char		*cfg_path;	/* absolute */
+	const char		*run_id;
+	const char		*out_dir;
+	struct seed_range	 seeds;
+	int64_t			 started_wall_ms;
+	int64_t			 wall_ms;
+	bool			 interrupted;
+};
+
+/* "<name>|<reason>[|<sorted invariant names>]" for a domain failure. */
+char	*report_fingerprint(const struct cfg *cfg, const struct coord_seed *s);
+/* "soak replay CONFIG --seed N" */
+char	*report_replay(const char *cfg_path, uint64_t seed);
+/* failures/<seed>/{result.json,trace.jsonl}; called as each verdict is final. */
+void	 report_failure(const struct report_meta *m, const struct coord_seed *s);
+/* Writes report.json and junit.xml; returns the run's exit status. */
+int	 report_write(const struct report_meta *m, const struct coord *c, char *err);
+/* Exit status from counts (DESIGN.md §4). */
+int	 report_exit_status(const struct coord *c);
+/* The end-of-run summary grouped by fingerprint. */
+void	 report_summary(FILE *f, const struct report_meta *m, const struct coord *c);
+
+#endif

@@ -1,0 +1,503 @@
+/*
+ * `soak run` and `soak coordinator`: one code path.  `run` is the cluster
+ * on one machine — the coordinator in this process, N `soak worker`
+ * processes dialling it over ipc:// in a private directory, and an
+ * embedded PostgreSQL when none is configured.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+
+#include "common/config.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/soak.h"
+#include "common/util.h"
+#include "coordinator/coord.h"
+#include "coordinator/report.h"
+#include "coordinator/server.h"
+#include "coordinator/tickets_hook.h"
+#include "isolation/iso.h"
+
+static volatile int	stop_requested;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+struct runopts {
+	bool		 local;
+	const char	*config;
+	const char	*seeds;
+	const char	*listen;
+	const char	*out;
+	int		 workers;
+	int		 verbose;
+	int		 heartbeat_ms;
+	int		 lease_ttl_ms;
+};
+
+struct local_worker {
+	pid_t	pid;
+};
+
+struct runctx {
+	struct runopts		*o;
+	struct coord		*coord;
+	struct report_meta	*meta;
+	char			*url;
+	struct local_worker	*kids;
+	int			 nkids;
+	int			 respawns;
+	bool			 tty;
+	int64_t			 start_ms, last_line_ms;
+	uint64_t		 last_done;
+};
+
+static pid_t
+spawn_worker(struct runctx *r)
+{
+	char	*argv[8];
+	int	 i = 0;
+	pid_t	 pid;
+
+	argv[i++] = "soak";
+	argv[i++] = "worker";
+	argv[i++] = "--connect";
+	argv[i++] = r->url;
+	if (r->o->verbose)
+		argv[i++] = "-v";
+	argv[i] = NULL;
+	if ((pid = fork()) == 0) {
+		/* The worker dies with us, whatever kills us. */
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		signal(SIGINT, SIG_IGN);	/* Ctrl-C is ours to handle */
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+	if (pid == -1)
+		log_warn("cannot start a worker");
+	return pid;
+}
+
+static void
+progress(struct runctx *r, bool final)
+{
+	struct coord_counts	n;
+	int64_t			now = now_ms();
+	double			el = (double)(now - r->start_ms) / 1000.0, rate;
+
+	coord_counts(r->coord, &n);
+	rate = el > 0 ? (double)n.done / el : 0;
+	if (r->tty) {
+		char	eta[32] = "—";
+
+		if (rate > 0 && n.done < n.total)
+			snprintf(eta, sizeof(eta), "%.0fs", (double)(n.total - n.done) / rate);
+		fprintf(stderr, "\r\033[K%s: %" PRIu64 "/%" PRIu64 " seeds  %" PRIu64
+		    " fail  %" PRIu64 " infra  %.1f seeds/s  ETA %s%s",
+		    r->meta->cfg->name, n.done, n.total, n.fail, n.infra, rate, eta,
+		    final ? "\n" : "");
+		return;
+	}
+	/* Not a terminal: a plain line every 5 s and at the end, for CI logs. */
+	if (!final && (now - r->last_line_ms < 5000 || n.done == r->last_done))
+		return;
+	r->last_line_ms = now;
+	r->last_done = n.done;
+	fprintf(stderr, "%s: %" PRIu64 "/%" PRIu64 " seeds, %" PRIu64 " fail, %" PRIu64
+	    " infra, %.1f seeds/s\n", r->meta->cfg->name, n.done, n.total, n.fail,
+	    n.infra, rate);
+}
+
+/* Reaps local workers; a worker that died while work remains is replaced. */
+static void
+supervise(struct runctx *r)
+{
+	int	i, st;
+
+	for (i = 0; i < r->nkids; i++) {
+		if (r->kids[i].pid <= 0 || waitpid(r->kids[i].pid, &st, WNOHANG) != r->kids[i].pid)
+			continue;
+		r->kids[i].pid = 0;
+		if (coord_finished(r->coord) || stop_requested)
+			continue;
+		log_warnx("worker process died (%s %d)%s",
+		    WIFSIGNALED(st) ? "signal" : "exit status",
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
+		    r->respawns < 2 * r->nkids ? "; starting another" : "");
+		if (r->respawns < 2 * r->nkids) {
+			r->respawns++;
+			r->kids[i].pid = spawn_worker(r);
+		}
+	}
+}
+
+static int
+tick(void *arg)
+{
+	struct runctx	*r = arg;
+	int		 i, alive = 0;
+
+	if (r->o->local) {
+		supervise(r);
+		for (i = 0; i < r->nkids; i++)
+			alive += r->kids[i].pid > 0;
+		if (alive == 0 && !coord_finished(r->coord)) {
+			log_warnx("every worker process is gone; ending the run incomplete");
+			return 1;
+		}
+	}
+	progress(r, false);
+	return 0;
+}
+
+static void
+on_final(struct coord *c, const struct coord_seed *s, void *arg)
+{
+	struct runctx	*r = arg;
+
+	(void)c;
+	report_failure(r->meta, s);
+	if (!r->tty && s->verdict != VERDICT_PASS)
+		fprintf(stderr, "seed %" PRIu64 ": %s %s\n", s->seed,
+		    msg_verdict_name(s->verdict), s->reason);
+}
+
+static char *
+make_run_id(void)
+{
+	time_t		t = time(NULL);
+	struct tm	tm;
+	char		buf[32];
+
+	gmtime_r(&t, &tm);
+	strftime(buf, sizeof(buf), "%Y%m%dT%H%M%S", &tm);
+	/* The pid keeps two runs started in the same second apart. */
+	return xasprintf("%s-%04x", buf, (unsigned)getpid() & 0xffff);
+}
+
+/* With an external database, schemas of lost workers must not pile up. */
+static void
+drop_run_schemas(const char *conninfo, const char *run_id)
+{
+	PGconn		*conn = PQconnectdb(conninfo);
+	PGresult	*res;
+	char		 prefix[128], *q;
+	size_t		 i;
+	int		 k;
+
+	if (PQstatus(conn) != CONNECTION_OK) {
+		PQfinish(conn);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "soak_%s_w", run_id);
+	for (i = 0; prefix[i]; i++)
+		if (!((prefix[i] >= 'a' && prefix[i] <= 'z') ||
+		    (prefix[i] >= '0' && prefix[i] <= '9') || prefix[i] == '_'))
+			prefix[i] = (prefix[i] >= 'A' && prefix[i] <= 'Z') ?
+			    prefix[i] - 'A' + 'a' : '_';
+	{
+		const char	*params[1] = { prefix };
+
+		res = PQexecParams(conn, "SELECT nspname FROM pg_namespace "
+		    "WHERE left(nspname, length($1)) = $1", 1, NULL, params, NULL, NULL, 0);
+	}
+	for (k = 0; PQresultStatus(res) == PGRES_TUPLES_OK && k < PQntuples(res); k++) {
+		char	*id = PQescapeIdentifier(conn, PQgetvalue(res, k, 0),
+		    strlen(PQgetvalue(res, k, 0)));
+
+		q = xasprintf("DROP SCHEMA IF EXISTS %s CASCADE", id);
+		PQclear(PQexec(conn, q));
+		free(q);
+		PQfreemem(id);
+	}
+	PQclear(res);
+	PQfinish(conn);
+}
+
+static void
+usage(FILE *f, bool local)
+{
+	if (local)
+		fprintf(f,
+		    "usage: soak run CONFIG [--seeds A..B] [--workers N] [--out DIR] [-v]\n"
+		    "\n"
+		    "Runs every seed of the range on this machine: a coordinator in this\n"
+		    "process and N worker processes, each with its own schema and workspace.\n"
+		    "With no database configured, a throwaway PostgreSQL is started.\n"
+		    "\n"
+		    "  --seeds A..B    inclusive range, or N for 0..N-1 (default: the config's)\n"
+		    "  --workers N     worker processes (default: the number of CPUs)\n"
+		    "  --out DIR       where report.json, junit.xml and failures/ go\n"
+		    "                  (default soak-out/<run-id>)\n"
+		    "  -v, --verbose   log every step\n"
+		    "\n"
+		    "Exit status: 0 all passed; 1 a domain failure; 2 incomplete (infra or\n"
+		    "missing verdicts); 64 usage; 78 config error.\n");
+	else
+		fprintf(f,
+		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B] [--out DIR] [-v]\n"
+		    "\n"
+		    "Hands out the seeds of CONFIG to workers that dial URL\n"
+		    "(tcp://HOST:PORT or ipc://PATH) with `soak worker --connect URL`.\n"
+		    "Workers need the config's folder at the same path.  If SOAK_SECRET is\n"
+		    "set, workers must present the same value.\n"
+		    "\n"
+		    "Exit status as for `soak run`.\n");
+}
+
+static int
+run_main(struct runopts *o)
+{
+	struct cfg		 cfg = { 0 };
+	struct coord_opts	 co = { 0 };
+	struct report_meta	 meta = { 0 };
+	struct runctx		 r = { .o = o, .meta = &meta };
+	struct server		*srv = NULL;
+	struct pg_embedded	*pg = NULL;
+	struct sigaction	 sa = { .sa_handler = on_signal };
+	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
+	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
+	const char		*db = NULL;
+	int64_t			 t0 = now_ms();
+	int			 rc = SOAK_EXIT_INCOMPLETE, i;
+
+	if (cfg_load_file(o->config, &cfg, err) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		return SOAK_EXIT_CONFIG;
+	}
+	co.seeds = cfg.seeds;
+	if (o->seeds && seed_range_parse(o->seeds, &co.seeds, err) == -1) {
+		fprintf(stderr, "soak: --seeds: %s\n", err);
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
+	}
+	if (realpath(o->config, cfgpath) == NULL)
+		snprintf(cfgpath, sizeof(cfgpath), "%s", o->config);
+	run_id = make_run_id();
+	out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
+	if (mkdir_p(out, 0755, err) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	{
+		char	*copy = xasprintf("%s/config.yaml", out);
+
+		write_file(copy, cfg.text, cfg.text_len, NULL);
+		free(copy);
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (o->local) {
+		db = getenv("SOAK_DATABASE_URL");
+		if (db == NULL || *db == '\0')
+			db = cfg.db_url;
+		if (db == NULL || *db == '\0') {
+			if ((pg = pg_embedded_start(o->workers * (cfg.turns + 6) + 10,
+			    err)) == NULL) {
+				fprintf(stderr, "soak: %s\n", err);
+				goto out;
+			}
+			db = pg_embedded_conninfo(pg);
+		}
+		if ((ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
+		    mkdtemp(ipcdir) == NULL) {
+			fprintf(stderr, "soak: cannot create a private directory: %s\n",
+			    strerror(errno));
+			goto out;
+		}
+		r.url = xasprintf("ipc://%s/coord", ipcdir);
+		keep = xasprintf("%s/failures", out);
+		work = xasprintf("%s/work", out);
+		if (realpath(out, outabs) != NULL) {
+			/* keep and work are absolute, so workers agree with us. */
+			free(keep);
+			free(work);
+			keep = xasprintf("%s/failures", outabs);
+			work = xasprintf("%s/work", outabs);
+		}
+	} else
+		r.url = xstrdup(o->listen);
+
+	co.cfg = &cfg;
+	co.run_id = run_id;
+	co.cfg_path = cfgpath;
+	co.db_conninfo = o->local ? db : "";
+	co.keep_dir = keep ? keep : "";
+	co.workspace = work ? work : "";
+	co.secret = getenv("SOAK_SECRET");
+	co.heartbeat_ms = o->heartbeat_ms;
+	co.lease_ttl_ms = o->lease_ttl_ms;
+	if ((r.coord = coord_new(&co, err)) == NULL) {
+		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	meta = (struct report_meta){ .cfg = &cfg, .cfg_path = cfgpath, .run_id = run_id,
+	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = wall_ms() };
+	coord_on_final(r.coord, on_final, &r);
+	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : 256, err)) == NULL) {
+		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	r.tty = isatty(STDERR_FILENO) && !o->verbose;
+	r.start_ms = now_ms();
+	if (o->local) {
+		r.nkids = o->workers;
+		r.kids = xcalloc(r.nkids, sizeof(*r.kids));
+		for (i = 0; i < r.nkids; i++)
+			r.kids[i].pid = spawn_worker(&r);
+	} else
+		fprintf(stderr, "soak: coordinator for %s listening on %s (run %s)\n",
+		    cfg.name, o->listen, run_id);
+
+	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
+	meta.interrupted = stop_requested != 0;
+	/* Tell the workers; give them a moment to say bye and drop their schemas. */
+	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
+	progress(&r, true);
+	for (i = 0; i < r.nkids; i++)
+		if (r.kids[i].pid > 0) {
+			int	st;
+
+			if (meta.interrupted || waitpid(r.kids[i].pid, &st, WNOHANG) == 0)
+				kill(r.kids[i].pid, SIGTERM);
+		}
+	for (i = 0; i < r.nkids; i++)
+		if (r.kids[i].pid > 0)
+			waitpid(r.kids[i].pid, NULL, 0);
+	meta.wall_ms = now_ms() - t0;
+	if ((rc = report_write(&meta, r.coord, err)) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		rc = SOAK_EXIT_INCOMPLETE;
+	}
+	report_summary(stdout, &meta, r.coord);
+	fflush(stdout);
+	if (cfg.tickets.enabled)
+		tickets_after_run(out);
+	if (o->local && pg == NULL && db)
+		drop_run_schemas(db, run_id);
+out:
+	server_close(srv);
+	coord_free(r.coord);
+	pg_embedded_stop(pg);
+	if (work)
+		rm_rf(work);
+	if (ipcdir) {
+		rm_rf(ipcdir);
+		free(ipcdir);
+	}
+	free(r.kids);
+	free(r.url);
+	free(keep);
+	free(work);
+	free(out);
+	free(run_id);
+	cfg_free(&cfg);
+	return rc;
+}
+
+static int
+parse(int argc, char **argv, struct runopts *o)
+{
+	static const struct option longopts[] = {
+		{ "seeds",	required_argument, NULL, 's' },
+		{ "workers",	required_argument, NULL, 'w' },
+		{ "out",	required_argument, NULL, 'o' },
+		{ "listen",	required_argument, NULL, 'l' },
+		{ "heartbeat",	required_argument, NULL, 'H' },
+		{ "lease-ttl",	required_argument, NULL, 'T' },
+		{ "verbose",	no_argument,	   NULL, 'v' },
+		{ "help",	no_argument,	   NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char	*end, err[ERR_LEN];
+	int64_t	 ms;
+	int	 ch;
+
+	o->workers = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	if (o->workers < 1)
+		o->workers = 1;
+	o->heartbeat_ms = 500;
+	o->lease_ttl_ms = 5000;
+	while ((ch = getopt_long(argc, argv, "s:w:o:l:vh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': o->seeds = optarg; break;
+		case 'o': o->out = optarg; break;
+		case 'l': o->listen = optarg; break;
+		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
+		case 'w':
+			o->workers = (int)strtol(optarg, &end, 10);
+			if (*end || o->workers < 1 || o->workers > 1024) {
+				fprintf(stderr, "soak: --workers wants 1..1024, got \"%s\"\n", optarg);
+				return -1;
+			}
+			break;
+		case 'H':
+		case 'T':
+			if (cfg_parse_duration(optarg, &ms, err) == -1 || ms > 600000) {
+				fprintf(stderr, "soak: --%s: %s\n",
+				    ch == 'H' ? "heartbeat" : "lease-ttl", err);
+				return -1;
+			}
+			*(ch == 'H' ? &o->heartbeat_ms : &o->lease_ttl_ms) = (int)ms;
+			break;
+		case 'h':
+			usage(stdout, o->local);
+			exit(0);
+		default:
+			usage(stderr, o->local);
+			return -1;
+		}
+	}
+	if (optind + 1 != argc) {
+		usage(stderr, o->local);
+		return -1;
+	}
+	o->config = argv[optind];
+	if (!o->local && o->listen == NULL) {
+		fprintf(stderr, "soak coordinator: --listen URL is required\n");
+		return -1;
+	}
+	if (o->local && o->listen) {
+		fprintf(stderr, "soak run: --listen is for `soak coordinator`\n");
+		return -1;
+	}
+	return 0;
+}
+
+int
+cmd_run(int argc, char **argv)
+{
+	struct runopts	o = { .local = true };
+
+	if (parse(argc, argv, &o) == -1)
+		return SOAK_EXIT_USAGE;
+	return run_main(&o);
+}
+
+int
+cmd_coordinator(int argc, char **argv)
+{
+	struct runopts	o = { .local = false };
+
+	if (parse(argc, argv, &o) == -1)
+		return SOAK_EXIT_USAGE;
+	return run_main(&o);
+}

@@ -1,0 +1,36 @@
+/*
+ * The coordinator's socket: an nng rep0 listener with a pool of contexts,
+ * so a lease request can be held (parked) until there is work for it while
+ * other workers keep talking.  nng's callbacks only queue events; all
+ * decisions happen on the caller's thread in server_run's loop, so the
+ * coordinator's state needs no lock.
+ */
+#ifndef SOAK_SERVER_H
+#define SOAK_SERVER_H
+
+#include <stdint.h>
+
+#include "coordinator/coord.h"
+
+struct server;
+
+struct server	*server_open(const char *url, int nslots, char *err);
+void		 server_close(struct server *s);
+
+/*
+ * Runs the protocol until coord_finished() and every parked request has
+ * had its DONE, or until *stop becomes non-zero (checked at least every
+ * tick_ms).  tick(arg) is called after every event and every tick_ms, for
+ * progress output and process supervision; if it returns non-zero the
+ * loop ends too.
+ */
+int		 server_run(struct server *s, struct coord *c, volatile int *stop,
+		    int tick_ms, int (*tick)(void *), void *arg);
+/*
+ * After the run: answers DONE to lease requests for up to grace_ms, until
+ * every live worker has gone, so workers exit cleanly.
+ */
+void		 server_drain(struct server *s, struct coord *c, int grace_ms,
+		    volatile int *stop);
+
+#endif
