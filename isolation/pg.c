@@ -127,12 +127,16 @@ pg_find_bindir(char *out, size_t outlen, char *err)
 	return 0;
 }
 
-/* Quotes a conninfo value: 'a b' style, with \ and ' escaped. */
+/* Quotes a conninfo value when it needs it: 'a b', with \ and ' escaped. */
 static char *
 conninfo_quote(const char *s)
 {
 	size_t	 i, j = 0, len = strlen(s);
-	char	*q = xcalloc(2 * len + 3, 1);
+	char	*q;
+
+	if (len > 0 && strcspn(s, " \t\n'\\") == len)
+		return xstrdup(s);
+	q = xcalloc(2 * len + 3, 1);
 
 	q[j++] = '\'';
 	for (i = 0; i < len; i++) {
@@ -180,8 +184,11 @@ child_exec(const struct pg_plan *pl, const char *logpath, char *const argv[])
 	char *const	envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", "TZ=UTC",
 			    "LANG=C", NULL };
 	pid_t		parent = getppid();
+	sigset_t	none;
 	int		fd;
 
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	setpgid(0, 0);
 	if (pl->drop_root) {
 		if (setgroups(0, NULL) == -1 || setgid(pl->gid) == -1 ||
@@ -362,6 +369,7 @@ static void __attribute__((noreturn))
 supervise(const struct pg_plan *pl)
 {
 	struct sigaction	 sa;
+	sigset_t		 stopsigs, none;
 	char			 err[ERR_LEN], msg[PG_STATUS_MAX], buf[64];
 	pid_t			 pm = -1;
 	ssize_t			 n;
@@ -374,6 +382,15 @@ supervise(const struct pg_plan *pl)
 	signal(SIGINT, SIG_IGN);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGCHLD, SIG_DFL);
+	/*
+	 * SIGTERM/SIGHUP stay blocked except inside ppoll(), so one that
+	 * lands between the flag test and the wait cannot be missed.
+	 */
+	sigemptyset(&none);
+	sigemptyset(&stopsigs);
+	sigaddset(&stopsigs, SIGTERM);
+	sigaddset(&stopsigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stopsigs, NULL);
 
 	if (pl->drop_root && chown(pl->root, pl->uid, pl->gid) == -1) {
 		errf(err, "cannot hand \"%s\" to the postgres user: %s",
@@ -394,7 +411,7 @@ report:
 	while (pm > 0 && !sup_stop) {
 		struct pollfd	pfd = { .fd = 3, .events = POLLIN };
 
-		if (poll(&pfd, 1, -1) == -1)
+		if (ppoll(&pfd, 1, NULL, &none) == -1)
 			continue;	/* EINTR: a signal; loop re-checks */
 		n = read(3, buf, sizeof(buf));
 		if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN))
@@ -450,8 +467,8 @@ pg_embedded_start(int max_connections, char *err)
 	pl.root = xstrdup(tmpl);
 	pl.datadir = xasprintf("%s/data", pl.root);
 	q = conninfo_quote(pl.root);
-	pl.conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres "
-	    "connect_timeout=5", q, PG_PORT);
+	pl.conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres",
+	    q, PG_PORT);
 
 	if (pipe2(ctl, O_CLOEXEC) == -1 || pipe2(st, O_CLOEXEC) == -1) {
 		errf(err, "cannot create a pipe for the PostgreSQL supervisor: %s",
@@ -568,7 +585,12 @@ pg_embedded_stop(struct pg_embedded *pg)
 		return;
 	if (pg->ctl_wr != -1)
 		close(pg->ctl_wr);
-	/* The supervisor bounds its own shutdown (SIGQUIT, then SIGKILL). */
+	/*
+	 * EOF alone is not enough when a fork of ours that never exec'd
+	 * still holds the pipe; SIGTERM says the same thing.  The
+	 * supervisor bounds its own shutdown (SIGQUIT, then SIGKILL).
+	 */
+	kill(pg->supervisor, SIGTERM);
 	while (waitpid(pg->supervisor, &status, 0) == -1 && errno == EINTR)
 		;
 	free(pg->root);

@@ -225,7 +225,9 @@ test_embedded_stop_cleans_up(void **state)
 	struct pg_embedded	*pg2;
 	struct iso_dbparams	 p;
 	char			 err[ERR_LEN] = "", datadir[4096];
-	pid_t			 pm;
+	pid_t			 pm, holder;
+	int			 hold[2];
+	int64_t			 t0;
 
 	(void)state;
 	pg2 = pg_embedded_start(2, err);
@@ -239,7 +241,25 @@ test_embedded_stop_cleans_up(void **state)
 	assert_true(path_exists(p.host));
 	assert_true(pid_alive(pm));
 
+	/*
+	 * A fork that never exec'd holds a copy of the control pipe, so EOF
+	 * alone cannot reach the supervisor; stop must still finish.
+	 */
+	assert_int_equal(pipe(hold), 0);
+	if ((holder = fork()) == 0) {
+		char	c;
+
+		close(hold[1]);
+		(void)read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(hold[0]);
+	t0 = now_ms();
 	pg_embedded_stop(pg2);
+	fprintf(stderr, "# embedded PostgreSQL stop: %" PRId64 " ms\n",
+	    now_ms() - t0);
+	close(hold[1]);
+	assert_int_equal(waitpid(holder, NULL, 0), holder);
 	/* stop waits for the supervisor, which reaped postgres first. */
 	assert_false(pid_alive(pm));
 	assert_false(path_exists(datadir));
