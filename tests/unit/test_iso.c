@@ -270,9 +270,11 @@ test_embedded_stop_cleans_up(void **state)
 
 /*
  * A caller that dies by SIGKILL cannot clean up; the supervisor must.
+ * With ctrl_c the signal is SIGINT to the caller's whole process group,
+ * as a terminal sends it: postgres must not be in that group.
  */
 static void
-test_embedded_caller_sigkilled(void **state)
+caller_dies(bool ctrl_c)
 {
 	char	 buf[4200], datadir[4096], host[4096];
 	int	 fds[2], status;
@@ -281,7 +283,6 @@ test_embedded_caller_sigkilled(void **state)
 	pid_t	 child, pm = 0;
 	int64_t	 deadline;
 
-	(void)state;
 	assert_int_equal(pipe(fds), 0);
 	if ((child = fork()) == 0) {
 		struct pg_embedded	*p;
@@ -296,8 +297,14 @@ test_embedded_caller_sigkilled(void **state)
 		}
 		cpm = pg_facts(pg_embedded_conninfo(p), datadir, sizeof(datadir));
 		iso_dbparams_parse(pg_embedded_conninfo(p), &dp, err);
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
 		dprintf(fds[1], "%d\n%s\n%s\n", (int)cpm, datadir, dp.host);
 		close(fds[1]);
+		if (ctrl_c) {
+			pause();	/* until the parent's Ctrl-C */
+			_exit(3);
+		}
 		raise(SIGKILL);
 		_exit(2);
 	}
@@ -305,13 +312,18 @@ test_embedded_caller_sigkilled(void **state)
 	while ((n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
 		len += (size_t)n;
 	buf[len] = '\0';
-	close(fds[0]);
-	assert_int_equal(waitpid(child, &status, 0), child);
-	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	if (sscanf(buf, "%d\n%4095[^\n]\n%4095[^\n]", (int *)&pm, datadir,
 	    host) != 3)
 		fail_msg("child did not report its cluster: %s", buf);
 	assert_true(pm > 1);
+	if (ctrl_c) {
+		assert_int_not_equal(getpgid(pm), getpgid(child));
+		assert_int_equal(kill(-child, SIGINT), 0);
+	}
+	close(fds[0]);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFSIGNALED(status) &&
+	    WTERMSIG(status) == (ctrl_c ? SIGINT : SIGKILL));
 
 	/* Watchdog: the supervisor's stop is bounded well under this. */
 	deadline = now_ms() + 15000;
@@ -323,6 +335,20 @@ test_embedded_caller_sigkilled(void **state)
 			    path_exists(host) ? "still there" : "gone");
 		poll(NULL, 0, 20);
 	}
+}
+
+static void
+test_embedded_caller_sigkilled(void **state)
+{
+	(void)state;
+	caller_dies(false);
+}
+
+static void
+test_embedded_caller_ctrl_c(void **state)
+{
+	(void)state;
+	caller_dies(true);
 }
 
 static void
@@ -640,6 +666,7 @@ main(void)
 		cmocka_unit_test(test_dbparams),
 		cmocka_unit_test(test_embedded_stop_cleans_up),
 		cmocka_unit_test(test_embedded_caller_sigkilled),
+		cmocka_unit_test(test_embedded_caller_ctrl_c),
 		cmocka_unit_test(test_reset_recreate),
 		cmocka_unit_test(test_reset_truncate),
 		cmocka_unit_test(test_ddl_error_names_line),
