@@ -332,14 +332,14 @@ start_postgres(const struct pg_plan *pl, char *err)
 			break;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			log_tail(logpath, tail, sizeof(tail));
-			errf(err, "embedded postgres exited during startup%s%s",
+			errf(err, "postgres exited during startup%s%s",
 			    tail[0] ? ": " : "", tail);
 			pid = -1;
 			goto fail;
 		}
 		if (now_ms() >= deadline) {
 			log_tail(logpath, tail, sizeof(tail));
-			errf(err, "embedded postgres did not accept connections "
+			errf(err, "postgres did not accept connections "
 			    "on %s within %d s%s%s", pl->root,
 			    PG_READY_TIMEOUT_MS / 1000, tail[0] ? ": " : "", tail);
 			goto fail;

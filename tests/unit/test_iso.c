@@ -352,6 +352,19 @@ test_embedded_caller_ctrl_c(void **state)
 }
 
 static void
+test_embedded_start_failure(void **state)
+{
+	char	err[ERR_LEN] = "";
+
+	(void)state;
+	/* Beyond PostgreSQL's limit: postgres itself refuses, in its log. */
+	assert_null(pg_embedded_start(1000000, err));
+	if (strncmp(err, "embedded PostgreSQL: postgres exited during "
+	    "startup: ", 52) != 0 || strstr(err, "max_connections") == NULL)
+		fail_msg("unexpected error: %s", err);
+}
+
+static void
 test_reset_recreate(void **state)
 {
 	struct cfg	 cfg = { 0 };
@@ -667,6 +680,7 @@ main(void)
 		cmocka_unit_test(test_embedded_stop_cleans_up),
 		cmocka_unit_test(test_embedded_caller_sigkilled),
 		cmocka_unit_test(test_embedded_caller_ctrl_c),
+		cmocka_unit_test(test_embedded_start_failure),
 		cmocka_unit_test(test_reset_recreate),
 		cmocka_unit_test(test_reset_truncate),
 		cmocka_unit_test(test_ddl_error_names_line),
