@@ -1,0 +1,244 @@
+/*
+ * Invariant checks (contract in inv.h).
+ */
+#include "invariants/inv.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+/* The first line of the server's (or libpq's) message. */
+static const char *
+pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
+{
+	const char	*m = NULL;
+
+	if (res != NULL)
+		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	if ((m == NULL || *m == '\0') && conn != NULL)
+		m = PQerrorMessage(conn);
+	if (m == NULL || *m == '\0')
+		m = "unknown error";
+	snprintf(buf, len, "%.*s", (int)strcspn(m, "\n"), m);
+	return buf;
+}
+
+/* A copy capped at INV_MAX_VALUE bytes, never splitting a UTF-8 character. */
+static char *
+cap_value(const char *v, size_t len)
+{
+	char	*c;
+
+	if (len > INV_MAX_VALUE) {
+		len = INV_MAX_VALUE;
+		while (len > 0 && ((unsigned char)v[len] & 0xc0) == 0x80)
+			len--;
+	}
+	c = xcalloc(len + 1, 1);
+	memcpy(c, v, len);
+	return c;
+}
+
+static void
+outcome_fill(struct inv_outcome *o, const PGresult *res)
+{
+	int	r, c;
+
+	o->ncols = PQnfields(res);
+	o->nrows = PQntuples(res);
+	o->nkept = o->nrows < INV_MAX_ROWS ? (int)o->nrows : INV_MAX_ROWS;
+	o->cols = xcalloc((size_t)o->ncols + 1, sizeof(char *));
+	for (c = 0; c < o->ncols; c++)
+		o->cols[c] = xstrdup(PQfname(res, c));
+	o->cells = xcalloc((size_t)o->nkept * o->ncols + 1, sizeof(char *));
+	for (r = 0; r < o->nkept; r++)
+		for (c = 0; c < o->ncols; c++)
+			if (!PQgetisnull(res, r, c))
+				o->cells[r * o->ncols + c] = cap_value(
+				    PQgetvalue(res, r, c),
+				    (size_t)PQgetlength(res, r, c));
+}
+
+static void
+outcome_free(struct inv_outcome *o)
+{
+	int	i;
+
+	for (i = 0; o->cols && i < o->ncols; i++)
+		free(o->cols[i]);
+	for (i = 0; o->cells && i < o->nkept * o->ncols; i++)
+		free(o->cells[i]);
+	free(o->cols);
+	free(o->cells);
+}
+
+/* Runs one statement that must succeed without rows. */
+static int
+run_cmd(PGconn *conn, const char *sql, char *err)
+{
+	PGresult	*res = PQexec(conn, sql);
+	char		 m[200];
+	int		 rc = 0;
+
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = errf(err, "invariants: \"%s\" failed: %s", sql,
+		    pq_msg(conn, res, m, sizeof(m)));
+	PQclear(res);
+	return rc;
+}
+
+int
+inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
+    char *err)
+{
+	const struct cfg_invariant	*inv;
+	struct inv_outcome		*o;
+	PGresult			*r = NULL;
+	char				 sql[128], m[200];
+	const char			*code;
+	int64_t				 t0;
+	size_t				 i;
+
+	memset(res, 0, sizeof(*res));
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		return errf(err, "invariants: no database connection: %s",
+		    pq_msg(conn, NULL, m, sizeof(m)));
+	if (cfg->ninvariants == 0)
+		return 0;
+	res->out = xcalloc(cfg->ninvariants, sizeof(*res->out));
+
+	/*
+	 * One snapshot for every query, so invariants that relate tables see
+	 * the same moment; read-only so a careless query cannot change what
+	 * it is judging.
+	 */
+	if (run_cmd(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+	    err) == -1)
+		goto fail;
+	snprintf(sql, sizeof(sql), "SET LOCAL statement_timeout = %" PRId64,
+	    cfg->invariant_timeout_ms > 0 ? cfg->invariant_timeout_ms : 0);
+	if (run_cmd(conn, sql, err) == -1)
+		goto fail;
+
+	for (i = 0; i < cfg->ninvariants; i++) {
+		inv = &cfg->invariants[i];
+		o = &res->out[i];
+		o->inv = inv;
+		t0 = now_us();
+		/* PQexecParams: exactly one statement per invariant. */
+		r = PQexecParams(conn, inv->sql, 0, NULL, NULL, NULL, NULL, 0);
+		o->duration_us = now_us() - t0;
+		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+			code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
+			if (PQresultStatus(r) == PGRES_COMMAND_OK)
+				errf(err, "invariant \"%s\": returned no result "
+				    "set; an invariant must be a query that "
+				    "returns the violating rows", inv->name);
+			else if (code && strcmp(code, "57014") == 0)
+				errf(err, "invariant \"%s\": %s (invariant "
+				    "timeout %" PRId64 " ms)", inv->name,
+				    pq_msg(conn, r, m, sizeof(m)),
+				    cfg->invariant_timeout_ms);
+			else if (PQstatus(conn) != CONNECTION_OK)
+				errf(err, "invariant \"%s\": connection to the "
+				    "database lost: %s", inv->name,
+				    pq_msg(conn, r, m, sizeof(m)));
+			else
+				errf(err, "invariant \"%s\": %s", inv->name,
+				    pq_msg(conn, r, m, sizeof(m)));
+			goto fail;
+		}
+		outcome_fill(o, r);
+		PQclear(r);
+		r = NULL;
+		res->n++;
+		if (o->nrows > 0)
+			res->nviolated++;
+	}
+	if (run_cmd(conn, "ROLLBACK", err) == -1)
+		goto fail;
+	return 0;
+fail:
+	PQclear(r);
+	if (PQstatus(conn) == CONNECTION_OK)
+		PQclear(PQexec(conn, "ROLLBACK"));
+	/* Partly filled outcomes are freed here; res is left empty. */
+	if (res->out != NULL)
+		for (i = 0; i < cfg->ninvariants; i++)
+			outcome_free(&res->out[i]);
+	free(res->out);
+	memset(res, 0, sizeof(*res));
+	return -1;
+}
+
+void
+inv_result_free(struct inv_result *res)
+{
+	size_t	i;
+
+	if (res == NULL)
+		return;
+	for (i = 0; i < res->n; i++)
+		outcome_free(&res->out[i]);
+	free(res->out);
+	memset(res, 0, sizeof(*res));
+}
+
+/*
+ * jansson refuses invalid UTF-8 (a database in SQL_ASCII can hand us any
+ * bytes); such a value is kept with its non-ASCII bytes as '?'.
+ */
+static json_t *
+json_text(const char *s)
+{
+	json_t	*j;
+	char	*c;
+
+	if (s == NULL)
+		return json_null();
+	if ((j = json_string(s)) != NULL)
+		return j;
+	c = xstrdup(s);
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j;
+}
+
+json_t *
+inv_result_json(const struct inv_result *res)
+{
+	const struct inv_outcome	*o;
+	json_t				*arr = json_array(), *v, *cols, *rows, *row;
+	size_t				 i;
+	int				 r, c;
+
+	for (i = 0; res != NULL && i < res->n; i++) {
+		o = &res->out[i];
+		if (o->nrows == 0)
+			continue;
+		cols = json_array();
+		for (c = 0; c < o->ncols; c++)
+			json_array_append_new(cols, json_text(o->cols[c]));
+		rows = json_array();
+		for (r = 0; r < o->nkept; r++) {
+			row = json_array();
+			for (c = 0; c < o->ncols; c++)
+				json_array_append_new(row,
+				    json_text(o->cells[r * o->ncols + c]));
+			json_array_append_new(rows, row);
+		}
+		v = json_pack("{s:o, s:o, s:o, s:o, s:I}",
+		    "name", json_text(o->inv->name),
+		    "sql", json_text(o->inv->sql),
+		    "columns", cols, "rows", rows,
+		    "row_count", (json_int_t)o->nrows);
+		json_array_append_new(arr, v);
+	}
+	return arr;
+}

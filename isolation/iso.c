@@ -1,0 +1,525 @@
+/*
+ * One worker's isolation: its schema and its workspace (contract in iso.h).
+ */
+#include "isolation/iso.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define ISO_DDL_MAX		(64u << 20)
+#define ISO_NAME_MAX		63	/* NAMEDATALEN - 1: longer names get cut */
+/* A reset waiting this long on a lock names the likely culprit. */
+#define ISO_LOCK_TIMEOUT	"30s"
+
+struct iso {
+	char		*conninfo;
+	char		*schema;	/* unquoted */
+	char		*qschema;	/* quoted identifier */
+	char		*ddl;		/* NULL: no DDL file */
+	char		*ddl_name;	/* basename, for messages */
+	char		*workspace;
+	int		 worker_id;
+	enum cfg_reset	 mode;
+	bool		 created;	/* truncate mode: schema exists */
+	PGconn		*conn;
+};
+
+/* libpq prints NOTICEs on stderr by default; they are noise to a run. */
+static void
+iso_notice(void *arg, const char *message)
+{
+	(void)arg;
+	log_debug("postgres: %.*s", (int)strcspn(message, "\n"), message);
+}
+
+/* The first line of libpq's message, without its trailing newline. */
+static const char *
+pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
+{
+	const char	*m = NULL;
+
+	if (res != NULL)
+		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	if (m == NULL && res != NULL)
+		m = PQresultErrorMessage(res);
+	if ((m == NULL || *m == '\0') && conn != NULL)
+		m = PQerrorMessage(conn);
+	if (m == NULL || *m == '\0')
+		m = "unknown error";
+	snprintf(buf, len, "%.*s", (int)strcspn(m, "\n"), m);
+	return buf;
+}
+
+/* host:port/dbname of a conninfo, never its password, for messages. */
+static void
+conn_desc(const char *conninfo, char *buf, size_t len)
+{
+	struct iso_dbparams	p;
+
+	if (iso_dbparams_parse(conninfo, &p, NULL) == -1) {
+		snprintf(buf, len, "(unparsable connection string)");
+		return;
+	}
+	snprintf(buf, len, "%s:%s/%s", p.host, p.port, p.dbname);
+	iso_dbparams_free(&p);
+}
+
+int
+iso_dbparams_parse(const char *conninfo, struct iso_dbparams *p, char *err)
+{
+	PQconninfoOption	*opts = NULL, *defs = NULL, *o;
+	char			*perr = NULL;
+	const char		*host = NULL, *port = NULL, *user = NULL;
+	const char		*dbname = NULL, *password = NULL;
+
+	memset(p, 0, sizeof(*p));
+	if ((opts = PQconninfoParse(conninfo ? conninfo : "", &perr)) == NULL) {
+		errf(err, "bad database connection string: %.*s",
+		    perr ? (int)strcspn(perr, "\n") : 13,
+		    perr ? perr : "out of memory");
+		PQfreemem(perr);
+		return -1;
+	}
+	defs = PQconndefaults();	/* the environment's PG* and built-ins */
+	for (o = opts; o->keyword != NULL; o++) {
+		const char	*v = o->val;
+
+		if (v == NULL || *v == '\0') {
+			for (PQconninfoOption *d = defs; d && d->keyword; d++)
+				if (strcmp(d->keyword, o->keyword) == 0)
+					v = d->val;
+		}
+		if (v == NULL || *v == '\0')
+			continue;
+		if (strcmp(o->keyword, "host") == 0)
+			host = v;
+		else if (strcmp(o->keyword, "port") == 0)
+			port = v;
+		else if (strcmp(o->keyword, "user") == 0)
+			user = v;
+		else if (strcmp(o->keyword, "dbname") == 0)
+			dbname = v;
+		else if (strcmp(o->keyword, "password") == 0)
+			password = v;
+	}
+	/* libpq's own fallbacks when nothing says otherwise. */
+	p->host = xstrdup(host ? host : "/var/run/postgresql");
+	p->port = xstrdup(port ? port : "5432");
+	p->user = xstrdup(user ? user : "postgres");
+	p->dbname = xstrdup(dbname ? dbname : p->user);
+	p->password = xstrdup(password);
+	PQconninfoFree(opts);
+	PQconninfoFree(defs);
+	return 0;
+}
+
+void
+iso_dbparams_free(struct iso_dbparams *p)
+{
+	if (p == NULL)
+		return;
+	free(p->host);
+	free(p->port);
+	free(p->user);
+	free(p->dbname);
+	free(p->password);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * "soak_<run_id>_w<worker>" over [a-z0-9_].  PostgreSQL silently cuts
+ * names at 63 bytes, which could cut the worker suffix and make two
+ * workers share a schema; so a long run id is shortened here and a hash
+ * of the whole id keeps different runs apart.
+ */
+static char *
+iso_schema_name(const char *run_id, int worker_id)
+{
+	char		 suffix[32], hash[16], *name, *p;
+	uint32_t	 h = 2166136261u;	/* FNV-1a */
+	size_t		 room;
+
+	for (p = (char *)run_id; *p; p++)
+		h = (h ^ (uint8_t)*p) * 16777619u;
+	snprintf(suffix, sizeof(suffix), "_w%d", worker_id);
+	name = xasprintf("soak_%s%s", run_id, suffix);
+	if (strlen(name) > ISO_NAME_MAX) {
+		snprintf(hash, sizeof(hash), "_%08" PRIx32, h);
+		room = ISO_NAME_MAX - strlen("soak_") - strlen(hash) -
+		    strlen(suffix);
+		free(name);
+		name = xasprintf("soak_%.*s%s%s", (int)room, run_id, hash,
+		    suffix);
+	}
+	for (p = name; *p; p++) {
+		if (*p >= 'A' && *p <= 'Z')
+			*p = (char)(*p - 'A' + 'a');
+		else if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    *p == '_'))
+			*p = '_';
+	}
+	return name;
+}
+
+/* Per-session settings; run after every (re)connect. */
+static int
+iso_session(struct iso *iso, char *err)
+{
+	PGresult	*res;
+	char		*sql, m[200];
+	int		 rc = 0;
+
+	PQsetNoticeProcessor(iso->conn, iso_notice, NULL);
+	sql = xasprintf("SET client_min_messages = warning; "
+	    "SET application_name = 'soak worker %d'; SET search_path TO %s",
+	    iso->worker_id, iso->qschema);
+	res = PQexec(iso->conn, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+		rc = errf(err, "setting up the session for schema %s: %s",
+		    iso->schema, pq_msg(iso->conn, res, m, sizeof(m)));
+	PQclear(res);
+	free(sql);
+	return rc;
+}
+
+static int
+iso_connect(struct iso *iso, char *err)
+{
+	char	desc[128], m[200];
+
+	if (iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK)
+		return 0;
+	if (iso->conn != NULL) {
+		PQreset(iso->conn);
+	} else {
+		iso->conn = PQconnectdb(iso->conninfo);
+	}
+	if (iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK) {
+		conn_desc(iso->conninfo, desc, sizeof(desc));
+		return errf(err, "cannot connect to PostgreSQL at %s: %s", desc,
+		    pq_msg(iso->conn, NULL, m, sizeof(m)));
+	}
+	return iso_session(iso, err);
+}
+
+static bool
+iso_lost(const struct iso *iso)
+{
+	return iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK;
+}
+
+struct iso *
+iso_open(const struct cfg *cfg, const char *conninfo, const char *run_id,
+    int worker_id, const char *workspace_root, char *err)
+{
+	struct iso	*iso;
+	char		*base;
+
+	iso = xcalloc(1, sizeof(*iso));
+	iso->conninfo = xstrdup(conninfo ? conninfo : "");
+	iso->worker_id = worker_id;
+	iso->schema = iso_schema_name(run_id ? run_id : "", worker_id);
+	/* The name is [a-z0-9_] only, so quoting cannot need escapes. */
+	iso->qschema = xasprintf("\"%s\"", iso->schema);
+	iso->mode = cfg ? cfg->db_reset : CFG_RESET_RECREATE;
+	iso->workspace = xstrdup(workspace_root);
+	if (cfg != NULL && cfg->db_schema != NULL && cfg->db_schema[0]) {
+		if ((iso->ddl = read_file(cfg->db_schema, ISO_DDL_MAX, NULL,
+		    err)) == NULL)
+			goto fail;
+		base = xstrdup(cfg->db_schema);
+		iso->ddl_name = xstrdup(basename(base));
+		free(base);
+	}
+	if (workspace_root == NULL || workspace_root[0] == '\0') {
+		errf(err, "worker %d has no workspace directory", worker_id);
+		goto fail;
+	}
+	if (mkdir_p(workspace_root, 0700, err) == -1)
+		goto fail;
+	if (iso_connect(iso, err) == -1)
+		goto fail;
+	return iso;
+fail:
+	iso_close(iso);
+	return NULL;
+}
+
+const char *
+iso_schema(const struct iso *iso)
+{
+	return iso->schema;
+}
+
+const char *
+iso_conninfo(const struct iso *iso)
+{
+	return iso->conninfo;
+}
+
+PGconn *
+iso_conn(struct iso *iso)
+{
+	return iso->conn;
+}
+
+/* 1-based line of a 1-based character position into text (UTF-8). */
+static int
+text_line(const char *text, long pos)
+{
+	const unsigned char	*p = (const unsigned char *)text;
+	long			 chars = 0;
+	int			 line = 1;
+
+	for (; *p && chars < pos - 1; p++) {
+		if ((*p & 0xc0) == 0x80)
+			continue;	/* continuation byte: same character */
+		if (*p == '\n')
+			line++;
+		chars++;
+	}
+	return line;
+}
+
+static int
+exec_ok(struct iso *iso, const char *sql, const char *what, char *err)
+{
+	PGresult	*res;
+	char		 m[200];
+	int		 rc = 0;
+
+	res = PQexec(iso->conn, sql);
+	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
+	    PQresultStatus(res) != PGRES_TUPLES_OK) {
+		const char	*code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+
+		if (code && strcmp(code, "55P03") == 0)
+			rc = errf(err, "%s schema %s: waited %s for a lock; "
+			    "a session from an earlier seed may still hold it",
+			    what, iso->schema, ISO_LOCK_TIMEOUT);
+		else
+			rc = errf(err, "%s schema %s: %s", what, iso->schema,
+			    pq_msg(iso->conn, res, m, sizeof(m)));
+	}
+	PQclear(res);
+	return rc;
+}
+
+static void
+rollback(struct iso *iso)
+{
+	PQclear(PQexec(iso->conn, "ROLLBACK"));
+}
+
+static int
+apply_ddl(struct iso *iso, char *err)
+{
+	PGresult	*res;
+	const char	*pos;
+	char		 m[200];
+	int		 rc = 0;
+
+	if (iso->ddl == NULL)
+		return 0;
+	res = PQexec(iso->conn, iso->ddl);
+	switch (PQresultStatus(res)) {
+	case PGRES_COMMAND_OK:
+	case PGRES_TUPLES_OK:
+	case PGRES_EMPTY_QUERY:
+		break;
+	default:
+		pq_msg(iso->conn, res, m, sizeof(m));
+		pos = PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION);
+		if (iso_lost(iso))
+			rc = errf(err, "%s: connection lost: %s", iso->ddl_name, m);
+		else if (pos != NULL)
+			rc = errf(err, "%s:%d: %s", iso->ddl_name,
+			    text_line(iso->ddl, strtol(pos, NULL, 10)), m);
+		else
+			rc = errf(err, "%s: %s", iso->ddl_name, m);
+		break;
+	}
+	PQclear(res);
+	return rc;
+}
+
+static int
+reset_recreate(struct iso *iso, char *err)
+{
+	char	*sql;
+	int	 rc;
+
+	/* One transaction: a broken DDL file leaves the old schema alone. */
+	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
+	    "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s; "
+	    "SET LOCAL search_path TO %s",
+	    ISO_LOCK_TIMEOUT, iso->qschema, iso->qschema, iso->qschema);
+	rc = exec_ok(iso, sql, "recreating", err);
+	free(sql);
+	if (rc == -1)
+		goto fail;
+	if (apply_ddl(iso, err) == -1)
+		goto fail;
+	/* A COMMIT inside the DDL file ends ours early; that is harmless. */
+	if (exec_ok(iso, "COMMIT", "committing", err) == -1)
+		goto fail;
+	iso->created = true;
+	return 0;
+fail:
+	if (!iso_lost(iso))
+		rollback(iso);
+	return -1;
+}
+
+/*
+ * Every table in one TRUNCATE, so foreign keys between them never get in
+ * the way; sequences not owned by a column are restarted too.  The schema
+ * is found through search_path, which avoids splicing its name into a
+ * string literal.
+ */
+static const char truncate_sql[] =
+    "DO $soak$ DECLARE t text; r record; BEGIN "
+    "SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO t "
+    "  FROM pg_tables WHERE schemaname = current_schema(); "
+    "IF t IS NOT NULL THEN "
+    "  EXECUTE 'TRUNCATE TABLE ' || t || ' RESTART IDENTITY CASCADE'; "
+    "END IF; "
+    "FOR r IN SELECT schemaname, sequencename FROM pg_sequences "
+    "  WHERE schemaname = current_schema() LOOP "
+    "  EXECUTE format('ALTER SEQUENCE %I.%I RESTART', r.schemaname, "
+    "    r.sequencename); "
+    "END LOOP; END $soak$";
+
+static int
+reset_truncate(struct iso *iso, char *err)
+{
+	char	*sql;
+	int	 rc;
+
+	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
+	    "SET LOCAL search_path TO %s; %s; COMMIT",
+	    ISO_LOCK_TIMEOUT, iso->qschema, truncate_sql);
+	rc = exec_ok(iso, sql, "truncating", err);
+	free(sql);
+	if (rc == -1 && !iso_lost(iso))
+		rollback(iso);
+	return rc;
+}
+
+static int
+reset_once(struct iso *iso, enum cfg_reset mode, char *err)
+{
+	if (iso_connect(iso, err) == -1)
+		return -1;
+	if (mode == CFG_RESET_TRUNCATE && iso->created)
+		return reset_truncate(iso, err);
+	return reset_recreate(iso, err);
+}
+
+int
+iso_reset(struct iso *iso, char *err)
+{
+	enum cfg_reset	mode = iso->mode;
+
+	if (reset_once(iso, mode, err) == 0)
+		return 0;
+	if (!iso_lost(iso))
+		return -1;
+	log_warnx("worker %d: lost the database connection during reset (%s); "
+	    "reconnecting once", iso->worker_id, err);
+	return reset_once(iso, mode, err);
+}
+
+int
+iso_drop(struct iso *iso, char *err)
+{
+	char	*sql;
+	int	 rc, tries;
+
+	sql = xasprintf("SET lock_timeout = '%s'; DROP SCHEMA IF EXISTS %s "
+	    "CASCADE; RESET lock_timeout", ISO_LOCK_TIMEOUT, iso->qschema);
+	for (tries = 0; tries < 2; tries++) {
+		if ((rc = iso_connect(iso, err)) == -1)
+			continue;
+		if ((rc = exec_ok(iso, sql, "dropping", err)) == 0 ||
+		    !iso_lost(iso))
+			break;
+	}
+	free(sql);
+	if (rc == 0)
+		iso->created = false;
+	return rc;
+}
+
+static char *
+fresh_dir(char *path, char *err)
+{
+	if (rm_rf(path) == -1) {
+		errf(err, "cannot remove the leftover workspace \"%s\"", path);
+		goto fail;
+	}
+	if (mkdir_p(path, 0700, err) == -1)
+		goto fail;
+	if (chmod(path, 0700) == -1) {
+		errf(err, "cannot chmod \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	return path;
+fail:
+	free(path);
+	return NULL;
+}
+
+char *
+iso_seed_dir(struct iso *iso, uint64_t seed, char *err)
+{
+	return fresh_dir(xasprintf("%s/seed-%" PRIu64, iso->workspace, seed),
+	    err);
+}
+
+char *
+iso_turn_dir(struct iso *iso, uint64_t seed, int round, int turn, char *err)
+{
+	static const char	*sub[] = { "tmp", "home/.config", "home/.cache",
+				    "home/.local/share", "home/.local/state" };
+	char			*dir, *p;
+	size_t			 i;
+
+	dir = fresh_dir(xasprintf("%s/seed-%" PRIu64 "/r%d-t%d", iso->workspace,
+	    seed, round, turn), err);
+	if (dir == NULL)
+		return NULL;
+	for (i = 0; i < nitems(sub); i++) {
+		p = xasprintf("%s/%s", dir, sub[i]);
+		if (mkdir_p(p, 0700, err) == -1) {
+			free(p);
+			free(dir);
+			return NULL;
+		}
+		free(p);
+	}
+	return dir;
+}
+
+void
+iso_close(struct iso *iso)
+{
+	if (iso == NULL)
+		return;
+	PQfinish(iso->conn);
+	free(iso->conninfo);
+	free(iso->schema);
+	free(iso->qschema);
+	free(iso->ddl);
+	free(iso->ddl_name);
+	free(iso->workspace);
+	free(iso);
+}

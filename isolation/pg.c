@@ -1,0 +1,599 @@
+/*
+ * Embedded throwaway PostgreSQL (contract in iso.h).
+ *
+ * Process shape:
+ *
+ *   caller ──ctl pipe (caller holds the only write end)──> supervisor
+ *                                                           └─ postgres
+ *
+ * The supervisor is a fork of the caller placed in its own session.  It
+ * does all the work (initdb, start, readiness), reports one status message
+ * on a second pipe, then blocks reading the control pipe.  EOF there means
+ * the caller is gone or called pg_embedded_stop(): postgres gets SIGQUIT
+ * (immediate shutdown), is reaped, and the directory tree is removed.
+ * Because the supervisor owns postgres from the very first step, a caller
+ * killed in the middle of initdb leaves nothing behind either.
+ */
+#include "isolation/iso.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+
+#define PG_PORT			"5432"	/* names the socket file only; no TCP */
+#define PG_CONN_HEADROOM	10	/* control, invariants, psql by hand */
+#define PG_INITDB_TIMEOUT_MS	60000
+#define PG_READY_TIMEOUT_MS	30000
+#define PG_STOP_TIMEOUT_MS	10000
+/* The caller's watchdog covers the supervisor's own, plus slack. */
+#define PG_START_TIMEOUT_MS	(PG_INITDB_TIMEOUT_MS + PG_READY_TIMEOUT_MS + 5000)
+#define PG_STATUS_MAX		1024
+
+struct pg_embedded {
+	pid_t	 supervisor;
+	int	 ctl_wr;		/* closing it tells the supervisor to stop */
+	char	*root;			/* socket directory; data/ lives inside */
+	char	*conninfo;
+};
+
+/* Everything the supervisor needs, computed before the fork. */
+struct pg_plan {
+	char	 bindir[PATH_MAX];
+	char	*root;
+	char	*datadir;
+	char	*conninfo;
+	int	 max_connections;
+	bool	 drop_root;		/* running as root: become "postgres" */
+	uid_t	 uid;
+	gid_t	 gid;
+};
+
+static volatile sig_atomic_t	sup_stop;
+
+static bool
+has_initdb(const char *dir)
+{
+	char	path[PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/initdb", dir);
+	return access(path, X_OK) == 0;
+}
+
+/* Compares "15" and "9.6" style version directory names numerically. */
+static int
+version_cmp(const char *a, const char *b)
+{
+	double	va = strtod(a, NULL), vb = strtod(b, NULL);
+
+	return (va > vb) - (va < vb);
+}
+
+static int
+pg_find_bindir(char *out, size_t outlen, char *err)
+{
+	FILE		*fp;
+	DIR		*d;
+	struct dirent	*de;
+	char		 line[PATH_MAX], best[NAME_MAX + 1] = "", cand[PATH_MAX];
+	size_t		 n;
+
+	/* pg_config is the packager's answer; trust it when it has initdb. */
+	if ((fp = popen("pg_config --bindir 2>/dev/null", "re")) != NULL) {
+		if (fgets(line, sizeof(line), fp) != NULL) {
+			n = strcspn(line, "\r\n");
+			line[n] = '\0';
+			if (n > 0 && has_initdb(line)) {
+				pclose(fp);
+				snprintf(out, outlen, "%s", line);
+				return 0;
+			}
+		}
+		pclose(fp);
+	}
+	if ((d = opendir("/usr/lib/postgresql")) != NULL) {
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(cand, sizeof(cand), "/usr/lib/postgresql/%s/bin",
+			    de->d_name);
+			if (!has_initdb(cand))
+				continue;
+			if (best[0] == '\0' || version_cmp(de->d_name, best) > 0)
+				snprintf(best, sizeof(best), "%s", de->d_name);
+		}
+		closedir(d);
+	}
+	if (best[0] == '\0')
+		return errf(err, "no PostgreSQL server found (pg_config --bindir "
+		    "has no initdb and /usr/lib/postgresql/*/bin is empty); "
+		    "install postgresql or set database.url");
+	snprintf(out, outlen, "/usr/lib/postgresql/%s/bin", best);
+	return 0;
+}
+
+/* Quotes a conninfo value when it needs it: 'a b', with \ and ' escaped. */
+static char *
+conninfo_quote(const char *s)
+{
+	size_t	 i, j = 0, len = strlen(s);
+	char	*q;
+
+	if (len > 0 && strcspn(s, " \t\n'\\") == len)
+		return xstrdup(s);
+	q = xcalloc(2 * len + 3, 1);
+
+	q[j++] = '\'';
+	for (i = 0; i < len; i++) {
+		if (s[i] == '\'' || s[i] == '\\')
+			q[j++] = '\\';
+		q[j++] = s[i];
+	}
+	q[j++] = '\'';
+	return q;
+}
+
+/* The last few lines of a log file, joined with " | ", for an err. */
+static void
+log_tail(const char *path, char *out, size_t outlen)
+{
+	char	*buf, *p, *end;
+	size_t	 len;
+	int	 lines = 0;
+
+	out[0] = '\0';
+	if ((buf = read_file(path, 1 << 20, &len, NULL)) == NULL)
+		return;
+	end = buf + len;
+	while (end > buf && (end[-1] == '\n' || end[-1] == ' '))
+		end--;
+	*end = '\0';
+	for (p = end; p > buf; p--) {
+		if (p[-1] == '\n' && ++lines == 3)
+			break;
+	}
+	for (char *c = p; *c; c++)
+		if (*c == '\n')
+			*c = '|';
+	snprintf(out, outlen, "%s", p);
+	free(buf);
+}
+
+/*
+ * Child side of spawn: drop privileges, tie our life to the supervisor,
+ * point stdio at the log, close every other descriptor, exec.
+ */
+static void __attribute__((noreturn))
+child_exec(const struct pg_plan *pl, const char *logpath, char *const argv[])
+{
+	char *const	envp[] = { "PATH=/usr/bin:/bin", "LC_ALL=C", "TZ=UTC",
+			    "LANG=C", NULL };
+	pid_t		parent = getppid();
+	sigset_t	none;
+	int		fd;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	setpgid(0, 0);
+	if (pl->drop_root) {
+		if (setgroups(0, NULL) == -1 || setgid(pl->gid) == -1 ||
+		    setuid(pl->uid) == -1)
+			_exit(126);
+	}
+	/* After setuid: credential changes clear the death signal. */
+	prctl(PR_SET_PDEATHSIG, SIGQUIT);
+	if (getppid() != parent)
+		_exit(126);
+	if (chdir(pl->root) == -1)
+		_exit(126);
+	if ((fd = open("/dev/null", O_RDONLY)) != -1) {
+		dup2(fd, 0);
+		close(fd);
+	}
+	if ((fd = open(logpath, O_WRONLY | O_CREAT | O_APPEND, 0600)) != -1) {
+		dup2(fd, 1);
+		dup2(fd, 2);
+		close(fd);
+	}
+	close_range(3, ~0U, 0);
+	signal(SIGPIPE, SIG_DFL);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	execve(argv[0], argv, envp);
+	_exit(127);
+}
+
+static pid_t
+spawn(const struct pg_plan *pl, const char *logpath, char *const argv[])
+{
+	pid_t	pid;
+
+	if ((pid = fork()) == 0)
+		child_exec(pl, logpath, argv);
+	return pid;
+}
+
+/* Waits for pid with a deadline; -1 on timeout (pid still running). */
+static int
+wait_deadline(pid_t pid, int64_t timeout_ms, int *status)
+{
+	int64_t	deadline = now_ms() + timeout_ms;
+	pid_t	r;
+
+	for (;;) {
+		r = waitpid(pid, status, WNOHANG);
+		if (r == pid)
+			return 0;
+		if (r == -1 && errno != EINTR)
+			return 0;	/* already reaped elsewhere: gone */
+		if (now_ms() >= deadline)
+			return -1;
+		poll(NULL, 0, 5);
+	}
+}
+
+static void
+stop_postgres(pid_t pm)
+{
+	int	status;
+
+	if (pm <= 0)
+		return;
+	kill(pm, SIGQUIT);
+	if (wait_deadline(pm, PG_STOP_TIMEOUT_MS, &status) == -1) {
+		kill(pm, SIGKILL);
+		waitpid(pm, &status, 0);
+	}
+}
+
+static int
+run_initdb(const struct pg_plan *pl, char *err)
+{
+	char	 tail[200], initdb[PATH_MAX + 16];
+	char	*logpath = xasprintf("%s/initdb.log", pl->root);
+	char	*argv[] = { initdb, "-D", pl->datadir, "-A", "trust",
+		    "-U", "postgres", "-E", "UTF8", "--locale=C", "--no-sync",
+		    "--no-instructions", NULL };
+	pid_t	 pid;
+	int	 status, rc = -1;
+
+	snprintf(initdb, sizeof(initdb), "%s/initdb", pl->bindir);
+	if ((pid = spawn(pl, logpath, argv)) == -1) {
+		errf(err, "cannot start initdb: %s", strerror(errno));
+		goto out;
+	}
+	if (wait_deadline(pid, PG_INITDB_TIMEOUT_MS, &status) == -1) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		errf(err, "initdb did not finish within %d s (%s)",
+		    PG_INITDB_TIMEOUT_MS / 1000, initdb);
+		goto out;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		log_tail(logpath, tail, sizeof(tail));
+		errf(err, "initdb failed (%s %d)%s%s",
+		    WIFEXITED(status) ? "exit" : "signal",
+		    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+		    tail[0] ? ": " : "", tail);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(logpath);
+	return rc;
+}
+
+static pid_t
+start_postgres(const struct pg_plan *pl, char *err)
+{
+	char	 tail[200], postgres[PATH_MAX + 16], maxconn[64];
+	char	*logpath = xasprintf("%s/postgres.log", pl->datadir);
+	char	*argv[] = { postgres, "-D", pl->datadir, "-k", pl->root,
+		    "-p", PG_PORT,
+		    "-c", "listen_addresses=",
+		    "-c", "fsync=off",
+		    "-c", "synchronous_commit=off",
+		    "-c", "full_page_writes=off",
+		    "-c", "wal_level=minimal",
+		    "-c", "max_wal_senders=0",
+		    "-c", maxconn,
+		    "-c", "unix_socket_permissions=0700",
+		    NULL };
+	int64_t	 deadline = now_ms() + PG_READY_TIMEOUT_MS;
+	pid_t	 pid;
+	int	 status;
+
+	snprintf(postgres, sizeof(postgres), "%s/postgres", pl->bindir);
+	snprintf(maxconn, sizeof(maxconn), "max_connections=%d",
+	    pl->max_connections);
+	if ((pid = spawn(pl, logpath, argv)) == -1) {
+		errf(err, "cannot start postgres: %s", strerror(errno));
+		goto fail;
+	}
+	for (;;) {
+		if (PQping(pl->conninfo) == PQPING_OK)
+			break;
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			log_tail(logpath, tail, sizeof(tail));
+			errf(err, "postgres exited during startup%s%s",
+			    tail[0] ? ": " : "", tail);
+			pid = -1;
+			goto fail;
+		}
+		if (now_ms() >= deadline) {
+			log_tail(logpath, tail, sizeof(tail));
+			errf(err, "postgres did not accept connections "
+			    "on %s within %d s%s%s", pl->root,
+			    PG_READY_TIMEOUT_MS / 1000, tail[0] ? ": " : "", tail);
+			goto fail;
+		}
+		poll(NULL, 0, 5);
+	}
+	free(logpath);
+	return pid;
+fail:
+	stop_postgres(pid);
+	free(logpath);
+	return -1;
+}
+
+static void
+sup_on_signal(int sig)
+{
+	(void)sig;
+	sup_stop = 1;
+}
+
+/*
+ * The supervisor.  fd 3 is the control pipe (read end), fd 4 the status
+ * pipe (write end); nothing else is open past stderr.
+ */
+static void __attribute__((noreturn))
+supervise(const struct pg_plan *pl)
+{
+	struct sigaction	 sa;
+	sigset_t		 stopsigs, none;
+	char			 err[ERR_LEN], msg[PG_STATUS_MAX], buf[64];
+	pid_t			 pm = -1;
+	ssize_t			 n;
+	int			 len;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = sup_on_signal;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGCHLD, SIG_DFL);
+	/*
+	 * SIGTERM/SIGHUP stay blocked except inside ppoll(), so one that
+	 * lands between the flag test and the wait cannot be missed.
+	 */
+	sigemptyset(&none);
+	sigemptyset(&stopsigs);
+	sigaddset(&stopsigs, SIGTERM);
+	sigaddset(&stopsigs, SIGHUP);
+	sigprocmask(SIG_BLOCK, &stopsigs, NULL);
+
+	if (pl->drop_root && chown(pl->root, pl->uid, pl->gid) == -1) {
+		errf(err, "cannot hand \"%s\" to the postgres user: %s",
+		    pl->root, strerror(errno));
+		goto report;
+	}
+	if (run_initdb(pl, err) == -1)
+		goto report;
+	if ((pm = start_postgres(pl, err)) == -1)
+		goto report;
+	snprintf(err, sizeof(err), "%ld", (long)pm);
+report:
+	len = snprintf(msg, sizeof(msg), "%c%s", pm > 0 ? 'O' : 'E', err);
+	if (write(4, msg, (size_t)len) != len)
+		sup_stop = 1;
+	close(4);
+
+	while (pm > 0 && !sup_stop) {
+		struct pollfd	pfd = { .fd = 3, .events = POLLIN };
+
+		if (ppoll(&pfd, 1, NULL, &none) == -1)
+			continue;	/* EINTR: a signal; loop re-checks */
+		n = read(3, buf, sizeof(buf));
+		if (n == 0 || (n == -1 && errno != EINTR && errno != EAGAIN))
+			break;
+	}
+	stop_postgres(pm);
+	rm_rf(pl->root);
+	_exit(0);
+}
+
+struct pg_embedded *
+pg_embedded_start(int max_connections, char *err)
+{
+	struct pg_embedded	*pg = NULL;
+	struct pg_plan		 pl;
+	struct passwd		*pw;
+	const char		*tmp;
+	char			 tmpl[PATH_MAX], msg[PG_STATUS_MAX + 1], *q = NULL;
+	int			 ctl[2] = { -1, -1 }, st[2] = { -1, -1 };
+	int64_t			 t0 = now_ms(), deadline;
+	size_t			 len = 0;
+	ssize_t			 n;
+	pid_t			 sup;
+
+	memset(&pl, 0, sizeof(pl));
+	if (pg_find_bindir(pl.bindir, sizeof(pl.bindir), err) == -1)
+		return NULL;
+	pl.max_connections = (max_connections > 0 ? max_connections : 0) +
+	    PG_CONN_HEADROOM;
+	if (geteuid() == 0) {
+		if ((pw = getpwnam("postgres")) == NULL) {
+			errf(err, "running as root, but there is no \"postgres\" "
+			    "user to run the embedded PostgreSQL as; create one "
+			    "or set database.url");
+			return NULL;
+		}
+		pl.drop_root = true;
+		pl.uid = pw->pw_uid;
+		pl.gid = pw->pw_gid;
+	}
+
+	/* tmpfs: the cluster is throwaway, so let it live in memory. */
+	if (access("/dev/shm", W_OK) == 0)
+		tmp = "/dev/shm";
+	else if ((tmp = getenv("TMPDIR")) == NULL || tmp[0] == '\0')
+		tmp = "/tmp";
+	snprintf(tmpl, sizeof(tmpl), "%s/soak-pg-XXXXXX", tmp);
+	if (mkdtemp(tmpl) == NULL) {
+		errf(err, "cannot create a directory for the embedded PostgreSQL "
+		    "in %s: %s", tmp, strerror(errno));
+		return NULL;
+	}
+	pl.root = xstrdup(tmpl);
+	pl.datadir = xasprintf("%s/data", pl.root);
+	q = conninfo_quote(pl.root);
+	pl.conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres",
+	    q, PG_PORT);
+
+	if (pipe2(ctl, O_CLOEXEC) == -1 || pipe2(st, O_CLOEXEC) == -1) {
+		errf(err, "cannot create a pipe for the PostgreSQL supervisor: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	/* Buffered stdio would otherwise be flushed twice. */
+	fflush(NULL);
+	if ((sup = fork()) == -1) {
+		errf(err, "cannot fork the PostgreSQL supervisor: %s",
+		    strerror(errno));
+		goto fail;
+	}
+	if (sup == 0) {
+		int	c, s;
+
+		setsid();
+		/* Park the two fds high, then put them at 3 and 4. */
+		c = fcntl(ctl[0], F_DUPFD_CLOEXEC, 100);
+		s = fcntl(st[1], F_DUPFD_CLOEXEC, 100);
+		if (c == -1 || s == -1 || dup3(c, 3, O_CLOEXEC) == -1 ||
+		    dup3(s, 4, O_CLOEXEC) == -1)
+			_exit(1);
+		close_range(5, ~0U, 0);
+		supervise(&pl);
+	}
+	close(ctl[0]);
+	ctl[0] = -1;
+	close(st[1]);
+	st[1] = -1;
+
+	pg = xcalloc(1, sizeof(*pg));
+	pg->supervisor = sup;
+	pg->ctl_wr = ctl[1];
+	ctl[1] = -1;
+	pg->root = pl.root;
+	pl.root = NULL;
+	pg->conninfo = pl.conninfo;
+	pl.conninfo = NULL;
+
+	/* The supervisor closes the status pipe after its one message. */
+	deadline = now_ms() + PG_START_TIMEOUT_MS;
+	for (;;) {
+		struct pollfd	pfd = { .fd = st[0], .events = POLLIN };
+		int64_t		left = deadline - now_ms();
+
+		if (left <= 0) {
+			errf(err, "the embedded PostgreSQL supervisor did not "
+			    "report initdb and startup within %d s",
+			    PG_START_TIMEOUT_MS / 1000);
+			goto fail;
+		}
+		if (poll(&pfd, 1, (int)left) == -1 && errno != EINTR) {
+			errf(err, "waiting for the embedded PostgreSQL: %s",
+			    strerror(errno));
+			goto fail;
+		}
+		n = read(st[0], msg + len, sizeof(msg) - 1 - len);
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		if (len == sizeof(msg) - 1)
+			break;
+	}
+	msg[len] = '\0';
+	if (len == 0) {
+		errf(err, "the embedded PostgreSQL supervisor died before "
+		    "reporting");
+		goto fail;
+	}
+	if (msg[0] != 'O') {
+		errf(err, "embedded PostgreSQL: %s", msg + 1);
+		goto fail;
+	}
+	close(st[0]);
+	log_debug("embedded PostgreSQL %s up in %lld ms (postmaster %s)",
+	    pg->root, (long long)(now_ms() - t0), msg + 1);
+	free(q);
+	free(pl.datadir);
+	return pg;
+fail:
+	if (st[0] != -1)
+		close(st[0]);
+	if (st[1] != -1)
+		close(st[1]);
+	if (ctl[0] != -1)
+		close(ctl[0]);
+	if (ctl[1] != -1)
+		close(ctl[1]);
+	if (pg == NULL)
+		rm_rf(pl.root);
+	pg_embedded_stop(pg);
+	free(q);
+	free(pl.root);
+	free(pl.datadir);
+	free(pl.conninfo);
+	return NULL;
+}
+
+const char *
+pg_embedded_conninfo(const struct pg_embedded *pg)
+{
+	return pg ? pg->conninfo : NULL;
+}
+
+void
+pg_embedded_stop(struct pg_embedded *pg)
+{
+	int	status;
+
+	if (pg == NULL)
+		return;
+	if (pg->ctl_wr != -1)
+		close(pg->ctl_wr);
+	/*
+	 * EOF alone is not enough when a fork of ours that never exec'd
+	 * still holds the pipe; SIGTERM says the same thing.  The
+	 * supervisor bounds its own shutdown (SIGQUIT, then SIGKILL).
+	 */
+	kill(pg->supervisor, SIGTERM);
+	while (waitpid(pg->supervisor, &status, 0) == -1 && errno == EINTR)
+		;
+	free(pg->root);
+	free(pg->conninfo);
+	free(pg);
+}

@@ -1,0 +1,695 @@
+/*
+ * isolation/: the embedded PostgreSQL's life and death, schemas, resets,
+ * workspaces.  Everything runs against a real PostgreSQL started here.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "isolation/iso.h"
+
+static struct pg_embedded	*pg;
+static char			 tmpdir[] = "/tmp/soak-test-iso-XXXXXX";
+static int			 ddl_seq;
+
+static int
+group_setup(void **state)
+{
+	char	err[ERR_LEN] = "";
+	int64_t	t0 = now_ms();
+
+	(void)state;
+	if ((pg = pg_embedded_start(20, err)) == NULL) {
+		fprintf(stderr, "pg_embedded_start: %s\n", err);
+		return -1;
+	}
+	fprintf(stderr, "# embedded PostgreSQL start (initdb + start + ready): "
+	    "%" PRId64 " ms\n", now_ms() - t0);
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	pg_embedded_stop(pg);
+	rm_rf(tmpdir);
+	return 0;
+}
+
+static PGconn *
+connect_ok(const char *conninfo)
+{
+	PGconn	*c = PQconnectdb(conninfo);
+
+	if (PQstatus(c) != CONNECTION_OK)
+		fail_msg("connect %s: %s", conninfo, PQerrorMessage(c));
+	return c;
+}
+
+/* One value of a one-row query, as a heap string (NULL for SQL NULL). */
+static char *
+query1(PGconn *c, const char *sql)
+{
+	PGresult	*r = PQexec(c, sql);
+	char		*v = NULL;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+		fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+	if (!PQgetisnull(r, 0, 0))
+		v = xstrdup(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	return v;
+}
+
+static long
+query_long(PGconn *c, const char *sql)
+{
+	char	*v = query1(c, sql);
+	long	 n = v ? strtol(v, NULL, 10) : -1;
+
+	free(v);
+	return n;
+}
+
+static void
+exec_ok(PGconn *c, const char *sql)
+{
+	PGresult	*r = PQexec(c, sql);
+
+	if (PQresultStatus(r) != PGRES_COMMAND_OK &&
+	    PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", sql, PQresultErrorMessage(r));
+	PQclear(r);
+}
+
+/* The postmaster's pid and data directory, learned over SQL. */
+static pid_t
+pg_facts(const char *conninfo, char *datadir, size_t len)
+{
+	PGconn	*c = connect_ok(conninfo);
+	char	*dd = query1(c, "SHOW data_directory"), *path, *pidfile;
+	pid_t	 pid;
+
+	snprintf(datadir, len, "%s", dd);
+	path = xasprintf("%s/postmaster.pid", dd);
+	pidfile = read_file(path, 4096, NULL, NULL);
+	assert_non_null(pidfile);
+	pid = (pid_t)strtol(pidfile, NULL, 10);
+	assert_true(pid > 1);
+	free(pidfile);
+	free(path);
+	free(dd);
+	PQfinish(c);
+	return pid;
+}
+
+static bool
+pid_alive(pid_t pid)
+{
+	char		 path[64], *stat;
+	bool		 alive;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((stat = read_file(path, 4096, NULL, NULL)) == NULL)
+		return false;
+	/* A zombie is dead for our purpose; its parent just has not reaped. */
+	alive = strstr(stat, ") Z ") == NULL;
+	free(stat);
+	return alive;
+}
+
+static bool
+path_exists(const char *p)
+{
+	struct stat	st;
+
+	return lstat(p, &st) == 0;
+}
+
+static char *
+write_ddl(const char *text)
+{
+	char	*dir = xasprintf("%s/ddl%d", tmpdir, ddl_seq++), *path, err[ERR_LEN];
+
+	assert_int_equal(mkdir_p(dir, 0700, err), 0);
+	path = xasprintf("%s/schema.sql", dir);
+	assert_int_equal(write_file(path, text, strlen(text), err), 0);
+	free(dir);
+	return path;
+}
+
+static struct iso *
+open_iso(struct cfg *cfg, const char *run_id, int worker)
+{
+	char		 err[ERR_LEN] = "", *ws;
+	struct iso	*iso;
+
+	ws = xasprintf("%s/ws-%s-%d", tmpdir, run_id, worker);
+	iso = iso_open(cfg, pg_embedded_conninfo(pg), run_id, worker, ws, err);
+	if (iso == NULL)
+		fail_msg("iso_open: %s", err);
+	free(ws);
+	return iso;
+}
+
+static void
+test_embedded_connects(void **state)
+{
+	PGconn	*c;
+	char	*v;
+
+	(void)state;
+	assert_non_null(pg);
+	assert_true(strncmp(pg_embedded_conninfo(pg), "host=", 5) == 0);
+	c = connect_ok(pg_embedded_conninfo(pg));
+	assert_int_equal(query_long(c, "SELECT 6 * 7"), 42);
+	v = query1(c, "SHOW listen_addresses");
+	assert_string_equal(v, "");
+	free(v);
+	v = query1(c, "SHOW fsync");
+	assert_string_equal(v, "off");
+	free(v);
+	assert_int_equal(query_long(c, "SHOW max_connections"), 30);
+	PQfinish(c);
+}
+
+static void
+test_dbparams(void **state)
+{
+	struct iso_dbparams	p;
+	char			err[ERR_LEN];
+
+	(void)state;
+	assert_int_equal(iso_dbparams_parse(pg_embedded_conninfo(pg), &p, err), 0);
+	assert_true(strncmp(p.host, "/", 1) == 0);
+	assert_string_equal(p.port, "5432");
+	assert_string_equal(p.user, "postgres");
+	assert_string_equal(p.dbname, "postgres");
+	assert_null(p.password);
+	iso_dbparams_free(&p);
+
+	assert_int_equal(iso_dbparams_parse(
+	    "postgresql://alice:s3cret@db.example:6543/shop", &p, err), 0);
+	assert_string_equal(p.host, "db.example");
+	assert_string_equal(p.port, "6543");
+	assert_string_equal(p.user, "alice");
+	assert_string_equal(p.dbname, "shop");
+	assert_string_equal(p.password, "s3cret");
+	iso_dbparams_free(&p);
+	iso_dbparams_free(&p);		/* twice is harmless */
+
+	assert_int_equal(iso_dbparams_parse("host=h nonsense", &p, err), -1);
+	assert_non_null(strstr(err, "connection string"));
+	iso_dbparams_free(NULL);
+}
+
+static void
+test_embedded_stop_cleans_up(void **state)
+{
+	struct pg_embedded	*pg2;
+	struct iso_dbparams	 p;
+	char			 err[ERR_LEN] = "", datadir[4096];
+	pid_t			 pm, holder;
+	int			 hold[2];
+	int64_t			 t0;
+
+	(void)state;
+	pg2 = pg_embedded_start(2, err);
+	if (pg2 == NULL)
+		fail_msg("pg_embedded_start: %s", err);
+	assert_string_not_equal(pg_embedded_conninfo(pg2),
+	    pg_embedded_conninfo(pg));
+	pm = pg_facts(pg_embedded_conninfo(pg2), datadir, sizeof(datadir));
+	assert_int_equal(iso_dbparams_parse(pg_embedded_conninfo(pg2), &p, err), 0);
+	assert_true(path_exists(datadir));
+	assert_true(path_exists(p.host));
+	assert_true(pid_alive(pm));
+
+	/*
+	 * A fork that never exec'd holds a copy of the control pipe, so EOF
+	 * alone cannot reach the supervisor; stop must still finish.
+	 */
+	assert_int_equal(pipe(hold), 0);
+	if ((holder = fork()) == 0) {
+		char	c;
+
+		close(hold[1]);
+		(void)read(hold[0], &c, 1);
+		_exit(0);
+	}
+	close(hold[0]);
+	t0 = now_ms();
+	pg_embedded_stop(pg2);
+	fprintf(stderr, "# embedded PostgreSQL stop: %" PRId64 " ms\n",
+	    now_ms() - t0);
+	close(hold[1]);
+	assert_int_equal(waitpid(holder, NULL, 0), holder);
+	/* stop waits for the supervisor, which reaped postgres first. */
+	assert_false(pid_alive(pm));
+	assert_false(path_exists(datadir));
+	assert_false(path_exists(p.host));
+	iso_dbparams_free(&p);
+	pg_embedded_stop(NULL);
+}
+
+/*
+ * A caller that dies by SIGKILL cannot clean up; the supervisor must.
+ * With ctrl_c the signal is SIGINT to the caller's whole process group,
+ * as a terminal sends it: postgres must not be in that group.
+ */
+static void
+caller_dies(bool ctrl_c)
+{
+	char	 buf[4200], datadir[4096], host[4096];
+	int	 fds[2], status;
+	ssize_t	 n;
+	size_t	 len = 0;
+	pid_t	 child, pm = 0;
+	int64_t	 deadline;
+
+	assert_int_equal(pipe(fds), 0);
+	if ((child = fork()) == 0) {
+		struct pg_embedded	*p;
+		struct iso_dbparams	 dp;
+		char			 err[ERR_LEN];
+		pid_t			 cpm;
+
+		close(fds[0]);
+		if ((p = pg_embedded_start(2, err)) == NULL) {
+			dprintf(fds[1], "ERR %s", err);
+			_exit(1);
+		}
+		cpm = pg_facts(pg_embedded_conninfo(p), datadir, sizeof(datadir));
+		iso_dbparams_parse(pg_embedded_conninfo(p), &dp, err);
+		setpgid(0, 0);
+		signal(SIGINT, SIG_DFL);
+		dprintf(fds[1], "%d\n%s\n%s\n", (int)cpm, datadir, dp.host);
+		close(fds[1]);
+		if (ctrl_c) {
+			pause();	/* until the parent's Ctrl-C */
+			_exit(3);
+		}
+		raise(SIGKILL);
+		_exit(2);
+	}
+	close(fds[1]);
+	while ((n = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)n;
+	buf[len] = '\0';
+	if (sscanf(buf, "%d\n%4095[^\n]\n%4095[^\n]", (int *)&pm, datadir,
+	    host) != 3)
+		fail_msg("child did not report its cluster: %s", buf);
+	assert_true(pm > 1);
+	if (ctrl_c) {
+		assert_int_not_equal(getpgid(pm), getpgid(child));
+		assert_int_equal(kill(-child, SIGINT), 0);
+	}
+	close(fds[0]);
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFSIGNALED(status) &&
+	    WTERMSIG(status) == (ctrl_c ? SIGINT : SIGKILL));
+
+	/* Watchdog: the supervisor's stop is bounded well under this. */
+	deadline = now_ms() + 15000;
+	while (pid_alive(pm) || path_exists(datadir) || path_exists(host)) {
+		if (now_ms() > deadline)
+			fail_msg("15 s after the caller's SIGKILL: postmaster %d "
+			    "%s, %s %s", (int)pm,
+			    pid_alive(pm) ? "still running" : "gone", host,
+			    path_exists(host) ? "still there" : "gone");
+		poll(NULL, 0, 20);
+	}
+}
+
+static void
+test_embedded_caller_sigkilled(void **state)
+{
+	(void)state;
+	caller_dies(false);
+}
+
+static void
+test_embedded_caller_ctrl_c(void **state)
+{
+	(void)state;
+	caller_dies(true);
+}
+
+static void
+test_embedded_start_failure(void **state)
+{
+	char	err[ERR_LEN] = "";
+
+	(void)state;
+	/* Beyond PostgreSQL's limit: postgres itself refuses, in its log. */
+	assert_null(pg_embedded_start(1000000, err));
+	if (strncmp(err, "embedded PostgreSQL: postgres exited during "
+	    "startup: ", 52) != 0 || strstr(err, "max_connections") == NULL)
+		fail_msg("unexpected error: %s", err);
+}
+
+static void
+test_reset_recreate(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*c;
+	char		 err[ERR_LEN] = "", *sql;
+	int64_t		 t0;
+	int		 i, n = 20;
+
+	(void)state;
+	cfg.db_schema = write_ddl(
+	    "-- a comment\n"
+	    "CREATE TABLE accounts (id serial PRIMARY KEY, balance int NOT NULL);\n"
+	    "CREATE TABLE moves (id bigint GENERATED ALWAYS AS IDENTITY,\n"
+	    "    account int REFERENCES accounts(id), amount int);\n"
+	    "INSERT INTO accounts (balance) VALUES (100);\n");
+	cfg.db_reset = CFG_RESET_RECREATE;
+	iso = open_iso(&cfg, "rec", 1);
+	assert_string_equal(iso_schema(iso), "soak_rec_w1");
+	assert_string_equal(iso_conninfo(iso), pg_embedded_conninfo(pg));
+	c = iso_conn(iso);
+
+	/* Nothing exists before the first reset. */
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname = 'soak_rec_w1'"), 0);
+	if (iso_reset(iso, err) == -1)
+		fail_msg("iso_reset: %s", err);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM accounts"), 1);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_tables WHERE "
+	    "schemaname = 'soak_rec_w1'"), 2);
+	exec_ok(c, "INSERT INTO accounts (balance) VALUES (5), (6)");
+	exec_ok(c, "INSERT INTO moves (account, amount) VALUES (1, 1)");
+	exec_ok(c, "CREATE TABLE stray (x int)");
+
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		if (iso_reset(iso, err) == -1)
+			fail_msg("iso_reset: %s", err);
+	fprintf(stderr, "# reset recreate (2 tables): %.2f ms per seed\n",
+	    (double)(now_us() - t0) / n / 1000.0);
+
+	assert_int_equal(query_long(c, "SELECT count(*) FROM accounts"), 1);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM moves"), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_tables WHERE "
+	    "schemaname = 'soak_rec_w1' AND tablename = 'stray'"), 0);
+	assert_int_equal(query_long(c, "INSERT INTO accounts (balance) "
+	    "VALUES (1) RETURNING id"), 2);
+	sql = query1(c, "SHOW search_path");
+	assert_string_equal(sql, "soak_rec_w1");
+	free(sql);
+
+	assert_int_equal(iso_drop(iso, err), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname = 'soak_rec_w1'"), 0);
+	iso_close(iso);
+	free(cfg.db_schema);
+}
+
+static void
+test_reset_truncate(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*c;
+	char		 err[ERR_LEN] = "";
+	int64_t		 t0;
+	int		 i, n = 20;
+
+	(void)state;
+	cfg.db_schema = write_ddl(
+	    "CREATE TABLE accounts (id serial PRIMARY KEY, balance int);\n"
+	    "CREATE TABLE moves (id bigint GENERATED ALWAYS AS IDENTITY,\n"
+	    "    account int REFERENCES accounts(id), amount int);\n"
+	    "CREATE SEQUENCE tickets;\n");
+	cfg.db_reset = CFG_RESET_TRUNCATE;
+	iso = open_iso(&cfg, "trunc", 1);
+	c = iso_conn(iso);
+	if (iso_reset(iso, err) == -1)
+		fail_msg("first iso_reset: %s", err);
+	exec_ok(c, "INSERT INTO accounts (balance) VALUES (1), (2), (3)");
+	exec_ok(c, "INSERT INTO moves (account, amount) VALUES (3, 1), (2, 2)");
+	assert_int_equal(query_long(c, "SELECT nextval('tickets')"), 1);
+	assert_int_equal(query_long(c, "SELECT nextval('tickets')"), 2);
+	/* A table made after the first reset: truncate must keep it, empty. */
+	exec_ok(c, "CREATE TABLE later (x int); INSERT INTO later VALUES (1)");
+
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		if (iso_reset(iso, err) == -1)
+			fail_msg("iso_reset: %s", err);
+	fprintf(stderr, "# reset truncate (3 tables): %.2f ms per seed\n",
+	    (double)(now_us() - t0) / n / 1000.0);
+
+	assert_int_equal(query_long(c, "SELECT count(*) FROM accounts"), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM moves"), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM later"), 0);
+	assert_int_equal(query_long(c, "INSERT INTO accounts (balance) "
+	    "VALUES (9) RETURNING id"), 1);
+	assert_int_equal(query_long(c, "INSERT INTO moves (account, amount) "
+	    "VALUES (1, 1) RETURNING id"), 1);
+	assert_int_equal(query_long(c, "SELECT nextval('tickets')"), 1);
+	iso_drop(iso, err);
+	iso_close(iso);
+	free(cfg.db_schema);
+}
+
+static void
+test_ddl_error_names_line(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	char		 err[ERR_LEN] = "";
+
+	(void)state;
+	/* Multi-byte characters before the error: position counts chars. */
+	cfg.db_schema = write_ddl(
+	    "-- Kontostände für Prüfungen ✓✓✓\n"
+	    "CREATE TABLE a (id int, note text DEFAULT 'ünïcödé');\n"
+	    "\n"
+	    "CREATE TABLE b (id int);\n"
+	    "CREATE TABL c (id int);\n"
+	    "CREATE TABLE d (id int);\n");
+	iso = open_iso(&cfg, "ddl", 1);
+	assert_int_equal(iso_reset(iso, err), -1);
+	assert_string_equal(err, "schema.sql:5: syntax error at or near \"TABL\"");
+
+	/* An execution error: still names the file and what went wrong. */
+	free(cfg.db_schema);
+	iso_close(iso);
+	cfg.db_schema = write_ddl(
+	    "CREATE TABLE a (id int);\n"
+	    "INSERT INTO a VALUES (1);\n"
+	    "\n"
+	    "INSERT INTO nope VALUES (1);\n");
+	iso = open_iso(&cfg, "ddl", 1);
+	assert_int_equal(iso_reset(iso, err), -1);
+	assert_string_equal(err, "schema.sql:4: relation \"nope\" does not exist");
+	/* The failed reset rolled back: no half-made schema, usable conn. */
+	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
+	    "pg_namespace WHERE nspname = 'soak_ddl_w1'"), 0);
+	iso_close(iso);
+	free(cfg.db_schema);
+
+	/* A missing DDL file is reported at open. */
+	cfg.db_schema = xasprintf("%s/no-such.sql", tmpdir);
+	assert_null(iso_open(&cfg, pg_embedded_conninfo(pg), "ddl", 1, tmpdir,
+	    err));
+	assert_non_null(strstr(err, "no-such.sql"));
+	free(cfg.db_schema);
+}
+
+static void
+test_workers_are_isolated(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*w1, *w2;
+	char		 err[ERR_LEN] = "";
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	w1 = open_iso(&cfg, "iso", 1);
+	w2 = open_iso(&cfg, "iso", 2);
+	assert_string_not_equal(iso_schema(w1), iso_schema(w2));
+	assert_int_equal(iso_reset(w1, err), 0);
+	assert_int_equal(iso_reset(w2, err), 0);
+	exec_ok(iso_conn(w1), "INSERT INTO t VALUES (1), (2), (3)");
+	exec_ok(iso_conn(w2), "INSERT INTO t VALUES (10)");
+	assert_int_equal(query_long(iso_conn(w1), "SELECT sum(v) FROM t"), 6);
+	assert_int_equal(query_long(iso_conn(w2), "SELECT sum(v) FROM t"), 10);
+	/* Resetting one leaves the other's rows alone. */
+	assert_int_equal(iso_reset(w1, err), 0);
+	assert_int_equal(query_long(iso_conn(w1), "SELECT count(*) FROM t"), 0);
+	assert_int_equal(query_long(iso_conn(w2), "SELECT count(*) FROM t"), 1);
+	iso_drop(w1, err);
+	iso_drop(w2, err);
+	iso_close(w1);
+	iso_close(w2);
+	free(cfg.db_schema);
+}
+
+static void
+test_weird_run_id(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso, *a, *b;
+	char		 err[ERR_LEN] = "", longid[120];
+	const char	*s;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "Nightly Run/7;DROP \"x\"-\xc3\xbc", 3);
+	s = iso_schema(iso);
+	assert_string_equal(s, "soak_nightly_run_7_drop__x_____w3");
+	assert_int_equal(iso_reset(iso, err), 0);
+	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
+	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
+	    "soak_nightly_run_7_drop__x_____w3.t"), 1);
+	iso_drop(iso, err);
+	iso_close(iso);
+
+	/* Too long for a PostgreSQL name: shortened, still unique. */
+	memset(longid, 'r', 100);
+	longid[100] = '\0';
+	a = open_iso(&cfg, longid, 1);
+	longid[99] = 's';
+	b = open_iso(&cfg, longid, 1);
+	assert_true(strlen(iso_schema(a)) <= 63);
+	assert_string_not_equal(iso_schema(a), iso_schema(b));
+	assert_true(strstr(iso_schema(a), "_w1") != NULL);
+	assert_int_equal(iso_reset(a, err), 0);
+	assert_int_equal(query_long(iso_conn(a), "SELECT count(*) FROM "
+	    "pg_namespace WHERE nspname = current_schema()"), 1);
+	s = query1(iso_conn(a), "SELECT current_schema()");
+	assert_string_equal(s, iso_schema(a));
+	free((char *)s);
+	iso_drop(a, err);
+	iso_close(a);
+	iso_close(b);
+	free(cfg.db_schema);
+}
+
+static void
+test_reconnects_once(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*admin;
+	char		 err[ERR_LEN] = "", *sql;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "recon", 1);
+	assert_int_equal(iso_reset(iso, err), 0);
+	admin = connect_ok(pg_embedded_conninfo(pg));
+	sql = xasprintf("SELECT pg_terminate_backend(%d)",
+	    PQbackendPID(iso_conn(iso)));
+	free(query1(admin, sql));
+	free(sql);
+	if (iso_reset(iso, err) == -1)
+		fail_msg("iso_reset after the backend was killed: %s", err);
+	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
+	assert_int_equal(query_long(admin, "SELECT count(*) FROM soak_recon_w1.t"),
+	    1);
+	iso_drop(iso, err);
+	iso_close(iso);
+	PQfinish(admin);
+	free(cfg.db_schema);
+}
+
+static void
+test_workspaces(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	struct stat	 st;
+	char		 err[ERR_LEN] = "", *seed, *turn, *p, *leftover;
+	const char	*subs[] = { "home", "tmp", "home/.config", "home/.cache",
+			    "home/.local/share", "home/.local/state" };
+	size_t		 i;
+
+	(void)state;
+	iso = open_iso(&cfg, "ws", 4);
+	seed = iso_seed_dir(iso, 1477, err);
+	assert_non_null(seed);
+	leftover = xasprintf("%s/leftover", seed);
+	assert_int_equal(write_file(leftover, "x", 1, err), 0);
+	free(seed);
+	seed = iso_seed_dir(iso, 1477, err);
+	assert_non_null(seed);
+	assert_false(path_exists(leftover));
+	assert_non_null(strstr(seed, "/seed-1477"));
+	assert_int_equal(stat(seed, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0700);
+
+	turn = iso_turn_dir(iso, 1477, 2, 5, err);
+	assert_non_null(turn);
+	p = xasprintf("%s/r2-t5", seed);
+	assert_string_equal(turn, p);
+	free(p);
+	for (i = 0; i < nitems(subs); i++) {
+		p = xasprintf("%s/%s", turn, subs[i]);
+		assert_int_equal(stat(p, &st), 0);
+		assert_true(S_ISDIR(st.st_mode));
+		assert_int_equal(st.st_mode & 0777, 0700);
+		free(p);
+	}
+	free(turn);
+	free(seed);
+	free(leftover);
+	iso_close(iso);
+	iso_close(NULL);
+}
+
+static void
+test_open_bad_conninfo(void **state)
+{
+	char	err[ERR_LEN] = "";
+
+	(void)state;
+	assert_null(iso_open(NULL, "host=/nonexistent-soak-dir port=1 "
+	    "user=u password=hunter2", "r", 1, tmpdir, err));
+	assert_non_null(strstr(err, "cannot connect to PostgreSQL at "
+	    "/nonexistent-soak-dir:1/u"));
+	assert_null(strstr(err, "hunter2"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_embedded_connects),
+		cmocka_unit_test(test_dbparams),
+		cmocka_unit_test(test_embedded_stop_cleans_up),
+		cmocka_unit_test(test_embedded_caller_sigkilled),
+		cmocka_unit_test(test_embedded_caller_ctrl_c),
+		cmocka_unit_test(test_embedded_start_failure),
+		cmocka_unit_test(test_reset_recreate),
+		cmocka_unit_test(test_reset_truncate),
+		cmocka_unit_test(test_ddl_error_names_line),
+		cmocka_unit_test(test_workers_are_isolated),
+		cmocka_unit_test(test_weird_run_id),
+		cmocka_unit_test(test_reconnects_once),
+		cmocka_unit_test(test_workspaces),
+		cmocka_unit_test(test_open_bad_conninfo),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
