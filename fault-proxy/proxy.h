@@ -6,10 +6,45 @@
  *
  * The worker's view: one proxy_set per seed, with one loopback listener per
  * (proxy, turn), all driven by one event-loop thread owned by the set.
+ *
+ * Determinism contract
+ *  - The roll of exchange X on connection C of turn T of proxy P under seed S
+ *    comes from a splitmix64 stream keyed by
+ *        seed_derive(S ^ seed_str(P), T, (C << 32) | X)
+ *    (see proxy_roll()).  Connections are numbered 0, 1, ... in accept order
+ *    on the (P, T) listener, exchanges 0, 1, ... in order on a connection.
+ *    Accept order is the turn's own connect order, so numbering is
+ *    deterministic as long as a turn opens its connections to one proxy
+ *    sequentially (the common case: one client, or a pool filled in order).
+ *    Turns never share a listener, so concurrency *between* turns cannot
+ *    perturb the numbering.
+ *  - Connection-level decisions (blackhole) use exchange key 0xffffffff.
+ *  - The trace is held in memory and written at proxy_set_stop(), sorted by
+ *    (proxy index, turn, conn, exchange), so it is byte-identical across
+ *    runs of one seed whenever the turns do the same thing.
+ *
+ * Exchanges
+ *  - HTTP/1.1 (protocol http, or auto and the first bytes look like a
+ *    request line): one request (Content-Length or chunked body) and its
+ *    response (Content-Length, chunked, no-body statuses, HEAD, or
+ *    close-delimited).  Requests on a keep-alive connection are forwarded
+ *    one at a time; a pipelined request waits for the previous response.
+ *    A 101 response or unparseable HTTP switches the connection to tcp.
+ *  - tcp: the client's bytes up to the first upstream reply byte, plus the
+ *    reply up to the client's next bytes (or a close).
+ *  - Upstreams are dialled lazily, at the first exchange that is forwarded,
+ *    so a `reset` on exchange 0 never reaches the upstream.  Protocols in
+ *    which the server speaks first are therefore not supported.
+ *
+ * Bands (one roll u in [0,1) per exchange, cut out of `rate` as in
+ * seeds/000): u < rate*lost_reply -> lost_reply; then reset; then
+ * duplicate; else none.  Latency is a second draw, uniform in
+ * [latency_min_ms, latency_max_ms], applied before the request is forwarded.
  */
 #ifndef SOAK_PROXY_H
 #define SOAK_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +70,83 @@ const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
  * closes the trace.  NULL is a no-op.
  */
 void			 proxy_set_stop(struct proxy_set *ps);
+
+/* ---- lower level: used by `soak proxy`, tests and benchmarks ---- */
+
+enum proxy_fault {
+	PROXY_FAULT_NONE,
+	PROXY_FAULT_LOST_REPLY,
+	PROXY_FAULT_RESET,
+	PROXY_FAULT_DUPLICATE,
+	PROXY_FAULT_BLACKHOLE,
+	PROXY_FAULT_CLOSE_AFTER,
+	PROXY_FAULT_MAX
+};
+const char		*proxy_fault_name(enum proxy_fault f);
+
+/* One listener: a proxy as seen by one turn. */
+struct proxy_listen {
+	const char		*name;		/* proxy name, keys the rolls */
+	size_t			 proxy;		/* index, for trace ordering */
+	int			 turn;
+	const char		*listen;	/* "host:port", port 0 = ephemeral */
+	const char		*upstream;	/* "host:port" or "unix:/path" */
+	enum cfg_protocol	 protocol;
+	const struct cfg_faults	*faults;	/* copied */
+};
+
+/* The pure decision for one exchange. */
+struct proxy_roll {
+	enum proxy_fault	 fault;		/* none, lost_reply, reset or duplicate */
+	int64_t			 latency_ms;
+};
+void			 proxy_roll(const struct cfg_faults *f, uint64_t seed,
+			    const char *name, int turn, uint32_t conn,
+			    uint32_t exchange, struct proxy_roll *out);
+/* Whether connection `conn` is blackholed (its own roll, exchange key ~0). */
+bool			 proxy_roll_blackhole(const struct cfg_faults *f,
+			    uint64_t seed, const char *name, int turn,
+			    uint32_t conn);
+
+/* One trace record: what happened to one exchange. */
+struct proxy_trace_rec {
+	size_t			 proxy;
+	const char		*name;
+	int			 turn;
+	uint32_t		 conn;
+	uint32_t		 exchange;
+	enum proxy_fault	 fault;
+	int64_t			 latency_ms;
+	uint64_t		 bytes_up;	/* request bytes forwarded upstream */
+	uint64_t		 bytes_down;	/* reply bytes passed to the client */
+	bool			 upstream_saw;
+	bool			 client_got_reply;
+};
+/*
+ * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
+ * it does not fit.  Field order is fixed:
+ * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
+ *  "bytes_down","upstream_saw","client_got_reply"}
+ */
+int			 proxy_trace_format(const struct proxy_trace_rec *r,
+			    char *buf, size_t len);
+
+/* Starts n listeners served by one thread; see proxy_set_start. */
+struct proxy_set	*proxy_set_open(const struct proxy_listen *l, size_t n,
+			    uint64_t seed, const char *trace_path, char *err);
+/* The bound address of listener i ("127.0.0.1:PORT"). */
+const char		*proxy_set_listener_addr(const struct proxy_set *ps,
+			    size_t i);
+/* Number of trace records so far (thread-safe); for tests. */
+size_t			 proxy_set_trace_count(struct proxy_set *ps);
+
+/* Caps: what a connection may hold in memory. */
+#define PROXY_BUF_CAP		(64 * 1024)	/* per direction */
+#define PROXY_DUP_CAP		(1024 * 1024)	/* request copy for duplicate */
+#define PROXY_HDR_CAP		(64 * 1024)	/* HTTP header block */
+#define PROXY_TRACE_CAP		1000000		/* records kept per set */
+#define PROXY_CONNECT_MS	5000		/* upstream connect timeout */
+#define PROXY_DUP_MS		5000		/* duplicate reply wait */
+#define PROXY_ACCEPT_BACKOFF_MS	100		/* after EMFILE/ENFILE */
 
 #endif

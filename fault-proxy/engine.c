@@ -1,0 +1,1379 @@
+/*
+ * The proxy engine: one epoll thread per proxy_set serving every listener of
+ * the set.  Each accepted connection is a small state machine (conn_state)
+ * that walks exchange by exchange: roll -> (delay) -> dial lazily ->
+ * forward the request -> relay or withhold the reply.  Sockets are
+ * nonblocking, epoll is level-triggered, and an fd is removed from the
+ * interest set whenever we want nothing from it, so a peer that hangs up
+ * while we apply back-pressure cannot make the loop spin.
+ */
+#include <sys/types.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "fault-proxy/http.h"
+#include "fault-proxy/proxy.h"
+
+#define DIR_UP		CFG_UP
+#define DIR_DOWN	CFG_DOWN
+#define MAX_EVENTS	64
+
+enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DUP, EP_WAKE };
+
+/* What epoll hands back: which object, and which of its sockets. */
+struct ep {
+	enum ep_kind	 kind;
+	void		*owner;
+	int		 fd;
+	uint32_t	 mask;		/* registered events; 0 = not in the set */
+};
+
+struct buf {
+	char		*data;		/* PROXY_BUF_CAP bytes, allocated lazily */
+	size_t		 off;
+	size_t		 len;
+};
+
+struct listener {
+	struct ep		 ep;
+	struct proxy_set	*ps;
+	char			*name;
+	size_t			 proxy;
+	int			 turn;
+	enum cfg_protocol	 protocol;
+	struct cfg_faults	 faults;
+	struct sockaddr_storage	 up_addr;
+	socklen_t		 up_len;
+	char			*upstream;
+	char			 addr[64];
+	uint32_t		 next_conn;
+	int64_t			 backoff_until;	/* accept paused (EMFILE) */
+};
+
+enum conn_state {
+	CS_IDLE,		/* between exchanges */
+	CS_DELAY,		/* exchange rolled, latency running */
+	CS_CONNECTING,		/* dialling the upstream */
+	CS_REQUEST,		/* forwarding the request */
+	CS_REPLY,		/* relaying the reply */
+	CS_HOLD,		/* lost_reply: reply dropped, client waits for its reset */
+	CS_BLACKHOLE,		/* everything swallowed */
+	CS_CLOSED,
+	CS_MAX
+};
+
+static const char *const conn_state_names[CS_MAX] = {
+	[CS_IDLE] = "idle", [CS_DELAY] = "delay", [CS_CONNECTING] = "connecting",
+	[CS_REQUEST] = "request", [CS_REPLY] = "reply", [CS_HOLD] = "hold",
+	[CS_BLACKHOLE] = "blackhole", [CS_CLOSED] = "closed",
+};
+
+struct conn {
+	struct ep		 cep;		/* client socket */
+	struct ep		 uep;		/* upstream socket, fd -1 until dialled */
+	struct listener		*l;
+	struct conn		*next, *prev;
+	uint32_t		 no;
+	enum conn_state		 state;
+	bool			 http;		/* framing of the current exchange */
+	bool			 mode_known;
+	struct http_frame	 req, resp;
+	struct buf		 up, down;
+	size_t			 up_scan;	/* head of `up` forwardable now */
+	bool			 client_eof, up_eof, up_shut;
+	bool			 wblocked[2];
+	int64_t			 deadline;	/* state timer, ms; 0 = none */
+	int64_t			 next_write[2];	/* throttle, ms */
+	uint64_t		 sent[2];	/* for close_after */
+
+	bool			 in_exchange;
+	bool			 req_done;	/* request of this exchange complete */
+	bool			 got_reply;	/* first reply byte seen */
+	uint32_t		 exch_no;	/* next exchange number */
+	struct proxy_roll	 roll;
+	struct proxy_trace_rec	 rec;
+	char			*dupreq;	/* request copy for a duplicate */
+	size_t			 duplen;
+	bool			 dup_overflow;
+};
+
+/* The second delivery of a duplicated request, on its own connection. */
+struct dup {
+	struct ep		 ep;
+	struct proxy_set	*ps;
+	struct dup		*next, *prev;
+	bool			 connected;
+	bool			 http;
+	struct http_frame	 resp;
+	char			*req;
+	size_t			 len, off;
+	int64_t			 deadline;
+};
+
+struct proxy_set {
+	pthread_t		 thr;
+	bool			 running;
+	int			 epfd;
+	struct ep		 wake;
+	struct listener		*ls;
+	size_t			 nls;
+	size_t			 nproxies;	/* proxy_set_start layout */
+	int			 turns;
+	struct conn		*conns;
+	struct conn		*dead;		/* freed after each loop pass */
+	struct dup		*dups;
+	uint64_t		 seed;
+	char			*trace_path;
+	FILE			*trace;
+	char			 scratch[PROXY_BUF_CAP];
+
+	pthread_mutex_t		 mu;		/* guards the records */
+	struct proxy_trace_rec	*recs;
+	size_t			 nrecs, caprecs, dropped;
+};
+
+static void	conn_process(struct conn *);
+static void	conn_close(struct conn *, bool);
+
+/* ---- small socket helpers ---- */
+
+static void
+set_nodelay(int fd)
+{
+	int	one = 1;
+
+	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+/* Close with an RST instead of a FIN: what a crashed peer looks like. */
+static void
+close_rst(int fd)
+{
+	struct linger	lg = { 1, 0 };
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	close(fd);
+}
+
+static int
+parse_addr(const char *s, struct sockaddr_storage *ss, socklen_t *len,
+    char *err)
+{
+	struct addrinfo		 hints, *res = NULL;
+	struct sockaddr_un	*sun;
+	char			 host[256];
+	const char		*colon, *h, *port;
+	size_t			 hl;
+	int			 rc;
+
+	memset(ss, 0, sizeof(*ss));
+	if (strncmp(s, "unix:", 5) == 0) {
+		sun = (struct sockaddr_un *)ss;
+		if (strlen(s + 5) == 0 || strlen(s + 5) >= sizeof(sun->sun_path))
+			return errf(err, "bad unix socket address \"%s\"", s);
+		sun->sun_family = AF_UNIX;
+		strcpy(sun->sun_path, s + 5);
+		*len = sizeof(*sun);
+		return 0;
+	}
+	if ((colon = strrchr(s, ':')) == NULL || colon[1] == '\0')
+		return errf(err, "bad address \"%s\" (want HOST:PORT or unix:/path)", s);
+	h = s;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && h[0] == '[' && h[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	if (hl == 0 || hl >= sizeof(host))
+		return errf(err, "bad host in address \"%s\"", s);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	port = colon + 1;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_NUMERICSERV;
+	if ((rc = getaddrinfo(host, port, &hints, &res)) != 0)
+		return errf(err, "cannot resolve \"%s\": %s", s, gai_strerror(rc));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+/* Makes epoll watch exactly `want` on e (none at all when want is 0). */
+static void
+ep_set(struct proxy_set *ps, struct ep *e, uint32_t want)
+{
+	struct epoll_event	ev;
+	int			op;
+
+	if (e->fd < 0 || want == e->mask)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = want;
+	ev.data.ptr = e;
+	if (want == 0)
+		op = EPOLL_CTL_DEL;
+	else
+		op = e->mask == 0 ? EPOLL_CTL_ADD : EPOLL_CTL_MOD;
+	if (epoll_ctl(ps->epfd, op, e->fd, &ev) == -1)
+		log_warn("%s: epoll_ctl fd %d", __func__, e->fd);
+	e->mask = want;
+}
+
+static void
+ep_close(struct proxy_set *ps, struct ep *e, bool rst)
+{
+	if (e->fd < 0)
+		return;
+	ep_set(ps, e, 0);
+	if (rst)
+		close_rst(e->fd);
+	else
+		close(e->fd);
+	e->fd = -1;
+}
+
+static int
+buf_alloc(struct buf *b)
+{
+	if (b->data == NULL && (b->data = malloc(PROXY_BUF_CAP)) == NULL)
+		return -1;
+	return 0;
+}
+
+static size_t
+buf_space(struct buf *b)
+{
+	if (b->len == 0)
+		b->off = 0;
+	else if (b->off > 0 && b->off + b->len == PROXY_BUF_CAP) {
+		memmove(b->data, b->data + b->off, b->len);
+		b->off = 0;
+	}
+	return PROXY_BUF_CAP - b->off - b->len;
+}
+
+static void
+buf_consume(struct buf *b, size_t n)
+{
+	b->off += n;
+	b->len -= n;
+	if (b->len == 0)
+		b->off = 0;
+}
+
+/* ---- trace ---- */
+
+static void
+trace_add(struct proxy_set *ps, const struct proxy_trace_rec *r)
+{
+	struct proxy_trace_rec	*n;
+	size_t			 cap;
+
+	pthread_mutex_lock(&ps->mu);
+	if (ps->nrecs == ps->caprecs) {
+		cap = ps->caprecs ? ps->caprecs * 2 : 256;
+		if (ps->nrecs >= PROXY_TRACE_CAP ||
+		    (n = realloc(ps->recs, cap * sizeof(*n))) == NULL) {
+			ps->dropped++;
+			pthread_mutex_unlock(&ps->mu);
+			return;
+		}
+		ps->recs = n;
+		ps->caprecs = cap;
+	}
+	ps->recs[ps->nrecs++] = *r;
+	pthread_mutex_unlock(&ps->mu);
+}
+
+static int
+rec_cmp(const void *a, const void *b)
+{
+	const struct proxy_trace_rec	*x = a, *y = b;
+
+	if (x->proxy != y->proxy)
+		return x->proxy < y->proxy ? -1 : 1;
+	if (x->turn != y->turn)
+		return x->turn < y->turn ? -1 : 1;
+	if (x->conn != y->conn)
+		return x->conn < y->conn ? -1 : 1;
+	if (x->exchange != y->exchange)
+		return x->exchange < y->exchange ? -1 : 1;
+	return 0;
+}
+
+size_t
+proxy_set_trace_count(struct proxy_set *ps)
+{
+	size_t	n;
+
+	pthread_mutex_lock(&ps->mu);
+	n = ps->nrecs;
+	pthread_mutex_unlock(&ps->mu);
+	return n;
+}
+
+/* ---- connections ---- */
+
+static void
+set_state(struct conn *c, enum conn_state s)
+{
+	if (c->state == s)
+		return;
+	log_debug("%s/%d conn %u: %s -> %s", c->l->name, c->l->turn, c->no,
+	    conn_state_names[c->state], conn_state_names[s]);
+	c->state = s;
+}
+
+static void
+exchange_end(struct conn *c)
+{
+	if (!c->in_exchange)
+		return;
+	c->rec.client_got_reply = c->rec.bytes_down > 0;
+	trace_add(c->l->ps, &c->rec);
+	c->in_exchange = false;
+	c->req_done = false;
+	c->got_reply = false;
+	c->duplen = 0;
+	c->dup_overflow = false;
+}
+
+static void
+dup_free(struct dup *d)
+{
+	struct proxy_set	*ps;
+
+	if (d == NULL)
+		return;
+	ps = d->ps;
+	ep_close(ps, &d->ep, false);
+	if (d->prev)
+		d->prev->next = d->next;
+	else
+		ps->dups = d->next;
+	if (d->next)
+		d->next->prev = d->prev;
+	http_frame_free(&d->resp);
+	free(d->req);
+	free(d);
+}
+
+/* Replays the exchange's request on a fresh upstream connection. */
+static void
+dup_start(struct conn *c)
+{
+	struct proxy_set	*ps = c->l->ps;
+	struct dup		*d;
+	int			 fd;
+
+	if (c->dup_overflow || c->duplen == 0) {
+		log_warnx("%s/%d conn %u exchange %u: duplicate not sent "
+		    "(request over %d bytes or empty)", c->l->name, c->l->turn,
+		    c->no, c->rec.exchange, PROXY_DUP_CAP);
+		return;
+	}
+	if ((fd = socket(c->l->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("%s: socket", __func__);
+		return;
+	}
+	d = xcalloc(1, sizeof(*d));
+	d->ps = ps;
+	d->ep = (struct ep){ EP_DUP, d, fd, 0 };
+	d->req = c->dupreq;
+	d->len = c->duplen;
+	c->dupreq = NULL;
+	c->duplen = 0;
+	d->http = c->http;
+	http_frame_init(&d->resp, true, c->req.is_head);
+	d->deadline = now_ms() + PROXY_DUP_MS;
+	d->next = ps->dups;
+	if (ps->dups)
+		ps->dups->prev = d;
+	ps->dups = d;
+	if (connect(fd, (struct sockaddr *)&c->l->up_addr, c->l->up_len) == 0)
+		d->connected = true;
+	else if (errno != EINPROGRESS) {
+		log_warn("%s: connect duplicate to %s", __func__, c->l->upstream);
+		dup_free(d);
+		return;
+	}
+	if (c->l->up_addr.ss_family != AF_UNIX)
+		set_nodelay(fd);
+	ep_set(ps, &d->ep, EPOLLOUT);
+}
+
+static void
+dup_event(struct dup *d, uint32_t ev)
+{
+	struct proxy_set	*ps = d->ps;
+	ssize_t			 n;
+	int			 soerr = 0;
+	socklen_t		 sl = sizeof(soerr);
+
+	if (!d->connected) {
+		if (getsockopt(d->ep.fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1 ||
+		    soerr != 0) {
+			log_warnx("duplicate: connect failed: %s", strerror(soerr));
+			dup_free(d);
+			return;
+		}
+		d->connected = true;
+	}
+	while (d->off < d->len) {
+		n = send(d->ep.fd, d->req + d->off, d->len - d->off, MSG_NOSIGNAL);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR)) {
+			ep_set(ps, &d->ep, EPOLLOUT);
+			return;
+		}
+		if (n <= 0) {
+			dup_free(d);
+			return;
+		}
+		d->off += (size_t)n;
+	}
+	if (!(ev & (EPOLLIN | EPOLLHUP | EPOLLERR))) {
+		ep_set(ps, &d->ep, EPOLLIN);
+		return;
+	}
+	n = recv(d->ep.fd, ps->scratch, sizeof(ps->scratch), 0);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		dup_free(d);		/* closed: the reply, such as it was, is over */
+		return;
+	}
+	/* tcp: the first reply bytes end the exchange; http: the framed reply */
+	if (d->http) {
+		http_feed(&d->resp, ps->scratch, (size_t)n);
+		if (d->resp.state != HF_DONE && d->resp.state != HF_ERROR)
+			return;
+	}
+	dup_free(d);
+}
+
+static void
+conn_free(struct conn *c)
+{
+	if (c == NULL)
+		return;
+	http_frame_free(&c->req);
+	http_frame_free(&c->resp);
+	free(c->up.data);
+	free(c->down.data);
+	free(c->dupreq);
+	free(c);
+}
+
+/*
+ * Closes both sides; rst_client makes the client see a reset.  The conn is
+ * only unlinked here and freed after the loop pass, because later events of
+ * the same epoll batch may still point at it.
+ */
+static void
+conn_close(struct conn *c, bool rst_client)
+{
+	struct proxy_set	*ps = c->l->ps;
+
+	if (c->state == CS_CLOSED)
+		return;
+	exchange_end(c);
+	ep_close(ps, &c->cep, rst_client);
+	ep_close(ps, &c->uep, rst_client);
+	set_state(c, CS_CLOSED);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		ps->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	c->prev = NULL;
+	c->next = ps->dead;
+	ps->dead = c;
+}
+
+static void
+conn_dial(struct conn *c)
+{
+	struct listener	*l = c->l;
+	int		 fd;
+
+	if ((fd = socket(l->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1) {
+		log_warn("%s: socket", __func__);
+		conn_close(c, true);
+		return;
+	}
+	c->uep = (struct ep){ EP_UPSTREAM, c, fd, 0 };
+	if (l->up_addr.ss_family != AF_UNIX)
+		set_nodelay(fd);
+	if (connect(fd, (struct sockaddr *)&l->up_addr, l->up_len) == 0) {
+		set_state(c, CS_REQUEST);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		log_warn("%s/%d conn %u: connect %s", l->name, l->turn, c->no,
+		    l->upstream);
+		conn_close(c, true);	/* a dead upstream looks like a reset */
+		return;
+	}
+	c->deadline = now_ms() + PROXY_CONNECT_MS;
+	set_state(c, CS_CONNECTING);
+}
+
+/* The exchange's latency is over: act on its roll. */
+static void
+exchange_go(struct conn *c)
+{
+	c->deadline = 0;
+	if (c->roll.fault == PROXY_FAULT_RESET) {
+		/* before anything is forwarded, and before any dial */
+		conn_close(c, true);
+		return;
+	}
+	if (c->uep.fd < 0)
+		conn_dial(c);
+	else
+		set_state(c, CS_REQUEST);
+}
+
+static void
+exchange_begin(struct conn *c)
+{
+	struct listener	*l = c->l;
+
+	if (!c->mode_known) {
+		c->mode_known = true;
+		c->http = l->protocol == CFG_PROTO_HTTP ||
+		    (l->protocol == CFG_PROTO_AUTO &&
+		    http_looks_like_request(c->up.data + c->up.off, c->up.len));
+	}
+	c->in_exchange = true;
+	c->req_done = false;
+	c->got_reply = false;
+	c->up_scan = 0;
+	if (c->http) {
+		http_frame_init(&c->req, false, false);
+		http_frame_init(&c->resp, true, false);
+	}
+	proxy_roll(&l->faults, l->ps->seed, l->name, l->turn, c->no,
+	    c->exch_no, &c->roll);
+	memset(&c->rec, 0, sizeof(c->rec));
+	c->rec.proxy = l->proxy;
+	c->rec.name = l->name;
+	c->rec.turn = l->turn;
+	c->rec.conn = c->no;
+	c->rec.exchange = c->exch_no++;
+	c->rec.fault = c->roll.fault;
+	c->rec.latency_ms = c->roll.latency_ms;
+	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms", l->name,
+	    l->turn, c->no, c->rec.exchange, proxy_fault_name(c->roll.fault),
+	    (long long)c->roll.latency_ms);
+	if (c->roll.latency_ms > 0) {
+		c->deadline = now_ms() + c->roll.latency_ms;
+		set_state(c, CS_DELAY);
+	} else
+		exchange_go(c);
+}
+
+/* Frames newly arrived client bytes into the current exchange. */
+static void
+scan_request(struct conn *c)
+{
+	size_t	n;
+
+	if (!c->in_exchange)
+		return;
+	if (!c->http) {
+		c->up_scan = c->up.len;
+		return;
+	}
+	if (c->req.state == HF_DONE)
+		return;
+	n = http_feed(&c->req, c->up.data + c->up.off + c->up_scan,
+	    c->up.len - c->up_scan);
+	c->up_scan += n;
+	if (c->req.state == HF_ERROR) {
+		log_debug("%s/%d conn %u: not HTTP after all, framing as tcp",
+		    c->l->name, c->l->turn, c->no);
+		c->http = false;
+		c->up_scan = c->up.len;
+	} else if (c->req.state == HF_DONE) {
+		c->req_done = true;
+		c->resp.head_req = c->req.is_head;
+	}
+}
+
+static void
+dup_copy(struct conn *c, const char *p, size_t n)
+{
+	if (c->roll.fault != PROXY_FAULT_DUPLICATE || c->dup_overflow)
+		return;
+	if (c->duplen + n > PROXY_DUP_CAP) {
+		c->dup_overflow = true;
+		return;
+	}
+	if (c->dupreq == NULL && (c->dupreq = malloc(PROXY_DUP_CAP)) == NULL) {
+		c->dup_overflow = true;
+		return;
+	}
+	memcpy(c->dupreq + c->duplen, p, n);
+	c->duplen += n;
+}
+
+/*
+ * Writes direction d as far as the socket, the throttles and close_after
+ * allow.  Returns -1 if the conn was closed.
+ */
+static int
+conn_write(struct conn *c, int d)
+{
+	const struct cfg_faults	*f = &c->l->faults;
+	struct buf		*b = d == DIR_UP ? &c->up : &c->down;
+	struct ep		*e = d == DIR_UP ? &c->uep : &c->cep;
+	size_t			 avail, n;
+	ssize_t			 w;
+	int64_t			 now, wait;
+
+	for (;;) {
+		avail = d == DIR_UP ? c->up_scan : c->down.len;
+		if (avail == 0 || c->wblocked[d] || e->fd < 0)
+			return 0;
+		if (d == DIR_UP && c->state != CS_REQUEST &&
+		    c->state != CS_REPLY)
+			return 0;
+		if (d == DIR_DOWN && (c->state == CS_HOLD ||
+		    c->state == CS_BLACKHOLE))
+			return 0;
+		now = 0;
+		if (c->next_write[d] != 0) {
+			now = now_ms();
+			if (now < c->next_write[d])
+				return 0;
+			c->next_write[d] = 0;
+		}
+		n = avail;
+		if (f->slice[d] > 0 && n > (size_t)f->slice[d])
+			n = (size_t)f->slice[d];
+		if (f->bandwidth[d] > 0) {
+			/* 10 ms worth of bytes per write */
+			int64_t q = f->bandwidth[d] / 100 > 0 ?
+			    f->bandwidth[d] / 100 : 1;
+			if (n > (size_t)q)
+				n = (size_t)q;
+		}
+		if (f->close_after[d] > 0 &&
+		    n > (uint64_t)f->close_after[d] - c->sent[d])
+			n = (size_t)((uint64_t)f->close_after[d] - c->sent[d]);
+		w = send(e->fd, b->data + b->off, n, MSG_NOSIGNAL);
+		if (w == -1 && (errno == EAGAIN || errno == EINTR)) {
+			c->wblocked[d] = true;
+			return 0;
+		}
+		if (w <= 0) {
+			/* the peer is gone: the other side sees a reset too */
+			conn_close(c, true);
+			return -1;
+		}
+		if (d == DIR_UP) {
+			dup_copy(c, b->data + b->off, (size_t)w);
+			c->up_scan -= (size_t)w;
+			c->rec.bytes_up += (uint64_t)w;
+			c->rec.upstream_saw = true;
+		}
+		buf_consume(b, (size_t)w);
+		c->sent[d] += (uint64_t)w;
+		if (f->close_after[d] > 0 &&
+		    c->sent[d] >= (uint64_t)f->close_after[d]) {
+			if (c->in_exchange && c->rec.fault == PROXY_FAULT_NONE)
+				c->rec.fault = PROXY_FAULT_CLOSE_AFTER;
+			conn_close(c, false);
+			return -1;
+		}
+		wait = 0;
+		if (f->slice[d] > 0)
+			wait = f->slice_delay_ms;
+		if (f->bandwidth[d] > 0) {
+			int64_t bw = (int64_t)w * 1000 / f->bandwidth[d];
+			if (bw > wait)
+				wait = bw;
+		}
+		if (wait > 0) {
+			c->next_write[d] = (now ? now : now_ms()) + wait;
+			return 0;
+		}
+	}
+}
+
+static void
+conn_read_client(struct conn *c)
+{
+	struct proxy_set	*ps = c->l->ps;
+	ssize_t			 n;
+	size_t			 space;
+
+	if (c->state == CS_BLACKHOLE || c->state == CS_HOLD) {
+		n = recv(c->cep.fd, ps->scratch, sizeof(ps->scratch), 0);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			if (c->state == CS_BLACKHOLE)
+				conn_close(c, false);
+			else
+				c->client_eof = true;	/* the hold still ends in a reset */
+		}
+		return;
+	}
+	if (buf_alloc(&c->up) == -1) {
+		conn_close(c, true);
+		return;
+	}
+	if ((space = buf_space(&c->up)) == 0)
+		return;
+	n = recv(c->cep.fd, c->up.data + c->up.off + c->up.len, space, 0);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == -1) {
+		conn_close(c, true);
+		return;
+	}
+	if (n == 0) {
+		c->client_eof = true;
+		return;
+	}
+	c->up.len += (size_t)n;
+}
+
+/* Moves newly read upstream bytes into the exchange; drops them if lost. */
+static void
+conn_read_upstream(struct conn *c)
+{
+	struct proxy_set	*ps = c->l->ps;
+	ssize_t			 n;
+	size_t			 space, used;
+	char			*p;
+
+	if (c->state == CS_HOLD || (c->in_exchange && c->rec.upstream_saw &&
+	    c->roll.fault == PROXY_FAULT_LOST_REPLY)) {
+		n = recv(c->uep.fd, ps->scratch, sizeof(ps->scratch), 0);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0)
+			c->up_eof = true;
+		if (c->state != CS_HOLD) {
+			/* the upstream has acted; the client will never know */
+			c->deadline = now_ms() + c->l->faults.hold_ms;
+			set_state(c, CS_HOLD);
+		}
+		if (c->up_eof)
+			ep_close(ps, &c->uep, false);
+		return;
+	}
+	if (buf_alloc(&c->down) == -1) {
+		conn_close(c, true);
+		return;
+	}
+	if ((space = buf_space(&c->down)) == 0)
+		return;
+	p = c->down.data + c->down.off + c->down.len;
+	n = recv(c->uep.fd, p, space, 0);
+	if (n == -1 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n == -1) {
+		conn_close(c, true);	/* upstream reset: pass it on */
+		return;
+	}
+	if (n == 0) {
+		c->up_eof = true;
+		if (c->in_exchange && c->http && c->resp.state == HF_BODY_EOF) {
+			http_eof(&c->resp);
+			exchange_end(c);
+		}
+		return;
+	}
+	c->down.len += (size_t)n;
+	/* bytes before the request went out are unsolicited: relayed, not counted */
+	if (!c->in_exchange || !c->rec.upstream_saw ||
+	    (c->state != CS_REQUEST && c->state != CS_REPLY))
+		return;
+	if (!c->http) {
+		c->rec.bytes_down += (uint64_t)n;
+		if (!c->got_reply) {
+			c->got_reply = true;
+			c->req_done = true;
+			if (c->roll.fault == PROXY_FAULT_DUPLICATE)
+				dup_start(c);
+		}
+		set_state(c, CS_REPLY);
+		return;
+	}
+	used = http_feed(&c->resp, p, (size_t)n);
+	c->rec.bytes_down += used;
+	c->got_reply = true;
+	if (c->state == CS_REQUEST && c->up_scan == 0 && c->req_done)
+		set_state(c, CS_REPLY);
+	if (c->resp.state == HF_ERROR) {
+		c->http = false;	/* garbage reply: frame the rest as tcp */
+		c->rec.bytes_down += (uint64_t)n - used;
+		c->req_done = true;
+		set_state(c, CS_REPLY);
+	} else if (c->resp.state == HF_DONE) {
+		if (c->resp.upgrade)
+			c->http = false;	/* 101: the rest is a byte stream */
+		if (c->roll.fault == PROXY_FAULT_DUPLICATE)
+			dup_start(c);
+		exchange_end(c);
+		set_state(c, CS_IDLE);
+	}
+}
+
+/*
+ * The state machine's driver: run after every event and timer until
+ * nothing changes.  Decides exchange boundaries, forwards, and closes.
+ */
+static void
+conn_process(struct conn *c)
+{
+	int64_t	now;
+	int	guard;
+
+	for (guard = 0; guard < 16 && c->state != CS_CLOSED; guard++) {
+		enum conn_state	before = c->state;
+		size_t		up_before = c->up.len, down_before = c->down.len;
+		uint32_t	exch_before = c->exch_no;
+
+		if (c->deadline != 0 && (now = now_ms()) >= c->deadline) {
+			c->deadline = 0;
+			switch (c->state) {
+			case CS_DELAY:
+				exchange_go(c);
+				break;
+			case CS_CONNECTING:
+				log_warnx("%s/%d conn %u: connect %s timed out",
+				    c->l->name, c->l->turn, c->no, c->l->upstream);
+				conn_close(c, true);
+				break;
+			case CS_HOLD:
+				conn_close(c, true);
+				break;
+			default:
+				break;
+			}
+			continue;
+		}
+		/* a new exchange starts with the first client bytes after the last */
+		if (c->up.len > 0 && (c->state == CS_IDLE ||
+		    (c->state == CS_REPLY && !c->http && c->up_scan == 0 &&
+		    c->got_reply))) {
+			exchange_end(c);
+			exchange_begin(c);
+			continue;
+		}
+		scan_request(c);
+		if (c->state == CS_REQUEST && conn_write(c, DIR_UP) == -1)
+			return;
+		if (c->state == CS_REQUEST && c->http && c->req_done &&
+		    c->up_scan == 0)
+			set_state(c, CS_REPLY);
+		if (conn_write(c, DIR_DOWN) == -1)
+			return;
+
+		/* half-close: pass the client's FIN on once its bytes are out */
+		if (c->client_eof && c->up_scan == 0 && c->uep.fd >= 0 &&
+		    !c->up_shut && (c->state == CS_REQUEST ||
+		    c->state == CS_REPLY)) {
+			(void)shutdown(c->uep.fd, SHUT_WR);
+			c->up_shut = true;
+		}
+		if (c->state == CS_BLACKHOLE && c->client_eof) {
+			conn_close(c, false);
+			return;
+		}
+		if (c->client_eof && c->up.len == 0 && !c->in_exchange &&
+		    c->state == CS_IDLE && c->down.len == 0) {
+			conn_close(c, false);
+			return;
+		}
+		if (c->up_eof && c->down.len == 0 && c->state != CS_HOLD) {
+			conn_close(c, false);
+			return;
+		}
+		if (c->client_eof && c->up_eof && c->state == CS_HOLD) {
+			/* nothing left to hold for but the timer */
+		}
+		if (c->state == before && c->up.len == up_before &&
+		    c->down.len == down_before && c->exch_no == exch_before)
+			break;
+	}
+}
+
+/* Registers exactly the events the conn's state wants. */
+static void
+conn_arm(struct conn *c)
+{
+	struct proxy_set	*ps = c->l->ps;
+	uint32_t		 cw = 0, uw = 0;
+
+	if (c->state == CS_CLOSED)
+		return;
+	if (!c->client_eof) {
+		if (c->state == CS_BLACKHOLE || c->state == CS_HOLD)
+			cw |= EPOLLIN;
+		else if (c->up.data == NULL || c->up.len < PROXY_BUF_CAP)
+			cw |= EPOLLIN;
+	}
+	if (c->wblocked[DIR_DOWN] && c->down.len > 0 && c->state != CS_HOLD)
+		cw |= EPOLLOUT;
+	if (c->uep.fd >= 0) {
+		if (c->state == CS_CONNECTING)
+			uw |= EPOLLOUT;
+		else {
+			if (!c->up_eof && (c->state == CS_HOLD ||
+			    c->down.data == NULL || c->down.len < PROXY_BUF_CAP))
+				uw |= EPOLLIN;
+			if (c->wblocked[DIR_UP] && c->up_scan > 0)
+				uw |= EPOLLOUT;
+		}
+	}
+	ep_set(ps, &c->cep, cw);
+	ep_set(ps, &c->uep, uw);
+}
+
+static void
+conn_event(struct conn *c, struct ep *e, uint32_t ev)
+{
+	int		soerr = 0;
+	socklen_t	sl = sizeof(soerr);
+
+	if (c->state == CS_CLOSED)
+		return;
+	if (e == &c->cep) {
+		if (ev & EPOLLOUT)
+			c->wblocked[DIR_DOWN] = false;
+		if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+			conn_read_client(c);
+	} else {
+		if (c->state == CS_CONNECTING) {
+			if (getsockopt(e->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == -1 ||
+			    soerr != 0) {
+				log_warnx("%s/%d conn %u: connect %s: %s", c->l->name,
+				    c->l->turn, c->no, c->l->upstream, strerror(soerr));
+				conn_close(c, true);
+				return;
+			}
+			c->deadline = 0;
+			set_state(c, CS_REQUEST);
+		} else {
+			if (ev & EPOLLOUT)
+				c->wblocked[DIR_UP] = false;
+			if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
+				conn_read_upstream(c);
+		}
+	}
+	if (c->state == CS_CLOSED)
+		return;
+	conn_process(c);
+	conn_arm(c);
+}
+
+static void
+listener_accept(struct listener *l)
+{
+	struct proxy_set	*ps = l->ps;
+	struct conn		*c;
+	int			 fd;
+
+	for (;;) {
+		fd = accept4(l->ep.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				/* back off rather than spin or die */
+				log_warn("%s/%d: accept, pausing %dms", l->name,
+				    l->turn, PROXY_ACCEPT_BACKOFF_MS);
+				l->backoff_until = now_ms() + PROXY_ACCEPT_BACKOFF_MS;
+				ep_set(ps, &l->ep, 0);
+			}
+			return;
+		}
+		set_nodelay(fd);
+		c = xcalloc(1, sizeof(*c));
+		c->l = l;
+		c->no = l->next_conn++;
+		c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };
+		c->uep = (struct ep){ EP_UPSTREAM, c, -1, 0 };
+		c->state = CS_IDLE;
+		c->next = ps->conns;
+		if (ps->conns)
+			ps->conns->prev = c;
+		ps->conns = c;
+		if (proxy_roll_blackhole(&l->faults, ps->seed, l->name, l->turn,
+		    c->no)) {
+			memset(&c->rec, 0, sizeof(c->rec));
+			c->rec.proxy = l->proxy;
+			c->rec.name = l->name;
+			c->rec.turn = l->turn;
+			c->rec.conn = c->no;
+			c->rec.fault = PROXY_FAULT_BLACKHOLE;
+			c->in_exchange = true;	/* one record, written at close */
+			set_state(c, CS_BLACKHOLE);
+		}
+		conn_arm(c);
+	}
+}
+
+/* ---- the loop ---- */
+
+static int
+loop_timeout(struct proxy_set *ps)
+{
+	struct conn	*c;
+	struct dup	*d;
+	size_t		 i;
+	int64_t		 now = now_ms(), next = -1, t;
+	int		 dir;
+
+#define CONSIDER(x) do { t = (x); if (t > 0 && (next < 0 || t < next)) next = t; } while (0)
+	for (c = ps->conns; c != NULL; c = c->next) {
+		CONSIDER(c->deadline);
+		for (dir = 0; dir < 2; dir++)
+			CONSIDER(c->next_write[dir]);
+	}
+	for (d = ps->dups; d != NULL; d = d->next)
+		CONSIDER(d->deadline);
+	for (i = 0; i < ps->nls; i++)
+		CONSIDER(ps->ls[i].backoff_until);
+#undef CONSIDER
+	if (next < 0)
+		return -1;
+	return next <= now ? 0 : (int)(next - now);
+}
+
+static void
+loop_timers(struct proxy_set *ps)
+{
+	struct conn	*c, *cn;
+	struct dup	*d, *dn;
+	size_t		 i;
+	int64_t		 now = now_ms();
+
+	for (c = ps->conns; c != NULL; c = cn) {
+		cn = c->next;
+		if ((c->deadline && c->deadline <= now) ||
+		    (c->next_write[0] && c->next_write[0] <= now) ||
+		    (c->next_write[1] && c->next_write[1] <= now)) {
+			conn_process(c);
+			conn_arm(c);
+		}
+	}
+	for (d = ps->dups; d != NULL; d = dn) {
+		dn = d->next;
+		if (d->deadline <= now) {
+			log_warnx("duplicate: no reply within %dms", PROXY_DUP_MS);
+			dup_free(d);
+		}
+	}
+	for (i = 0; i < ps->nls; i++)
+		if (ps->ls[i].backoff_until && ps->ls[i].backoff_until <= now) {
+			ps->ls[i].backoff_until = 0;
+			ep_set(ps, &ps->ls[i].ep, EPOLLIN);
+		}
+}
+
+static void *
+loop_main(void *arg)
+{
+	struct proxy_set	*ps = arg;
+	struct epoll_event	 evs[MAX_EVENTS];
+	struct ep		*e;
+	struct conn		*c;
+	int			 n, i;
+
+	for (;;) {
+		n = epoll_wait(ps->epfd, evs, MAX_EVENTS, loop_timeout(ps));
+		if (n == -1 && errno != EINTR) {
+			log_warn("%s: epoll_wait", __func__);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			e = evs[i].data.ptr;
+			switch (e->kind) {
+			case EP_WAKE:
+				goto out;
+			case EP_LISTENER:
+				listener_accept(e->owner);
+				break;
+			case EP_CLIENT:
+			case EP_UPSTREAM:
+				conn_event(e->owner, e, evs[i].events);
+				break;
+			case EP_DUP:
+				dup_event(e->owner, evs[i].events);
+				break;
+			}
+		}
+		loop_timers(ps);
+		while ((c = ps->dead) != NULL) {
+			ps->dead = c->next;
+			conn_free(c);
+		}
+	}
+out:
+	return NULL;
+}
+
+/* ---- the set ---- */
+
+static bool
+name_ok(const char *s)
+{
+	if (s == NULL || *s == '\0')
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+static int
+listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl;
+	char			 host[INET6_ADDRSTRLEN];
+	int			 fd = -1, one = 1, port;
+
+	l->ep = (struct ep){ EP_LISTENER, l, -1, 0 };
+	if (!name_ok(pl->name))
+		return errf(err, "bad proxy name \"%s\" (want [A-Za-z0-9_]+)",
+		    pl->name ? pl->name : "");
+	l->name = xstrdup(pl->name);
+	l->proxy = pl->proxy;
+	l->turn = pl->turn;
+	l->protocol = pl->protocol;
+	l->faults = *pl->faults;
+	l->upstream = xstrdup(pl->upstream);
+	if (parse_addr(pl->upstream, &l->up_addr, &l->up_len, err) == -1)
+		return -1;
+	if (parse_addr(pl->listen, &ss, &sl, err) == -1)
+		return -1;
+	if (ss.ss_family == AF_UNIX)
+		return errf(err, "proxy %s: listen on a unix socket is not supported",
+		    pl->name);
+	if ((fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
+	    SOCK_CLOEXEC, 0)) == -1)
+		return errf(err, "proxy %s: socket: %s", pl->name, strerror(errno));
+	(void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sl) == -1) {
+		errf(err, "proxy %s: bind %s: %s", pl->name, pl->listen,
+		    strerror(errno));
+		goto fail;
+	}
+	if (listen(fd, 1024) == -1) {
+		errf(err, "proxy %s: listen: %s", pl->name, strerror(errno));
+		goto fail;
+	}
+	sl = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1) {
+		errf(err, "proxy %s: getsockname: %s", pl->name, strerror(errno));
+		goto fail;
+	}
+	if (ss.ss_family == AF_INET) {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host,
+		    sizeof(host));
+		port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		snprintf(l->addr, sizeof(l->addr), "%s:%d", host, port);
+	} else {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host,
+		    sizeof(host));
+		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		snprintf(l->addr, sizeof(l->addr), "[%s]:%d", host, port);
+	}
+	l->ep.fd = fd;
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
+struct proxy_set *
+proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
+    const char *trace_path, char *err)
+{
+	struct proxy_set	*ps;
+	size_t			 i;
+
+	ps = xcalloc(1, sizeof(*ps));
+	ps->epfd = -1;
+	ps->wake = (struct ep){ EP_WAKE, ps, -1, 0 };
+	pthread_mutex_init(&ps->mu, NULL);
+	ps->seed = seed;
+	ps->ls = xcalloc(n ? n : 1, sizeof(*ps->ls));
+	for (i = 0; i < n; i++)
+		ps->ls[i].ep.fd = -1;
+	if ((ps->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		errf(err, "epoll_create1: %s", strerror(errno));
+		goto fail;
+	}
+	if ((ps->wake.fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == -1) {
+		errf(err, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	ep_set(ps, &ps->wake, EPOLLIN);
+	for (i = 0; i < n; i++) {
+		ps->ls[i].ps = ps;
+		ps->nls = i + 1;
+		if (listener_open(&ps->ls[i], &pl[i], err) == -1)
+			goto fail;
+		ep_set(ps, &ps->ls[i].ep, EPOLLIN);
+	}
+	if (trace_path != NULL) {
+		ps->trace_path = xstrdup(trace_path);
+		if ((ps->trace = fopen(trace_path, "w")) == NULL) {
+			errf(err, "cannot create fault trace %s: %s", trace_path,
+			    strerror(errno));
+			goto fail;
+		}
+	}
+	if (pthread_create(&ps->thr, NULL, loop_main, ps) != 0) {
+		errf(err, "cannot start the proxy thread");
+		goto fail;
+	}
+	ps->running = true;
+	return ps;
+fail:
+	proxy_set_stop(ps);
+	return NULL;
+}
+
+const char *
+proxy_set_listener_addr(const struct proxy_set *ps, size_t i)
+{
+	if (ps == NULL || i >= ps->nls)
+		return NULL;
+	return ps->ls[i].addr;
+}
+
+struct proxy_set *
+proxy_set_start(const struct cfg *cfg, char *const *upstreams, int turns,
+    uint64_t seed, const char *trace_path, char *err)
+{
+	struct proxy_listen	*pl = NULL;
+	struct proxy_set	*ps = NULL;
+	size_t			 i, n;
+	int			 t;
+
+	if (turns < 0 || (cfg->nproxies > 0 && turns == 0)) {
+		errf(err, "proxy_set_start: bad turn count %d", turns);
+		return NULL;
+	}
+	n = cfg->nproxies * (size_t)turns;
+	pl = xcalloc(n ? n : 1, sizeof(*pl));
+	for (i = 0; i < cfg->nproxies; i++)
+		for (t = 0; t < turns; t++) {
+			struct proxy_listen *p = &pl[i * (size_t)turns + (size_t)t];
+
+			p->name = cfg->proxies[i].name;
+			p->proxy = i;
+			p->turn = t;
+			p->listen = "127.0.0.1:0";
+			p->upstream = upstreams[i];
+			p->protocol = cfg->proxies[i].protocol;
+			p->faults = &cfg->proxies[i].faults;
+		}
+	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
+		ps->nproxies = cfg->nproxies;
+		ps->turns = turns;
+	}
+	free(pl);
+	return ps;
+}
+
+const char *
+proxy_set_addr(const struct proxy_set *ps, size_t proxy, int turn)
+{
+	if (ps == NULL || proxy >= ps->nproxies || turn < 0 || turn >= ps->turns)
+		return NULL;
+	return ps->ls[proxy * (size_t)ps->turns + (size_t)turn].addr;
+}
+
+static void
+trace_write(struct proxy_set *ps)
+{
+	char	line[512];
+	size_t	i;
+	int	n;
+
+	if (ps->trace == NULL)
+		return;
+	qsort(ps->recs, ps->nrecs, sizeof(*ps->recs), rec_cmp);
+	for (i = 0; i < ps->nrecs; i++)
+		if ((n = proxy_trace_format(&ps->recs[i], line, sizeof(line))) > 0)
+			fwrite(line, 1, (size_t)n, ps->trace);
+	if (ps->dropped)
+		log_warnx("fault trace %s: %zu records over the cap of %d dropped",
+		    ps->trace_path, ps->dropped, PROXY_TRACE_CAP);
+	if (fclose(ps->trace) != 0)
+		log_warn("fault trace %s", ps->trace_path);
+	ps->trace = NULL;
+}
+
+void
+proxy_set_stop(struct proxy_set *ps)
+{
+	struct conn	*c;
+	uint64_t	 one = 1;
+	size_t		 i;
+
+	if (ps == NULL)
+		return;
+	if (ps->running) {
+		if (write(ps->wake.fd, &one, sizeof(one)) != sizeof(one))
+			log_warn("%s: wake", __func__);
+		pthread_join(ps->thr, NULL);
+		ps->running = false;
+	}
+	/* open exchanges are part of the story: conn_close records them */
+	while (ps->conns != NULL)
+		conn_close(ps->conns, false);
+	while ((c = ps->dead) != NULL) {
+		ps->dead = c->next;
+		conn_free(c);
+	}
+	while (ps->dups != NULL)
+		dup_free(ps->dups);
+	trace_write(ps);	/* records point at the listeners' names */
+	for (i = 0; i < ps->nls; i++) {
+		ep_close(ps, &ps->ls[i].ep, false);
+		free(ps->ls[i].name);
+		free(ps->ls[i].upstream);
+	}
+	ep_close(ps, &ps->wake, false);
+	if (ps->epfd >= 0)
+		close(ps->epfd);
+	free(ps->ls);
+	free(ps->recs);
+	free(ps->trace_path);
+	pthread_mutex_destroy(&ps->mu);
+	free(ps);
+}
