@@ -1,0 +1,310 @@
+/* Unit tests of the ticket filer: fingerprint, grouping, rendering, backoff. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "coordinator/tickets.h"
+#include "coordinator/tickets_int.h"
+
+static char *
+make_run(const char *report)
+{
+	char	tmpl[] = "/tmp/soak-tickets-unit.XXXXXX", err[ERR_LEN], *dir, *p;
+
+	assert_non_null(mkdtemp(tmpl));
+	dir = xstrdup(tmpl);
+	p = path_join(dir, "report.json");
+	assert_int_equal(write_file(p, report, strlen(report), err), 0);
+	free(p);
+	return dir;
+}
+
+/* A result record; invs is a JSON array text. */
+static char *
+rec(int seed, const char *verdict, const char *reason, const char *fp,
+    const char *invs)
+{
+	return xasprintf("{\"seed\": %d, \"verdict\": \"%s\", \"reason\": %s%s%s, "
+	    "\"message\": \"m\", \"fingerprint\": %s%s%s, \"invariants\": %s, "
+	    "\"attempts\": [], \"reproduced\": null, \"replay\": \"soak replay "
+	    "c.yaml --seed %d\", \"failure_dir\": null}", seed, verdict,
+	    reason ? "\"" : "", reason ? reason : "null", reason ? "\"" : "",
+	    fp ? "\"" : "", fp ? fp : "null", fp ? "\"" : "", invs, seed);
+}
+
+static char *
+report_with(const char *tickets, char **recs)
+{
+	char	*body = xstrdup(""), *r;
+	size_t	 i;
+
+	for (i = 0; recs[i] != NULL; i++) {
+		char *nb = xasprintf("%s%s%s", body, i ? "," : "", recs[i]);
+
+		free(body);
+		body = nb;
+	}
+	r = xasprintf("{\"format\": 1, \"soak_version\": \"0.1.0\", \"run_id\": "
+	    "\"r-1\", \"host\": \"h\", \"sut_revision\": \"rev9\", \"config\": "
+	    "{\"name\": \"cfg\", \"hash\": \"00ff\", \"tickets\": %s}, "
+	    "\"results\": [%s]}", tickets, body);
+	free(body);
+	return r;
+}
+
+static void
+test_hash(void **state)
+{
+	char	h[TK_HASH_LEN];
+
+	(void)state;
+	tk_hash_hex("", h);
+	assert_string_equal(h, "cbf29ce484222325");
+	tk_hash_hex("a", h);
+	assert_string_equal(h, "af63dc4c8601ec8c");
+}
+
+static void
+test_fingerprint_sorted_and_agrees(void **state)
+{
+	json_t	*r;
+	char	*fp;
+
+	(void)state;
+	/* The same record shape the coordinator writes (docs/report.md). */
+	r = json_loads("{\"seed\": 17, \"verdict\": \"fail\", \"reason\": "
+	    "\"invariant\", \"fingerprint\": \"reservations|invariant|a rule|"
+	    "b rule\", \"invariants\": [{\"name\": \"b rule\"}, {\"name\": "
+	    "\"a rule\"}]}", 0, NULL);
+	assert_non_null(r);
+	fp = tk_fingerprint("reservations", r);
+	assert_string_equal(fp, "reservations|invariant|a rule|b rule");
+	assert_string_equal(fp, json_string_value(json_object_get(r,
+	    "fingerprint")));
+	free(fp);
+	json_decref(r);
+
+	/* guard, hang, crash: the kind alone, whatever invariants say. */
+	r = json_loads("{\"reason\": \"guard\", \"invariants\": [{\"name\": "
+	    "\"x\"}]}", 0, NULL);
+	fp = tk_fingerprint("reservations", r);
+	assert_string_equal(fp, "reservations|guard");
+	free(fp);
+	json_decref(r);
+}
+
+static void
+test_backoff(void **state)
+{
+	(void)state;
+	assert_int_equal(tk_http_backoff_ms(1, 0), 200);
+	assert_int_equal(tk_http_backoff_ms(2, 0), 400);
+	assert_int_equal(tk_http_backoff_ms(3, 0), 800);
+	assert_int_equal(tk_http_backoff_ms(20, 0), 5000);
+	assert_int_equal(tk_http_backoff_ms(1, 1), 1000);
+	assert_int_equal(tk_http_backoff_ms(1, 3600), 30000);
+}
+
+static void
+test_url_escape(void **state)
+{
+	char	*s;
+
+	(void)state;
+	s = tk_url_escape("group/shop a:b~c");
+	assert_string_equal(s, "group%2Fshop%20a%3Ab~c");
+	free(s);
+}
+
+static void
+test_build_groups(void **state)
+{
+	const char	*inv_a = "[{\"name\": \"A\", \"sql\": \"SELECT 1\", "
+	    "\"columns\": [\"x|y\"], \"rows\": [[\"1\"], [null]], \"row_count\": 2}]";
+	const char	*inv_ab = "[{\"name\": \"B\"}, {\"name\": \"A\"}]";
+	char		*recs[8], *report, *dir, err[ERR_LEN];
+	struct tk_run	 run;
+	struct tk_ticket *tv = NULL;
+	size_t		 nt = 0, i;
+
+	(void)state;
+	recs[0] = rec(40, "fail", "invariant", "cfg|invariant|A", inv_a);
+	recs[1] = rec(7, "fail", "invariant", "cfg|invariant|A", inv_a);
+	/* A wrong stored fingerprint must not split the group. */
+	recs[2] = rec(90, "fail", "invariant", "cfg|invariant|WRONG", inv_a);
+	recs[3] = rec(3, "fail", "invariant", "cfg|invariant|A|B", inv_ab);
+	recs[4] = rec(5, "pass", NULL, NULL, "[]");
+	recs[5] = rec(6, "infra", "db", NULL, "[]");
+	recs[6] = rec(8, "fail", "hang", "cfg|hang", "[]");
+	recs[7] = NULL;
+	report = report_with("{\"sink\": \"file\", \"labels\": [\"l1\"], "
+	    "\"infra\": true}", recs);
+	dir = make_run(report);
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_string_equal(run.cfg.sink, "file");
+	assert_string_equal(run.cfg.issue_type, "Bug");
+	assert_int_equal(tk_build(&run, &tv, &nt, err), 0);
+	assert_int_equal(nt, 4);
+
+	assert_string_equal(tv[0].title, "soak: \"A\", \"B\" broken — seed 3");
+	assert_string_equal(tv[1].title, "soak: \"A\" broken — seed 7 (+2)");
+	assert_int_equal(tv[1].nseeds, 3);
+	assert_int_equal(tv[1].seeds[0], 7);
+	assert_int_equal(tv[1].seeds[2], 90);
+	assert_non_null(strstr(tv[1].body, "7, 40, 90\n"));
+	assert_non_null(strstr(tv[1].body, "| x\\|y |"));
+	assert_non_null(strstr(tv[1].body, "| NULL |"));
+	assert_non_null(strstr(tv[1].body, "~~~~sql\nSELECT 1\n~~~~"));
+	assert_non_null(strstr(tv[1].body, "rev9"));
+	assert_non_null(strstr(tv[1].body, "soak replay c.yaml --seed 7"));
+	assert_string_equal(tv[2].title, "soak: cfg hang — seed 8");
+	assert_true(tv[3].infra);
+	assert_string_equal(tv[3].title, "soak: infra failures in run r-1 (1 seeds)");
+	for (i = 0; i < nt; i++) {
+		char *m = xasprintf("<!-- soak-fingerprint: %s -->", tv[i].hash);
+
+		assert_non_null(strstr(tv[i].body, m));
+		assert_non_null(strstr(tv[i].comment, m));
+		assert_string_equal(tv[i].labels[0], "l1");
+		assert_int_equal(strncmp(tv[i].labels[1], "soak:", 5), 0);
+		assert_null(tv[i].labels[2]);
+		free(m);
+	}
+	tk_tickets_free(tv, nt);
+	tk_run_free(&run);
+	rm_rf(dir);
+	free(dir);
+	free(report);
+	for (i = 0; recs[i] != NULL; i++)
+		free(recs[i]);
+}
+
+static void
+test_rows_capped(void **state)
+{
+	char		*rows = xstrdup(""), *inv, *recs[2], *report, *dir;
+	char		 err[ERR_LEN];
+	struct tk_run	 run;
+	struct tk_ticket *tv = NULL;
+	size_t		 nt = 0;
+	int		 i;
+
+	(void)state;
+	for (i = 0; i < 25; i++) {
+		char *nr = xasprintf("%s%s[\"row%02d\"]", rows, i ? "," : "", i);
+
+		free(rows);
+		rows = nr;
+	}
+	inv = xasprintf("[{\"name\": \"A\", \"sql\": \"S\", \"columns\": "
+	    "[\"c\"], \"rows\": [%s], \"row_count\": 31}]", rows);
+	recs[0] = rec(1, "fail", "invariant", NULL, inv);
+	recs[1] = NULL;
+	report = report_with("null", recs);
+	dir = make_run(report);
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_int_equal(tk_build(&run, &tv, &nt, err), 0);
+	assert_int_equal(nt, 1);
+	assert_non_null(strstr(tv[0].body, "row19"));
+	assert_null(strstr(tv[0].body, "row20"));
+	assert_non_null(strstr(tv[0].body, "(20 of 31 shown)"));
+	tk_tickets_free(tv, nt);
+	tk_run_free(&run);
+	rm_rf(dir);
+	free(dir);
+	free(report);
+	free(recs[0]);
+	free(inv);
+	free(rows);
+}
+
+static void
+test_bad_reports(void **state)
+{
+	char	 err[ERR_LEN], *dir;
+	int	 nfailed = -1;
+
+	(void)state;
+	dir = make_run("{\"format\": 1, ");
+	assert_int_equal(tickets_file_run(dir, NULL, &nfailed, err), -1);
+	assert_non_null(strstr(err, "not valid JSON"));
+	rm_rf(dir);
+	free(dir);
+
+	dir = make_run("{\"format\": 1, \"run_id\": \"r\", \"config\": {\"name\": "
+	    "\"c\", \"tickets\": {\"sink\": \"fax\"}}, \"results\": []}");
+	assert_int_equal(tickets_file_run(dir, NULL, &nfailed, err), -1);
+	assert_non_null(strstr(err, "\"fax\" is not one of"));
+	rm_rf(dir);
+	free(dir);
+
+	assert_int_equal(tickets_file_run("/nonexistent-soak", NULL, NULL, err), -1);
+	assert_non_null(strstr(err, "report.json"));
+}
+
+static void
+test_dry_run_and_secret(void **state)
+{
+	struct tickets_opts	 o;
+	struct tk_sink_ctx	 ctx;
+	struct tk_run		 run;
+	char			*recs[2], *report, *dir, *out = NULL, err[ERR_LEN];
+	size_t			 len;
+	int			 nfailed = -1;
+
+	(void)state;
+	recs[0] = rec(4, "fail", "crash", NULL, "[]");
+	recs[1] = NULL;
+	report = report_with("{\"sink\": \"github\", \"repo\": \"o/r\", "
+	    "\"token_env\": \"SOAK_UNIT_TOKEN\"}", recs);
+	dir = make_run(report);
+	o.dry_run = true;
+	assert_non_null(o.out = open_memstream(&out, &len));
+	unsetenv("SOAK_UNIT_TOKEN");	/* a dry run needs no token */
+	assert_int_equal(tickets_file_run(dir, &o, &nfailed, err), 0);
+	fclose(o.out);
+	assert_int_equal(nfailed, 0);
+	assert_non_null(strstr(out, "=== github: would file at POST "
+	    "https://api.github.com/repos/o/r/issues"));
+	assert_non_null(strstr(out, "title: soak: cfg crash — seed 4\n"));
+
+	/* The token reaches the header, never the error text. */
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_int_equal(tk_sink_ctx_init(&ctx, &run, true, err), -1);
+	assert_non_null(strstr(err, "SOAK_UNIT_TOKEN"));
+	tk_sink_ctx_clear(&ctx);
+	setenv("SOAK_UNIT_TOKEN", "s3cr3t-unit", 1);
+	assert_int_equal(tk_sink_ctx_init(&ctx, &run, true, err), 0);
+	assert_string_equal(ctx.auth_header, "Authorization: Bearer s3cr3t-unit");
+	tk_sink_ctx_clear(&ctx);
+	tk_run_free(&run);
+	unsetenv("SOAK_UNIT_TOKEN");
+
+	rm_rf(dir);
+	free(dir);
+	free(out);
+	free(report);
+	free(recs[0]);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_fingerprint_sorted_and_agrees),
+		cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_url_escape),
+		cmocka_unit_test(test_build_groups),
+		cmocka_unit_test(test_rows_capped),
+		cmocka_unit_test(test_bad_reports),
+		cmocka_unit_test(test_dry_run_and_secret),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
