@@ -239,3 +239,44 @@ strv_dup(char *const *v)
 		d[i] = xstrdup(v[i]);
 	return d;
 }
+
+void
+utf8_scrub(char *s, size_t len)
+{
+	unsigned char	*p = (unsigned char *)s;
+	size_t		 i = 0, k, n;
+
+	while (i < len) {
+		unsigned char	c = p[i];
+		uint32_t	cp;
+
+		if (c < 0x80) {
+			if (c == 0)
+				p[i] = '?';
+			i++;
+			continue;
+		}
+		if (c >= 0xc2 && c <= 0xdf)
+			n = 1, cp = c & 0x1f;
+		else if (c >= 0xe0 && c <= 0xef)
+			n = 2, cp = c & 0x0f;
+		else if (c >= 0xf0 && c <= 0xf4)
+			n = 3, cp = c & 0x07;
+		else {
+			p[i++] = '?';
+			continue;
+		}
+		for (k = 1; k <= n; k++) {
+			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
+				break;
+			cp = (cp << 6) | (p[i + k] & 0x3f);
+		}
+		/* Overlong, surrogate and out-of-range forms are invalid too. */
+		if (k <= n || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
+			p[i++] = '?';
+			continue;
+		}
+		i += n + 1;
+	}
+}

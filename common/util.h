@@ -31,6 +31,8 @@ char	*path_join(const char *dir, const char *rel);
 char	*xstrdup(const char *s);	/* NULL in, NULL out; aborts on ENOMEM */
 void	*xcalloc(size_t n, size_t size);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replaces bytes that are not valid UTF-8 (and NULs before len) with '?'. */
+void	utf8_scrub(char *s, size_t len);
 void	strv_free(char **v);		/* frees a NULL-terminated vector */
 char	**strv_dup(char *const *v);
 size_t	strv_len(char *const *v);

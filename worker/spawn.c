@@ -147,11 +147,12 @@ tail_of(const char *path)
 	if (n < 0)
 		n = 0;
 	buf[n] = '\0';
-	/* Stderr may hold anything; keep the report valid UTF-8-ish text. */
+	/* Stderr may hold anything; the report wants valid UTF-8 text.  A
+	 * multi-byte character cut at the start of the tail becomes '?'. */
 	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == '\0' || ((unsigned char)buf[i] < 0x20 &&
-		    buf[i] != '\n' && buf[i] != '\t'))
+		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t')
 			buf[i] = '?';
+	utf8_scrub(buf, (size_t)n);
 	return xstrdup(buf);
 }
 

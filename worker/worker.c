@@ -309,15 +309,15 @@ worker_main(const struct wopts *o)
 	db = *rep.u.welcome.db_conninfo ? rep.u.welcome.db_conninfo :
 	    getenv("SOAK_DATABASE_URL") && *getenv("SOAK_DATABASE_URL") ?
 	    getenv("SOAK_DATABASE_URL") : cfg.db_url;
+	w.conninfo = db && *db ? xstrdup(db) : NULL;
 	msg_clear(&rep);
-	if (db == NULL || *db == '\0') {
+	if (w.conninfo == NULL) {
 		if ((pg = pg_embedded_start(cfg.turns + 16, err)) == NULL) {
 			log_warnx("%s", err);
 			goto out;
 		}
-		db = pg_embedded_conninfo(pg);
+		w.conninfo = xstrdup(pg_embedded_conninfo(pg));
 	}
-	w.conninfo = xstrdup(db);
 
 	if (link_clone(&beat.link, &link, err) == -1 ||
 	    pthread_create(&beat_thread, NULL, beat_main, &beat) != 0) {
@@ -357,6 +357,7 @@ worker_main(const struct wopts *o)
 				if (wrk_open(&w, err) == 0)
 					opened = true;
 				else {
+					log_warnx("cannot run seeds: %s", err);
 					memset(&res, 0, sizeof(res));
 					res.verdict = VERDICT_INFRA;
 					res.reason = strstr(err, "service") ? "service" : "db";
@@ -370,7 +371,9 @@ worker_main(const struct wopts *o)
 			log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s.seed,
 			    msg_verdict_name(res.verdict), res.reason,
 			    (long long)res.duration_ms);
-			detail = json_dumps(res.detail, JSON_COMPACT);
+			detail = res.detail ? json_dumps(res.detail, JSON_COMPACT) : NULL;
+			if (detail == NULL)
+				detail = xstrdup("{}");
 			memset(&r2, 0, sizeof(r2));
 			r2.type = MSG_RESULT;
 			r2.u.result.worker_id = (uint32_t)w.id;
