@@ -335,6 +335,15 @@ apply_ddl(struct iso *iso, char *err)
 	case PGRES_TUPLES_OK:
 	case PGRES_EMPTY_QUERY:
 		break;
+	case PGRES_COPY_IN:
+		/* Abort the COPY so the connection stays usable. */
+		PQputCopyEnd(iso->conn, "not supported in a schema file");
+		PQclear(res);
+		while ((res = PQgetResult(iso->conn)) != NULL)
+			PQclear(res);
+		rc = errf(err, "%s: COPY ... FROM STDIN cannot run from a schema "
+		    "file; use INSERT, or load the data in setup", iso->ddl_name);
+		break;
 	default:
 		pq_msg(iso->conn, res, m, sizeof(m));
 		pos = PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION);
@@ -444,14 +453,18 @@ iso_drop(struct iso *iso, char *err)
 	char	*sql;
 	int	 rc, tries;
 
-	sql = xasprintf("SET lock_timeout = '%s'; DROP SCHEMA IF EXISTS %s "
-	    "CASCADE; RESET lock_timeout", ISO_LOCK_TIMEOUT, iso->qschema);
+	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
+	    "DROP SCHEMA IF EXISTS %s CASCADE; COMMIT", ISO_LOCK_TIMEOUT,
+	    iso->qschema);
 	for (tries = 0; tries < 2; tries++) {
 		if ((rc = iso_connect(iso, err)) == -1)
 			continue;
-		if ((rc = exec_ok(iso, sql, "dropping", err)) == 0 ||
-		    !iso_lost(iso))
+		if ((rc = exec_ok(iso, sql, "dropping", err)) == 0)
 			break;
+		if (!iso_lost(iso)) {
+			rollback(iso);
+			break;
+		}
 	}
 	free(sql);
 	if (rc == 0)

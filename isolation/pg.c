@@ -493,6 +493,13 @@ pg_embedded_start(int max_connections, char *err)
 		    dup3(s, 4, O_CLOEXEC) == -1)
 			_exit(1);
 		close_range(5, ~0U, 0);
+		/* Keep nobody's stdout pipe open; stderr stays for warnings. */
+		if ((c = open("/dev/null", O_RDWR)) != -1) {
+			dup2(c, 0);
+			dup2(c, 1);
+			if (c > 4)
+				close(c);
+		}
 		supervise(&pl);
 	}
 	close(ctl[0]);

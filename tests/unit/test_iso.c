@@ -508,6 +508,27 @@ test_ddl_error_names_line(void **state)
 	iso_close(iso);
 	free(cfg.db_schema);
 
+	/* COPY FROM STDIN is refused without wedging the connection. */
+	cfg.db_schema = write_ddl(
+	    "CREATE TABLE a (id int);\n"
+	    "COPY a FROM STDIN;\n");
+	iso = open_iso(&cfg, "ddl", 1);
+	assert_int_equal(iso_reset(iso, err), -1);
+	assert_non_null(strstr(err, "schema.sql: COPY"));
+	assert_int_equal(query_long(iso_conn(iso), "SELECT 1"), 1);
+	assert_int_equal(PQtransactionStatus(iso_conn(iso)), PQTRANS_IDLE);
+	iso_close(iso);
+	free(cfg.db_schema);
+
+	/* An empty schema file is fine. */
+	cfg.db_schema = write_ddl("-- nothing yet\n");
+	iso = open_iso(&cfg, "ddl", 1);
+	if (iso_reset(iso, err) == -1)
+		fail_msg("empty DDL: %s", err);
+	assert_int_equal(iso_drop(iso, err), 0);
+	iso_close(iso);
+	free(cfg.db_schema);
+
 	/* A missing DDL file is reported at open. */
 	cfg.db_schema = xasprintf("%s/no-such.sql", tmpdir);
 	assert_null(iso_open(&cfg, pg_embedded_conninfo(pg), "ddl", 1, tmpdir,
