@@ -365,7 +365,7 @@ run_main(struct runopts *o)
 			r.kids[i].pid = spawn_worker(&r);
 	} else
 		fprintf(stderr, "soak: coordinator for %s listening on %s (run %s)\n",
-		    cfg.name, o->listen, run_id);
+		    cfg.name, server_url(srv), run_id);
 
 	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
 	meta.interrupted = stop_requested != 0;

@@ -42,6 +42,7 @@ struct server {
 	struct event	*q;		/* ring of pending events */
 	size_t		 qhead, qlen, qcap;
 	int		 closing;
+	char		*url;		/* as bound: tcp port 0 resolved */
 };
 
 static void
@@ -124,6 +125,17 @@ server_open(const char *url, int nslots, char *err)
 		free(s);
 		return NULL;
 	}
+	s->url = xstrdup(url);
+	if (strncmp(url, "tcp://", 6) == 0 || strncmp(url, "tls+tcp://", 10) == 0) {
+		int		 port = 0;
+		const char	*colon = strrchr(url, ':');
+
+		if (nng_listener_get_int(s->listener, NNG_OPT_TCP_BOUND_PORT, &port) == 0 &&
+		    colon && strcmp(colon, ":0") == 0) {
+			free(s->url);
+			s->url = xasprintf("%.*s:%d", (int)(colon - url), url, port);
+		}
+	}
 	s->nslots = nslots;
 	s->slots = xcalloc(nslots, sizeof(struct slot));
 	for (i = 0; i < nslots; i++) {
@@ -138,6 +150,12 @@ server_open(const char *url, int nslots, char *err)
 		nng_ctx_recv(sl->ctx, sl->aio);
 	}
 	return s;
+}
+
+const char *
+server_url(const struct server *s)
+{
+	return s->url;
 }
 
 void
@@ -157,6 +175,7 @@ server_close(struct server *s)
 		nng_ctx_close(s->slots[i].ctx);
 	}
 	nng_close(s->sock);
+	free(s->url);
 	free(s->slots);
 	free(s->q);
 	pthread_mutex_destroy(&s->mu);

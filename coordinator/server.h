@@ -16,6 +16,8 @@ struct server;
 
 struct server	*server_open(const char *url, int nslots, char *err);
 void		 server_close(struct server *s);
+/* The URL as bound (a tcp port 0 resolved to the real one). */
+const char	*server_url(const struct server *s);
 
 /*
  * Runs the protocol until coord_finished() and every parked request has

@@ -1,0 +1,66 @@
+# Shared by the integration tests: a scratch directory, assertions that say
+# what they expected, and waits on events (never on the clock alone).
+set -euo pipefail
+SOAK=${SOAK_BIN:?run me through tests/run (SOAK_BIN)}
+ROOT=${SOAK_ROOT:?}
+T=$(mktemp -d /tmp/soak-it.XXXXXX)
+cleanup_hooks=()
+at_exit() { for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done; rm -rf "$T"; }
+trap at_exit EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+expect_eq() {	# what, expected, actual
+	[ "$2" == "$3" ] || fail "$1: expected '$2', got '$3'"
+	ok "$1 = $3"
+}
+expect_ge() {
+	[ "$3" -ge "$2" ] || fail "$1: expected at least $2, got $3"
+	ok "$1 = $3 (>= $2)"
+}
+expect_match() {	# what, regex, text
+	grep -qE -- "$2" <<<"$3" || fail "$1: '$2' not found in: $3"
+	ok "$1 matches /$2/"
+}
+
+# soak_rc VAR cmd...: runs soak, keeps its exit status in VAR (set -e safe).
+soak_rc() {
+	local __v=$1; shift
+	set +e
+	"$SOAK" "$@"
+	printf -v "$__v" '%d' $?
+	set -e
+}
+
+# wait_line FILE REGEX SECONDS WHAT: blocks until FILE has a line matching
+# REGEX (tail -F wakes on each write), or fails naming WHAT.
+wait_line() {
+	local line
+	line=$(timeout "$3" tail -n +1 -F "$1" 2>/dev/null | grep -m1 -E -- "$2") ||
+	    fail "watchdog: no '$4' within $3 s (waited for /$2/ in $1)"
+	printf '%s\n' "$line"
+}
+
+# Checks report.json's documented shape and that each seed of A..B is there once.
+check_report() {	# dir first last
+	local r=$1/report.json n
+	[ -f "$r" ] || fail "no report.json in $1"
+	jq -e '.format == 1 and (.run_id|type=="string") and (.config.hash|test("^[0-9a-f]{16}$"))
+	    and (.seeds.count|type=="number") and (.totals|has("pass") and has("fail") and has("infra") and has("missing"))
+	    and (.results|type=="array") and (.workers|type=="array")
+	    and all(.results[]; (.seed|type=="number") and (.verdict|IN("pass","fail","infra"))
+	        and has("reason") and has("worker") and has("duration_ms") and (.attempts|length>=1)
+	        and (.replay|test("^soak replay ")))' "$r" >/dev/null ||
+	    fail "report.json does not have the documented shape"
+	n=$(jq "[.results[].seed] | unique | length" "$r")
+	expect_eq "distinct seeds in report.json" $(($3 - $2 + 1)) "$n"
+	expect_eq "records in report.json" $(($3 - $2 + 1)) "$(jq '.results|length' "$r")"
+	expect_eq "seed range covered" "$2 $3" "$(jq -r '[.results[].seed]|"\(min) \(max)"' "$r")"
+	xmllint --noout "$1/junit.xml" || fail "junit.xml is not well-formed"
+	expect_eq "junit testcases" $(($3 - $2 + 1)) \
+	    "$(xmllint --xpath 'count(//testcase)' "$1/junit.xml")"
+	expect_eq "junit <failure> = report fails" "$(jq .totals.fail "$r")" \
+	    "$(xmllint --xpath 'count(//testcase/failure)' "$1/junit.xml")"
+	expect_eq "junit <error> = report infra + missing" "$(jq '.totals.infra + .totals.missing' "$r")" \
+	    "$(xmllint --xpath 'count(//testcase/error)' "$1/junit.xml")"
+}
