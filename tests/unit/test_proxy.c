@@ -671,8 +671,16 @@ test_10k_connections(void **state)
 	fds1 = count_fds();
 	rss1 = rss_kb();
 	assert_int_equal(fds1, fds0);
-	/* the trace records grow (~10 MB cap far away); nothing else should */
+	/*
+	 * The trace records grow (~0.5 MB here); nothing else should.  ASan
+	 * quarantines freed memory, so RSS means nothing under it.
+	 */
+#ifndef __SANITIZE_ADDRESS__
 	assert_true(rss1 - rss0 < 8 * 1024);
+#else
+	(void)rss0;
+	(void)rss1;
+#endif
 	proxy_set_stop(ps);
 	t = slurp(path);
 	for (p = t; (p = strstr(p, "\"fault\":\"")) != NULL; p += 9) {
