@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,7 @@ struct proxy_set {
 	FILE			*trace;
 	char			 scratch[PROXY_BUF_CAP];
 
+	atomic_size_t		 live;		/* conns + duplicates not yet freed */
 	pthread_mutex_t		 mu;		/* guards the records */
 	struct proxy_trace_rec	*recs;
 	size_t			 nrecs, caprecs, dropped;
@@ -331,6 +333,12 @@ proxy_set_trace_count(struct proxy_set *ps)
 	return n;
 }
 
+size_t
+proxy_set_live(struct proxy_set *ps)
+{
+	return ps->live;
+}
+
 /* ---- connections ---- */
 
 static void
@@ -375,6 +383,7 @@ dup_free(struct dup *d)
 	http_frame_free(&d->resp);
 	free(d->req);
 	free(d);
+	ps->live--;
 }
 
 /* Replays the exchange's request on a fresh upstream connection. */
@@ -397,6 +406,7 @@ dup_start(struct conn *c)
 		return;
 	}
 	d = xcalloc(1, sizeof(*d));
+	ps->live++;
 	d->ps = ps;
 	d->ep = (struct ep){ EP_DUP, d, fd, 0 };
 	d->req = c->dupreq;
@@ -476,6 +486,7 @@ conn_free(struct conn *c)
 {
 	if (c == NULL)
 		return;
+	c->l->ps->live--;
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
 	free(c->up.data);
@@ -889,7 +900,8 @@ conn_process(struct conn *c)
 			continue;
 		}
 		scan_request(c);
-		if (c->state == CS_REQUEST && conn_write(c, DIR_UP) == -1)
+		if ((c->state == CS_REQUEST || c->state == CS_REPLY) &&
+		    conn_write(c, DIR_UP) == -1)
 			return;
 		if (c->state == CS_REQUEST && c->http && c->req_done &&
 		    c->up_scan == 0)
@@ -1017,6 +1029,7 @@ listener_accept(struct listener *l)
 		}
 		set_nodelay(fd);
 		c = xcalloc(1, sizeof(*c));
+		ps->live++;
 		c->l = l;
 		c->no = l->next_conn++;
 		c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };

@@ -140,6 +140,9 @@ const char		*proxy_set_listener_addr(const struct proxy_set *ps,
 /* Number of trace records so far (thread-safe); for tests. */
 size_t			 proxy_set_trace_count(struct proxy_set *ps);
 
+/* Connections and duplicate deliveries still holding sockets; for tests. */
+size_t			 proxy_set_live(struct proxy_set *ps);
+
 /* Caps: what a connection may hold in memory. */
 #define PROXY_BUF_CAP		(64 * 1024)	/* per direction */
 #define PROXY_DUP_CAP		(1024 * 1024)	/* request copy for duplicate */

@@ -82,8 +82,8 @@ serve_http(int fd)
 		k = ++nreq;
 		event("req %d %s %s\n", k, method, path);
 		rl = snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK\r\n"
-		    "Content-Type: text/plain\r\nContent-Length: %d\r\n\r\nok %d\n",
-		    snprintf(NULL, 0, "ok %d\n", k), k);
+		    "Content-Type: text/plain\r\nContent-Length: %d\r\n\r\nok %06d\n",
+		    snprintf(NULL, 0, "ok %06d\n", k), k);
 		if (write(fd, resp, (size_t)rl) != rl)
 			goto out;
 		memmove(b, b + need, len - need);

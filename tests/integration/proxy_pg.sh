@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The fault proxy in front of a real PostgreSQL (upstream over its unix
+# socket), driven by libpq: a reset in mid-session never reaches the
+# server; a lost reply to COMMIT leaves the row committed while the client
+# sees an error.  Seeds are chosen through the real roll (proxy_seedfind).
+set -euo pipefail
+H=$SOAK_BUILD/tests/helpers
+PGBIN=/usr/lib/postgresql/15/bin
+dir=$(mktemp -d /tmp/soak-proxy-pg.XXXXXX)
+chmod 755 "$dir"; chown postgres "$dir"
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+wait_line() {
+	local deadline=$((SECONDS + 10))
+	until grep -Eq "$2" "$1" 2>/dev/null; do
+		[ $SECONDS -lt $deadline ] || { echo "watchdog: no \"$3\" after 10s"; cat "$1"; exit 1; }
+		read -rt 0.02 <> <(:) || true
+	done
+}
+
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+mkdir "$dir/data" && chown postgres "$dir/data"
+runuser -u postgres -- "$PGBIN/initdb" -D "$dir/data" --auth=trust -U postgres >/dev/null
+runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -w -t 30 -l "$dir/data/pg.log" \
+	-o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+sql() { psql -X -q -t -A -h "$dir" -p "$port" -U postgres -d postgres -c "$1"; }
+sql "CREATE TABLE t (id int primary key)"
+
+run_proxy() {	# NAME SEED -> $px
+	"$SOAK_BIN" proxy --name pg --listen 127.0.0.1:0 --upstream "unix:$dir/.s.PGSQL.$port" \
+		--seed "$2" --rate 0.5 --lost-reply 0.4 --reset 0.3 --duplicate 0.3 --hold 20ms \
+		--protocol tcp --trace "$dir/$1.jsonl" >"$dir/$1.out" 2>"$dir/$1.err" & pids+=($!)
+	ppid_=$!
+	wait_line "$dir/$1.out" '^listening on' "proxy $1 listening"
+	px=$(awk '/^listening on/{print $3}' "$dir/$1.out")
+}
+ci() { echo "host=127.0.0.1 port=${px#*:} user=postgres dbname=postgres sslmode=disable gssencmode=disable connect_timeout=5"; }
+
+# reset on exchange 2 (0 = startup, 1 = first INSERT)
+seed=$("$H/proxy_seedfind" pg 0.5 0.4 0.3 0.3 none,none,reset)
+run_proxy reset "$seed"
+if "$H/proxy_pgclient" "$(ci)" "INSERT INTO t VALUES (1)" "INSERT INTO t VALUES (2)" >"$dir/c1.out"; then
+	echo "reset: client succeeded"; cat "$dir/c1.out"; exit 1; fi
+grep -q '^ok' "$dir/c1.out" && grep -q '^error' "$dir/c1.out"
+kill -TERM "$ppid_"; wait "$ppid_"
+[ "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM t")" = "1" ] || { echo "reset: wrong rows"; sql "SELECT * FROM t"; exit 1; }
+grep -q '"exchange":2,"fault":"reset","latency_ms":0,"bytes_up":0,"bytes_down":0,"upstream_saw":false' "$dir/reset.jsonl"
+
+# lost reply to COMMIT: exchange 3 (startup, BEGIN, INSERT, COMMIT)
+seed=$("$H/proxy_seedfind" pg 0.5 0.4 0.3 0.3 none,none,none,lost_reply)
+run_proxy lost "$seed"
+if "$H/proxy_pgclient" "$(ci)" "BEGIN" "INSERT INTO t VALUES (3)" "COMMIT" >"$dir/c2.out"; then
+	echo "lost: client succeeded"; cat "$dir/c2.out"; exit 1; fi
+[ "$(grep -c '^ok' "$dir/c2.out")" = 2 ] && grep -q '^error' "$dir/c2.out"
+kill -TERM "$ppid_"; wait "$ppid_"
+[ "$(sql 'SELECT count(*) FROM t WHERE id = 3')" = "1" ] || { echo "lost: the COMMIT did not land"; exit 1; }
+grep -q '"exchange":3,"fault":"lost_reply".*"upstream_saw":true,"client_got_reply":false' "$dir/lost.jsonl"
+echo "proxy_pg: ok"

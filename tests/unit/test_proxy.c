@@ -1,0 +1,886 @@
+/*
+ * fault-proxy against real sockets on loopback and real upstreams (an HTTP
+ * server and a TCP echo server running in this process on their own
+ * threads).  Every wait has a watchdog that names what it waited for.
+ */
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <arpa/inet.h>
+
+#include <dirent.h>
+#include <math.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/log.h"
+#include "common/util.h"
+#include "fault-proxy/http.h"
+#include "fault-proxy/proxy.h"
+
+/* ---- an upstream that counts ---- */
+
+struct upstream {
+	int		 lfd;
+	char		 addr[64];
+	bool		 http;
+	pthread_t	 thr;
+	pthread_mutex_t	 mu;
+	pthread_cond_t	 cv;
+	int		 conns, open, reqs;
+};
+
+static void
+up_bump(struct upstream *u, int *field, int by)
+{
+	pthread_mutex_lock(&u->mu);
+	*field += by;
+	pthread_cond_broadcast(&u->cv);
+	pthread_mutex_unlock(&u->mu);
+}
+
+struct up_conn { struct upstream *u; int fd; };
+
+static void *
+up_serve(void *arg)
+{
+	struct up_conn	*uc = arg;
+	struct upstream	*u = uc->u;
+	char		 b[65536], *eoh, *cl;
+	size_t		 len = 0, need;
+	ssize_t		 n;
+	long		 clen;
+	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+
+	for (;;) {
+		if (!u->http) {
+			if ((n = read(uc->fd, b, sizeof(b))) <= 0)
+				break;
+			up_bump(u, &u->reqs, 1);
+			if (write(uc->fd, b, (size_t)n) != n)
+				break;
+			continue;
+		}
+		while ((eoh = memmem(b, len, "\r\n\r\n", 4)) == NULL) {
+			if (len == sizeof(b) || (n = read(uc->fd, b + len,
+			    sizeof(b) - len)) <= 0)
+				goto out;
+			len += (size_t)n;
+		}
+		clen = 0;
+		if ((cl = memmem(b, (size_t)(eoh - b), "Content-Length:", 15)) != NULL)
+			clen = strtol(cl + 15, NULL, 10);
+		need = (size_t)(eoh - b) + 4 + (size_t)clen;
+		while (len < need) {
+			if (need > sizeof(b) || (n = read(uc->fd, b + len,
+			    sizeof(b) - len)) <= 0)
+				goto out;
+			len += (size_t)n;
+		}
+		up_bump(u, &u->reqs, 1);
+		if (write(uc->fd, resp, sizeof(resp) - 1) != sizeof(resp) - 1)
+			break;
+		memmove(b, b + need, len - need);
+		len -= need;
+	}
+out:
+	close(uc->fd);
+	up_bump(u, &u->open, -1);
+	free(uc);
+	return NULL;
+}
+
+static void *
+up_accept(void *arg)
+{
+	struct upstream	*u = arg;
+	struct up_conn	*uc;
+	pthread_t	 t;
+	int		 fd;
+
+	while ((fd = accept(u->lfd, NULL, NULL)) != -1) {
+		pthread_mutex_lock(&u->mu);
+		u->conns++;
+		u->open++;
+		pthread_cond_broadcast(&u->cv);
+		pthread_mutex_unlock(&u->mu);
+		uc = xcalloc(1, sizeof(*uc));
+		uc->u = u;
+		uc->fd = fd;
+		if (pthread_create(&t, NULL, up_serve, uc) != 0)
+			fail_msg("pthread_create");
+		pthread_detach(t);
+	}
+	return NULL;
+}
+
+static struct upstream *
+up_start(bool http)
+{
+	struct upstream		*u = xcalloc(1, sizeof(*u));
+	struct sockaddr_in	 sin;
+	socklen_t		 sl = sizeof(sin);
+
+	u->http = http;
+	pthread_mutex_init(&u->mu, NULL);
+	pthread_cond_init(&u->cv, NULL);
+	u->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(bind(u->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	assert_int_equal(listen(u->lfd, 1024), 0);
+	getsockname(u->lfd, (struct sockaddr *)&sin, &sl);
+	snprintf(u->addr, sizeof(u->addr), "127.0.0.1:%d", ntohs(sin.sin_port));
+	pthread_create(&u->thr, NULL, up_accept, u);
+	return u;
+}
+
+/* Waits until *field >= want (or, if exact, == want); fails naming it. */
+static void
+up_wait(struct upstream *u, int *field, int want, const char *what)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&u->mu);
+	while (*field < want)
+		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT) {
+			pthread_mutex_unlock(&u->mu);
+			fail_msg("watchdog: waited 5s for %s to reach %d (is %d)",
+			    what, want, *field);
+		}
+	pthread_mutex_unlock(&u->mu);
+}
+
+static void
+up_wait_closed(struct upstream *u)
+{
+	struct timespec	ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 5;
+	pthread_mutex_lock(&u->mu);
+	while (u->open > 0)
+		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT) {
+			pthread_mutex_unlock(&u->mu);
+			fail_msg("watchdog: waited 5s for the upstream's %d "
+			    "connections to close", u->open);
+		}
+	pthread_mutex_unlock(&u->mu);
+}
+
+static int
+up_get(struct upstream *u, int *field)
+{
+	int	v;
+
+	pthread_mutex_lock(&u->mu);
+	v = *field;
+	pthread_mutex_unlock(&u->mu);
+	return v;
+}
+
+static void
+up_stop(struct upstream *u)
+{
+	up_wait_closed(u);
+	shutdown(u->lfd, SHUT_RDWR);
+	pthread_join(u->thr, NULL);
+	close(u->lfd);
+	free(u);
+}
+
+/* ---- a client ---- */
+
+static int
+cli_connect(const char *addr)
+{
+	struct sockaddr_in	sin;
+	struct timeval		tv = { 5, 0 };	/* watchdog on every read */
+	int			fd, one = 1;
+
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons((uint16_t)atoi(strchr(addr, ':') + 1));
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	return fd;
+}
+
+/*
+ * Sends req and reads the reply: want bytes (echo) or one HTTP response
+ * (want 0).  Returns bytes read, or -errno / 0 on a reset / close with
+ * nothing.  A read timeout is a test failure (the watchdog).
+ */
+static ssize_t
+cli_exchange(int fd, const char *req, size_t want, char *out, size_t cap)
+{
+	size_t	len = 0;
+	ssize_t	n;
+	char	*eoh;
+
+	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
+		return -errno;
+	for (;;) {
+		if (want && len >= want)
+			return (ssize_t)len;
+		if (!want && (eoh = memmem(out, len, "\r\n\r\n", 4)) != NULL &&
+		    len >= (size_t)(eoh - out) + 4 + 3)
+			return (ssize_t)len;
+		n = recv(fd, out + len, cap - len, 0);
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			fail_msg("watchdog: no reply within 5s");
+		if (n == -1)
+			return -errno;
+		if (n == 0)
+			return (ssize_t)len;
+		len += (size_t)n;
+	}
+}
+
+static struct proxy_set *
+px_start(const char *upstream, const struct cfg_faults *f, int turns,
+    uint64_t seed, const char *trace)
+{
+	struct proxy_listen	pl[16];
+	struct proxy_set	*ps;
+	char			err[ERR_LEN];
+	int			t;
+
+	assert_true(turns <= 16);
+	for (t = 0; t < turns; t++) {
+		memset(&pl[t], 0, sizeof(pl[t]));
+		pl[t].name = "prov";
+		pl[t].turn = t;
+		pl[t].listen = "127.0.0.1:0";
+		pl[t].upstream = upstream;
+		pl[t].protocol = CFG_PROTO_AUTO;
+		pl[t].faults = f;
+	}
+	ps = proxy_set_open(pl, (size_t)turns, seed, trace, err);
+	if (ps == NULL)
+		fail_msg("proxy_set_open: %s", err);
+	return ps;
+}
+
+static void
+px_wait_idle(struct proxy_set *ps)
+{
+	int64_t	deadline = now_ms() + 5000;
+	struct timespec ts = { 0, 1000000 };
+
+	while (proxy_set_live(ps) > 0) {
+		if (now_ms() > deadline)
+			fail_msg("watchdog: proxy still holds %zu connections "
+			    "after 5s", proxy_set_live(ps));
+		nanosleep(&ts, NULL);
+	}
+}
+
+static char *
+slurp(const char *path)
+{
+	char	err[ERR_LEN], *s;
+
+	if ((s = read_file(path, 64 << 20, NULL, err)) == NULL)
+		fail_msg("%s", err);
+	return s;
+}
+
+static char tmpdir[] = "/tmp/soak-proxy-test.XXXXXX";
+
+static int
+setup_all(void **state)
+{
+	(void)state;
+	log_init("test", getenv("V") != NULL);
+	if (mkdtemp(tmpdir) == NULL)
+		return -1;
+	return 0;
+}
+
+static int
+teardown_all(void **state)
+{
+	(void)state;
+	rm_rf(tmpdir);
+	return 0;
+}
+
+/* ---- pure rolls ---- */
+
+static void
+test_roll_pure(void **state)
+{
+	struct cfg_faults	f = { .rate = 0.15, .lost_reply = 0.4,
+	    .reset = 0.3, .duplicate = 0.3, .latency_min_ms = 5,
+	    .latency_max_ms = 40 };
+	struct proxy_roll	a, b;
+	int			n[PROXY_FAULT_MAX] = { 0 }, differ = 0;
+	uint32_t		c, x;
+	double			total = 10000;
+
+	(void)state;
+	for (c = 0; c < 100; c++)
+		for (x = 0; x < 100; x++) {
+			proxy_roll(&f, 42, "prov", 3, c, x, &a);
+			proxy_roll(&f, 42, "prov", 3, c, x, &b);
+			assert_int_equal(a.fault, b.fault);
+			assert_int_equal(a.latency_ms, b.latency_ms);
+			assert_true(a.latency_ms >= 5 && a.latency_ms <= 40);
+			n[a.fault]++;
+			proxy_roll(&f, 43, "prov", 3, c, x, &b);
+			differ += a.fault != b.fault || a.latency_ms != b.latency_ms;
+		}
+	assert_true(differ > 9000);
+	/* faulted share within 2 points of rate, each band within 2 of its own */
+	assert_true(fabs((total - n[PROXY_FAULT_NONE]) / total - 0.15) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_LOST_REPLY] / total - 0.06) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_RESET] / total - 0.045) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_DUPLICATE] / total - 0.045) < 0.02);
+	/* as shares of the faulted exchanges, too */
+	total -= n[PROXY_FAULT_NONE];
+	assert_true(fabs(n[PROXY_FAULT_LOST_REPLY] / total - 0.4) < 0.04);
+	assert_true(fabs(n[PROXY_FAULT_RESET] / total - 0.3) < 0.04);
+	assert_true(fabs(n[PROXY_FAULT_DUPLICATE] / total - 0.3) < 0.04);
+	/* the name and the turn are part of the key */
+	proxy_roll(&f, 42, "prov", 3, 7, 7, &a);
+	for (x = 0, differ = 0; x < 1000; x++) {
+		proxy_roll(&f, 42, "prov", 3, 7, x, &a);
+		proxy_roll(&f, 42, "other", 3, 7, x, &b);
+		differ += a.latency_ms != b.latency_ms;
+		proxy_roll(&f, 42, "prov", 4, 7, x, &b);
+		differ += a.latency_ms != b.latency_ms;
+	}
+	assert_true(differ > 1800);
+}
+
+static void
+test_trace_format(void **state)
+{
+	struct proxy_trace_rec	r = { .name = "db", .turn = 2, .conn = 1,
+	    .exchange = 3, .fault = PROXY_FAULT_LOST_REPLY, .latency_ms = 7,
+	    .bytes_up = 10, .bytes_down = 0, .upstream_saw = true };
+	char			buf[512];
+
+	(void)state;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":2,\"conn\":1,"
+	    "\"exchange\":3,\"fault\":\"lost_reply\",\"latency_ms\":7,"
+	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":true,"
+	    "\"client_got_reply\":false}\n");
+	assert_int_equal(proxy_trace_format(&r, buf, 20), -1);
+}
+
+static void
+test_http_framer(void **state)
+{
+	struct http_frame	h;
+	const char		*req = "POST /x HTTP/1.1\r\nHost: a\r\n"
+	    "Transfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n5;x=y\r\npedia\r\n"
+	    "0\r\nT: 1\r\n\r\nGET /next HTTP/1.1\r\n\r\n";
+	size_t			i, used = 0, n = strlen(req);
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	/* byte by byte: framing must not depend on how reads are cut */
+	http_frame_init(&h, false, false);
+	for (i = 0; i < n && h.state != HF_DONE; i++)
+		used += http_feed(&h, req + i, 1);
+	assert_int_equal(h.state, HF_DONE);
+	assert_string_equal(req + used, "GET /next HTTP/1.1\r\n\r\n");
+	http_frame_init(&h, false, false);
+	assert_int_equal(http_feed(&h, req, n), used);
+	/* responses: HEAD has no body, 1xx is interim, close-delimited bodies */
+	http_frame_init(&h, true, true);
+	http_feed(&h, "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n", 38);
+	assert_int_equal(h.state, HF_DONE);
+	http_frame_init(&h, true, false);
+	http_feed(&h, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\nab", 46);
+	assert_int_equal(h.state, HF_BODY_EOF);
+	http_eof(&h);
+	assert_int_equal(h.state, HF_DONE);
+	http_frame_init(&h, false, false);
+	http_feed(&h, "\x16\x03\x01garbage\r\n\r\n", 16);
+	assert_int_equal(h.state, HF_ERROR);
+	http_frame_free(&h);
+}
+
+/* ---- the three bands through real sockets ---- */
+
+static void
+band_case(bool http, enum proxy_fault band)
+{
+	struct cfg_faults	 f = { .rate = 1, .hold_ms = 30 };
+	struct upstream		*u = up_start(http);
+	struct proxy_set	*ps;
+	char			 out[4096];
+	const char		*req = http ?
+	    "POST /refund HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello" :
+	    "ping\n";
+	ssize_t			 n;
+	int			 fd;
+	int64_t			 t0;
+
+	if (band == PROXY_FAULT_LOST_REPLY)
+		f.lost_reply = 1;
+	else if (band == PROXY_FAULT_RESET)
+		f.reset = 1;
+	else
+		f.duplicate = 1;
+	ps = px_start(u->addr, &f, 1, 7, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	t0 = now_ms();
+	n = cli_exchange(fd, req, http ? 0 : 5, out, sizeof(out));
+	switch (band) {
+	case PROXY_FAULT_LOST_REPLY:
+		/* the effect landed, the caller was told no */
+		assert_int_equal(n, -ECONNRESET);
+		assert_true(now_ms() - t0 >= 30);
+		up_wait(u, &u->reqs, 1, "upstream requests");
+		assert_int_equal(up_get(u, &u->reqs), 1);
+		break;
+	case PROXY_FAULT_RESET:
+		assert_int_equal(n, -ECONNRESET);
+		close(fd);
+		fd = -1;
+		px_wait_idle(ps);
+		assert_int_equal(up_get(u, &u->conns), 0);
+		break;
+	default:
+		assert_true(n > 0);
+		if (http)
+			assert_non_null(strstr(out, "ok\n"));
+		up_wait(u, &u->reqs, 2, "upstream requests");
+		up_wait(u, &u->conns, 2, "upstream connections");
+		/* exactly two, and the client had exactly one reply */
+		n = recv(fd, out, sizeof(out), MSG_DONTWAIT);
+		assert_true(n == -1 && errno == EAGAIN);
+		break;
+	}
+	if (fd >= 0)
+		close(fd);
+	px_wait_idle(ps);
+	assert_int_equal(up_get(u, &u->reqs), band == PROXY_FAULT_DUPLICATE ? 2 :
+	    band == PROXY_FAULT_RESET ? 0 : 1);
+	proxy_set_stop(ps);
+	up_stop(u);
+}
+
+static void
+test_bands_http(void **state)
+{
+	(void)state;
+	band_case(true, PROXY_FAULT_LOST_REPLY);
+	band_case(true, PROXY_FAULT_RESET);
+	band_case(true, PROXY_FAULT_DUPLICATE);
+}
+
+static void
+test_bands_tcp(void **state)
+{
+	(void)state;
+	band_case(false, PROXY_FAULT_LOST_REPLY);
+	band_case(false, PROXY_FAULT_RESET);
+	band_case(false, PROXY_FAULT_DUPLICATE);
+}
+
+/* Keep-alive: three requests on one connection are three exchanges. */
+static void
+test_keepalive_trace(void **state)
+{
+	struct cfg_faults	 f = { 0 };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	char			 out[4096], path[512], *t;
+	int			 fd, i;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/keepalive.jsonl", tmpdir);
+	ps = px_start(u->addr, &f, 1, 1, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	for (i = 0; i < 3; i++) {
+		memset(out, 0, sizeof(out));
+		assert_true(cli_exchange(fd, "GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+		    0, out, sizeof(out)) > 0);
+	}
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+	t = slurp(path);
+	assert_string_equal(t,
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":1,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":2,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n");
+	free(t);
+	assert_int_equal(up_get(u, &u->conns), 1);
+	up_stop(u);
+}
+
+/* ---- determinism under different concurrency ---- */
+
+struct turn_arg { struct proxy_set *ps; int turn; };
+
+static void *
+run_turn(void *arg)
+{
+	struct turn_arg	*ta = arg;
+	char		 out[4096];
+	int		 c, x, fd;
+
+	for (c = 0; c < 4; c++) {
+		fd = cli_connect(proxy_set_listener_addr(ta->ps, (size_t)ta->turn));
+		for (x = 0; x < 5; x++)
+			if (cli_exchange(fd, "POST /t HTTP/1.1\r\nHost: x\r\n"
+			    "Content-Length: 2\r\n\r\nhi", 0, out, sizeof(out)) <= 0)
+				break;
+		close(fd);
+	}
+	return NULL;
+}
+
+static char *
+det_run(uint64_t seed, bool parallel, const char *name)
+{
+	struct cfg_faults	 f = { .rate = 0.4, .lost_reply = 0.4,
+	    .reset = 0.3, .duplicate = 0.3, .latency_min_ms = 0,
+	    .latency_max_ms = 3, .hold_ms = 1 };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	struct turn_arg		 ta[4];
+	pthread_t		 th[4];
+	char			 path[512];
+	int			 t;
+
+	snprintf(path, sizeof(path), "%s/%s.jsonl", tmpdir, name);
+	ps = px_start(u->addr, &f, 4, seed, path);
+	for (t = 0; t < 4; t++) {
+		ta[t].ps = ps;
+		ta[t].turn = t;
+		if (parallel)
+			pthread_create(&th[t], NULL, run_turn, &ta[t]);
+		else
+			run_turn(&ta[t]);
+	}
+	if (parallel)
+		for (t = 0; t < 4; t++)
+			pthread_join(th[t], NULL);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+	up_stop(u);
+	return slurp(path);
+}
+
+static void
+test_determinism(void **state)
+{
+	char	*a, *b, *c;
+
+	(void)state;
+	a = det_run(1477, false, "seq");
+	b = det_run(1477, true, "par");
+	c = det_run(1478, true, "other");
+	assert_true(strlen(a) > 1000);
+	assert_string_equal(a, b);
+	assert_true(strcmp(a, c) != 0);
+	assert_non_null(strstr(a, "\"lost_reply\""));
+	assert_non_null(strstr(a, "\"reset\""));
+	assert_non_null(strstr(a, "\"duplicate\""));
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* ---- 10,000 connections: shares, descriptors, memory ---- */
+
+static int
+count_fds(void)
+{
+	DIR		*d = opendir("/proc/self/fd");
+	struct dirent	*e;
+	int		 n = 0;
+
+	while ((e = readdir(d)) != NULL)
+		if (e->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;	/* the DIR's own */
+}
+
+static long
+rss_kb(void)
+{
+	char	*s = slurp("/proc/self/status"), *p;
+	long	 v = -1;
+
+	if ((p = strstr(s, "VmRSS:")) != NULL)
+		v = strtol(p + 6, NULL, 10);
+	free(s);
+	return v;
+}
+
+static void
+test_10k_connections(void **state)
+{
+	struct cfg_faults	 f = { .rate = 0.15, .lost_reply = 0.4,
+	    .reset = 0.3, .duplicate = 0.3, .hold_ms = 0 };
+	struct upstream		*u = up_start(false);
+	struct proxy_set	*ps;
+	char			 out[64], path[512], *t, *p;
+	int			 i, fd, fds0, fds1, n[PROXY_FAULT_MAX] = { 0 }, k;
+	long			 rss0 = 0, rss1;
+	ssize_t			 r;
+	double			 total = 0;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/10k.jsonl", tmpdir);
+	ps = px_start(u->addr, &f, 1, 99, path);
+	fds0 = count_fds();
+	for (i = 0; i < 10000; i++) {
+		if (i == 1000) {
+			px_wait_idle(ps);
+			rss0 = rss_kb();
+		}
+		fd = cli_connect(proxy_set_listener_addr(ps, 0));
+		r = cli_exchange(fd, "ping\n", 5, out, sizeof(out));
+		assert_true(r == 5 || r == -ECONNRESET || r == 0);
+		close(fd);
+	}
+	px_wait_idle(ps);
+	up_wait_closed(u);
+	fds1 = count_fds();
+	rss1 = rss_kb();
+	assert_int_equal(fds1, fds0);
+	/*
+	 * The trace records grow (~0.5 MB here); nothing else should.  ASan
+	 * quarantines freed memory, so RSS means nothing under it.
+	 */
+#ifndef __SANITIZE_ADDRESS__
+	assert_true(rss1 - rss0 < 8 * 1024);
+#else
+	(void)rss0;
+	(void)rss1;
+#endif
+	proxy_set_stop(ps);
+	t = slurp(path);
+	for (p = t; (p = strstr(p, "\"fault\":\"")) != NULL; p += 9) {
+		for (k = 0; k < PROXY_FAULT_MAX; k++)
+			if (strncmp(p + 9, proxy_fault_name(k),
+			    strlen(proxy_fault_name(k))) == 0 &&
+			    p[9 + strlen(proxy_fault_name(k))] == '"')
+				n[k]++;
+		total++;
+	}
+	free(t);
+	assert_int_equal((int)total, 10000);
+	assert_true(fabs((total - n[PROXY_FAULT_NONE]) / total - 0.15) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_LOST_REPLY] / total - 0.06) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_RESET] / total - 0.045) < 0.02);
+	assert_true(fabs(n[PROXY_FAULT_DUPLICATE] / total - 0.045) < 0.02);
+	/* every non-reset exchange reached the upstream, duplicates twice */
+	assert_int_equal(up_get(u, &u->reqs), 10000 - n[PROXY_FAULT_RESET] +
+	    n[PROXY_FAULT_DUPLICATE]);
+	up_stop(u);
+}
+
+/* ---- stream faults ---- */
+
+static void
+test_stream_faults(void **state)
+{
+	struct cfg_faults	 f = { 0 };
+	struct upstream		*u = up_start(false);
+	struct proxy_set	*ps;
+	char			 out[8192], big[4001];
+	int			 fd;
+	ssize_t			 r;
+	int64_t			 t0;
+
+	(void)state;
+	/* close after 3 bytes downstream: the client gets exactly 3, then EOF */
+	f.close_after[CFG_DOWN] = 3;
+	ps = px_start(u->addr, &f, 1, 1, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	r = cli_exchange(fd, "hello\n", 6, out, sizeof(out));
+	assert_int_equal(r, 3);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+
+	/* latency: 40ms on every exchange */
+	memset(&f, 0, sizeof(f));
+	f.latency_min_ms = f.latency_max_ms = 40;
+	ps = px_start(u->addr, &f, 1, 1, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	t0 = now_ms();
+	assert_int_equal(cli_exchange(fd, "a", 1, out, sizeof(out)), 1);
+	assert_int_equal(cli_exchange(fd, "b", 1, out, sizeof(out)), 1);
+	assert_true(now_ms() - t0 >= 80);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+
+	/* bandwidth down 20 kB/s: 4000 bytes take ~200ms; slices of 1000 */
+	memset(&f, 0, sizeof(f));
+	f.bandwidth[CFG_DOWN] = 20000;
+	f.slice[CFG_UP] = 1000;
+	f.slice_delay_ms = 10;
+	ps = px_start(u->addr, &f, 1, 1, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	memset(big, 'x', 4000);
+	big[4000] = '\0';
+	t0 = now_ms();
+	assert_int_equal(cli_exchange(fd, big, 4000, out, sizeof(out)), 4000);
+	assert_true(now_ms() - t0 >= 150);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+
+	/* blackhole: swallowed, the upstream never hears of it */
+	memset(&f, 0, sizeof(f));
+	f.blackhole = 1;
+	ps = px_start(u->addr, &f, 1, 1, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	send(fd, "ping", 4, 0);
+	r = recv(fd, out, sizeof(out), MSG_DONTWAIT);
+	assert_true(r == -1 && errno == EAGAIN);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+	up_stop(u);
+}
+
+/* ---- robustness: garbage, early closes, a dead upstream ---- */
+
+static void
+test_robust(void **state)
+{
+	struct cfg_faults	 f = { .rate = 0.5, .lost_reply = 0.3,
+	    .reset = 0.3, .duplicate = 0.4, .hold_ms = 1 };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	char			 out[4096], junk[3000];
+	int			 i, fd, fds0;
+	size_t			 j;
+
+	(void)state;
+	ps = px_start(u->addr, &f, 1, 5, NULL);
+	fds0 = count_fds();
+	for (j = 0; j < sizeof(junk); j++)
+		junk[j] = (char)((j * 7919) % 251 + 1);
+	junk[sizeof(junk) - 1] = '\0';
+	for (i = 0; i < 200; i++) {
+		fd = cli_connect(proxy_set_listener_addr(ps, 0));
+		switch (i % 4) {
+		case 0:		/* half a request, then gone */
+			send(fd, "POST / HTTP/1.1\r\nContent-Length: 100\r\n\r\nab",
+			    42, MSG_NOSIGNAL);
+			break;
+		case 1:		/* garbage that looks like HTTP at first */
+			send(fd, "GET / HTTP/1.1\r\nbad header line\r\n\r\n", 36,
+			    MSG_NOSIGNAL);
+			send(fd, junk, sizeof(junk) - 1, MSG_NOSIGNAL);
+			break;
+		case 2:		/* a reset in the middle */
+			send(fd, "GET / HTTP/1.1\r\n", 16, MSG_NOSIGNAL);
+			{
+				struct linger lg = { 1, 0 };
+				setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+			}
+			break;
+		default:
+			(void)cli_exchange(fd, "GET / HTTP/1.1\r\n\r\n", 0, out,
+			    sizeof(out));
+		}
+		close(fd);
+	}
+	px_wait_idle(ps);
+	assert_int_equal(count_fds(), fds0);
+	proxy_set_stop(ps);
+	up_stop(u);
+
+	/* a dead upstream: the client sees a reset, nothing leaks */
+	memset(&f, 0, sizeof(f));
+	ps = px_start("127.0.0.1:1", &f, 1, 5, NULL);
+	fds0 = count_fds();
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	assert_int_equal(cli_exchange(fd, "x", 1, out, sizeof(out)), -ECONNRESET);
+	close(fd);
+	px_wait_idle(ps);
+	assert_int_equal(count_fds(), fds0);
+	proxy_set_stop(ps);
+}
+
+/* EMFILE: accept backs off and recovers instead of spinning or dying. */
+static void
+test_emfile(void **state)
+{
+	struct cfg_faults	 f = { 0 };
+	struct upstream		*u = up_start(false);
+	struct proxy_set	*ps;
+	struct rlimit		 old, lim;
+	char			 out[16];
+	int			 fd, fill[4096], nfill = 0, i;
+
+	(void)state;
+	ps = px_start(u->addr, &f, 1, 1, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));	/* before the limit */
+	getrlimit(RLIMIT_NOFILE, &old);
+	lim = old;
+	lim.rlim_cur = (rlim_t)count_fds() + 8;
+	setrlimit(RLIMIT_NOFILE, &lim);
+	while (nfill < 4096 && (fill[nfill] = dup(0)) != -1)
+		nfill++;
+	/* the proxy's accept now fails with EMFILE: the connect still works */
+	for (i = 0; i < nfill && i < 4; i++)
+		close(fill[--nfill]);
+	/* give back enough for the proxy's two sockets */
+	assert_int_equal(cli_exchange(fd, "z", 1, out, sizeof(out)), 1);
+	while (nfill > 0)
+		close(fill[--nfill]);
+	setrlimit(RLIMIT_NOFILE, &old);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_stop(ps);
+	up_stop(u);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roll_pure),
+		cmocka_unit_test(test_trace_format),
+		cmocka_unit_test(test_http_framer),
+		cmocka_unit_test(test_bands_http),
+		cmocka_unit_test(test_bands_tcp),
+		cmocka_unit_test(test_keepalive_trace),
+		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_10k_connections),
+		cmocka_unit_test(test_stream_faults),
+		cmocka_unit_test(test_robust),
+		cmocka_unit_test(test_emfile),
+	};
+
+	return cmocka_run_group_tests(tests, setup_all, teardown_all);
+}
