@@ -819,3 +819,22 @@ out:
 	tk_run_free(&run);
 	return rc;
 }
+
+void
+tickets_after_run(const char *run_dir, FILE *out)
+{
+	struct tickets_opts	opts = { false, out };
+	struct tk_run		run;
+	char			err[ERR_LEN];
+	bool			enabled;
+	int			nfailed;
+
+	if (tk_run_load(run_dir, &run, err) == -1) {
+		log_warnx("tickets: not filed: %s", err);
+		return;
+	}
+	enabled = run.cfg.enabled;
+	tk_run_free(&run);
+	if (enabled && tickets_file_run(run_dir, &opts, &nfailed, err) == -1)
+		log_warnx("tickets: not filed: %s", err);
+}

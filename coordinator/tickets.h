@@ -41,4 +41,15 @@ struct tickets_opts {
 int	tickets_file_run(const char *run_dir, const struct tickets_opts *opts,
 	    int *nfailed, char *err);
 
+/*
+ * The end-of-run hook of `soak run` and `soak coordinator`: call it after
+ * report.json is written.  Files tickets when the report's
+ * config.tickets.enabled is true (the config has a tickets: section), and
+ * does nothing otherwise.  Every problem, including an unreadable report,
+ * is a logged warning: it returns nothing so that it cannot change a
+ * verdict or the run's exit status.  What was filed goes to out (NULL =
+ * stdout).
+ */
+void	tickets_after_run(const char *run_dir, FILE *out);
+
 #endif

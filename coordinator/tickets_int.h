@@ -104,6 +104,7 @@ struct tk_sink_ctx {
 	const char		*base;	/* API base without trailing slash */
 	char			*auth_header;
 	char			*userpwd;
+	char			*token;	/* to redact from a tracker's error text */
 };
 
 struct tk_sink {

@@ -71,6 +71,7 @@ tk_sink_ctx_init(struct tk_sink_ctx *ctx, const struct tk_run *run,
 	if ((token = env_value(c->token_env)) == NULL)
 		return errf(err, "the token variable %s (tickets.token_env) is not "
 		    "set in the environment", c->token_env);
+	ctx->token = xstrdup(token);
 	if (strcmp(c->sink, "gitlab") == 0)
 		ctx->auth_header = xasprintf("PRIVATE-TOKEN: %s", token);
 	else if (strcmp(c->sink, "jira") == 0 && c->user_env != NULL) {
@@ -101,7 +102,23 @@ tk_sink_ctx_clear(struct tk_sink_ctx *ctx)
 	free((char *)ctx->base);
 	free_secret(ctx->auth_header);
 	free_secret(ctx->userpwd);
+	free_secret(ctx->token);
 	memset(ctx, 0, sizeof(*ctx));
+}
+
+/* A tracker that echoes credentials must not get them into our messages. */
+static void
+redact(char *err, const char *secret)
+{
+	char	*p;
+	size_t	 n;
+
+	if (secret == NULL || (n = strlen(secret)) == 0)
+		return;
+	while ((p = strstr(err, secret)) != NULL) {
+		memset(p, '*', n < 3 ? n : 3);
+		memmove(p + (n < 3 ? n : 3), p + n, strlen(p + n) + 1);
+	}
 }
 
 /* Sends req with ctx's credentials; parses a JSON reply into *reply. */
@@ -125,8 +142,10 @@ call(struct tk_sink_ctx *ctx, const char *method, const char *url,
 	    (text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL)
 		abort();
 	req.body = text;
-	if (tk_http_do(&req, &status, &resp, err) == -1)
+	if (tk_http_do(&req, &status, &resp, err) == -1) {
+		redact(err, ctx->token);
 		goto out;
+	}
 	if (reply != NULL && (*reply = json_loads(resp, JSON_DECODE_ANY,
 	    NULL)) == NULL) {
 		errf(err, "%s: %s %s: HTTP %ld but the reply is not JSON",

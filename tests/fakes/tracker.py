@@ -36,6 +36,9 @@ ap.add_argument("--record", required=True)
 ap.add_argument("--token", default="")
 ap.add_argument("--user", default="")
 ap.add_argument("--fail", default="")
+ap.add_argument("--echo", action="store_true",
+                help="a --fail reply quotes the request's credentials back, "
+                     "as a careless proxy might")
 args = ap.parse_args()
 
 lock = threading.Lock()
@@ -117,7 +120,11 @@ class H(BaseHTTPRequestHandler):
         if method == "POST" and fail and fail["left"] != 0:
             fail["left"] -= 1
             extra = {"Retry-After": fail["retry_after"]} if fail["retry_after"] else None
-            return fail["status"], {"message": "fake tracker says %d" % fail["status"]}, extra
+            msg = "fake tracker says %d" % fail["status"]
+            if args.echo:
+                msg += " to " + (self.headers.get("Authorization") or
+                                 self.headers.get("PRIVATE-TOKEN") or "")
+            return fail["status"], {"message": msg}, extra
         k = args.kind
         p = u.path
         q = parse_qs(u.query)

@@ -40,5 +40,14 @@ expect "exit status when nothing listens" "$rc" 0
 grep -q "webhook: POST http://127.0.0.1:1/hook: Couldn't connect to server after 4 attempt(s)" "$WORK/err3" ||
     die "no warning for a refused connection: $(cat "$WORK/err3")"
 
-no_secret "$TOKEN" "$WORK/run1" "$WORK/run2" "$WORK/out1" "$WORK/err1" "$WORK/out2" "$WORK/err2"
+# A tracker that quotes the credentials back: the warning redacts them.
+start_fake echo github --token "$TOKEN" --fail 403:-1 --echo
+report "$WORK/run4" --run-id run-echo --sink github --url "http://127.0.0.1:$FAKE_PORT" \
+    --repo acme/shop --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
+rc=0; "$SOAK_BIN" tickets "$WORK/run4" >"$WORK/out4" 2>"$WORK/err4" || rc=$?
+expect "exit status after a 403" "$rc" 0
+expect "a 403 is not retried" "$(q "$WORK/echo.json" 'len([x for x in r["requests"] if x["method"]=="POST"])')" 1
+grep -qF "HTTP 403: \"fake tracker says 403 to Bearer ***" "$WORK/err4" || die "403 warning not redacted as expected: $(cat "$WORK/err4")"
+
+no_secret "$TOKEN" "$WORK/run1" "$WORK/run2" "$WORK/run4" "$WORK"/out* "$WORK"/err*
 echo ok

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "common/util.h"
@@ -292,6 +293,40 @@ test_dry_run_and_secret(void **state)
 	free(recs[0]);
 }
 
+static void
+test_after_run_hook(void **state)
+{
+	char		*recs[2], *report, *dir, *tdir, *out = NULL;
+	size_t		 len;
+	struct stat	 st;
+	FILE		*f;
+	int		 i;
+
+	(void)state;
+	recs[0] = rec(2, "fail", "guard", NULL, "[]");
+	recs[1] = NULL;
+	for (i = 0; i < 2; i++) {
+		report = report_with(i ? "{\"sink\": \"file\", \"enabled\": true}" :
+		    "{\"sink\": \"file\", \"enabled\": false}", recs);
+		dir = make_run(report);
+		assert_non_null(f = open_memstream(&out, &len));
+		tickets_after_run(dir, f);
+		fclose(f);
+		tdir = path_join(dir, "tickets");
+		/* Only a config with a tickets: section files at run end. */
+		assert_int_equal(stat(tdir, &st) == 0, i == 1);
+		assert_int_equal(strstr(out, "file: filed") != NULL, i == 1);
+		free(tdir);
+		free(out);
+		out = NULL;
+		rm_rf(dir);
+		free(dir);
+		free(report);
+	}
+	tickets_after_run("/nonexistent-soak", NULL);	/* a warning, no crash */
+	free(recs[0]);
+}
+
 int
 main(void)
 {
@@ -304,6 +339,7 @@ main(void)
 		cmocka_unit_test(test_rows_capped),
 		cmocka_unit_test(test_bad_reports),
 		cmocka_unit_test(test_dry_run_and_secret),
+		cmocka_unit_test(test_after_run_hook),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
