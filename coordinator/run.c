@@ -27,7 +27,7 @@
 #include "coordinator/coord.h"
 #include "coordinator/report.h"
 #include "coordinator/server.h"
-#include "coordinator/tickets_hook.h"
+#include "coordinator/tickets.h"
 #include "isolation/iso.h"
 
 static volatile int	stop_requested;
@@ -390,7 +390,7 @@ run_main(struct runopts *o)
 	report_summary(stdout, &meta, r.coord);
 	fflush(stdout);
 	if (cfg.tickets.enabled)
-		tickets_after_run(out);
+		tickets_after_run(out, stdout);
 	if (o->local && pg == NULL && db)
 		drop_run_schemas(db, run_id);
 out:

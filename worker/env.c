@@ -133,14 +133,18 @@ env_base(struct env *e, const struct wrk *w, const char *dir)
 	env_addf(e, "XDG_CACHE_HOME", "%s/home/.cache", dir);
 	env_addf(e, "XDG_DATA_HOME", "%s/home/.local/share", dir);
 	env_addf(e, "XDG_STATE_HOME", "%s/home/.local/state", dir);
-	{
-		static const char *const sub[] = { "home/.config", "home/.cache",
-		    "home/.local/share", "home/.local/state", "tmp" };
-		char	path[4096];
+}
 
-		for (i = 0; i < nitems(sub); i++) {
-			snprintf(path, sizeof(path), "%s/%s", dir, sub[i]);
-			mkdir_p(path, 0700, NULL);
-		}
+void
+env_make_dirs(const char *dir)
+{
+	static const char *const sub[] = { "home/.config", "home/.cache",
+	    "home/.local/share", "home/.local/state", "tmp" };
+	char	path[4096];
+	size_t	i;
+
+	for (i = 0; i < nitems(sub); i++) {
+		snprintf(path, sizeof(path), "%s/%s", dir, sub[i]);
+		mkdir_p(path, 0700, NULL);
 	}
 }

@@ -22,9 +22,11 @@ void	env_free(struct env *e);
 /*
  * The worker-wide part: SOAK_RUN, SOAK_WORKER, SOAK_SCHEMA, SOAK_CONFIG_DIR,
  * PG*, DATABASE_URL, SOAK_SERVICE_<NAME>, and the private directories
- * under dir (SOAK_WORKSPACE, HOME, TMPDIR, XDG_*_HOME), which it creates.
+ * under dir (SOAK_WORKSPACE, HOME, TMPDIR, XDG_*_HOME).  A turn's
+ * directories come from iso_turn_dir; others call env_make_dirs first.
  */
 void	env_base(struct env *e, const struct wrk *w, const char *dir);
+void	env_make_dirs(const char *dir);
 /* "SOAK_PROXY_" + NAME upper-cased, non-alphanumerics as '_'. */
 void	env_name(char *buf, size_t size, const char *prefix, const char *name);
 

@@ -109,7 +109,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	dir = xasprintf("%s/setup", c->dir);
 	so = xasprintf("%s/stdout.log", dir);
 	se = xasprintf("%s/stderr.log", dir);
-	mkdir_p(dir, 0700, NULL);
+	env_make_dirs(dir);
 	env_init(&env);
 	env_base(&env, c->w, dir);
 	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);

@@ -88,6 +88,7 @@ svc_start(struct wrk *w, struct svc *s, char *err)
 	dir = xasprintf("%s/services/%s", w->workspace, s->c->name);
 	if (mkdir_p(dir, 0700, err) == -1)
 		goto out;
+	env_make_dirs(dir);
 	out = xasprintf("%s/stdout.log", dir);
 	errp = xasprintf("%s/stderr.log", dir);
 	env_base(&env, w, dir);

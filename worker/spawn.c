@@ -81,13 +81,17 @@ fail:
 	_exit(127);
 }
 
-int
-wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
+/*
+ * Forks the child and returns at once with the read end of its exec-error
+ * pipe, so a batch can fork every turn before waiting for any exec: the
+ * children's execs then overlap with the parent's forks.
+ */
+static int
+spawn_start(const struct spawn_req *req, pid_t *pidp, int *errfdp, char *err)
 {
 	sigset_t	all, old;
 	pid_t		pid, parent = getpid();
-	int		p[2], e = 0, pidfd;
-	ssize_t		n;
+	int		p[2];
 
 	if (pipe2(p, O_CLOEXEC) == -1)
 		return errf(err, "cannot start %s: pipe: %s", req->argv[0], strerror(errno));
@@ -107,10 +111,22 @@ wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 		return errf(err, "cannot start %s: fork: %s", req->argv[0], strerror(errno));
 	}
 	setpgid(pid, pid);	/* both sides, so kill(-pid) works at once */
+	*pidp = pid;
+	*errfdp = p[0];
+	return 0;
+}
+
+/* Waits for the exec (EOF on the pipe) or its errno; opens the pidfd. */
+static int
+spawn_finish(const struct spawn_req *req, pid_t pid, int errfd, int *pidfdp, char *err)
+{
+	ssize_t	n;
+	int	e = 0, pidfd;
+
 	do
-		n = read(p[0], &e, sizeof(e));
+		n = read(errfd, &e, sizeof(e));
 	while (n == -1 && errno == EINTR);
-	close(p[0]);
+	close(errfd);
 	if (n == sizeof(e)) {
 		waitpid(pid, NULL, 0);
 		return errf(err, "cannot run \"%s\"%s%s: %s", req->argv[0],
@@ -122,9 +138,18 @@ wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 		return errf(err, "pidfd_open: %s (Linux 5.3 or later is required)",
 		    strerror(errno));
 	}
-	*pidp = pid;
 	*pidfdp = pidfd;
 	return 0;
+}
+
+int
+wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
+{
+	int	errfd;
+
+	if (spawn_start(req, pidp, &errfd, err) == -1)
+		return -1;
+	return spawn_finish(req, *pidp, errfd, pidfdp, err);
 }
 
 static char *
@@ -158,7 +183,7 @@ tail_of(const char *path)
 
 struct running {
 	pid_t	pid;
-	int	pidfd;
+	int	pidfd, errfd;
 	int64_t	start, deadline;
 	bool	timed_out, killed, done;
 };
@@ -179,11 +204,22 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 		out[i].code = 0;
 		run[i].start = now_ms();
 		run[i].deadline = run[i].start + timeout_ms;
-		if (wrk_spawn(&reqs[i], &run[i].pid, &run[i].pidfd, err) == -1) {
+		run[i].pidfd = -1;
+		if (spawn_start(&reqs[i], &run[i].pid, &run[i].errfd, err) == -1) {
 			out[i].status = TURN_EXEC;
 			out[i].stderr_tail = xstrdup(err);
 			run[i].done = true;
-			run[i].pidfd = -1;
+			run[i].errfd = -1;
+		}
+	}
+	for (i = 0; i < n; i++) {
+		if (run[i].done)
+			continue;
+		if (spawn_finish(&reqs[i], run[i].pid, run[i].errfd, &run[i].pidfd,
+		    err) == -1) {
+			out[i].status = TURN_EXEC;
+			out[i].stderr_tail = xstrdup(err);
+			run[i].done = true;
 			continue;
 		}
 		left++;
