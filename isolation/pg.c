@@ -315,6 +315,9 @@ start_postgres(const struct pg_plan *pl, char *err)
 		    "-c", "max_wal_senders=0",
 		    "-c", maxconn,
 		    "-c", "unix_socket_permissions=0700",
+		    "-c", "shared_buffers=16MB",
+		    "-c", "huge_pages=off",
+		    "-c", "jit=off",
 		    NULL };
 	int64_t	 deadline = now_ms() + PG_READY_TIMEOUT_MS;
 	pid_t	 pid;
