@@ -33,12 +33,20 @@ soak_rc() {
 }
 
 # wait_line FILE REGEX SECONDS WHAT: blocks until FILE has a line matching
-# REGEX (tail -F wakes on each write), or fails naming WHAT.
+# REGEX (tail -F wakes on each write), or fails naming WHAT.  The tail is
+# left to its own timeout, so returning never waits on it.
 wait_line() {
-	local line
-	line=$(timeout "$3" tail -n +1 -F "$1" 2>/dev/null | grep -m1 -E -- "$2") ||
-	    fail "watchdog: no '$4' within $3 s (waited for /$2/ in $1)"
-	printf '%s\n' "$line"
+	local line fd
+	exec {fd}< <(timeout "$3" tail -n +1 -F "$1" 2>/dev/null)
+	while IFS= read -r -u "$fd" line; do
+		if grep -qE -- "$2" <<<"$line"; then
+			exec {fd}<&-
+			printf '%s\n' "$line"
+			return 0
+		fi
+	done
+	exec {fd}<&-
+	fail "watchdog: no '$4' within $3 s (waited for /$2/ in $1)"
 }
 
 # Checks report.json's documented shape and that each seed of A..B is there once.

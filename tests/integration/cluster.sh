@@ -1,0 +1,78 @@
+# `soak coordinator` with two `soak worker` processes over tcp://127.0.0.1
+# gives the same verdicts as `soak run` for the same seeds.  The config's
+# verdicts depend on the seed alone: fail for seed % 7 == 3 (an invariant
+# over rows the setup wrote), infra for seed % 11 == 5 (exit 75).
+. "$(dirname "$0")/lib.sh"
+
+cat >"$T/schema.sql" <<'SQL'
+CREATE TABLE marks (seed bigint NOT NULL, turn int NOT NULL);
+SQL
+cat >"$T/turn.sh" <<'SH'
+#!/bin/sh
+[ $((SOAK_SEED % 11)) = 5 ] && exit 75
+exec psql -X -q -v ON_ERROR_STOP=1 -c "INSERT INTO marks VALUES ($SOAK_SEED, $SOAK_TURN)"
+SH
+chmod +x "$T/turn.sh"
+cat >"$T/det.yaml" <<'YAML'
+name: deterministic
+seeds: 0..23
+turns: 2
+retries: 1
+database:
+  schema: schema.sql
+turn:
+  command: [./turn.sh]
+invariants:
+  - name: no seed congruent to 3 mod 7
+    sql: SELECT DISTINCT seed FROM marks WHERE seed % 7 = 3
+guard:
+  min_ok_turns: 2
+YAML
+verdicts() { jq -c '[.results[] | [.seed, .verdict, .reason]]' "$1/report.json"; }
+
+soak_rc rc run "$T/det.yaml" --workers 2 --out "$T/local" >/dev/null 2>"$T/local.err"
+expect_eq "soak run exit status" 1 "$rc"
+check_report "$T/local" 0 23
+expect_eq "seeds failing by invariant" '[3,10,17]' \
+    "$(jq -c '[.results[] | select(.verdict=="fail") | .seed]' "$T/local/report.json")"
+expect_eq "seeds infra by tempfail" '[5,16]' \
+    "$(jq -c '[.results[] | select(.verdict=="infra" and .reason=="tempfail") | .seed]' "$T/local/report.json")"
+
+"$SOAK" coordinator "$T/det.yaml" --listen tcp://127.0.0.1:0 --out "$T/cluster" \
+    >"$T/coord.out" 2>"$T/coord.err" &
+coord=$!
+cleanup_hooks+=("kill $coord 2>/dev/null")
+url=$(wait_line "$T/coord.err" 'listening on tcp://' 30 "coordinator listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
+ok "coordinator at $url"
+"$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
+"$SOAK" worker --connect "$url" 2>"$T/w2.err" & w2=$!
+cleanup_hooks+=("kill $w1 $w2 2>/dev/null")
+set +e
+timeout 120 tail --pid=$coord -f /dev/null; wait $coord; rc=$?
+wait $w1; r1=$?; wait $w2; r2=$?
+set -e
+cat "$T/coord.out"
+expect_eq "coordinator exit status" 1 "$rc"
+expect_eq "worker 1 exit status" 0 "$r1"
+expect_eq "worker 2 exit status" 0 "$r2"
+check_report "$T/cluster" 0 23
+expect_eq "verdicts: cluster = local" "$(verdicts "$T/local")" "$(verdicts "$T/cluster")"
+expect_eq "both workers ran seeds" 2 \
+    "$(jq '[.workers[] | select(.seeds > 0)] | length' "$T/cluster/report.json")"
+
+# A worker with the wrong shared secret is turned away; a garbage peer is
+# rejected and logged, and the coordinator carries on.
+SOAK_SECRET=s3cret "$SOAK" coordinator "$T/det.yaml" --listen tcp://127.0.0.1:0 \
+    --seeds 0..1 --out "$T/secret" >/dev/null 2>"$T/c2.err" &
+coord=$!
+cleanup_hooks+=("kill $coord 2>/dev/null")
+url=$(wait_line "$T/c2.err" 'listening on tcp://' 30 "second coordinator listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
+soak_rc rc worker --connect "$url" 2>"$T/bad.err"
+expect_eq "worker with no secret" 1 "$rc"
+expect_match "refusal is explained" "refused this worker: wrong shared secret" "$(cat "$T/bad.err")"
+SOAK_SECRET=s3cret "$SOAK" worker --connect "$url" 2>"$T/good.err" & good=$!
+set +e; wait $coord; rc=$?; wait $good; set -e
+expect_eq "coordinator with secret exit status" 0 "$rc"
+expect_match "bad secret logged" "wrong shared secret" "$(cat "$T/c2.err")"

@@ -1,0 +1,99 @@
+# Every verdict of DESIGN.md §8 from a real run, with its exit status:
+# tempfail (retried, then infra, exit 2), broken DDL (infra/db with the
+# file's line), setup and exec failures, crash, guard, hang, config errors.
+. "$(dirname "$0")/lib.sh"
+
+cfg() {	# name, extra yaml (turn and the rest)
+	cat >"$T/$1.yaml" <<YAML
+name: $1
+seeds: 0..2
+turns: 4
+seed_timeout: 20s
+database:
+  schema: ${SCHEMA:-ok.sql}
+$2
+invariants:
+  - name: nothing
+    sql: SELECT 1 WHERE false
+YAML
+}
+printf 'CREATE TABLE t (a int);\n' >"$T/ok.sql"
+printf -- '-- a comment\nCREATE TABLE ok (a int);\nCREATE TABL broken (a int);\n' >"$T/bad.sql"
+
+run() {	# name -> sets rc, R (report path)
+	soak_rc rc run "$T/$1.yaml" --workers 2 --out "$T/out-$1" >"$T/$1.out" 2>"$T/$1.err"
+	R=$T/out-$1/report.json
+	cat "$T/$1.out"
+}
+verdicts() { jq -c '[.results[] | "\(.verdict)/\(.reason)"] | unique' "$R"; }
+
+# A turn that says its environment broke: infra, retried twice, never green.
+cfg tempfail 'turn: {command: [sh, -c, "exit 75"]}'
+run tempfail
+expect_eq "tempfail exit status" 2 "$rc"
+expect_eq "tempfail verdicts" '["infra/tempfail"]' "$(verdicts)"
+expect_eq "tempfail attempts per seed" '[3]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
+expect_eq "tempfail retried on another worker" 'true' \
+    "$(jq '[.results[].attempts | [.[].worker] | .[0] != .[1]] | all' "$R")"
+check_report "$T/out-tempfail" 0 2
+jq -e '.complete == false and .exit_status == 2' "$R" >/dev/null || fail "run not marked incomplete"
+expect_match "stderr tail of a tempfail turn kept" '"turns"' "$(cat "$T/out-tempfail/failures/0/result.json")"
+
+# Broken DDL: infra/db, naming the file and line.
+SCHEMA=bad.sql cfg ddl 'turn: {command: [/bin/true]}'
+run ddl
+expect_eq "broken DDL exit status" 2 "$rc"
+expect_eq "broken DDL verdicts" '["infra/db"]' "$(verdicts)"
+expect_match "broken DDL message" 'bad.sql:3: syntax error at or near "TABL"' \
+    "$(jq -r '.results[0].message' "$R")"
+
+# A setup that fails, and a turn that cannot be executed: infra.
+cfg setup 'setup: [sh, -c, "echo no fixtures >&2; exit 3"]
+turn: {command: [/bin/true]}'
+run setup
+expect_eq "setup failure verdicts" '["infra/setup"]' "$(verdicts)"
+cfg exec 'turn: {command: [./no-such-agent]}'
+run exec
+expect_eq "exec failure verdicts" '["infra/exec"]' "$(verdicts)"
+expect_match "exec failure message" 'no-such-agent.*No such file' "$(jq -r '.results[0].message' "$R")"
+
+# A turn killed by a signal it was not sent: crash, a domain failure.
+cfg crash 'turn: {command: [sh, -c, "[ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}'
+run crash
+expect_eq "crash exit status" 1 "$rc"
+expect_eq "crash verdicts" '["fail/crash"]' "$(verdicts)"
+expect_eq "crash is never retried" '[1]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
+expect_eq "crash fingerprint" 'crash|crash' "$(jq -r '.results[0].fingerprint' "$R")"
+
+# Refusing everything cannot pass: the guard.
+cfg guard 'turn: {command: [sh, -c, "exit 1"]}
+guard: {min_ok_turns: 50%}'
+run guard
+expect_eq "guard exit status" 1 "$rc"
+expect_eq "guard verdicts" '["fail/guard"]' "$(verdicts)"
+
+# Still running at seed_timeout: hang (the turn timeout is longer on purpose).
+cfg hang 'seed_timeout: 300ms
+turn: {command: [sh, -c, "[ $SOAK_TURN = 2 ] && exec cat /dev/zero >/dev/null; exit 0"], timeout: 30s}'
+sed -i 's/^seed_timeout: 20s$//' "$T/hang.yaml"
+run hang
+expect_eq "hang exit status" 1 "$rc"
+expect_eq "hang verdicts" '["fail/hang"]' "$(verdicts)"
+expect_eq "hung turn reported as killed" 'killed' \
+    "$(jq -r '.turns[] | select(.turn==2) | .status' "$T/out-hang/failures/0/result.json")"
+
+# Config errors: exit 78 with file:line:column and the key, before any work.
+printf 'name: x\nturns: 8\nturn:\n  command: [/bin/true]\n  timout: 5s\ninvariants:\n  - {name: a, sql: "SELECT 1"}\n' >"$T/typo.yaml"
+soak_rc rc run "$T/typo.yaml" --out "$T/out-typo" 2>"$T/typo.err"
+expect_eq "config error exit status" 78 "$rc"
+expect_match "config error names file:line:col and key" "typo.yaml:5:3: turn.timout: unknown key" \
+    "$(cat "$T/typo.err")"
+[ ! -e "$T/out-typo" ] || fail "a config error left an output directory"
+soak_rc rc check "$T/typo.yaml" 2>/dev/null
+expect_eq "soak check on a bad config" 78 "$rc"
+soak_rc rc check "$T/tempfail.yaml" >/dev/null
+expect_eq "soak check on a good config" 0 "$rc"
+soak_rc rc run "$T/tempfail.yaml" --seeds 5..1 2>/dev/null
+expect_eq "bad --seeds is a usage error" 64 "$rc"
+soak_rc rc run 2>/dev/null
+expect_eq "no config is a usage error" 64 "$rc"
