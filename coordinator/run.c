@@ -389,8 +389,7 @@ run_main(struct runopts *o)
 	}
 	report_summary(stdout, &meta, r.coord);
 	fflush(stdout);
-	if (cfg.tickets.enabled)
-		tickets_after_run(out, stdout);
+	tickets_after_run(out, stdout);		/* files only if the config asks */
 	if (o->local && pg == NULL && db)
 		drop_run_schemas(db, run_id);
 out:

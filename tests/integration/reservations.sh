@@ -28,6 +28,11 @@ jq -e '.invariants[0].rows | length > 0' "$T/buggy/failures/$first/result.json" 
 expect_match "summary names the replay command" "replay: soak replay .*soak.yaml --seed $first" \
     "$(cat "$T/buggy.out")"
 
+# One ticket for the one bug, titled with the smallest seed.
+expect_eq "ticket files" 1 "$(ls "$T/buggy/tickets"/*.md | wc -l)"
+expect_match "ticket title" "soak: \"items_reserved matches reservation events\" broken — seed $first" \
+    "$(cat "$T/buggy/tickets"/*.md)"
+
 # The replay fails the same way.
 cd "$T"
 soak_rc rc replay "$EX/soak.yaml" --seed "$first" >"$T/replay.out" 2>&1
