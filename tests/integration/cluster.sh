@@ -45,6 +45,12 @@ cleanup_hooks+=("kill $coord 2>/dev/null")
 url=$(wait_line "$T/coord.err" 'listening on tcp://' 30 "coordinator listening" |
     grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
 ok "coordinator at $url"
+# Bad peers first: each is refused with a reason and logged; nothing breaks.
+PEER=$SOAK_BUILD/tests/helpers/soak_peer
+expect_match "garbage is refused" '^nack ok=0 rejected: not a soak message' "$("$PEER" "$url" garbage)"
+expect_match "a wrong version is refused" '^nack ok=0 rejected: protocol version 2' "$("$PEER" "$url" version)"
+expect_match "a stranger is refused" '^nack ok=0 unknown worker 4242' "$("$PEER" "$url" stranger)"
+expect_match "a forged result is refused" 'ack ok=0 lease 999 is not yours' "$("$PEER" "$url" forged)"
 "$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
 "$SOAK" worker --connect "$url" 2>"$T/w2.err" & w2=$!
 cleanup_hooks+=("kill $w1 $w2 2>/dev/null")
@@ -58,6 +64,7 @@ expect_eq "worker 1 exit status" 0 "$r1"
 expect_eq "worker 2 exit status" 0 "$r2"
 check_report "$T/cluster" 0 23
 expect_eq "verdicts: cluster = local" "$(verdicts "$T/local")" "$(verdicts "$T/cluster")"
+expect_match "bad messages were logged" "rejected a message from pipe" "$(cat "$T/coord.err")"
 expect_eq "both workers ran seeds" 2 \
     "$(jq '[.workers[] | select(.seeds > 0)] | length' "$T/cluster/report.json")"
 
