@@ -526,9 +526,15 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 		return 1;
 	}
 	/* A worker speaks only from the pipe it said hello on. */
-	if ((w = worker_get(c, wid)) == NULL || w->pipe != pipe) {
+	if ((w = worker_get(c, wid)) == NULL) {
 		log_warnx("%s from unknown worker %u refused", msg_type_name(req->type), wid);
 		text_reply(rep, MSG_NACK, 0, "unknown worker %u: say hello first", wid);
+		return 1;
+	}
+	if (w->pipe != pipe) {
+		log_warnx("%s as worker %u from another connection refused",
+		    msg_type_name(req->type), wid);
+		text_reply(rep, MSG_NACK, 0, "worker %u said hello on another connection", wid);
 		return 1;
 	}
 	switch (req->type) {
