@@ -12,7 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -144,6 +146,40 @@ supervise(struct runctx *r)
 			r->respawns++;
 			r->kids[i].pid = spawn_worker(r);
 		}
+	}
+}
+
+/*
+ * Workers that were told "done" drop their schemas and exit on their own;
+ * give them grace_ms (waiting on pidfds, not the clock), then SIGTERM the
+ * rest and reap everyone.
+ */
+static void
+reap_workers(struct runctx *r, int grace_ms)
+{
+	int64_t	deadline = now_ms() + grace_ms;
+	int	i, fd;
+
+	for (i = 0; i < r->nkids; i++) {
+		struct pollfd	pfd;
+		int64_t		left;
+
+		if (r->kids[i].pid <= 0)
+			continue;
+		left = deadline - now_ms();
+		if (left > 0 && (fd = (int)syscall(SYS_pidfd_open, r->kids[i].pid, 0)) != -1) {
+			pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+			poll(&pfd, 1, (int)left);
+			close(fd);
+		}
+		if (waitpid(r->kids[i].pid, NULL, WNOHANG) == 0) {
+			if (grace_ms > 0)
+				log_warnx("worker process %d did not exit; stopping it",
+				    (int)r->kids[i].pid);
+			kill(r->kids[i].pid, SIGTERM);
+			waitpid(r->kids[i].pid, NULL, 0);
+		}
+		r->kids[i].pid = 0;
 	}
 }
 
@@ -372,16 +408,7 @@ run_main(struct runopts *o)
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
 	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
 	progress(&r, true);
-	for (i = 0; i < r.nkids; i++)
-		if (r.kids[i].pid > 0) {
-			int	st;
-
-			if (meta.interrupted || waitpid(r.kids[i].pid, &st, WNOHANG) == 0)
-				kill(r.kids[i].pid, SIGTERM);
-		}
-	for (i = 0; i < r.nkids; i++)
-		if (r.kids[i].pid > 0)
-			waitpid(r.kids[i].pid, NULL, 0);
+	reap_workers(&r, meta.interrupted ? 0 : 10000);
 	meta.wall_ms = now_ms() - t0;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
 		fprintf(stderr, "soak: %s\n", err);

@@ -336,8 +336,10 @@ worker_main(const struct wopts *o)
 			log_warnx("%s", err);
 			goto out;
 		}
-		if (rep.type == MSG_DONE)
+		if (rep.type == MSG_DONE) {
+			msg_clear(&rep);
 			break;
+		}
 		if (rep.type != MSG_LEASE) {
 			log_warnx("unexpected %s in reply to a lease request: %s",
 			    msg_type_name(rep.type),
