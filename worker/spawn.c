@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +93,14 @@ struct child_args {
 	int			 errfd;		/* fork only: err, step go here */
 };
 
+/* The kernel's struct sigaction, which rt_sigaction(2) takes. */
+struct kernel_sigaction {
+	void		(*handler)(int);
+	unsigned long	  flags;
+	void		(*restorer)(void);
+	uint64_t	  mask;
+};
+
 /* Opens path onto fd; the opened descriptor has no O_CLOEXEC so that a
  * dup2 onto itself (fd 0..2 was closed) still leaves it open for exec. */
 static int
@@ -115,7 +124,7 @@ child_main(void *arg)
 {
 	struct child_args	*a = arg;
 	const struct spawn_req	*req = a->req;
-	struct sigaction	 dfl;
+	struct kernel_sigaction	 dfl = { .handler = SIG_DFL };
 	int			 sig;
 
 	setpgid(0, 0);
@@ -124,12 +133,12 @@ child_main(void *arg)
 	if (getppid() != a->parent)	/* the worker died before prctl */
 		goto fail;
 	/* Our handlers live in memory the child shares: none may run here
-	 * or after exec.  SIG_IGN (SIGPIPE in the worker) would survive exec. */
-	memset(&dfl, 0, sizeof(dfl));
-	dfl.sa_handler = SIG_DFL;
+	 * or after exec.  SIG_IGN (SIGPIPE in the worker, or whatever the
+	 * worker inherited) would survive exec.  The raw system call, because
+	 * libc refuses the signals it reserves (32, 33). */
 	for (sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
-			sigaction(sig, &dfl, NULL);	/* 32, 33: EINVAL, unused */
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
 	a->step = STEP_STDIN;
 	if (child_redirect("/dev/null", O_RDONLY, 0) == -1)
 		goto fail;

@@ -258,6 +258,7 @@ test_child_environment(void **state)
 	e = slurp(f->err);
 	snprintf(want, sizeof(want), "%s\nbar baz\nunset\nstdin::1\n", f->dir);
 	assert_memory_equal(o, want, strlen(want));
+	print_message("%s", o);
 	/* Its own process group. */
 	assert_int_equal(sscanf(o + strlen(want), "%d %d", &pid, &pgrp), 2);
 	assert_int_equal(pid, pgrp);
