@@ -5,7 +5,8 @@
  *
  *	orchestration CONFIG ITERATIONS PROCS
  *
- * CONFIG is a soak config (its schema, invariants and turn count are
+ * The workspace is made under /tmp, where `soak run --out` puts it in
+ * bench/orchestration.sh.  CONFIG is a soak config (its schema, invariants and turn count are
  * used); an embedded PostgreSQL is started for the database parts.  Each
  * figure is the median (and p90) of ITERATIONS samples.  Process-start
  * figures run in PROCS processes at once, as PROCS workers would, each
@@ -277,8 +278,8 @@ main(int argc, char **argv)
 	struct wrk		 w = { 0 };
 	struct batch_ctx	 b;
 	struct stat_us		 s_fork, s_pspawn, s_wrk, s_trunc, s_recreate, s_inv,
-				 s_ws, s_env, s_msg, s_pgstart, sp[3];
-	char			 err[ERR_LEN], root[] = "/dev/shm/soak-bench.XXXXXX";
+				 s_ws, s_env, s_msg, s_pgstart, sp[3], s_delete;
+	char			 err[ERR_LEN], root[] = "/tmp/soak-bench.XXXXXX";
 	int64_t			*v, t0;
 	int			 iters, procs, i, k, rc = 1;
 
@@ -351,6 +352,18 @@ main(int argc, char **argv)
 		v[i] = now_us() - t0;
 	}
 	s_recreate = stats(v, iters);
+	/* What a reset by DELETE would cost instead, for comparison. */
+	for (i = 0; i < iters; i++) {
+		PGresult	*r;
+
+		t0 = now_us();
+		r = PQexec(iso_conn(iso), "DELETE FROM t");
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			fprintf(stderr, "DELETE: %s", PQerrorMessage(iso_conn(iso)));
+		PQclear(r);
+		v[i] = now_us() - t0;
+	}
+	s_delete = stats(v, iters);
 
 	for (i = 0; i < iters; i++) {
 		struct inv_result	ir = { 0 };
@@ -408,6 +421,7 @@ main(int argc, char **argv)
 	row("PostgreSQL start (once per run)", s_pgstart, "initdb + postgres, one sample");
 	row("schema reset, truncate", s_trunc, "iso_reset: TRUNCATE .. RESTART IDENTITY");
 	row("schema reset, recreate", s_recreate, "iso_reset: DROP + CREATE SCHEMA + DDL");
+	row("  (DELETE FROM t instead)", s_delete, "not soak's: what a DELETE reset would cost");
 	row("invariants", s_inv, "inv_check: BEGIN RR RO; query; ROLLBACK");
 	row("workspace dirs", s_ws, "iso_seed_dir + iso_turn_dir x turns + rm_rf");
 	row("turn env", s_env, "env_base + SOAK_* x turns");

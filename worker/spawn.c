@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -220,26 +221,38 @@ start_child(struct child_args *a, int *pidfdp)
 	return pid;
 }
 #else
+/*
+ * The child's stack is kept per thread and reused: CLONE_VFORK suspends
+ * this thread until the child has left it, and a munmap per turn would
+ * cost a TLB shootdown across the worker's threads.  It grows (never
+ * shrinks) to fit the largest argv seen.
+ */
+static __thread void	*child_stack;
+static __thread size_t	 child_stack_size;
+
 static pid_t
 start_child(struct child_args *a, int *pidfdp)
 {
-	size_t	 page = (size_t)sysconf(_SC_PAGESIZE), stack_size;
+	size_t	page = (size_t)sysconf(_SC_PAGESIZE), need;
 	void	*stack;
-	pid_t	 pid;
 
 	/* Room for execvpe's script fallback, which copies argv on the stack. */
-	stack_size = CHILD_STACK + (strv_len(a->req->argv) + 2) * sizeof(char *);
-	stack_size = (stack_size + page - 1) / page * page;
-	stack = mmap(NULL, stack_size, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-	if (stack == MAP_FAILED)
-		return -1;
+	need = CHILD_STACK + (strv_len(a->req->argv) + 2) * sizeof(char *);
+	need = (need + page - 1) / page * page;
+	if (need > child_stack_size) {
+		stack = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stack == MAP_FAILED)
+			return -1;
+		if (child_stack)
+			munmap(child_stack, child_stack_size);
+		child_stack = stack;
+		child_stack_size = need;
+	}
 	*pidfdp = -1;
 	/* The stack grows down on every architecture we build for. */
-	pid = clone(child_main, (char *)stack + stack_size,
+	return clone(child_main, (char *)child_stack + child_stack_size,
 	    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, a, (pid_t *)pidfdp);
-	munmap(stack, stack_size);
-	return pid;
 }
 #endif
 
@@ -290,19 +303,17 @@ wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 static char *
 tail_of(const char *path)
 {
-	char	 buf[STDERR_TAIL + 1];
-	ssize_t	 n;
-	off_t	 size;
-	int	 fd;
+	char		 buf[STDERR_TAIL + 1];
+	struct stat	 sb;
+	ssize_t		 n;
+	off_t		 size;
+	int		 fd;
 
 	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return xstrdup("");
-	size = lseek(fd, 0, SEEK_END);
-	if (size > STDERR_TAIL)
-		lseek(fd, size - STDERR_TAIL, SEEK_SET);
-	else
-		lseek(fd, 0, SEEK_SET);
-	n = read(fd, buf, STDERR_TAIL);
+	size = fstat(fd, &sb) == 0 ? sb.st_size : 0;
+	n = size == 0 ? 0 : pread(fd, buf, STDERR_TAIL,
+	    size > STDERR_TAIL ? size - STDERR_TAIL : 0);
 	close(fd);
 	if (n < 0)
 		n = 0;
