@@ -269,17 +269,41 @@ msg_bench(int iters)
 	return s;
 }
 
+static struct stat_us
+workspace_bench(struct iso *iso, const struct cfg *cfg, int64_t *v, int iters)
+{
+	char	err[ERR_LEN], *sd, *td;
+	int64_t	t0;
+	int	i, k;
+
+	for (i = 0; i < iters; i++) {
+		t0 = now_us();
+		if ((sd = iso_seed_dir(iso, 1000 + (uint64_t)i, err)) == NULL)
+			fprintf(stderr, "iso_seed_dir: %s\n", err);
+		for (k = 0; k < cfg->turns; k++) {
+			if ((td = iso_turn_dir(iso, 1000 + (uint64_t)i, 0, k, err)) == NULL)
+				fprintf(stderr, "iso_turn_dir: %s\n", err);
+			free(td);
+		}
+		rm_rf(sd);
+		free(sd);
+		v[i] = now_us() - t0;
+	}
+	return stats(v, iters);
+}
+
 int
 main(int argc, char **argv)
 {
 	struct cfg		 cfg;
 	struct pg_embedded	*pg = NULL;
-	struct iso		*iso = NULL;
+	struct iso		*iso = NULL, *iso_shm = NULL;
 	struct wrk		 w = { 0 };
 	struct batch_ctx	 b;
 	struct stat_us		 s_fork, s_pspawn, s_wrk, s_trunc, s_recreate, s_inv,
-				 s_ws, s_env, s_msg, s_pgstart, sp[3], s_delete;
-	char			 err[ERR_LEN], root[] = "/tmp/soak-bench.XXXXXX";
+				 s_ws, s_env, s_msg, s_pgstart, sp[3], s_delete, s_ws_shm;
+	char			 err[ERR_LEN], root[] = "/tmp/soak-bench.XXXXXX",
+				 shmroot[] = "/dev/shm/soak-bench.XXXXXX", *shm = NULL;
 	int64_t			*v, t0;
 	int			 iters, procs, i, k, rc = 1;
 
@@ -376,23 +400,15 @@ main(int argc, char **argv)
 	}
 	s_inv = stats(v, iters);
 
-	/* A seed's workspace: iso_seed_dir, iso_turn_dir per turn, rm_rf. */
-	for (i = 0; i < iters; i++) {
-		char	*sd, *td;
-
-		t0 = now_us();
-		if ((sd = iso_seed_dir(iso, 1000 + (uint64_t)i, err)) == NULL)
-			fprintf(stderr, "iso_seed_dir: %s\n", err);
-		for (k = 0; k < cfg.turns; k++) {
-			if ((td = iso_turn_dir(iso, 1000 + (uint64_t)i, 0, k, err)) == NULL)
-				fprintf(stderr, "iso_turn_dir: %s\n", err);
-			free(td);
-		}
-		rm_rf(sd);
-		free(sd);
-		v[i] = now_us() - t0;
+	/* A seed's workspace: iso_seed_dir, iso_turn_dir per turn, rm_rf;
+	 * under /tmp as soak run puts it, and on tmpfs for comparison. */
+	s_ws = workspace_bench(iso, &cfg, v, iters);
+	if ((shm = mkdtemp(shmroot)) == NULL ||
+	    (iso_shm = iso_open(&cfg, pg_embedded_conninfo(pg), "bench", 2, shm, err)) == NULL) {
+		fprintf(stderr, "orchestration: %s\n", shm ? err : strerror(errno));
+		goto out;
 	}
-	s_ws = stats(v, iters);
+	s_ws_shm = workspace_bench(iso_shm, &cfg, v, iters);
 
 	/* Every turn's environment, as run_round builds it. */
 	for (i = 0; i < iters; i++) {
@@ -423,7 +439,8 @@ main(int argc, char **argv)
 	row("schema reset, recreate", s_recreate, "iso_reset: DROP + CREATE SCHEMA + DDL");
 	row("  (DELETE FROM t instead)", s_delete, "not soak's: what a DELETE reset would cost");
 	row("invariants", s_inv, "inv_check: BEGIN RR RO; query; ROLLBACK");
-	row("workspace dirs", s_ws, "iso_seed_dir + iso_turn_dir x turns + rm_rf");
+	row("workspace dirs, /tmp", s_ws, "iso_seed_dir + iso_turn_dir x turns + rm_rf");
+	row("workspace dirs, /dev/shm", s_ws_shm, "the same on tmpfs (for comparison)");
 	row("turn env", s_env, "env_base + SOAK_* x turns");
 	row("messaging", s_msg, "RESULT -> ACK, msg codec + nng req/rep ipc");
 	printf("%-34s %9s %9s\n", "process start, batch of turns:", "", "");
@@ -434,10 +451,10 @@ main(int argc, char **argv)
 	    "overhead %.2f ms per batch\n", s_wrk.med / s_pspawn.med,
 	    (s_wrk.med - s_pspawn.med) / 1000.0);
 	printf("# pg_start_ms=%.2f\n# reset_truncate_ms=%.3f\n# reset_recreate_ms=%.3f\n"
-	    "# inv_ms=%.3f\n# workspace_ms=%.3f\n# env_ms=%.3f\n# msg_ms=%.3f\n"
+	    "# inv_ms=%.3f\n# workspace_ms=%.3f\n# workspace_shm_ms=%.3f\n# env_ms=%.3f\n# msg_ms=%.3f\n"
 	    "# fork_batch_ms=%.3f\n# posix_spawn_batch_ms=%.3f\n# wrk_batch_ms=%.3f\n",
 	    s_pgstart.med / 1000, s_trunc.med / 1000, s_recreate.med / 1000,
-	    s_inv.med / 1000, s_ws.med / 1000, s_env.med / 1000, s_msg.med / 1000,
+	    s_inv.med / 1000, s_ws.med / 1000, s_ws_shm.med / 1000, s_env.med / 1000, s_msg.med / 1000,
 	    s_fork.med / 1000, s_pspawn.med / 1000, s_wrk.med / 1000);
 	rc = 0;
 out:
@@ -445,6 +462,9 @@ out:
 		iso_drop(iso, err);
 		iso_close(iso);
 	}
+	iso_close(iso_shm);
+	if (shm)
+		rm_rf(shm);
 	iso_dbparams_free(&w.db);
 	pg_embedded_stop(pg);
 	rm_rf(root);

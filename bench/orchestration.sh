@@ -36,9 +36,10 @@ conf noop8 8 1 '[/bin/true]'
 conf noop1 1 1 '[/bin/true]'
 conf sleep8 8 2 '[/bin/sleep, "0.1"]'
 
-# run NAME SEEDS -> prints "wall_ms" from the report (includes PostgreSQL's start)
+# run NAME SEEDS [OUTBASE] -> prints "wall_ms" from the report (includes
+# PostgreSQL's start).  The workspace goes under --out, i.e. OUTBASE.
 run() {
-	local out="$dir/out-$1-$RANDOM"
+	local out="${3:-$dir}/out-$1-$RANDOM"
 	if ! "$SOAK" run "$dir/$1.yaml" --seeds "$2" --workers "$WORKERS" --out "$out" \
 	    >"$out.log" 2>&1; then
 		echo "soak run $1 failed:" >&2
@@ -56,19 +57,22 @@ echo
 echo "-- per-step costs (median of $ITER; process rows: $WORKERS processes at once)"
 "$ORCH" "$dir/noop8.yaml" "$ITER" "$WORKERS" | tee "$dir/orch.txt" | grep -v '^# '
 kv() { sed -n "s/^# $1=//p" "$dir/orch.txt"; }
-pg=$(kv pg_start_ms) reset=$(kv reset_truncate_ms) inv=$(kv inv_ms) ws=$(kv workspace_ms)
+pg=$(kv pg_start_ms) reset=$(kv reset_truncate_ms) inv=$(kv inv_ms) ws=$(kv workspace_ms) wsshm=$(kv workspace_shm_ms)
 envc=$(kv env_ms) msg=$(kv msg_ms) ps=$(kv posix_spawn_batch_ms) wb=$(kv wrk_batch_ms)
 
 echo
 echo "-- end to end: 200 seeds, $WORKERS workers, wall from report.json (includes PostgreSQL start); median of $RUNS"
-w8=() w1=()
+shmdir=$(mktemp -d /dev/shm/soak-bench-orch.XXXXXX)
+trap 'rm -rf "$dir" "$shmdir"' EXIT
+w8=() w1=() w8s=()
 for _ in $(seq "$RUNS"); do
 	w8+=("$(run noop8 0..199)")
 	w1+=("$(run noop1 0..199)")
+	w8s+=("$(run noop8 0..199 "$shmdir")")
 done
-m8=$(echo "${w8[*]}" | median) m1=$(echo "${w1[*]}" | median)
+m8=$(echo "${w8[*]}" | median) m1=$(echo "${w1[*]}" | median) m8s=$(echo "${w8s[*]}" | median)
 printf '%-26s %10s %10s %12s   %s\n' config "wall s" "seeds/s" "ms/seed/wkr" "runs (ms)"
-for c in "8 turns:$m8:${w8[*]}" "1 turn:$m1:${w1[*]}"; do
+for c in "8 turns:$m8:${w8[*]}" "1 turn:$m1:${w1[*]}" "8 turns, out on shm:$m8s:${w8s[*]}"; do
 	IFS=: read -r name m all <<<"$c"
 	awk -v n="$name" -v m="$m" -v w="$WORKERS" -v pg="$pg" -v all="$all" 'BEGIN {
 		printf "%-26s %10.2f %10.1f %12.2f   %s\n", "noop, " n, m / 1000, 200000 / m,
@@ -77,7 +81,7 @@ done
 
 echo
 echo "-- per seed (8 no-op turns), estimated from the parts above"
-awk -v reset="$reset" -v inv="$inv" -v ws="$ws" -v envc="$envc" -v msg="$msg" \
+awk -v reset="$reset" -v inv="$inv" -v ws="$ws" -v wsshm="$wsshm" -v envc="$envc" -v msg="$msg" \
     -v ps="$ps" -v wb="$wb" -v m8="$m8" -v pg="$pg" -v w="$WORKERS" 'BEGIN {
 	spawn_over = wb - ps; if (spawn_over < 0) spawn_over = 0
 	printf "%-44s %8s\n", "part", "ms"
@@ -85,11 +89,12 @@ awk -v reset="$reset" -v inv="$inv" -v ws="$ws" -v envc="$envc" -v msg="$msg" \
 	printf "%-44s %8.2f\n", "invariants (PostgreSQL round trip)", inv
 	printf "%-44s %8.2f\n", "turns: the machine exec of 8 /bin/true", ps
 	printf "%-44s %8.2f\n", "turns: soak spawn above that (>= 0)", spawn_over
-	printf "%-44s %8.2f\n", "workspace dirs (mkdir, rm -r)", ws
+	printf "%-44s %8.2f\n", "workspace dirs (mkdir, rm -r) under /tmp", ws
 	printf "%-44s %8.2f\n", "turn environments", envc
 	printf "%-44s %8.2f\n", "messaging (result -> ack)", msg
 	orch = spawn_over + ws + envc + msg
 	printf "%-44s %8.2f   goal < 5\n", "orchestration (soak spawn + dirs + env + msg)", orch
+	printf "%-44s %8.2f\n", "  the same with the workspace on /dev/shm", orch - ws + wsshm
 	printf "%-44s %8.2f\n", "measured end to end, per seed per worker", (m8 - pg) * w / 200
 	printf "# orch_ms=%.2f\n", orch
 }' | tee "$dir/sum.txt" | grep -v '^# '
