@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -131,8 +130,10 @@ child_main(void *arg)
 	setpgid(0, 0);
 	a->step = STEP_PDEATHSIG;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != a->parent)	/* the worker died before prctl */
+	if (getppid() != a->parent) {	/* the worker died before prctl */
+		errno = ESRCH;
 		goto fail;
+	}
 	/* Our handlers live in memory the child shares: none may run here
 	 * or after exec.  SIG_IGN (SIGPIPE in the worker, or whatever the
 	 * worker inherited) would survive exec.  The raw system call, because
@@ -261,16 +262,17 @@ static int
 spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 {
 	struct child_args	a = { .req = req, .parent = getpid(), .errfd = -1 };
-	sigset_t		all, old;
+	uint64_t		all = ~(uint64_t)0, old;
 	pid_t			pid;
 	int			pidfd = -1, e, saved = errno;
 
+	/* The raw call, as glibc's posix_spawn does: pthread_sigmask leaves
+	 * libc's own signals (32, 33) unblocked. */
 	sigemptyset(&a.empty);
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
 	pid = start_child(&a, &pidfd);
 	e = errno;
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
 	if (pid == -1)
 		return errf(err, "cannot start %s: clone: %s", req->argv[0], strerror(e));
 	errno = saved;	/* the child's calls wrote into our errno */
