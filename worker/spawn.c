@@ -7,11 +7,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,138 +40,282 @@ turn_status_name(enum turn_status s)
 	return turn_status_names[s];
 }
 
+/*
+ * Turns are started with clone(CLONE_VM | CLONE_VFORK): the child borrows
+ * our address space on a private stack, so there is no page-table copy
+ * (fork of the worker, with libpq, nng and jansson mapped, costs more than
+ * the exec that follows it on a small VM), and we are suspended until the
+ * child has exec'd or _exit'ed.  glibc's posix_spawn works the same way
+ * (sysdeps/unix/sysv/linux/spawni.c) but cannot set PR_SET_PDEATHSIG, so
+ * this is the same recipe by hand.  Because the child shares our memory:
+ *  - all signals are blocked around clone, so none of our handlers can run
+ *    on the child's stack; the child resets every disposition to SIG_DFL
+ *    and unblocks everything just before execve;
+ *  - the child only makes plain system calls (their errno writes land in
+ *    the suspended thread's errno, which we save and restore), never
+ *    malloc or stdio;
+ *  - an exec failure is reported by writing the errno and the failing
+ *    step into struct child_args, which we read once clone returns: with
+ *    CLONE_VFORK that write happens-before our return, so no pipe is
+ *    needed.
+ * CLONE_PIDFD hands us the pidfd atomically with the pid.
+ *
+ * Under AddressSanitizer the child would run instrumented code on a stack
+ * ASan knows nothing about while sharing its thread state; there we use
+ * fork instead, with the same child code.
+ */
+#if defined(__SANITIZE_ADDRESS__)
+#define SPAWN_FORK	1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SPAWN_FORK	1
+#endif
+#endif
+
+#define CHILD_STACK	(64 * 1024)	/* execvpe builds PATH candidates on it */
+
+enum child_step { STEP_NONE, STEP_PDEATHSIG, STEP_STDIN, STEP_STDOUT, STEP_STDERR,
+	STEP_CHDIR, STEP_EXEC };
+
+static const char *const child_step_names[] = {
+	[STEP_NONE] = "", [STEP_PDEATHSIG] = "the worker exited",
+	[STEP_STDIN] = "open /dev/null", [STEP_STDOUT] = "open its stdout file",
+	[STEP_STDERR] = "open its stderr file", [STEP_CHDIR] = "chdir",
+	[STEP_EXEC] = "exec",
+};
+
+struct child_args {
+	const struct spawn_req	*req;
+	pid_t			 parent;
+	sigset_t		 empty;
+	volatile int		 err;		/* written by the child */
+	volatile int		 step;		/* enum child_step */
+	int			 errfd;		/* fork only: err, step go here */
+};
+
+/* The kernel's struct sigaction, which rt_sigaction(2) takes. */
+struct kernel_sigaction {
+	void		(*handler)(int);
+	unsigned long	  flags;
+	void		(*restorer)(void);
+	uint64_t	  mask;
+};
+
+/* Opens path onto fd; the opened descriptor has no O_CLOEXEC so that a
+ * dup2 onto itself (fd 0..2 was closed) still leaves it open for exec. */
 static int
-pidfd_open_(pid_t pid)
+child_redirect(const char *path, int flags, int target)
 {
-	return (int)syscall(SYS_pidfd_open, pid, 0);
+	int	fd;
+
+	if ((fd = open(path, flags, 0644)) == -1)
+		return -1;
+	if (fd != target) {
+		if (dup2(fd, target) == -1)
+			return -1;
+		close(fd);
+	}
+	return 0;
 }
 
-/* In the child: only async-signal-safe calls until execve. */
-static void __attribute__((noreturn))
-child_exec(const struct spawn_req *req, int errfd, pid_t parent)
+/* In the child: only plain system calls until execve. */
+static int
+child_main(void *arg)
 {
-	int	fd, e;
+	struct child_args	*a = arg;
+	const struct spawn_req	*req = a->req;
+	struct kernel_sigaction	 dfl = { .handler = SIG_DFL };
+	int			 sig;
 
 	setpgid(0, 0);
+	a->step = STEP_PDEATHSIG;
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (getppid() != parent)	/* the worker died before prctl */
-		_exit(127);
-	signal(SIGPIPE, SIG_DFL);
-	signal(SIGINT, SIG_DFL);
-	signal(SIGTERM, SIG_DFL);
-	if ((fd = open("/dev/null", O_RDONLY)) != -1) {
-		dup2(fd, 0);
-		if (fd > 2)
-			close(fd);
+	if (getppid() != a->parent) {	/* the worker died before prctl */
+		errno = ESRCH;
+		goto fail;
 	}
+	/* Our handlers live in memory the child shares: none may run here
+	 * or after exec.  SIG_IGN (SIGPIPE in the worker, or whatever the
+	 * worker inherited) would survive exec.  The raw system call, because
+	 * libc refuses the signals it reserves (32, 33). */
+	for (sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	a->step = STEP_STDIN;
+	if (child_redirect("/dev/null", O_RDONLY, 0) == -1)
+		goto fail;
+	a->step = STEP_STDOUT;
 	if (req->stdout_path &&
-	    (fd = open(req->stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) != -1) {
-		dup2(fd, 1);
-		if (fd > 2)
-			close(fd);
-	}
+	    child_redirect(req->stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 1) == -1)
+		goto fail;
+	a->step = STEP_STDERR;
 	if (req->stderr_path &&
-	    (fd = open(req->stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) != -1) {
-		dup2(fd, 2);
-		if (fd > 2)
-			close(fd);
-	}
+	    child_redirect(req->stderr_path, O_WRONLY | O_CREAT | O_TRUNC, 2) == -1)
+		goto fail;
+	a->step = STEP_CHDIR;
 	if (req->dir && chdir(req->dir) == -1)
 		goto fail;
+	a->step = STEP_EXEC;
+	sigprocmask(SIG_SETMASK, &a->empty, NULL);
 	execvpe(req->argv[0], req->argv, req->envp);
 fail:
-	e = errno;
-	(void)!write(errfd, &e, sizeof(e));
+	a->err = errno;
+	if (a->errfd != -1) {
+		int	v[2] = { a->err, a->step };
+
+		(void)!write(a->errfd, v, sizeof(v));
+	}
 	_exit(127);
 }
 
-/*
- * Forks the child and returns at once with the read end of its exec-error
- * pipe, so a batch can fork every turn before waiting for any exec: the
- * children's execs then overlap with the parent's forks.
- */
-static int
-spawn_start(const struct spawn_req *req, pid_t *pidp, int *errfdp, char *err)
+static void
+spawn_error(const struct spawn_req *req, const struct child_args *a, char *err)
 {
-	sigset_t	all, old;
-	pid_t		pid, parent = getpid();
-	int		p[2];
-
-	if (pipe2(p, O_CLOEXEC) == -1)
-		return errf(err, "cannot start %s: pipe: %s", req->argv[0], strerror(errno));
-	/* Block signals across fork so the child never runs our handlers. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pid = fork();
-	if (pid == 0) {
-		close(p[0]);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		child_exec(req, p[1], parent);
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	close(p[1]);
-	if (pid == -1) {
-		close(p[0]);
-		return errf(err, "cannot start %s: fork: %s", req->argv[0], strerror(errno));
-	}
-	setpgid(pid, pid);	/* both sides, so kill(-pid) works at once */
-	*pidp = pid;
-	*errfdp = p[0];
-	return 0;
+	if (a->step == STEP_EXEC)
+		errf(err, "cannot run \"%s\"%s%s: %s", req->argv[0],
+		    req->dir ? " in " : "", req->dir ? req->dir : "", strerror(a->err));
+	else if (a->step == STEP_CHDIR)
+		errf(err, "cannot run \"%s\": chdir %s: %s", req->argv[0],
+		    req->dir, strerror(a->err));
+	else if (a->step == STEP_STDOUT || a->step == STEP_STDERR)
+		errf(err, "cannot run \"%s\": %s %s: %s", req->argv[0],
+		    child_step_names[a->step],
+		    a->step == STEP_STDOUT ? req->stdout_path : req->stderr_path,
+		    strerror(a->err));
+	else
+		errf(err, "cannot run \"%s\": %s: %s", req->argv[0],
+		    child_step_names[a->step], strerror(a->err));
 }
 
-/* Waits for the exec (EOF on the pipe) or its errno; opens the pidfd. */
-static int
-spawn_finish(const struct spawn_req *req, pid_t pid, int errfd, int *pidfdp, char *err)
+#ifdef SPAWN_FORK
+static pid_t
+start_child(struct child_args *a, int *pidfdp)
 {
+	pid_t	pid;
+	int	p[2], v[2];
 	ssize_t	n;
-	int	e = 0, pidfd;
 
+	/* fork does not share memory: the child's err and step come back
+	 * through a close-on-exec pipe (EOF: it exec'd). */
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -1;
+	a->errfd = p[1];
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		child_main(a);
+	}
+	close(p[1]);
+	a->errfd = -1;
+	if (pid == -1) {
+		close(p[0]);
+		return -1;
+	}
 	do
-		n = read(errfd, &e, sizeof(e));
+		n = read(p[0], v, sizeof(v));
 	while (n == -1 && errno == EINTR);
-	close(errfd);
-	if (n == sizeof(e)) {
-		waitpid(pid, NULL, 0);
-		return errf(err, "cannot run \"%s\"%s%s: %s", req->argv[0],
-		    req->dir ? " in " : "", req->dir ? req->dir : "", strerror(e));
+	close(p[0]);
+	if (n == sizeof(v)) {
+		a->err = v[0];
+		a->step = v[1];
 	}
-	if ((pidfd = pidfd_open_(pid)) == -1) {
+	*pidfdp = (int)syscall(SYS_pidfd_open, pid, 0);
+	return pid;
+}
+#else
+/*
+ * The child's stack is kept per thread and reused: CLONE_VFORK suspends
+ * this thread until the child has left it, and a munmap per turn would
+ * cost a TLB shootdown across the worker's threads.  It grows (never
+ * shrinks) to fit the largest argv seen.
+ */
+static __thread void	*child_stack;
+static __thread size_t	 child_stack_size;
+
+static pid_t
+start_child(struct child_args *a, int *pidfdp)
+{
+	size_t	page = (size_t)sysconf(_SC_PAGESIZE), need;
+	void	*stack;
+
+	/* Room for execvpe's script fallback, which copies argv on the stack. */
+	need = CHILD_STACK + (strv_len(a->req->argv) + 2) * sizeof(char *);
+	need = (need + page - 1) / page * page;
+	if (need > child_stack_size) {
+		stack = mmap(NULL, need, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+		if (stack == MAP_FAILED)
+			return -1;
+		if (child_stack)
+			munmap(child_stack, child_stack_size);
+		child_stack = stack;
+		child_stack_size = need;
+	}
+	*pidfdp = -1;
+	/* The stack grows down on every architecture we build for. */
+	return clone(child_main, (char *)child_stack + child_stack_size,
+	    CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, a, (pid_t *)pidfdp);
+}
+#endif
+
+/* Starts one child; when this returns it has exec'd (or failed to). */
+static int
+spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
+{
+	struct child_args	a = { .req = req, .parent = getpid(), .errfd = -1 };
+	uint64_t		all = ~(uint64_t)0, old;
+	pid_t			pid;
+	int			pidfd = -1, e, saved = errno;
+
+	/* The raw call, as glibc's posix_spawn does: pthread_sigmask leaves
+	 * libc's own signals (32, 33) unblocked. */
+	sigemptyset(&a.empty);
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
+	pid = start_child(&a, &pidfd);
+	e = errno;
+	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, sizeof(old));
+	if (pid == -1)
+		return errf(err, "cannot start %s: clone: %s", req->argv[0], strerror(e));
+	errno = saved;	/* the child's calls wrote into our errno */
+	if (a.err != 0) {
+		spawn_error(req, &a, err);
+		goto fail;
+	}
+	if (pidfd == -1) {
+		errf(err, "pidfd_open: %s (Linux 5.3 or later is required)", strerror(e));
 		kill(-pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		return errf(err, "pidfd_open: %s (Linux 5.3 or later is required)",
-		    strerror(errno));
+		goto fail;
 	}
+	*pidp = pid;
 	*pidfdp = pidfd;
 	return 0;
+fail:
+	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	if (pidfd != -1)
+		close(pidfd);
+	return -1;
 }
 
 int
 wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 {
-	int	errfd;
-
-	if (spawn_start(req, pidp, &errfd, err) == -1)
-		return -1;
-	return spawn_finish(req, *pidp, errfd, pidfdp, err);
+	return spawn_one(req, pidp, pidfdp, err);
 }
 
 static char *
 tail_of(const char *path)
 {
-	char	 buf[STDERR_TAIL + 1];
-	ssize_t	 n;
-	off_t	 size;
-	int	 fd;
+	char		 buf[STDERR_TAIL + 1];
+	struct stat	 sb;
+	ssize_t		 n;
+	off_t		 size;
+	int		 fd;
 
 	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return xstrdup("");
-	size = lseek(fd, 0, SEEK_END);
-	if (size > STDERR_TAIL)
-		lseek(fd, size - STDERR_TAIL, SEEK_SET);
-	else
-		lseek(fd, 0, SEEK_SET);
-	n = read(fd, buf, STDERR_TAIL);
+	size = fstat(fd, &sb) == 0 ? sb.st_size : 0;
+	n = size == 0 ? 0 : pread(fd, buf, STDERR_TAIL,
+	    size > STDERR_TAIL ? size - STDERR_TAIL : 0);
 	close(fd);
 	if (n < 0)
 		n = 0;
@@ -183,10 +331,36 @@ tail_of(const char *path)
 
 struct running {
 	pid_t	pid;
-	int	pidfd, errfd;
+	int	pidfd;
 	int64_t	start, deadline;
 	bool	timed_out, killed, done;
 };
+
+/* Reaps run[i], which has exited, and fills out[i]. */
+static void
+reap(const struct spawn_req *req, struct running *r, int st, struct turn_outcome *out)
+{
+	r->done = true;
+	out->duration_ms = now_ms() - r->start;
+	/* Whatever it left behind in its group goes with it. */
+	kill(-r->pid, SIGKILL);
+	close(r->pidfd);
+	if (r->killed) {
+		out->status = TURN_KILLED;
+		out->code = SIGKILL;
+	} else if (r->timed_out) {
+		out->status = TURN_TIMEOUT;
+		out->code = SIGKILL;
+	} else if (WIFSIGNALED(st)) {
+		out->status = TURN_SIGNAL;
+		out->code = WTERMSIG(st);
+	} else {
+		out->code = WEXITSTATUS(st);
+		out->status = out->code == 0 ? TURN_OK :
+		    out->code == 75 ? TURN_TEMPFAIL : TURN_ERROR;
+	}
+	out->stderr_tail = tail_of(req->stderr_path);
+}
 
 void
 wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
@@ -194,8 +368,9 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 {
 	struct running	*run = xcalloc(n, sizeof(*run));
 	struct pollfd	*pfd = xcalloc(n, sizeof(*pfd));
+	size_t		*idx = xcalloc(n, sizeof(*idx));
 	char		 err[ERR_LEN];
-	size_t		 i, left = 0;
+	size_t		 i, k, left = 0;
 	int		 st;
 
 	*hung = false;
@@ -205,18 +380,7 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 		run[i].start = now_ms();
 		run[i].deadline = run[i].start + timeout_ms;
 		run[i].pidfd = -1;
-		if (spawn_start(&reqs[i], &run[i].pid, &run[i].errfd, err) == -1) {
-			out[i].status = TURN_EXEC;
-			out[i].stderr_tail = xstrdup(err);
-			run[i].done = true;
-			run[i].errfd = -1;
-		}
-	}
-	for (i = 0; i < n; i++) {
-		if (run[i].done)
-			continue;
-		if (spawn_finish(&reqs[i], run[i].pid, run[i].errfd, &run[i].pidfd,
-		    err) == -1) {
+		if (spawn_one(&reqs[i], &run[i].pid, &run[i].pidfd, err) == -1) {
 			out[i].status = TURN_EXEC;
 			out[i].stderr_tail = xstrdup(err);
 			run[i].done = true;
@@ -246,7 +410,7 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 			pfd[np].fd = run[i].pidfd;
 			pfd[np].events = POLLIN;
 			pfd[np].revents = 0;
-			np++;
+			idx[np++] = i;
 		}
 		if (wait < 0)
 			wait = 0;
@@ -257,36 +421,19 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 			log_warn("%s: poll", __func__);
 			break;
 		}
-		for (i = 0; i < n; i++) {
-			if (run[i].done)
+		/* Only a readable pidfd has a zombie behind it. */
+		for (k = 0; r > 0 && k < np; k++) {
+			i = idx[k];
+			if (pfd[k].revents == 0 ||
+			    waitpid(run[i].pid, &st, WNOHANG) != run[i].pid)
 				continue;
-			if (waitpid(run[i].pid, &st, WNOHANG) != run[i].pid)
-				continue;
-			run[i].done = true;
+			reap(&reqs[i], &run[i], st, &out[i]);
 			left--;
-			out[i].duration_ms = now_ms() - run[i].start;
-			/* Whatever it left behind in its group goes with it. */
-			kill(-run[i].pid, SIGKILL);
-			close(run[i].pidfd);
-			if (run[i].killed) {
-				out[i].status = TURN_KILLED;
-				out[i].code = SIGKILL;
-			} else if (run[i].timed_out) {
-				out[i].status = TURN_TIMEOUT;
-				out[i].code = SIGKILL;
-			} else if (WIFSIGNALED(st)) {
-				out[i].status = TURN_SIGNAL;
-				out[i].code = WTERMSIG(st);
-			} else {
-				out[i].code = WEXITSTATUS(st);
-				out[i].status = out[i].code == 0 ? TURN_OK :
-				    out[i].code == 75 ? TURN_TEMPFAIL : TURN_ERROR;
-			}
-			out[i].stderr_tail = tail_of(reqs[i].stderr_path);
 		}
 	}
 	free(run);
 	free(pfd);
+	free(idx);
 }
 
 void

@@ -1,0 +1,314 @@
+/*
+ * Turn spawning (worker/spawn.c): exit statuses, signals, timeouts that
+ * take the whole process group, the seed deadline, exec failures, and the
+ * child's environment (cwd, stdin, stdout, stderr, env, signal state,
+ * process group).  Waits are on events (pipe EOF, the batch returning)
+ * with an alarm(2) watchdog per test; turn programs may sleep, the test
+ * never does.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "worker/wrk.h"
+
+#define WATCHDOG_S	30
+
+static char	*envp_default[] = { "PATH=/usr/bin:/bin", "FOO=bar baz", NULL };
+
+struct fixture {
+	char	dir[4096];
+	char	out[4200], err[4200];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture	*f = xcalloc(1, sizeof(*f));
+	char		 real[4096];
+
+	strcpy(f->dir, "/tmp/soak-test-spawn.XXXXXX");
+	if (mkdtemp(f->dir) == NULL || realpath(f->dir, real) == NULL)
+		return -1;
+	snprintf(f->dir, sizeof(f->dir), "%s", real);
+	snprintf(f->out, sizeof(f->out), "%s/stdout.log", f->dir);
+	snprintf(f->err, sizeof(f->err), "%s/stderr.log", f->dir);
+	*state = f;
+	alarm(WATCHDOG_S);	/* SIGALRM's default action fails the binary */
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture	*f = *state;
+
+	alarm(0);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static struct spawn_req
+sh(struct fixture *f, char **argv)
+{
+	return (struct spawn_req){ .argv = argv, .envp = envp_default, .dir = f->dir,
+	    .stdout_path = f->out, .stderr_path = f->err };
+}
+
+static char *
+slurp(const char *path)
+{
+	char	err[ERR_LEN], *s;
+	size_t	len;
+
+	s = read_file(path, 1 << 20, &len, err);
+	assert_non_null(s);
+	return s;
+}
+
+static void
+test_exit_codes(void **state)
+{
+	struct fixture		*f = *state;
+	char			*ok[] = { "sh", "-c", "exit 0", NULL };
+	char			*three[] = { "sh", "-c", "exit 3", NULL };
+	char			*temp[] = { "sh", "-c", "exit 75", NULL };
+	char			*segv[] = { "sh", "-c", "kill -SEGV $$", NULL };
+	struct spawn_req	 reqs[4] = { sh(f, ok), sh(f, three), sh(f, temp), sh(f, segv) };
+	struct turn_outcome	 out[4] = { 0 };
+	bool			 hung = true;
+	int			 i;
+
+	for (i = 0; i < 4; i++)
+		reqs[i].stdout_path = reqs[i].stderr_path = NULL;
+	wrk_run_batch(reqs, 4, 10000, now_ms() + 20000, out, &hung);
+	assert_false(hung);
+	assert_int_equal(out[0].status, TURN_OK);
+	assert_int_equal(out[0].code, 0);
+	assert_int_equal(out[1].status, TURN_ERROR);
+	assert_int_equal(out[1].code, 3);
+	assert_int_equal(out[2].status, TURN_TEMPFAIL);
+	assert_int_equal(out[2].code, 75);
+	assert_int_equal(out[3].status, TURN_SIGNAL);
+	assert_int_equal(out[3].code, SIGSEGV);
+	for (i = 0; i < 4; i++)
+		turn_outcome_clear(&out[i]);
+}
+
+/*
+ * The turn starts a background grandchild that holds the write end of a
+ * pipe, says so on the pipe, and then outlives turn.timeout.  After the
+ * batch the grandchild must be gone: the pipe reads "r" then EOF.  Were
+ * only the turn killed, the read would block until the watchdog.
+ */
+static void
+test_timeout_kills_group(void **state)
+{
+	struct fixture		*f = *state;
+	struct turn_outcome	 out = { 0 };
+	struct spawn_req	 req;
+	struct pollfd		 pfd;
+	char			 script[128], buf[8];
+	char			*argv[] = { "sh", "-c", script, NULL };
+	bool			 hung;
+	ssize_t			 n;
+	int			 p[2];
+
+	assert_int_equal(pipe(p), 0);
+	fcntl(p[0], F_SETFD, FD_CLOEXEC);
+	snprintf(script, sizeof(script), "sleep 60 & echo r >&%d; exec sleep 60", p[1]);
+	req = sh(f, argv);
+	wrk_run_batch(&req, 1, 1500, now_ms() + 20000, &out, &hung);
+	close(p[1]);
+	assert_false(hung);
+	assert_int_equal(out.status, TURN_TIMEOUT);
+	assert_int_equal(out.code, SIGKILL);
+	assert_true(out.duration_ms >= 1500);
+	/* "r": the grandchild existed before the kill. */
+	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_int_equal(read(p[0], buf, 2), 2);
+	assert_memory_equal(buf, "r\n", 2);
+	/* EOF: nobody holds the write end any more. */
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	n = read(p[0], buf, sizeof(buf));
+	assert_int_equal(n, 0);
+	close(p[0]);
+	turn_outcome_clear(&out);
+}
+
+static void
+test_seed_deadline(void **state)
+{
+	struct fixture		*f = *state;
+	struct turn_outcome	 out[2] = { 0 };
+	char			*slow[] = { "sleep", "60", NULL };
+	char			*quick[] = { "true", NULL };
+	struct spawn_req	 reqs[2] = { sh(f, slow), sh(f, quick) };
+	bool			 hung = false;
+	int64_t			 t0 = now_ms();
+
+	wrk_run_batch(reqs, 2, 60000, t0 + 300, out, &hung);
+	assert_true(hung);
+	assert_int_equal(out[0].status, TURN_KILLED);
+	assert_int_equal(out[0].code, SIGKILL);
+	assert_true(now_ms() - t0 < 20000);
+	assert_int_equal(out[1].status, TURN_OK);
+	turn_outcome_clear(&out[0]);
+	turn_outcome_clear(&out[1]);
+}
+
+static void
+test_exec_failure(void **state)
+{
+	struct fixture		*f = *state;
+	char			*abs[] = { "/nonexistent/soak-prog", NULL };
+	char			*bare[] = { "soak-no-such-program", NULL };
+	char			*ok[] = { "true", NULL };
+	struct spawn_req	 reqs[3] = { sh(f, abs), sh(f, ok), sh(f, bare) };
+	struct turn_outcome	 out[3] = { 0 };
+	char			 err[ERR_LEN];
+	bool			 hung;
+	pid_t			 pid;
+	int			 pidfd, i;
+
+	wrk_run_batch(reqs, 3, 10000, now_ms() + 20000, out, &hung);
+	assert_false(hung);
+	assert_int_equal(out[0].status, TURN_EXEC);
+	assert_non_null(strstr(out[0].stderr_tail, "cannot run \"/nonexistent/soak-prog\""));
+	assert_non_null(strstr(out[0].stderr_tail, "No such file or directory"));
+	assert_int_equal(out[1].status, TURN_OK);	/* the others still run */
+	assert_int_equal(out[2].status, TURN_EXEC);
+	assert_non_null(strstr(out[2].stderr_tail, "soak-no-such-program"));
+	for (i = 0; i < 3; i++)
+		turn_outcome_clear(&out[i]);
+
+	/* wrk_spawn knows before it returns. */
+	assert_int_equal(wrk_spawn(&reqs[0], &pid, &pidfd, err), -1);
+	assert_non_null(strstr(err, "No such file or directory"));
+	/* A missing working directory is named. */
+	reqs[1].dir = "/nonexistent/dir";
+	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, err), -1);
+	assert_non_null(strstr(err, "chdir /nonexistent/dir"));
+	/* So is an output file that cannot be opened. */
+	reqs[1].dir = f->dir;
+	reqs[1].stdout_path = "/nonexistent/dir/out";
+	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, err), -1);
+	assert_non_null(strstr(err, "stdout file /nonexistent/dir/out"));
+	/* No child is left behind by the failures. */
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+}
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void
+test_child_environment(void **state)
+{
+	struct fixture		*f = *state;
+	char			*prog[] = { "sh", "-c",
+				    "pwd; echo \"$FOO\"; echo \"${HOME-unset}\"; "
+				    "read x; echo \"stdin:$x:$?\"; "
+				    "echo \"$$ $(cut -d' ' -f5 /proc/$$/stat)\"; "
+				    "grep -E '^Sig(Blk|Ign|Cgt)' /proc/$$/status; "
+				    "echo oops >&2; exit 0", NULL };
+	struct spawn_req	 req = sh(f, prog);
+	struct turn_outcome	 out = { 0 };
+	struct sigaction	 sa = { .sa_handler = on_usr1 }, old_usr1, old_pipe;
+	sigset_t		 usr2, oldmask;
+	char			*o, *e, want[4400];
+	bool			 hung;
+	int			 pid, pgrp;
+
+	/* The worker's own signal state must not reach the turn. */
+	sigaction(SIGUSR1, &sa, &old_usr1);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, &old_pipe);
+	sigemptyset(&usr2);
+	sigaddset(&usr2, SIGUSR2);
+	sigprocmask(SIG_BLOCK, &usr2, &oldmask);
+	setenv("SOAK_TEST_LEAK", "1", 1);
+
+	wrk_run_batch(&req, 1, 10000, now_ms() + 20000, &out, &hung);
+
+	sigprocmask(SIG_SETMASK, &oldmask, NULL);
+	sigaction(SIGUSR1, &old_usr1, NULL);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	unsetenv("SOAK_TEST_LEAK");
+	assert_int_equal(out.status, TURN_OK);
+	o = slurp(f->out);
+	e = slurp(f->err);
+	snprintf(want, sizeof(want), "%s\nbar baz\nunset\nstdin::1\n", f->dir);
+	assert_memory_equal(o, want, strlen(want));
+	print_message("%s", o);
+	/* Its own process group. */
+	assert_int_equal(sscanf(o + strlen(want), "%d %d", &pid, &pgrp), 2);
+	assert_int_equal(pid, pgrp);
+	assert_non_null(strstr(o, "SigBlk:\t0000000000000000\n"));
+	assert_non_null(strstr(o, "SigIgn:\t0000000000000000\n"));
+	assert_string_equal(e, "oops\n");
+	assert_string_equal(out.stderr_tail, "oops\n");
+	free(o);
+	free(e);
+	turn_outcome_clear(&out);
+}
+
+/* Many small batches: no pidfd or descriptor leaks, no zombies. */
+static void
+test_no_leaks(void **state)
+{
+	struct fixture		*f = *state;
+	char			*ok[] = { "true", NULL };
+	struct spawn_req	 reqs[8];
+	struct turn_outcome	 out[8];
+	bool			 hung;
+	int			 i, k, fd;
+
+	for (i = 0; i < 8; i++)
+		reqs[i] = sh(f, ok);
+	for (k = 0; k < 20; k++) {
+		memset(out, 0, sizeof(out));
+		wrk_run_batch(reqs, 8, 10000, now_ms() + 20000, out, &hung);
+		for (i = 0; i < 8; i++) {
+			assert_int_equal(out[i].status, TURN_OK);
+			turn_outcome_clear(&out[i]);
+		}
+	}
+	fd = open("/dev/null", O_RDONLY);
+	assert_true(fd < 16);
+	close(fd);
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_exit_codes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timeout_kills_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seed_deadline, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_child_environment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_leaks, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
