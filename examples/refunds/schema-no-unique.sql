@@ -3,8 +3,8 @@
 -- and jobs.  The provider's side (written only by ./provider): refunds, the
 -- accounts it credits with their credit log, and its idempotency-key store.
 --
--- schema-no-unique.sql is this file without the last index (the system as
--- shipped, and the "no-unique" mutant); keep the two in step.
+-- This is schema.sql without its last index, the unique one on settled
+-- refunds (used by soak.yaml and mutants/no-unique.yaml); keep them in step.
 
 -- Which reset of the schema this is: a request from an earlier seed that
 -- reaches the provider late (a duplicate delivered after the seed ended)
