@@ -151,6 +151,10 @@ read_request(int fd, struct req *r, struct reply *rp)
 	header(buf, "Idempotency-Key", r->key, sizeof(r->key));
 	header(buf, "X-World", r->world, sizeof(r->world));
 	header(buf, "X-Sender", r->sender, sizeof(r->sender));
+	if (*r->world == '\0' || r->world[strspn(r->world, "0123456789")] != '\0') {
+		set_reply(rp, 400, "{\"error\":\"X-World must be a number\"}");
+		return -1;
+	}
 	while (have < need) {
 		if ((n = read(fd, buf + have, need - have)) <= 0)
 			return -1;
@@ -213,12 +217,16 @@ exec_ok(PGconn *c, const char *sql, int n, const char *const *p)
 	return rc;
 }
 
-/* The response for a settled refund, as the provider stores and sends it. */
+/*
+ * The response for a settled refund, as the provider stores and sends it.
+ * Fixed width, so a seed's fault trace (which counts bytes) is the same
+ * whatever order the refund ids were handed out in.
+ */
 static void
 refund_reply(struct reply *rp, const char *id, const struct req *r)
 {
-	set_reply(rp, 200, "{\"refund_id\":%s,\"dispute_id\":\"%s\","
-	    "\"amount_eur\":%s,\"state\":\"settled\"}", id, r->dispute, r->amount);
+	set_reply(rp, 200, "{\"refund_id\":\"re_%08lld\",\"dispute_id\":\"%s\","
+	    "\"amount_eur\":%s,\"state\":\"settled\"}", atoll(id), r->dispute, r->amount);
 }
 
 /*
@@ -251,7 +259,7 @@ refund(PGconn *c, const struct req *r, struct reply *rp)
 	 * One look: is this request from this seed's world (a late duplicate
 	 * from an earlier seed must not land here), and was its key answered?
 	 */
-	res = q(c, "SELECT (SELECT epoch::text = $1 FROM world), "
+	res = q(c, "SELECT (SELECT epoch = $1::bigint FROM world), "
 	    "(SELECT response FROM idempotency_keys WHERE key = $2)", 2,
 	    (const char *[]){ r->world, key });
 	if (!q_ok(res))

@@ -168,7 +168,7 @@ main(int argc, char **argv)
 	    1, (const char *[]){ job })) == NULL)
 		goto out;
 	PQclear(r);
-	if ((r = q(c, "read dispute", "SELECT amount_eur, (SELECT epoch FROM world) "
+	if ((r = q(c, "read dispute", "SELECT amount_eur, (SELECT lpad(epoch::text, 20, '0') FROM world) "
 	    "FROM disputes WHERE id = $1", 1, (const char *[]){ dispute })) == NULL)
 		goto out;
 	snprintf(amount, sizeof(amount), "%s", PQgetvalue(r, 0, 0));
