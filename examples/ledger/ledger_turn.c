@@ -1,7 +1,8 @@
 /*
  * One billing operation of seeds/002 per turn per round, picked from
  * SOAK_TURN_SEED (which differs per round): mark, clear, no-show refund,
- * cancel, pay, or a redelivered pay (the same provider payment id twice).
+ * cancel, pay, or a redelivered pay (the same provider payment id twice),
+ * with odds that follow a school day (see day[] below).
  *
  * The lock order that keeps writes out of a cycle (seeds/002): marks,
  * clears and no-show refunds lock the student FOR NO KEY UPDATE, then the
@@ -41,6 +42,22 @@
 #define NLESSONS	10
 
 enum outcome { DONE = 0, REFUSED = 1, FAILED = 2 };
+enum op { OP_MARK, OP_CLEAR, OP_NOSHOW, OP_CANCEL, OP_PAY, OP_REDELIVER, NOPS };
+
+/*
+ * A school day is five rounds: marks in the morning (rounds 0-1),
+ * cancellations at noon (2), the journal tidied in the evening (3-4); every
+ * operation can happen at any time, the day only tilts the odds so the rare
+ * orders (mark, cancel, clear) turn up in a short seed.  Percentages.
+ */
+static const int day[5][NOPS] = {
+	/* mark clear noshow cancel pay redeliver */
+	{ 60,  5,  0,  5, 15, 15 },
+	{ 60,  5,  0,  5, 15, 15 },
+	{ 20, 10,  5, 35, 15, 15 },
+	{ 10, 30, 30,  0, 15, 15 },
+	{ 10, 30, 30,  0, 15, 15 },
+};
 
 static uint64_t	 rng;
 static PGconn	*conn;
@@ -57,6 +74,17 @@ next(void)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
 	return z ^ (z >> 31);
+}
+
+static enum op
+pick_op(int round, int roll)
+{
+	const int	*w = day[round % 5];
+	int		 op;
+
+	for (op = 0; op < NOPS - 1 && roll >= w[op]; op++)
+		roll -= w[op];
+	return op;
 }
 
 /* The operation's own work between what it read and what it writes. */
@@ -328,30 +356,38 @@ main(int argc, char **argv)
 		PQfinish(conn);
 		return 75;
 	}
-	if (roll < 30) {
+	switch (pick_op(atoi(round), roll)) {
+	case OP_MARK:
 		opname = "mark";
 		out = mark(student, lesson);
-	} else if (roll < 50) {
+		break;
+	case OP_CLEAR:
 		opname = "clear";
 		out = clear(student, lesson, false);
-	} else if (roll < 60) {
+		break;
+	case OP_NOSHOW:
 		opname = "noshow";
 		out = clear(student, lesson, true);
-	} else if (roll < 72) {
+		break;
+	case OP_CANCEL:
 		opname = "cancel";
 		out = cancel(lesson);
-	} else if (roll < 86) {
+		break;
+	case OP_PAY:
 		opname = "pay";
 		out = pay(student, payment, amount);
-	} else {
+		break;
+	default:
 		opname = "redeliver";
 		out = pay(student, payment, amount);
 		if (out == DONE)
 			out = pay(student, payment, amount);
+		break;
 	}
-	if (strcmp(opname, "cancel") == 0 || roll >= 72)
-		fprintf(stderr, "%s %s %s: ", who, opname,
-		    roll >= 72 ? payment : lesson);
+	if (strcmp(opname, "cancel") == 0)
+		fprintf(stderr, "%s cancel lesson %s: ", who, lesson);
+	else if (strncmp(opname, "pay", 3) == 0 || strcmp(opname, "redeliver") == 0)
+		fprintf(stderr, "%s %s %s student %s: ", who, opname, payment, student);
 	else
 		fprintf(stderr, "%s %s student %s lesson %s: ", who, opname, student, lesson);
 	if (out == DONE)

@@ -14,12 +14,12 @@ kills() {	# DIR: one line per failing seed, the reason or the broken invariants
 }
 
 # The system as shipped.
-soak_rc rc run "$EX/soak.yaml" --seeds 0..39 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"
+soak_rc rc run "$EX/soak.yaml" --seeds 0..19 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"
 tail -n 5 "$T/buggy.out"
 expect_eq "buggy run exit status" 1 "$rc"
-check_report "$T/buggy" 0 39
+check_report "$T/buggy" 0 19
 expect_eq "infra verdicts in the buggy run" 0 "$(jq .totals.infra "$T/buggy/report.json")"
-expect_ge "seeds (of 40) that caught the double refund" 5 "$(jq .totals.fail "$T/buggy/report.json")"
+expect_ge "seeds (of 20) that caught the double refund" 2 "$(jq .totals.fail "$T/buggy/report.json")"
 expect_eq "every failure breaks \"$NETS\"" "" "$(kills "$T/buggy" | grep -vF "$NETS" || true)"
 first=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/buggy/report.json")
 jq -e --arg n "$NETS" '.invariants[] | select(.name == $n) | .rows | length > 0' \
@@ -55,7 +55,7 @@ mutant() {	# name, last seed, killer
 	ok "mutant $1 killed in $(jq .totals.fail "$out/report.json") of $(($2 + 1)) seeds: $(kills "$out" | sort | uniq -c | tr -s ' ' | paste -sd ';')"
 }
 mutant no-cancel-guard 19 "^$OPS$"
-mutant no-unique 29 "$NETS"
-mutant no-share-lock 39 "^$OPS$"
-mutant no-pay-check 9 '^each provider payment is credited at most once$'
-mutant no-freeze-check 9 '^a frozen student is never charged'
+mutant no-unique 19 "^$NETS"
+mutant no-share-lock 29 "^$NETS|$OPS"
+mutant no-pay-check 2 '^each provider payment is credited at most once$'
+mutant no-freeze-check 4 '^a frozen student is never charged$'
