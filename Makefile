@@ -50,9 +50,11 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
-# Example systems under test are built with the same flags (and sanitizers).
+# Example systems under test are built with the same flags.  --as-needed
+# keeps each binary to the libraries it calls: a turn is exec'd thousands
+# of times, and every needless shared library is paid at every exec.
 examples/%: examples/%.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) -Wl,--as-needed $(LDLIBS)
 
 test: all $(UNIT_BIN) $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run

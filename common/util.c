@@ -77,6 +77,90 @@ rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
+static char	copy_dst[4096];
+static size_t	copy_src_len;
+static int	copy_failed;
+
+static int
+copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char	dst[8192], buf[65536], link[4096];
+	ssize_t	n;
+	int	in, out;
+
+	(void)ftw;
+	snprintf(dst, sizeof(dst), "%s%s", copy_dst, path + copy_src_len);
+	switch (flag) {
+	case FTW_D:
+		if (mkdir(dst, st->st_mode & 07777) == -1 && errno != EEXIST)
+			copy_failed = errno;
+		return 0;
+	case FTW_SL:
+		if ((n = readlink(path, link, sizeof(link) - 1)) >= 0) {
+			link[n] = '\0';
+			if (symlink(link, dst) == -1)
+				copy_failed = errno;
+		}
+		return 0;
+	case FTW_F:
+		if (!S_ISREG(st->st_mode))
+			return 0;	/* fifos and sockets stay behind */
+		if ((in = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+			copy_failed = errno;
+			return 0;
+		}
+		if ((out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		    st->st_mode & 07777)) == -1) {
+			copy_failed = errno;
+			close(in);
+			return 0;
+		}
+		while ((n = read(in, buf, sizeof(buf))) > 0)
+			if (write(out, buf, (size_t)n) != n) {
+				copy_failed = errno;
+				break;
+			}
+		close(in);
+		close(out);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int
+move_tree(const char *from, const char *to, char *err)
+{
+	if (rename(from, to) == 0)
+		return 0;
+	if (errno != EXDEV)
+		return errf(err, "cannot move %s to %s: %s", from, to, strerror(errno));
+	/* nftw has no context argument; the copy runs on one thread at a time. */
+	snprintf(copy_dst, sizeof(copy_dst), "%s", to);
+	copy_src_len = strlen(from);
+	copy_failed = 0;
+	if (nftw(from, copy_one, 32, FTW_PHYS) == -1 || copy_failed) {
+		errf(err, "cannot copy %s to %s: %s", from, to,
+		    strerror(copy_failed ? copy_failed : errno));
+		return -1;
+	}
+	rm_rf(from);
+	return 0;
+}
+
+const char *
+scratch_root(void)
+{
+	struct stat	st;
+	const char	*t;
+
+	if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) &&
+	    access("/dev/shm", W_OK | X_OK) == 0)
+		return "/dev/shm";
+	t = getenv("TMPDIR");
+	return t && *t ? t : "/tmp";
+}
+
 int
 rm_rf(const char *path)
 {

@@ -23,6 +23,13 @@ int64_t	wall_ms(void);		/* CLOCK_REALTIME, for report timestamps only */
 
 int	mkdir_p(const char *path, mode_t mode, char *err);
 int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */
+/*
+ * Moves a directory tree: rename(2), or across filesystems a copy of its
+ * directories, regular files and symlinks followed by removal of the source.
+ */
+int	move_tree(const char *from, const char *to, char *err);
+/* A folder for scratch work: /dev/shm when it is a writable tmpfs, else TMPDIR or /tmp. */
+const char *scratch_root(void);
 /* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
 char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
 int	write_file(const char *path, const void *buf, size_t len, char *err);

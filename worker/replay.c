@@ -103,7 +103,7 @@ cmd_replay(int argc, char **argv)
 	w.run_id = xasprintf("replay%d", (int)getpid());
 	w.id = 1;
 	w.conninfo = xstrdup(db);
-	w.workspace = xasprintf("%s/work", outabs);
+	w.workspace = xasprintf("%s/soak-replay-%d", scratch_root(), (int)getpid());
 	w.keep_dir = xasprintf("%s/failures", outabs);
 	w.timeline = stdout;
 	w.keep_all = keep;

@@ -314,8 +314,9 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 
 /*
  * The failing seed's workspace is kept (moved under keep_dir/<seed>/);
- * a passing one is removed.  rename(2) is atomic and cheap; across
- * filesystems the workspace is left in place and its path reported.
+ * a passing one is removed.  Workspaces live on tmpfs, so keeping one is
+ * a copy to the output folder; if even that fails it is left in place and
+ * its path reported.
  */
 static void
 dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
@@ -335,7 +336,7 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
 	rm_rf(dst);
-	if (mkdir_p(parent, 0755, NULL) == 0 && rename(c->dir, dst) == 0)
+	if (mkdir_p(parent, 0755, NULL) == 0 && move_tree(c->dir, dst, NULL) == 0)
 		json_object_set_new(detail, "workspace", json_string(dst));
 	else
 		json_object_set_new(detail, "workspace", json_string(c->dir));

@@ -301,9 +301,11 @@ worker_main(const struct wopts *o)
 		w.workspace = xasprintf("%s/w%d", rep.u.welcome.workspace, w.id);
 	else
 		w.workspace = xasprintf("%s/soak-%s-w%d", o->workspace ? o->workspace :
-		    (getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp"), w.run_id, w.id);
+		    scratch_root(), w.run_id, w.id);
+	/* Kept failures outlive the worker, so not under its workspace. */
 	w.keep_dir = *rep.u.welcome.keep_dir ? xstrdup(rep.u.welcome.keep_dir) :
-	    xasprintf("%s/failures", w.workspace);
+	    xasprintf("%s/soak-%s-failures", getenv("TMPDIR") && *getenv("TMPDIR") ?
+	    getenv("TMPDIR") : "/tmp", w.run_id);
 	beat.interval_ms = rep.u.welcome.heartbeat_ms ? (int)rep.u.welcome.heartbeat_ms : 1000;
 	beat.worker_id = (uint32_t)w.id;
 	db = *rep.u.welcome.db_conninfo ? rep.u.welcome.db_conninfo :
@@ -450,7 +452,7 @@ worker_usage(FILE *f)
 	    "\n"
 	    "  --connect URL     the coordinator's --listen address\n"
 	    "  --slots N         seeds to run at once (N worker processes; default 1)\n"
-	    "  --workspace DIR   where schemas' workspaces live (default $TMPDIR)\n"
+	    "  --workspace DIR   where turns' workspaces live (default /dev/shm)\n"
 	    "  -v, --verbose     log every seed\n"
 	    "\n"
 	    "The shared secret, if the coordinator wants one, is read from the\n"

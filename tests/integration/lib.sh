@@ -5,7 +5,7 @@ SOAK=${SOAK_BIN:?run me through tests/run (SOAK_BIN)}
 ROOT=${SOAK_ROOT:?}
 T=$(mktemp -d /tmp/soak-it.XXXXXX)
 cleanup_hooks=()
-at_exit() { for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done; rm -rf "$T"; }
+at_exit() { for h in "${cleanup_hooks[@]}"; do eval "$h" || true; done; [ -n "${SOAK_TEST_KEEP:-}" ] && echo "kept $T" || rm -rf "$T"; }
 trap at_exit EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
