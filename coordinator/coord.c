@@ -549,6 +549,11 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 		return 1;
 	case MSG_HEARTBEAT:
 		l = lease_get(c, req->u.heartbeat.lease_id);
+		/* A beat that crossed the lease's last result: nothing to drop. */
+		if (l != NULL && l->worker == wid && l->state == LEASE_DONE) {
+			text_reply(rep, MSG_ACK, 1, "lease done");
+			return 1;
+		}
 		if (l == NULL || l->worker != wid || l->state != LEASE_ACTIVE) {
 			text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is not active",
 			    req->u.heartbeat.lease_id);

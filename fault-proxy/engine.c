@@ -146,6 +146,7 @@ struct proxy_set {
 	char			 scratch[PROXY_BUF_CAP];
 
 	atomic_size_t		 live;		/* conns + duplicates not yet freed */
+	pthread_cond_t		 idle;		/* signalled when live drops to 0 */
 	pthread_mutex_t		 mu;		/* guards the records */
 	struct proxy_trace_rec	*recs;
 	size_t			 nrecs, caprecs, dropped;
@@ -339,6 +340,40 @@ proxy_set_live(struct proxy_set *ps)
 	return ps->live;
 }
 
+/* Engine thread: one connection or duplicate gone. */
+static void
+live_release(struct proxy_set *ps)
+{
+	if (atomic_fetch_sub(&ps->live, 1) == 1) {
+		pthread_mutex_lock(&ps->mu);
+		pthread_cond_broadcast(&ps->idle);
+		pthread_mutex_unlock(&ps->mu);
+	}
+}
+
+int
+proxy_set_settle(struct proxy_set *ps, int timeout_ms)
+{
+	struct timespec	ts;
+	int		rc = 0;
+
+	if (ps == NULL)
+		return 0;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&ps->mu);
+	while (ps->live > 0 && rc == 0)
+		rc = pthread_cond_timedwait(&ps->idle, &ps->mu, &ts);
+	rc = ps->live > 0 ? -1 : 0;
+	pthread_mutex_unlock(&ps->mu);
+	return rc;
+}
+
 /* ---- connections ---- */
 
 static void
@@ -383,7 +418,7 @@ dup_free(struct dup *d)
 	http_frame_free(&d->resp);
 	free(d->req);
 	free(d);
-	ps->live--;
+	live_release(ps);
 }
 
 /* Replays the exchange's request on a fresh upstream connection. */
@@ -486,7 +521,7 @@ conn_free(struct conn *c)
 {
 	if (c == NULL)
 		return;
-	c->l->ps->live--;
+	live_release(c->l->ps);
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
 	free(c->up.data);
@@ -1240,6 +1275,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 	ps->epfd = -1;
 	ps->wake = (struct ep){ EP_WAKE, ps, -1, 0 };
 	pthread_mutex_init(&ps->mu, NULL);
+	pthread_cond_init(&ps->idle, NULL);
 	ps->seed = seed;
 	ps->ls = xcalloc(n ? n : 1, sizeof(*ps->ls));
 	for (i = 0; i < n; i++)
@@ -1388,5 +1424,6 @@ proxy_set_stop(struct proxy_set *ps)
 	free(ps->recs);
 	free(ps->trace_path);
 	pthread_mutex_destroy(&ps->mu);
+	pthread_cond_destroy(&ps->idle);
 	free(ps);
 }

@@ -142,6 +142,13 @@ size_t			 proxy_set_trace_count(struct proxy_set *ps);
 
 /* Connections and duplicate deliveries still holding sockets; for tests. */
 size_t			 proxy_set_live(struct proxy_set *ps);
+/*
+ * Waits until every connection through the set has closed and every
+ * duplicate delivery has finished, so the data the invariants read holds
+ * every effect the faults caused.  The worker calls it after a round's
+ * turns have exited.  0, or -1 if something is still open after timeout_ms.
+ */
+int			 proxy_set_settle(struct proxy_set *ps, int timeout_ms);
 
 /* Caps: what a connection may hold in memory. */
 #define PROXY_BUF_CAP		(64 * 1024)	/* per direction */

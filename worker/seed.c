@@ -397,6 +397,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			c.round = round;
 			goto done;
 		}
+		/* A duplicate delivery may still be on its way to the upstream
+		 * after the turn that caused it has exited: let it land first. */
+		if (c.proxies && proxy_set_settle(c.proxies, 10000) == -1)
+			log_warnx("seed %" PRIu64 ": proxy connections still open 10 s "
+			    "after round %d; checking anyway", seed, round);
 		set_state(&c, SEED_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;

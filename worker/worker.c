@@ -201,11 +201,13 @@ beat_main(void *arg)
 			log_warnx("%s", err);
 		else {
 			if (rep.type == MSG_ACK && !rep.u.ack.ok) {
-				log_warnx("coordinator refused lease %" PRIu64 ": %s",
-				    req.u.heartbeat.lease_id, rep.u.ack.text);
+				/* A beat that crossed the lease's last result is no news. */
 				pthread_mutex_lock(&b->mu);
-				if (b->lease_id == req.u.heartbeat.lease_id)
+				if (b->lease_id == req.u.heartbeat.lease_id) {
 					b->lost = true;
+					log_warnx("coordinator refused lease %" PRIu64 ": %s",
+					    req.u.heartbeat.lease_id, rep.u.ack.text);
+				}
 				pthread_mutex_unlock(&b->mu);
 			}
 			msg_clear(&rep);
