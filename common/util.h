@@ -20,6 +20,9 @@ int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t	now_ms(void);		/* CLOCK_MONOTONIC, for durations and deadlines only */
 int64_t	now_us(void);
 int64_t	wall_ms(void);		/* CLOCK_REALTIME, for report timestamps only */
+struct timespec;
+/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+void	abstime_in(struct timespec *ts, int64_t ms);
 
 int	mkdir_p(const char *path, mode_t mode, char *err);
 int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */

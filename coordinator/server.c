@@ -285,13 +285,7 @@ wait_event(struct server *s, int timeout_ms, struct event *ev)
 
 	pthread_mutex_lock(&s->mu);
 	if (s->qlen == 0 && timeout_ms > 0) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		abstime_in(&ts, timeout_ms);
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	if (s->qlen > 0) {

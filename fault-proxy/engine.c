@@ -359,13 +359,7 @@ proxy_set_settle(struct proxy_set *ps, int timeout_ms)
 
 	if (ps == NULL)
 		return 0;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
+	abstime_in(&ts, timeout_ms);
 	pthread_mutex_lock(&ps->mu);
 	while (ps->live > 0 && rc == 0)
 		rc = pthread_cond_timedwait(&ps->idle, &ps->mu, &ts);

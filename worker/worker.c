@@ -181,13 +181,7 @@ beat_main(void *arg)
 	while (!b->stop) {
 		struct timespec	ts;
 
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += b->interval_ms / 1000;
-		ts.tv_nsec += (long)(b->interval_ms % 1000) * 1000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
+		abstime_in(&ts, b->interval_ms);
 		pthread_cond_timedwait(&b->cv, &b->mu, &ts);
 		if (b->stop || b->lease_id == 0)
 			continue;
