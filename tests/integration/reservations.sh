@@ -33,9 +33,16 @@ expect_eq "ticket files" 1 "$(ls "$T/buggy/tickets"/*.md | wc -l)"
 expect_match "ticket title" "soak: \"items_reserved matches reservation events\" broken — seed $first" \
     "$(cat "$T/buggy/tickets"/*.md)"
 
-# The replay fails the same way.
+# The replay fails the same way.  The seed fixes everything soak decides
+# (which order each turn reserves, its think time); whether two turns'
+# windows overlap is still the kernel's call, and 95% of seeds catch it, so
+# allow up to three replays (README: "a race ... may need a few replays").
 cd "$T"
-soak_rc rc replay "$EX/soak.yaml" --seed "$first" >"$T/replay.out" 2>&1
+for try in 1 2 3; do
+	soak_rc rc replay "$EX/soak.yaml" --seed "$first" >"$T/replay.out" 2>&1
+	[ "$rc" = 1 ] && break
+	echo "replay $try of seed $first passed; again"
+done
 cat "$T/replay.out"
 expect_eq "replay exit status" 1 "$rc"
 expect_match "replay names the broken invariant" \
