@@ -130,7 +130,7 @@ test_timeout_kills_group(void **state)
 
 	assert_int_equal(pipe(p), 0);
 	fcntl(p[0], F_SETFD, FD_CLOEXEC);
-	snprintf(script, sizeof(script), "sleep 60 & echo r >&%d; exec sleep 60", p[1]);
+	snprintf(script, sizeof(script), "sleep 60 & echo r >&%d; exec sleep 60", p[1]);	/* the turn under test hangs on purpose */
 	req = sh(f, argv);
 	wrk_run_batch(&req, 1, 1500, now_ms() + 20000, &out, &hung);
 	close(p[1]);
