@@ -81,15 +81,23 @@ seed_turn(uint64_t seed, int round, int turn)
 }
 
 uint64_t
-seed_str(const char *s)
+fnv1a64(const void *buf, size_t len)
 {
-	uint64_t	h = 0xcbf29ce484222325ULL;
+	const unsigned char	*p = buf;
+	uint64_t		 h = 0xcbf29ce484222325ULL;
+	size_t			 i;
 
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
+	for (i = 0; i < len; i++) {
+		h ^= p[i];
 		h *= 0x100000001b3ULL;
 	}
-	return seed_mix(h);
+	return h;
+}
+
+uint64_t
+seed_str(const char *s)
+{
+	return seed_mix(fnv1a64(s, strlen(s)));
 }
 
 void

@@ -7,6 +7,7 @@
 #ifndef SOAK_SEED_H
 #define SOAK_SEED_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct seed_range {
@@ -22,6 +23,8 @@ uint64_t	seed_mix(uint64_t x);			/* splitmix64 finalizer */
 uint64_t	seed_derive(uint64_t seed, uint64_t a, uint64_t b);
 /* SOAK_TURN_SEED for (seed, round, turn). */
 uint64_t	seed_turn(uint64_t seed, int round, int turn);
+/* 64-bit FNV-1a: the config hash in report.json and the tickets' marker. */
+uint64_t	fnv1a64(const void *buf, size_t len);
 /* A 64-bit key for a string (FNV-1a then mixed), e.g. a proxy name. */
 uint64_t	seed_str(const char *s);
 

@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/seed.h"
 #include "common/soak.h"
 #include "common/util.h"
 
@@ -281,19 +282,6 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 	return 0;
 }
 
-static uint64_t
-fnv64(const char *s, size_t n)
-{
-	uint64_t	h = 0xcbf29ce484222325ULL;
-	size_t		i;
-
-	for (i = 0; i < n; i++) {
-		h ^= (unsigned char)s[i];
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
-
 static json_t *
 tickets_json(const struct cfg_tickets *t)
 {
@@ -326,7 +314,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	gethostname(host, sizeof(host) - 1);
 	coord_counts(c, &n);
 	seeds = coord_seeds(c, &ns);
-	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv64(m->cfg->text, m->cfg->text_len));
+	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv1a64(m->cfg->text, m->cfg->text_len));
 	results = json_array();
 	for (i = 0; i < ns; i++)
 		if (seeds[i].state == CSEED_FINAL)

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "common/soak.h"
+#include "common/seed.h"
 #include "common/util.h"
 
 #define TK_REPORT_CAP	(256u << 20)	/* report.json of a 100k-seed sweep fits */
@@ -25,13 +26,7 @@
 void
 tk_hash_hex(const char *s, char out[TK_HASH_LEN])
 {
-	uint64_t	h = 0xcbf29ce484222325ULL;
-
-	for (; *s != '\0'; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	snprintf(out, TK_HASH_LEN, "%016" PRIx64, h);
+	snprintf(out, TK_HASH_LEN, "%016" PRIx64, fnv1a64(s, strlen(s)));
 }
 
 static const char *

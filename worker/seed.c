@@ -142,7 +142,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 
 /* Proxy upstreams resolved for this worker: host:port or unix:PATH. */
 static char **
-proxy_upstreams(struct wrk *w, char *err)
+proxy_upstreams(struct wrk *w)
 {
 	const struct cfg	 *cfg = w->cfg;
 	char			**up = xcalloc(cfg->nproxies + 1, sizeof(char *));
@@ -172,7 +172,6 @@ proxy_upstreams(struct wrk *w, char *err)
 			break;
 		}
 	}
-	(void)err;
 	return up;
 }
 
@@ -384,7 +383,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	}
 	if (cfg->nproxies > 0) {
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
-		ups = proxy_upstreams(w, err);
+		ups = proxy_upstreams(w);
 		if ((c.proxies = proxy_set_start(cfg, ups, cfg->turns, seed,
 		    c.trace_path, err)) == NULL) {
 			verdict(res, VERDICT_INFRA, "proxy", "%s", err);

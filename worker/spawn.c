@@ -87,7 +87,6 @@ static const char *const child_step_names[] = {
 struct child_args {
 	const struct spawn_req	*req;
 	pid_t			 parent;
-	sigset_t		 empty;
 	volatile int		 err;		/* written by the child */
 	volatile int		 step;		/* enum child_step */
 	int			 errfd;		/* fork only: err, step go here */
@@ -274,7 +273,6 @@ spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 
 	/* The raw call, as glibc's posix_spawn does: pthread_sigmask leaves
 	 * libc's own signals (32, 33) unblocked. */
-	sigemptyset(&a.empty);
 	syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, sizeof(all));
 	pid = start_child(&a, &pidfd);
 	e = errno;

@@ -7,11 +7,6 @@ EX=$ROOT/examples/ledger
 NETS='a cancelled lesson nets to zero for every student'
 OPS='operations fail only on cancelled lessons'
 
-kills() {	# DIR: one line per failing seed, the reason or the broken invariants
-	jq -r '.results[] | select(.verdict == "fail")
-	    | if .reason == "invariant" then ([.invariants[].name] | join(" + ")) else .reason end' \
-	    "$1/report.json"
-}
 
 # The system as shipped.
 soak_rc rc run "$EX/soak.yaml" --seeds 0..19 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"

@@ -6,12 +6,6 @@
 EX=$ROOT/examples/refunds
 DUP='at most one settled refund per dispute'
 
-# kills DIR: one line per failing seed, "guard" or the broken invariants.
-kills() {
-	jq -r '.results[] | select(.verdict == "fail")
-	    | if .reason == "invariant" then ([.invariants[].name] | join(" + ")) else .reason end' \
-	    "$1/report.json"
-}
 
 # The system as shipped: caught in (nearly) every seed.  Mutants run fewer
 # seeds than the fixed system: each is caught in most of them.

@@ -49,6 +49,13 @@ wait_line() {
 	fail "watchdog: no '$4' within $3 s (waited for /$2/ in $1)"
 }
 
+# kills DIR: one line per failing seed: the reason, or its broken invariants.
+kills() {
+	jq -r '.results[] | select(.verdict == "fail")
+	    | if .reason == "invariant" then ([.invariants[].name] | join(" + ")) else .reason end' \
+	    "$1/report.json"
+}
+
 # Checks report.json's documented shape and that each seed of A..B is there once.
 check_report() {	# dir first last
 	local r=$1/report.json n
