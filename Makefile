@@ -24,10 +24,12 @@ EXAMPLE_BIN = $(EXAMPLE_SRC:%.c=%)
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
 
-all: $(BUILD)/soak soak $(EXAMPLE_BIN)
+# ./soak is always the plain build; the sanitizer build is build-san/soak.
+all: $(BUILD)/soak $(if $(filter 1,$(SANITIZE)),,soak) $(EXAMPLE_BIN)
 
-soak: $(BUILD)/soak
-	@ln -sf $(BUILD)/soak soak
+.PHONY: soak
+soak: build/soak
+	@ln -sf build/soak soak
 
 # Objects, not an archive: a strong definition must always win over
 # common/stubs.c's weak placeholders.

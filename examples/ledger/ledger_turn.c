@@ -54,7 +54,7 @@ static const int day[5][NOPS] = {
 	/* mark clear noshow cancel pay redeliver */
 	{ 60,  5,  0,  5, 15, 15 },
 	{ 60,  5,  0,  5, 15, 15 },
-	{ 20, 10,  5, 35, 15, 15 },
+	{ 35, 10,  5, 35,  8,  7 },
 	{ 10, 30, 30,  0, 15, 15 },
 	{ 10, 30, 30,  0, 15, 15 },
 };
@@ -182,6 +182,7 @@ mark(const char *student, const char *lesson)
 		return FAILED;
 	if (cancelled)
 		return REFUSED;
+	think();
 	if ((r = sql("INSERT INTO attendance (student_id, class_session_id) VALUES ($1, $2) "
 	    "ON CONFLICT DO NOTHING", 2, (const char *[]){ student, lesson })) == NULL)
 		return FAILED;
@@ -190,7 +191,6 @@ mark(const char *student, const char *lesson)
 		return commit() == 0 ? DONE : FAILED;
 	}
 	PQclear(r);
-	think();
 	snprintf(amount, sizeof(amount), "%d", -price);
 	if (price > 0 && !(frozen && freeze_check) &&
 	    run("INSERT INTO ledger_transaction (student_id, class_session_id, kind, amount, created_by) "
@@ -312,8 +312,8 @@ int
 main(int argc, char **argv)
 {
 	const char	*seed = getenv("SOAK_TURN_SEED"), *turn = getenv("SOAK_TURN");
-	const char	*round = getenv("SOAK_ROUND"), *opname;
-	char		 student[8], lesson[8], payment[32], amount[16];
+	const char	*round = getenv("SOAK_ROUND"), *opname, *db, *colon;
+	char		 student[8], lesson[8], payment[32], amount[16], host[64];
 	enum outcome	 out;
 	int		 i, roll, k, a, l;
 
@@ -350,7 +350,15 @@ main(int argc, char **argv)
 	snprintf(payment, sizeof(payment), "pay_%s_%d", student, k);
 	snprintf(amount, sizeof(amount), "%d", 1000 + 250 * k);
 
-	conn = PQconnectdb("");		/* PG* from soak: lands in our schema */
+	/* PG* from soak land us in our schema; through the fault proxy when
+	 * the config has one in front of the database (SOAK_PROXY_DB). */
+	if ((db = getenv("SOAK_PROXY_DB")) != NULL &&
+	    (colon = strrchr(db, ':')) != NULL && colon - db < (int)sizeof(host)) {
+		snprintf(host, sizeof(host), "%.*s", (int)(colon - db), db);
+		conn = PQconnectdbParams((const char *[]){ "host", "port", NULL },
+		    (const char *[]){ host, colon + 1, NULL }, 0);
+	} else
+		conn = PQconnectdb("");
 	if (PQstatus(conn) != CONNECTION_OK) {
 		fprintf(stderr, "connect: %s", PQerrorMessage(conn));
 		PQfinish(conn);

@@ -51,6 +51,6 @@ mutant() {	# name, last seed, killer
 }
 mutant no-cancel-guard 19 "^$OPS$"
 mutant no-unique 19 "^$NETS"
-mutant no-share-lock 59 "^$NETS|$OPS"
+mutant no-share-lock 39 "^$NETS|$OPS"
 mutant no-pay-check 2 '^each provider payment is credited at most once$'
 mutant no-freeze-check 4 '^a frozen student is never charged$'
