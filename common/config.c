@@ -1248,12 +1248,12 @@ parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 static int
 parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 {
-	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, DATABASE,
-	    SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
+	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, CONFIRM,
+	    DATABASE, SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
 	    INVARIANT_TIMEOUT, GUARD, TICKETS, NKEYS };
 	/* Order matters: services before proxies, turns/rounds before guard. */
 	static const char *const keys[NKEYS] = { "name", "seeds", "turns",
-	    "rounds", "seed_timeout", "retries", "database", "services",
+	    "rounds", "seed_timeout", "retries", "confirm", "database", "services",
 	    "proxies", "setup", "setup_timeout", "turn", "invariants",
 	    "invariant_timeout", "guard", "tickets" };
 	struct cfg	*cfg = cx->cfg;
@@ -1293,6 +1293,8 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 	if (v[RETRIES] && get_int32(cx, v[RETRIES], "retries", 0, 10,
 	    &cfg->retries) == -1)
 		return -1;
+	if (v[CONFIRM] && get_bool(cx, v[CONFIRM], "confirm", &cfg->confirm) == -1)
+		return -1;
 	if (v[DATABASE] && parse_database(cx, v[DATABASE]) == -1)
 		return -1;
 	if (v[SERVICES] && parse_services(cx, v[SERVICES]) == -1)
@@ -1328,6 +1330,7 @@ set_defaults(struct cfg *cfg)
 	cfg->rounds = 1;
 	cfg->seed_timeout_ms = 60 * 1000;
 	cfg->retries = 2;
+	cfg->confirm = true;
 	cfg->db_reset = CFG_RESET_RECREATE;
 	cfg->setup_timeout_ms = 30 * 1000;
 	cfg->turn_timeout_ms = 30 * 1000;

@@ -94,6 +94,8 @@ struct cfg {
 	int			  rounds;	/* default 1, 1..10000 */
 	int64_t			  seed_timeout_ms; /* default 60s */
 	int			  retries;	/* infra retries; default 2 */
+	bool			  confirm;	/* re-run each distinct failure's
+						   smallest seed once; default true */
 
 	char			 *db_url;	/* NULL/"" = embedded */
 	char			 *db_schema;	/* resolved path of DDL file, or NULL */

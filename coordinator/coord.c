@@ -7,8 +7,10 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "coordinator/report.h"
 
 #define MAX_SEEDS	(10u * 1000 * 1000)	/* one run; a bigger sweep is several runs */
+#define CONFIRM_MAX	20	/* confirming re-runs per run: one per distinct failure */
 
 enum lease_state { LEASE_ACTIVE, LEASE_DONE, LEASE_EXPIRED };
 static const char *const lease_state_names[] = { "active", "done", "expired" };
@@ -45,6 +47,8 @@ struct coord {
 	uint64_t		 nseeds, next_fresh, nfinal;
 	struct queue		 returned;	/* unstarted seeds of dead leases */
 	struct queue		 retry;		/* infra seeds waiting for a new attempt */
+	struct queue		 confirm;	/* failing seeds waiting for their re-run */
+	uint64_t		 nconfirm_open;	/* confirming re-runs without an outcome */
 	struct lease		*leases;
 	size_t			 nleases, cap_leases;
 	struct wrec		*workers;
@@ -132,6 +136,7 @@ coord_free(struct coord *c)
 	}
 	free(c->returned.v);
 	free(c->retry.v);
+	free(c->confirm.v);
 	free(c->leases);
 	free(c->workers);
 	free(c->seeds);
@@ -205,6 +210,82 @@ coord_reason_valid(int verdict, const char *reason)
 }
 
 /*
+ * Once every seed is final: queues the smallest failing seed of each
+ * fingerprint for its confirming re-run.  Seeds are in order, so the first
+ * of a fingerprint is its smallest.
+ */
+static void
+plan_confirms(struct coord *c)
+{
+	char		*fps[CONFIRM_MAX];
+	size_t		 nfp = 0, k;
+	uint64_t	 i;
+
+	if (!c->o.cfg->confirm)
+		return;
+	for (i = 0; i < c->nseeds && nfp < CONFIRM_MAX; i++) {
+		struct coord_seed	*s = &c->seeds[i];
+		char			*fp;
+
+		if (s->verdict != VERDICT_FAIL)
+			continue;
+		fp = report_fingerprint(c->o.cfg, s);
+		for (k = 0; k < nfp && strcmp(fps[k], fp) != 0; k++)
+			;
+		if (k < nfp) {
+			free(fp);
+			continue;
+		}
+		fps[nfp++] = fp;
+		s->confirm = CONFIRM_PENDING;
+		q_push(&c->confirm, i);
+		c->nconfirm_open++;
+		log_debug("seed %" PRIu64 ": confirming re-run of %s", s->seed, fp);
+	}
+	for (k = 0; k < nfp; k++)
+		free(fps[k]);
+}
+
+/*
+ * The confirming re-run's outcome: "reproduced" is whether it failed with
+ * the same fingerprint; an infra re-run leaves it unknown.  The verdict
+ * stands either way.  detail is consumed.
+ */
+static void
+confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker, int verdict,
+    const char *reason, int64_t duration_ms, json_t *detail)
+{
+	struct coord_seed	 t = { .seed = s->seed, .verdict = (uint8_t)verdict,
+	    .reason = (char *)reason, .detail = detail };
+	json_t			*msgj = json_object_get(detail, "message"), *rec;
+	char			*fp = NULL, *mine;
+
+	s->confirm = CONFIRM_DONE;
+	c->nconfirm_open--;
+	rec = json_pack("{s:i, s:s, s:s, s:I, s:s}", "worker", (int)worker,
+	    "verdict", msg_verdict_name(verdict), "reason", reason,
+	    "duration_ms", (json_int_t)duration_ms,
+	    "message", json_is_string(msgj) ? json_string_value(msgj) : "");
+	if (verdict == VERDICT_FAIL) {
+		fp = report_fingerprint(c->o.cfg, &t);
+		json_object_set_new(rec, "fingerprint", json_string(fp));
+	}
+	if (verdict != VERDICT_INFRA) {
+		mine = report_fingerprint(c->o.cfg, s);
+		json_object_set_new(s->detail, "reproduced",
+		    json_boolean(fp != NULL && strcmp(fp, mine) == 0));
+		free(mine);
+	}
+	json_object_set_new(s->detail, "confirm", rec);
+	log_debug("seed %" PRIu64 ": confirming re-run on worker %u: %s %s", s->seed,
+	    worker, msg_verdict_name(verdict), reason);
+	free(fp);
+	json_decref(detail);
+	if (c->final_cb)
+		c->final_cb(c, s, c->final_arg);
+}
+
+/*
  * Records one attempt's outcome and decides: final, or back in the retry
  * queue.  detail is consumed.
  */
@@ -242,6 +323,8 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker, int verdict
 		w->seeds++;
 	if (c->final_cb)
 		c->final_cb(c, s, c->final_arg);
+	if (c->nfinal == c->nseeds)
+		plan_confirms(c);
 }
 
 static void
@@ -261,6 +344,14 @@ lease_expire(struct coord *c, struct lease *l, const char *why)
 	for (i = 0; i < l->n; i++) {
 		struct coord_seed	*s = seed_get(c, l->seeds[i].seed);
 
+		if (!l->reported[i] && s != NULL && s->confirm == CONFIRM_LEASED &&
+		    l->seeds[i].attempt == s->confirm_attempt) {
+			log_warnx("seed %" PRIu64 ": worker %u lost during the "
+			    "confirming re-run (%s)", s->seed, l->worker, why);
+			confirm_outcome(c, s, l->worker, VERDICT_INFRA, "worker-lost", 0,
+			    json_pack("{s:s}", "message", why));
+			continue;
+		}
 		if (l->reported[i] || s == NULL || s->state != CSEED_LEASED)
 			continue;
 		if (first) {
@@ -324,7 +415,7 @@ coord_live_workers(const struct coord *c)
 bool
 coord_finished(const struct coord *c)
 {
-	return c->nfinal == c->nseeds;
+	return c->nfinal == c->nseeds && c->nconfirm_open == 0;
 }
 
 static void
@@ -381,6 +472,21 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 			l = lease_new(c, worker, now);
 			lease_add(c, l, idx);
 			q_remove(&c->retry, i);
+			goto leased;
+		}
+	}
+	/* A confirming re-run goes elsewhere too, whenever another is alive. */
+	for (i = 0; i < c->confirm.len; i++) {
+		struct coord_seed	*s = &c->seeds[q_at(&c->confirm, i)];
+
+		if (s->worker != worker || live <= 1) {
+			l = lease_new(c, worker, now);
+			s->confirm = CONFIRM_LEASED;
+			s->confirm_attempt = s->attempts + 1;
+			l->seeds[0].seed = s->seed;
+			l->seeds[0].attempt = s->confirm_attempt;
+			l->n = 1;
+			q_remove(&c->confirm, i);
 			goto leased;
 		}
 	}
@@ -454,6 +560,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	uint32_t		 i;
 	int			 verdict = req->u.result.verdict;
 	const char		*reason = req->u.result.reason;
+	bool			 confirming;
 
 	if (l == NULL || l->worker != req->u.result.worker_id) {
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is not yours",
@@ -471,8 +578,11 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	for (i = 0; i < l->n; i++)
 		if (l->seeds[i].seed == seed)
 			break;
-	if (i == l->n || l->reported[i] || s == NULL || s->state != CSEED_LEASED ||
-	    l->seeds[i].attempt != req->u.result.attempt) {
+	confirming = i < l->n && !l->reported[i] && s != NULL &&
+	    s->confirm == CONFIRM_LEASED && s->confirm_attempt == req->u.result.attempt &&
+	    l->seeds[i].attempt == req->u.result.attempt;
+	if (!confirming && (i == l->n || l->reported[i] || s == NULL ||
+	    s->state != CSEED_LEASED || l->seeds[i].attempt != req->u.result.attempt)) {
 		text_reply(rep, MSG_ACK, 0, "seed %" PRIu64 " (attempt %u) is not open "
 		    "under lease %" PRIu64, seed, req->u.result.attempt, l->id);
 		return 1;
@@ -491,7 +601,12 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		verdict = VERDICT_INFRA;
 		reason = "worker-lost";
 	}
-	seed_outcome(c, s, l->worker, verdict, reason, req->u.result.duration_ms, detail);
+	if (confirming)
+		confirm_outcome(c, s, l->worker, verdict, reason,
+		    req->u.result.duration_ms, detail);
+	else
+		seed_outcome(c, s, l->worker, verdict, reason,
+		    req->u.result.duration_ms, detail);
 	for (i = 0; i < l->n && l->reported[i]; i++)
 		;
 	if (i == l->n) {

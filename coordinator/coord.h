@@ -15,7 +15,12 @@
  *    refused (ACK ok=0) and changes nothing;
  *  - an infra attempt is retried (cfg->retries more times), on another
  *    worker than the last one whenever another worker is alive;
- *  - fail is never retried away.
+ *  - fail is never retried away.  When every seed is final and
+ *    cfg->confirm is set, the smallest failing seed of each fingerprint
+ *    (at most CONFIRM_MAX) runs once more, on another worker than the
+ *    one that failed it whenever another is alive; the outcome is kept as
+ *    "reproduced" (true, false, or absent when the re-run itself was
+ *    infra) and never changes the verdict.  The run finishes after.
  */
 #ifndef SOAK_COORD_H
 #define SOAK_COORD_H
@@ -29,6 +34,8 @@
 #include "common/msg.h"
 
 enum coord_seed_state { CSEED_PENDING, CSEED_LEASED, CSEED_FINAL };
+/* The confirming re-run of a failing seed (cfg->confirm). */
+enum coord_confirm { CONFIRM_NONE, CONFIRM_PENDING, CONFIRM_LEASED, CONFIRM_DONE };
 
 struct coord_seed {
 	uint64_t		 seed;
@@ -41,7 +48,11 @@ struct coord_seed {
 	uint32_t		 worker;	/* worker of the final attempt */
 	int64_t			 duration_ms;
 	json_t			*history;	/* attempts, oldest first */
-	json_t			*detail;	/* the final attempt's detail object */
+	json_t			*detail;	/* the final attempt's detail object;
+						   "reproduced" and "confirm" are
+						   added by the confirming re-run */
+	enum coord_confirm	 confirm;
+	uint32_t		 confirm_attempt;
 };
 
 struct coord_opts {
@@ -60,7 +71,10 @@ struct coord_opts {
 
 struct coord;
 
-/* Called with each seed when its verdict becomes final (e.g. to write failures/). */
+/*
+ * Called with each seed when its verdict becomes final (e.g. to write
+ * failures/), and again when its confirming re-run has an outcome.
+ */
 typedef void	(*coord_final_cb)(struct coord *, const struct coord_seed *, void *);
 
 struct coord	*coord_new(const struct coord_opts *o, char *err);

@@ -49,6 +49,20 @@ report_fingerprint(const struct cfg *cfg, const struct coord_seed *s)
 	return fp;
 }
 
+const char *
+report_reproduced(const struct coord_seed *s)
+{
+	json_t	*rep = json_object_get(s->detail, "reproduced");
+
+	if (s->confirm != CONFIRM_DONE)
+		return "";
+	if (json_is_true(rep))
+		return "reproduced it";
+	if (json_is_false(rep))
+		return "did NOT reproduce it (timing-dependent: replay may need tries)";
+	return "ended infra; reproduction unknown";
+}
+
 /* Shell-quotes only when needed, so the common command stays copyable. */
 static char *
 shell_word(const char *s)
@@ -135,6 +149,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "reproduced", jref(d, "reproduced", json_null()),
 	    "replay", replay,
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
+	if (json_object_get(d, "confirm"))
+		json_object_set(r, "confirm", json_object_get(d, "confirm"));
 	if (full) {
 		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
 		if (json_object_get(d, "workspace"))
@@ -415,6 +431,9 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		fprintf(f, "\n  %s %s — %" PRIu64 " seed(s), smallest %" PRIu64 "\n",
 		    g[k].verdict == VERDICT_FAIL ? "FAIL " : "INFRA", what, g[k].count,
 		    g[k].first);
+		if (*report_reproduced(&seeds[g[k].first - seeds[0].seed]))
+			fprintf(f, "        a confirming re-run %s\n",
+			    report_reproduced(&seeds[g[k].first - seeds[0].seed]));
 		fprintf(f, "        replay: %s\n", replay);
 		free(replay);
 		free(g[k].fp);

@@ -27,6 +27,8 @@ struct report_meta {
 
 /* "<name>|<reason>[|<sorted invariant names>]" for a domain failure. */
 char	*report_fingerprint(const struct cfg *cfg, const struct coord_seed *s);
+/* What the confirming re-run of s showed, in words ("" when there was none). */
+const char *report_reproduced(const struct coord_seed *s);
 /* "soak replay CONFIG --seed N" */
 char	*report_replay(const char *cfg_path, uint64_t seed);
 /* failures/<seed>/{result.json,trace.jsonl}; called as each verdict is final. */

@@ -209,7 +209,12 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 
 	(void)c;
 	report_failure(r->meta, s);
-	if (!r->tty && s->verdict != VERDICT_PASS)
+	if (r->tty || s->verdict == VERDICT_PASS)
+		return;
+	if (s->confirm == CONFIRM_DONE)
+		fprintf(stderr, "seed %" PRIu64 ": confirming re-run %s\n", s->seed,
+		    report_reproduced(s));
+	else
 		fprintf(stderr, "seed %" PRIu64 ": %s %s\n", s->seed,
 		    msg_verdict_name(s->verdict), s->reason);
 }

@@ -510,9 +510,22 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 		put_fence(f, "sh", replay);
 		fputc('\n', f);
 	}
-	if (json_is_boolean(rep))
-		fprintf(f, "Confirming re-run on another worker: **%s**.\n\n",
+	if (json_is_boolean(rep)) {
+		const json_t	*cf = json_object_get(first, "confirm");
+		const char	*cfp = jstr(cf, "fingerprint");
+
+		fprintf(f, "Confirming re-run of seed %" PRIu64 ": **%s**", t->seeds[0],
 		    json_is_true(rep) ? "reproduced" : "did not reproduce");
+		if (json_is_integer(json_object_get(cf, "worker")))
+			fprintf(f, " (worker %" JSON_INTEGER_FORMAT ")",
+			    json_integer_value(json_object_get(cf, "worker")));
+		if (json_is_false(rep))
+			fprintf(f, "; it ended `%s %s`%s%s%s. The bug is timing-dependent: "
+			    "a replay may need a few tries", jstr(cf, "verdict") ?
+			    jstr(cf, "verdict") : "?", jstr(cf, "reason") ? jstr(cf, "reason") : "",
+			    cfp ? " (fingerprint `" : "", cfp ? cfp : "", cfp ? "`)" : "");
+		fputs(".\n\n", f);
+	}
 	fprintf(f, "### Failing seeds (%zu)\n\n", t->nseeds);
 	put_seeds(f, t);
 	fputc('\n', f);

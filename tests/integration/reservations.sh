@@ -32,6 +32,13 @@ expect_match "summary names the replay command" "replay: soak replay .*soak.yaml
 expect_eq "ticket files" 1 "$(ls "$T/buggy/tickets"/*.md | wc -l)"
 expect_match "ticket title" "soak: \"items_reserved matches reservation events\" broken — seed $first" \
     "$(cat "$T/buggy/tickets"/*.md)"
+# The smallest seed was re-run once; a race may or may not come back, and
+# the report and the ticket say which.
+expect_match "re-run of seed $first recorded" '^(true|false)$' \
+    "$(jq ".results[] | select(.seed == $first) | .reproduced" "$T/buggy/report.json")"
+expect_match "ticket says what the re-run showed" \
+    "Confirming re-run of seed $first: \*\*(reproduced|did not reproduce)\*\* \(worker [0-9]+\)" \
+    "$(cat "$T/buggy/tickets"/*.md)"
 
 # The replay fails the same way.  The seed fixes everything soak decides
 # (which order each turn reserves, its think time); whether two turns'

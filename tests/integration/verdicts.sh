@@ -64,6 +64,35 @@ expect_eq "crash exit status" 1 "$rc"
 expect_eq "crash verdicts" '["fail/crash"]' "$(verdicts)"
 expect_eq "crash is never retried" '[1]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
 expect_eq "crash fingerprint" 'crash|crash' "$(jq -r '.results[0].fingerprint' "$R")"
+# The smallest failing seed of each bug runs once more, on the other
+# worker, and the report says it reproduced; the other seeds are not re-run.
+expect_eq "crash re-run reproduced" 'true' "$(jq '.results[0].reproduced' "$R")"
+expect_eq "crash re-run on the other worker" 'true' \
+    "$(jq '.results[0] | .confirm.worker != .worker' "$R")"
+expect_eq "crash re-run verdict" 'fail/crash' \
+    "$(jq -r '.results[0].confirm | "\(.verdict)/\(.reason)"' "$R")"
+expect_eq "only the smallest seed is re-run" '[null]' \
+    "$(jq -c '[.results[1:][].reproduced] | unique' "$R")"
+expect_match "summary says it reproduced" 'a confirming re-run reproduced it' "$(cat "$T/crash.out")"
+expect_eq "failures/0 has the re-run" 'true' "$(jq '.reproduced' "$T/out-crash/failures/0/result.json")"
+
+# A bug that happens only once per seed (the turn leaves a mark outside its
+# workspace): the re-run passes, and the report says it did not reproduce.
+cfg flaky 'turn: {command: [sh, -c, "m=$SOAK_CONFIG_DIR/mark-$SOAK_SEED-$SOAK_TURN; [ -e $m ] && exit 0; : >$m; [ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}'
+run flaky
+expect_eq "flaky exit status (the verdict stands)" 1 "$rc"
+expect_eq "flaky verdicts" '["fail/crash"]' "$(verdicts)"
+expect_eq "flaky re-run did not reproduce" 'false' "$(jq '.results[0].reproduced' "$R")"
+expect_eq "flaky re-run passed" 'pass' "$(jq -r '.results[0].confirm.verdict' "$R")"
+expect_match "summary says it did not reproduce" 'did NOT reproduce it' "$(cat "$T/flaky.out")"
+
+# confirm: false runs no re-run.
+cfg noconfirm 'confirm: false
+turn: {command: [sh, -c, "[ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}'
+run noconfirm
+expect_eq "confirm: false leaves reproduced unknown" '[null]' \
+    "$(jq -c '[.results[].reproduced] | unique' "$R")"
+expect_eq "confirm: false, no re-run record" '0' "$(jq '[.results[] | select(.confirm)] | length' "$R")"
 
 # Refusing everything cannot pass: the guard.
 cfg guard 'turn: {command: [sh, -c, "exit 1"]}

@@ -29,6 +29,7 @@ static const char full_yaml[] =
 "rounds: 3\n"
 "seed_timeout: 2m\n"
 "retries: 0\n"
+"confirm: off\n"
 "database:\n"
 "  url: postgres://db/soak\n"
 "  schema: sql/../schema.sql\n"
@@ -179,6 +180,7 @@ test_full(void **state)
 	assert_int_equal(cfg.rounds, 3);
 	assert_int_equal(cfg.seed_timeout_ms, 120000);
 	assert_int_equal(cfg.retries, 0);
+	assert_false(cfg.confirm);
 
 	assert_string_equal(cfg.db_url, "postgres://db/soak");
 	assert_path(fx, cfg.db_schema, "schema.sql");
@@ -246,10 +248,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 52);
+	assert_int_equal(cfg.invariants[0].line, 53);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 56);
+	assert_int_equal(cfg.invariants[1].line, 57);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -291,6 +293,7 @@ test_defaults(void **state)
 	assert_int_equal(cfg.rounds, 1);
 	assert_int_equal(cfg.seed_timeout_ms, 60000);
 	assert_int_equal(cfg.retries, 2);
+	assert_true(cfg.confirm);
 	assert_null(cfg.db_url);
 	assert_null(cfg.db_schema);
 	assert_int_equal(cfg.db_reset, CFG_RESET_RECREATE);
@@ -475,7 +478,7 @@ static const struct bad bads[] = {
 	/* unknown keys, top level and nested */
 	{ BASE "tunrs: 8\n",
 	  "soak.yaml:7:1: tunrs: unknown key (expected name, seeds, turns, "
-	  "rounds, seed_timeout, retries, database, services, proxies, setup, "
+	  "rounds, seed_timeout, retries, confirm, database, services, proxies, setup, "
 	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets)" },
 	{ "name: n\n" INV "turn:\n  command: t\n  timout: 5s\n",
 	  "soak.yaml:7:3: turn.timout: unknown key (expected command, timeout)" },
@@ -506,6 +509,8 @@ static const struct bad bads[] = {
 	{ BASE "database:\n  reset: drop\n",
 	  "soak.yaml:8:10: database.reset: expected recreate or truncate, "
 	  "got \"drop\"" },
+	{ BASE "confirm: twice\n",
+	  "soak.yaml:7:10: confirm: expected true or false, got \"twice\"" },
 	{ BASE "tickets:\n  infra: maybe\n",
 	  "soak.yaml:8:10: tickets.infra: expected true or false, got \"maybe\"" },
 	{ BASE "tickets:\n  sink: email\n",

@@ -65,6 +65,27 @@ lease(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, struct msg *rep)
 }
 
 static int
+result_d(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t seed,
+    uint32_t attempt, int verdict, const char *reason, const char *detail)
+{
+	struct msg	req = { .type = MSG_RESULT }, rep;
+	int		ok;
+
+	req.u.result.worker_id = w;
+	req.u.result.lease_id = lease_id;
+	req.u.result.seed = seed;
+	req.u.result.attempt = attempt;
+	req.u.result.verdict = (uint8_t)verdict;
+	req.u.result.reason = (char *)reason;
+	req.u.result.detail = (char *)detail;
+	assert_int_equal(coord_handle(c, &req, pipe, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_ACK);
+	ok = rep.u.ack.ok;
+	msg_clear(&rep);
+	return ok;
+}
+
+static int
 result(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t seed,
     uint32_t attempt, int verdict, const char *reason)
 {
@@ -244,6 +265,125 @@ test_incoherent_result_is_infra(void **state)
 	coord_free(c);
 }
 
+
+#define INV_A	"{\"message\":\"m\",\"invariants\":[{\"name\":\"A\"}]}"
+#define INV_B	"{\"message\":\"m\",\"invariants\":[{\"name\":\"B\"}]}"
+
+/* Seeds 0..5 all run on w1: 1 and 3 break A, 4 breaks B, 5 crashes. */
+static void
+run_all_on(struct coord *c, uint32_t w1)
+{
+	struct msg	rep;
+	uint32_t	i;
+
+	while (lease(c, w1, w1, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			uint64_t	seed = rep.u.lease.seeds[i].seed;
+
+			assert_int_equal(result_d(c, w1, w1, rep.u.lease.lease_id, seed, 1,
+			    seed == 1 || seed == 3 || seed == 4 ? VERDICT_FAIL :
+			    seed == 5 ? VERDICT_FAIL : VERDICT_PASS,
+			    seed == 5 ? "crash" : seed == 1 || seed == 3 || seed == 4 ?
+			    "invariant" : "", seed == 4 ? INV_B : INV_A), 1);
+		}
+		msg_clear(&rep);
+		if (coord_seeds(c, &(uint64_t){ 0 })[5].state == CSEED_FINAL)
+			break;
+	}
+}
+
+static void
+test_confirm_smallest_per_bug_elsewhere(void **state)
+{
+	struct coord		*c = mk(0, 5);
+	struct msg		 rep;
+	uint32_t		 w1, w2;
+	const struct coord_seed	*s;
+	uint64_t		 n, lid;
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	run_all_on(c, w1);
+	s = coord_seeds(c, &n);
+	/* Every seed is final, but the run waits for three re-runs. */
+	assert_false(coord_finished(c));
+	/* Not on the worker that failed them while another is alive. */
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 0);
+	/* The smallest seed of bug A (1, not 3), once, with a new attempt. */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 1);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* A result under the old attempt number is refused. */
+	assert_int_equal(result_d(c, w2, 2, lid, 1, 1, VERDICT_FAIL, "invariant", INV_A), 0);
+	assert_int_equal(result_d(c, w2, 2, lid, 1, 2, VERDICT_FAIL, "invariant", INV_A), 1);
+	assert_true(json_is_true(json_object_get(s[1].detail, "reproduced")));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(s[1].detail,
+	    "confirm"), "worker")), w2);
+	/* Once only: a second result for it is refused. */
+	assert_int_equal(result_d(c, w2, 2, lid, 1, 2, VERDICT_FAIL, "invariant", INV_A), 0);
+	/* Bug B's re-run passes: it did not reproduce; the verdict stands. */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 4);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_d(c, w2, 2, lid, 4, 2, VERDICT_PASS, "", "{\"message\":\"m\"}"), 1);
+	assert_true(json_is_false(json_object_get(s[4].detail, "reproduced")));
+	assert_int_equal(s[4].verdict, VERDICT_FAIL);
+	/* The crash's re-run loses its worker: reproduction unknown. */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 5);
+	msg_clear(&rep);
+	assert_false(coord_finished(c));
+	coord_pipe_closed(c, 2, 0);
+	assert_null(json_object_get(s[5].detail, "reproduced"));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    s[5].detail, "confirm"), "reason")), "worker-lost");
+	/* Seed 3 shares bug A: never re-run. */
+	assert_int_equal(s[3].confirm, CONFIRM_NONE);
+	assert_null(json_object_get(s[3].detail, "reproduced"));
+	assert_true(coord_finished(c));
+	assert_int_equal(coord_serve(c, w1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_DONE);
+	msg_clear(&rep);
+	coord_free(c);
+}
+
+static void
+test_confirm_off_and_single_worker(void **state)
+{
+	struct coord		*c = mk(0, 5);
+	struct msg		 rep;
+	uint32_t		 w1;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w1 = hello(c, 1);
+	run_all_on(c, w1);			/* cfg.confirm is false */
+	assert_true(coord_finished(c));
+	coord_free(c);
+
+	c = mk(0, 5);
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	run_all_on(c, w1);
+	s = coord_seeds(c, &n);
+	/* The only worker alive re-runs its own failures. */
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 1);
+	assert_int_equal(result_d(c, w1, 1, rep.u.lease.lease_id, 1, 2, VERDICT_FAIL,
+	    "invariant", INV_B), 1);		/* another bug: not reproduced */
+	msg_clear(&rep);
+	assert_true(json_is_false(json_object_get(s[1].detail, "reproduced")));
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -252,6 +392,8 @@ main(void)
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),
 		cmocka_unit_test(test_pipe_close_and_infra_retries),
 		cmocka_unit_test(test_incoherent_result_is_infra),
+		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
+		cmocka_unit_test(test_confirm_off_and_single_worker),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
