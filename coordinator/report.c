@@ -59,7 +59,8 @@ report_reproduced(const struct coord_seed *s)
 	if (json_is_true(rep))
 		return "reproduced it";
 	if (json_is_false(rep))
-		return "did NOT reproduce it (timing-dependent: replay may need tries)";
+		return "did NOT reproduce it (it depends on more than the seed, "
+		    "timing most often: a replay may need tries)";
 	return "ended infra; reproduction unknown";
 }
 

@@ -520,8 +520,9 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 			fprintf(f, " (worker %" JSON_INTEGER_FORMAT ")",
 			    json_integer_value(json_object_get(cf, "worker")));
 		if (json_is_false(rep))
-			fprintf(f, "; it ended `%s %s`%s%s%s. The bug is timing-dependent: "
-			    "a replay may need a few tries", jstr(cf, "verdict") ?
+			fprintf(f, "; it ended `%s %s`%s%s%s. The failure depends on "
+			    "more than the seed (timing, most often): a replay may need "
+			    "a few tries", jstr(cf, "verdict") ?
 			    jstr(cf, "verdict") : "?", jstr(cf, "reason") ? jstr(cf, "reason") : "",
 			    cfp ? " (fingerprint `" : "", cfp ? cfp : "", cfp ? "`)" : "");
 		fputs(".\n\n", f);

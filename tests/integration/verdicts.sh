@@ -78,13 +78,16 @@ expect_eq "failures/0 has the re-run" 'true' "$(jq '.reproduced' "$T/out-crash/f
 
 # A bug that happens only once per seed (the turn leaves a mark outside its
 # workspace): the re-run passes, and the report says it did not reproduce.
-cfg flaky 'turn: {command: [sh, -c, "m=$SOAK_CONFIG_DIR/mark-$SOAK_SEED-$SOAK_TURN; [ -e $m ] && exit 0; : >$m; [ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}'
+cfg flaky 'turn: {command: [sh, -c, "m=$SOAK_CONFIG_DIR/mark-$SOAK_SEED-$SOAK_TURN; [ -e $m ] && exit 0; : >$m; [ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}
+tickets: {sink: file}'
 run flaky
 expect_eq "flaky exit status (the verdict stands)" 1 "$rc"
 expect_eq "flaky verdicts" '["fail/crash"]' "$(verdicts)"
 expect_eq "flaky re-run did not reproduce" 'false' "$(jq '.results[0].reproduced' "$R")"
 expect_eq "flaky re-run passed" 'pass' "$(jq -r '.results[0].confirm.verdict' "$R")"
 expect_match "summary says it did not reproduce" 'did NOT reproduce it' "$(cat "$T/flaky.out")"
+expect_match "the ticket says so" 'Confirming re-run of seed 0: \*\*did not reproduce\*\* \(worker [12]\); it ended `pass `' \
+    "$(cat "$T/out-flaky/tickets"/*.md)"
 
 # confirm: false runs no re-run.
 cfg noconfirm 'confirm: false
