@@ -46,7 +46,12 @@
 #define NTHREADS	8
 #define REQ_CAP		8192		/* headers + body; a refund is small */
 #define IO_TIMEOUT_S	5
-#define BANK_MS		15		/* "talking to the bank" before settling */
+/*
+ * "Talking to the bank" before settling: a real provider's bank call takes
+ * this long, and it is the window in which two asks with one key both miss
+ * the key cache.  Wide enough that turns started tens of ms apart overlap.
+ */
+#define BANK_MS		150
 
 static int	 listen_fd;
 static bool	 racy_credit;

@@ -55,6 +55,6 @@ mutant() {	# name, last seed, killer (a regex over kills)
 	ok "mutant $1 killed in $(jq .totals.fail "$out/report.json") of $(($2 + 1)) seeds: $(kills "$out" | sort | uniq -c | tr -s ' ' | paste -sd ';')"
 }
 mutant no-key 4 "^guard$|^every settled refund is in the agent's books$"
-mutant no-unique 9 "^$DUP$"
+mutant no-unique 19 "^$DUP$"
 mutant no-reaper 2 '^no job left in_progress with an expired lease$'
 mutant racy-credit 19 '^every balance equals the sum of its credit log$'
