@@ -549,7 +549,8 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	return 1;
 }
 
-static int
+/* Fills *rep; returns whether the result was accepted. */
+static bool
 handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 {
 	const uint64_t		 seed = req->u.result.seed;
@@ -565,7 +566,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	if (l == NULL || l->worker != req->u.result.worker_id) {
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is not yours",
 		    req->u.result.lease_id);
-		return 1;
+		return false;
 	}
 	if (l->state != LEASE_ACTIVE) {
 		log_warnx("late result for seed %" PRIu64 " under %s lease %" PRIu64
@@ -573,7 +574,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		    l->worker);
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " has %s; seed %" PRIu64
 		    " went to another worker", l->id, lease_state_names[l->state], seed);
-		return 1;
+		return false;
 	}
 	for (i = 0; i < l->n; i++)
 		if (l->seeds[i].seed == seed)
@@ -585,7 +586,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	    s->state != CSEED_LEASED || l->seeds[i].attempt != req->u.result.attempt)) {
 		text_reply(rep, MSG_ACK, 0, "seed %" PRIu64 " (attempt %u) is not open "
 		    "under lease %" PRIu64, seed, req->u.result.attempt, l->id);
-		return 1;
+		return false;
 	}
 	l->reported[i] = 1;
 	l->expires = 0;		/* refreshed below: a result is a sign of life */
@@ -617,7 +618,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 			w->lease = 0;
 	}
 	text_reply(rep, MSG_ACK, 1, "ok");
-	return 1;
+	return true;
 }
 
 int
@@ -654,10 +655,17 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 	}
 	switch (req->type) {
 	case MSG_LEASE_REQ:
+		if (!w->alive) {
+			text_reply(rep, MSG_NACK, 0, "worker %u said bye", wid);
+			return 1;
+		}
 		if (w->lease && (l = lease_get(c, w->lease)) != NULL)
 			lease_expire(c, l, "it asked for a new lease while holding one");
 		return coord_serve(c, wid, now, rep);
 	case MSG_RESULT:
+		/* Only an accepted result is a sign of life of its lease: a
+		 * refused one (another worker's lease, a seed not open) must
+		 * not keep a lease alive. */
 		if (handle_result(c, req, rep) && (l = lease_get(c,
 		    req->u.result.lease_id)) != NULL && l->state == LEASE_ACTIVE)
 			l->expires = now + c->o.lease_ttl_ms;

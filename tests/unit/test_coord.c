@@ -64,9 +64,11 @@ lease(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, struct msg *rep)
 	return coord_handle(c, &req, pipe, now, rep);
 }
 
+/* Sends a result at time now; returns the ACK's ok. */
 static int
-result_d(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t seed,
-    uint32_t attempt, int verdict, const char *reason, const char *detail)
+result_dt(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, uint64_t lease_id,
+    uint64_t seed, uint32_t attempt, int verdict, const char *reason,
+    const char *detail)
 {
 	struct msg	req = { .type = MSG_RESULT }, rep;
 	int		ok;
@@ -78,11 +80,19 @@ result_d(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t
 	req.u.result.verdict = (uint8_t)verdict;
 	req.u.result.reason = (char *)reason;
 	req.u.result.detail = (char *)detail;
-	assert_int_equal(coord_handle(c, &req, pipe, 0, &rep), 1);
+	assert_int_equal(coord_handle(c, &req, pipe, now, &rep), 1);
 	assert_int_equal(rep.type, MSG_ACK);
 	ok = rep.u.ack.ok;
 	msg_clear(&rep);
 	return ok;
+}
+
+static int
+result_d(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t seed,
+    uint32_t attempt, int verdict, const char *reason, const char *detail)
+{
+	return result_dt(c, w, pipe, 0, lease_id, seed, attempt, verdict, reason,
+	    detail);
 }
 
 static int
@@ -91,6 +101,51 @@ result(struct coord *c, uint32_t w, uint32_t pipe, uint64_t lease_id, uint64_t s
 {
 	return result_d(c, w, pipe, lease_id, seed, attempt, verdict, reason,
 	    "{\"message\":\"m\"}");
+}
+
+static int
+result_at(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, uint64_t lease_id,
+    uint64_t seed, uint32_t attempt, int verdict, const char *reason)
+{
+	return result_dt(c, w, pipe, now, lease_id, seed, attempt, verdict, reason,
+	    "{\"message\":\"m\"}");
+}
+
+/* Sends a heartbeat at time now; returns the ACK's ok. */
+static int
+beat(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, uint64_t lease_id,
+    uint64_t seed)
+{
+	struct msg	req = { .type = MSG_HEARTBEAT }, rep;
+	int		ok;
+
+	req.u.heartbeat.worker_id = w;
+	req.u.heartbeat.lease_id = lease_id;
+	req.u.heartbeat.seed = seed;
+	assert_int_equal(coord_handle(c, &req, pipe, now, &rep), 1);
+	assert_int_equal(rep.type, MSG_ACK);
+	ok = rep.u.ack.ok;
+	msg_clear(&rep);
+	return ok;
+}
+
+/* Field key of attempt k in s's history. */
+static const char *
+hist(const struct coord_seed *s, size_t k, const char *key)
+{
+	json_t	*v = json_object_get(json_array_get(s->history, k), key);
+
+	assert_non_null(v);
+	return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static json_int_t
+hist_worker(const struct coord_seed *s, size_t k)
+{
+	json_t	*v = json_object_get(json_array_get(s->history, k), "worker");
+
+	assert_true(json_is_integer(v));
+	return json_integer_value(v);
 }
 
 static void
@@ -169,6 +224,335 @@ test_expiry_refuses_late_result_and_retries_elsewhere(void **state)
 	assert_int_equal(s[second].state, CSEED_FINAL);
 	msg_clear(&rep);
 	msg_clear(&rep2);
+	coord_free(c);
+}
+
+/*
+ * The real hazard of a late result: it arrives after its seed went to
+ * another worker.  The stale worker's result changes nothing; the new
+ * worker's is the verdict.  The same for a seed of the lost lease that
+ * never started: it is leased again under the same attempt number, so only
+ * the lease tells the two results apart.
+ */
+static void
+test_late_result_after_release_refused(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 rep;
+	struct coord_counts	 cnt;
+	const struct coord_seed	*s;
+	uint64_t		 l1, l2, l3, n;
+	uint32_t		 w1, w2;
+
+	(void)state;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	s = coord_seeds(c, &n);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 3);	/* ceil(10 / (2 * 2)) */
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	assert_int_equal(rep.u.lease.seeds[1].seed, 1);
+	assert_int_equal(rep.u.lease.seeds[2].seed, 2);
+	l1 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_PASS, ""), 1);
+	/* w1 falls silent: seed 1 was running, seed 2 never started. */
+	coord_tick(c, 5000);
+	assert_int_equal(s[1].state, CSEED_PENDING);
+	assert_int_equal(s[2].state, CSEED_PENDING);
+
+	/* Seed 1 goes to w2, as attempt 2. */
+	assert_int_equal(lease(c, w2, 2, 5000, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 1);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* Then w1's late result for it arrives: refused, and nothing changes. */
+	assert_int_equal(result_at(c, w1, 1, 5100, l1, 1, 1, VERDICT_FAIL,
+	    "invariant"), 0);
+	assert_int_equal(s[1].state, CSEED_LEASED);
+	assert_int_equal(s[1].attempts, 2);
+	assert_int_equal(json_array_size(s[1].history), 1);
+	assert_string_equal(hist(&s[1], 0, "reason"), "worker-lost");
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.done, 1);
+	assert_int_equal(cnt.fail, 0);
+	/* w2's result for the attempt it holds is the final verdict... */
+	assert_int_equal(result_at(c, w2, 2, 5200, l2, 1, 2, VERDICT_PASS, ""), 1);
+	assert_int_equal(s[1].state, CSEED_FINAL);
+	assert_int_equal(s[1].verdict, VERDICT_PASS);
+	assert_int_equal(s[1].worker, w2);
+	assert_int_equal(json_array_size(s[1].history), 2);
+	assert_int_equal(hist_worker(&s[1], 1), w2);
+	assert_string_equal(hist(&s[1], 1, "verdict"), "pass");
+	/* ...and stays it. */
+	assert_int_equal(result_at(c, w1, 1, 5300, l1, 1, 1, VERDICT_FAIL,
+	    "invariant"), 0);
+	assert_int_equal(s[1].verdict, VERDICT_PASS);
+	assert_int_equal(json_array_size(s[1].history), 2);
+
+	/* Seed 2 is leased again to w2, as attempt 1 again. */
+	assert_int_equal(lease(c, w2, 2, 5300, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 2);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 1);
+	l3 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_at(c, w1, 1, 5400, l1, 2, 1, VERDICT_FAIL,
+	    "invariant"), 0);
+	assert_int_equal(s[2].state, CSEED_LEASED);
+	assert_int_equal(json_array_size(s[2].history), 0);
+	assert_int_equal(result_at(c, w2, 2, 5500, l3, 2, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(s[2].state, CSEED_FINAL);
+	assert_int_equal(s[2].verdict, VERDICT_PASS);
+	assert_int_equal(s[2].worker, w2);
+	assert_int_equal(json_array_size(s[2].history), 1);
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.done, 3);
+	assert_int_equal(cnt.pass, 3);
+	coord_free(c);
+}
+
+/*
+ * A seed reported once under a lease that is still active may not be
+ * reported again under it, not even once its infra retry is leased
+ * elsewhere.
+ */
+static void
+test_second_result_in_active_lease_refused(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 rep;
+	struct coord_counts	 cnt;
+	const struct coord_seed	*s;
+	uint64_t		 l1, l2, n;
+	uint32_t		 w1, w2;
+
+	(void)state;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	s = coord_seeds(c, &n);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 3);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	l1 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* Seed 0 is infra: not final, back for a retry; l1 stays active. */
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 1);
+	assert_int_equal(s[0].state, CSEED_PENDING);
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.retries, 1);
+	/* The same result again under the same lease: refused. */
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 0);
+	/* The retry goes to w2 as attempt 2... */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* ...and w1's report is still refused if it comes again. */
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 0);
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_FAIL, "invariant"), 0);
+	assert_int_equal(s[0].state, CSEED_LEASED);
+	assert_int_equal(s[0].infra, 1);
+	assert_int_equal(json_array_size(s[0].history), 1);
+	assert_string_equal(hist(&s[0], 0, "reason"), "db");
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.retries, 1);
+	assert_int_equal(cnt.done, 0);
+	/* l1 is whole: w1 finishes its other seeds. */
+	assert_int_equal(result(c, w1, 1, l1, 1, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(result(c, w1, 1, l1, 2, 1, VERDICT_PASS, ""), 1);
+	/* w2's attempt is the verdict. */
+	assert_int_equal(result(c, w2, 2, l2, 0, 2, VERDICT_PASS, ""), 1);
+	assert_int_equal(s[0].state, CSEED_FINAL);
+	assert_int_equal(s[0].verdict, VERDICT_PASS);
+	assert_int_equal(s[0].worker, w2);
+	assert_int_equal(json_array_size(s[0].history), 2);
+	coord_free(c);
+}
+
+/*
+ * A worker that heartbeats within the ttl keeps its lease however long its
+ * seeds run; one that stops loses it a ttl after its last beat.
+ */
+static void
+test_heartbeats_keep_the_lease(void **state)
+{
+	struct coord		*c = mk(0, 5);
+	struct msg		 rep;
+	struct coord_counts	 cnt;
+	const struct coord_seed	*s;
+	uint64_t		 lid, n, i;
+	int64_t			 t;
+	uint32_t		 w;
+
+	(void)state;
+	w = hello(c, 1);
+	s = coord_seeds(c, &n);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 3);	/* ceil(6 / 2) */
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* A beat every 500 ms against a 1000 ms ttl, for ten ttls. */
+	for (t = 500; t <= 10000; t += 500) {
+		coord_tick(c, t);
+		assert_int_equal(beat(c, w, 1, t, lid, 0), 1);
+	}
+	coord_tick(c, 10000);
+	for (i = 0; i < 3; i++) {
+		assert_int_equal(result_at(c, w, 1, 10000, lid, i, 1, VERDICT_PASS,
+		    ""), 1);
+		assert_int_equal(s[i].state, CSEED_FINAL);
+		assert_int_equal(s[i].verdict, VERDICT_PASS);
+		assert_int_equal(s[i].attempts, 1);
+		assert_int_equal(json_array_size(s[i].history), 1);
+		assert_string_equal(hist(&s[i], 0, "verdict"), "pass");
+	}
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.retries, 0);
+
+	/* The next lease gets one beat, then silence. */
+	assert_int_equal(lease(c, w, 1, 10000, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 2);	/* ceil(3 / 2) */
+	assert_int_equal(rep.u.lease.seeds[0].seed, 3);
+	assert_int_equal(rep.u.lease.seeds[1].seed, 4);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(beat(c, w, 1, 10500, lid, 3), 1);
+	coord_tick(c, 11499);
+	assert_int_equal(s[3].state, CSEED_LEASED);
+	coord_tick(c, 11500);
+	assert_int_equal(s[3].state, CSEED_PENDING);
+	assert_int_equal(json_array_size(s[3].history), 1);
+	assert_string_equal(hist(&s[3], 0, "reason"), "worker-lost");
+	assert_int_equal(s[4].state, CSEED_PENDING);
+	assert_int_equal(json_array_size(s[4].history), 0);
+	/* Its beats and results under that lease are refused now. */
+	assert_int_equal(beat(c, w, 1, 11600, lid, 3), 0);
+	assert_int_equal(result_at(c, w, 1, 11600, lid, 3, 1, VERDICT_PASS, ""), 0);
+	assert_int_equal(json_array_size(s[3].history), 1);
+	coord_free(c);
+}
+
+/*
+ * When a lease of five seeds is lost after its first result, the second
+ * was running (worker-lost, retried) and the other three never started:
+ * each of them is leased again, once, and the run ends with every seed
+ * final.
+ */
+static void
+test_lost_lease_requeues_unstarted_seeds(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	struct msg		 rep;
+	struct coord_counts	 cnt;
+	const struct coord_seed	*s;
+	uint64_t		 l1, n, seed;
+	uint32_t		 w1, w2, i, leased[20] = { 0 }, attempt[20] = { 0 };
+
+	(void)state;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	s = coord_seeds(c, &n);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.nseeds, 5);	/* ceil(20 / (2 * 2)) */
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(rep.u.lease.seeds[i].seed, i);
+		assert_int_equal(rep.u.lease.seeds[i].attempt, 1);
+	}
+	l1 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_PASS, ""), 1);
+	coord_tick(c, 5000);
+	/* w2 runs whatever it is given until the run ends. */
+	while (!coord_finished(c) && lease(c, w2, 2, 5000, &rep) == 1) {
+		assert_int_equal(rep.type, MSG_LEASE);
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			seed = rep.u.lease.seeds[i].seed;
+			assert_in_range(seed, 1, 19);
+			leased[seed]++;
+			attempt[seed] = rep.u.lease.seeds[i].attempt;
+			assert_int_equal(result_at(c, w2, 2, 5000, rep.u.lease.lease_id,
+			    seed, attempt[seed], VERDICT_PASS, ""), 1);
+		}
+		msg_clear(&rep);
+	}
+	/* Seed 1 was running: a second attempt, after its worker-lost one. */
+	assert_int_equal(leased[1], 1);
+	assert_int_equal(attempt[1], 2);
+	assert_int_equal(json_array_size(s[1].history), 2);
+	assert_string_equal(hist(&s[1], 0, "reason"), "worker-lost");
+	/* Seeds 2, 3 and 4 never ran: leased again once, as attempt 1. */
+	for (seed = 2; seed <= 4; seed++) {
+		assert_int_equal(leased[seed], 1);
+		assert_int_equal(attempt[seed], 1);
+		assert_int_equal(s[seed].attempts, 1);
+		assert_int_equal(json_array_size(s[seed].history), 1);
+	}
+	for (seed = 5; seed < 20; seed++)
+		assert_int_equal(leased[seed], 1);
+	assert_true(coord_finished(c));
+	for (seed = 1; seed < 20; seed++) {
+		assert_int_equal(s[seed].state, CSEED_FINAL);
+		assert_int_equal(s[seed].verdict, VERDICT_PASS);
+		assert_int_equal(s[seed].worker, w2);
+	}
+	assert_int_equal(s[0].state, CSEED_FINAL);
+	assert_int_equal(s[0].worker, w1);
+	coord_counts(c, &cnt);
+	assert_int_equal(cnt.done, 20);
+	assert_int_equal(cnt.pass, 20);
+	assert_int_equal(cnt.retries, 1);
+	coord_free(c);
+}
+
+/*
+ * Only an accepted result is a sign of life: refused results — under
+ * another worker's lease, or for a seed the lease does not hold open —
+ * do not keep a silent lease alive, and a worker that said bye gets no
+ * new lease.
+ */
+static void
+test_refused_results_are_no_sign_of_life(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 rep, bye = { .type = MSG_BYE }, brep;
+	uint64_t		 l1, s0;
+	uint32_t		 w1, w2;
+
+	(void)state;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	l1 = rep.u.lease.lease_id;
+	s0 = rep.u.lease.seeds[0].seed;
+	msg_clear(&rep);
+	/* w2 posts under w1's lease, w1 posts a seed it does not hold: both
+	 * refused, and neither moves w1's deadline (ttl 1000). */
+	assert_int_equal(result_at(c, w2, 2, 900, l1, s0, 1, VERDICT_PASS, ""), 0);
+	assert_int_equal(result_at(c, w1, 1, 900, l1, 9999, 1, VERDICT_PASS, ""), 0);
+	coord_tick(c, 1000);
+	assert_int_equal(beat(c, w1, 1, 1000, l1, s0), 0);
+	assert_int_equal(result_at(c, w1, 1, 1000, l1, s0, 1, VERDICT_PASS, ""), 0);
+
+	/* A worker that said bye is not leased to again. */
+	bye.u.bye.worker_id = w2;
+	assert_int_equal(coord_handle(c, &bye, 2, 1000, &brep), 1);
+	assert_int_equal(brep.u.ack.ok, 1);
+	msg_clear(&brep);
+	assert_int_equal(lease(c, w2, 2, 1000, &rep), 1);
+	assert_int_equal(rep.type, MSG_NACK);
+	msg_clear(&rep);
 	coord_free(c);
 }
 
@@ -378,6 +762,11 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunks_shrink_and_cover),
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),
+		cmocka_unit_test(test_late_result_after_release_refused),
+		cmocka_unit_test(test_second_result_in_active_lease_refused),
+		cmocka_unit_test(test_heartbeats_keep_the_lease),
+		cmocka_unit_test(test_lost_lease_requeues_unstarted_seeds),
+		cmocka_unit_test(test_refused_results_are_no_sign_of_life),
 		cmocka_unit_test(test_pipe_close_and_infra_retries),
 		cmocka_unit_test(test_incoherent_result_is_infra),
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
