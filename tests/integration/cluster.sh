@@ -54,10 +54,9 @@ expect_match "a forged result is refused" 'ack ok=0 lease 999 is not yours' "$("
 "$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
 "$SOAK" worker --connect "$url" 2>"$T/w2.err" & w2=$!
 cleanup_hooks+=("kill $w1 $w2 2>/dev/null")
-set +e
-timeout 120 tail --pid=$coord -f /dev/null; wait $coord; rc=$?
-wait $w1; r1=$?; wait $w2; r2=$?
-set -e
+wait_exit rc "$coord" 120 "the cluster's coordinator"
+wait_exit r1 "$w1" 30 "worker 1 after its coordinator finished"
+wait_exit r2 "$w2" 30 "worker 2 after its coordinator finished"
 cat "$T/coord.out"
 expect_eq "coordinator exit status" 1 "$rc"
 expect_eq "worker 1 exit status" 0 "$r1"
@@ -80,6 +79,8 @@ soak_rc rc worker --connect "$url" 2>"$T/bad.err"
 expect_eq "worker with no secret" 1 "$rc"
 expect_match "refusal is explained" "refused this worker: wrong shared secret" "$(cat "$T/bad.err")"
 SOAK_SECRET=s3cret "$SOAK" worker --connect "$url" 2>"$T/good.err" & good=$!
-set +e; wait $coord; rc=$?; wait $good; set -e
+wait_exit rc "$coord" 60 "the coordinator with a secret"
+wait_exit good_rc "$good" 30 "the worker with the right secret"
+expect_eq "worker with the right secret exit status" 0 "$good_rc"
 expect_eq "coordinator with secret exit status" 0 "$rc"
 expect_match "bad secret logged" "wrong shared secret" "$(cat "$T/c2.err")"

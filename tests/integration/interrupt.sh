@@ -43,7 +43,7 @@ for sig in INT KILL; do
 	workers=$(pgrep -P "$run" -f "worker --connect")
 	[ -n "$workers" ] || fail "no worker process under run $run"
 	kill -"$sig" "$run"
-	set +e; wait "$run"; rc=$?; set -e
+	wait_exit rc "$run" 60 "soak run after SIG$sig"
 	# Cleanup is asynchronous only after SIGKILL: wait for the processes to go.
 	timeout 30 tail --pid="$postmaster" -f /dev/null ||
 	    fail "watchdog: postmaster $postmaster still running 30 s after SIG$sig"

@@ -49,6 +49,19 @@ wait_line() {
 	fail "watchdog: no '$4' within $3 s (waited for /$2/ in $1)"
 }
 
+# wait_exit VAR PID SECONDS WHAT: waits for PID (a child of this shell) to
+# exit and keeps its status in VAR; if it is still running after SECONDS it
+# is killed and the test fails naming WHAT.  Never waits without a bound.
+wait_exit() {
+	local __v=$1 pid=$2 limit=$3 what=$4 st
+	if ! timeout "$limit" tail -s 0.2 --pid="$pid" -f /dev/null; then
+		kill -KILL "$pid" 2>/dev/null || true
+		fail "watchdog: $what still running after $limit s"
+	fi
+	set +e; wait "$pid"; st=$?; set -e
+	printf -v "$__v" '%d' "$st"
+}
+
 # kills DIR: one line per failing seed: the reason, or its broken invariants.
 kills() {
 	jq -r '.results[] | select(.verdict == "fail")

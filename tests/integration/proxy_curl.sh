@@ -30,7 +30,14 @@ start_proxy() {
 	wait_line "$dir/$name.out" '^listening on' "proxy $name listening"
 	px=$(awk '/^listening on/{print $3}' "$dir/$name.out")
 }
-stop_proxy() { kill -TERM "$ppid_"; wait "$ppid_"; }
+# stop_proxy: SIGTERM, then a bounded wait for the proxy to write its trace
+# and exit 0.
+stop_proxy() {
+	kill -TERM "$ppid_"
+	timeout 10 tail -s 0.1 --pid="$ppid_" -f /dev/null ||
+	    { echo "watchdog: proxy $ppid_ still running 10 s after SIGTERM"; exit 1; }
+	wait "$ppid_" || { echo "proxy exited $? after SIGTERM"; exit 1; }
+}
 count() { grep -c "$1" "$dir/up.log" || true; }
 
 # reset: curl sees a reset, the upstream never saw a connection
@@ -61,14 +68,31 @@ stop_proxy
 [ "$(count '^req')" = $((r0 + 2)) ]
 grep -q '"fault":"duplicate".*"upstream_saw":true,"client_got_reply":true' "$dir/dup.jsonl"
 
-# the same seed twice gives the same trace; keep-alive exchanges are counted
-for run in a b; do
-	start_proxy "det$run" --seed 1477 --rate 30% --hold 5ms --latency 0ms..5ms --name provider
-	for i in 1 2 3 4 5 6; do curl -s -m 5 "http://$px/r$i" "http://$px/s$i" >/dev/null 2>&1 || true; done
+# The same seed twice gives the same trace and the client the same outcomes
+# (each curl's exit status is recorded); keep-alive exchanges are counted.
+# Another seed, or another proxy name, gives another trace: the decisions
+# are a function of them, not of the clock.
+det_run() {	# NAME SEED PROXYNAME
+	start_proxy "$1" --seed "$2" --rate 30% --hold 5ms --latency 0ms..5ms --name "$3"
+	: >"$dir/$1.curl"
+	for i in 1 2 3 4 5 6; do
+		st=0; curl -s -m 5 "http://$px/r$i" "http://$px/s$i" >/dev/null 2>&1 || st=$?
+		echo "curl $i: $st" >>"$dir/$1.curl"
+	done
 	stop_proxy
-done
-cmp "$dir/deta.jsonl" "$dir/detb.jsonl"
-[ "$(wc -l <"$dir/deta.jsonl")" -ge 6 ]
+}
+det_run deta 1477 provider
+det_run detb 1477 provider
+det_run detc 1478 provider
+det_run detd 1477 bank
+cmp "$dir/deta.jsonl" "$dir/detb.jsonl" || { echo "det: same seed, different traces"; exit 1; }
+cmp "$dir/deta.curl" "$dir/detb.curl" || { echo "det: same seed, different client outcomes"; exit 1; }
+[ "$(wc -l <"$dir/deta.jsonl")" -ge 12 ] || { echo "det: fewer than 12 exchanges traced"; exit 1; }
+grep -q '"fault":"\(lost_reply\|reset\|duplicate\)"' "$dir/deta.jsonl" ||
+    { echo "det: seed 1477 at 30% rolled no fault in $(wc -l <"$dir/deta.jsonl") exchanges"; exit 1; }
+grep -qv ': 0$' "$dir/deta.curl" || { echo "det: no curl saw a fault"; exit 1; }
+! cmp -s "$dir/deta.jsonl" "$dir/detc.jsonl" || { echo "det: seeds 1477 and 1478 gave one trace"; exit 1; }
+! cmp -s "$dir/deta.jsonl" "$dir/detd.jsonl" || { echo "det: proxy names provider and bank gave one trace"; exit 1; }
 
 # usage errors
 if "$SOAK_BIN" proxy --listen 127.0.0.1:0 --seed 1 2>/dev/null; then exit 1; fi

@@ -15,6 +15,14 @@ cleanup() {
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+die() { echo "FAIL: $*"; exit 1; }
+# stop_proxy: SIGTERM, then a bounded wait for the proxy to write its trace.
+stop_proxy() {
+	kill -TERM "$ppid_"
+	timeout 10 tail -s 0.1 --pid="$ppid_" -f /dev/null ||
+	    die "watchdog: proxy $ppid_ still running 10 s after SIGTERM"
+	wait "$ppid_" || die "proxy exited $? after SIGTERM"
+}
 
 wait_line() {
 	local deadline=$((SECONDS + 10))
@@ -47,18 +55,22 @@ seed=$("$H/proxy_seedfind" pg 0.5 0.4 0.3 0.3 none,none,reset)
 run_proxy reset "$seed"
 if "$H/proxy_pgclient" "$(ci)" "INSERT INTO t VALUES (1)" "INSERT INTO t VALUES (2)" >"$dir/c1.out"; then
 	echo "reset: client succeeded"; cat "$dir/c1.out"; exit 1; fi
-grep -q '^ok' "$dir/c1.out" && grep -q '^error' "$dir/c1.out"
-kill -TERM "$ppid_"; wait "$ppid_"
+[ "$(grep -c '^ok' "$dir/c1.out")" = 1 ] || { cat "$dir/c1.out"; die "reset: the first INSERT did not succeed exactly once"; }
+[ "$(grep -c '^error' "$dir/c1.out")" = 1 ] || { cat "$dir/c1.out"; die "reset: the second INSERT did not fail"; }
+stop_proxy
 [ "$(sql "SELECT string_agg(id::text, ',' ORDER BY id) FROM t")" = "1" ] || { echo "reset: wrong rows"; sql "SELECT * FROM t"; exit 1; }
-grep -q '"exchange":2,"fault":"reset","latency_ms":0,"bytes_up":0,"bytes_down":0,"upstream_saw":false' "$dir/reset.jsonl"
+grep -q '"exchange":2,"fault":"reset","latency_ms":0,"bytes_up":0,"bytes_down":0,"upstream_saw":false' "$dir/reset.jsonl" ||
+    die "reset: no trace line for the reset of exchange 2"
 
 # lost reply to COMMIT: exchange 3 (startup, BEGIN, INSERT, COMMIT)
 seed=$("$H/proxy_seedfind" pg 0.5 0.4 0.3 0.3 none,none,none,lost_reply)
 run_proxy lost "$seed"
 if "$H/proxy_pgclient" "$(ci)" "BEGIN" "INSERT INTO t VALUES (3)" "COMMIT" >"$dir/c2.out"; then
 	echo "lost: client succeeded"; cat "$dir/c2.out"; exit 1; fi
-[ "$(grep -c '^ok' "$dir/c2.out")" = 2 ] && grep -q '^error' "$dir/c2.out"
-kill -TERM "$ppid_"; wait "$ppid_"
+[ "$(grep -c '^ok' "$dir/c2.out")" = 2 ] || { cat "$dir/c2.out"; die "lost: BEGIN and INSERT did not both succeed"; }
+[ "$(grep -c '^error' "$dir/c2.out")" = 1 ] || { cat "$dir/c2.out"; die "lost: the client did not see the COMMIT fail"; }
+stop_proxy
 [ "$(sql 'SELECT count(*) FROM t WHERE id = 3')" = "1" ] || { echo "lost: the COMMIT did not land"; exit 1; }
-grep -q '"exchange":3,"fault":"lost_reply".*"upstream_saw":true,"client_got_reply":false' "$dir/lost.jsonl"
+grep -q '"exchange":3,"fault":"lost_reply".*"upstream_saw":true,"client_got_reply":false' "$dir/lost.jsonl" ||
+    die "lost: no trace line for the lost reply of exchange 3"
 echo "proxy_pg: ok"

@@ -15,7 +15,15 @@ grep -qF "title: soak: \"$A\" broken — seed 9 (+1)" "$WORK/dry" || die "no tit
 grep -qF "title: soak: reservations guard — seed 50 (+1)" "$WORK/dry" || die "no guard title"
 
 "$SOAK_BIN" tickets "$WORK/run1" >"$WORK/out1" 2>&1 || die "first filing failed: $(cat "$WORK/out1")"
+cp -a "$WORK/run1/tickets" "$WORK/tickets-after-1"
 "$SOAK_BIN" tickets "$WORK/run1" >"$WORK/out2" 2>&1 || die "second filing failed: $(cat "$WORK/out2")"
+# The second filing finds each ticket by its fingerprint and files none anew
+# (the file name alone would hide a duplicate: the same name is overwritten).
+expect "new tickets in the first filing" "$(grep -c '^file: filed ' "$WORK/out1" || true)" 3
+expect "new tickets in the second filing" "$(grep -c '^file: filed ' "$WORK/out2" || true)" 0
+expect "tickets found again in the second filing" "$(grep -c '^file: commented on ' "$WORK/out2" || true)" 3
+diff -r "$WORK/tickets-after-1" "$WORK/run1/tickets" >/dev/null ||
+    die "the second filing of the same run changed the tickets: $(diff -r "$WORK/tickets-after-1" "$WORK/run1/tickets")"
 expect "files after two filings" "$(ls "$WORK/run1/tickets" | wc -l)" 3
 for f in "$WORK/run1/tickets"/*.md; do
 	h=$(basename "$f" .md)
@@ -31,7 +39,7 @@ report "$WORK/run3" --run-id run-3 --url "$WORK/shared" --fail "7:invariant:$A" 
 "$SOAK_BIN" tickets "$WORK/run3" >"$WORK/out3" 2>&1 || die "run 3 filing failed"
 "$SOAK_BIN" tickets "$WORK/run3" >/dev/null 2>&1 || die "run 3 refiling failed"
 expect "files in the shared folder" "$(ls "$WORK/shared" | wc -l)" 2
-fa=$(grep -lF "broken — seed 12" "$WORK/shared"/*.md)
+fa=$(grep -lF "broken — seed 12" "$WORK/shared"/*.md) || die "no ticket for seed 12 in $WORK/shared: $(ls "$WORK/shared")"
 expect "comments on A" "$(grep -c '^## Comment' "$fa")" 1
 grep -q "Seen again in run \`run-3\`" "$fa" || die "comment does not name run 3"
 grep -q "file: commented on" "$WORK/out3" || die "stdout does not say it commented: $(cat "$WORK/out3")"

@@ -35,7 +35,7 @@ worker=$(timeout 60 cat "$T/pid.fifo") || fail "watchdog: seed 5 never started w
 grep -q "soak" "/proc/$worker/cmdline" || fail "pid $worker is not a soak worker"
 kill -KILL "$worker"
 ok "killed worker process $worker in the middle of seed 5"
-set +e; timeout 120 tail --pid=$run_pid -f /dev/null; wait $run_pid; rc=$?; set -e
+wait_exit rc "$run_pid" 120 "soak run after its worker was killed"
 cat "$T/run.out"
 expect_eq "run exit status" 0 "$rc"
 check_report "$T/out" 0 19

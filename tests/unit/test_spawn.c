@@ -226,6 +226,8 @@ test_child_environment(void **state)
 	struct fixture		*f = *state;
 	char			*prog[] = { "sh", "-c",
 				    "pwd; echo \"$FOO\"; echo \"${HOME-unset}\"; "
+				    /* the worker's own environment stays out */
+				    "echo \"leak:${SOAK_TEST_LEAK-unset}\"; "
 				    "read x; echo \"stdin:$x:$?\"; "
 				    "echo \"$$ $(cut -d' ' -f5 /proc/$$/stat)\"; "
 				    /* builtins only: while dash waits for a child
@@ -261,7 +263,7 @@ test_child_environment(void **state)
 	assert_int_equal(out.status, TURN_OK);
 	o = slurp(f->out);
 	e = slurp(f->err);
-	snprintf(want, sizeof(want), "%s\nbar baz\nunset\nstdin::1\n", f->dir);
+	snprintf(want, sizeof(want), "%s\nbar baz\nunset\nleak:unset\nstdin::1\n", f->dir);
 	assert_memory_equal(o, want, strlen(want));
 	print_message("%s", o);
 	/* Its own process group. */
