@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make SANITIZE=1 test | make bench | make deps
+# soak — one Makefile.  make | make test | make SANITIZE=1 test | make bench | make mutants | make deps
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
@@ -61,6 +61,15 @@ examples/%: examples/%.c
 test: all $(UNIT_BIN) $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run
 
+# Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
+# it names (tests/mutants/run).  Not part of make test.
+mutants:
+	@tests/mutants/run
+
+# The test binaries and helpers, for tests/mutants/run.
+print-test-bins:
+	@echo $(UNIT_BIN) $(TEST_HELPERS)
+
 bench: all $(BENCH_BIN) $(TEST_HELPERS)
 	@BUILD=$(BUILD) bench/run
 
@@ -70,5 +79,5 @@ deps:
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test bench deps clean
+.PHONY: all test bench deps clean mutants print-test-bins
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
