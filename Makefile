@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
@@ -59,7 +59,12 @@ examples/%: examples/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) -Wl,--as-needed $(LDLIBS)
 
 test: all $(UNIT_BIN) $(TEST_HELPERS)
-	@BUILD=$(BUILD) tests/run
+	@BUILD=$(BUILD) tests/run test
+
+# The examples' long proofs: each fixed variant over 200 seeds, each mutant
+# caught.  Plain build; .ci/run calls it after make test.
+proofs: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run proofs
 
 # Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
 # it names (tests/mutants/run).  Not part of make test.
@@ -79,5 +84,5 @@ deps:
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test bench deps clean mutants print-test-bins
+.PHONY: all test proofs bench deps clean mutants print-test-bins
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
