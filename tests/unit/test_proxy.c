@@ -13,6 +13,8 @@
 #include <dirent.h>
 #include <math.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -55,6 +57,9 @@ up_bump(struct upstream *u, int *field, int by)
 
 struct up_conn { struct upstream *u; int fd; };
 
+/* The http upstream's one answer. */
+static const char up_resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
+
 static void *
 up_serve(void *arg)
 {
@@ -64,7 +69,6 @@ up_serve(void *arg)
 	size_t		 len = 0, need;
 	ssize_t		 n;
 	long		 clen;
-	static const char resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nok\n";
 
 	for (;;) {
 		if (!u->http) {
@@ -92,7 +96,8 @@ up_serve(void *arg)
 			len += (size_t)n;
 		}
 		up_bump(u, &u->reqs, 1);
-		if (write(uc->fd, resp, sizeof(resp) - 1) != sizeof(resp) - 1)
+		if (write(uc->fd, up_resp, sizeof(up_resp) - 1) !=
+		    sizeof(up_resp) - 1)
 			break;
 		memmove(b, b + need, len - need);
 		len -= need;
@@ -112,7 +117,19 @@ up_accept(void *arg)
 	pthread_t	 t;
 	int		 fd;
 
-	while ((fd = accept(u->lfd, NULL, NULL)) != -1) {
+	for (;;) {
+		if ((fd = accept(u->lfd, NULL, NULL)) == -1) {
+			/*
+			 * Out of descriptors (test_emfile fills the table, and
+			 * this thread may reach accept() only then): wait it out
+			 * like the proxy does.  up_stop's shutdown ends the loop.
+			 */
+			if (errno == EMFILE || errno == ENFILE || errno == EINTR) {
+				(void)poll(NULL, 0, 10);
+				continue;
+			}
+			break;
+		}
 		pthread_mutex_lock(&u->mu);
 		u->conns++;
 		u->open++;
@@ -208,21 +225,36 @@ up_stop(struct upstream *u)
 
 /* ---- a client ---- */
 
-static int
-cli_connect(const char *addr)
+static void
+cli_addr(const char *addr, struct sockaddr_in *sin)
 {
-	struct sockaddr_in	sin;
-	struct timeval		tv = { 5, 0 };	/* watchdog on every read */
-	int			fd, one = 1;
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)atoi(strchr(addr, ':') + 1));
+	sin->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+}
 
-	memset(&sin, 0, sizeof(sin));
-	sin.sin_family = AF_INET;
-	sin.sin_port = htons((uint16_t)atoi(strchr(addr, ':') + 1));
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+/* A client socket, not yet connected. */
+static int
+cli_socket(void)
+{
+	struct timeval	tv = { 5, 0 };	/* watchdog on every read */
+	int		fd, one = 1;
+
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static int
+cli_connect(const char *addr)
+{
+	struct sockaddr_in	sin;
+	int			fd = cli_socket();
+
+	cli_addr(addr, &sin);
 	assert_int_equal(connect(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	return fd;
 }
@@ -258,6 +290,86 @@ cli_exchange(int fd, const char *req, size_t want, char *out, size_t cap)
 	}
 }
 
+/*
+ * Reads fd to EOF and returns the bytes read (-errno on a reset).  A read
+ * timeout is a test failure naming what: the watchdog.
+ */
+static ssize_t
+cli_drain(int fd, char *out, size_t cap, const char *what)
+{
+	size_t	len = 0;
+	ssize_t	n;
+
+	for (;;) {
+		n = recv(fd, out + len, cap - len, 0);
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			fail_msg("watchdog: waited 5s for %s to end (%zu bytes "
+			    "so far)", what, len);
+		if (n == -1)
+			return -errno;
+		if (n == 0 || (len += (size_t)n) == cap)
+			return (ssize_t)len;
+	}
+}
+
+/*
+ * Fails unless nothing at all (no byte, no close, no reset) reaches fd for
+ * ms: the bounded wait for something that must not happen.
+ */
+static void
+cli_silent(int fd, int ms, const char *what)
+{
+	struct pollfd	pfd;
+	int64_t		deadline = now_ms() + ms, left;
+	char		b[256];
+	ssize_t		n;
+	int		rc;
+
+	while ((left = deadline - now_ms()) > 0) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if ((rc = poll(&pfd, 1, (int)left)) == 0)
+			return;
+		if (rc == -1 && errno == EINTR)
+			continue;
+		if (rc == -1)
+			fail_msg("poll: %s", strerror(errno));
+		n = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (n > 0)
+			fail_msg("%s got %zd reply bytes within %dms, want none",
+			    what, n, ms);
+		if (n == 0)
+			fail_msg("%s was closed within %dms, want it left hanging",
+			    what, ms);
+		fail_msg("%s got %s within %dms, want nothing", what,
+		    n == -1 ? strerror(errno) : "?", ms);
+	}
+}
+
+/*
+ * Makes every connection to u opened before this call countable: the
+ * upstream accepts on one thread in listen-queue (FIFO) order, so once a
+ * connection of our own has been answered, every earlier one has been
+ * accepted and is in conns and open.  The barrier adds one connection and
+ * one request of its own, and is closed again on return.
+ */
+static void
+up_barrier(struct upstream *u)
+{
+	char	out[256];
+	int	fd;
+
+	fd = cli_connect(u->addr);
+	if (u->http)
+		assert_int_equal(cli_exchange(fd, "GET /barrier HTTP/1.1\r\n"
+		    "Host: x\r\n\r\n", 0, out, sizeof(out)),
+		    (ssize_t)sizeof(up_resp) - 1);
+	else
+		assert_int_equal(cli_exchange(fd, "b", 1, out, sizeof(out)), 1);
+	close(fd);
+}
+
 static struct proxy_set *
 px_start(const char *upstream, const struct cfg_faults *f, int turns,
     uint64_t seed, const char *trace)
@@ -283,18 +395,26 @@ px_start(const char *upstream, const struct cfg_faults *f, int turns,
 	return ps;
 }
 
+/* Waits until the proxy holds exactly want connections and duplicates. */
 static void
-px_wait_idle(struct proxy_set *ps)
+px_wait_live(struct proxy_set *ps, size_t want, const char *what)
 {
 	int64_t	deadline = now_ms() + 5000;
 	struct timespec ts = { 0, 1000000 };
 
-	while (proxy_set_live(ps) > 0) {
+	while (proxy_set_live(ps) != want) {
 		if (now_ms() > deadline)
-			fail_msg("watchdog: proxy still holds %zu connections "
-			    "after 5s", proxy_set_live(ps));
+			fail_msg("watchdog: waited 5s for %s (proxy holds %zu "
+			    "connections and duplicates, want %zu)", what,
+			    proxy_set_live(ps), want);
 		nanosleep(&ts, NULL);
 	}
+}
+
+static void
+px_wait_idle(struct proxy_set *ps)
+{
+	px_wait_live(ps, 0, "the proxy to close every connection");
 }
 
 static char *
@@ -465,24 +585,43 @@ band_case(bool http, enum proxy_fault band)
 		close(fd);
 		fd = -1;
 		px_wait_idle(ps);
-		assert_int_equal(up_get(u, &u->conns), 0);
+		/* only the barrier's own connection and request */
+		up_barrier(u);
+		assert_int_equal(up_get(u, &u->conns), 1);
+		assert_int_equal(up_get(u, &u->reqs), 1);
 		break;
 	default:
-		assert_true(n > 0);
-		if (http)
-			assert_non_null(strstr(out, "ok\n"));
+		/* the client's one reply, whole */
+		if (http) {
+			assert_int_equal(n, (ssize_t)sizeof(up_resp) - 1);
+			assert_memory_equal(out, up_resp, sizeof(up_resp) - 1);
+		} else {
+			assert_int_equal(n, 5);
+			assert_memory_equal(out, "ping\n", 5);
+		}
+		/* the request went out twice, the second time on its own connection */
 		up_wait(u, &u->reqs, 2, "upstream requests");
 		up_wait(u, &u->conns, 2, "upstream connections");
-		/* exactly two, and the client had exactly one reply */
-		n = recv(fd, out, sizeof(out), MSG_DONTWAIT);
-		assert_true(n == -1 && errno == EAGAIN);
+		/*
+		 * The duplicate is over (its reply read and dropped, or it gave
+		 * up) once the proxy holds nothing but the client's connection.
+		 * Only then end that connection and read it to EOF: every byte
+		 * the proxy ever sent the client after the first reply shows up.
+		 */
+		px_wait_live(ps, 1, "the duplicate delivery to finish");
+		assert_int_equal(shutdown(fd, SHUT_WR), 0);
+		n = cli_drain(fd, out, sizeof(out), "the duplicated connection");
+		if (n != 0)
+			fail_msg("the client got %zd more bytes after its one "
+			    "reply (the duplicate's reply leaked?), want 0", n);
 		break;
 	}
 	if (fd >= 0)
 		close(fd);
 	px_wait_idle(ps);
+	/* a reset's count is the barrier's request */
 	assert_int_equal(up_get(u, &u->reqs), band == PROXY_FAULT_DUPLICATE ? 2 :
-	    band == PROXY_FAULT_RESET ? 0 : 1);
+	    1);
 	proxy_set_stop(ps);
 	up_stop(u);
 }
@@ -667,6 +806,8 @@ test_10k_connections(void **state)
 		close(fd);
 	}
 	px_wait_idle(ps);
+	/* the upstream closes its ends after the proxy: wait for every one */
+	up_barrier(u);
 	up_wait_closed(u);
 	fds1 = count_fds();
 	rss1 = rss_kb();
@@ -697,9 +838,12 @@ test_10k_connections(void **state)
 	assert_true(fabs(n[PROXY_FAULT_LOST_REPLY] / total - 0.06) < 0.02);
 	assert_true(fabs(n[PROXY_FAULT_RESET] / total - 0.045) < 0.02);
 	assert_true(fabs(n[PROXY_FAULT_DUPLICATE] / total - 0.045) < 0.02);
-	/* every non-reset exchange reached the upstream, duplicates twice */
+	/*
+	 * every non-reset exchange reached the upstream, duplicates twice;
+	 * plus the barrier's request
+	 */
 	assert_int_equal(up_get(u, &u->reqs), 10000 - n[PROXY_FAULT_RESET] +
-	    n[PROXY_FAULT_DUPLICATE]);
+	    n[PROXY_FAULT_DUPLICATE] + 1);
 	up_stop(u);
 }
 
@@ -711,7 +855,7 @@ test_stream_faults(void **state)
 	struct cfg_faults	 f = { 0 };
 	struct upstream		*u = up_start(false);
 	struct proxy_set	*ps;
-	char			 out[8192], big[4001];
+	char			 out[8192], big[4001], path[512], *t;
 	int			 fd;
 	ssize_t			 r;
 	int64_t			 t0;
@@ -755,18 +899,32 @@ test_stream_faults(void **state)
 	close(fd);
 	px_wait_idle(ps);
 	proxy_set_stop(ps);
+	up_stop(u);
 
-	/* blackhole: swallowed, the upstream never hears of it */
+	/*
+	 * blackhole: a whole request is swallowed, nothing comes back (no
+	 * byte, no close) however long the client waits, and the upstream
+	 * never hears of it
+	 */
+	u = up_start(false);
 	memset(&f, 0, sizeof(f));
 	f.blackhole = 1;
-	ps = px_start(u->addr, &f, 1, 1, NULL);
+	snprintf(path, sizeof(path), "%s/blackhole.jsonl", tmpdir);
+	ps = px_start(u->addr, &f, 1, 1, path);
 	fd = cli_connect(proxy_set_listener_addr(ps, 0));
-	send(fd, "ping", 4, 0);
-	r = recv(fd, out, sizeof(out), MSG_DONTWAIT);
-	assert_true(r == -1 && errno == EAGAIN);
+	assert_int_equal(send(fd, "ping\n", 5, MSG_NOSIGNAL), 5);
+	cli_silent(fd, 500, "the blackholed client");
 	close(fd);
 	px_wait_idle(ps);
 	proxy_set_stop(ps);
+	/* the proxy is gone: whatever it dialled is queued at the upstream */
+	up_barrier(u);
+	assert_int_equal(up_get(u, &u->conns), 1);	/* the barrier's */
+	assert_int_equal(up_get(u, &u->reqs), 1);
+	t = slurp(path);
+	assert_string_equal(t,
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"blackhole\",\"latency_ms\":0,\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,\"client_got_reply\":false}\n");
+	free(t);
 	up_stop(u);
 }
 
@@ -814,7 +972,10 @@ test_robust(void **state)
 		}
 		close(fd);
 	}
+	/* the proxy's ends, then the upstream's: it closes after the proxy */
 	px_wait_idle(ps);
+	up_barrier(u);
+	up_wait_closed(u);
 	assert_int_equal(count_fds(), fds0);
 	proxy_set_stop(ps);
 	up_stop(u);
@@ -831,7 +992,26 @@ test_robust(void **state)
 	proxy_set_stop(ps);
 }
 
-/* EMFILE: accept backs off and recovers instead of spinning or dying. */
+/* How many times needle occurs in s. */
+static int
+count_str(const char *s, const char *needle)
+{
+	int	n = 0;
+
+	while ((s = strstr(s, needle)) != NULL) {
+		n++;
+		s += strlen(needle);
+	}
+	return n;
+}
+
+/*
+ * EMFILE: with every descriptor slot of the process taken, the proxy's
+ * accept fails.  It must back off (one warning per PROXY_ACCEPT_BACKOFF_MS,
+ * not a spin), leave the connection queued (neither lost nor numbered), and
+ * serve it, and new ones, once descriptors are free again.  Its warnings
+ * are how we see the accepts fail: stderr goes to a pipe meanwhile.
+ */
 static void
 test_emfile(void **state)
 {
@@ -839,29 +1019,122 @@ test_emfile(void **state)
 	struct upstream		*u = up_start(false);
 	struct proxy_set	*ps;
 	struct rlimit		 old, lim;
-	char			 out[16];
-	int			 fd, fill[4096], nfill = 0, i;
+	struct sockaddr_in	 sin;
+	struct pollfd		 pfd;
+	char			 out[16], msgs[16384], path[512], *t;
+	int			 fd, fd2, lp[2], saved, null, fill[4096], nfill = 0;
+	int			 lim_rc, fill_errno = 0, conn_rc, conn_errno;
+	int			 pauses = 0;
+	size_t			 len = 0, live;
+	ssize_t			 n;
+	int64_t			 now, deadline, t0 = 0, t1;
 
 	(void)state;
-	ps = px_start(u->addr, &f, 1, 1, NULL);
-	fd = cli_connect(proxy_set_listener_addr(ps, 0));	/* before the limit */
-	getrlimit(RLIMIT_NOFILE, &old);
+	snprintf(path, sizeof(path), "%s/emfile.jsonl", tmpdir);
+	ps = px_start(u->addr, &f, 1, 1, path);
+	cli_addr(proxy_set_listener_addr(ps, 0), &sin);
+	/* every descriptor the test needs, taken before the limit */
+	fd = cli_socket();
+	assert_int_equal(pipe2(lp, O_CLOEXEC | O_NONBLOCK), 0);
+	assert_true((null = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0);
+	assert_true((saved = dup(STDERR_FILENO)) >= 0);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
 	lim = old;
-	lim.rlim_cur = (rlim_t)count_fds() + 8;
-	setrlimit(RLIMIT_NOFILE, &lim);
-	while (nfill < 4096 && (fill[nfill] = dup(0)) != -1)
+	lim.rlim_cur = (rlim_t)count_fds() + 16;
+	assert_true(lim.rlim_cur <= old.rlim_cur);
+
+	/*
+	 * No asserts from here to the restore: a failure would leave the
+	 * process without descriptors and stderr.  The write end is
+	 * nonblocking, so a proxy that spins on accept cannot block on it.
+	 */
+	fflush(stderr);
+	(void)dup2(lp[1], STDERR_FILENO);
+	close(lp[1]);
+	lim_rc = setrlimit(RLIMIT_NOFILE, &lim);
+	while (nfill < (int)(sizeof(fill) / sizeof(fill[0]))) {
+		if ((fill[nfill] = dup(null)) == -1) {
+			fill_errno = errno;
+			break;
+		}
 		nfill++;
-	/* the proxy's accept now fails with EMFILE: the connect still works */
-	for (i = 0; i < nfill && i < 4; i++)
-		close(fill[--nfill]);
-	/* give back enough for the proxy's two sockets */
-	assert_int_equal(cli_exchange(fd, "z", 1, out, sizeof(out)), 1);
+	}
+	/* the handshake needs no descriptor; the proxy's accept does */
+	conn_rc = connect(fd, (struct sockaddr *)&sin, sizeof(sin));
+	conn_errno = errno;
+	/* the first warning (watchdog 5s), then the retries for 300ms more */
+	deadline = now_ms() + 5000;
+	while ((now = now_ms()) < deadline && len < sizeof(msgs) - 1) {
+		pfd.fd = lp[0];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+			continue;
+		if ((n = read(lp[0], msgs + len, sizeof(msgs) - 1 - len)) <= 0)
+			continue;
+		len += (size_t)n;
+		msgs[len] = '\0';
+		pauses = count_str(msgs, "accept, pausing");
+		if (t0 == 0 && pauses > 0) {
+			t0 = now_ms();
+			deadline = t0 + 300;
+		}
+	}
+	t1 = now_ms();
+	live = proxy_set_live(ps);
+	/* give everything back */
 	while (nfill > 0)
 		close(fill[--nfill]);
-	setrlimit(RLIMIT_NOFILE, &old);
+	(void)setrlimit(RLIMIT_NOFILE, &old);
+	(void)dup2(saved, STDERR_FILENO);
+	close(saved);
+	while (len < sizeof(msgs) - 1 &&
+	    (n = read(lp[0], msgs + len, sizeof(msgs) - 1 - len)) > 0)
+		len += (size_t)n;
+	msgs[len] = '\0';
+	close(lp[0]);
+	close(null);
+	(void)!write(STDERR_FILENO, msgs, len);	/* the warnings, as usual */
+	if (len > 0 && msgs[len - 1] != '\n')
+		(void)!write(STDERR_FILENO, "\n", 1);	/* cut short */
+
+	assert_int_equal(lim_rc, 0);
+	if (fill_errno != EMFILE)
+		fail_msg("filling the descriptor table stopped with \"%s\" "
+		    "after %d, want EMFILE", strerror(fill_errno), nfill);
+	if (conn_rc != 0)
+		fail_msg("connect while out of descriptors: %s",
+		    strerror(conn_errno));
+	if (pauses == 0)
+		fail_msg("watchdog: waited 5s for the proxy's accept to fail "
+		    "and pause (no \"accept, pausing\" warning)");
+	assert_non_null(strstr(msgs, strerror(EMFILE)));
+	if (pauses > (int)((t1 - t0) / PROXY_ACCEPT_BACKOFF_MS) + 3)
+		fail_msg("accept spins on EMFILE: %d pauses in %lldms, want one "
+		    "per %dms", pauses, (long long)(t1 - t0),
+		    PROXY_ACCEPT_BACKOFF_MS);
+	if (live != 0)
+		fail_msg("the proxy held %zu connections without descriptors",
+		    live);
+
+	/* descriptors are back: the queued connection is served, and a new one */
+	px_wait_live(ps, 1, "the proxy to accept the connection queued during "
+	    "EMFILE");
+	assert_int_equal(cli_exchange(fd, "z", 1, out, sizeof(out)), 1);
+	assert_int_equal(out[0], 'z');
+	fd2 = cli_connect(proxy_set_listener_addr(ps, 0));
+	assert_int_equal(cli_exchange(fd2, "y", 1, out, sizeof(out)), 1);
+	assert_int_equal(out[0], 'y');
 	close(fd);
+	close(fd2);
 	px_wait_idle(ps);
 	proxy_set_stop(ps);
+	/* the failed accepts took no connection number */
+	t = slurp(path);
+	assert_string_equal(t,
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":1,\"bytes_down\":1,\"upstream_saw\":true,\"client_got_reply\":true}\n"
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":1,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":1,\"bytes_down\":1,\"upstream_saw\":true,\"client_got_reply\":true}\n");
+	free(t);
 	up_stop(u);
 }
 
