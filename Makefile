@@ -31,8 +31,6 @@ all: $(BUILD)/soak $(if $(filter 1,$(SANITIZE)),,soak) $(EXAMPLE_BIN)
 soak: build/soak
 	@ln -sf build/soak soak
 
-# Objects, not an archive: a strong definition must always win over
-# common/stubs.c's weak placeholders.
 $(BUILD)/soak: $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

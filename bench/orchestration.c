@@ -330,7 +330,7 @@ main(int argc, char **argv)
 	}
 
 	t0 = now_us();
-	if ((pg = pg_embedded_start(20, err)) == NULL) {
+	if ((pg = pg_embedded_start(30, err)) == NULL) {
 		fprintf(stderr, "orchestration: %s\n", err);
 		goto out;
 	}

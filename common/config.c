@@ -44,10 +44,10 @@
 
 #include <yaml.h>
 
+#include "common/units.h"
 #include "common/util.h"
 
 #define CFG_MAX_BYTES	(1024 * 1024)	/* a config bigger than this is a mistake */
-#define CFG_SHOW_MAX	48		/* longest value quoted back in a message */
 #define CFG_KEY_LEN	128		/* dotted key path */
 #define CFG_MAX_KEYS	20		/* most keys any one section knows */
 #define CFG_BAND_EPS	1e-9		/* 0.4 + 0.3 + 0.3 is not > 1 */
@@ -79,26 +79,6 @@ fail_at(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
 	return errf(cx->err, "%s:%zu:%zu: %s: %s", cx->file,
 	    n->start_mark.line + 1, n->start_mark.column + 1, key, msg);
 }
-
-/* A value quoted for a message: short, and without control characters. */
-static const char *
-shown(const char *s, char *buf, size_t size)
-{
-	size_t	i, o = 0, max = size - 6;	/* quotes, "...", NUL */
-
-	buf[o++] = '"';
-	for (i = 0; s[i] != '\0' && i < CFG_SHOW_MAX && o < max; i++)
-		buf[o++] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
-	if (s[i] != '\0') {
-		memcpy(buf + o, "...", 3);
-		o += 3;
-	}
-	buf[o++] = '"';
-	buf[o] = '\0';
-	return buf;
-}
-
-#define SHOWN_LEN	(CFG_SHOW_MAX + 8)
 
 /* "a, b or c" */
 static void
@@ -205,11 +185,11 @@ static int
 fail_type(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
     const char *what)
 {
-	char	b[SHOWN_LEN];
+	char	b[QUOTE_LEN];
 
 	if (n->type == YAML_SCALAR_NODE && !is_null(n))
 		return fail_at(cx, n, key, "expected %s, got %s", what,
-		    shown(scalar(n), b, sizeof(b)));
+		    quote_value(scalar(n), b, sizeof(b)));
 	return fail_at(cx, n, key, "expected %s, got %s", what, kind_of(n));
 }
 
@@ -332,14 +312,14 @@ static int
 get_int(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int64_t lo,
     int64_t hi, int64_t *out)
 {
-	char	b[SHOWN_LEN];
+	char	b[QUOTE_LEN];
 	int64_t	v;
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "an integer");
 	if (parse_int(scalar(n), &v) == -1)
 		return fail_at(cx, n, key, "expected an integer, got %s",
-		    shown(scalar(n), b, sizeof(b)));
+		    quote_value(scalar(n), b, sizeof(b)));
 	if (v < lo || v > hi)
 		return fail_at(cx, n, key, "%lld is out of range (%lld..%lld)",
 		    (long long)v, (long long)lo, (long long)hi);
@@ -398,126 +378,7 @@ get_enum(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	return fail_type(cx, n, key, list);
 }
 
-/* ---- durations, shares, byte counts ------------------------------------ */
-
-int
-cfg_parse_duration(const char *s, int64_t *ms, char *err)
-{
-	char		 b[SHOWN_LEN];
-	const char	*p = s;
-	uint64_t	 x = 0, mul;
-
-	if (s == NULL || *s == '\0')
-		return errf(err, "empty duration (use e.g. 250ms, 5s, 2m)");
-	if (*s == '-')
-		return errf(err, "%s is negative (a duration is at least 0ms)",
-		    shown(s, b, sizeof(b)));
-	if (*p < '0' || *p > '9')
-		return errf(err, "%s is not a duration (use e.g. 250ms, 5s, 2m)",
-		    shown(s, b, sizeof(b)));
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return errf(err, "%s is too large", shown(s, b, sizeof(b)));
-		x = x * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p == '\0')
-		return errf(err, "%s has no unit (use ms, s or m)",
-		    shown(s, b, sizeof(b)));
-	if (strcmp(p, "ms") == 0)
-		mul = 1;
-	else if (strcmp(p, "s") == 0)
-		mul = 1000;
-	else if (strcmp(p, "m") == 0)
-		mul = 60 * 1000;
-	else
-		return errf(err, "%s has an unknown unit (use ms, s or m)",
-		    shown(s, b, sizeof(b)));
-	if (x > (uint64_t)INT64_MAX / mul)
-		return errf(err, "%s is too large", shown(s, b, sizeof(b)));
-	*ms = (int64_t)(x * mul);
-	return 0;
-}
-
-/*
- * Digits with an optional fraction, so "1e-3", "nan" and "inf" never
- * sneak in through strtod.
- */
-int
-cfg_parse_share(const char *s, double *v, char *err)
-{
-	char		 b[SHOWN_LEN], num[64];
-	const char	*p = s;
-	size_t		 len, digits = 0;
-	int		 pct = 0;
-	double		 x;
-
-	if (s == NULL || *s == '\0')
-		return errf(err, "empty share (use e.g. 0.15 or 15%%)");
-	len = strlen(s);
-	if (s[len - 1] == '%') {
-		pct = 1;
-		len--;
-	}
-	for (; p < s + len && *p >= '0' && *p <= '9'; p++)
-		digits++;
-	if (p < s + len && *p == '.')
-		for (p++; p < s + len && *p >= '0' && *p <= '9'; p++)
-			digits++;
-	if (digits == 0 || p != s + len || len >= sizeof(num))
-		return errf(err, "%s is not a share (use e.g. 0.15 or 15%%)",
-		    shown(s, b, sizeof(b)));
-	memcpy(num, s, len);
-	num[len] = '\0';
-	x = strtod(num, NULL);
-	if (pct) {
-		if (x > 100)
-			return errf(err, "%s is more than 100%%",
-			    shown(s, b, sizeof(b)));
-		x /= 100;
-	} else if (x > 1)
-		return errf(err, "%s is more than 1 (a share is 0..1 or 0%%..100%%)",
-		    shown(s, b, sizeof(b)));
-	*v = x;
-	return 0;
-}
-
-/* Integer with an optional K, M or G (powers of 1024). */
-static int
-parse_bytes(const char *s, int64_t *v, char *err)
-{
-	char		 b[SHOWN_LEN];
-	const char	*p = s;
-	uint64_t	 x = 0, mul = 1;
-
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (x > ((uint64_t)INT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return errf(err, "%s is too large", shown(s, b, sizeof(b)));
-		x = x * 10 + (uint64_t)(*p - '0');
-	}
-	if (p != s && *p != '\0' && p[1] == '\0') {
-		switch (*p) {
-		case 'K': case 'k':
-			mul = 1024;
-			p++;
-			break;
-		case 'M': case 'm':
-			mul = 1024 * 1024;
-			p++;
-			break;
-		case 'G': case 'g':
-			mul = 1024 * 1024 * 1024;
-			p++;
-			break;
-		}
-	}
-	if (p == s || *p != '\0')
-		return errf(err, "%s is not a byte count (use e.g. 65536, 512K, 1M)",
-		    shown(s, b, sizeof(b)));
-	if (x > (uint64_t)INT64_MAX / mul)
-		return errf(err, "%s is too large", shown(s, b, sizeof(b)));
-	*v = (int64_t)(x * mul);
-	return 0;
-}
+/* ---- durations, shares, byte counts (grammars in common/units.h) ------ */
 
 /* Wraps a standalone parser's message in "file:line:col: key: ". */
 static int
@@ -536,7 +397,7 @@ get_duration(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "a duration (e.g. 5s)");
-	if (cfg_parse_duration(scalar(n), &v, why) == -1)
+	if (parse_duration_ms(scalar(n), &v, why) == -1)
 		return fail_parser(cx, n, key, why);
 	if (v < min_ms)
 		return fail_at(cx, n, key, "must be at least %lldms",
@@ -552,7 +413,7 @@ get_share(struct cfg_ctx *cx, yaml_node_t *n, const char *key, double *out)
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "a share (e.g. 0.15 or 15%)");
-	if (cfg_parse_share(scalar(n), out, why) == -1)
+	if (parse_share(scalar(n), out, why) == -1)
 		return fail_parser(cx, n, key, why);
 	return 0;
 }
@@ -574,34 +435,13 @@ static int
 get_latency(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
     int64_t *lo, int64_t *hi)
 {
-	char		 why[ERR_LEN], b[SHOWN_LEN], *first = NULL;
-	const char	*s, *dots;
-	int		 rc = -1;
+	char	why[ERR_LEN];
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "a duration or a range (e.g. 0ms..40ms)");
-	s = scalar(n);
-	if ((dots = strstr(s, "..")) == NULL) {
-		if (cfg_parse_duration(s, lo, why) == -1)
-			return fail_parser(cx, n, key, why);
-		*hi = *lo;
-		return 0;
-	}
-	first = xasprintf("%.*s", (int)(dots - s), s);
-	if (cfg_parse_duration(first, lo, why) == -1 ||
-	    cfg_parse_duration(dots + 2, hi, why) == -1) {
-		fail_parser(cx, n, key, why);
-		goto out;
-	}
-	if (*lo > *hi) {
-		fail_at(cx, n, key, "%s: the minimum is above the maximum",
-		    shown(s, b, sizeof(b)));
-		goto out;
-	}
-	rc = 0;
-out:
-	free(first);
-	return rc;
+	if (parse_duration_range(scalar(n), lo, hi, why) == -1)
+		return fail_parser(cx, n, key, why);
+	return 0;
 }
 
 /* ---- paths and commands ------------------------------------------------ */
@@ -738,7 +578,7 @@ get_command(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char ***out)
 static int
 get_name(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
 {
-	char		 b[SHOWN_LEN];
+	char		 b[QUOTE_LEN];
 	const char	*p;
 
 	if (get_str(cx, n, key, 1, out) == -1)
@@ -749,7 +589,7 @@ get_name(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
 			return fail_at(cx, n, key,
 			    "%s may only hold letters, digits and _ "
 			    "(it becomes part of an environment variable)",
-			    shown(*out, b, sizeof(b)));
+			    quote_value(*out, b, sizeof(b)));
 	return 0;
 }
 
@@ -762,7 +602,7 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	static const char *const resets[] = { "recreate", "truncate" };
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[nitems(keys)];
-	char		 b[SHOWN_LEN];
+	char		 b[QUOTE_LEN];
 	struct stat	 st;
 	int		 reset = 0;
 
@@ -773,7 +613,7 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	if (v[1]) {
 		if (get_str(cx, v[1], "database.schema", 1, &cfg->db_schema) == -1)
 			return -1;
-		shown(cfg->db_schema, b, sizeof(b));
+		quote_value(cfg->db_schema, b, sizeof(b));
 		free(cfg->db_schema);
 		cfg->db_schema = resolve(cx, scalar(v[1]));
 		if (stat(cfg->db_schema, &st) == -1)
@@ -839,7 +679,7 @@ parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 	struct cfg		*cfg = cx->cfg;
 	yaml_node_item_t	*items;
 	yaml_node_t		*item, *name = NULL;
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	size_t			 i, j, count;
 
 	if (take_list(cx, n, "services", &items, &count) == -1)
@@ -860,7 +700,7 @@ parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 				key_join(path, prefix, "name");
 				return fail_at(cx, name, path,
 				    "%s is already used by services[%zu]",
-				    shown(cfg->services[i].name, b, sizeof(b)), j);
+				    quote_value(cfg->services[i].name, b, sizeof(b)), j);
 			}
 	}
 	return 0;
@@ -872,7 +712,7 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 {
 	struct cfg	*cfg = cx->cfg;
 	const char	*s, *colon, *port;
-	char		 b[SHOWN_LEN];
+	char		 b[QUOTE_LEN];
 	int64_t		 portno;
 	size_t		 i;
 
@@ -880,7 +720,7 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 		return fail_type(cx, n, key,
 		    "host:port, unix:PATH, service:NAME or database");
 	s = scalar(n);
-	shown(s, b, sizeof(b));
+	quote_value(s, b, sizeof(b));
 	if (strcmp(s, "database") == 0) {
 		px->upstream_kind = CFG_UP_DATABASE;
 		px->upstream = xstrdup(s);
@@ -1028,7 +868,7 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 	struct cfg		*cfg = cx->cfg;
 	yaml_node_item_t	*items;
 	yaml_node_t		*item, *name = NULL;
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	size_t			 i, j, count;
 
 	if (take_list(cx, n, "proxies", &items, &count) == -1)
@@ -1049,7 +889,7 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 				key_join(path, prefix, "name");
 				return fail_at(cx, name, path,
 				    "%s is already used by proxies[%zu]",
-				    shown(cfg->proxies[i].name, b, sizeof(b)), j);
+				    quote_value(cfg->proxies[i].name, b, sizeof(b)), j);
 			}
 	}
 	return 0;
@@ -1081,7 +921,7 @@ parse_invariants(struct cfg_ctx *cx, yaml_node_t *top, yaml_node_t *n)
 	struct cfg_invariant	*inv;
 	yaml_node_item_t	*items;
 	yaml_node_t		*item, *v[nitems(keys)];
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[SHOWN_LEN];
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	const char		*p;
 	size_t			 i, j, count;
 
@@ -1113,7 +953,7 @@ parse_invariants(struct cfg_ctx *cx, yaml_node_t *top, yaml_node_t *n)
 			if (strcmp(cfg->invariants[j].name, inv->name) == 0)
 				return fail_at(cx, v[0], path,
 				    "%s is already used by invariants[%zu]",
-				    shown(inv->name, b, sizeof(b)), j);
+				    quote_value(inv->name, b, sizeof(b)), j);
 		key_join(path, prefix, "sql");
 		if (get_str(cx, v[1], path, 0, &inv->sql) == -1)
 			return -1;
@@ -1132,7 +972,7 @@ parse_guard(struct cfg_ctx *cx, yaml_node_t *map)
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[nitems(keys)], *n;
 	const char	*key = "guard.min_ok_turns", *s;
-	char		 b[SHOWN_LEN], *num = NULL;
+	char		 b[QUOTE_LEN], *num = NULL;
 	int64_t		 total = (int64_t)cfg->turns * cfg->rounds;
 	size_t		 len;
 	int		 rc = -1;
@@ -1149,12 +989,12 @@ parse_guard(struct cfg_ctx *cx, yaml_node_t *map)
 		num = xasprintf("%.*s", (int)(len - 1), s);
 		if (parse_int(num, &cfg->guard_min_ok) == -1) {
 			fail_at(cx, n, key, "%s is not a whole percentage "
-			    "(e.g. 50%%)", shown(s, b, sizeof(b)));
+			    "(e.g. 50%%)", quote_value(s, b, sizeof(b)));
 			goto out;
 		}
 		if (cfg->guard_min_ok < 0 || cfg->guard_min_ok > 100) {
 			fail_at(cx, n, key, "%s is out of range (0%%..100%%)",
-			    shown(s, b, sizeof(b)));
+			    quote_value(s, b, sizeof(b)));
 			goto out;
 		}
 		cfg->guard_percent = true;

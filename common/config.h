@@ -11,8 +11,8 @@
  *  - The coordinator ships cfg->text (the file as read) and cfg->path to
  *    workers, which call cfg_load_text with the same path, so both sides
  *    hold an identical struct cfg.
- *  - Durations accept "ms", "s", "m" suffixes (e.g. 250ms, 5s, 2m); a bare
- *    integer is an error (the unit is never guessed).  Percentages are "50%".
+ *  - Durations, latency ranges, shares and byte counts follow the grammars
+ *    of common/units.h, which the command line shares.
  *  - cfg_free(NULL) is a no-op.
  */
 #ifndef SOAK_CONFIG_H
@@ -128,9 +128,5 @@ void	cfg_free(struct cfg *cfg);
 
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);
-
-/* Parsers shared with the command line; 0 or -1 with err set. */
-int	cfg_parse_duration(const char *s, int64_t *ms, char *err);
-int	cfg_parse_share(const char *s, double *v, char *err);	/* 0.15 or 15% */
 
 #endif

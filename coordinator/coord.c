@@ -6,14 +6,22 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/queue.h"
 #include "common/util.h"
-#include "coordinator/report.h"
+#include "coordinator/fingerprint.h"
 
 #define MAX_SEEDS	(10u * 1000 * 1000)	/* one run; a bigger sweep is several runs */
 #define CONFIRM_MAX	20	/* confirming re-runs per run: one per distinct failure */
 
 enum lease_state { LEASE_ACTIVE, LEASE_DONE, LEASE_EXPIRED };
 static const char *const lease_state_names[] = { "active", "done", "expired" };
+static const char *const seed_state_names[] = {
+	[CSEED_PENDING] = "pending", [CSEED_LEASED] = "leased", [CSEED_FINAL] = "final",
+};
+static const char *const confirm_names[] = {
+	[CONFIRM_NONE] = "none", [CONFIRM_PENDING] = "pending",
+	[CONFIRM_LEASED] = "leased", [CONFIRM_DONE] = "done",
+};
 
 struct lease {
 	uint64_t		 id;
@@ -35,16 +43,11 @@ struct wrec {
 	uint32_t	 seeds;		/* final verdicts it produced */
 };
 
-/* A FIFO of seed indices. */
-struct queue {
-	uint64_t	*v;
-	size_t		 head, len, cap;
-};
-
 struct coord {
 	struct coord_opts	 o;
 	struct coord_seed	*seeds;
 	uint64_t		 nseeds, next_fresh, nfinal;
+	/* FIFOs of seed indices (uint64_t) */
 	struct queue		 returned;	/* unstarted seeds of dead leases */
 	struct queue		 retry;		/* infra seeds waiting for a new attempt */
 	struct queue		 confirm;	/* failing seeds waiting for their re-run */
@@ -58,37 +61,19 @@ struct coord {
 	uint64_t		 retries;
 };
 
-static void
-q_push(struct queue *q, uint64_t v)
-{
-	if (q->len == q->cap) {
-		uint64_t	*nv;
-		size_t		 i, ncap = q->cap ? q->cap * 2 : 64;
-
-		nv = xcalloc(ncap, sizeof(*nv));
-		for (i = 0; i < q->len; i++)
-			nv[i] = q->v[(q->head + i) % q->cap];
-		free(q->v);
-		q->v = nv;
-		q->cap = ncap;
-		q->head = 0;
-	}
-	q->v[(q->head + q->len++) % q->cap] = v;
-}
-
 static uint64_t
 q_at(const struct queue *q, size_t i)
 {
-	return q->v[(q->head + i) % q->cap];
+	return *(const uint64_t *)queue_at(q, i);
 }
 
-/* Removes element i, keeping the order of the rest. */
+/* Queues the seed s by its index. */
 static void
-q_remove(struct queue *q, size_t i)
+q_push(struct coord *c, struct queue *q, const struct coord_seed *s)
 {
-	for (; i + 1 < q->len; i++)
-		q->v[(q->head + i) % q->cap] = q->v[(q->head + i + 1) % q->cap];
-	q->len--;
+	uint64_t	idx = (uint64_t)(s - c->seeds);
+
+	queue_push(q, &idx);
 }
 
 struct coord *
@@ -107,6 +92,9 @@ coord_new(const struct coord_opts *o, char *err)
 		c->o.max_chunk = 32;
 	c->nseeds = n;
 	c->seeds = xcalloc(n, sizeof(*c->seeds));
+	queue_init(&c->returned, sizeof(uint64_t));
+	queue_init(&c->retry, sizeof(uint64_t));
+	queue_init(&c->confirm, sizeof(uint64_t));
 	for (i = 0; i < n; i++) {
 		c->seeds[i].seed = o->seeds.first + i;
 		c->seeds[i].history = json_array();
@@ -124,7 +112,6 @@ coord_free(struct coord *c)
 	for (i = 0; i < c->nseeds; i++) {
 		json_decref(c->seeds[i].history);
 		json_decref(c->seeds[i].detail);
-		free(c->seeds[i].reason);
 	}
 	for (i = 0; i < c->nleases; i++) {
 		free(c->leases[i].seeds);
@@ -134,9 +121,9 @@ coord_free(struct coord *c)
 		free(c->workers[i].name);
 		free(c->workers[i].host);
 	}
-	free(c->returned.v);
-	free(c->retry.v);
-	free(c->confirm.v);
+	queue_free(&c->returned);
+	queue_free(&c->retry);
+	queue_free(&c->confirm);
 	free(c->leases);
 	free(c->workers);
 	free(c->seeds);
@@ -182,68 +169,66 @@ set_lease_state(struct lease *l, enum lease_state s)
 	l->state = s;
 }
 
-static const char *const fail_reasons[] = { "invariant", "guard", "hang", "crash", NULL };
-static const char *const infra_reasons[] = { "db", "setup", "service", "proxy",
-    "exec", "tempfail", "worker-lost", NULL };
-
-bool
-coord_reason_valid(int verdict, const char *reason)
+static void
+set_seed_state(struct coord_seed *s, enum coord_seed_state st)
 {
-	const char *const	*r;
+	log_debug("seed %" PRIu64 ": %s -> %s", s->seed, seed_state_names[s->state],
+	    seed_state_names[st]);
+	s->state = st;
+}
 
-	switch (verdict) {
-	case VERDICT_PASS:
-		return reason[0] == '\0';
-	case VERDICT_FAIL:
-		r = fail_reasons;
-		break;
-	case VERDICT_INFRA:
-		r = infra_reasons;
-		break;
-	default:
-		return false;
-	}
-	for (; *r; r++)
-		if (strcmp(*r, reason) == 0)
-			return true;
-	return false;
+static void
+set_confirm_state(struct coord_seed *s, enum coord_confirm st)
+{
+	log_debug("seed %" PRIu64 ": confirm %s -> %s", s->seed,
+	    confirm_names[s->confirm], confirm_names[st]);
+	s->confirm = st;
+}
+
+/* The fingerprint of a final seed, or of an outcome (why, detail). */
+static char *
+fingerprint(const struct coord *c, enum reason why, const json_t *detail)
+{
+	return fp_string(c->o.cfg->name, reason_name(why),
+	    json_object_get(detail, "invariants"));
 }
 
 /*
  * Once every seed is final: queues the smallest failing seed of each
- * fingerprint for its confirming re-run.  Seeds are in order, so the first
- * of a fingerprint is its smallest.
+ * fingerprint for its confirming re-run, for the first CONFIRM_MAX
+ * fingerprints in seed order.  Seeds are in order, so the groups found
+ * before the scan stops are those, with their smallest seeds.
  */
 static void
 plan_confirms(struct coord *c)
 {
-	char		*fps[CONFIRM_MAX];
-	size_t		 nfp = 0, k;
-	uint64_t	 i;
+	struct fp_groups	 g;
+	uint64_t		 i;
+	size_t			 k;
 
 	if (!c->o.cfg->confirm)
 		return;
-	for (i = 0; i < c->nseeds && nfp < CONFIRM_MAX; i++) {
+	fp_groups_init(&g, false);
+	for (i = 0; i < c->nseeds && g.n < CONFIRM_MAX; i++) {
 		struct coord_seed	*s = &c->seeds[i];
 		char			*fp;
 
 		if (s->verdict != VERDICT_FAIL)
 			continue;
-		fp = report_fingerprint(c->o.cfg, s);
-		for (k = 0; k < nfp && strcmp(fps[k], fp) != 0; k++)
-			;
-		if (k < nfp) {
-			free(fp);
-			continue;
-		}
-		fps[nfp++] = fp;
-		s->confirm = CONFIRM_PENDING;
-		q_push(&c->confirm, i);
-		c->nconfirm_open++;
-		log_debug("seed %" PRIu64 ": confirming re-run of %s", s->seed, fp);
+		fp = fingerprint(c, s->why, s->detail);
+		fp_groups_add(&g, fp, s->seed, i);
+		free(fp);
 	}
-	for (k = 0; k < nfp; k++)
-		free(fps[k]);
+	for (k = 0; k < g.n; k++) {
+		struct coord_seed	*s = &c->seeds[g.v[k].first];
+
+		set_confirm_state(s, CONFIRM_PENDING);
+		q_push(c, &c->confirm, s);
+		c->nconfirm_open++;
+		log_debug("seed %" PRIu64 ": confirming re-run of %s", s->seed,
+		    g.v[k].fp);
+	}
+	fp_groups_free(&g);
 }
 
 /*
@@ -252,33 +237,32 @@ plan_confirms(struct coord *c)
  * stands either way.  detail is consumed.
  */
 static void
-confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker, int verdict,
-    const char *reason, int64_t duration_ms, json_t *detail)
+confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
+    enum reason why, int64_t duration_ms, json_t *detail)
 {
-	struct coord_seed	 t = { .seed = s->seed, .verdict = (uint8_t)verdict,
-	    .reason = (char *)reason, .detail = detail };
-	json_t			*msgj = json_object_get(detail, "message"), *rec;
-	char			*fp = NULL, *mine;
+	json_t		*msgj = json_object_get(detail, "message"), *rec;
+	char		*fp = NULL, *mine;
+	int		 verdict = reason_verdict(why);
 
-	s->confirm = CONFIRM_DONE;
+	set_confirm_state(s, CONFIRM_DONE);
 	c->nconfirm_open--;
 	rec = json_pack("{s:i, s:s, s:s, s:I, s:s}", "worker", (int)worker,
-	    "verdict", msg_verdict_name(verdict), "reason", reason,
+	    "verdict", msg_verdict_name(verdict), "reason", reason_name(why),
 	    "duration_ms", (json_int_t)duration_ms,
 	    "message", json_is_string(msgj) ? json_string_value(msgj) : "");
 	if (verdict == VERDICT_FAIL) {
-		fp = report_fingerprint(c->o.cfg, &t);
+		fp = fingerprint(c, why, detail);
 		json_object_set_new(rec, "fingerprint", json_string(fp));
 	}
 	if (verdict != VERDICT_INFRA) {
-		mine = report_fingerprint(c->o.cfg, s);
+		mine = fingerprint(c, s->why, s->detail);
 		json_object_set_new(s->detail, "reproduced",
 		    json_boolean(fp != NULL && strcmp(fp, mine) == 0));
 		free(mine);
 	}
 	json_object_set_new(s->detail, "confirm", rec);
 	log_debug("seed %" PRIu64 ": confirming re-run on worker %u: %s %s", s->seed,
-	    worker, msg_verdict_name(verdict), reason);
+	    worker, msg_verdict_name(verdict), reason_name(why));
 	free(fp);
 	json_decref(detail);
 	if (c->final_cb)
@@ -290,30 +274,30 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker, int verd
  * queue.  detail is consumed.
  */
 static void
-seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker, int verdict,
-    const char *reason, int64_t duration_ms, json_t *detail)
+seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
+    enum reason why, int64_t duration_ms, json_t *detail)
 {
 	json_t		*msgj = json_object_get(detail, "message");
 	struct wrec	*w = worker_get(c, worker);
+	int		 verdict = reason_verdict(why);
 
 	json_array_append_new(s->history, json_pack("{s:i, s:s, s:s, s:I, s:s}",
 	    "worker", (int)worker, "verdict", msg_verdict_name(verdict),
-	    "reason", reason, "duration_ms", (json_int_t)duration_ms,
+	    "reason", reason_name(why), "duration_ms", (json_int_t)duration_ms,
 	    "message", json_is_string(msgj) ? json_string_value(msgj) : ""));
 	s->last_worker = worker;
 	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries) {
-		s->state = CSEED_PENDING;
+		set_seed_state(s, CSEED_PENDING);
 		c->retries++;
-		q_push(&c->retry, s->seed - c->o.seeds.first);
-		log_debug("seed %" PRIu64 ": infra (%s), retry %u of %d", s->seed, reason,
-		    s->infra, c->o.cfg->retries);
+		q_push(c, &c->retry, s);
+		log_debug("seed %" PRIu64 ": infra (%s), retry %u of %d", s->seed,
+		    reason_name(why), s->infra, c->o.cfg->retries);
 		json_decref(detail);
 		return;
 	}
-	s->state = CSEED_FINAL;
+	set_seed_state(s, CSEED_FINAL);
 	s->verdict = (uint8_t)verdict;
-	free(s->reason);
-	s->reason = xstrdup(reason);
+	s->why = why;
 	s->worker = worker;
 	s->duration_ms = duration_ms;
 	json_decref(s->detail);
@@ -348,7 +332,7 @@ lease_expire(struct coord *c, struct lease *l, const char *why)
 		    l->seeds[i].attempt == s->confirm_attempt) {
 			log_warnx("seed %" PRIu64 ": worker %u lost during the "
 			    "confirming re-run (%s)", s->seed, l->worker, why);
-			confirm_outcome(c, s, l->worker, VERDICT_INFRA, "worker-lost", 0,
+			confirm_outcome(c, s, l->worker, REASON_WORKER_LOST, 0,
 			    json_pack("{s:s}", "message", why));
 			continue;
 		}
@@ -358,12 +342,12 @@ lease_expire(struct coord *c, struct lease *l, const char *why)
 			first = false;
 			log_warnx("seed %" PRIu64 ": worker %u lost (%s)", s->seed,
 			    l->worker, why);
-			seed_outcome(c, s, l->worker, VERDICT_INFRA, "worker-lost", 0,
+			seed_outcome(c, s, l->worker, REASON_WORKER_LOST, 0,
 			    json_pack("{s:s}", "message", why));
 		} else {
-			s->state = CSEED_PENDING;
+			set_seed_state(s, CSEED_PENDING);
 			s->attempts--;		/* it never ran */
-			q_push(&c->returned, s->seed - c->o.seeds.first);
+			q_push(c, &c->returned, s);
 		}
 	}
 }
@@ -394,7 +378,7 @@ lease_add(struct coord *c, struct lease *l, uint64_t idx)
 {
 	struct coord_seed	*s = &c->seeds[idx];
 
-	s->state = CSEED_LEASED;
+	set_seed_state(s, CSEED_LEASED);
 	s->attempts++;
 	l->seeds[l->n].seed = s->seed;
 	l->seeds[l->n].attempt = s->attempts;
@@ -471,7 +455,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 		if (c->seeds[idx].last_worker != worker || live <= 1) {
 			l = lease_new(c, worker, now);
 			lease_add(c, l, idx);
-			q_remove(&c->retry, i);
+			queue_remove(&c->retry, i);
 			goto leased;
 		}
 	}
@@ -481,12 +465,12 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 
 		if (s->worker != worker || live <= 1) {
 			l = lease_new(c, worker, now);
-			s->confirm = CONFIRM_LEASED;
+			set_confirm_state(s, CONFIRM_LEASED);
 			s->confirm_attempt = s->attempts + 1;
 			l->seeds[0].seed = s->seed;
 			l->seeds[0].attempt = s->confirm_attempt;
 			l->n = 1;
-			q_remove(&c->confirm, i);
+			queue_remove(&c->confirm, i);
 			goto leased;
 		}
 	}
@@ -501,7 +485,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	l = lease_new(c, worker, now);
 	while (l->n < chunk && c->returned.len > 0) {
 		lease_add(c, l, q_at(&c->returned, 0));
-		q_remove(&c->returned, 0);
+		queue_remove(&c->returned, 0);
 	}
 	while (l->n < chunk && c->next_fresh < c->nseeds)
 		lease_add(c, l, c->next_fresh++);
@@ -560,7 +544,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	json_error_t		 jerr;
 	uint32_t		 i;
 	int			 verdict = req->u.result.verdict;
-	const char		*reason = req->u.result.reason;
+	int			 why = reason_parse(req->u.result.reason);
 	bool			 confirming;
 
 	if (l == NULL || l->worker != req->u.result.worker_id) {
@@ -593,21 +577,19 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	/* The verdict stands only if the worker's claim is coherent; a bad
 	 * detail or reason is the worker's fault, not the system's: infra. */
 	detail = json_loads(req->u.result.detail, JSON_REJECT_DUPLICATES, &jerr);
-	if (!coord_reason_valid(verdict, reason) || !json_is_object(detail)) {
+	if (!reason_valid(verdict, why) || !json_is_object(detail)) {
 		log_warnx("seed %" PRIu64 ": worker %u sent an unreadable result "
-		    "(verdict %d, reason \"%.40s\"%s%s)", seed, l->worker, verdict, reason,
-		    detail ? "" : ", detail: ", detail ? "" : jerr.text);
+		    "(verdict %d, reason \"%.40s\"%s%s)", seed, l->worker, verdict,
+		    req->u.result.reason, detail ? "" : ", detail: ",
+		    detail ? "" : jerr.text);
 		json_decref(detail);
 		detail = json_pack("{s:s}", "message", "the worker sent an unreadable result");
-		verdict = VERDICT_INFRA;
-		reason = "worker-lost";
+		why = REASON_WORKER_LOST;
 	}
 	if (confirming)
-		confirm_outcome(c, s, l->worker, verdict, reason,
-		    req->u.result.duration_ms, detail);
+		confirm_outcome(c, s, l->worker, why, req->u.result.duration_ms, detail);
 	else
-		seed_outcome(c, s, l->worker, verdict, reason,
-		    req->u.result.duration_ms, detail);
+		seed_outcome(c, s, l->worker, why, req->u.result.duration_ms, detail);
 	for (i = 0; i < l->n && l->reported[i]; i++)
 		;
 	if (i == l->n) {

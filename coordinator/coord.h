@@ -32,7 +32,9 @@
 
 #include "common/config.h"
 #include "common/msg.h"
+#include "common/verdict.h"
 
+/* Each changes only through its setter in coord.c, which logs it (-v). */
 enum coord_seed_state { CSEED_PENDING, CSEED_LEASED, CSEED_FINAL };
 /* The confirming re-run of a failing seed (cfg->confirm). */
 enum coord_confirm { CONFIRM_NONE, CONFIRM_PENDING, CONFIRM_LEASED, CONFIRM_DONE };
@@ -41,7 +43,7 @@ struct coord_seed {
 	uint64_t		 seed;
 	enum coord_seed_state	 state;
 	uint8_t			 verdict;	/* final verdict */
-	char			*reason;	/* final reason ("" for pass) */
+	enum reason		 why;		/* final reason (REASON_NONE for pass) */
 	uint32_t		 attempts;	/* attempts started */
 	uint32_t		 infra;		/* infra attempts */
 	uint32_t		 last_worker;
@@ -105,8 +107,5 @@ void		 coord_counts(const struct coord *c, struct coord_counts *n);
 const struct coord_seed	*coord_seeds(const struct coord *c, uint64_t *n);
 /* Workers as JSON [{id, host, name, pid, seeds}] (new reference). */
 json_t		*coord_workers_json(const struct coord *c);
-
-/* Checks a (verdict, reason) pair a worker claims. */
-bool		 coord_reason_valid(int verdict, const char *reason);
 
 #endif

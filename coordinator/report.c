@@ -12,41 +12,15 @@
 #include "common/seed.h"
 #include "common/soak.h"
 #include "common/util.h"
+#include "common/verdict.h"
+#include "coordinator/fingerprint.h"
 
-static int
-cmp_str(const void *a, const void *b)
+/* The fingerprint of a final seed. */
+static char *
+seed_fingerprint(const struct cfg *cfg, const struct coord_seed *s)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-char *
-report_fingerprint(const struct cfg *cfg, const struct coord_seed *s)
-{
-	json_t		*invs = json_object_get(s->detail, "invariants");
-	const char	**names;
-	size_t		  i, n = json_array_size(invs), len;
-	char		 *fp, *p;
-
-	if (s->verdict != VERDICT_FAIL)
-		return xasprintf("%s|%s", cfg->name, s->reason);
-	if (strcmp(s->reason, "invariant") != 0 || n == 0)
-		return xasprintf("%s|%s", cfg->name, s->reason);
-	names = xcalloc(n, sizeof(char *));
-	len = strlen(cfg->name) + strlen(s->reason) + 2;
-	for (i = 0; i < n; i++) {
-		const char	*nm = json_string_value(json_object_get(
-		    json_array_get(invs, i), "name"));
-
-		names[i] = nm ? nm : "";
-		len += strlen(names[i]) + 1;
-	}
-	qsort(names, n, sizeof(char *), cmp_str);
-	fp = p = xcalloc(len + 1, 1);
-	p += sprintf(p, "%s|%s", cfg->name, s->reason);
-	for (i = 0; i < n; i++)
-		p += sprintf(p, "|%s", names[i]);
-	free(names);
-	return fp;
+	return fp_string(cfg->name, reason_name(s->why),
+	    json_object_get(s->detail, "invariants"));
 }
 
 const char *
@@ -131,13 +105,14 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	json_t	*msgj = json_object_get(d, "message");
 
 	if (s->verdict == VERDICT_FAIL)
-		fp = report_fingerprint(m->cfg, s);
+		fp = seed_fingerprint(m->cfg, s);
 	if (s->verdict != VERDICT_PASS)
 		fdir = xasprintf("failures/%" PRIu64, s->seed);
 	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:O, s:o, s:s, s:o}",
 	    "seed", (json_int_t)s->seed,
 	    "verdict", msg_verdict_name(s->verdict),
-	    "reason", *s->reason ? json_string(s->reason) : json_null(),
+	    "reason", s->why != REASON_NONE ? json_string(reason_name(s->why)) :
+	    json_null(),
 	    "message", json_is_string(msgj) ? json_string_value(msgj) : "",
 	    "worker", (int)s->worker,
 	    "duration_ms", (json_int_t)s->duration_ms,
@@ -275,7 +250,7 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 			const char	*tag = s->verdict == VERDICT_FAIL ? "failure" : "error";
 
 			fprintf(f, ">\n      <%s type=\"", tag);
-			xml_escape(f, s->reason);
+			xml_escape(f, reason_name(s->why));
 			fprintf(f, "\" message=\"");
 			xml_escape(f, msg);
 			fprintf(f, "\">");
@@ -380,43 +355,28 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	return status;
 }
 
-struct group {
-	char		*fp;
-	const char	*reason;
-	uint64_t	 first, count;
-	int		 verdict;
-};
-
 void
 report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 {
 	const struct coord_seed	*seeds;
 	struct coord_counts	 n;
-	struct group		*g = NULL;
-	size_t			 ng = 0, k;
+	struct fp_groups	 g;
+	size_t			 k;
 	uint64_t		 ns, i;
 
 	coord_counts(c, &n);
 	seeds = coord_seeds(c, &ns);
-	/* Seeds are in order, so each group's first seed is its smallest. */
+	/* Fail and infra reasons differ, so a fingerprint holds one verdict. */
+	fp_groups_init(&g, false);
 	for (i = 0; i < ns; i++) {
 		const struct coord_seed	*s = &seeds[i];
 		char			*fp;
 
 		if (s->state != CSEED_FINAL || s->verdict == VERDICT_PASS)
 			continue;
-		fp = report_fingerprint(m->cfg, s);
-		for (k = 0; k < ng; k++)
-			if (g[k].verdict == s->verdict && strcmp(g[k].fp, fp) == 0)
-				break;
-		if (k == ng) {
-			if ((g = realloc(g, (ng + 1) * sizeof(*g))) == NULL)
-				abort();
-			g[ng++] = (struct group){ .fp = fp, .reason = s->reason,
-			    .first = s->seed, .verdict = s->verdict };
-		} else
-			free(fp);
-		g[k].count++;
+		fp = seed_fingerprint(m->cfg, s);
+		fp_groups_add(&g, fp, s->seed, i);
+		free(fp);
 	}
 	fprintf(f, "\n%s: %" PRIu64 " seeds in %.1fs — %" PRIu64 " pass, %" PRIu64
 	    " fail, %" PRIu64 " infra", m->cfg->name, n.total,
@@ -424,22 +384,21 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 	if (n.done < n.total)
 		fprintf(f, ", %" PRIu64 " without a verdict", n.total - n.done);
 	fprintf(f, "\n");
-	for (k = 0; k < ng; k++) {
-		const char	*what = strchr(g[k].fp, '|');
-		char		*replay = report_replay(m->cfg_path, g[k].first);
+	for (k = 0; k < g.n; k++) {
+		const struct coord_seed	*s = &seeds[g.v[k].first];
+		const char		*what = strchr(g.v[k].fp, '|');
+		char			*replay = report_replay(m->cfg_path, s->seed);
 
-		what = what ? what + 1 : g[k].fp;
+		what = what ? what + 1 : g.v[k].fp;
 		fprintf(f, "\n  %s %s — %" PRIu64 " seed(s), smallest %" PRIu64 "\n",
-		    g[k].verdict == VERDICT_FAIL ? "FAIL " : "INFRA", what, g[k].count,
-		    g[k].first);
-		if (*report_reproduced(&seeds[g[k].first - seeds[0].seed]))
-			fprintf(f, "        a confirming re-run %s\n",
-			    report_reproduced(&seeds[g[k].first - seeds[0].seed]));
+		    s->verdict == VERDICT_FAIL ? "FAIL " : "INFRA", what, g.v[k].count,
+		    s->seed);
+		if (*report_reproduced(s))
+			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
 		fprintf(f, "        replay: %s\n", replay);
 		free(replay);
-		free(g[k].fp);
 	}
-	free(g);
+	fp_groups_free(&g);
 	fprintf(f, "\n  report: %s/report.json\n", m->out_dir);
 	if (n.done < n.total || n.infra > 0)
 		fprintf(f, "  the run is INCOMPLETE: %s\n", n.infra > 0 ?

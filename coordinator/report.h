@@ -25,8 +25,6 @@ struct report_meta {
 	bool			 interrupted;
 };
 
-/* "<name>|<reason>[|<sorted invariant names>]" for a domain failure. */
-char	*report_fingerprint(const struct cfg *cfg, const struct coord_seed *s);
 /* What the confirming re-run of s showed, in words ("" when there was none). */
 const char *report_reproduced(const struct coord_seed *s);
 /* "soak replay CONFIG --seed N" */

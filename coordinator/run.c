@@ -25,7 +25,9 @@
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
+#include "common/units.h"
 #include "common/util.h"
+#include "common/verdict.h"
 #include "coordinator/coord.h"
 #include "coordinator/report.h"
 #include "coordinator/server.h"
@@ -216,7 +218,7 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 		    report_reproduced(s));
 	else
 		fprintf(stderr, "seed %" PRIu64 ": %s %s\n", s->seed,
-		    msg_verdict_name(s->verdict), s->reason);
+		    msg_verdict_name(s->verdict), reason_name(s->why));
 }
 
 static char *
@@ -310,11 +312,10 @@ run_main(struct runopts *o)
 	struct report_meta	 meta = { 0 };
 	struct runctx		 r = { .o = o, .meta = &meta };
 	struct server		*srv = NULL;
-	struct pg_embedded	*pg = NULL;
+	struct iso_db		 db = { 0 };
 	struct sigaction	 sa = { .sa_handler = on_signal };
 	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
-	const char		*db = NULL;
 	int64_t			 t0 = now_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
@@ -347,16 +348,9 @@ run_main(struct runopts *o)
 	signal(SIGPIPE, SIG_IGN);
 
 	if (o->local) {
-		db = getenv("SOAK_DATABASE_URL");
-		if (db == NULL || *db == '\0')
-			db = cfg.db_url;
-		if (db == NULL || *db == '\0') {
-			if ((pg = pg_embedded_start(o->workers * (cfg.turns + 6) + 10,
-			    err)) == NULL) {
-				fprintf(stderr, "soak: %s\n", err);
-				goto out;
-			}
-			db = pg_embedded_conninfo(pg);
+		if (iso_db_open(&db, &cfg, o->workers, NULL, err) == -1) {
+			fprintf(stderr, "soak: %s\n", err);
+			goto out;
 		}
 		if ((ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
 		    mkdtemp(ipcdir) == NULL) {
@@ -380,7 +374,7 @@ run_main(struct runopts *o)
 	co.cfg = &cfg;
 	co.run_id = run_id;
 	co.cfg_path = cfgpath;
-	co.db_conninfo = o->local ? db : "";
+	co.db_conninfo = o->local ? db.conninfo : "";
 	co.keep_dir = keep ? keep : "";
 	co.workspace = work ? work : "";
 	co.secret = getenv("SOAK_SECRET");
@@ -422,12 +416,12 @@ run_main(struct runopts *o)
 	report_summary(stdout, &meta, r.coord);
 	fflush(stdout);
 	tickets_after_run(out, stdout);		/* files only if the config asks */
-	if (o->local && pg == NULL && db)
-		drop_run_schemas(db, run_id);
+	if (o->local && db.pg == NULL && db.conninfo)
+		drop_run_schemas(db.conninfo, run_id);
 out:
 	server_close(srv);
 	coord_free(r.coord);
-	pg_embedded_stop(pg);
+	iso_db_close(&db);
 	if (work)
 		rm_rf(work);
 	if (ipcdir) {
@@ -482,7 +476,7 @@ parse(int argc, char **argv, struct runopts *o)
 			break;
 		case 'H':
 		case 'T':
-			if (cfg_parse_duration(optarg, &ms, err) == -1 || ms > 600000) {
+			if (parse_duration_ms(optarg, &ms, err) == -1 || ms > 600000) {
 				fprintf(stderr, "soak: --%s: %s\n",
 				    ch == 'H' ? "heartbeat" : "lease-ttl", err);
 				return -1;

@@ -10,6 +10,7 @@
 #include <nng/protocol/reqrep0/rep.h>
 
 #include "common/log.h"
+#include "common/queue.h"
 #include "common/util.h"
 
 enum slot_state { SLOT_RECV, SLOT_READY, SLOT_PARKED, SLOT_SEND, SLOT_CLOSED };
@@ -39,8 +40,7 @@ struct server {
 	int		 nslots;
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
-	struct event	*q;		/* ring of pending events */
-	size_t		 qhead, qlen, qcap;
+	struct queue	 q;		/* pending events, under mu */
 	int		 closing;
 	char		*url;		/* as bound: tcp port 0 resolved */
 };
@@ -49,19 +49,7 @@ static void
 push_event(struct server *s, struct event ev)
 {
 	pthread_mutex_lock(&s->mu);
-	if (s->qlen == s->qcap) {
-		struct event	*nq;
-		size_t		 i, ncap = s->qcap ? s->qcap * 2 : 64;
-
-		nq = xcalloc(ncap, sizeof(*nq));
-		for (i = 0; i < s->qlen; i++)
-			nq[i] = s->q[(s->qhead + i) % s->qcap];
-		free(s->q);
-		s->q = nq;
-		s->qcap = ncap;
-		s->qhead = 0;
-	}
-	s->q[(s->qhead + s->qlen++) % s->qcap] = ev;
+	queue_push(&s->q, &ev);
 	pthread_cond_signal(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
@@ -112,6 +100,7 @@ server_open(const char *url, int nslots, char *err)
 
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	queue_init(&s->q, sizeof(struct event));
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		errf(err, "cannot open the coordinator socket: %s", nng_strerror(rv));
 		free(s);
@@ -177,7 +166,7 @@ server_close(struct server *s)
 	nng_close(s->sock);
 	free(s->url);
 	free(s->slots);
-	free(s->q);
+	queue_free(&s->q);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
@@ -284,16 +273,11 @@ wait_event(struct server *s, int timeout_ms, struct event *ev)
 	int		got = 0;
 
 	pthread_mutex_lock(&s->mu);
-	if (s->qlen == 0 && timeout_ms > 0) {
+	if (s->q.len == 0 && timeout_ms > 0) {
 		abstime_in(&ts, timeout_ms);
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
-	if (s->qlen > 0) {
-		*ev = s->q[s->qhead];
-		s->qhead = (s->qhead + 1) % s->qcap;
-		s->qlen--;
-		got = 1;
-	}
+	got = queue_pop(&s->q, ev);
 	pthread_mutex_unlock(&s->mu);
 	return got;
 }

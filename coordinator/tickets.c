@@ -14,31 +14,19 @@
 
 #include "common/log.h"
 #include "common/soak.h"
-#include "common/seed.h"
 #include "common/util.h"
+#include "common/verdict.h"
+#include "coordinator/fingerprint.h"
 
 #define TK_REPORT_CAP	(256u << 20)	/* report.json of a 100k-seed sweep fits */
 #define TK_SIDE_CAP	(16u << 20)	/* result.json, trace.jsonl */
 #define TK_CELL_MAX	160		/* characters of one table cell */
 #define TK_SEEDS_LISTED	2000		/* trackers cap bodies near 64 KiB */
 
-/* 64-bit FNV-1a, the same function report.json uses for the config hash. */
-void
-tk_hash_hex(const char *s, char out[TK_HASH_LEN])
-{
-	snprintf(out, TK_HASH_LEN, "%016" PRIx64, fnv1a64(s, strlen(s)));
-}
-
 static const char *
 jstr(const json_t *o, const char *key)
 {
 	return json_string_value(json_object_get(o, key));
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
 static int
@@ -55,54 +43,16 @@ rec_seed(const json_t *rec)
 	return (uint64_t)json_integer_value(json_object_get(rec, "seed"));
 }
 
-/* The broken invariants' names, sorted; a NULL-terminated borrowed vector. */
-static const char **
-sorted_names(const json_t *rec, size_t *np)
-{
-	const json_t	 *invs = json_object_get(rec, "invariants");
-	const char	**names;
-	size_t		  i, n = 0;
-
-	names = xcalloc(json_array_size(invs) + 1, sizeof(*names));
-	for (i = 0; i < json_array_size(invs); i++) {
-		const char *nm = jstr(json_array_get(invs, i), "name");
-
-		if (nm != NULL)
-			names[n++] = nm;
-	}
-	qsort(names, n, sizeof(*names), cmp_str);
-	*np = n;
-	return names;
-}
-
 /*
  * Recomputed rather than trusted: the grouping is the filer's promise, and
  * a coordinator bug that wrote a different string must not split or merge
- * tickets silently.  Invariant names are sorted so the order the checker
- * happened to report them in does not matter.
+ * tickets silently.
  */
 char *
 tk_fingerprint(const char *config_name, const json_t *rec)
 {
-	const char	 *reason = jstr(rec, "reason");
-	const char	**names;
-	char		 *fp = NULL;
-	size_t		  i, n, len;
-	FILE		 *f;
-
-	if (reason == NULL)
-		reason = "unknown";
-	if ((f = open_memstream(&fp, &len)) == NULL)
-		abort();
-	fprintf(f, "%s|%s", config_name, reason);
-	if (strcmp(reason, "invariant") == 0) {
-		names = sorted_names(rec, &n);
-		for (i = 0; i < n; i++)
-			fprintf(f, "|%s", names[i]);
-		free(names);
-	}
-	fclose(f);
-	return fp;
+	return fp_string(config_name, jstr(rec, "reason"),
+	    json_object_get(rec, "invariants"));
 }
 
 static char *
@@ -464,8 +414,8 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 	if (reason == NULL)
 		reason = "unknown";
 	/* Title: the invariant names in fingerprint order, so it is stable. */
-	if (strcmp(reason, "invariant") == 0 && json_array_size(invs) > 0) {
-		const char	**names = sorted_names(first, &n);
+	if (reason_parse(reason) == REASON_INVARIANT && json_array_size(invs) > 0) {
+		const char	**names = fp_names(invs, &n);
 
 		if ((f = open_memstream(&t->title, &len)) == NULL)
 			abort();
@@ -588,43 +538,6 @@ render_infra(const struct tk_run *run, struct tk_ticket *t,
 	    t->hash, run->run_id);
 }
 
-static struct tk_ticket *
-group_get(struct tk_ticket **tv, size_t *nt, const char *fp)
-{
-	struct tk_ticket	*t;
-	size_t			 i;
-
-	for (i = 0; i < *nt; i++)
-		if (strcmp((*tv)[i].fingerprint, fp) == 0)
-			return &(*tv)[i];
-	if ((t = realloc(*tv, (*nt + 1) * sizeof(**tv))) == NULL)
-		abort();
-	*tv = t;
-	t = &(*tv)[(*nt)++];
-	memset(t, 0, sizeof(*t));
-	t->fingerprint = xstrdup(fp);
-	tk_hash_hex(fp, t->hash);
-	return t;
-}
-
-static void
-group_add(struct tk_ticket *t, const json_t *rec)
-{
-	uint64_t	seed = rec_seed(rec);
-
-	if ((t->nseeds & (t->nseeds - 1)) == 0) {	/* 0, 1, 2, 4, ... */
-		uint64_t *s = realloc(t->seeds,
-		    (t->nseeds ? t->nseeds * 2 : 1) * sizeof(*s));
-
-		if (s == NULL)
-			abort();
-		t->seeds = s;
-	}
-	t->seeds[t->nseeds++] = seed;
-	if (t->first == NULL || seed < rec_seed(t->first))
-		t->first = rec;
-}
-
 static int
 cmp_ticket(const void *a, const void *b)
 {
@@ -642,9 +555,13 @@ tk_build(const struct tk_run *run, struct tk_ticket **tvp, size_t *ntp,
 {
 	const json_t		*results = json_object_get(run->report, "results");
 	struct tk_ticket	*tv = NULL;
-	size_t			 i, j, nt = 0;
-	char			*infra_fp = NULL;
+	struct fp_groups	 g;
+	size_t			 i, j, nt;
+	/* One infra ticket per run: its fingerprint holds the run id. */
+	char			*infra_fp = xasprintf("%s|infra|%s",
+				    run->config_name, run->run_id);
 
+	fp_groups_init(&g, true);
 	for (i = 0; i < json_array_size(results); i++) {
 		const json_t	*r = json_array_get(results, i);
 		const char	*verdict = jstr(r, "verdict");
@@ -658,20 +575,30 @@ tk_build(const struct tk_run *run, struct tk_ticket **tvp, size_t *ntp,
 				    "says fingerprint \"%s\", recomputed \"%s\"; "
 				    "filing under the recomputed one",
 				    rec_seed(r), stored, fp);
-			group_add(group_get(&tv, &nt, fp), r);
+			fp_groups_add(&g, fp, rec_seed(r), i);
 			free(fp);
 		} else if (strcmp(verdict, "infra") == 0 && run->cfg.infra) {
 			/* Never a bug: infra goes into the run's own ticket. */
-			if (infra_fp == NULL)
-				infra_fp = xasprintf("%s|infra|%s",
-				    run->config_name, run->run_id);
-			group_get(&tv, &nt, infra_fp)->infra = true;
-			group_add(group_get(&tv, &nt, infra_fp), r);
+			fp_groups_add(&g, infra_fp, rec_seed(r), i);
 		}
 	}
+	fp_groups_sort(&g);
+	nt = g.n;
+	if (nt > 0)
+		tv = xcalloc(nt, sizeof(*tv));
+	for (i = 0; i < nt; i++) {
+		struct tk_ticket	*t = &tv[i];
+
+		t->fingerprint = xstrdup(g.v[i].fp);
+		fp_hash_hex(t->fingerprint, t->hash);
+		t->infra = strcmp(t->fingerprint, infra_fp) == 0;
+		t->seeds = g.v[i].seeds;	/* the ticket takes the list */
+		g.v[i].seeds = NULL;
+		t->nseeds = g.v[i].count;
+		t->first = json_array_get(results, g.v[i].first);
+	}
+	fp_groups_free(&g);
 	free(infra_fp);
-	for (i = 0; i < nt; i++)
-		qsort(tv[i].seeds, tv[i].nseeds, sizeof(uint64_t), cmp_u64);
 	if (nt > 1)
 		qsort(tv, nt, sizeof(*tv), cmp_ticket);
 	for (i = 0; i < nt; i++) {

@@ -13,7 +13,8 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#define TK_HASH_LEN	17	/* 16 hex digits and a NUL */
+#include "coordinator/fingerprint.h"
+
 #define TK_MAX_ROWS	20	/* violating rows shown per invariant */
 #define TK_TRACE_LINES	40	/* fault trace lines shown for the smallest seed */
 
@@ -47,7 +48,7 @@ struct tk_run {
 /* One ticket: a fingerprint group of the run, rendered. */
 struct tk_ticket {
 	char		 *fingerprint;	/* text, e.g. "cfg|invariant|a|b" */
-	char		  hash[TK_HASH_LEN];
+	char		  hash[FP_HASH_LEN];	/* fp_hash_hex(fingerprint) */
 	bool		  infra;	/* the run's infra ticket */
 	uint64_t	 *seeds;	/* ascending */
 	size_t		  nseeds;
@@ -59,8 +60,7 @@ struct tk_ticket {
 };
 
 /* tickets.c */
-void	 tk_hash_hex(const char *s, char out[TK_HASH_LEN]);
-/* The fingerprint recomputed from a result record (docs/report.md). */
+/* The fingerprint recomputed from a result record (fingerprint.h). */
 char	*tk_fingerprint(const char *config_name, const json_t *rec);
 int	 tk_run_load(const char *run_dir, struct tk_run *run, char *err);
 void	 tk_run_free(struct tk_run *run);

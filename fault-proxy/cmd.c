@@ -1,21 +1,44 @@
 /*
  * soak proxy: the engine of fault-proxy/engine.c in front of anyone's
- * service, configured from the command line.  The duration, share and size
- * parsers are private here on purpose: cfg_parse_duration/cfg_parse_share
- * live in the config module, and `soak proxy` must not depend on it.
+ * service, configured from the command line.  Values follow the same
+ * grammars as the config file (common/units.h).
+ *
+ * Phases, each its own function: proxy_options (argv to struct
+ * proxy_opts), proxy_check (what needs the options together), proxy_start
+ * (listener up, "listening on"), proxy_serve (until SIGINT/SIGTERM) and
+ * proxy_shutdown (trace written).
  */
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/log.h"
 #include "common/soak.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "fault-proxy/proxy.h"
+
+#define PROXY_MAX_TURN	1000000
+
+struct proxy_opts {
+	const char		*listen;	/* required */
+	const char		*upstream;	/* required */
+	uint64_t		 seed;		/* required: have_seed */
+	bool			 have_seed;
+	uint64_t		 turn;
+	const char		*name;
+	enum cfg_protocol	 protocol;
+	struct cfg_faults	 faults;
+	bool			 bands;		/* a band was given: no defaults */
+	const char		*trace;
+	int			 verbose;
+	bool			 help;
+};
 
 static void
 usage(FILE *f)
@@ -36,9 +59,10 @@ usage(FILE *f)
 "  --reset SHARE             the bands default to 0.4 / 0.3 / 0.3\n"
 "  --duplicate SHARE\n"
 "  --blackhole SHARE       share of connections swallowed whole\n"
-"  --latency A..B          added to each exchange, seeded (e.g. 0ms..40ms)\n"
+"  --latency A..B          added to each exchange, seeded (e.g. 0ms..40ms,\n"
+"                          or one duration)\n"
 "  --hold DUR              lost_reply: how long the client waits (default 100ms)\n"
-"  --bandwidth-up BYTES    bytes/s client->upstream (k, M suffixes)\n"
+"  --bandwidth-up BYTES    bytes/s client->upstream (K, M, G: powers of 1024)\n"
 "  --bandwidth-down BYTES  bytes/s upstream->client\n"
 "  --slice-up BYTES        max bytes per write, and\n"
 "  --slice-down BYTES\n"
@@ -46,101 +70,11 @@ usage(FILE *f)
 "  --close-after-up BYTES  close the connection after this many bytes\n"
 "  --close-after-down BYTES\n"
 "\n"
+"  Durations take a unit (250ms, 5s, 2m): a bare number is an error.\n"
+"\n"
 "  --trace FILE            fault trace, one JSON line per exchange, written\n"
 "                          sorted on SIGINT/SIGTERM\n"
 "  -v, --verbose           log every state transition\n");
-}
-
-/* "250ms", "5s", "2m"; a bare "0" is allowed, any other bare number is not. */
-static int
-parse_dur(const char *s, int64_t *ms, char *err)
-{
-	char		*end;
-	long long	 v;
-
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (end == s || errno != 0 || v < 0)
-		return errf(err, "bad duration \"%s\" (want e.g. 250ms, 5s, 2m)", s);
-	if (strcmp(end, "ms") == 0)
-		*ms = v;
-	else if (strcmp(end, "s") == 0)
-		*ms = v * 1000;
-	else if (strcmp(end, "m") == 0)
-		*ms = v * 60000;
-	else if (*end == '\0' && v == 0)
-		*ms = 0;
-	else
-		return errf(err, "bad duration \"%s\" (want e.g. 250ms, 5s, 2m)", s);
-	return 0;
-}
-
-static int
-parse_range(const char *s, int64_t *lo, int64_t *hi, char *err)
-{
-	const char	*dots;
-	char		 a[64];
-
-	if ((dots = strstr(s, "..")) == NULL) {
-		if (parse_dur(s, lo, err) == -1)
-			return -1;
-		*hi = *lo;
-		return 0;
-	}
-	if ((size_t)(dots - s) >= sizeof(a))
-		return errf(err, "bad latency \"%s\"", s);
-	memcpy(a, s, (size_t)(dots - s));
-	a[dots - s] = '\0';
-	if (parse_dur(a, lo, err) == -1 || parse_dur(dots + 2, hi, err) == -1)
-		return -1;
-	if (*hi < *lo)
-		return errf(err, "bad latency \"%s\": %s is below %s", s, dots + 2, a);
-	return 0;
-}
-
-static int
-parse_share(const char *s, double *v, char *err)
-{
-	char	*end;
-	double	 x;
-
-	errno = 0;
-	x = strtod(s, &end);
-	if (end == s || errno != 0)
-		return errf(err, "bad share \"%s\" (want 0.15 or 15%%)", s);
-	if (strcmp(end, "%") == 0)
-		x /= 100;
-	else if (*end != '\0')
-		return errf(err, "bad share \"%s\" (want 0.15 or 15%%)", s);
-	if (!(x >= 0 && x <= 1))
-		return errf(err, "bad share \"%s\": must be between 0 and 1", s);
-	*v = x;
-	return 0;
-}
-
-static int
-parse_bytes(const char *s, int64_t *v, char *err)
-{
-	char		*end;
-	long long	 x;
-
-	errno = 0;
-	x = strtoll(s, &end, 10);
-	if (end == s || errno != 0 || x < 0)
-		return errf(err, "bad byte count \"%s\"", s);
-	if (*end == 'k' || *end == 'K') {
-		x *= 1024;
-		end++;
-	} else if (*end == 'M') {
-		x *= 1024 * 1024;
-		end++;
-	}
-	if (*end == 'B')
-		end++;
-	if (*end != '\0')
-		return errf(err, "bad byte count \"%s\" (want e.g. 4096, 64k, 1M)", s);
-	*v = x;
-	return 0;
 }
 
 static int
@@ -193,171 +127,261 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-int
-cmd_proxy(int argc, char **argv)
-{
-	struct cfg_faults	 f;
-	struct proxy_listen	 pl;
-	struct proxy_set	*ps = NULL;
-	const char		*listen_addr = NULL, *upstream = NULL;
-	const char		*trace = NULL, *name = "proxy";
-	char			 err[ERR_LEN];
-	uint64_t		 seed = 0, turn = 0;
-	bool			 have_seed = false, bands = false;
-	int			 ch, verbose = 0, rc = SOAK_EXIT_USAGE, sig;
-	sigset_t		 set;
-	enum cfg_protocol	 proto = CFG_PROTO_AUTO;
+/* Each fault option: its grammar (common/units.h) and its field. */
+enum fault_type { F_SHARE, F_DURATION, F_RANGE, F_BYTES };
 
-	memset(&f, 0, sizeof(f));
-	f.hold_ms = 100;
+#define FIELD(f)	offsetof(struct cfg_faults, f)
+
+static const struct fault_opt {
+	int		 opt;
+	enum fault_type	 type;
+	size_t		 off;		/* the field; F_RANGE: the minimum */
+	size_t		 off_max;	/* F_RANGE: the maximum */
+	bool		 band;		/* lost-reply, reset, duplicate */
+} fault_opts[] = {
+	{ O_RATE,	 F_SHARE,	FIELD(rate),		0, false },
+	{ O_LOST,	 F_SHARE,	FIELD(lost_reply),	0, true },
+	{ O_RESET,	 F_SHARE,	FIELD(reset),		0, true },
+	{ O_DUP,	 F_SHARE,	FIELD(duplicate),	0, true },
+	{ O_BLACKHOLE,	 F_SHARE,	FIELD(blackhole),	0, false },
+	{ O_LATENCY,	 F_RANGE,	FIELD(latency_min_ms),
+	    FIELD(latency_max_ms), false },
+	{ O_HOLD,	 F_DURATION,	FIELD(hold_ms),		0, false },
+	{ O_BW_UP,	 F_BYTES,	FIELD(bandwidth[CFG_UP]), 0, false },
+	{ O_BW_DOWN,	 F_BYTES,	FIELD(bandwidth[CFG_DOWN]), 0, false },
+	{ O_SLICE_UP,	 F_BYTES,	FIELD(slice[CFG_UP]),	0, false },
+	{ O_SLICE_DOWN,	 F_BYTES,	FIELD(slice[CFG_DOWN]),	0, false },
+	{ O_SLICE_DELAY, F_DURATION,	FIELD(slice_delay_ms),	0, false },
+	{ O_CA_UP,	 F_BYTES,	FIELD(close_after[CFG_UP]), 0, false },
+	{ O_CA_DOWN,	 F_BYTES,	FIELD(close_after[CFG_DOWN]), 0, false },
+};
+
+static const char *
+opt_name(int opt)
+{
+	const struct option	*lo;
+
+	for (lo = longopts; lo->name != NULL; lo++)
+		if (lo->val == opt)
+			return lo->name;
+	return "?";
+}
+
+/* One fault option's value into o->faults; "--NAME: why" when it is bad. */
+static int
+fault_option(struct proxy_opts *o, const struct fault_opt *fo,
+    const char *arg, char *err)
+{
+	char	*f = (char *)&o->faults, why[ERR_LEN];
+	int	 rc = -1;
+
+	switch (fo->type) {
+	case F_SHARE:
+		rc = parse_share(arg, (double *)(void *)(f + fo->off), why);
+		break;
+	case F_DURATION:
+		rc = parse_duration_ms(arg, (int64_t *)(void *)(f + fo->off), why);
+		break;
+	case F_RANGE:
+		rc = parse_duration_range(arg, (int64_t *)(void *)(f + fo->off),
+		    (int64_t *)(void *)(f + fo->off_max), why);
+		break;
+	case F_BYTES:
+		rc = parse_bytes(arg, (int64_t *)(void *)(f + fo->off), why);
+		break;
+	}
+	if (rc == -1)
+		return errf(err, "--%s: %s", opt_name(fo->opt), why);
+	if (fo->band)
+		o->bands = true;
+	return 0;
+}
+
+static int
+protocol_option(const char *arg, enum cfg_protocol *proto, char *err)
+{
+	static const char *const names[] = { "auto", "http", "tcp" };
+	static const enum cfg_protocol vals[] = { CFG_PROTO_AUTO,
+	    CFG_PROTO_HTTP, CFG_PROTO_TCP };
+	size_t	i;
+
+	for (i = 0; i < nitems(names); i++)
+		if (strcmp(arg, names[i]) == 0) {
+			*proto = vals[i];
+			return 0;
+		}
+	return errf(err, "bad protocol \"%s\" (auto, http or tcp)", arg);
+}
+
+/* The options that are not faults; 1 when ch is none of them. */
+static int
+plain_option(struct proxy_opts *o, int ch, const char *arg, char *err)
+{
+	switch (ch) {
+	case O_LISTEN:
+		o->listen = arg;
+		return 0;
+	case O_UPSTREAM:
+		o->upstream = arg;
+		return 0;
+	case O_SEED:
+		o->have_seed = true;
+		return parse_u64(arg, &o->seed, err);
+	case O_TURN:
+		if (parse_u64(arg, &o->turn, err) == -1 ||
+		    o->turn > PROXY_MAX_TURN)
+			return errf(err, "bad turn \"%s\"", arg);
+		return 0;
+	case O_NAME:
+		o->name = arg;
+		return 0;
+	case O_PROTOCOL:
+		return protocol_option(arg, &o->protocol, err);
+	case O_TRACE:
+		o->trace = arg;
+		return 0;
+	case 'v':
+		o->verbose++;
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * argv into *o.  -1 with err set for a bad value, or with err empty when
+ * getopt has already said what is wrong (the caller prints the usage).
+ * -h stops here with o->help set.
+ */
+static int
+proxy_options(int argc, char **argv, struct proxy_opts *o, char *err)
+{
+	size_t	i;
+	int	ch, rc;
+
+	memset(o, 0, sizeof(*o));
+	o->name = "proxy";
+	o->protocol = CFG_PROTO_AUTO;
+	o->faults.hold_ms = 100;
 	err[0] = '\0';
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
-		switch (ch) {
-		case O_LISTEN: listen_addr = optarg; break;
-		case O_UPSTREAM: upstream = optarg; break;
-		case O_SEED:
-			if (parse_u64(optarg, &seed, err) == -1)
-				goto bad;
-			have_seed = true;
-			break;
-		case O_TURN:
-			if (parse_u64(optarg, &turn, err) == -1 || turn > 1000000) {
-				errf(err, "bad turn \"%s\"", optarg);
-				goto bad;
-			}
-			break;
-		case O_NAME: name = optarg; break;
-		case O_PROTOCOL:
-			if (strcmp(optarg, "auto") == 0)
-				proto = CFG_PROTO_AUTO;
-			else if (strcmp(optarg, "http") == 0)
-				proto = CFG_PROTO_HTTP;
-			else if (strcmp(optarg, "tcp") == 0)
-				proto = CFG_PROTO_TCP;
-			else {
-				errf(err, "bad protocol \"%s\" (auto, http or tcp)", optarg);
-				goto bad;
-			}
-			break;
-		case O_RATE:
-			if (parse_share(optarg, &f.rate, err) == -1)
-				goto bad;
-			break;
-		case O_LOST:
-			bands = true;
-			if (parse_share(optarg, &f.lost_reply, err) == -1)
-				goto bad;
-			break;
-		case O_RESET:
-			bands = true;
-			if (parse_share(optarg, &f.reset, err) == -1)
-				goto bad;
-			break;
-		case O_DUP:
-			bands = true;
-			if (parse_share(optarg, &f.duplicate, err) == -1)
-				goto bad;
-			break;
-		case O_BLACKHOLE:
-			if (parse_share(optarg, &f.blackhole, err) == -1)
-				goto bad;
-			break;
-		case O_LATENCY:
-			if (parse_range(optarg, &f.latency_min_ms, &f.latency_max_ms,
-			    err) == -1)
-				goto bad;
-			break;
-		case O_HOLD:
-			if (parse_dur(optarg, &f.hold_ms, err) == -1)
-				goto bad;
-			break;
-		case O_BW_UP:
-			if (parse_bytes(optarg, &f.bandwidth[CFG_UP], err) == -1)
-				goto bad;
-			break;
-		case O_BW_DOWN:
-			if (parse_bytes(optarg, &f.bandwidth[CFG_DOWN], err) == -1)
-				goto bad;
-			break;
-		case O_SLICE_UP:
-			if (parse_bytes(optarg, &f.slice[CFG_UP], err) == -1)
-				goto bad;
-			break;
-		case O_SLICE_DOWN:
-			if (parse_bytes(optarg, &f.slice[CFG_DOWN], err) == -1)
-				goto bad;
-			break;
-		case O_SLICE_DELAY:
-			if (parse_dur(optarg, &f.slice_delay_ms, err) == -1)
-				goto bad;
-			break;
-		case O_CA_UP:
-			if (parse_bytes(optarg, &f.close_after[CFG_UP], err) == -1)
-				goto bad;
-			break;
-		case O_CA_DOWN:
-			if (parse_bytes(optarg, &f.close_after[CFG_DOWN], err) == -1)
-				goto bad;
-			break;
-		case O_TRACE: trace = optarg; break;
-		case 'v': verbose++; break;
-		case 'h':
-			usage(stdout);
+		if (ch == 'h') {
+			o->help = true;
 			return 0;
-		default:
-			usage(stderr);
-			return SOAK_EXIT_USAGE;
 		}
+		if ((rc = plain_option(o, ch, optarg, err)) == -1)
+			return -1;
+		if (rc == 0)
+			continue;
+		for (i = 0; i < nitems(fault_opts); i++)
+			if (fault_opts[i].opt == ch)
+				break;
+		if (i == nitems(fault_opts))
+			return -1;		/* getopt has said why */
+		if (fault_option(o, &fault_opts[i], optarg, err) == -1)
+			return -1;
 	}
-	if (optind < argc) {
-		errf(err, "unexpected argument \"%s\"", argv[optind]);
-		goto bad;
-	}
-	if (listen_addr == NULL || upstream == NULL || !have_seed) {
-		errf(err, "--listen, --upstream and --seed are required");
-		goto bad;
-	}
-	if (!bands && f.rate > 0) {
+	if (optind < argc)
+		return errf(err, "unexpected argument \"%s\"", argv[optind]);
+	return 0;
+}
+
+/* What needs the options together: the required ones, the bands. */
+static int
+proxy_check(struct proxy_opts *o, char *err)
+{
+	struct cfg_faults	*f = &o->faults;
+
+	if (o->listen == NULL || o->upstream == NULL || !o->have_seed)
+		return errf(err, "--listen, --upstream and --seed are required");
+	if (!o->bands && f->rate > 0) {
 		/* seeds/000's Chaos: no 0.4, reset 0.3, yes twice 0.3 */
-		f.lost_reply = 0.4;
-		f.reset = 0.3;
-		f.duplicate = 0.3;
+		f->lost_reply = 0.4;
+		f->reset = 0.3;
+		f->duplicate = 0.3;
 	}
-	if (f.lost_reply + f.reset + f.duplicate > 1.0 + 1e-9) {
-		errf(err, "--lost-reply + --reset + --duplicate is %.3f, over 1",
-		    f.lost_reply + f.reset + f.duplicate);
-		goto bad;
-	}
-	log_init("proxy", verbose);
+	if (f->lost_reply + f->reset + f->duplicate > 1.0 + 1e-9)
+		return errf(err, "--lost-reply + --reset + --duplicate is %.3f, "
+		    "over 1", f->lost_reply + f->reset + f->duplicate);
+	return 0;
+}
+
+/*
+ * The listener, up and announced.  SIGINT and SIGTERM are blocked before
+ * the engine's loop thread starts, so it inherits the mask and only
+ * proxy_serve's sigwait sees them.
+ */
+static struct proxy_set *
+proxy_start(const struct proxy_opts *o, sigset_t *sigs, char *err)
+{
+	struct proxy_listen	 pl;
+	struct proxy_set	*ps;
 
 	memset(&pl, 0, sizeof(pl));
-	pl.name = name;
+	pl.name = o->name;
 	pl.proxy = 0;
-	pl.turn = (int)turn;
-	pl.listen = listen_addr;
-	pl.upstream = upstream;
-	pl.protocol = proto;
-	pl.faults = &f;
+	pl.turn = (int)o->turn;
+	pl.listen = o->listen;
+	pl.upstream = o->upstream;
+	pl.protocol = o->protocol;
+	pl.faults = &o->faults;		/* copied */
+	sigemptyset(sigs);
+	sigaddset(sigs, SIGINT);
+	sigaddset(sigs, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, sigs, NULL);
+	if ((ps = proxy_set_open(&pl, 1, o->seed, o->trace, err)) == NULL)
+		return NULL;
+	printf("listening on %s\n", proxy_set_listener_addr(ps, 0));
+	fflush(stdout);
+	return ps;
+}
 
-	/* block the signals before the loop thread starts, so it inherits that */
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	if ((ps = proxy_set_open(&pl, 1, seed, trace, err)) == NULL) {
+/* The engine's thread does the work; this one waits for the signal. */
+static void
+proxy_serve(const sigset_t *sigs)
+{
+	int	sig = 0;
+
+	if (sigwait(sigs, &sig) != 0)
+		log_warnx("sigwait failed");
+	log_debug("signal %d: writing the trace and exiting", sig);
+}
+
+/* Stops the listener and writes the sorted trace. */
+static void
+proxy_shutdown(struct proxy_set *ps)
+{
+	proxy_set_stop(ps);
+}
+
+int
+cmd_proxy(int argc, char **argv)
+{
+	struct proxy_opts	 o;
+	struct proxy_set	*ps;
+	sigset_t		 sigs;
+	char			 err[ERR_LEN];
+
+	if (proxy_options(argc, argv, &o, err) == -1)
+		goto bad;
+	if (o.help) {
+		usage(stdout);
+		return 0;
+	}
+	if (proxy_check(&o, err) == -1)
+		goto bad;
+	log_init("proxy", o.verbose);
+	if ((ps = proxy_start(&o, &sigs, err)) == NULL) {
 		fprintf(stderr, "soak proxy: %s\n", err);
 		return 1;
 	}
-	printf("listening on %s\n", proxy_set_listener_addr(ps, 0));
-	fflush(stdout);
-	if (sigwait(&set, &sig) != 0)
-		log_warnx("sigwait failed");
-	log_debug("signal %d: writing the trace and exiting", sig);
-	proxy_set_stop(ps);
-	rc = 0;
-	return rc;
+	proxy_serve(&sigs);
+	proxy_shutdown(ps);
+	return 0;
 bad:
-	fprintf(stderr, "soak proxy: %s\n", err);
-	return rc;
+	if (err[0] == '\0')
+		usage(stderr);
+	else
+		fprintf(stderr, "soak proxy: %s\n", err);
+	return SOAK_EXIT_USAGE;
 }

@@ -9,22 +9,7 @@
 #include <string.h>
 
 #include "common/util.h"
-
-/* The first line of the server's (or libpq's) message. */
-static const char *
-pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
-{
-	const char	*m = NULL;
-
-	if (res != NULL)
-		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	if ((m == NULL || *m == '\0') && conn != NULL)
-		m = PQerrorMessage(conn);
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	snprintf(buf, len, "%.*s", (int)strcspn(m, "\n"), m);
-	return buf;
-}
+#include "isolation/iso.h"
 
 /* A copy capped at INV_MAX_VALUE bytes, never splitting a UTF-8 character. */
 static char *
@@ -85,7 +70,7 @@ run_cmd(PGconn *conn, const char *sql, char *err)
 
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = errf(err, "invariants: \"%s\" failed: %s", sql,
-		    pq_msg(conn, res, m, sizeof(m)));
+		    iso_pq_msg(conn, res, m, sizeof(m)));
 	PQclear(res);
 	return rc;
 }
@@ -105,7 +90,7 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 	memset(res, 0, sizeof(*res));
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
 		return errf(err, "invariants: no database connection: %s",
-		    pq_msg(conn, NULL, m, sizeof(m)));
+		    iso_pq_msg(conn, NULL, m, sizeof(m)));
 	if (cfg->ninvariants == 0)
 		return 0;
 	res->out = xcalloc(cfg->ninvariants, sizeof(*res->out));
@@ -140,15 +125,15 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 			else if (code && strcmp(code, "57014") == 0)
 				errf(err, "invariant \"%s\": %s (invariant "
 				    "timeout %" PRId64 " ms)", inv->name,
-				    pq_msg(conn, r, m, sizeof(m)),
+				    iso_pq_msg(conn, r, m, sizeof(m)),
 				    cfg->invariant_timeout_ms);
 			else if (PQstatus(conn) != CONNECTION_OK)
 				errf(err, "invariant \"%s\": connection to the "
 				    "database lost: %s", inv->name,
-				    pq_msg(conn, r, m, sizeof(m)));
+				    iso_pq_msg(conn, r, m, sizeof(m)));
 			else
 				errf(err, "invariant \"%s\": %s", inv->name,
-				    pq_msg(conn, r, m, sizeof(m)));
+				    iso_pq_msg(conn, r, m, sizeof(m)));
 			goto fail;
 		}
 		outcome_fill(o, r);

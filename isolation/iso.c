@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "common/log.h"
+#include "common/seed.h"
 #include "common/util.h"
 
 #define ISO_DDL_MAX		(64u << 20)
@@ -40,9 +41,8 @@ iso_notice(void *arg, const char *message)
 	log_debug("postgres: %.*s", (int)strcspn(message, "\n"), message);
 }
 
-/* The first line of libpq's message, without its trailing newline. */
-static const char *
-pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
+const char *
+iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
 {
 	const char	*m = NULL;
 
@@ -144,15 +144,15 @@ static char *
 iso_schema_name(const char *run_id, int worker_id)
 {
 	char		 suffix[32], hash[16], *name, *p;
-	uint32_t	 h = 2166136261u;	/* FNV-1a */
+	uint64_t	 h = fnv1a64(run_id, strlen(run_id));
 	size_t		 room;
 
-	for (p = (char *)run_id; *p; p++)
-		h = (h ^ (uint8_t)*p) * 16777619u;
 	snprintf(suffix, sizeof(suffix), "_w%d", worker_id);
 	name = xasprintf("soak_%s%s", run_id, suffix);
 	if (strlen(name) > ISO_NAME_MAX) {
-		snprintf(hash, sizeof(hash), "_%08" PRIx32, h);
+		/* 8 hex digits: the 64-bit hash folded in half. */
+		snprintf(hash, sizeof(hash), "_%08" PRIx32,
+		    (uint32_t)(h ^ (h >> 32)));
 		room = ISO_NAME_MAX - strlen("soak_") - strlen(hash) -
 		    strlen(suffix);
 		free(name);
@@ -184,7 +184,7 @@ iso_session(struct iso *iso, char *err)
 	res = PQexec(iso->conn, sql);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
 		rc = errf(err, "setting up the session for schema %s: %s",
-		    iso->schema, pq_msg(iso->conn, res, m, sizeof(m)));
+		    iso->schema, iso_pq_msg(iso->conn, res, m, sizeof(m)));
 	PQclear(res);
 	free(sql);
 	return rc;
@@ -205,7 +205,7 @@ iso_connect(struct iso *iso, char *err)
 	if (iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK) {
 		conn_desc(iso->conninfo, desc, sizeof(desc));
 		return errf(err, "cannot connect to PostgreSQL at %s: %s", desc,
-		    pq_msg(iso->conn, NULL, m, sizeof(m)));
+		    iso_pq_msg(iso->conn, NULL, m, sizeof(m)));
 	}
 	return iso_session(iso, err);
 }
@@ -307,7 +307,7 @@ exec_ok(struct iso *iso, const char *sql, const char *what, char *err)
 			    what, iso->schema, ISO_LOCK_TIMEOUT);
 		else
 			rc = errf(err, "%s schema %s: %s", what, iso->schema,
-			    pq_msg(iso->conn, res, m, sizeof(m)));
+			    iso_pq_msg(iso->conn, res, m, sizeof(m)));
 	}
 	PQclear(res);
 	return rc;
@@ -345,7 +345,7 @@ apply_ddl(struct iso *iso, char *err)
 		    "file; use INSERT, or load the data in setup", iso->ddl_name);
 		break;
 	default:
-		pq_msg(iso->conn, res, m, sizeof(m));
+		iso_pq_msg(iso->conn, res, m, sizeof(m));
 		pos = PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION);
 		if (iso_lost(iso))
 			rc = errf(err, "%s: connection lost: %s", iso->ddl_name, m);

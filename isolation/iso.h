@@ -10,6 +10,7 @@
 #define SOAK_ISO_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <libpq-fe.h>
@@ -22,7 +23,8 @@
  * initdb into a fresh directory on tmpfs (/dev/shm when present, else
  * TMPDIR), and starts postgres with a unix socket in a private directory,
  * listen_addresses='', fsync=off, synchronous_commit=off,
- * full_page_writes=off, trust auth, max_connections sized for the run.
+ * full_page_writes=off, trust auth, max_connections as given (the caller
+ * sizes it: iso_db_max_connections).
  * When running as root, initdb and postgres run as the "postgres" system
  * user (initdb refuses root).
  *
@@ -42,6 +44,41 @@ struct pg_embedded	*pg_embedded_start(int max_connections, char *err);
 /* "host=/dev/shm/soak-pg-XXXX port=5432 user=postgres dbname=postgres" */
 const char		*pg_embedded_conninfo(const struct pg_embedded *pg);
 void			 pg_embedded_stop(struct pg_embedded *pg);
+
+/*
+ * The database of a run, chosen in one place.  iso_db_open takes the first
+ * non-empty of: `chosen` (the conninfo a local run's coordinator already
+ * picked for its workers; NULL elsewhere), SOAK_DATABASE_URL,
+ * cfg->db_url; with none, it starts an embedded PostgreSQL with
+ * iso_db_max_connections(cfg, slots).  db->conninfo is then what every
+ * worker connects to (heap), db->pg the embedded cluster or NULL.
+ * iso_db_close stops the cluster, if any, and frees; NULL is a no-op.
+ *
+ * slots: how many workers use the database at once, each with its own
+ * schema running one seed (soak run: --workers; a worker slot or a
+ * replay: 1, as each starts its own cluster).
+ */
+struct iso_db {
+	char			*conninfo;
+	struct pg_embedded	*pg;
+};
+
+int	iso_db_open(struct iso_db *db, const struct cfg *cfg, int slots,
+	    const char *chosen, char *err);
+void	iso_db_close(struct iso_db *db);
+/*
+ * max_connections for `slots` workers of cfg:
+ *   slots x (turns x (1 + proxies to the database) + services + 6) + 20
+ * (the reasons for each term are in isolation/db.c).
+ */
+int	iso_db_max_connections(const struct cfg *cfg, int slots);
+
+/*
+ * The first line of the server's message for res, else of libpq's for
+ * conn, in buf (without its newline): "unknown error" when neither has one.
+ */
+const char	*iso_pq_msg(PGconn *conn, const PGresult *res, char *buf,
+		    size_t len);
 
 /* The parts of a connection string that a turn's PG* environment needs. */
 struct iso_dbparams {

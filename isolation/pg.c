@@ -37,7 +37,6 @@
 #include "common/util.h"
 
 #define PG_PORT			"5432"	/* names the socket file only; no TCP */
-#define PG_CONN_HEADROOM	10	/* control, invariants, psql by hand */
 #define PG_INITDB_TIMEOUT_MS	60000
 #define PG_READY_TIMEOUT_MS	30000
 #define PG_STOP_TIMEOUT_MS	10000
@@ -425,53 +424,107 @@ report:
 	_exit(0);
 }
 
-struct pg_embedded *
-pg_embedded_start(int max_connections, char *err)
+/*
+ * pg_embedded_start in phases, as the supervisor sees them: plan (find the
+ * server, pick the user, make the directory), launch (fork the supervisor,
+ * which runs initdb and postgres), wait ready (its one status message).
+ */
+
+static void
+pg_plan_free(struct pg_plan *pl)
 {
-	struct pg_embedded	*pg = NULL;
-	struct pg_plan		 pl;
-	struct passwd		*pw;
-	const char		*tmp;
-	char			 tmpl[PATH_MAX], msg[PG_STATUS_MAX + 1], *q = NULL;
-	int			 ctl[2] = { -1, -1 }, st[2] = { -1, -1 };
-	int64_t			 t0 = now_ms(), deadline;
-	size_t			 len = 0;
-	ssize_t			 n;
-	pid_t			 sup;
+	free(pl->root);
+	free(pl->datadir);
+	free(pl->conninfo);
+	memset(pl, 0, sizeof(*pl));
+}
 
-	memset(&pl, 0, sizeof(pl));
-	if (pg_find_bindir(pl.bindir, sizeof(pl.bindir), err) == -1)
-		return NULL;
-	pl.max_connections = (max_connections > 0 ? max_connections : 0) +
-	    PG_CONN_HEADROOM;
-	if (geteuid() == 0) {
-		if ((pw = getpwnam("postgres")) == NULL) {
-			errf(err, "running as root, but there is no \"postgres\" "
-			    "user to run the embedded PostgreSQL as; create one "
-			    "or set database.url");
-			return NULL;
-		}
-		pl.drop_root = true;
-		pl.uid = pw->pw_uid;
-		pl.gid = pw->pw_gid;
-	}
+/* As root, initdb and postgres run as "postgres": initdb refuses root. */
+static int
+pg_plan_user(struct pg_plan *pl, char *err)
+{
+	struct passwd	*pw;
 
+	if (geteuid() != 0)
+		return 0;
+	if ((pw = getpwnam("postgres")) == NULL)
+		return errf(err, "running as root, but there is no \"postgres\" "
+		    "user to run the embedded PostgreSQL as; create one "
+		    "or set database.url");
+	pl->drop_root = true;
+	pl->uid = pw->pw_uid;
+	pl->gid = pw->pw_gid;
+	return 0;
+}
+
+/* Everything decided before the fork; on failure nothing is left behind. */
+static int
+pg_plan_init(struct pg_plan *pl, int max_connections, char *err)
+{
+	const char	*tmp;
+	char		 tmpl[PATH_MAX], *q;
+
+	memset(pl, 0, sizeof(*pl));
+	pl->max_connections = max_connections;
+	if (pg_find_bindir(pl->bindir, sizeof(pl->bindir), err) == -1 ||
+	    pg_plan_user(pl, err) == -1)
+		return -1;
 	/* tmpfs: the cluster is throwaway, so let it live in memory. */
 	if (access("/dev/shm", W_OK) == 0)
 		tmp = "/dev/shm";
 	else if ((tmp = getenv("TMPDIR")) == NULL || tmp[0] == '\0')
 		tmp = "/tmp";
 	snprintf(tmpl, sizeof(tmpl), "%s/soak-pg-XXXXXX", tmp);
-	if (mkdtemp(tmpl) == NULL) {
-		errf(err, "cannot create a directory for the embedded PostgreSQL "
-		    "in %s: %s", tmp, strerror(errno));
-		return NULL;
-	}
-	pl.root = xstrdup(tmpl);
-	pl.datadir = xasprintf("%s/data", pl.root);
-	q = conninfo_quote(pl.root);
-	pl.conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres",
+	if (mkdtemp(tmpl) == NULL)
+		return errf(err, "cannot create a directory for the embedded "
+		    "PostgreSQL in %s: %s", tmp, strerror(errno));
+	pl->root = xstrdup(tmpl);
+	pl->datadir = xasprintf("%s/data", pl->root);
+	q = conninfo_quote(pl->root);
+	pl->conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres",
 	    q, PG_PORT);
+	free(q);
+	return 0;
+}
+
+/*
+ * The supervisor's side of the fork: its own session, the control pipe
+ * at fd 3 and the status pipe at fd 4, nothing else open past stderr.
+ */
+static void __attribute__((noreturn))
+pg_supervisor_child(const struct pg_plan *pl, int ctl_rd, int st_wr)
+{
+	int	c, s;
+
+	setsid();
+	/* Park the two fds high, then put them at 3 and 4. */
+	c = fcntl(ctl_rd, F_DUPFD_CLOEXEC, 100);
+	s = fcntl(st_wr, F_DUPFD_CLOEXEC, 100);
+	if (c == -1 || s == -1 || dup3(c, 3, O_CLOEXEC) == -1 ||
+	    dup3(s, 4, O_CLOEXEC) == -1)
+		_exit(1);
+	close_range(5, ~0U, 0);
+	/* Keep nobody's stdout pipe open; stderr stays for warnings. */
+	if ((c = open("/dev/null", O_RDWR)) != -1) {
+		dup2(c, 0);
+		dup2(c, 1);
+		if (c > 4)
+			close(c);
+	}
+	supervise(pl);
+}
+
+/*
+ * Forks the supervisor.  From here it owns the directory: pl->root and
+ * pl->conninfo move into the returned handle, and *st_rd is the read end
+ * of the status pipe.
+ */
+static struct pg_embedded *
+pg_supervisor_launch(struct pg_plan *pl, int *st_rd, char *err)
+{
+	struct pg_embedded	*pg;
+	int			 ctl[2] = { -1, -1 }, st[2] = { -1, -1 };
+	pid_t			 sup;
 
 	if (pipe2(ctl, O_CLOEXEC) == -1 || pipe2(st, O_CLOEXEC) == -1) {
 		errf(err, "cannot create a pipe for the PostgreSQL supervisor: %s",
@@ -485,58 +538,55 @@ pg_embedded_start(int max_connections, char *err)
 		    strerror(errno));
 		goto fail;
 	}
-	if (sup == 0) {
-		int	c, s;
-
-		setsid();
-		/* Park the two fds high, then put them at 3 and 4. */
-		c = fcntl(ctl[0], F_DUPFD_CLOEXEC, 100);
-		s = fcntl(st[1], F_DUPFD_CLOEXEC, 100);
-		if (c == -1 || s == -1 || dup3(c, 3, O_CLOEXEC) == -1 ||
-		    dup3(s, 4, O_CLOEXEC) == -1)
-			_exit(1);
-		close_range(5, ~0U, 0);
-		/* Keep nobody's stdout pipe open; stderr stays for warnings. */
-		if ((c = open("/dev/null", O_RDWR)) != -1) {
-			dup2(c, 0);
-			dup2(c, 1);
-			if (c > 4)
-				close(c);
-		}
-		supervise(&pl);
-	}
+	if (sup == 0)
+		pg_supervisor_child(pl, ctl[0], st[1]);
 	close(ctl[0]);
-	ctl[0] = -1;
 	close(st[1]);
-	st[1] = -1;
-
+	*st_rd = st[0];
 	pg = xcalloc(1, sizeof(*pg));
 	pg->supervisor = sup;
 	pg->ctl_wr = ctl[1];
-	ctl[1] = -1;
-	pg->root = pl.root;
-	pl.root = NULL;
-	pg->conninfo = pl.conninfo;
-	pl.conninfo = NULL;
+	pg->root = pl->root;
+	pl->root = NULL;
+	pg->conninfo = pl->conninfo;
+	pl->conninfo = NULL;
+	return pg;
+fail:
+	if (ctl[0] != -1)
+		close(ctl[0]);
+	if (ctl[1] != -1)
+		close(ctl[1]);
+	if (st[0] != -1)
+		close(st[0]);
+	if (st[1] != -1)
+		close(st[1]);
+	return NULL;
+}
 
-	/* The supervisor closes the status pipe after its one message. */
-	deadline = now_ms() + PG_START_TIMEOUT_MS;
+/*
+ * Reads the supervisor's one status message: "O<postmaster pid>" once
+ * postgres accepts connections, "E<why>" otherwise.  The supervisor closes
+ * the pipe after it, so EOF ends the read.
+ */
+static int
+pg_wait_ready(int st_rd, char *pm, size_t pmlen, char *err)
+{
+	char		msg[PG_STATUS_MAX + 1];
+	int64_t		deadline = now_ms() + PG_START_TIMEOUT_MS, left;
+	size_t		len = 0;
+	ssize_t		n;
+
 	for (;;) {
-		struct pollfd	pfd = { .fd = st[0], .events = POLLIN };
-		int64_t		left = deadline - now_ms();
+		struct pollfd	pfd = { .fd = st_rd, .events = POLLIN };
 
-		if (left <= 0) {
-			errf(err, "the embedded PostgreSQL supervisor did not "
-			    "report initdb and startup within %d s",
+		if ((left = deadline - now_ms()) <= 0)
+			return errf(err, "the embedded PostgreSQL supervisor did "
+			    "not report initdb and startup within %d s",
 			    PG_START_TIMEOUT_MS / 1000);
-			goto fail;
-		}
-		if (poll(&pfd, 1, (int)left) == -1 && errno != EINTR) {
-			errf(err, "waiting for the embedded PostgreSQL: %s",
+		if (poll(&pfd, 1, (int)left) == -1 && errno != EINTR)
+			return errf(err, "waiting for the embedded PostgreSQL: %s",
 			    strerror(errno));
-			goto fail;
-		}
-		n = read(st[0], msg + len, sizeof(msg) - 1 - len);
+		n = read(st_rd, msg + len, sizeof(msg) - 1 - len);
 		if (n == -1 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
@@ -546,37 +596,43 @@ pg_embedded_start(int max_connections, char *err)
 			break;
 	}
 	msg[len] = '\0';
-	if (len == 0) {
-		errf(err, "the embedded PostgreSQL supervisor died before "
+	if (len == 0)
+		return errf(err, "the embedded PostgreSQL supervisor died before "
 		    "reporting");
+	if (msg[0] != 'O')
+		return errf(err, "embedded PostgreSQL: %s", msg + 1);
+	snprintf(pm, pmlen, "%s", msg + 1);
+	return 0;
+}
+
+struct pg_embedded *
+pg_embedded_start(int max_connections, char *err)
+{
+	struct pg_embedded	*pg = NULL;
+	struct pg_plan		 pl;
+	char			 pm[32];
+	int64_t			 t0 = now_ms();
+	int			 st = -1;
+
+	if (pg_plan_init(&pl, max_connections, err) == -1)
 		goto fail;
-	}
-	if (msg[0] != 'O') {
-		errf(err, "embedded PostgreSQL: %s", msg + 1);
+	if ((pg = pg_supervisor_launch(&pl, &st, err)) == NULL)
 		goto fail;
-	}
-	close(st[0]);
+	if (pg_wait_ready(st, pm, sizeof(pm), err) == -1)
+		goto fail;
+	close(st);
 	log_debug("embedded PostgreSQL %s up in %lld ms (postmaster %s)",
-	    pg->root, (long long)(now_ms() - t0), msg + 1);
-	free(q);
-	free(pl.datadir);
+	    pg->root, (long long)(now_ms() - t0), pm);
+	pg_plan_free(&pl);
 	return pg;
 fail:
-	if (st[0] != -1)
-		close(st[0]);
-	if (st[1] != -1)
-		close(st[1]);
-	if (ctl[0] != -1)
-		close(ctl[0]);
-	if (ctl[1] != -1)
-		close(ctl[1]);
-	if (pg == NULL)
+	if (st != -1)
+		close(st);
+	/* Before the launch the directory is ours; after, the supervisor's. */
+	if (pg == NULL && pl.root != NULL)
 		rm_rf(pl.root);
 	pg_embedded_stop(pg);
-	free(q);
-	free(pl.root);
-	free(pl.datadir);
-	free(pl.conninfo);
+	pg_plan_free(&pl);
 	return NULL;
 }
 

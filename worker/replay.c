@@ -54,8 +54,8 @@ cmd_replay(int argc, char **argv)
 	struct cfg		 cfg = { 0 };
 	struct wrk		 w = { 0 };
 	struct seed_result	 res = { 0 };
-	struct pg_embedded	*pg = NULL;
-	const char		*db, *out = "soak-replay", *seedarg = NULL;
+	struct iso_db		 db = { 0 };
+	const char		*out = "soak-replay", *seedarg = NULL;
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX];
 	uint64_t		 seed = 0;
 	bool			 keep = false;
@@ -89,20 +89,14 @@ cmd_replay(int argc, char **argv)
 		fprintf(stderr, "soak replay: %s\n", err);
 		goto out;
 	}
-	db = getenv("SOAK_DATABASE_URL");
-	if (db == NULL || *db == '\0')
-		db = cfg.db_url;
-	if (db == NULL || *db == '\0') {
-		if ((pg = pg_embedded_start(cfg.turns + 16, err)) == NULL) {
-			fprintf(stderr, "soak replay: %s\n", err);
-			goto out;
-		}
-		db = pg_embedded_conninfo(pg);
+	if (iso_db_open(&db, &cfg, 1, NULL, err) == -1) {
+		fprintf(stderr, "soak replay: %s\n", err);
+		goto out;
 	}
 	w.cfg = &cfg;
 	w.run_id = xasprintf("replay%d", (int)getpid());
 	w.id = 1;
-	w.conninfo = xstrdup(db);
+	w.conninfo = xstrdup(db.conninfo);
 	w.workspace = xasprintf("%s/soak-replay-%d", scratch_root(), (int)getpid());
 	w.keep_dir = xasprintf("%s/failures", outabs);
 	w.timeline = stdout;
@@ -129,8 +123,8 @@ cmd_replay(int argc, char **argv)
 	}
 	if (keep) {
 		printf("schema kept: %s (connect: psql \"%s\" -c 'SET search_path = %s')\n",
-		    iso_schema(w.iso), db, iso_schema(w.iso));
-		if (pg)
+		    iso_schema(w.iso), db.conninfo, iso_schema(w.iso));
+		if (db.pg)
 			printf("note: the embedded database is removed when replay exits; "
 			    "set SOAK_DATABASE_URL to keep the schema for inspection\n");
 	}
@@ -139,7 +133,7 @@ cmd_replay(int argc, char **argv)
 out:
 	if (!keep && w.workspace)
 		rm_rf(w.workspace);
-	pg_embedded_stop(pg);
+	iso_db_close(&db);
 	free(w.run_id);
 	free(w.conninfo);
 	free(w.workspace);

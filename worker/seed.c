@@ -69,17 +69,18 @@ timeline(struct seed_ctx *c, const char *fmt, ...)
 	fflush(c->w->timeline);
 }
 
+/* The reason says the verdict (common/verdict.h). */
 static void
-verdict(struct seed_result *res, int v, const char *reason, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 static void
-verdict(struct seed_result *res, int v, const char *reason, const char *fmt, ...)
+verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 {
 	va_list	ap;
 
-	res->verdict = v;
-	res->reason = reason;
+	res->verdict = reason_verdict(why);
+	res->reason = why;
 	va_start(ap, fmt);
 	vsnprintf(res->message, sizeof(res->message), fmt, ap);
 	va_end(ap);
@@ -120,14 +121,14 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	timeline(c, "setup: %s %d (%lld ms)", turn_status_name(out.status), out.code,
 	    (long long)out.duration_ms);
 	if (hung) {
-		verdict(res, VERDICT_FAIL, "hang", "seed_timeout (%lld ms) passed during setup",
+		verdict(res, REASON_HANG, "seed_timeout (%lld ms) passed during setup",
 		    (long long)cfg->seed_timeout_ms);
 		rc = -1;
 	} else if (out.status == TURN_EXEC) {
-		verdict(res, VERDICT_INFRA, "setup", "setup: %s", out.stderr_tail);
+		verdict(res, REASON_SETUP, "setup: %s", out.stderr_tail);
 		rc = -1;
 	} else if (out.status != TURN_OK) {
-		verdict(res, VERDICT_INFRA, "setup", "setup command %s (%s %d) after %lld ms; see its stderr",
+		verdict(res, REASON_SETUP, "setup command %s (%s %d) after %lld ms; see its stderr",
 		    cfg->setup[0], turn_status_name(out.status), out.code,
 		    (long long)out.duration_ms);
 		rc = -1;
@@ -192,7 +193,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 
 	for (i = 0; i < n; i++) {
 		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, i, err)) == NULL) {
-			verdict(res, VERDICT_INFRA, "exec", "%s", err);
+			verdict(res, REASON_EXEC, "%s", err);
 			rc = -1;
 			goto out;
 		}
@@ -235,18 +236,18 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		    out[i].status != TURN_OK && out[i].stderr_tail ? out[i].stderr_tail : "");
 	}
 	if (hung) {
-		verdict(res, VERDICT_FAIL, "hang", "still running at seed_timeout (%lld ms) in round %d",
+		verdict(res, REASON_HANG, "still running at seed_timeout (%lld ms) in round %d",
 		    (long long)cfg->seed_timeout_ms, round);
 		rc = -1;
 	} else if (execfail) {
 		for (i = 0; i < n && out[i].status != TURN_EXEC; i++)
 			;
-		verdict(res, VERDICT_INFRA, "exec", "%s", out[i].stderr_tail);
+		verdict(res, REASON_EXEC, "%s", out[i].stderr_tail);
 		rc = -1;
 	} else if (tempfail) {
 		for (i = 0; i < n && out[i].status != TURN_TEMPFAIL; i++)
 			;
-		verdict(res, VERDICT_INFRA, "tempfail",
+		verdict(res, REASON_TEMPFAIL,
 		    "%d turn(s) exited 75 (environment broke) in round %d, first turn %d",
 		    tempfail, round, i);
 		rc = -1;
@@ -273,7 +274,7 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	int			rc = 0;
 
 	if (inv_check(iso_conn(c->w->iso), c->w->cfg, &ir, err) == -1) {
-		verdict(res, VERDICT_INFRA, "db", "after round %d: %s", round, err);
+		verdict(res, REASON_DB, "after round %d: %s", round, err);
 		timeline(c, "check after round %d: %s", round, err);
 		return -1;
 	}
@@ -301,7 +302,7 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 		}
 	}
 	if (ir.nviolated > 0) {
-		verdict(res, VERDICT_FAIL, "invariant", "%zu invariant(s) broken after round %d",
+		verdict(res, REASON_INVARIANT, "%zu invariant(s) broken after round %d",
 		    ir.nviolated, round);
 		json_object_set_new(detail, "invariants", inv_result_json(&ir));
 		c->round = round;
@@ -354,7 +355,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	int			  round;
 
 	memset(res, 0, sizeof(*res));
-	res->reason = "";
+	res->reason = REASON_NONE;
 	c.start = now_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
 	c.turns = json_array();
@@ -362,18 +363,18 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 
 	set_state(&c, SEED_RESET, -1);
 	if (wrk_services_check(w, &died, err) == -1) {
-		verdict(res, VERDICT_INFRA, "service", "%s", err);
+		verdict(res, REASON_SERVICE, "%s", err);
 		goto done;
 	}
 	if (iso_reset(w->iso, err) == -1) {
-		verdict(res, VERDICT_INFRA, "db", "%s", err);
+		verdict(res, REASON_DB, "%s", err);
 		timeline(&c, "reset schema %s: %s", iso_schema(w->iso), err);
 		goto done;
 	}
 	timeline(&c, "reset schema %s (%s)", iso_schema(w->iso),
 	    cfg->db_reset == CFG_RESET_TRUNCATE ? "truncate" : "recreate");
 	if ((c.dir = iso_seed_dir(w->iso, seed, err)) == NULL) {
-		verdict(res, VERDICT_INFRA, "exec", "%s", err);
+		verdict(res, REASON_EXEC, "%s", err);
 		goto done;
 	}
 	if (cfg->setup != NULL) {
@@ -386,7 +387,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		ups = proxy_upstreams(w);
 		if ((c.proxies = proxy_set_start(cfg, ups, cfg->turns, seed,
 		    c.trace_path, err)) == NULL) {
-			verdict(res, VERDICT_INFRA, "proxy", "%s", err);
+			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
 	}
@@ -406,13 +407,13 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			goto done;
 	}
 	if (c.crashed > 0)
-		verdict(res, VERDICT_FAIL, "crash", "%d turn(s) died of a signal", c.crashed);
+		verdict(res, REASON_CRASH, "%d turn(s) died of a signal", c.crashed);
 	else if (c.ok_turns < cfg_guard_floor(cfg))
-		verdict(res, VERDICT_FAIL, "guard",
+		verdict(res, REASON_GUARD,
 		    "only %d of %d turns succeeded; the guard wants at least %lld",
 		    c.ok_turns, c.total_turns, (long long)cfg_guard_floor(cfg));
 	else
-		verdict(res, VERDICT_PASS, "", "%d of %d turns ok", c.ok_turns, c.total_turns);
+		verdict(res, REASON_NONE, "%d of %d turns ok", c.ok_turns, c.total_turns);
 done:
 	set_state(&c, SEED_VERDICT, -1);
 	if (c.proxies) {
@@ -422,7 +423,7 @@ done:
 	/* A service that died under the seed makes the seed unreliable. */
 	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0 &&
 	    wrk_services_check(w, &died, err) == 0 && died)
-		verdict(res, VERDICT_INFRA, "service", "a service died during the seed");
+		verdict(res, REASON_SERVICE, "a service died during the seed");
 	res->duration_ms = now_ms() - c.start;
 	json_object_set_new(detail, "message", json_string(res->message));
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
@@ -441,7 +442,8 @@ done:
 		}
 	}
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
-	    *res->reason ? " " : "", res->reason, res->message);
+	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
+	    res->message);
 	dispose_workspace(&c, res, detail);
 	res->detail = detail;
 	json_decref(c.turns);

@@ -35,13 +35,16 @@ wrk_open(struct wrk *w, char *err)
 	const char	*path = getenv("PATH");
 
 	w->path_env = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	w->open_failed = REASON_DB;
 	if (iso_dbparams_parse(w->conninfo, &w->db, err) == -1)
 		return -1;
 	if ((w->iso = iso_open(w->cfg, w->conninfo, w->run_id, w->id, w->workspace,
 	    err)) == NULL)
 		return -1;
+	w->open_failed = REASON_SERVICE;
 	if (wrk_services_start(w, err) == -1)
 		return -1;
+	w->open_failed = REASON_NONE;
 	return 0;
 }
 
@@ -252,10 +255,9 @@ worker_main(const struct wopts *o)
 	struct msg		 req, rep;
 	struct cfg		 cfg = { 0 };
 	struct wrk		 w = { 0 };
-	struct pg_embedded	*pg = NULL;
+	struct iso_db		 db = { 0 };
 	pthread_t		 beat_thread;
 	char			 err[ERR_LEN], host[256] = "localhost", name[300], role[32];
-	const char		*db;
 	bool			 opened = false, beating = false;
 	int			 rc = 1;
 
@@ -304,18 +306,12 @@ worker_main(const struct wopts *o)
 	    getenv("TMPDIR") : "/tmp", w.run_id);
 	beat.interval_ms = rep.u.welcome.heartbeat_ms ? (int)rep.u.welcome.heartbeat_ms : 1000;
 	beat.worker_id = (uint32_t)w.id;
-	db = *rep.u.welcome.db_conninfo ? rep.u.welcome.db_conninfo :
-	    getenv("SOAK_DATABASE_URL") && *getenv("SOAK_DATABASE_URL") ?
-	    getenv("SOAK_DATABASE_URL") : cfg.db_url;
-	w.conninfo = db && *db ? xstrdup(db) : NULL;
-	msg_clear(&rep);
-	if (w.conninfo == NULL) {
-		if ((pg = pg_embedded_start(cfg.turns + 16, err)) == NULL) {
-			log_warnx("%s", err);
-			goto out;
-		}
-		w.conninfo = xstrdup(pg_embedded_conninfo(pg));
+	if (iso_db_open(&db, &cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
+		log_warnx("%s", err);
+		goto out;
 	}
+	w.conninfo = xstrdup(db.conninfo);
+	msg_clear(&rep);
 
 	if (link_clone(&beat.link, &link, err) == -1 ||
 	    pthread_create(&beat_thread, NULL, beat_main, &beat) != 0) {
@@ -360,7 +356,7 @@ worker_main(const struct wopts *o)
 					log_warnx("cannot run seeds: %s", err);
 					memset(&res, 0, sizeof(res));
 					res.verdict = VERDICT_INFRA;
-					res.reason = strstr(err, "service") ? "service" : "db";
+					res.reason = w.open_failed;
 					snprintf(res.message, sizeof(res.message), "%s", err);
 					res.detail = json_pack("{s:s}", "message", err);
 					wrk_close(&w, false);
@@ -369,7 +365,7 @@ worker_main(const struct wopts *o)
 			if (opened)
 				wrk_run_seed(&w, s.seed, s.attempt, &res);
 			log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s.seed,
-			    msg_verdict_name(res.verdict), res.reason,
+			    msg_verdict_name(res.verdict), reason_name(res.reason),
 			    (long long)res.duration_ms);
 			detail = res.detail ? json_dumps(res.detail, JSON_COMPACT) : NULL;
 			if (detail == NULL)
@@ -381,7 +377,7 @@ worker_main(const struct wopts *o)
 			r2.u.result.seed = s.seed;
 			r2.u.result.attempt = s.attempt;
 			r2.u.result.verdict = (uint8_t)res.verdict;
-			r2.u.result.reason = (char *)res.reason;
+			r2.u.result.reason = (char *)reason_name(res.reason);
 			r2.u.result.duration_ms = res.duration_ms > UINT32_MAX ?
 			    UINT32_MAX : (uint32_t)res.duration_ms;
 			r2.u.result.detail = detail;
@@ -427,7 +423,7 @@ out:
 		wrk_close(&w, true);
 	if (w.workspace)
 		rm_rf(w.workspace);
-	pg_embedded_stop(pg);
+	iso_db_close(&db);
 	link_close(&link);
 	free(w.run_id);
 	free(w.workspace);

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "common/config.h"
+#include "common/verdict.h"
 #include "isolation/iso.h"
 
 /* How one turn (or the setup command) ended. */
@@ -88,13 +89,15 @@ struct wrk {
 	FILE			*timeline;	/* replay's readable account, or NULL */
 	bool			 keep_all;	/* replay --keep: never remove the workspace */
 	char			*path_env;	/* the PATH turns inherit */
+	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
+						   or REASON_SERVICE */
 };
 
 enum seed_state { SEED_RESET, SEED_SETUP, SEED_ROUND, SEED_CHECK, SEED_VERDICT };
 
 struct seed_result {
 	int		 verdict;	/* enum msg_verdict */
-	const char	*reason;	/* static string; "" for pass */
+	enum reason	 reason;	/* REASON_NONE for pass */
 	char		 message[512];
 	int64_t		 duration_ms;
 	json_t		*detail;	/* owned */
@@ -103,6 +106,7 @@ struct seed_result {
 /*
  * Opens the worker: parses conninfo, iso_open, starts services.  The
  * caller fills cfg/run_id/id/conninfo/workspace/keep_dir/timeline first.
+ * On -1, w->open_failed says which part failed, as an infra reason.
  */
 int	wrk_open(struct wrk *w, char *err);
 void	wrk_close(struct wrk *w, bool drop_schema);

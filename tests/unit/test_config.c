@@ -703,73 +703,6 @@ test_guard_floor(void **state)
 	assert_int_equal(cfg_guard_floor(&cfg), 0);
 }
 
-static void
-test_parse_duration(void **state)
-{
-	static const struct { const char *s; int64_t ms; } good[] = {
-		{ "0ms", 0 }, { "250ms", 250 }, { "5s", 5000 }, { "2m", 120000 },
-		{ "9223372036854775807ms", INT64_MAX },
-	};
-	static const struct { const char *s, *why; } bad[] = {
-		{ "", "empty duration (use e.g. 250ms, 5s, 2m)" },
-		{ "5", "\"5\" has no unit (use ms, s or m)" },
-		{ "s", "\"s\" is not a duration (use e.g. 250ms, 5s, 2m)" },
-		{ " 5s", "\" 5s\" is not a duration (use e.g. 250ms, 5s, 2m)" },
-		{ "5S", "\"5S\" has an unknown unit (use ms, s or m)" },
-		{ "1.5s", "\"1.5s\" has an unknown unit (use ms, s or m)" },
-		{ "-1ms", "\"-1ms\" is negative (a duration is at least 0ms)" },
-		{ "9223372036854775808ms", "\"9223372036854775808ms\" is too large" },
-		{ "153722867280912931m", "\"153722867280912931m\" is too large" },
-	};
-	char	err[ERR_LEN];
-	int64_t	ms;
-	size_t	i;
-
-	(void)state;
-	for (i = 0; i < nitems(good); i++) {
-		assert_int_equal(cfg_parse_duration(good[i].s, &ms, err), 0);
-		assert_int_equal(ms, good[i].ms);
-	}
-	for (i = 0; i < nitems(bad); i++) {
-		ms = -7;
-		assert_int_equal(cfg_parse_duration(bad[i].s, &ms, err), -1);
-		assert_string_equal(err, bad[i].why);
-		assert_int_equal(ms, -7);
-	}
-}
-
-static void
-test_parse_share(void **state)
-{
-	static const struct { const char *s; double v; } good[] = {
-		{ "0", 0 }, { "1", 1 }, { "0.15", 0.15 }, { ".5", 0.5 },
-		{ "15%", 0.15 }, { "100%", 1 }, { "2.5%", 0.025 }, { "0%", 0 },
-	};
-	static const struct { const char *s, *why; } bad[] = {
-		{ "", "empty share (use e.g. 0.15 or 15%)" },
-		{ "%", "\"%\" is not a share (use e.g. 0.15 or 15%)" },
-		{ "abc", "\"abc\" is not a share (use e.g. 0.15 or 15%)" },
-		{ "1e-3", "\"1e-3\" is not a share (use e.g. 0.15 or 15%)" },
-		{ "-0.1", "\"-0.1\" is not a share (use e.g. 0.15 or 15%)" },
-		{ "nan", "\"nan\" is not a share (use e.g. 0.15 or 15%)" },
-		{ "1.01", "\"1.01\" is more than 1 (a share is 0..1 or 0%..100%)" },
-		{ "100.5%", "\"100.5%\" is more than 100%" },
-	};
-	char	err[ERR_LEN];
-	double	v;
-	size_t	i;
-
-	(void)state;
-	for (i = 0; i < nitems(good); i++) {
-		assert_int_equal(cfg_parse_share(good[i].s, &v, err), 0);
-		assert_near(v, good[i].v, 1e-12);
-	}
-	for (i = 0; i < nitems(bad); i++) {
-		assert_int_equal(cfg_parse_share(bad[i].s, &v, err), -1);
-		assert_string_equal(err, bad[i].why);
-	}
-}
-
 int
 main(void)
 {
@@ -784,8 +717,6 @@ main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_guard_floor),
-		cmocka_unit_test(test_parse_duration),
-		cmocka_unit_test(test_parse_share),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

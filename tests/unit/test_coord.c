@@ -10,7 +10,9 @@
 
 #include "common/config.h"
 #include "common/msg.h"
+#include "common/queue.h"
 #include "common/util.h"
+#include "common/verdict.h"
 #include "coordinator/coord.h"
 
 static struct cfg	cfg;
@@ -629,11 +631,82 @@ test_incoherent_result_is_infra(void **state)
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[0].state, CSEED_PENDING);
 	assert_int_equal(s[0].infra, 1);
-	assert_true(coord_reason_valid(VERDICT_FAIL, "hang"));
-	assert_false(coord_reason_valid(VERDICT_FAIL, "db"));
-	assert_false(coord_reason_valid(VERDICT_INFRA, "invariant"));
+	assert_true(reason_valid(VERDICT_FAIL, reason_parse("hang")));
+	assert_false(reason_valid(VERDICT_FAIL, reason_parse("db")));
+	assert_false(reason_valid(VERDICT_INFRA, reason_parse("invariant")));
+	assert_false(reason_valid(VERDICT_INFRA, reason_parse("nonsense")));
+	assert_true(reason_valid(VERDICT_PASS, reason_parse("")));
+	assert_false(reason_valid(VERDICT_PASS, reason_parse("worker-lost")));
 	msg_clear(&rep);
 	coord_free(c);
+}
+
+/* The one name table: every reason round-trips and says its verdict. */
+static void
+test_reason_names(void **state)
+{
+	int	r;
+
+	(void)state;
+	for (r = 0; r < REASON_MAX; r++) {
+		assert_int_equal(reason_parse(reason_name(r)), r);
+		assert_true(reason_valid(reason_verdict(r), r));
+	}
+	assert_string_equal(reason_name(REASON_WORKER_LOST), "worker-lost");
+	assert_string_equal(reason_name(REASON_NONE), "");
+	assert_int_equal(reason_verdict(REASON_TEMPFAIL), VERDICT_INFRA);
+	assert_int_equal(reason_verdict(REASON_CRASH), VERDICT_FAIL);
+	assert_int_equal(reason_parse("Invariant"), -1);
+	assert_int_equal(reason_parse(NULL), -1);
+	assert_string_equal(reason_name(REASON_MAX), "?");
+	assert_false(reason_valid(VERDICT_FAIL, -1));
+}
+
+/* The ring the coordinator and the server queue into. */
+static void
+test_queue_ring(void **state)
+{
+	struct queue	q;
+	uint64_t	v, i;
+	struct { uint32_t a; uint8_t b; } e = { 7, 9 }, out;
+
+	(void)state;
+	queue_init(&q, sizeof(uint64_t));
+	assert_false(queue_pop(&q, &v));
+	/* Wrap the head round before the ring grows, then grow it. */
+	for (i = 0; i < 40; i++)
+		queue_push(&q, &i);
+	for (i = 0; i < 30; i++) {
+		assert_true(queue_pop(&q, &v));
+		assert_int_equal(v, i);
+	}
+	for (i = 40; i < 200; i++)
+		queue_push(&q, &i);
+	assert_int_equal(q.len, 170);
+	assert_int_equal(*(uint64_t *)queue_at(&q, 0), 30);
+	assert_int_equal(*(uint64_t *)queue_at(&q, 169), 199);
+	queue_remove(&q, 1);			/* 31 */
+	queue_remove(&q, q.len - 1);		/* 199 */
+	assert_int_equal(q.len, 168);
+	assert_int_equal(*(uint64_t *)queue_at(&q, 1), 32);
+	for (i = 0; i < 168; i++) {
+		assert_true(queue_pop(&q, &v));
+		assert_int_equal(v, i == 0 ? 30 : i + 31);
+	}
+	assert_false(queue_pop(&q, &v));
+	queue_free(&q);
+	queue_free(NULL);
+
+	queue_init(&q, sizeof(e));
+	queue_push(&q, &e);
+	e.a = 8;
+	queue_push(&q, &e);
+	assert_true(queue_pop(&q, &out));
+	assert_int_equal(out.a, 7);
+	assert_int_equal(out.b, 9);
+	assert_true(queue_pop(&q, &out));
+	assert_int_equal(out.a, 8);
+	queue_free(&q);
 }
 
 
@@ -769,6 +842,8 @@ main(void)
 		cmocka_unit_test(test_refused_results_are_no_sign_of_life),
 		cmocka_unit_test(test_pipe_close_and_infra_retries),
 		cmocka_unit_test(test_incoherent_result_is_infra),
+		cmocka_unit_test(test_reason_names),
+		cmocka_unit_test(test_queue_ring),
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
 	};

@@ -35,7 +35,7 @@ group_setup(void **state)
 	char	err[ERR_LEN] = "";
 
 	(void)state;
-	if ((pg = pg_embedded_start(5, err)) == NULL) {
+	if ((pg = pg_embedded_start(15, err)) == NULL) {
 		fprintf(stderr, "pg_embedded_start: %s\n", err);
 		return -1;
 	}

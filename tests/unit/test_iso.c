@@ -32,7 +32,7 @@ group_setup(void **state)
 	int64_t	t0 = now_ms();
 
 	(void)state;
-	if ((pg = pg_embedded_start(20, err)) == NULL) {
+	if ((pg = pg_embedded_start(30, err)) == NULL) {
 		fprintf(stderr, "pg_embedded_start: %s\n", err);
 		return -1;
 	}
@@ -230,7 +230,7 @@ test_embedded_stop_cleans_up(void **state)
 	int64_t			 t0;
 
 	(void)state;
-	pg2 = pg_embedded_start(2, err);
+	pg2 = pg_embedded_start(12, err);
 	if (pg2 == NULL)
 		fail_msg("pg_embedded_start: %s", err);
 	assert_string_not_equal(pg_embedded_conninfo(pg2),
@@ -291,7 +291,7 @@ caller_dies(bool ctrl_c)
 		pid_t			 cpm;
 
 		close(fds[0]);
-		if ((p = pg_embedded_start(2, err)) == NULL) {
+		if ((p = pg_embedded_start(12, err)) == NULL) {
 			dprintf(fds[1], "ERR %s", err);
 			_exit(1);
 		}
@@ -593,6 +593,11 @@ test_weird_run_id(void **state)
 	longid[99] = 's';
 	b = open_iso(&cfg, longid, 1);
 	assert_true(strlen(iso_schema(a)) <= 63);
+	/* soak_<id cut>_<8 hex of fnv1a64>_w1, exactly 63 bytes. */
+	assert_int_equal(strlen(iso_schema(a)), 63);
+	assert_int_equal(iso_schema(a)[63 - 12], '_');
+	assert_int_equal(strspn(iso_schema(a) + 63 - 11, "0123456789abcdef"), 8);
+	assert_string_equal(iso_schema(a) + 63 - 3, "_w1");
 	assert_string_not_equal(iso_schema(a), iso_schema(b));
 	assert_true(strstr(iso_schema(a), "_w1") != NULL);
 	assert_int_equal(iso_reset(a, err), 0);
@@ -692,6 +697,129 @@ test_open_bad_conninfo(void **state)
 	assert_null(strstr(err, "hunter2"));
 }
 
+/* One formula: each term moves the total by what iso.h says it should. */
+static void
+test_db_max_connections(void **state)
+{
+	struct cfg_proxy	px[3];
+	struct cfg		cfg = { 0 };
+
+	(void)state;
+	memset(px, 0, sizeof(px));
+	cfg.turns = 8;
+	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 6 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 6 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 6) + 20);
+	cfg.nservices = 2;
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 6) + 20);
+	/* Only proxies in front of the database add per-turn connections. */
+	px[0].upstream_kind = CFG_UP_SERVICE;
+	px[1].upstream_kind = CFG_UP_DATABASE;
+	px[2].upstream_kind = CFG_UP_DATABASE;
+	cfg.proxies = px;
+	cfg.nproxies = 3;
+	assert_int_equal(iso_db_max_connections(&cfg, 4),
+	    4 * (8 * 3 + 2 + 6) + 20);
+	/* Never below what soak run and soak worker asked for before. */
+	cfg.nproxies = 0;
+	cfg.nservices = 0;
+	assert_true(iso_db_max_connections(&cfg, 4) >= 4 * (8 + 6) + 20);
+	assert_true(iso_db_max_connections(&cfg, 1) >= 8 + 26);
+	cfg.turns = 1024;
+	cfg.nproxies = 3;
+	cfg.proxies = px;
+	assert_int_equal(iso_db_max_connections(&cfg, 1024),
+	    1024 * (1024 * 3 + 6) + 20);
+}
+
+/* chosen, else SOAK_DATABASE_URL, else database.url; nothing started. */
+static void
+test_db_choice(void **state)
+{
+	struct iso_db	db;
+	struct cfg	cfg = { 0 };
+	char		err[ERR_LEN] = "";
+
+	(void)state;
+	cfg.turns = 2;
+	cfg.db_url = "host=cfg";
+	setenv("SOAK_DATABASE_URL", "host=env", 1);
+	assert_int_equal(iso_db_open(&db, &cfg, 1, "host=coord", err), 0);
+	assert_string_equal(db.conninfo, "host=coord");
+	assert_null(db.pg);
+	iso_db_close(&db);
+	assert_null(db.conninfo);
+	assert_int_equal(iso_db_open(&db, &cfg, 1, "", err), 0);
+	assert_string_equal(db.conninfo, "host=env");
+	iso_db_close(&db);
+	setenv("SOAK_DATABASE_URL", "", 1);
+	assert_int_equal(iso_db_open(&db, &cfg, 1, NULL, err), 0);
+	assert_string_equal(db.conninfo, "host=cfg");
+	assert_null(db.pg);
+	iso_db_close(&db);
+	unsetenv("SOAK_DATABASE_URL");
+	assert_int_equal(iso_db_open(&db, &cfg, 1, NULL, err), 0);
+	assert_string_equal(db.conninfo, "host=cfg");
+	iso_db_close(&db);
+	iso_db_close(NULL);
+}
+
+/* With no URL anywhere: an embedded cluster sized by the formula. */
+static void
+test_db_embedded(void **state)
+{
+	struct iso_db	db;
+	struct cfg	cfg = { 0 };
+	char		err[ERR_LEN] = "", datadir[4096];
+	PGconn		*c;
+	pid_t		 pm;
+
+	(void)state;
+	cfg.turns = 3;
+	cfg.nservices = 1;
+	unsetenv("SOAK_DATABASE_URL");
+	if (iso_db_open(&db, &cfg, 2, NULL, err) == -1)
+		fail_msg("iso_db_open: %s", err);
+	assert_non_null(db.pg);
+	assert_string_equal(db.conninfo, pg_embedded_conninfo(db.pg));
+	c = connect_ok(db.conninfo);
+	assert_int_equal(query_long(c, "SHOW max_connections"),
+	    iso_db_max_connections(&cfg, 2));
+	assert_int_equal(query_long(c, "SHOW max_connections"),
+	    2 * (3 + 1 + 6) + 20);
+	PQfinish(c);
+	pm = pg_facts(db.conninfo, datadir, sizeof(datadir));
+	iso_db_close(&db);
+	assert_false(pid_alive(pm));
+	assert_false(path_exists(datadir));
+	assert_null(db.pg);
+}
+
+static void
+test_pq_msg(void **state)
+{
+	PGconn		*c;
+	PGresult	*r;
+	char		 m[200];
+
+	(void)state;
+	assert_string_equal(iso_pq_msg(NULL, NULL, m, sizeof(m)),
+	    "unknown error");
+	c = connect_ok(pg_embedded_conninfo(pg));
+	r = PQexec(c, "SELECT 1/0");
+	assert_string_equal(iso_pq_msg(c, r, m, sizeof(m)), "division by zero");
+	PQclear(r);
+	r = PQexec(c, "SELEC 1");
+	assert_string_equal(iso_pq_msg(c, r, m, sizeof(m)),
+	    "syntax error at or near \"SELEC\"");
+	PQclear(r);
+	/* Cut to the buffer, one line. */
+	r = PQexec(c, "SELECT 1/0");
+	assert_string_equal(iso_pq_msg(c, r, m, 9), "division");
+	PQclear(r);
+	PQfinish(c);
+}
+
 int
 main(void)
 {
@@ -710,6 +838,10 @@ main(void)
 		cmocka_unit_test(test_reconnects_once),
 		cmocka_unit_test(test_workspaces),
 		cmocka_unit_test(test_open_bad_conninfo),
+		cmocka_unit_test(test_db_max_connections),
+		cmocka_unit_test(test_db_choice),
+		cmocka_unit_test(test_db_embedded),
+		cmocka_unit_test(test_pq_msg),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,4 +1,7 @@
-/* Unit tests of the ticket filer: fingerprint, grouping, rendering, backoff. */
+/*
+ * Unit tests of the ticket filer (grouping, rendering, backoff) and of the
+ * fingerprint it shares with the coordinator (coordinator/fingerprint.c).
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +12,7 @@
 #include <cmocka.h>
 
 #include "common/util.h"
+#include "coordinator/fingerprint.h"
 #include "coordinator/tickets.h"
 #include "coordinator/tickets_int.h"
 
@@ -61,13 +65,99 @@ report_with(const char *tickets, char **recs)
 static void
 test_hash(void **state)
 {
-	char	h[TK_HASH_LEN];
+	char	h[FP_HASH_LEN];
 
 	(void)state;
-	tk_hash_hex("", h);
+	fp_hash_hex("", h);
 	assert_string_equal(h, "cbf29ce484222325");
-	tk_hash_hex("a", h);
+	fp_hash_hex("a", h);
 	assert_string_equal(h, "af63dc4c8601ec8c");
+	fp_hash_hex("reservations|invariant|a rule|b rule", h);
+	assert_string_equal(h, "643f0abc06cf7d57");
+}
+
+static void
+test_fingerprint_rule(void **state)
+{
+	json_t		*invs;
+	const char	**names;
+	char		*fp;
+	size_t		 n;
+
+	(void)state;
+	/* A nameless broken invariant is the empty name, sorted first: the
+	 * coordinator's rule, which the filer once disagreed with. */
+	invs = json_loads("[{\"name\": \"b\"}, {}, {\"name\": null}, "
+	    "{\"name\": \"a\"}]", 0, NULL);
+	assert_non_null(invs);
+	fp = fp_string("cfg", "invariant", invs);
+	assert_string_equal(fp, "cfg|invariant|||a|b");
+	free(fp);
+	names = fp_names(invs, &n);
+	assert_int_equal(n, 4);
+	assert_string_equal(names[0], "");
+	assert_string_equal(names[3], "b");
+	assert_null(names[4]);
+	free(names);
+	/* Only the invariant reason carries names. */
+	fp = fp_string("cfg", "hang", invs);
+	assert_string_equal(fp, "cfg|hang");
+	free(fp);
+	fp = fp_string("cfg", "worker-lost", NULL);
+	assert_string_equal(fp, "cfg|worker-lost");
+	free(fp);
+	fp = fp_string("cfg", "invariant", NULL);
+	assert_string_equal(fp, "cfg|invariant");
+	free(fp);
+	fp = fp_string("cfg", NULL, invs);
+	assert_string_equal(fp, "cfg|unknown");
+	free(fp);
+	json_decref(invs);
+}
+
+static void
+test_fingerprint_groups(void **state)
+{
+	struct fp_groups	 g;
+	struct fp_group		*gr;
+
+	(void)state;
+	fp_groups_init(&g, true);
+	/* Seeds out of order, as a hand-edited report.json may hold them. */
+	gr = fp_groups_add(&g, "c|invariant|A", 40, 0);
+	assert_int_equal(gr->count, 1);
+	fp_groups_add(&g, "c|hang", 8, 1);
+	gr = fp_groups_add(&g, "c|invariant|A", 7, 2);
+	assert_int_equal(gr->count, 2);
+	fp_groups_add(&g, "c|invariant|A", 90, 3);
+	fp_groups_add(&g, "c|invariant|A|B", 3, 4);
+	fp_groups_add(&g, "c|invariant|A", 7, 5);	/* a tie keeps the first */
+	assert_int_equal(g.n, 3);
+	assert_string_equal(g.v[0].fp, "c|invariant|A");
+	assert_int_equal(g.v[0].count, 4);
+	assert_int_equal(g.v[0].smallest, 7);
+	assert_int_equal(g.v[0].first, 2);
+	fp_groups_sort(&g);
+	assert_string_equal(g.v[0].fp, "c|invariant|A|B");
+	assert_string_equal(g.v[1].fp, "c|invariant|A");
+	assert_int_equal(g.v[1].first, 2);
+	assert_int_equal(g.v[1].seeds[0], 7);
+	assert_int_equal(g.v[1].seeds[1], 7);
+	assert_int_equal(g.v[1].seeds[2], 40);
+	assert_int_equal(g.v[1].seeds[3], 90);
+	assert_string_equal(g.v[2].fp, "c|hang");
+	assert_int_equal(g.v[2].first, 1);
+	fp_groups_free(&g);
+	assert_int_equal(g.n, 0);
+
+	/* Counting alone keeps no list. */
+	fp_groups_init(&g, false);
+	fp_groups_add(&g, "c|crash", 5, 0);
+	gr = fp_groups_add(&g, "c|crash", 2, 1);
+	assert_int_equal(gr->count, 2);
+	assert_int_equal(gr->smallest, 2);
+	assert_null(gr->seeds);
+	fp_groups_free(&g);
 }
 
 static void
@@ -332,6 +422,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_fingerprint_rule),
+		cmocka_unit_test(test_fingerprint_groups),
 		cmocka_unit_test(test_fingerprint_sorted_and_agrees),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_url_escape),

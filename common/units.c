@@ -1,0 +1,196 @@
+/*
+ * Value grammars (contract in units.h).
+ *
+ * Each parser walks its bytes by hand over [s, s + len): a range parses its
+ * two halves in place, without copying them, and a message quotes exactly
+ * the piece that was wrong.
+ */
+#include "common/units.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+#define QUOTE_MAX	48	/* longest value quoted back in a message */
+
+static const char *
+quote_n(const char *s, size_t len, char *buf, size_t size)
+{
+	size_t	i, o = 0, max = size - 6;	/* quotes, "...", NUL */
+
+	buf[o++] = '"';
+	for (i = 0; i < len && i < QUOTE_MAX && o < max; i++)
+		buf[o++] = ((unsigned char)s[i] < 0x20 || s[i] == 0x7f) ? '?' : s[i];
+	if (i < len) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o++] = '"';
+	buf[o] = '\0';
+	return buf;
+}
+
+const char *
+quote_value(const char *s, char *buf, size_t size)
+{
+	return quote_n(s, strlen(s), buf, size);
+}
+
+/* Leading decimal digits of [*p, end) into *x; -1 when they pass limit. */
+static int
+digits(const char **p, const char *end, uint64_t limit, uint64_t *x)
+{
+	for (*x = 0; *p < end && **p >= '0' && **p <= '9'; (*p)++) {
+		if (*x > (limit - (uint64_t)(**p - '0')) / 10)
+			return -1;
+		*x = *x * 10 + (uint64_t)(**p - '0');
+	}
+	return 0;
+}
+
+static int
+duration_n(const char *s, size_t len, int64_t *ms, char *err)
+{
+	const char	*p = s, *end = s + len;
+	char		 b[QUOTE_LEN];
+	uint64_t	 x, mul;
+	size_t		 ulen;
+
+	if (len == 0)
+		return errf(err, "empty duration (use e.g. 250ms, 5s, 2m)");
+	quote_n(s, len, b, sizeof(b));
+	if (*s == '-')
+		return errf(err, "%s is negative (a duration is at least 0ms)", b);
+	if (*p < '0' || *p > '9')
+		return errf(err, "%s is not a duration (use e.g. 250ms, 5s, 2m)",
+		    b);
+	if (digits(&p, end, INT64_MAX, &x) == -1)
+		return errf(err, "%s is too large", b);
+	if ((ulen = (size_t)(end - p)) == 0)
+		return errf(err, "%s has no unit (use ms, s or m)", b);
+	if (ulen == 2 && memcmp(p, "ms", 2) == 0)
+		mul = 1;
+	else if (ulen == 1 && *p == 's')
+		mul = 1000;
+	else if (ulen == 1 && *p == 'm')
+		mul = 60 * 1000;
+	else
+		return errf(err, "%s has an unknown unit (use ms, s or m)", b);
+	if (x > (uint64_t)INT64_MAX / mul)
+		return errf(err, "%s is too large", b);
+	*ms = (int64_t)(x * mul);
+	return 0;
+}
+
+int
+parse_duration_ms(const char *s, int64_t *ms, char *err)
+{
+	return duration_n(s ? s : "", s ? strlen(s) : 0, ms, err);
+}
+
+int
+parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
+    char *err)
+{
+	const char	*dots;
+	char		 b[QUOTE_LEN];
+	int64_t		 lo, hi;
+
+	if (s == NULL || (dots = strstr(s, "..")) == NULL) {
+		if (parse_duration_ms(s, &lo, err) == -1)
+			return -1;
+		*min_ms = *max_ms = lo;
+		return 0;
+	}
+	if (duration_n(s, (size_t)(dots - s), &lo, err) == -1 ||
+	    parse_duration_ms(dots + 2, &hi, err) == -1)
+		return -1;
+	if (lo > hi)
+		return errf(err, "%s: the minimum is above the maximum",
+		    quote_value(s, b, sizeof(b)));
+	*min_ms = lo;
+	*max_ms = hi;
+	return 0;
+}
+
+/*
+ * Digits with an optional fraction, converted by strtod only once they are
+ * known to be nothing else, so "1e-3", "nan" and "inf" never get through.
+ */
+int
+parse_share(const char *s, double *v, char *err)
+{
+	char		 b[QUOTE_LEN], num[64];
+	const char	*p = s;
+	size_t		 len, ndigits = 0;
+	int		 pct = 0;
+	double		 x;
+
+	if (s == NULL || *s == '\0')
+		return errf(err, "empty share (use e.g. 0.15 or 15%%)");
+	quote_value(s, b, sizeof(b));
+	len = strlen(s);
+	if (s[len - 1] == '%') {
+		pct = 1;
+		len--;
+	}
+	for (; p < s + len && *p >= '0' && *p <= '9'; p++)
+		ndigits++;
+	if (p < s + len && *p == '.')
+		for (p++; p < s + len && *p >= '0' && *p <= '9'; p++)
+			ndigits++;
+	if (ndigits == 0 || p != s + len || len >= sizeof(num))
+		return errf(err, "%s is not a share (use e.g. 0.15 or 15%%)", b);
+	memcpy(num, s, len);
+	num[len] = '\0';
+	x = strtod(num, NULL);
+	if (pct) {
+		if (x > 100)
+			return errf(err, "%s is more than 100%%", b);
+		x /= 100;
+	} else if (x > 1)
+		return errf(err, "%s is more than 1 (a share is 0..1 or "
+		    "0%%..100%%)", b);
+	*v = x;
+	return 0;
+}
+
+int
+parse_bytes(const char *s, int64_t *v, char *err)
+{
+	char		 b[QUOTE_LEN];
+	const char	*p, *end;
+	uint64_t	 x, mul = 1;
+
+	if (s == NULL)
+		s = "";
+	quote_value(s, b, sizeof(b));
+	p = s;
+	end = s + strlen(s);
+	if (digits(&p, end, INT64_MAX, &x) == -1)
+		return errf(err, "%s is too large", b);
+	if (p != s && end - p == 1) {
+		switch (*p) {
+		case 'K': case 'k':
+			mul = 1024;
+			p++;
+			break;
+		case 'M': case 'm':
+			mul = 1024 * 1024;
+			p++;
+			break;
+		case 'G': case 'g':
+			mul = 1024 * 1024 * 1024;
+			p++;
+			break;
+		}
+	}
+	if (p == s || p != end)
+		return errf(err, "%s is not a byte count (use e.g. 65536, 512K, "
+		    "1M)", b);
+	if (x > (uint64_t)INT64_MAX / mul)
+		return errf(err, "%s is too large", b);
+	*v = (int64_t)(x * mul);
+	return 0;
+}

@@ -1,0 +1,46 @@
+/*
+ * Value grammars: the one definition of the durations, ranges, shares and
+ * byte sizes that the config file (common/config.c) and the command line
+ * (`soak proxy`, `soak run --heartbeat`) accept — README "Value types".
+ *
+ * Contract
+ *  - Every parser is a pure function of its string: 0 with the result
+ *    stored, or -1 with the result untouched and err (ERR_LEN bytes) holding
+ *    a sentence that quotes the value and says what is expected, e.g.
+ *    "\"5\" has no unit (use ms, s or m)".  The caller says where the value
+ *    came from ("FILE:LINE:COL: KEY: ", "--hold: ").  NULL is an empty
+ *    string.
+ *  - No whitespace, no sign, nothing before or after: strtol/strtod are
+ *    never used, so "+5s", " 5s", "1e-1" and "0x1p-3" cannot sneak in.
+ *
+ * Grammars
+ *  duration   DIGITS UNIT, UNIT one of ms, s, m: 250ms, 5s, 2m.  A bare
+ *             number (0 too) is an error: the unit is never guessed.  At
+ *             most INT64_MAX milliseconds.
+ *  range      DURATION..DURATION with MIN <= MAX (0ms..40ms), or one
+ *             DURATION meaning MIN = MAX.
+ *  share      DIGITS[.DIGITS] or .DIGITS, at most 1 (0.15, .5, 1), or the
+ *             same followed by % and at most 100 (15%, 2.5%).
+ *  bytes      DIGITS with an optional K, M or G in either case, powers of
+ *             1024 (65536, 512K, 1M, 2G); at most INT64_MAX.  No B suffix.
+ */
+#ifndef SOAK_UNITS_H
+#define SOAK_UNITS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+int	parse_duration_ms(const char *s, int64_t *ms, char *err);
+int	parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
+	    char *err);
+int	parse_share(const char *s, double *v, char *err);
+int	parse_bytes(const char *s, int64_t *v, char *err);
+
+/*
+ * A value quoted for a message: in double quotes, control characters as
+ * '?', cut after 48 bytes with "...".  buf holds QUOTE_LEN bytes.
+ */
+#define QUOTE_LEN	56
+const char	*quote_value(const char *s, char *buf, size_t size);
+
+#endif

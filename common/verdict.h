@@ -1,0 +1,44 @@
+/*
+ * Why a seed ended as it did: the one vocabulary of verdict reasons
+ * (README "Reading the results").  Each reason belongs to exactly one
+ * verdict, so a reason says its verdict; the names are the strings of the
+ * wire (RESULT.reason), report.json, junit.xml and tickets, and the table
+ * in verdict.c is their only home.
+ */
+#ifndef SOAK_VERDICT_H
+#define SOAK_VERDICT_H
+
+#include <stdbool.h>
+
+enum reason {
+	REASON_NONE,		/* "": pass */
+	/* fail: a domain failure, never retried away */
+	REASON_INVARIANT,	/* rows came back from an invariant */
+	REASON_GUARD,		/* too few turns succeeded */
+	REASON_HANG,		/* still running at seed_timeout */
+	REASON_CRASH,		/* a turn died of a signal */
+	/* infra: the environment broke, retried on another worker */
+	REASON_DB,		/* database connect, reset, DDL, check */
+	REASON_SETUP,		/* the setup command */
+	REASON_SERVICE,		/* a service would not start or died */
+	REASON_PROXY,		/* a fault proxy would not start */
+	REASON_EXEC,		/* a turn could not be executed */
+	REASON_TEMPFAIL,	/* a turn exited 75 */
+	REASON_WORKER_LOST,	/* the worker died mid-seed, or spoke nonsense */
+	REASON_MAX
+};
+
+/* The reason's name; "" for REASON_NONE, "?" for a value out of range. */
+const char	*reason_name(enum reason r);
+/* The reason named s (exactly, "" is REASON_NONE), or -1. */
+int		 reason_parse(const char *s);
+/* The verdict (enum msg_verdict) a reason belongs to; -1 out of range. */
+int		 reason_verdict(enum reason r);
+/*
+ * Whether (verdict, reason) is a coherent claim, reason being an enum
+ * reason or reason_parse's -1: pass goes with REASON_NONE alone, fail and
+ * infra each with their own reasons.
+ */
+bool		 reason_valid(int verdict, int reason);
+
+#endif
