@@ -122,7 +122,7 @@ one_batch(enum how how, const struct batch_ctx *b)
 			snprintf(so[i], sizeof(so[i]), "%s/stdout.log", dirs[i]);
 			snprintf(se[i], sizeof(se[i]), "%s/stderr.log", dirs[i]);
 			env_init(&envs[i]);
-			env_base(&envs[i], b->w, dirs[i]);
+			env_base(&envs[i], b->w, NULL, 0, dirs[i]);
 			reqs[i] = (struct spawn_req){ .argv = argv, .envp = envs[i].v,
 			    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i] };
 		}
@@ -417,7 +417,7 @@ main(int argc, char **argv)
 		t0 = now_us();
 		for (k = 0; k < cfg.turns; k++) {
 			env_init(&e);
-			env_base(&e, &w, root);
+			env_base(&e, &w, NULL, 0, root);
 			env_addf(&e, "SOAK_SEED", "%d", i);
 			env_addf(&e, "SOAK_ROUND", "%d", 0);
 			env_addf(&e, "SOAK_TURN", "%d", k);

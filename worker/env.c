@@ -82,7 +82,8 @@ pct(const char *s)
 }
 
 void
-env_base(struct env *e, const struct wrk *w, const char *dir)
+env_base(struct env *e, const struct wrk *w, const struct env_port *ports,
+    size_t nports, const char *dir)
 {
 	const struct iso_dbparams	*db = &w->db;
 	const char			*schema = iso_schema(w->iso);
@@ -120,10 +121,9 @@ env_base(struct env *e, const struct wrk *w, const char *dir)
 	    u, d, h, db->port ? db->port : "5432", o);
 	free(u); free(h); free(o); free(d); free(opts);
 
-	for (i = 0; i < w->cfg->nservices; i++) {
-		env_name(name, sizeof(name), "SOAK_SERVICE_", w->cfg->services[i].name);
-		env_addf(e, name, "127.0.0.1:%d",
-		    wrk_service_port(w, w->cfg->services[i].name));
+	for (i = 0; i < nports; i++) {
+		env_name(name, sizeof(name), "SOAK_SERVICE_", ports[i].name);
+		env_addf(e, name, "127.0.0.1:%d", ports[i].port);
 	}
 
 	env_addf(e, "SOAK_WORKSPACE", "%s", dir);

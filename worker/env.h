@@ -19,13 +19,21 @@ void	env_init(struct env *e);
 void	env_addf(struct env *e, const char *name, const char *fmt, ...)
 	    __attribute__((format(printf, 3, 4)));
 void	env_free(struct env *e);
+/* A service's name and the port it listens on: SOAK_SERVICE_<NAME>. */
+struct env_port {
+	const char	*name;
+	int		 port;
+};
+
 /*
  * The worker-wide part: SOAK_RUN, SOAK_WORKER, SOAK_SCHEMA, SOAK_CONFIG_DIR,
- * PG*, DATABASE_URL, SOAK_SERVICE_<NAME>, and the private directories
- * under dir (SOAK_WORKSPACE, HOME, TMPDIR, XDG_*_HOME).  A turn's
- * directories come from iso_turn_dir; others call env_make_dirs first.
+ * PG*, DATABASE_URL, SOAK_SERVICE_<NAME> for each of ports[0..nports), and
+ * the private directories under dir (SOAK_WORKSPACE, HOME, TMPDIR,
+ * XDG_*_HOME).  A turn's directories come from iso_turn_dir; others call
+ * env_make_dirs first.
  */
-void	env_base(struct env *e, const struct wrk *w, const char *dir);
+void	env_base(struct env *e, const struct wrk *w, const struct env_port *ports,
+	    size_t nports, const char *dir);
 void	env_make_dirs(const char *dir);
 /* "SOAK_PROXY_" + NAME upper-cased, non-alphanumerics as '_'. */
 void	env_name(char *buf, size_t size, const char *prefix, const char *name);

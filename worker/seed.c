@@ -103,6 +103,8 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	struct spawn_req	 req;
 	struct turn_outcome	 out = { .round = -1, .turn = -1 };
 	struct env		 env;
+	const struct env_port	*ports;
+	size_t			 nports;
 	char			*dir, *so, *se;
 	bool			 hung;
 	int			 rc = 0;
@@ -112,7 +114,8 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	se = xasprintf("%s/stderr.log", dir);
 	env_make_dirs(dir);
 	env_init(&env);
-	env_base(&env, c->w, dir);
+	ports = wrk_service_ports(c->w, &nports);
+	env_base(&env, c->w, ports, nports, dir);
 	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);
 	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
 	    .stdout_path = so, .stderr_path = se };
@@ -189,7 +192,8 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	char			  err[ERR_LEN], name[128];
 	bool			  hung;
 	int			  rc = 0;
-	size_t			  p;
+	size_t			  p, nports;
+	const struct env_port	 *ports = wrk_service_ports(c->w, &nports);
 
 	for (i = 0; i < n; i++) {
 		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, i, err)) == NULL) {
@@ -200,7 +204,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		so[i] = xasprintf("%s/stdout.log", dirs[i]);
 		se[i] = xasprintf("%s/stderr.log", dirs[i]);
 		env_init(&envs[i]);
-		env_base(&envs[i], c->w, dirs[i]);
+		env_base(&envs[i], c->w, ports, nports, dirs[i]);
 		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
 		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
 		env_addf(&envs[i], "SOAK_TURN", "%d", i);

@@ -29,6 +29,7 @@ struct svc {
 
 struct wrk_services {
 	struct svc	*s;
+	struct env_port	*ports;		/* what the environments say, by index */
 	size_t		 n;
 };
 
@@ -91,7 +92,8 @@ svc_start(struct wrk *w, struct svc *s, char *err)
 	env_make_dirs(dir);
 	out = xasprintf("%s/stdout.log", dir);
 	errp = xasprintf("%s/stderr.log", dir);
-	env_base(&env, w, dir);
+	w->services->ports[s - w->services->s].port = s->port;
+	env_base(&env, w, w->services->ports, w->services->n, dir);
 	env_addf(&env, "SOAK_PORT", "%d", s->port);
 	env_addf(&env, "SOAK_SERVICE", "%s", s->c->name);
 	req = (struct spawn_req){ .argv = s->c->command, .envp = env.v, .dir = dir,
@@ -168,7 +170,9 @@ wrk_services_start(struct wrk *w, char *err)
 	w->services = xcalloc(1, sizeof(*w->services));
 	w->services->n = cfg->nservices;
 	w->services->s = xcalloc(cfg->nservices, sizeof(struct svc));
+	w->services->ports = xcalloc(cfg->nservices, sizeof(struct env_port));
 	for (i = 0; i < cfg->nservices; i++) {
+		w->services->ports[i].name = cfg->services[i].name;
 		w->services->s[i].c = &cfg->services[i];
 		w->services->s[i].pidfd = -1;
 		if (svc_start(w, &w->services->s[i], err) == -1)
@@ -216,8 +220,16 @@ wrk_services_stop(struct wrk *w)
 	for (i = 0; i < w->services->n; i++)
 		svc_stop(&w->services->s[i]);
 	free(w->services->s);
+	free(w->services->ports);
 	free(w->services);
 	w->services = NULL;
+}
+
+const struct env_port *
+wrk_service_ports(const struct wrk *w, size_t *n)
+{
+	*n = w->services ? w->services->n : 0;
+	return w->services ? w->services->ports : NULL;
 }
 
 int

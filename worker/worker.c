@@ -237,7 +237,7 @@ beat_lost(struct beat *b)
 	return lost;
 }
 
-/* --- the worker's life --- */
+/* --- the worker's life: hello, leases, report, teardown --- */
 
 struct wopts {
 	const char	*url;
@@ -246,190 +246,296 @@ struct wopts {
 	int		 slots;
 };
 
-static int
-worker_main(const struct wopts *o)
-{
-	struct link		 link = { 0 };
-	struct beat		 beat = { .mu = PTHREAD_MUTEX_INITIALIZER,
-				    .cv = PTHREAD_COND_INITIALIZER };
-	struct msg		 req, rep;
-	struct cfg		 cfg = { 0 };
-	struct wrk		 w = { 0 };
-	struct iso_db		 db = { 0 };
+/* One worker process's state across its phases. */
+struct worker {
+	const struct wopts	*o;
+	struct link		 link;
+	struct beat		 beat;
 	pthread_t		 beat_thread;
-	char			 err[ERR_LEN], host[256] = "localhost", name[300], role[32];
-	bool			 opened = false, beating = false;
-	int			 rc = 1;
+	bool			 beating;
+	bool			 opened;	/* wrk_open succeeded */
+	struct cfg		 cfg;
+	struct wrk		 w;
+	struct iso_db		 db;
+};
 
-	memset(&rep, 0, sizeof(rep));
+/* The paths the coordinator chose, or this machine's defaults. */
+static void
+worker_paths(struct worker *k, const struct msg *welcome)
+{
+	struct wrk	*w = &k->w;
+	const char	*tmp = getenv("TMPDIR");
+
+	if (*welcome->u.welcome.workspace)
+		w->workspace = xasprintf("%s/w%d", welcome->u.welcome.workspace, w->id);
+	else
+		w->workspace = xasprintf("%s/soak-%s-w%d", k->o->workspace ?
+		    k->o->workspace : scratch_root(), w->run_id, w->id);
+	/* Kept failures outlive the worker, so not under its workspace. */
+	w->keep_dir = *welcome->u.welcome.keep_dir ?
+	    xstrdup(welcome->u.welcome.keep_dir) :
+	    xasprintf("%s/soak-%s-failures", tmp && *tmp ? tmp : "/tmp", w->run_id);
+}
+
+/*
+ * Hello: dial, introduce ourselves, and take the run from the WELCOME —
+ * the config, the paths, the database.  Returns 0, or an exit status.
+ */
+static int
+worker_hello(struct worker *k)
+{
+	struct msg	 req = { .type = MSG_HELLO }, rep = { 0 };
+	char		 err[ERR_LEN], host[256] = "localhost", name[300], role[32];
+	int		 rc = 1;
+
 	gethostname(host, sizeof(host) - 1);
 	snprintf(name, sizeof(name), "%s:%d", host, (int)getpid());
-	if (link_open(&link, o->url, err) == -1) {
+	if (link_open(&k->link, k->o->url, err) == -1) {
 		log_warnx("%s", err);
-		goto out;
+		return 1;
 	}
-	memset(&req, 0, sizeof(req));
-	req.type = MSG_HELLO;
 	req.u.hello.name = name;
 	req.u.hello.host = host;
 	req.u.hello.pid = (uint32_t)getpid();
 	req.u.hello.slots = 1;
-	req.u.hello.secret = (char *)(o->secret ? o->secret : "");
-	if (link_call(&link, &req, &rep, 60000, "hello", err) == -1) {
+	req.u.hello.secret = (char *)(k->o->secret ? k->o->secret : "");
+	if (link_call(&k->link, &req, &rep, 60000, "hello", err) == -1) {
 		log_warnx("%s", err);
-		goto out;
+		return 1;
 	}
 	if (rep.type != MSG_WELCOME) {
-		log_warnx("coordinator at %s refused this worker: %s", o->url,
+		log_warnx("coordinator at %s refused this worker: %s", k->o->url,
 		    rep.type == MSG_NACK ? rep.u.ack.text : msg_type_name(rep.type));
 		goto out;
 	}
-	w.id = (int)rep.u.welcome.worker_id;
-	snprintf(role, sizeof(role), "worker %d", w.id);
+	k->w.id = (int)rep.u.welcome.worker_id;
+	snprintf(role, sizeof(role), "worker %d", k->w.id);
 	log_set_role(role);
 	if (cfg_load_text(rep.u.welcome.cfg_path, rep.u.welcome.cfg_text,
-	    strlen(rep.u.welcome.cfg_text), &cfg, err) == -1) {
+	    strlen(rep.u.welcome.cfg_text), &k->cfg, err) == -1) {
 		log_warnx("the coordinator's config does not load here: %s", err);
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
-	w.cfg = &cfg;
-	w.run_id = xstrdup(rep.u.welcome.run_id);
-	if (*rep.u.welcome.workspace)
-		w.workspace = xasprintf("%s/w%d", rep.u.welcome.workspace, w.id);
-	else
-		w.workspace = xasprintf("%s/soak-%s-w%d", o->workspace ? o->workspace :
-		    scratch_root(), w.run_id, w.id);
-	/* Kept failures outlive the worker, so not under its workspace. */
-	w.keep_dir = *rep.u.welcome.keep_dir ? xstrdup(rep.u.welcome.keep_dir) :
-	    xasprintf("%s/soak-%s-failures", getenv("TMPDIR") && *getenv("TMPDIR") ?
-	    getenv("TMPDIR") : "/tmp", w.run_id);
-	beat.interval_ms = rep.u.welcome.heartbeat_ms ? (int)rep.u.welcome.heartbeat_ms : 1000;
-	beat.worker_id = (uint32_t)w.id;
-	if (iso_db_open(&db, &cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
+	k->w.cfg = &k->cfg;
+	k->w.run_id = xstrdup(rep.u.welcome.run_id);
+	worker_paths(k, &rep);
+	k->beat.interval_ms = rep.u.welcome.heartbeat_ms ?
+	    (int)rep.u.welcome.heartbeat_ms : 1000;
+	k->beat.worker_id = (uint32_t)k->w.id;
+	if (iso_db_open(&k->db, &k->cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
 		log_warnx("%s", err);
 		goto out;
 	}
-	w.conninfo = xstrdup(db.conninfo);
+	k->w.conninfo = xstrdup(k->db.conninfo);
+	rc = 0;
+out:
 	msg_clear(&rep);
+	return rc;
+}
 
-	if (link_clone(&beat.link, &link, err) == -1 ||
-	    pthread_create(&beat_thread, NULL, beat_main, &beat) != 0) {
+static int
+worker_beat_start(struct worker *k)
+{
+	char	err[ERR_LEN] = "";
+
+	if (link_clone(&k->beat.link, &k->link, err) == -1 ||
+	    pthread_create(&k->beat_thread, NULL, beat_main, &k->beat) != 0) {
 		log_warnx("cannot start the heartbeat: %s", err);
-		goto out;
+		return -1;
 	}
-	beating = true;
+	k->beating = true;
+	return 0;
+}
+
+/* Stops the heartbeat thread and closes its context of the shared socket. */
+static void
+worker_beat_stop(struct worker *k)
+{
+	struct beat	*b = &k->beat;
+
+	if (!k->beating)
+		return;
+	pthread_mutex_lock(&b->mu);
+	b->stop = true;
+	pthread_cond_signal(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	pthread_join(k->beat_thread, NULL);
+	if (b->link.aio)
+		nng_aio_free(b->link.aio);
+	nng_ctx_close(b->link.ctx);
+	free(b->link.url);
+	k->beating = false;
+}
+
+/* Runs one seed; a worker that cannot open its environment says infra. */
+static void
+worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *res)
+{
+	char	err[ERR_LEN];
+
+	if (!k->opened) {
+		if (wrk_open(&k->w, err) == 0)
+			k->opened = true;
+		else {
+			log_warnx("cannot run seeds: %s", err);
+			memset(res, 0, sizeof(*res));
+			res->verdict = VERDICT_INFRA;
+			res->reason = k->w.open_failed;
+			snprintf(res->message, sizeof(res->message), "%s", err);
+			res->detail = json_pack("{s:s}", "message", err);
+			wrk_close(&k->w, false);
+		}
+	}
+	if (k->opened)
+		wrk_run_seed(&k->w, s->seed, s->attempt, res);
+	log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s->seed,
+	    msg_verdict_name(res->verdict), reason_name(res->reason),
+	    (long long)res->duration_ms);
+}
+
+/*
+ * Report: one RESULT, acknowledged before the next seed starts.  Returns
+ * 0 accepted, 1 refused (the lease is gone: stop running it), -1 when the
+ * coordinator cannot be reached.
+ */
+static int
+worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
+    const struct seed_result *res)
+{
+	struct msg	 r = { .type = MSG_RESULT }, ack;
+	char		*detail, err[ERR_LEN];
+	int		 rc = 0;
+
+	detail = res->detail ? json_dumps(res->detail, JSON_COMPACT) : NULL;
+	if (detail == NULL)
+		detail = xstrdup("{}");
+	r.u.result.worker_id = (uint32_t)k->w.id;
+	r.u.result.lease_id = lease_id;
+	r.u.result.seed = s->seed;
+	r.u.result.attempt = s->attempt;
+	r.u.result.verdict = (uint8_t)res->verdict;
+	r.u.result.reason = (char *)reason_name(res->reason);
+	r.u.result.duration_ms = res->duration_ms > UINT32_MAX ?
+	    UINT32_MAX : (uint32_t)res->duration_ms;
+	r.u.result.detail = detail;
+	if (link_call(&k->link, &r, &ack, 60000, "result", err) == -1) {
+		log_warnx("%s", err);
+		free(detail);
+		return -1;
+	}
+	free(detail);
+	if (ack.type == MSG_ACK && !ack.u.ack.ok) {
+		log_warnx("seed %" PRIu64 ": result refused: %s", s->seed, ack.u.ack.text);
+		rc = 1;
+	}
+	msg_clear(&ack);
+	return rc;
+}
+
+/* Runs a lease's seeds in order; -1 when the coordinator is gone. */
+static int
+worker_run_lease(struct worker *k, const struct msg *lease)
+{
+	uint32_t	i;
+	int		rc;
+
+	for (i = 0; i < lease->u.lease.nseeds; i++) {
+		const struct msg_seed	*s = &lease->u.lease.seeds[i];
+		struct seed_result	 res;
+
+		if (beat_lost(&k->beat))
+			break;
+		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
+		worker_run_seed(k, s, &res);
+		rc = worker_report(k, lease->u.lease.lease_id, s, &res);
+		seed_result_clear(&res);
+		if (rc == -1)
+			return -1;
+		if (rc == 1)
+			break;
+	}
+	beat_set(&k->beat, 0, 0);
+	return 0;
+}
+
+/* Leases until the coordinator says done; 0, or -1 when it is gone. */
+static int
+worker_leases(struct worker *k)
+{
+	struct msg	req, rep;
+	char		err[ERR_LEN];
+	int		rc;
 
 	for (;;) {
-		uint32_t	i;
-
 		memset(&req, 0, sizeof(req));
 		req.type = MSG_LEASE_REQ;
-		req.u.lease_req.worker_id = (uint32_t)w.id;
-		if (link_call(&link, &req, &rep, -1, "lease request", err) == -1) {
+		req.u.lease_req.worker_id = (uint32_t)k->w.id;
+		if (link_call(&k->link, &req, &rep, -1, "lease request", err) == -1) {
 			log_warnx("%s", err);
-			goto out;
+			return -1;
 		}
 		if (rep.type == MSG_DONE) {
 			msg_clear(&rep);
-			break;
+			return 0;
 		}
 		if (rep.type != MSG_LEASE) {
 			log_warnx("unexpected %s in reply to a lease request: %s",
 			    msg_type_name(rep.type),
 			    rep.type == MSG_NACK ? rep.u.ack.text : "");
-			goto out;
+			msg_clear(&rep);
+			return -1;
 		}
-		for (i = 0; i < rep.u.lease.nseeds; i++) {
-			struct msg_seed		 s = rep.u.lease.seeds[i];
-			struct seed_result	 res;
-			struct msg		 r2, ack;
-			char			*detail;
+		rc = worker_run_lease(k, &rep);
+		msg_clear(&rep);
+		if (rc == -1)
+			return -1;
+	}
+}
 
-			if (beat_lost(&beat))
-				break;
-			beat_set(&beat, rep.u.lease.lease_id, s.seed);
-			if (!opened) {
-				if (wrk_open(&w, err) == 0)
-					opened = true;
-				else {
-					log_warnx("cannot run seeds: %s", err);
-					memset(&res, 0, sizeof(res));
-					res.verdict = VERDICT_INFRA;
-					res.reason = w.open_failed;
-					snprintf(res.message, sizeof(res.message), "%s", err);
-					res.detail = json_pack("{s:s}", "message", err);
-					wrk_close(&w, false);
-				}
-			}
-			if (opened)
-				wrk_run_seed(&w, s.seed, s.attempt, &res);
-			log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s.seed,
-			    msg_verdict_name(res.verdict), reason_name(res.reason),
-			    (long long)res.duration_ms);
-			detail = res.detail ? json_dumps(res.detail, JSON_COMPACT) : NULL;
-			if (detail == NULL)
-				detail = xstrdup("{}");
-			memset(&r2, 0, sizeof(r2));
-			r2.type = MSG_RESULT;
-			r2.u.result.worker_id = (uint32_t)w.id;
-			r2.u.result.lease_id = rep.u.lease.lease_id;
-			r2.u.result.seed = s.seed;
-			r2.u.result.attempt = s.attempt;
-			r2.u.result.verdict = (uint8_t)res.verdict;
-			r2.u.result.reason = (char *)reason_name(res.reason);
-			r2.u.result.duration_ms = res.duration_ms > UINT32_MAX ?
-			    UINT32_MAX : (uint32_t)res.duration_ms;
-			r2.u.result.detail = detail;
-			if (link_call(&link, &r2, &ack, 60000, "result", err) == -1) {
-				log_warnx("%s", err);
-				free(detail);
-				seed_result_clear(&res);
-				goto out;
-			}
-			free(detail);
-			seed_result_clear(&res);
-			if (ack.type == MSG_ACK && !ack.u.ack.ok) {
-				log_warnx("seed %" PRIu64 ": result refused: %s", s.seed,
-				    ack.u.ack.text);
-				msg_clear(&ack);
-				break;
-			}
-			msg_clear(&ack);
+static void
+worker_bye(struct worker *k)
+{
+	struct msg	req = { .type = MSG_BYE }, rep;
+	char		err[ERR_LEN];
+
+	req.u.bye.worker_id = (uint32_t)k->w.id;
+	if (link_call(&k->link, &req, &rep, 5000, "bye", err) == 0)
+		msg_clear(&rep);
+}
+
+static void
+worker_teardown(struct worker *k)
+{
+	worker_beat_stop(k);
+	if (k->w.cfg)
+		wrk_close(&k->w, true);
+	if (k->w.workspace)
+		rm_rf(k->w.workspace);
+	iso_db_close(&k->db);
+	link_close(&k->link);
+	free(k->w.run_id);
+	free(k->w.workspace);
+	free(k->w.keep_dir);
+	free(k->w.conninfo);
+	cfg_free(&k->cfg);
+}
+
+static int
+worker_main(const struct wopts *o)
+{
+	struct worker	k = { .o = o, .beat = { .mu = PTHREAD_MUTEX_INITIALIZER,
+			    .cv = PTHREAD_COND_INITIALIZER } };
+	int		rc;
+
+	if ((rc = worker_hello(&k)) == 0) {
+		rc = 1;
+		if (worker_beat_start(&k) == 0 && worker_leases(&k) == 0) {
+			worker_bye(&k);
+			rc = 0;
 		}
-		beat_set(&beat, 0, 0);
-		msg_clear(&rep);
 	}
-	memset(&req, 0, sizeof(req));
-	req.type = MSG_BYE;
-	req.u.bye.worker_id = (uint32_t)w.id;
-	if (link_call(&link, &req, &rep, 5000, "bye", err) == 0)
-		msg_clear(&rep);
-	rc = 0;
-out:
-	msg_clear(&rep);
-	if (beating) {
-		pthread_mutex_lock(&beat.mu);
-		beat.stop = true;
-		pthread_cond_signal(&beat.cv);
-		pthread_mutex_unlock(&beat.mu);
-		pthread_join(beat_thread, NULL);
-		if (beat.link.aio)
-			nng_aio_free(beat.link.aio);
-		nng_ctx_close(beat.link.ctx);
-		free(beat.link.url);
-	}
-	if (w.cfg)
-		wrk_close(&w, true);
-	if (w.workspace)
-		rm_rf(w.workspace);
-	iso_db_close(&db);
-	link_close(&link);
-	free(w.run_id);
-	free(w.workspace);
-	free(w.keep_dir);
-	free(w.conninfo);
-	cfg_free(&cfg);
+	worker_teardown(&k);
 	return rc;
 }
 

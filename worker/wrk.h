@@ -18,6 +18,7 @@
 #include "common/config.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
+#include "worker/env.h"
 
 /* How one turn (or the setup command) ended. */
 enum turn_status {
@@ -74,6 +75,8 @@ int	wrk_services_start(struct wrk *w, char *err);
 int	wrk_services_check(struct wrk *w, bool *died, char *err);
 void	wrk_services_stop(struct wrk *w);
 int	wrk_service_port(const struct wrk *w, const char *name);
+/* Every service's name and current port, for env_base. */
+const struct env_port	*wrk_service_ports(const struct wrk *w, size_t *n);
 
 /* Everything constant for one worker. */
 struct wrk {
