@@ -2,9 +2,23 @@
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
-WARN     = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-CPPFLAGS += -I. -D_GNU_SOURCE $(shell pkg-config --cflags libpq yaml-0.1 jansson libcurl 2>/dev/null)
-LDLIBS  += -lnng -lpq -lyaml -ljansson -lcurl -lpthread -lm
+STD      = -std=gnu11
+WARN     = $(STD) -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wmissing-declarations -Wcast-qual -Wpointer-arith -Wno-unused-parameter \
+	   $(if $(filter 1,$(WERROR)),-Werror)
+# Libraries with a pkg-config file come from pkg-config, and a missing one
+# stops the build with the fix; nng has none on Debian 12.
+PKGS     = libpq yaml-0.1 jansson libcurl
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+ifneq ($(.SHELLSTATUS),0)
+$(error pkg-config does not know one of: $(PKGS) (run make deps))
+endif
+PKG_LIBS := $(shell pkg-config --libs $(PKGS))
+CMOCKA_LIBS := $(shell pkg-config --libs cmocka)
+endif
+CPPFLAGS += -I. -D_GNU_SOURCE $(PKG_CFLAGS)
+LDLIBS  += -lnng $(PKG_LIBS) -lpthread -lm
 ifeq ($(SANITIZE),1)
 BUILD    = build-san
 CFLAGS   = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -40,7 +54,7 @@ $(BUILD)/%.o: %.c
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) -lcmocka
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)

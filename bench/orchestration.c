@@ -18,7 +18,7 @@
  *			process group, PDEATHSIG, stdin/stdout/stderr files,
  *			chdir, its env, pidfd waits, stderr tail)
  *
- * The other rows are one seed's worth of each step of worker/seed.c.
+ * The other rows are one seed's worth of each step of worker/seedrun.c.
  * Output: a table on stdout, and "key=value" lines (prefixed "# ") that
  * the script picks up.
  */

@@ -46,8 +46,6 @@ struct wbuf {
 static void
 w_grow(struct wbuf *w, size_t n)
 {
-	uint8_t	*np;
-
 	if (w->failed)
 		return;
 	if (w->len + n > MSG_MAX) {
@@ -59,9 +57,7 @@ w_grow(struct wbuf *w, size_t n)
 		return;
 	while (w->cap < w->len + n)
 		w->cap = w->cap ? w->cap * 2 : 256;
-	if ((np = realloc(w->p, w->cap)) == NULL)
-		abort();
-	w->p = np;
+	w->p = xreallocarray(w->p, w->cap, 1);
 }
 
 static void

@@ -290,6 +290,40 @@ xcalloc(size_t n, size_t size)
 }
 
 char *
+pct_encode(const char *s)
+{
+	static const char	 hex[] = "0123456789ABCDEF";
+	char			*d, *p;
+
+	p = d = xcalloc(strlen(s) * 3 + 1, 1);
+	for (; *s != '\0'; s++) {
+		unsigned char	c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || strchr("-._~", c) != NULL)
+			*p++ = (char)c;
+		else {
+			*p++ = '%';
+			*p++ = hex[c >> 4];
+			*p++ = hex[c & 15];
+		}
+	}
+	return d;
+}
+
+void *
+xreallocarray(void *p, size_t n, size_t size)
+{
+	void	*np;
+
+	if (size != 0 && n > SIZE_MAX / size)
+		abort();
+	if ((np = realloc(p, n != 0 && size != 0 ? n * size : 1)) == NULL)
+		abort();
+	return np;
+}
+
+char *
 xasprintf(const char *fmt, ...)
 {
 	va_list	 ap;

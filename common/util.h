@@ -13,6 +13,12 @@
 #define ERR_LEN	256
 
 #define nitems(a)	(sizeof(a) / sizeof((a)[0]))
+/*
+ * A const pointer handed to a field that is only read but typed mutable
+ * (the message structs own their strings after a decode).  NetBSD's
+ * __UNCONST: through uintptr_t, so -Wcast-qual stays on everywhere else.
+ */
+#define UNCONST(p)	((void *)(uintptr_t)(const void *)(p))
 
 /* errf: printf into err (size ERR_LEN); always returns -1 for `return errf(...)`. */
 int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -40,6 +46,10 @@ int	write_file(const char *path, const void *buf, size_t len, char *err);
 char	*path_join(const char *dir, const char *rel);
 char	*xstrdup(const char *s);	/* NULL in, NULL out; aborts on ENOMEM */
 void	*xcalloc(size_t n, size_t size);
+/* RFC 3986 percent-encoding: unreserved characters pass, the rest %XX. */
+char	*pct_encode(const char *s);
+/* realloc to n * size bytes; aborts on overflow or ENOMEM (OpenBSD's). */
+void	*xreallocarray(void *p, size_t n, size_t size);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Replaces bytes that are not valid UTF-8 (and NULs before len) with '?'. */
 void	utf8_scrub(char *s, size_t len);

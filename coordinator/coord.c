@@ -359,8 +359,7 @@ lease_new(struct coord *c, uint32_t worker, int64_t now)
 
 	if (c->nleases == c->cap_leases) {
 		c->cap_leases = c->cap_leases ? c->cap_leases * 2 : 64;
-		if ((c->leases = realloc(c->leases, c->cap_leases * sizeof(*l))) == NULL)
-			abort();
+		c->leases = xreallocarray(c->leases, c->cap_leases, sizeof(*l));
 	}
 	l = &c->leases[c->nleases++];
 	memset(l, 0, sizeof(*l));
@@ -509,8 +508,7 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 		text_reply(rep, MSG_NACK, 0, "wrong shared secret");
 		return 1;
 	}
-	if ((c->workers = realloc(c->workers, (c->nworkers + 1) * sizeof(*w))) == NULL)
-		abort();
+	c->workers = xreallocarray(c->workers, c->nworkers + 1, sizeof(*w));
 	w = &c->workers[c->nworkers++];
 	memset(w, 0, sizeof(*w));
 	w->id = (uint32_t)c->nworkers;

@@ -95,9 +95,7 @@ fp_groups_add(struct fp_groups *g, const char *fp, uint64_t seed, size_t idx)
 		if (g->v[k].hash == h && strcmp(g->v[k].fp, fp) == 0)
 			break;
 	if (k == g->n) {
-		if ((gr = realloc(g->v, (g->n + 1) * sizeof(*gr))) == NULL)
-			abort();
-		g->v = gr;
+		g->v = xreallocarray(g->v, g->n + 1, sizeof(*g->v));
 		g->v[g->n++] = (struct fp_group){ .fp = xstrdup(fp), .hash = h,
 		    .smallest = seed, .first = idx };
 	}
@@ -108,12 +106,8 @@ fp_groups_add(struct fp_groups *g, const char *fp, uint64_t seed, size_t idx)
 	}
 	if (g->keep_seeds && (gr->count & (gr->count - 1)) == 0) {
 		/* At 0, 1, 2, 4, ... seeds: room doubles. */
-		uint64_t	*s = realloc(gr->seeds,
-		    (gr->count ? gr->count * 2 : 1) * sizeof(*s));
-
-		if (s == NULL)
-			abort();
-		gr->seeds = s;
+		gr->seeds = xreallocarray(gr->seeds, gr->count ? gr->count * 2 : 1,
+		    sizeof(*gr->seeds));
 	}
 	if (g->keep_seeds)
 		gr->seeds[gr->count] = seed;

@@ -78,28 +78,6 @@ pause_ms(long ms)
 		;
 }
 
-char *
-tk_url_escape(const char *s)
-{
-	static const char	 hex[] = "0123456789ABCDEF";
-	char			*d, *p;
-
-	p = d = xcalloc(strlen(s) * 3 + 1, 1);
-	for (; *s != '\0'; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || strchr("-._~", c) != NULL)
-			*p++ = c;
-		else {
-			*p++ = '%';
-			*p++ = hex[c >> 4];
-			*p++ = hex[c & 15];
-		}
-	}
-	return d;
-}
-
 /*
  * A short reason from the tracker's error reply (GitHub/GitLab "message",
  * Jira "errorMessages"), never raw bytes: a reply could echo a header.

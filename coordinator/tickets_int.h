@@ -95,7 +95,6 @@ int	 tk_http_do(const struct tk_http *req, long *status, char **resp,
 /* The wait before attempt `attempt` (1-based retry number). */
 long	 tk_http_backoff_ms(int attempt, long retry_after_s);
 /* Percent-encodes s for a URL path segment or query value; heap string. */
-char	*tk_url_escape(const char *s);
 
 /* tickets_sinks.c */
 struct tk_sink_ctx {

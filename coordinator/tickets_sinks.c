@@ -99,7 +99,7 @@ tk_sink_ctx_clear(struct tk_sink_ctx *ctx)
 {
 	if (ctx == NULL)
 		return;
-	free((char *)ctx->base);
+	free(UNCONST(ctx->base));
 	free_secret(ctx->auth_header);
 	free_secret(ctx->userpwd);
 	free_secret(ctx->token);
@@ -206,7 +206,7 @@ github_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
 	json_t	*reply = NULL;
-	char	*label = xasprintf("soak:%s", t->hash), *el = tk_url_escape(label);
+	char	*label = xasprintf("soak:%s", t->hash), *el = pct_encode(label);
 	char	*url = xasprintf("%s/repos/%s/issues?state=open&labels=%s"
 	    "&per_page=30", ctx->base, ctx->cfg->repo, el);
 	size_t	 i;
@@ -281,7 +281,7 @@ github_where(struct tk_sink_ctx *ctx, const struct tk_ticket *t)
 static char *
 gitlab_project_url(struct tk_sink_ctx *ctx)
 {
-	char	*ep = tk_url_escape(ctx->cfg->project), *url;
+	char	*ep = pct_encode(ctx->cfg->project), *url;
 
 	/* "group/name" must travel as one path segment: group%2Fname. */
 	url = xasprintf("%s/projects/%s", ctx->base, ep);
@@ -294,7 +294,7 @@ gitlab_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
 	json_t	*reply = NULL;
-	char	*label = xasprintf("soak:%s", t->hash), *el = tk_url_escape(label);
+	char	*label = xasprintf("soak:%s", t->hash), *el = pct_encode(label);
 	char	*pu = gitlab_project_url(ctx);
 	char	*url = xasprintf("%s/issues?state=opened&labels=%s&per_page=20",
 	    pu, el);
@@ -445,7 +445,7 @@ jira_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
     const char *ref, char *err)
 {
 	json_t	*body = json_pack("{s:s}", "body", t->comment);
-	char	*eref = tk_url_escape(ref);
+	char	*eref = pct_encode(ref);
 	char	*url = xasprintf("%s/rest/api/2/issue/%s/comment", ctx->base, eref);
 	int	 rc;
 

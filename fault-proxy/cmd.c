@@ -351,7 +351,7 @@ proxy_serve(const sigset_t *sigs)
 static void
 proxy_shutdown(struct proxy_set *ps)
 {
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 }
 
 int

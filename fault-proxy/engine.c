@@ -135,7 +135,7 @@ struct proxy_set {
 	struct ep		 wake;
 	struct listener		*ls;
 	size_t			 nls;
-	size_t			 nproxies;	/* proxy_set_start layout */
+	size_t			 nproxies;	/* proxy_set_open_cfg layout */
 	int			 turns;
 	struct conn		*conns;
 	struct conn		*dead;		/* freed after each loop pass */
@@ -1305,7 +1305,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 	ps->running = true;
 	return ps;
 fail:
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	return NULL;
 }
 
@@ -1318,7 +1318,7 @@ proxy_set_listener_addr(const struct proxy_set *ps, size_t i)
 }
 
 struct proxy_set *
-proxy_set_start(const struct cfg *cfg, char *const *upstreams, int turns,
+proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams, int turns,
     uint64_t seed, const char *trace_path, char *err)
 {
 	struct proxy_listen	*pl = NULL;
@@ -1327,7 +1327,7 @@ proxy_set_start(const struct cfg *cfg, char *const *upstreams, int turns,
 	int			 t;
 
 	if (turns < 0 || (cfg->nproxies > 0 && turns == 0)) {
-		errf(err, "proxy_set_start: bad turn count %d", turns);
+		errf(err, "proxy_set_open_cfg: bad turn count %d", turns);
 		return NULL;
 	}
 	n = cfg->nproxies * (size_t)turns;
@@ -1382,7 +1382,7 @@ trace_write(struct proxy_set *ps)
 }
 
 void
-proxy_set_stop(struct proxy_set *ps)
+proxy_set_close(struct proxy_set *ps)
 {
 	struct conn	*c;
 	uint64_t	 one = 1;

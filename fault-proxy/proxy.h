@@ -19,7 +19,7 @@
  *    Turns never share a listener, so concurrency *between* turns cannot
  *    perturb the numbering.
  *  - Connection-level decisions (blackhole) use exchange key 0xffffffff.
- *  - The trace is held in memory and written at proxy_set_stop(), sorted by
+ *  - The trace is held in memory and written at proxy_set_close(), sorted by
  *    (proxy index, turn, conn, exchange), so it is byte-identical across
  *    runs of one seed whenever the turns do the same thing.
  *
@@ -59,7 +59,7 @@ struct proxy_set;
  * database into one of those).  Each decision is appended as one JSON line
  * to trace_path (created/truncated; NULL = no trace).
  */
-struct proxy_set	*proxy_set_start(const struct cfg *cfg,
+struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
 			    char *const *upstreams, int turns, uint64_t seed,
 			    const char *trace_path, char *err);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
@@ -69,7 +69,7 @@ const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
  * Closes every listener and connection, joins the thread, flushes and
  * closes the trace.  NULL is a no-op.
  */
-void			 proxy_set_stop(struct proxy_set *ps);
+void			 proxy_set_close(struct proxy_set *ps);
 
 /* ---- lower level: used by `soak proxy`, tests and benchmarks ---- */
 
@@ -131,7 +131,7 @@ struct proxy_trace_rec {
 int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
 
-/* Starts n listeners served by one thread; see proxy_set_start. */
+/* Starts n listeners served by one thread; see proxy_set_open_cfg. */
 struct proxy_set	*proxy_set_open(const struct proxy_listen *l, size_t n,
 			    uint64_t seed, const char *trace_path, char *err);
 /* The bound address of listener i ("127.0.0.1:PORT"). */

@@ -601,7 +601,8 @@ pg_wait_ready(int st_rd, char *pm, size_t pmlen, char *err)
 		    "reporting");
 	if (msg[0] != 'O')
 		return errf(err, "embedded PostgreSQL: %s", msg + 1);
-	snprintf(pm, pmlen, "%s", msg + 1);
+	if (snprintf(pm, pmlen, "%s", msg + 1) >= (int)pmlen)
+		log_debug("postmaster status cut to %zu bytes", pmlen - 1);
 	return 0;
 }
 

@@ -32,8 +32,7 @@ env_addf(struct env *e, const char *name, const char *fmt, ...)
 	free(val);
 	if (e->n + 2 > e->cap) {
 		e->cap *= 2;
-		if ((e->v = realloc(e->v, e->cap * sizeof(char *))) == NULL)
-			abort();
+		e->v = xreallocarray(e->v, e->cap, sizeof(char *));
 	}
 	e->v[e->n++] = kv;
 	e->v[e->n] = NULL;
@@ -58,27 +57,6 @@ env_name(char *buf, size_t size, const char *prefix, const char *name)
 		buf[i++] = isalnum((unsigned char)name[j]) ?
 		    toupper((unsigned char)name[j]) : '_';
 	buf[i] = '\0';
-}
-
-/* RFC 3986 unreserved characters pass; everything else is %XX. */
-static char *
-pct(const char *s)
-{
-	static const char	hex[] = "0123456789ABCDEF";
-	char			*o = xcalloc(strlen(s) * 3 + 1, 1), *p = o;
-
-	for (; *s; s++) {
-		unsigned char	c = *s;
-
-		if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~')
-			*p++ = c;
-		else {
-			*p++ = '%';
-			*p++ = hex[c >> 4];
-			*p++ = hex[c & 15];
-		}
-	}
-	return o;
 }
 
 void
@@ -113,10 +91,10 @@ env_base(struct env *e, const struct wrk *w, const struct env_port *ports,
 	if (db->password)
 		env_addf(e, "PGPASSWORD", "%s", db->password);
 	env_addf(e, "PGOPTIONS", "%s", opts);
-	u = pct(db->user ? db->user : "postgres");
-	h = pct(db->host ? db->host : "localhost");
-	o = pct(opts);
-	d = pct(db->dbname ? db->dbname : "postgres");
+	u = pct_encode(db->user ? db->user : "postgres");
+	h = pct_encode(db->host ? db->host : "localhost");
+	o = pct_encode(opts);
+	d = pct_encode(db->dbname ? db->dbname : "postgres");
 	env_addf(e, "DATABASE_URL", "postgresql://%s@/%s?host=%s&port=%s&options=%s",
 	    u, d, h, db->port ? db->port : "5432", o);
 	free(u); free(h); free(o); free(d); free(opts);

@@ -298,7 +298,7 @@ worker_hello(struct worker *k)
 	req.u.hello.host = host;
 	req.u.hello.pid = (uint32_t)getpid();
 	req.u.hello.slots = 1;
-	req.u.hello.secret = (char *)(k->o->secret ? k->o->secret : "");
+	req.u.hello.secret = UNCONST(k->o->secret ? k->o->secret : "");
 	if (link_call(&k->link, &req, &rep, 60000, "hello", err) == -1) {
 		log_warnx("%s", err);
 		return 1;
@@ -415,7 +415,7 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	r.u.result.seed = s->seed;
 	r.u.result.attempt = s->attempt;
 	r.u.result.verdict = (uint8_t)res->verdict;
-	r.u.result.reason = (char *)reason_name(res->reason);
+	r.u.result.reason = UNCONST(reason_name(res->reason));
 	r.u.result.duration_ms = res->duration_ms > UINT32_MAX ?
 	    UINT32_MAX : (uint32_t)res->duration_ms;
 	r.u.result.detail = detail;

@@ -96,7 +96,7 @@ struct wrk {
 						   or REASON_SERVICE */
 };
 
-enum seed_state { SEED_RESET, SEED_SETUP, SEED_ROUND, SEED_CHECK, SEED_VERDICT };
+enum run_state { RUN_RESET, RUN_SETUP, RUN_ROUND, RUN_CHECK, RUN_VERDICT };
 
 struct seed_result {
 	int		 verdict;	/* enum msg_verdict */

@@ -313,7 +313,7 @@ main(int argc, char **argv)
 {
 	const char	*seed = getenv("SOAK_TURN_SEED"), *turn = getenv("SOAK_TURN");
 	const char	*round = getenv("SOAK_ROUND"), *opname, *db, *colon;
-	char		 student[8], lesson[8], payment[32], amount[16], host[64];
+	char		 student[16], lesson[16], payment[32], amount[16], host[64];
 	enum outcome	 out;
 	int		 i, roll, k, a, l;
 

@@ -27,7 +27,7 @@ call(nng_socket s, const void *buf, size_t len)
 	size_t		 rlen;
 	int		 rv;
 
-	if ((rv = nng_send(s, (void *)buf, len, 0)) != 0 ||
+	if ((rv = nng_send(s, UNCONST(buf), len, 0)) != 0 ||
 	    (rv = nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC)) != 0) {
 		printf("no reply: %s\n", nng_strerror(rv));
 		return -1;

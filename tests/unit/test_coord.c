@@ -80,8 +80,8 @@ result_dt(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, uint64_t leas
 	req.u.result.seed = seed;
 	req.u.result.attempt = attempt;
 	req.u.result.verdict = (uint8_t)verdict;
-	req.u.result.reason = (char *)reason;
-	req.u.result.detail = (char *)detail;
+	req.u.result.reason = UNCONST(reason);
+	req.u.result.detail = UNCONST(detail);
 	assert_int_equal(coord_handle(c, &req, pipe, now, &rep), 1);
 	assert_int_equal(rep.type, MSG_ACK);
 	ok = rep.u.ack.ok;

@@ -605,7 +605,7 @@ test_weird_run_id(void **state)
 	    "pg_namespace WHERE nspname = current_schema()"), 1);
 	s = query1(iso_conn(a), "SELECT current_schema()");
 	assert_string_equal(s, iso_schema(a));
-	free((char *)s);
+	free(UNCONST(s));
 	iso_drop(a, err);
 	iso_close(a);
 	iso_close(b);

@@ -622,7 +622,7 @@ band_case(bool http, enum proxy_fault band)
 	/* a reset's count is the barrier's request */
 	assert_int_equal(up_get(u, &u->reqs), band == PROXY_FAULT_DUPLICATE ? 2 :
 	    1);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	up_stop(u);
 }
 
@@ -665,7 +665,7 @@ test_keepalive_trace(void **state)
 	}
 	close(fd);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	t = slurp(path);
 	assert_string_equal(t,
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
@@ -725,7 +725,7 @@ det_run(uint64_t seed, bool parallel, const char *name)
 		for (t = 0; t < 4; t++)
 			pthread_join(th[t], NULL);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	up_stop(u);
 	return slurp(path);
 }
@@ -822,7 +822,7 @@ test_10k_connections(void **state)
 	(void)rss0;
 	(void)rss1;
 #endif
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	t = slurp(path);
 	for (p = t; (p = strstr(p, "\"fault\":\"")) != NULL; p += 9) {
 		for (k = 0; k < PROXY_FAULT_MAX; k++)
@@ -869,7 +869,7 @@ test_stream_faults(void **state)
 	assert_int_equal(r, 3);
 	close(fd);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 
 	/* latency: 40ms on every exchange */
 	memset(&f, 0, sizeof(f));
@@ -882,7 +882,7 @@ test_stream_faults(void **state)
 	assert_true(now_ms() - t0 >= 80);
 	close(fd);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 
 	/* bandwidth down 20 kB/s: 4000 bytes take ~200ms; slices of 1000 */
 	memset(&f, 0, sizeof(f));
@@ -898,7 +898,7 @@ test_stream_faults(void **state)
 	assert_true(now_ms() - t0 >= 150);
 	close(fd);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	up_stop(u);
 
 	/*
@@ -916,7 +916,7 @@ test_stream_faults(void **state)
 	cli_silent(fd, 500, "the blackholed client");
 	close(fd);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	/* the proxy is gone: whatever it dialled is queued at the upstream */
 	up_barrier(u);
 	assert_int_equal(up_get(u, &u->conns), 1);	/* the barrier's */
@@ -977,7 +977,7 @@ test_robust(void **state)
 	up_barrier(u);
 	up_wait_closed(u);
 	assert_int_equal(count_fds(), fds0);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	up_stop(u);
 
 	/* a dead upstream: the client sees a reset, nothing leaks */
@@ -989,7 +989,7 @@ test_robust(void **state)
 	close(fd);
 	px_wait_idle(ps);
 	assert_int_equal(count_fds(), fds0);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 }
 
 /* How many times needle occurs in s. */
@@ -1128,7 +1128,7 @@ test_emfile(void **state)
 	close(fd);
 	close(fd2);
 	px_wait_idle(ps);
-	proxy_set_stop(ps);
+	proxy_set_close(ps);
 	/* the failed accepts took no connection number */
 	t = slurp(path);
 	assert_string_equal(t,

@@ -207,7 +207,7 @@ test_url_escape(void **state)
 	char	*s;
 
 	(void)state;
-	s = tk_url_escape("group/shop a:b~c");
+	s = pct_encode("group/shop a:b~c");
 	assert_string_equal(s, "group%2Fshop%20a%3Ab~c");
 	free(s);
 }

@@ -21,15 +21,15 @@
 
 #define TRACE_CAP	(4u << 20)	/* fault trace shipped with a result */
 
-static const char *const seed_state_names[] = {
-	[SEED_RESET] = "reset", [SEED_SETUP] = "setup", [SEED_ROUND] = "round",
-	[SEED_CHECK] = "check", [SEED_VERDICT] = "verdict",
+static const char *const run_state_names[] = {
+	[RUN_RESET] = "reset", [RUN_SETUP] = "setup", [RUN_ROUND] = "round",
+	[RUN_CHECK] = "check", [RUN_VERDICT] = "verdict",
 };
 
 struct seed_ctx {
 	struct wrk		*w;
 	uint64_t		 seed;
-	enum seed_state		 state;
+	enum run_state		 state;
 	int64_t			 start, deadline;
 	char			*dir;		/* the seed's workspace */
 	struct proxy_set	*proxies;
@@ -40,14 +40,14 @@ struct seed_ctx {
 };
 
 static void
-set_state(struct seed_ctx *c, enum seed_state s, int round)
+set_state(struct seed_ctx *c, enum run_state s, int round)
 {
 	if (round >= 0)
 		log_debug("seed %" PRIu64 ": %s -> %s %d", c->seed,
-		    seed_state_names[c->state], seed_state_names[s], round);
+		    run_state_names[c->state], run_state_names[s], round);
 	else
 		log_debug("seed %" PRIu64 ": %s -> %s", c->seed,
-		    seed_state_names[c->state], seed_state_names[s]);
+		    run_state_names[c->state], run_state_names[s]);
 	c->state = s;
 }
 
@@ -363,9 +363,9 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	c.start = now_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
 	c.turns = json_array();
-	c.state = SEED_VERDICT;
+	c.state = RUN_VERDICT;
 
-	set_state(&c, SEED_RESET, -1);
+	set_state(&c, RUN_RESET, -1);
 	if (wrk_services_check(w, &died, err) == -1) {
 		verdict(res, REASON_SERVICE, "%s", err);
 		goto done;
@@ -382,21 +382,21 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		goto done;
 	}
 	if (cfg->setup != NULL) {
-		set_state(&c, SEED_SETUP, -1);
+		set_state(&c, RUN_SETUP, -1);
 		if (run_setup(&c, res) == -1)
 			goto done;
 	}
 	if (cfg->nproxies > 0) {
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
-		if ((c.proxies = proxy_set_start(cfg, ups, cfg->turns, seed,
+		if ((c.proxies = proxy_set_open_cfg(cfg, ups, cfg->turns, seed,
 		    c.trace_path, err)) == NULL) {
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
 	}
 	for (round = 0; round < cfg->rounds; round++) {
-		set_state(&c, SEED_ROUND, round);
+		set_state(&c, RUN_ROUND, round);
 		if (run_round(&c, round, res) == -1) {
 			c.round = round;
 			goto done;
@@ -406,7 +406,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		if (c.proxies && proxy_set_settle(c.proxies, 10000) == -1)
 			log_warnx("seed %" PRIu64 ": proxy connections still open 10 s "
 			    "after round %d; checking anyway", seed, round);
-		set_state(&c, SEED_CHECK, round);
+		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
 	}
@@ -419,9 +419,9 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	else
 		verdict(res, REASON_NONE, "%d of %d turns ok", c.ok_turns, c.total_turns);
 done:
-	set_state(&c, SEED_VERDICT, -1);
+	set_state(&c, RUN_VERDICT, -1);
 	if (c.proxies) {
-		proxy_set_stop(c.proxies);
+		proxy_set_close(c.proxies);
 		c.proxies = NULL;
 	}
 	/* A service that died under the seed makes the seed unreliable. */
