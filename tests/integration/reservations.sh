@@ -12,7 +12,10 @@ cat "$T/buggy.out"
 expect_eq "buggy run exit status" 1 "$rc"
 check_report "$T/buggy" 0 49
 fails=$(jq '.totals.fail' "$T/buggy/report.json")
-expect_eq "seeds that caught the lost update" 50 "$fails"
+# 50 of 50 in every run here, with two CPU burners too; 49 once at a load
+# average of 12.  45 leaves room for a machine busier than that, and no
+# room for a check that catches the bug only now and then.
+expect_ge "seeds (of 50) that caught the lost update" 45 "$fails"
 expect_eq "every failure is the invariant" \
     '["items_reserved matches reservation events"]' \
     "$(jq -c '[.results[] | select(.verdict=="fail") | .invariants[].name] | unique' "$T/buggy/report.json")"
