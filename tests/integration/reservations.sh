@@ -1,9 +1,9 @@
 # Reservations (seeds/001), the quick half of its proof: the lost update is
-# caught by its invariant in every one of the first 50 seeds (the turn
-# thinks between its read and its write, as a model does, so the window is
-# as wide as in production: 200 of 200 seeds and 20 of 20 replays of seed 0
-# caught it here), and a confirming re-run and a single replay fail the
-# same way.  The fixed variants: tests/proofs/reservations.sh.
+# caught by its invariant in (nearly) every one of the first 50 seeds (the
+# turn thinks between its read and its write, as a model does, so the
+# window is as wide as in production: 200 of 200 seeds and 20 of 20 replays
+# of seed 0 caught it here), and a confirming re-run and a single replay
+# fail the same way.  The fixed variants: tests/proofs/reservations.sh.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 
