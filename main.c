@@ -11,8 +11,10 @@ static const struct {
 	const char	*usage;
 } commands[] = {
 	{ "run",	 cmd_run,	  "run CONFIG [--seeds A..B] [--workers N] [--out DIR]" },
-	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]" },
-	{ "worker",	 cmd_worker,	  "worker --connect URL [--slots N]" },
+	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]\n"
+	    "                   [--secret-file FILE | --tls-cert PEM --tls-client-ca PEM]" },
+	{ "worker",	 cmd_worker,	  "worker --connect URL [--slots N]\n"
+	    "                   [--secret-file FILE | --tls-ca PEM [--tls-cert PEM]]" },
 	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep]" },
 	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]" },
 	{ "check",	 cmd_check,	  "check CONFIG [--db URL]" },

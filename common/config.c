@@ -44,6 +44,7 @@
 
 #include <yaml.h>
 
+#include "common/conninfo.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -185,11 +186,15 @@ static int
 fail_type(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
     const char *what)
 {
-	char	b[QUOTE_LEN];
+	char	b[QUOTE_LEN], *red;
 
-	if (n->type == YAML_SCALAR_NODE && !is_null(n))
-		return fail_at(cx, n, key, "expected %s, got %s", what,
-		    quote_value(scalar(n), b, sizeof(b)));
+	if (n->type == YAML_SCALAR_NODE && !is_null(n)) {
+		/* "database: postgresql://u:pw@h" must not print pw. */
+		red = conninfo_redact(scalar(n));
+		quote_value(red, b, sizeof(b));
+		free(red);
+		return fail_at(cx, n, key, "expected %s, got %s", what, b);
+	}
 	return fail_at(cx, n, key, "expected %s, got %s", what, kind_of(n));
 }
 
@@ -1038,10 +1043,10 @@ static int
 parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 {
 	enum { SINK, URL, REPO, PROJECT, TOKEN_ENV, USER_ENV, ISSUE_TYPE,
-	    LABELS, INFRA, NKEYS };
+	    LABELS, INFRA, INSECURE_HTTP, NKEYS };
 	static const char *const keys[NKEYS] = { "sink", "url", "repo",
 	    "project", "token_env", "user_env", "issue_type", "labels",
-	    "infra" };
+	    "infra", "insecure_http" };
 	static const char *const sinks[] = { "file", "github", "gitlab",
 	    "jira", "webhook" };
 	/* What each sink cannot work without; checked here, not at filing time. */
@@ -1076,12 +1081,26 @@ parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 		return -1;
 	if (v[INFRA] && get_bool(cx, v[INFRA], "tickets.infra", &t->infra) == -1)
 		return -1;
+	if (v[INSECURE_HTTP] && get_bool(cx, v[INSECURE_HTTP],
+	    "tickets.insecure_http", &t->insecure_http) == -1)
+		return -1;
 	for (i = 0; i < nitems(needs); i++)
 		if (strcmp(t->sink, needs[i].sink) == 0 && v[needs[i].key] == NULL) {
 			key_join(path, "tickets", keys[needs[i].key]);
 			return fail_at(cx, map, path,
 			    "required key is missing (sink %s needs it)", t->sink);
 		}
+	/*
+	 * A token must not cross the network in clear text.  The default
+	 * urls (github, gitlab) are https; a url without a scheme is http to
+	 * libcurl.  The http layer refuses too (tickets_http.c).
+	 */
+	if (strcmp(t->sink, "file") != 0 && t->token_env != NULL &&
+	    t->url != NULL && strncasecmp(t->url, "https://", 8) != 0 &&
+	    !t->insecure_http)
+		return fail_at(cx, v[URL], "tickets.url", "not https://: the %s "
+		    "token (%s) would travel in clear text; use https://, or set "
+		    "tickets.insecure_http: true", t->sink, t->token_env);
 	return 0;
 }
 

@@ -13,6 +13,9 @@
  *    hold an identical struct cfg.
  *  - Durations, latency ranges, shares and byte counts follow the grammars
  *    of common/units.h, which the command line shares.
+ *  - A tickets sink that would send a token (token_env set; any sink but
+ *    file) to a url that is not https:// is refused at load, naming
+ *    tickets.url, unless tickets.insecure_http is true.
  *  - cfg_free(NULL) is a no-op.
  */
 #ifndef SOAK_CONFIG_H
@@ -79,6 +82,7 @@ struct cfg_tickets {
 	char		 *issue_type;		/* jira; default "Bug" */
 	char		**labels;		/* NULL-terminated, may be NULL */
 	bool		  infra;		/* file one infra ticket per run */
+	bool		  insecure_http;	/* a token may go to an http:// url */
 	bool		  enabled;		/* the section was present */
 };
 
@@ -125,6 +129,26 @@ int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
 int	cfg_load_text(const char *path, const char *text, size_t len,
 	    struct cfg *cfg, char *err);
 void	cfg_free(struct cfg *cfg);
+
+/*
+ * The config text as soak writes and shows it (RUN_DIR/config.yaml, the
+ * hash): every top-level database.url with its password replaced by "***"
+ * (conninfo_redact, common/conninfo.h), every other byte as in text.
+ * Redacted in place when the value stands verbatim in the file, else the
+ * value is rewritten as one double-quoted scalar; the result is parsed
+ * again and must read back as the redacted value, or the whole text is
+ * withheld (a one-line YAML comment saying so) -- never a password.  For
+ * text the loader accepted.  Heap; *lenp (may be NULL) gets the length.
+ */
+char	*cfg_text_redact(const char *text, size_t len, size_t *lenp);
+
+/*
+ * report.json's config.hash and the tickets' config hash: 64-bit FNV-1a
+ * of cfg_text_redact(cfg->text), 16 lower-case hex digits.  A password
+ * change leaves it as it was, and it reveals nothing of the password.
+ */
+#define CFG_HASH_LEN	17
+void	cfg_hash_hex(const struct cfg *cfg, char out[CFG_HASH_LEN]);
 
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);

@@ -10,7 +10,7 @@ static const char *const type_names[MSG_TYPE_MAX] = {
 	[MSG_LEASE_REQ] = "lease-request", [MSG_LEASE] = "lease",
 	[MSG_DONE] = "done", [MSG_RESULT] = "result",
 	[MSG_HEARTBEAT] = "heartbeat", [MSG_ACK] = "ack", [MSG_NACK] = "nack",
-	[MSG_BYE] = "bye",
+	[MSG_BYE] = "bye", [MSG_CHALLENGE] = "challenge", [MSG_AUTH] = "auth",
 };
 
 const char *
@@ -90,6 +90,16 @@ w_u64(struct wbuf *w, uint64_t v)
 }
 
 static void
+w_b32(struct wbuf *w, const uint8_t b[MSG_B32])
+{
+	w_grow(w, MSG_B32);
+	if (!w->failed) {
+		memcpy(w->p + w->len, b, MSG_B32);
+		w->len += MSG_B32;
+	}
+}
+
+static void
 w_str(struct wbuf *w, const char *s, size_t cap, const char *field)
 {
 	size_t	n = s ? strlen(s) : 0;
@@ -130,7 +140,14 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_str(&w, m->u.hello.host, MSG_STR_SHORT, "host");
 		w_u32(&w, m->u.hello.pid);
 		w_u32(&w, m->u.hello.slots);
-		w_str(&w, m->u.hello.secret, MSG_STR_SHORT, "secret");
+		w_b32(&w, m->u.hello.nonce);
+		break;
+	case MSG_CHALLENGE:
+		w_b32(&w, m->u.challenge.nonce);
+		w_b32(&w, m->u.challenge.proof);
+		break;
+	case MSG_AUTH:
+		w_b32(&w, m->u.auth.proof);
 		break;
 	case MSG_WELCOME:
 		w_u32(&w, m->u.welcome.worker_id);
@@ -241,6 +258,15 @@ r_uint(struct rbuf *r, size_t n, const char *field)
 #define r_u32(r, f)	((uint32_t)r_uint((r), 4, (f)))
 #define r_u64(r, f)	(r_uint((r), 8, (f)))
 
+static void
+r_b32(struct rbuf *r, uint8_t b[MSG_B32], const char *field)
+{
+	if (r_need(r, MSG_B32, field) == -1)
+		return;
+	memcpy(b, r->p + r->off, MSG_B32);
+	r->off += MSG_B32;
+}
+
 static char *
 r_str(struct rbuf *r, size_t cap, const char *field)
 {
@@ -307,7 +333,14 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.hello.host = r_str(&r, MSG_STR_SHORT, "host");
 		m->u.hello.pid = r_u32(&r, "pid");
 		m->u.hello.slots = r_u32(&r, "slots");
-		m->u.hello.secret = r_str(&r, MSG_STR_SHORT, "secret");
+		r_b32(&r, m->u.hello.nonce, "nonce");
+		break;
+	case MSG_CHALLENGE:
+		r_b32(&r, m->u.challenge.nonce, "nonce");
+		r_b32(&r, m->u.challenge.proof, "proof");
+		break;
+	case MSG_AUTH:
+		r_b32(&r, m->u.auth.proof, "proof");
 		break;
 	case MSG_WELCOME:
 		m->u.welcome.worker_id = r_u32(&r, "worker_id");
@@ -393,7 +426,6 @@ msg_clear(struct msg *m)
 	case MSG_HELLO:
 		free(m->u.hello.name);
 		free(m->u.hello.host);
-		free(m->u.hello.secret);
 		break;
 	case MSG_WELCOME:
 		free(m->u.welcome.run_id);

@@ -8,7 +8,8 @@
  *	"SOAK"  u16 version  u16 type  u32 body_len
  *
  * all integers big-endian.  A body is a fixed sequence of fields per type:
- * u8, u32, u64, or a string (u32 length, then bytes; no NUL inside).
+ * u8, u32, u64, b32 (32 raw bytes: a nonce or a MAC), or a string (u32
+ * length, then bytes; no NUL inside).
  * msg_decode checks the magic, the version (exactly MSG_VERSION), the
  * type, that body_len equals what follows, that every field fits, that
  * every string is within its type's cap and NUL-free, and that no byte is
@@ -16,12 +17,21 @@
  * — a message off the network is never trusted for a length.
  *
  * Who sends what (request -> reply):
- *	worker HELLO      -> WELCOME | NACK
+ *	worker HELLO      -> CHALLENGE (a shared secret is configured)
+ *	                   | WELCOME (none: TLS client certificates, --insecure,
+ *	                     ipc://) | NACK
+ *	worker AUTH       -> WELCOME | NACK (then the connection closes)
  *	worker LEASE_REQ  -> LEASE | DONE         (held until work exists)
  *	worker RESULT     -> ACK (ok=0: refused, e.g. the lease expired)
  *	worker HEARTBEAT  -> ACK (ok=0: the lease is gone; drop it)
  *	worker BYE        -> ACK
  *	any malformed     -> NACK
+ *
+ * After a shared-secret handshake every message of the connection, both
+ * ways, is sealed: the encoded message is followed by a sequence number
+ * and a MAC (common/auth.h), checked before the message is decoded.
+ * Which messages are sealed follows from the connection's state, never
+ * from a flag in the message.
  */
 #ifndef SOAK_MSG_H
 #define SOAK_MSG_H
@@ -29,12 +39,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	1
+#define MSG_VERSION	2	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
 #define MSG_STR_LONG	(8u << 20)	/* config text, result detail */
+/*
+ * What a worker puts in a RESULT's detail, at most: worker/detail.c cuts
+ * the detail to it, with markers, and sends a minimal one if even that does
+ * not fit, so a big failure is never an encode error (a dead worker).  Far
+ * under MSG_STR_LONG so that the coordinator's receive cap can come down to
+ * it: the full data stays in the worker's kept failure directory.
+ */
+#define MSG_DETAIL_MAX	(1u << 20)
 #define MSG_MAX_SEEDS	4096		/* per lease */
+#define MSG_B32		32		/* a b32 field */
 
 enum msg_type {
 	MSG_HELLO = 1,
@@ -47,6 +66,8 @@ enum msg_type {
 	MSG_ACK,
 	MSG_NACK,
 	MSG_BYE,
+	MSG_CHALLENGE,
+	MSG_AUTH,
 	MSG_TYPE_MAX
 };
 
@@ -65,8 +86,15 @@ struct msg {
 			char		*host;
 			uint32_t	 pid;
 			uint32_t	 slots;
-			char		*secret;	/* "" when none */
+			uint8_t		 nonce[MSG_B32];	/* Nw */
 		} hello;
+		struct {
+			uint8_t		 nonce[MSG_B32];	/* Nc */
+			uint8_t		 proof[MSG_B32];	/* proof_c */
+		} challenge;
+		struct {
+			uint8_t		 proof[MSG_B32];	/* proof_w */
+		} auth;
 		struct {
 			uint32_t	 worker_id;
 			char		*run_id;

@@ -233,14 +233,15 @@ fail:
 	return NULL;
 }
 
-int
-write_file(const char *path, const void *buf, size_t len, char *err)
+static int
+write_mode(const char *path, const void *buf, size_t len, mode_t mode,
+    char *err)
 {
 	const char	*p = buf;
 	ssize_t		 n;
 	int		 fd;
 
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1)
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) == -1)
 		return errf(err, "cannot create \"%s\": %s", path, strerror(errno));
 	while (len > 0) {
 		n = write(fd, p, len);
@@ -257,6 +258,37 @@ write_file(const char *path, const void *buf, size_t len, char *err)
 	if (close(fd) == -1)
 		return errf(err, "cannot write \"%s\": %s", path, strerror(errno));
 	return 0;
+}
+
+int
+write_file(const char *path, const void *buf, size_t len, char *err)
+{
+	return write_mode(path, buf, len, 0644, err);
+}
+
+int
+write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
+    char *err)
+{
+	char	*tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
+	int	 rc = -1;
+
+	/* A leftover of a crashed writer could carry a wider mode. */
+	unlink(tmp);
+	if (write_mode(tmp, buf, len, mode, err) == -1) {
+		unlink(tmp);
+		goto out;
+	}
+	if (rename(tmp, path) == -1) {
+		errf(err, "cannot rename \"%s\" to \"%s\": %s", tmp, path,
+		    strerror(errno));
+		unlink(tmp);
+		goto out;
+	}
+	rc = 0;
+out:
+	free(tmp);
+	return rc;
 }
 
 char *
@@ -409,4 +441,19 @@ utf8_scrub(char *s, size_t len)
 		}
 		i += n + 1;
 	}
+}
+
+size_t
+utf8_prefix(const char *s, size_t len, size_t max)
+{
+	const unsigned char	*p = (const unsigned char *)s;
+	size_t			 n;
+
+	if (len <= max)
+		return len;
+	/* p[max] is the first byte left out: back up to the start of the
+	 * character it continues (three bytes at most; more is not UTF-8). */
+	for (n = max; n > 0 && max - n < 3 && (p[n] & 0xc0) == 0x80; n--)
+		;
+	return n;
 }

@@ -42,6 +42,14 @@ const char *scratch_root(void);
 /* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
 char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
 int	write_file(const char *path, const void *buf, size_t len, char *err);
+/*
+ * Replaces path with buf in one rename(2), so a reader sees the old file or
+ * the new one, never half: written to "path.tmp.PID" created with mode
+ * (less the umask), which the rename carries over, whatever mode an old
+ * file at path had.
+ */
+int	write_file_atomic(const char *path, const void *buf, size_t len,
+	    mode_t mode, char *err);
 /* Returns a heap string: dir + "/" + rel, or rel if it is absolute. */
 char	*path_join(const char *dir, const char *rel);
 char	*xstrdup(const char *s);	/* NULL in, NULL out; aborts on ENOMEM */
@@ -53,6 +61,9 @@ void	*xreallocarray(void *p, size_t n, size_t size);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Replaces bytes that are not valid UTF-8 (and NULs before len) with '?'. */
 void	utf8_scrub(char *s, size_t len);
+/* The longest prefix of s[0..len) of at most max bytes that does not end
+ * inside a UTF-8 character: where to cut. */
+size_t	utf8_prefix(const char *s, size_t len, size_t max);
 void	strv_free(char **v);		/* frees a NULL-terminated vector */
 char	**strv_dup(char *const *v);
 size_t	strv_len(char *const *v);

@@ -496,18 +496,16 @@ leased:
 	return 1;
 }
 
+/*
+ * A worker joins.  Only an authenticated connection's HELLO gets here
+ * (coordinator/peer.h): the WELCOME carries the config, the database and
+ * the paths.
+ */
 static int
 handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *rep)
 {
 	struct wrec	*w;
 
-	if (c->o.secret && *c->o.secret &&
-	    (strlen(req->u.hello.secret) != strlen(c->o.secret) ||
-	    memcmp(req->u.hello.secret, c->o.secret, strlen(c->o.secret)) != 0)) {
-		log_warnx("worker %s refused: wrong shared secret", req->u.hello.name);
-		text_reply(rep, MSG_NACK, 0, "wrong shared secret");
-		return 1;
-	}
 	c->workers = xreallocarray(c->workers, c->nworkers + 1, sizeof(*w));
 	w = &c->workers[c->nworkers++];
 	memset(w, 0, sizeof(*w));

@@ -65,7 +65,6 @@ struct coord_opts {
 	const char		*db_conninfo;	/* "" = each worker's own */
 	const char		*keep_dir;	/* "" = each worker's own */
 	const char		*workspace;	/* "" = each worker's own */
-	const char		*secret;	/* NULL = none required */
 	int			 heartbeat_ms;
 	int			 lease_ttl_ms;
 	int			 max_chunk;
@@ -84,9 +83,11 @@ void		 coord_free(struct coord *c);
 void		 coord_on_final(struct coord *c, coord_final_cb cb, void *arg);
 
 /*
- * Handles one request from pipe.  Returns 1 with *rep filled (the caller
- * sends it and msg_clear()s it), or 0 when it is a lease request that must
- * wait: the caller parks it and asks coord_serve(worker) after each event.
+ * Handles one request from pipe, an authenticated connection (server.c
+ * passes nothing else; coordinator/peer.h).  Returns 1 with *rep filled
+ * (the caller sends it and msg_clear()s it), or 0 when it is a lease
+ * request that must wait: the caller parks it and asks
+ * coord_serve(worker) after each event.
  */
 int		 coord_handle(struct coord *c, const struct msg *req, uint32_t pipe,
 		    int64_t now, struct msg *rep);

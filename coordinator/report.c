@@ -127,6 +127,9 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
 	if (json_object_get(d, "confirm"))
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
+	/* The worker cut the detail to fit a message (worker/detail.h). */
+	if (json_object_get(d, "truncated"))
+		json_object_set(r, "truncated", json_object_get(d, "truncated"));
 	if (full) {
 		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
 		if (json_object_get(d, "workspace"))
@@ -136,6 +139,20 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	free(fdir);
 	free(replay);
 	return r;
+}
+
+int
+report_config_copy(const struct cfg *cfg, const char *out_dir, char *err)
+{
+	char	*path = xasprintf("%s/config.yaml", out_dir), *text;
+	size_t	 len;
+	int	 rc;
+
+	text = cfg_text_redact(cfg->text, cfg->text_len, &len);
+	rc = write_file_atomic(path, text, len, 0600, err);
+	free(text);
+	free(path);
+	return rc;
 }
 
 void
@@ -283,11 +300,12 @@ tickets_json(const struct cfg_tickets *t)
 	for (i = 0; t->labels && t->labels[i]; i++)
 		json_array_append_new(labels, json_string(t->labels[i]));
 #define S(x)	((x) ? json_string(x) : json_null())
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b}",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b}",
 	    "sink", S(t->sink), "url", S(t->url), "repo", S(t->repo),
 	    "project", S(t->project), "token_env", S(t->token_env),
 	    "user_env", S(t->user_env), "issue_type", S(t->issue_type),
-	    "labels", labels, "infra", t->infra, "enabled", t->enabled);
+	    "labels", labels, "infra", t->infra,
+	    "insecure_http", t->insecure_http, "enabled", t->enabled);
 #undef S
 }
 
@@ -298,7 +316,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	struct coord_counts	 n;
 	uint64_t		 ns, i;
 	json_t			*root, *results;
-	char			 host[256] = "localhost", hash[17], *path, *tmp;
+	char			 host[256] = "localhost", hash[CFG_HASH_LEN], *path, *tmp;
 	char			*started, *finished;
 	const char		*rev = getenv("SOAK_SUT_REVISION");
 	int			 status = report_exit_status(c);
@@ -306,7 +324,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	gethostname(host, sizeof(host) - 1);
 	coord_counts(c, &n);
 	seeds = coord_seeds(c, &ns);
-	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv1a64(m->cfg->text, m->cfg->text_len));
+	cfg_hash_hex(m->cfg, hash);	/* over the redacted text */
 	results = json_array();
 	for (i = 0; i < ns; i++)
 		if (seeds[i].state == CSEED_FINAL)

@@ -29,6 +29,11 @@ struct report_meta {
 const char *report_reproduced(const struct coord_seed *s);
 /* "soak replay CONFIG --seed N" */
 char	*report_replay(const char *cfg_path, uint64_t seed);
+/*
+ * out_dir/config.yaml: the config text with database.url's password
+ * redacted (cfg_text_redact), mode 0600, replaced in one rename.
+ */
+int	 report_config_copy(const struct cfg *cfg, const char *out_dir, char *err);
 /* failures/<seed>/{result.json,trace.jsonl}; called as each verdict is final. */
 void	 report_failure(const struct report_meta *m, const struct coord_seed *s);
 /* Writes report.json and junit.xml; returns the run's exit status. */

@@ -21,10 +21,12 @@
 
 #include <libpq-fe.h>
 
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
+#include "common/tlsconf.h"
 #include "common/units.h"
 #include "common/util.h"
 #include "common/verdict.h"
@@ -53,6 +55,7 @@ struct runopts {
 	int		 verbose;
 	int		 heartbeat_ms;
 	int		 lease_ttl_ms;
+	struct auth_opts auth;		/* coordinator: who may connect */
 };
 
 struct local_worker {
@@ -294,12 +297,31 @@ usage(FILE *f, bool local)
 		    "missing verdicts); 64 usage; 78 config error.\n");
 	else
 		fprintf(f,
-		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B] [--out DIR] [-v]\n"
+		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]\n"
+		    "                        [--secret-file FILE] [--tls-cert PEM\n"
+		    "                        [--tls-client-ca PEM]] [--insecure] [-v]\n"
 		    "\n"
 		    "Hands out the seeds of CONFIG to workers that dial URL\n"
-		    "(tcp://HOST:PORT or ipc://PATH) with `soak worker --connect URL`.\n"
-		    "Workers need the config's folder at the same path.  If SOAK_SECRET is\n"
-		    "set, workers must present the same value.\n"
+		    "(tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH) with\n"
+		    "`soak worker --connect URL`.  Workers need the config's folder at the\n"
+		    "same path.\n"
+		    "\n"
+		    "  --secret-file FILE    the shared secret (else SOAK_SECRET; at least 16\n"
+		    "                        bytes; the file mode 600): workers and coordinator\n"
+		    "                        prove they know it, HMAC challenge-response\n"
+		    "  --tls-cert PEM        this coordinator's certificate and key, one file\n"
+		    "                        (tls+tcp:// needs it)\n"
+		    "  --tls-client-ca PEM   require workers' client certificates, from this CA\n"
+		    "  --insecure            allow what the rules below refuse (a trusted lab\n"
+		    "                        network only; warned at every start)\n"
+		    "\n"
+		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
+		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"
+		    "workers (the secret, or --tls-cert checked by their --tls-ca).  Both\n"
+		    "must hold, or the coordinator refuses to start (exit 64) unless\n"
+		    "--insecure: tls+tcp:// with --tls-cert alone is refused too.  The\n"
+		    "secret protects every message from being altered, not from being read:\n"
+		    "use tls+tcp:// when the config or the database URL holds a password.\n"
 		    "\n"
 		    "Exit status as for `soak run`.\n");
 }
@@ -337,12 +359,8 @@ run_main(struct runopts *o)
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
 	}
-	{
-		char	*copy = xasprintf("%s/config.yaml", out);
-
-		write_file(copy, cfg.text, cfg.text_len, NULL);
-		free(copy);
-	}
+	if (report_config_copy(&cfg, out, err) == -1)
+		log_warnx("%s", err);	/* the run goes on without its copy */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -377,7 +395,6 @@ run_main(struct runopts *o)
 	co.db_conninfo = o->local ? db.conninfo : "";
 	co.keep_dir = keep ? keep : "";
 	co.workspace = work ? work : "";
-	co.secret = getenv("SOAK_SECRET");
 	co.heartbeat_ms = o->heartbeat_ms;
 	co.lease_ttl_ms = o->lease_ttl_ms;
 	if ((r.coord = coord_new(&co, err)) == NULL) {
@@ -387,7 +404,8 @@ run_main(struct runopts *o)
 	meta = (struct report_meta){ .cfg = &cfg, .cfg_path = cfgpath, .run_id = run_id,
 	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = wall_ms() };
 	coord_on_final(r.coord, on_final, &r);
-	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : 256, err)) == NULL) {
+	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : 256, &o->auth,
+	    err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
 	}
@@ -448,6 +466,10 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "listen",	required_argument, NULL, 'l' },
 		{ "heartbeat",	required_argument, NULL, 'H' },
 		{ "lease-ttl",	required_argument, NULL, 'T' },
+		{ "secret-file",	required_argument, NULL, 'F' },
+		{ "tls-cert",	required_argument, NULL, 'C' },
+		{ "tls-client-ca",	required_argument, NULL, 'A' },
+		{ "insecure",	no_argument,	   NULL, 'I' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -466,6 +488,10 @@ parse(int argc, char **argv, struct runopts *o)
 		case 's': o->seeds = optarg; break;
 		case 'o': o->out = optarg; break;
 		case 'l': o->listen = optarg; break;
+		case 'F': o->auth.secret_file = optarg; break;
+		case 'C': o->auth.tls_cert = optarg; break;
+		case 'A': o->auth.tls_client_ca = optarg; break;
+		case 'I': o->auth.insecure = true; break;
 		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
 		case 'w':
 			o->workers = (int)strtol(optarg, &end, 10);
@@ -504,6 +530,33 @@ parse(int argc, char **argv, struct runopts *o)
 		fprintf(stderr, "soak run: --listen is for `soak coordinator`\n");
 		return -1;
 	}
+	if (o->local && (o->auth.secret_file || o->auth.tls_cert ||
+	    o->auth.tls_client_ca || o->auth.insecure)) {
+		fprintf(stderr, "soak run: --secret-file, --tls-* and --insecure are for "
+		    "`soak coordinator`\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Who may connect (common/auth.h): the secret, and the rules checked
+ * before anything listens.  -1: refused, the fix said.
+ */
+static int
+coordinator_auth(struct runopts *o)
+{
+	char	err[ERR_LEN], warn[ERR_LEN];
+	int	rc;
+
+	if (auth_secret_load(o->auth.secret_file, &o->auth.secret, err) == -1 ||
+	    (rc = auth_policy(AUTH_COORDINATOR, o->listen, &o->auth, warn, err)) == -1 ||
+	    tlsconf_check(AUTH_COORDINATOR, o->listen, &o->auth, err) == -1) {
+		fprintf(stderr, "soak coordinator: %s\n", err);
+		return -1;
+	}
+	if (rc == 1)
+		fprintf(stderr, "soak coordinator: warning: %s\n", warn);
 	return 0;
 }
 
@@ -514,6 +567,8 @@ cmd_run(int argc, char **argv)
 
 	if (parse(argc, argv, &o) == -1)
 		return SOAK_EXIT_USAGE;
+	/* Local workers, ipc:// in a private directory: no secret, none expected. */
+	unsetenv("SOAK_SECRET");
 	return run_main(&o);
 }
 
@@ -521,8 +576,13 @@ int
 cmd_coordinator(int argc, char **argv)
 {
 	struct runopts	o = { .local = false };
+	int		rc;
 
-	if (parse(argc, argv, &o) == -1)
+	if (parse(argc, argv, &o) == -1 || coordinator_auth(&o) == -1) {
+		auth_secret_free(&o.auth.secret);
 		return SOAK_EXIT_USAGE;
-	return run_main(&o);
+	}
+	rc = run_main(&o);
+	auth_secret_free(&o.auth.secret);
+	return rc;
 }

@@ -1,7 +1,9 @@
 #include "coordinator/server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -11,7 +13,9 @@
 
 #include "common/log.h"
 #include "common/queue.h"
+#include "common/tlsconf.h"
 #include "common/util.h"
+#include "coordinator/peer.h"
 
 enum slot_state { SLOT_RECV, SLOT_READY, SLOT_PARKED, SLOT_SEND, SLOT_CLOSED };
 
@@ -22,7 +26,10 @@ struct slot {
 	nng_aio		*aio;
 	enum slot_state	 state;
 	uint32_t	 worker;	/* parked: whose lease request */
-	uint32_t	 pipe;
+	uint32_t	 pipe;		/* whose request this slot answers */
+	uint64_t	 seq;		/* the request's, for the reply's seal */
+	nng_pipe	 close_after;	/* closed once the reply is handed to it
+					   (a failed authentication's NACK) */
 };
 
 enum ev_kind { EV_MSG, EV_PIPE_GONE };
@@ -43,6 +50,7 @@ struct server {
 	struct queue	 q;		/* pending events, under mu */
 	int		 closing;
 	char		*url;		/* as bound: tcp port 0 resolved */
+	struct peers	*peers;		/* every connection's state (peer.h) */
 };
 
 static void
@@ -64,6 +72,10 @@ slot_cb(void *arg)
 	if (sl->state == SLOT_SEND) {
 		if (rv != 0)
 			nng_msg_free(nng_aio_get_msg(sl->aio));
+		if (nng_pipe_id(sl->close_after) > 0) {
+			nng_pipe_close(sl->close_after);
+			sl->close_after = (nng_pipe)NNG_PIPE_INITIALIZER;
+		}
 		if (rv == NNG_ECLOSED || sl->srv->closing) {
 			sl->state = SLOT_CLOSED;
 			return;
@@ -84,16 +96,77 @@ slot_cb(void *arg)
 	push_event(sl->srv, (struct event){ .kind = EV_MSG, .slot = sl->idx });
 }
 
+/*
+ * The remote address of a pipe: addr for logs ("10.0.0.7:50122"), host
+ * for the limiter (the IP; "" for local transports, which it leaves be).
+ * -1 when the pipe is already gone.
+ */
+static int
+pipe_addr(nng_pipe p, char *addr, size_t asz, char *host, size_t hsz)
+{
+	nng_sockaddr	sa;
+	char		ip[INET6_ADDRSTRLEN] = "";
+	unsigned	port = 0;
+
+	if (nng_pipe_get_addr(p, NNG_OPT_REMADDR, &sa) != 0) {
+		snprintf(addr, asz, "gone");
+		snprintf(host, hsz, "%s", "");
+		return -1;
+	}
+	switch (sa.s_family) {
+	case NNG_AF_INET:
+		inet_ntop(AF_INET, &sa.s_in.sa_addr, ip, sizeof(ip));
+		port = ntohs(sa.s_in.sa_port);
+		snprintf(addr, asz, "%s:%u", ip, port);
+		break;
+	case NNG_AF_INET6:
+		inet_ntop(AF_INET6, sa.s_in6.sa_addr, ip, sizeof(ip));
+		port = ntohs(sa.s_in6.sa_port);
+		snprintf(addr, asz, "[%s]:%u", ip, port);
+		break;
+	default:
+		snprintf(addr, asz, "local");
+		break;
+	}
+	snprintf(host, hsz, "%s", ip);
+	return 0;
+}
+
 static void
 pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
-	(void)ev;
-	push_event(arg, (struct event){ .kind = EV_PIPE_GONE,
+	struct server	*s = arg;
+	char		 addr[64], host[48];
+
+	/* A host that failed too often is turned away before it is added. */
+	if (ev == NNG_PIPE_EV_ADD_PRE) {
+		if (pipe_addr(p, addr, sizeof(addr), host, sizeof(host)) == 0 &&
+		    peers_banned(s->peers, host, now_ms()))
+			nng_pipe_close(p);
+		return;
+	}
+	push_event(s, (struct event){ .kind = EV_PIPE_GONE,
 	    .pipe = (uint32_t)nng_pipe_id(p) });
 }
 
+/* Creates, configures (TLS) and starts the listener. */
+static int
+server_listen(struct server *s, const char *url, const struct auth_opts *auth,
+    char *err)
+{
+	int	rv;
+
+	if ((rv = nng_listener_create(&s->listener, s->sock, url)) != 0)
+		return errf(err, "cannot listen on %s: %s", url, nng_strerror(rv));
+	if (auth_url_is_tls(url) && tlsconf_listener(s->listener, auth, err) == -1)
+		return -1;
+	if ((rv = nng_listener_start(s->listener, 0)) != 0)
+		return errf(err, "cannot listen on %s: %s", url, nng_strerror(rv));
+	return 0;
+}
+
 struct server *
-server_open(const char *url, int nslots, char *err)
+server_open(const char *url, int nslots, const struct auth_opts *auth, char *err)
 {
 	struct server	*s = xcalloc(1, sizeof(*s));
 	int		 rv, i;
@@ -106,11 +179,14 @@ server_open(const char *url, int nslots, char *err)
 		free(s);
 		return NULL;
 	}
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MSG_MAX);
+	s->peers = peers_new(&auth->secret);
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
+	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, s);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_cb, s);
-	if ((rv = nng_listen(s->sock, url, &s->listener, 0)) != 0) {
-		errf(err, "cannot listen on %s: %s", url, nng_strerror(rv));
+	if (server_listen(s, url, auth, err) == -1) {
 		nng_close(s->sock);
+		peers_free(s->peers);
+		queue_free(&s->q);
 		free(s);
 		return NULL;
 	}
@@ -164,6 +240,7 @@ server_close(struct server *s)
 		nng_ctx_close(s->slots[i].ctx);
 	}
 	nng_close(s->sock);
+	peers_free(s->peers);
 	free(s->url);
 	free(s->slots);
 	queue_free(&s->q);
@@ -172,20 +249,31 @@ server_close(struct server *s)
 	free(s);
 }
 
+/*
+ * Sends rep on the slot, sealed for its peer when the peer has a session.
+ * A peer gone meanwhile gets nothing: the slot listens again.
+ */
 static void
-slot_send(struct slot *sl, struct msg *rep)
+slot_send(struct server *s, struct slot *sl, struct msg *rep)
 {
-	char	 err[ERR_LEN];
-	uint8_t	*buf;
-	size_t	 len;
-	nng_msg	*nm;
+	struct peer	*p = peers_find(s->peers, sl->pipe);
+	char		 err[ERR_LEN];
+	uint8_t		*buf;
+	size_t		 len;
+	nng_msg		*nm;
 
-	if (msg_encode(rep, &buf, &len, err) == -1) {
+	if (p == NULL) {
+		msg_clear(rep);
+		sl->state = SLOT_RECV;
+		nng_ctx_recv(sl->ctx, sl->aio);
+		return;
+	}
+	if (peer_encode(p, rep, sl->seq, &buf, &len, err) == -1) {
 		log_warnx("cannot encode %s: %s", msg_type_name(rep->type), err);
 		msg_clear(rep);
 		rep->type = MSG_NACK;
 		rep->u.ack.text = xstrdup("coordinator could not encode its reply");
-		if (msg_encode(rep, &buf, &len, err) == -1)
+		if (peer_encode(p, rep, sl->seq, &buf, &len, err) == -1)
 			fatalx("%s", err);
 	}
 	msg_clear(rep);
@@ -198,37 +286,63 @@ slot_send(struct slot *sl, struct msg *rep)
 	nng_ctx_send(sl->ctx, sl->aio);
 }
 
+/* The peer of the pipe a message came on; NULL when the pipe is gone. */
+static struct peer *
+slot_peer(struct server *s, nng_pipe np)
+{
+	struct peer	*p;
+	char		 addr[64], host[48];
+
+	if ((p = peers_find(s->peers, (uint32_t)nng_pipe_id(np))) != NULL)
+		return p;
+	if (pipe_addr(np, addr, sizeof(addr), host, sizeof(host)) == -1)
+		return NULL;
+	return peers_get(s->peers, (uint32_t)nng_pipe_id(np), addr, host, now_ms());
+}
+
+/*
+ * One request: through its peer (handshake, session MAC), then to the
+ * coordinator's rules if the peer is authenticated.
+ */
 static void
 handle_slot(struct server *s, struct coord *c, struct slot *sl)
 {
 	nng_msg		*nm = nng_aio_get_msg(sl->aio);
+	nng_pipe	 np = nng_msg_get_pipe(nm);
+	struct peer	*p = slot_peer(s, np);
 	struct msg	 req, rep;
-	char		 err[ERR_LEN];
-	uint32_t	 pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(nm));
-	int		 r;
+	enum peer_action act = PEER_DROP;
 
-	(void)s;
-	r = msg_decode(nng_msg_body(nm), nng_msg_len(nm), &req, err);
-	nng_msg_free(nm);
 	nng_aio_set_msg(sl->aio, NULL);
-	if (r == -1) {
-		/* Never trusted, always answered: the peer learns why. */
-		log_warnx("rejected a message from pipe %u: %s", pipe, err);
-		memset(&rep, 0, sizeof(rep));
-		rep.type = MSG_NACK;
-		rep.u.ack.text = xasprintf("rejected: %s", err);
-		slot_send(sl, &rep);
+	sl->pipe = (uint32_t)nng_pipe_id(np);
+	sl->seq = 0;
+	if (p != NULL)
+		act = peer_recv(s->peers, p, nng_msg_body(nm), nng_msg_len(nm), now_ms(),
+		    &req, &rep, &sl->seq);
+	nng_msg_free(nm);
+	switch (act) {
+	case PEER_DROP:
+		if (p != NULL)
+			nng_pipe_close(np);
+		sl->state = SLOT_RECV;
+		nng_ctx_recv(sl->ctx, sl->aio);
 		return;
+	case PEER_ANSWER:
+		if (p->state == PEER_CLOSING)
+			sl->close_after = np;
+		slot_send(s, sl, &rep);
+		return;
+	case PEER_PASS:
+		break;
 	}
 	memset(&rep, 0, sizeof(rep));
-	if (coord_handle(c, &req, pipe, now_ms(), &rep)) {
+	if (coord_handle(c, &req, sl->pipe, now_ms(), &rep)) {
 		msg_clear(&req);
-		slot_send(sl, &rep);
+		slot_send(s, sl, &rep);
 		return;
 	}
 	sl->state = SLOT_PARKED;
 	sl->worker = req.u.lease_req.worker_id;
-	sl->pipe = pipe;
 	msg_clear(&req);
 }
 
@@ -246,7 +360,7 @@ serve_parked(struct server *s, struct coord *c)
 			continue;
 		memset(&rep, 0, sizeof(rep));
 		if (coord_serve(c, sl->worker, now_ms(), &rep))
-			slot_send(sl, &rep);
+			slot_send(s, sl, &rep);
 	}
 }
 
@@ -289,6 +403,7 @@ dispatch(struct server *s, struct coord *c, const struct event *ev)
 		handle_slot(s, c, &s->slots[ev->slot]);
 	else {
 		forget_pipe(s, ev->pipe);
+		peers_gone(s->peers, ev->pipe);
 		coord_pipe_closed(c, ev->pipe, now_ms());
 	}
 	serve_parked(s, c);

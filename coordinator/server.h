@@ -10,11 +10,19 @@
 
 #include <stdint.h>
 
+#include "common/auth.h"
 #include "coordinator/coord.h"
 
 struct server;
 
-struct server	*server_open(const char *url, int nslots, char *err);
+/*
+ * Listens on url; with a tls+tcp:// URL, TLS as auth says (common/tlsconf.h),
+ * and with auth->secret the handshake of common/auth.h for every
+ * connection (coordinator/peer.h).  auth must outlive the server.  The
+ * caller has checked auth_policy.
+ */
+struct server	*server_open(const char *url, int nslots, const struct auth_opts *auth,
+		    char *err);
 void		 server_close(struct server *s);
 /* The URL as bound (a tcp port 0 resolved to the real one). */
 const char	*server_url(const struct server *s);

@@ -80,6 +80,7 @@ config_load(const json_t *t, struct tk_config *c, char *err)
 	c->user_env = dup_opt(t, "user_env", NULL);
 	c->issue_type = dup_opt(t, "issue_type", "Bug");
 	c->infra = json_is_true(json_object_get(t, "infra"));
+	c->insecure_http = json_is_true(json_object_get(t, "insecure_http"));
 	c->enabled = json_is_true(json_object_get(t, "enabled"));
 	labels = json_object_get(t, "labels");
 	c->labels = xcalloc(json_array_size(labels) + 1, sizeof(char *));

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "common/log.h"
@@ -114,10 +115,18 @@ tk_http_do(const struct tk_http *req, long *status, char **resp, char *err)
 	curl_off_t		 retry_after = 0;
 	size_t			 i;
 	int			 attempt, rc = -1;
+	bool			 creds;
 
 	*resp = NULL;
 	*status = 0;
 	memset(&b, 0, sizeof(b));
+	creds = req->auth_header != NULL || req->userpwd != NULL;
+	if (creds && !req->insecure_http &&
+	    strncasecmp(req->url, "https://", 8) != 0)
+		return errf(err, "%s: %s %s: refused: not https://, the token "
+		    "would travel in clear text (use https://, or set "
+		    "tickets.insecure_http: true)", req->sink, req->method,
+		    req->url);
 	if ((c = curl_easy_init()) == NULL)
 		return errf(err, "%s: %s %s: cannot initialise libcurl",
 		    req->sink, req->method, req->url);
@@ -141,7 +150,8 @@ tk_http_do(const struct tk_http *req, long *status, char **resp, char *err)
 		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, TK_HTTP_TIMEOUT_MS);
 		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS,
 		    TK_CONNECT_TIMEOUT_MS);
-		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+		curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR,
+		    creds && !req->insecure_http ? "https" : "http,https");
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
 		curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, resp_write);
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);

@@ -29,6 +29,7 @@ struct tk_config {
 	char	 *issue_type;
 	char	**labels;	/* NULL-terminated, never NULL */
 	bool	  infra;
+	bool	  insecure_http;	/* a token may go to an http:// url */
 	bool	  enabled;
 };
 
@@ -78,6 +79,7 @@ struct tk_http {
 	const char	*auth_header;	/* "Authorization: Bearer ..." or NULL; never logged */
 	const char	*userpwd;	/* basic auth "user:token" or NULL; never logged */
 	const char	*const *headers; /* extra headers, NULL-terminated, or NULL */
+	bool		 insecure_http;	/* credentials may go to a non-https url */
 };
 
 #define TK_HTTP_ATTEMPTS	4
@@ -88,7 +90,11 @@ struct tk_http {
  * exponential backoff (200 ms doubling, capped at 5 s) or the server's
  * Retry-After (capped at 30 s).  Returns 0 with *status and a heap *resp
  * (NUL-terminated; free it) for a final 2xx; -1 with err naming the sink,
- * the request and the HTTP status otherwise.
+ * the request and the HTTP status otherwise.  A request with credentials
+ * (auth_header, userpwd) to a url that is not https:// is refused before
+ * anything is sent unless insecure_http (the config loader refuses such a
+ * sink too; this catches a report.json written by hand or by an older
+ * soak), and libcurl may then speak https only.
  */
 int	 tk_http_do(const struct tk_http *req, long *status, char **resp,
 	    char *err);

@@ -138,6 +138,7 @@ call(struct tk_sink_ctx *ctx, const char *method, const char *url,
 	req.auth_header = ctx->auth_header;
 	req.userpwd = ctx->userpwd;
 	req.headers = headers;
+	req.insecure_http = ctx->cfg->insecure_http;
 	if (body != NULL &&
 	    (text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL)
 		abort();

@@ -3,6 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command.
 PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
+libssl-dev openssl
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps
 iperf3 haproxy socat"

@@ -11,6 +11,7 @@
 #include <libpq-fe.h>
 
 #include "common/config.h"
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/soak.h"
 #include "common/util.h"
@@ -79,7 +80,10 @@ cmd_check(int argc, char **argv)
 	}
 	conn = PQconnectdb(db);
 	if (PQstatus(conn) != CONNECTION_OK) {
-		fprintf(stderr, "soak check: cannot connect: %s", PQerrorMessage(conn));
+		/* libpq quotes a token it cannot parse: it may be the password. */
+		snprintf(err, sizeof(err), "%s", PQerrorMessage(conn));
+		conninfo_scrub(err, sizeof(err), db);
+		fprintf(stderr, "soak check: cannot connect: %s", err);
 		goto out;
 	}
 	if (schema) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/seed.h"
 #include "common/util.h"
@@ -58,18 +59,23 @@ iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
 	return buf;
 }
 
-/* host:port/dbname of a conninfo, never its password, for messages. */
+/*
+ * host:port/dbname of a conninfo, for messages.  Read from the redacted
+ * string: a password that libpq would misread as host, port or database
+ * (an unencoded '/' or '@') must not come back through them.
+ */
 static void
 conn_desc(const char *conninfo, char *buf, size_t len)
 {
-	struct iso_dbparams	p;
+	struct iso_dbparams	 p;
+	char			*red = conninfo_redact(conninfo);
 
-	if (iso_dbparams_parse(conninfo, &p, NULL) == -1) {
+	if (iso_dbparams_parse(red, &p, NULL) == -1)
 		snprintf(buf, len, "(unparsable connection string)");
-		return;
-	}
-	snprintf(buf, len, "%s:%s/%s", p.host, p.port, p.dbname);
+	else
+		snprintf(buf, len, "%s:%s/%s", p.host, p.port, p.dbname);
 	iso_dbparams_free(&p);
+	free(red);
 }
 
 int
@@ -82,9 +88,11 @@ iso_dbparams_parse(const char *conninfo, struct iso_dbparams *p, char *err)
 
 	memset(p, 0, sizeof(*p));
 	if ((opts = PQconninfoParse(conninfo ? conninfo : "", &perr)) == NULL) {
+		/* libpq quotes the token it choked on: it may be the password. */
 		errf(err, "bad database connection string: %.*s",
 		    perr ? (int)strcspn(perr, "\n") : 13,
 		    perr ? perr : "out of memory");
+		conninfo_scrub(err, ERR_LEN, conninfo);
 		PQfreemem(perr);
 		return -1;
 	}
@@ -204,8 +212,10 @@ iso_connect(struct iso *iso, char *err)
 	}
 	if (iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK) {
 		conn_desc(iso->conninfo, desc, sizeof(desc));
-		return errf(err, "cannot connect to PostgreSQL at %s: %s", desc,
+		errf(err, "cannot connect to PostgreSQL at %s: %s", desc,
 		    iso_pq_msg(iso->conn, NULL, m, sizeof(m)));
+		conninfo_scrub(err, ERR_LEN, iso->conninfo);
+		return -1;
 	}
 	return iso_session(iso, err);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
@@ -122,8 +123,15 @@ cmd_replay(int argc, char **argv)
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
 	}
 	if (keep) {
+		char	*red = conninfo_redact(db.conninfo);
+
+		/* The password stays out of the terminal: PGPASSWORD or ~/.pgpass. */
 		printf("schema kept: %s (connect: psql \"%s\" -c 'SET search_path = %s')\n",
-		    iso_schema(w.iso), db.conninfo, iso_schema(w.iso));
+		    iso_schema(w.iso), red, iso_schema(w.iso));
+		if (conninfo_has_password(db.conninfo))
+			printf("note: the password is shown as %s: give psql the "
+			    "real one (PGPASSWORD, ~/.pgpass)\n", CONNINFO_MARK);
+		free(red);
 		if (db.pg)
 			printf("note: the embedded database is removed when replay exits; "
 			    "set SOAK_DATABASE_URL to keep the schema for inspection\n");

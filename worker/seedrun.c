@@ -16,10 +16,9 @@
 #include "common/util.h"
 #include "fault-proxy/proxy.h"
 #include "invariants/inv.h"
+#include "worker/detail.h"
 #include "worker/env.h"
 #include "worker/wrk.h"
-
-#define TRACE_CAP	(4u << 20)	/* fault trace shipped with a result */
 
 static const char *const run_state_names[] = {
 	[RUN_RESET] = "reset", [RUN_SETUP] = "setup", [RUN_ROUND] = "round",
@@ -78,12 +77,19 @@ static void
 verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 {
 	va_list	ap;
+	int	n;
 
 	res->verdict = reason_verdict(why);
 	res->reason = why;
 	va_start(ap, fmt);
-	vsnprintf(res->message, sizeof(res->message), fmt, ap);
+	n = vsnprintf(res->message, sizeof(res->message), fmt, ap);
 	va_end(ap);
+	/* Cut short (a long stderr tail), it may end inside a character,
+	 * which JSON cannot carry: the message would vanish from the report.
+	 * Whether the last byte kept ends one is unknown, so it goes too. */
+	if (n >= (int)sizeof(res->message))
+		res->message[utf8_prefix(res->message, sizeof(res->message) - 1,
+		    sizeof(res->message) - 2)] = '\0';
 }
 
 static json_t *
@@ -320,32 +326,63 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
  * The failing seed's workspace is kept (moved under keep_dir/<seed>/);
  * a passing one is removed.  Workspaces live on tmpfs, so keeping one is
  * a copy to the output folder; if even that fails it is left in place and
- * its path reported.
+ * its path reported.  Returns the folder for the full detail (the one
+ * holding the kept workspace, or the workspace itself), NULL if not kept.
  */
-static void
+static char *
 dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
 {
-	char	*dst = NULL, *parent = NULL;
+	char	*dst = NULL, *parent = NULL, *full;
 
 	if (c->dir == NULL)
-		return;
+		return NULL;
 	if (c->w->keep_all) {
 		json_object_set_new(detail, "workspace", json_string(c->dir));
-		return;
+		return xstrdup(c->dir);
 	}
 	if (res->verdict != VERDICT_FAIL) {
 		rm_rf(c->dir);
-		return;
+		return NULL;
 	}
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
+	full = xasprintf("%s/detail.json", parent);
+	/* A re-run of the seed replaces what an earlier run kept. */
 	rm_rf(dst);
-	if (mkdir_p(parent, 0755, NULL) == 0 && move_tree(c->dir, dst, NULL) == 0)
+	unlink(full);
+	free(full);
+	if (mkdir_p(parent, 0755, NULL) == 0 && move_tree(c->dir, dst, NULL) == 0) {
 		json_object_set_new(detail, "workspace", json_string(dst));
-	else
+		full = parent;
+		parent = NULL;
+	} else {
 		json_object_set_new(detail, "workspace", json_string(c->dir));
+		full = xstrdup(c->dir);
+	}
 	free(dst);
 	free(parent);
+	return full;
+}
+
+/*
+ * The detail cut to fit a message (worker/detail.h), with the full one
+ * written to full_dir/detail.json when anything was left out.
+ */
+static json_t *
+bound_detail(uint64_t seed, json_t *detail, const struct detail_trace *trace,
+    const char *full_dir)
+{
+	json_t	*sent = detail_trim(detail, trace, full_dir);
+	char	*path;
+
+	if (full_dir != NULL && json_object_get(sent, "truncated") != NULL) {
+		path = xasprintf("%s/detail.json", full_dir);
+		if (json_dump_file(detail, path, JSON_INDENT(2)) == -1)
+			log_warnx("seed %" PRIu64 ": cannot write %s", seed, path);
+		free(path);
+	}
+	json_decref(detail);
+	return sent;
 }
 
 void
@@ -354,8 +391,9 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	const struct cfg	 *cfg = w->cfg;
 	struct seed_ctx		  c = { .w = w, .seed = seed, .round = -1 };
 	json_t			 *detail = json_object();
-	char			  err[ERR_LEN], **ups = NULL;
-	bool			  died;
+	struct detail_trace	  trace = { 0 };
+	char			  err[ERR_LEN], **ups = NULL, *full_dir;
+	bool			  died, traced = false;
 	int			  round;
 
 	memset(res, 0, sizeof(*res));
@@ -436,20 +474,18 @@ done:
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
-		if (c.trace_path) {
-			size_t	 len;
-			char	*t = read_file(c.trace_path, TRACE_CAP, &len, err);
-
-			if (t)
-				json_object_set_new(detail, "trace", json_stringn(t, len));
-			free(t);
-		}
+		/* No trace file (the proxies never opened) is no trace. */
+		if (c.trace_path && detail_trace_read(c.trace_path,
+		    DETAIL_TRACE_MAX, &trace, err) == 0)
+			traced = true;
 	}
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);
-	dispose_workspace(&c, res, detail);
-	res->detail = detail;
+	full_dir = dispose_workspace(&c, res, detail);
+	res->detail = bound_detail(seed, detail, traced ? &trace : NULL, full_dir);
+	detail_trace_free(&trace);
+	free(full_dir);
 	json_decref(c.turns);
 	strv_free(ups);
 	free(c.trace_path);

@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,10 +22,12 @@
 #include <nng/nng.h>
 #include <nng/protocol/reqrep0/req.h>
 
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
+#include "common/tlsconf.h"
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "worker/wrk.h"
@@ -65,28 +68,91 @@ wrk_close(struct wrk *w, bool drop_schema)
 
 /* --- talking to the coordinator --- */
 
+/*
+ * The session both contexts of a link (the main one and the heartbeat's)
+ * share once the handshake is done: requests are numbered across both
+ * (common/auth.h).
+ */
+struct link_auth {
+	pthread_mutex_t		 mu;
+	bool			 sealed;
+	uint64_t		 seq;		/* the last request's */
+	struct auth_session	 sess;
+};
+
 struct link {
 	nng_socket	 sock;
 	nng_ctx		 ctx;
 	nng_aio		*aio;
 	char		*url;
+	struct link_auth *auth;
 };
 
+#define DIAL_PATIENCE_MS	60000	/* a coordinator not up yet */
+
+/* Errors a later dial may not meet: nothing listens there yet. */
+static bool
+dial_retryable(int rv)
+{
+	return rv == NNG_ECONNREFUSED || rv == NNG_ENOENT || rv == NNG_ETIMEDOUT ||
+	    rv == NNG_EUNREACHABLE || rv == NNG_ECONNRESET;
+}
+
+/*
+ * The first connection, dialed synchronously so a failure can be told:
+ * a TLS handshake that fails (wrong CA, wrong name, no client certificate)
+ * ends the worker with the reason; a coordinator not listening yet is
+ * dialed again for up to DIAL_PATIENCE_MS.  Once connected, the dialer
+ * redials by itself.
+ */
 static int
-link_open(struct link *l, const char *url, char *err)
+link_dial(struct link *l, const struct auth_opts *o, char *err)
+{
+	nng_dialer	d;
+	int64_t		give_up = now_ms() + DIAL_PATIENCE_MS;
+	int		rv, pause_ms = 20;
+
+	for (;;) {
+		if ((rv = nng_dialer_create(&d, l->sock, l->url)) != 0)
+			return errf(err, "cannot dial coordinator at %s: %s", l->url,
+			    nng_strerror(rv));
+		if (auth_url_is_tls(l->url) && tlsconf_dialer(d, l->url, o, err) == -1) {
+			nng_dialer_close(d);
+			return -1;
+		}
+		if ((rv = nng_dialer_start(d, 0)) == 0)
+			return 0;
+		nng_dialer_close(d);
+		if (!dial_retryable(rv) || now_ms() >= give_up)
+			break;
+		poll(NULL, 0, pause_ms);
+		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
+	}
+	if (auth_url_is_tls(l->url) && !dial_retryable(rv))
+		tlsconf_explain(l->url, o, rv, err);
+	else
+		errf(err, "cannot dial coordinator at %s: %s%s", l->url, nng_strerror(rv),
+		    rv == NNG_ECONNSHUT ? " (does it listen on tls+tcp://?)" : "");
+	return -1;
+}
+
+static int
+link_open(struct link *l, const char *url, const struct auth_opts *o,
+    struct link_auth *a, char *err)
 {
 	int	rv;
 
 	l->url = xstrdup(url);
+	l->auth = a;
 	if ((rv = nng_req0_open(&l->sock)) != 0)
 		return errf(err, "cannot open a request socket: %s", nng_strerror(rv));
 	/* Never resend on our own: a resent lease request would lease twice. */
 	nng_socket_set_ms(l->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
-	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX);
+	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMAXT, 1000);
-	if ((rv = nng_dial(l->sock, url, NULL, NNG_FLAG_NONBLOCK)) != 0)
-		return errf(err, "cannot dial coordinator at %s: %s", url, nng_strerror(rv));
+	if (link_dial(l, o, err) == -1)
+		return -1;
 	if ((rv = nng_ctx_open(&l->ctx, l->sock)) != 0 ||
 	    (rv = nng_aio_alloc(&l->aio, NULL, NULL)) != 0)
 		return errf(err, "nng: %s", nng_strerror(rv));
@@ -111,24 +177,21 @@ link_clone(struct link *dst, const struct link *src, char *err)
 
 	dst->sock = src->sock;
 	dst->url = xstrdup(src->url);
+	dst->auth = src->auth;
 	if ((rv = nng_ctx_open(&dst->ctx, src->sock)) != 0 ||
 	    (rv = nng_aio_alloc(&dst->aio, NULL, NULL)) != 0)
 		return errf(err, "nng: %s", nng_strerror(rv));
 	return 0;
 }
 
-/* One request, one reply.  timeout_ms < 0: wait as long as it takes. */
+/* Sends buf (taken) and waits for the reply's bytes. */
 static int
-link_call(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms,
-    const char *what, char *err)
+link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
+    const char *what, nng_msg **reply, char *err)
 {
 	nng_msg	*nm = NULL;
-	uint8_t	*buf = NULL;
-	size_t	 len;
 	int	 rv;
 
-	if (msg_encode(req, &buf, &len, err) == -1)
-		return -1;
 	if ((rv = nng_msg_alloc(&nm, 0)) != 0 || (rv = nng_msg_append(nm, buf, len)) != 0) {
 		free(buf);
 		nng_msg_free(nm);
@@ -148,16 +211,73 @@ link_call(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms
 	if ((rv = nng_aio_result(l->aio)) != 0)
 		return errf(err, "no reply to %s from %s%s: %s", what, l->url,
 		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", nng_strerror(rv));
-	nm = nng_aio_get_msg(l->aio);
-	rv = msg_decode(nng_msg_body(nm), nng_msg_len(nm), rep, err);
-	nng_msg_free(nm);
-	if (rv == -1) {
-		char	tmp[ERR_LEN];
-
-		snprintf(tmp, sizeof(tmp), "%s", err);
-		return errf(err, "bad reply to %s from %s: %s", what, l->url, tmp);
-	}
+	*reply = nng_aio_get_msg(l->aio);
 	return 0;
+}
+
+/*
+ * One request, one reply.  seal: the request carries seq and the session
+ * MAC; open: the reply must carry the MAC and the same seq, checked before
+ * it is decoded.  timeout_ms < 0: wait as long as it takes.
+ */
+static int
+link_roundtrip(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms,
+    const char *what, bool seal, bool open, uint64_t seq, char *err)
+{
+	nng_msg		*nm = NULL;
+	uint8_t		*buf = NULL;
+	size_t		 len, mlen;
+	uint64_t	 rseq = 0;
+	char		 tmp[ERR_LEN];
+	int		 rv;
+
+	if (msg_encode(req, &buf, &len, err) == -1)
+		return -1;
+	if (seal)
+		auth_seal(&l->auth->sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	if (link_exchange(l, buf, len, timeout_ms, what, &nm, err) == -1)
+		return -1;
+	mlen = nng_msg_len(nm);
+	if (open && auth_open(&l->auth->sess, AUTH_TO_WORKER, nng_msg_body(nm),
+	    nng_msg_len(nm), &rseq, &mlen, tmp) == -1) {
+		/* A refusal needs no seal: believing one can only stop us. */
+		if (msg_decode(nng_msg_body(nm), nng_msg_len(nm), rep, tmp) == 0 &&
+		    rep->type == MSG_NACK)
+			errf(err, "the coordinator at %s refused %s: %s", l->url, what,
+			    rep->u.ack.text);
+		else
+			errf(err, "the reply to %s from %s is not the coordinator's: "
+			    "bad session MAC", what, l->url);
+		msg_clear(rep);
+		nng_msg_free(nm);
+		return -1;
+	}
+	if (open && rseq != seq) {
+		nng_msg_free(nm);
+		return errf(err, "the reply to %s from %s answers request %" PRIu64
+		    ", not %" PRIu64, what, l->url, rseq, seq);
+	}
+	rv = msg_decode(nng_msg_body(nm), mlen, rep, tmp);
+	nng_msg_free(nm);
+	if (rv == -1)
+		return errf(err, "bad reply to %s from %s: %s", what, l->url, tmp);
+	return 0;
+}
+
+/* A request of the session: sealed once the handshake is done. */
+static int
+link_call(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms,
+    const char *what, char *err)
+{
+	struct link_auth	*a = l->auth;
+	uint64_t		 seq = 0;
+	bool			 sealed;
+
+	pthread_mutex_lock(&a->mu);
+	if ((sealed = a->sealed))
+		seq = ++a->seq;
+	pthread_mutex_unlock(&a->mu);
+	return link_roundtrip(l, req, rep, timeout_ms, what, sealed, sealed, seq, err);
 }
 
 /* --- heartbeat thread --- */
@@ -242,7 +362,7 @@ beat_lost(struct beat *b)
 struct wopts {
 	const char	*url;
 	const char	*workspace;
-	const char	*secret;
+	struct auth_opts auth;
 	int		 slots;
 };
 
@@ -257,6 +377,13 @@ struct worker {
 	struct cfg		 cfg;
 	struct wrk		 w;
 	struct iso_db		 db;
+	struct link_auth	 auth;		/* the session, both contexts */
+	/*
+	 * Why what the coordinator says may be acted on: how it proved
+	 * itself, or what waived the proof (--insecure, ipc://).  NULL
+	 * until then, and nothing is run, created or deleted while NULL.
+	 */
+	const char		*trusted_by;
 };
 
 /* The paths the coordinator chose, or this machine's defaults. */
@@ -277,37 +404,144 @@ worker_paths(struct worker *k, const struct msg *welcome)
 	    xasprintf("%s/soak-%s-failures", tmp && *tmp ? tmp : "/tmp", w->run_id);
 }
 
+/* What vouches for a coordinator that sent WELCOME without a challenge. */
+static const char *
+trust_without_secret(const struct wopts *o)
+{
+	if (auth_url_is_tls(o->url) && o->auth.tls_ca)
+		return "its TLS certificate (--tls-ca)";
+	if (auth_url_is_ipc(o->url))
+		return "a local ipc:// socket";
+	if (o->auth.insecure)
+		return "nothing (--insecure)";
+	return NULL;
+}
+
 /*
- * Hello: dial, introduce ourselves, and take the run from the WELCOME —
- * the config, the paths, the database.  Returns 0, or an exit status.
+ * The challenge of common/auth.h: checks the coordinator's proof, sends
+ * ours, and turns the session on.  0 with the sealed reply to AUTH in
+ * *rep; -1 (logged) with *rep cleared.
  */
 static int
-worker_hello(struct worker *k)
+worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep)
 {
-	struct msg	 req = { .type = MSG_HELLO }, rep = { 0 };
-	char		 err[ERR_LEN], host[256] = "localhost", name[300], role[32];
-	int		 rc = 1;
+	const struct auth_secret	*key = &k->o->auth.secret;
+	struct msg			 req = { .type = MSG_AUTH };
+	uint8_t				 nc[AUTH_NONCE_LEN];
+	char				 err[ERR_LEN];
+	const char			*url = k->o->url;
+
+	memcpy(nc, rep->u.challenge.nonce, AUTH_NONCE_LEN);
+	if (key->len == 0) {
+		log_warnx("the coordinator at %s wants a shared secret: set SOAK_SECRET "
+		    "or --secret-file FILE", url);
+		goto fail;
+	}
+	if (!auth_proof_ok(key, AUTH_COORDINATOR, nw, nc, rep->u.challenge.proof)) {
+		log_warnx("the coordinator at %s failed to prove it knows the shared "
+		    "secret (another secret, or not our coordinator): refusing it, "
+		    "nothing run", url);
+		goto fail;
+	}
+	auth_session_init(&k->auth.sess, key, nw, nc);
+	auth_proof(key, AUTH_WORKER, nw, nc, req.u.auth.proof);
+	msg_clear(rep);
+	/* AUTH goes in the clear; the WELCOME answering it is sealed, seq 0. */
+	if (link_roundtrip(&k->link, &req, rep, 60000, "auth", false, true, 0,
+	    err) == -1) {
+		log_warnx("%s", err);
+		goto fail;
+	}
+	explicit_bzero(&req, sizeof(req));
+	pthread_mutex_lock(&k->auth.mu);
+	k->auth.sealed = true;
+	pthread_mutex_unlock(&k->auth.mu);
+	k->trusted_by = auth_url_is_tls(url) && k->o->auth.tls_ca ?
+	    "its TLS certificate and the shared secret" : "the shared secret";
+	return 0;
+fail:
+	explicit_bzero(&req, sizeof(req));
+	msg_clear(rep);
+	return -1;
+}
+
+/*
+ * HELLO with a fresh nonce and no secret, then whatever the coordinator
+ * must do to prove itself.  0 with the WELCOME in *rep, else -1 (logged).
+ */
+static int
+worker_handshake(struct worker *k, struct msg *rep)
+{
+	struct msg	 req = { .type = MSG_HELLO };
+	uint8_t		 nw[AUTH_NONCE_LEN];
+	char		 err[ERR_LEN], host[256] = "localhost", name[300];
+	const char	*url = k->o->url;
+	int		 rc = -1;
 
 	gethostname(host, sizeof(host) - 1);
 	snprintf(name, sizeof(name), "%s:%d", host, (int)getpid());
-	if (link_open(&k->link, k->o->url, err) == -1) {
+	if (auth_nonce(nw, err) == -1) {
 		log_warnx("%s", err);
-		return 1;
+		return -1;
 	}
 	req.u.hello.name = name;
 	req.u.hello.host = host;
 	req.u.hello.pid = (uint32_t)getpid();
 	req.u.hello.slots = 1;
-	req.u.hello.secret = UNCONST(k->o->secret ? k->o->secret : "");
-	if (link_call(&k->link, &req, &rep, 60000, "hello", err) == -1) {
+	memcpy(req.u.hello.nonce, nw, AUTH_NONCE_LEN);
+	if (link_call(&k->link, &req, rep, 60000, "hello", err) == -1) {
+		log_warnx("%s", err);
+		return -1;
+	}
+	/* After a challenge, *rep is the sealed reply to AUTH. */
+	if (rep->type == MSG_CHALLENGE && worker_prove(k, nw, rep) == -1)
+		goto out;
+	if (rep->type != MSG_WELCOME)
+		log_warnx("coordinator at %s refused this worker: %s", url,
+		    rep->type == MSG_NACK ? rep->u.ack.text : msg_type_name(rep->type));
+	else if (k->trusted_by == NULL && k->o->auth.secret.len > 0)
+		log_warnx("the coordinator at %s sent its config without proving it "
+		    "knows the shared secret (it has none, or it is not our "
+		    "coordinator): refusing it, nothing run", url);
+	else {
+		if (k->trusted_by == NULL)
+			k->trusted_by = trust_without_secret(k->o);
+		rc = 0;
+	}
+out:
+	explicit_bzero(nw, sizeof(nw));
+	if (rc == -1)
+		msg_clear(rep);
+	return rc;
+}
+
+/*
+ * Hello: dial, introduce ourselves, have the coordinator prove itself, and
+ * take the run from the WELCOME — the config, the paths, the database.
+ * Returns 0, or an exit status.
+ */
+static int
+worker_hello(struct worker *k)
+{
+	struct msg	 rep = { 0 };
+	char		 err[ERR_LEN], role[32];
+	int		 rc = 1;
+
+	if (link_open(&k->link, k->o->url, &k->o->auth, &k->auth, err) == -1) {
 		log_warnx("%s", err);
 		return 1;
 	}
-	if (rep.type != MSG_WELCOME) {
-		log_warnx("coordinator at %s refused this worker: %s", k->o->url,
-		    rep.type == MSG_NACK ? rep.u.ack.text : msg_type_name(rep.type));
+	if (worker_handshake(k, &rep) == -1)
+		return 1;
+	/* The gate: nothing below — a config that names commands, paths this
+	 * worker creates and deletes, a database it connects to — is taken
+	 * from a coordinator that has not proved itself. */
+	if (k->trusted_by == NULL) {
+		log_warnx("refusing the coordinator at %s: it has not proved itself",
+		    k->o->url);
 		goto out;
 	}
+	log_debug("the coordinator at %s is trusted by %s", k->o->url, k->trusted_by);
 	k->w.id = (int)rep.u.welcome.worker_id;
 	snprintf(role, sizeof(role), "worker %d", k->w.id);
 	log_set_role(role);
@@ -407,9 +641,9 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	char		*detail, err[ERR_LEN];
 	int		 rc = 0;
 
-	detail = res->detail ? json_dumps(res->detail, JSON_COMPACT) : NULL;
-	if (detail == NULL)
-		detail = xstrdup("{}");
+	/* At most MSG_DETAIL_MAX: a detail too big to encode is a summary,
+	 * never a worker that exits and loses the verdict. */
+	detail = wrk_result_text(res);
 	r.u.result.worker_id = (uint32_t)k->w.id;
 	r.u.result.lease_id = lease_id;
 	r.u.result.seed = s->seed;
@@ -519,13 +753,15 @@ worker_teardown(struct worker *k)
 	free(k->w.keep_dir);
 	free(k->w.conninfo);
 	cfg_free(&k->cfg);
+	auth_session_clear(&k->auth.sess);
 }
 
 static int
 worker_main(const struct wopts *o)
 {
 	struct worker	k = { .o = o, .beat = { .mu = PTHREAD_MUTEX_INITIALIZER,
-			    .cv = PTHREAD_COND_INITIALIZER } };
+			    .cv = PTHREAD_COND_INITIALIZER },
+			    .auth = { .mu = PTHREAD_MUTEX_INITIALIZER } };
 	int		rc;
 
 	if ((rc = worker_hello(&k)) == 0) {
@@ -543,18 +779,34 @@ static void
 worker_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak worker --connect URL [--slots N] [--workspace DIR] [-v]\n"
+	    "usage: soak worker --connect URL [--slots N] [--workspace DIR]\n"
+	    "                   [--secret-file FILE] [--tls-ca PEM [--tls-server-name NAME]]\n"
+	    "                   [--tls-cert PEM] [--insecure] [-v]\n"
 	    "\n"
-	    "Dials the coordinator at URL (ipc://PATH, tcp://HOST:PORT), takes the\n"
-	    "run's config from it, and runs leased seeds until the run is done.\n"
+	    "Dials the coordinator at URL (tls+tcp://HOST:PORT, tcp://HOST:PORT,\n"
+	    "ipc://PATH), makes it prove itself, takes the run's config from it, and\n"
+	    "runs leased seeds until the run is done.\n"
 	    "\n"
-	    "  --connect URL     the coordinator's --listen address\n"
-	    "  --slots N         seeds to run at once (N worker processes; default 1)\n"
-	    "  --workspace DIR   where turns' workspaces live (default /dev/shm)\n"
-	    "  -v, --verbose     log every seed\n"
+	    "  --connect URL          the coordinator's --listen address\n"
+	    "  --slots N              seeds to run at once (N worker processes; default 1)\n"
+	    "  --workspace DIR        where turns' workspaces live (default /dev/shm)\n"
+	    "  --secret-file FILE     the shared secret (else SOAK_SECRET; at least 16\n"
+	    "                         bytes; the file mode 600); never sent, proved by\n"
+	    "                         HMAC challenge-response in both directions\n"
+	    "  --tls-ca PEM           verify the coordinator's certificate against this CA\n"
+	    "  --tls-server-name NAME the name its certificate must carry (default: the\n"
+	    "                         URL's host; needed when that is an IP address)\n"
+	    "  --tls-cert PEM         this worker's client certificate and key, one file\n"
+	    "                         (when the coordinator has --tls-client-ca)\n"
+	    "  --insecure             accept a coordinator that cannot prove itself (a\n"
+	    "                         trusted lab network only; warned at every start)\n"
+	    "  -v, --verbose          log every seed\n"
 	    "\n"
-	    "The shared secret, if the coordinator wants one, is read from the\n"
-	    "environment variable SOAK_SECRET.\n");
+	    "On any URL but ipc:// the coordinator must prove itself before this worker\n"
+	    "runs, creates or deletes anything: by the shared secret, or by its TLS\n"
+	    "certificate (tls+tcp:// with --tls-ca).  Without either the worker refuses\n"
+	    "to start (exit 64) unless --insecure.  The coordinator in turn wants the\n"
+	    "secret or, with --tls-client-ca, a client certificate (--tls-cert).\n");
 }
 
 int
@@ -564,6 +816,11 @@ cmd_worker(int argc, char **argv)
 		{ "connect",	required_argument, NULL, 'c' },
 		{ "slots",	required_argument, NULL, 's' },
 		{ "workspace",	required_argument, NULL, 'w' },
+		{ "secret-file",	required_argument, NULL, 'F' },
+		{ "tls-ca",	required_argument, NULL, 'A' },
+		{ "tls-server-name",	required_argument, NULL, 'N' },
+		{ "tls-cert",	required_argument, NULL, 'C' },
+		{ "insecure",	no_argument,	   NULL, 'I' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -571,7 +828,7 @@ cmd_worker(int argc, char **argv)
 	struct wopts	 o = { .slots = 1 };
 	pid_t		*kids;
 	int		 ch, i, rc = 0, st;
-	char		*end;
+	char		*end, err[ERR_LEN], warn[ERR_LEN];
 
 	while ((ch = getopt_long(argc, argv, "c:s:w:vh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -588,6 +845,11 @@ cmd_worker(int argc, char **argv)
 		case 'w':
 			o.workspace = optarg;
 			break;
+		case 'F': o.auth.secret_file = optarg; break;
+		case 'A': o.auth.tls_ca = optarg; break;
+		case 'N': o.auth.tls_server_name = optarg; break;
+		case 'C': o.auth.tls_cert = optarg; break;
+		case 'I': o.auth.insecure = true; break;
 		case 'v':
 			log_init("worker", 1);
 			break;
@@ -603,10 +865,23 @@ cmd_worker(int argc, char **argv)
 		worker_usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
-	o.secret = getenv("SOAK_SECRET");
+	/* Before anything is dialed: the secret, the rules, the files. */
+	if (auth_secret_load(o.auth.secret_file, &o.auth.secret, err) == -1 ||
+	    (rc = auth_policy(AUTH_WORKER, o.url, &o.auth, warn, err)) == -1 ||
+	    tlsconf_check(AUTH_WORKER, o.url, &o.auth, err) == -1) {
+		fprintf(stderr, "soak worker: %s\n", err);
+		auth_secret_free(&o.auth.secret);
+		return SOAK_EXIT_USAGE;
+	}
+	if (rc == 1)
+		fprintf(stderr, "soak worker: warning: %s\n", warn);
+	rc = 0;
 	signal(SIGPIPE, SIG_IGN);
-	if (o.slots == 1)
-		return worker_main(&o);
+	if (o.slots == 1) {
+		rc = worker_main(&o);
+		auth_secret_free(&o.auth.secret);
+		return rc;
+	}
 	/* Slots are processes: each has its own schema, workspace, connection. */
 	kids = xcalloc(o.slots, sizeof(pid_t));
 	for (i = 0; i < o.slots; i++) {
@@ -620,5 +895,6 @@ cmd_worker(int argc, char **argv)
 		    (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
 			rc = 1;
 	free(kids);
+	auth_secret_free(&o.auth.secret);
 	return rc;
 }

@@ -117,5 +117,13 @@ void	wrk_close(struct wrk *w, bool drop_schema);
 void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
 	    struct seed_result *res);
 void	seed_result_clear(struct seed_result *res);
+/*
+ * The detail to put in a RESULT: res->detail as JSON text, never NULL and
+ * never more than MSG_DETAIL_MAX bytes.  wrk_run_seed already cut it to
+ * fit (worker/detail.h); one that still does not is replaced by a summary
+ * saying so and where the full data is, because a result that cannot be
+ * encoded would end the worker and lose a real verdict.
+ */
+char	*wrk_result_text(const struct seed_result *res);
 
 #endif

@@ -2,7 +2,7 @@
 """Writes a report.json fixture in the documented shape (docs/report.md).
 
   tickets_report.py RUN_DIR --run-id ID [--sink S --url U --repo R --project P
-      --token-env E --user-env E --infra] [--pass N]
+      --token-env E --user-env E --infra --insecure-http] [--pass N]
       [--fail SEED:invariant:NAME[,NAME..] | SEED:guard|hang|crash]...
       [--infra-seed SEED:REASON]...
 
@@ -22,6 +22,8 @@ ap.add_argument("--project")
 ap.add_argument("--token-env")
 ap.add_argument("--user-env")
 ap.add_argument("--infra", action="store_true")
+# The fakes listen on http://127.0.0.1: a token goes there only with this.
+ap.add_argument("--insecure-http", action="store_true")
 ap.add_argument("--pass", dest="npass", type=int, default=0)
 ap.add_argument("--fail", action="append", default=[])
 ap.add_argument("--infra-seed", action="append", default=[])
@@ -97,7 +99,8 @@ report = {
                "tickets": {"sink": a.sink, "url": a.url, "repo": a.repo, "project": a.project,
                            "token_env": a.token_env, "user_env": a.user_env,
                            "issue_type": "Bug", "labels": ["soak", "flaky hunt"],
-                           "infra": a.infra, "enabled": True}},
+                           "infra": a.infra, "insecure_http": a.insecure_http,
+                           "enabled": True}},
     "seeds": {"first": 0, "last": len(results) - 1, "count": len(results)},
     "started_at": "2026-11-30T01:02:03Z", "finished_at": "2026-11-30T01:02:41Z",
     "wall_ms": 38211, "workers": [{"id": 1, "host": "ci-runner-3", "pid": 4242, "seeds": 1}],

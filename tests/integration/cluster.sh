@@ -1,7 +1,10 @@
 # `soak coordinator` with two `soak worker` processes over tcp://127.0.0.1
 # gives the same verdicts as `soak run` for the same seeds.  The config's
 # verdicts depend on the seed alone: fail for seed % 7 == 3 (an invariant
-# over rows the setup wrote), infra for seed % 11 == 5 (exit 75).
+# over rows the setup wrote), infra for seed % 11 == 5 (exit 75).  The
+# first cluster is --insecure (bad messages, the protocol's rules); the
+# second has a shared secret.  fleet_auth.sh and fleet_tls.sh test the
+# authentication itself.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/schema.sql" <<'SQL'
@@ -39,7 +42,7 @@ expect_eq "seeds infra by tempfail" '[5,16]' \
     "$(jq -c '[.results[] | select(.verdict=="infra" and .reason=="tempfail") | .seed]' "$T/local/report.json")"
 
 "$SOAK" coordinator "$T/det.yaml" --listen tcp://127.0.0.1:0 --out "$T/cluster" \
-    >"$T/coord.out" 2>"$T/coord.err" &
+    --insecure >"$T/coord.out" 2>"$T/coord.err" &
 coord=$!
 cleanup_hooks+=("kill $coord 2>/dev/null")
 url=$(wait_line "$T/coord.err" 'listening on tcp://' 30 "coordinator listening" |
@@ -48,11 +51,11 @@ ok "coordinator at $url"
 # Bad peers first: each is refused with a reason and logged; nothing breaks.
 PEER=$SOAK_BUILD/tests/helpers/soak_peer
 expect_match "garbage is refused" '^nack ok=0 rejected: not a soak message' "$("$PEER" "$url" garbage)"
-expect_match "a wrong version is refused" '^nack ok=0 rejected: protocol version 2' "$("$PEER" "$url" version)"
-expect_match "a stranger is refused" '^nack ok=0 unknown worker 4242' "$("$PEER" "$url" stranger)"
-expect_match "a forged result is refused" 'ack ok=0 lease 999 is not yours' "$("$PEER" "$url" forged)"
-"$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
-"$SOAK" worker --connect "$url" 2>"$T/w2.err" & w2=$!
+expect_match "a wrong version is refused" '^nack ok=0 rejected: protocol version 3' "$("$PEER" "$url" version)"
+expect_match "a stranger is refused" '^nack ok=0 not authenticated: say hello first' "$("$PEER" "$url" stranger)"
+expect_match "a forged result is refused" 'ack ok=0 lease 1 is not yours' "$("$PEER" "$url" forged)"
+"$SOAK" worker --connect "$url" --insecure 2>"$T/w1.err" & w1=$!
+"$SOAK" worker --connect "$url" --insecure 2>"$T/w2.err" & w2=$!
 cleanup_hooks+=("kill $w1 $w2 2>/dev/null")
 wait_exit rc "$coord" 120 "the cluster's coordinator"
 wait_exit r1 "$w1" 30 "worker 1 after its coordinator finished"
@@ -64,23 +67,28 @@ expect_eq "worker 2 exit status" 0 "$r2"
 check_report "$T/cluster" 0 23
 expect_eq "verdicts: cluster = local" "$(verdicts "$T/local")" "$(verdicts "$T/cluster")"
 expect_match "bad messages were logged" "rejected a message from pipe" "$(cat "$T/coord.err")"
+expect_match "--insecure is warned" "warning: --insecure: workers on tcp://" "$(cat "$T/coord.err")"
+expect_match "--insecure is warned (worker)" "warning: --insecure: the coordinator at" "$(cat "$T/w1.err")"
 expect_eq "both workers ran seeds" 2 \
     "$(jq '[.workers[] | select(.seeds > 0)] | length' "$T/cluster/report.json")"
 
-# A worker with the wrong shared secret is turned away; a garbage peer is
-# rejected and logged, and the coordinator carries on.
-SOAK_SECRET=s3cret "$SOAK" coordinator "$T/det.yaml" --listen tcp://127.0.0.1:0 \
+# With a shared secret: a worker without it is turned away, a peer that
+# makes up its proof is refused and logged, and the coordinator carries on.
+export SOAK_SECRET=cluster-secret-0123456789abcdef
+"$SOAK" coordinator "$T/det.yaml" --listen tcp://127.0.0.1:0 \
     --seeds 0..1 --out "$T/secret" >/dev/null 2>"$T/c2.err" &
 coord=$!
 cleanup_hooks+=("kill $coord 2>/dev/null")
 url=$(wait_line "$T/c2.err" 'listening on tcp://' 30 "second coordinator listening" |
     grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
-soak_rc rc worker --connect "$url" 2>"$T/bad.err"
+SOAK_SECRET= soak_rc rc worker --connect "$url" --insecure 2>"$T/bad.err"
 expect_eq "worker with no secret" 1 "$rc"
-expect_match "refusal is explained" "refused this worker: wrong shared secret" "$(cat "$T/bad.err")"
-SOAK_SECRET=s3cret "$SOAK" worker --connect "$url" 2>"$T/good.err" & good=$!
+expect_match "refusal is explained" "wants a shared secret" "$(cat "$T/bad.err")"
+expect_match "a made-up proof is refused" '^nack ok=0 authentication failed' \
+    "$("$PEER" "$url" badauth | tail -1)"
+"$SOAK" worker --connect "$url" 2>"$T/good.err" & good=$!
 wait_exit rc "$coord" 60 "the coordinator with a secret"
 wait_exit good_rc "$good" 30 "the worker with the right secret"
 expect_eq "worker with the right secret exit status" 0 "$good_rc"
 expect_eq "coordinator with secret exit status" 0 "$rc"
-expect_match "bad secret logged" "wrong shared secret" "$(cat "$T/c2.err")"
+expect_match "bad proof logged" "authentication failed: wrong proof" "$(cat "$T/c2.err")"

@@ -9,7 +9,7 @@ A="at most one provider refund per dispute"
 B="items_reserved matches reservation events"
 
 report "$WORK/run1" --run-id run-1 --sink github --url "$URL" --repo acme/shop \
-    --token-env SOAK_TEST_GH_TOKEN --pass 5 --infra-seed 77:db \
+    --insecure-http --token-env SOAK_TEST_GH_TOKEN --pass 5 --infra-seed 77:db \
     --fail "1501:invariant:$A" --fail "1477:invariant:$A" --fail "2000:invariant:$A" \
     --fail "1620:invariant:$A" --fail "1999:invariant:$B" --fail "1490:invariant:$B" \
     --fail "1333:invariant:$B"
@@ -37,7 +37,7 @@ grep -q "github: filed 1: soak: \"$B\"" "$WORK/out1" || die "stdout does not say
 
 # Run 2 hits bug B again (and nothing else): a comment, no new issue.
 report "$WORK/run2" --run-id run-2 --sink github --url "$URL" --repo acme/shop \
-    --token-env SOAK_TEST_GH_TOKEN --pass 3 --fail "5:invariant:$B" --fail "8:invariant:$B"
+    --insecure-http --token-env SOAK_TEST_GH_TOKEN --pass 3 --fail "5:invariant:$B" --fail "8:invariant:$B"
 rc=0; "$SOAK_BIN" tickets "$WORK/run2" >"$WORK/out2" 2>"$WORK/err2" || rc=$?
 expect "exit status of the second run" "$rc" 0
 expect "issues after run 2" "$(q "$R" 'len(r["issues"])')" 2
@@ -53,5 +53,19 @@ expect "exit status without token" "$rc" 0
 grep -q "SOAK_TEST_GH_TOKEN" "$WORK/err3" || die "no warning naming the token variable: $(cat "$WORK/err3")"
 expect "requests without token" "$(q "$R" 'len(r["requests"])')" "$n_before"
 
-no_secret "$TOKEN" "$WORK/run1" "$WORK/run2" "$WORK/out1" "$WORK/err1" "$WORK/out2" "$WORK/err2" "$WORK/out3" "$WORK/err3"
+# A token bound for http:// without insecure_http: refused before anything
+# is sent, a warning naming the sink and the fix, exit 0.  (The config
+# loader refuses such a sink; a report.json can come from anywhere.)
+report "$WORK/run3" --run-id run-3 --sink github --url "$URL" --repo acme/shop \
+    --token-env SOAK_TEST_GH_TOKEN --fail "9:invariant:$A"
+n_before=$(q "$R" 'len(r["requests"])')
+rc=0; "$SOAK_BIN" tickets "$WORK/run3" >"$WORK/out4" 2>"$WORK/err4" || rc=$?
+expect "exit status of a refused filing" "$rc" 0
+grep -qF "github: GET $URL/repos/acme/shop/issues?state=open" "$WORK/err4" &&
+    grep -qF "refused: not https://" "$WORK/err4" && grep -qF "tickets.insecure_http: true" "$WORK/err4" ||
+    die "no warning naming the sink, the request and the fix: $(cat "$WORK/err4")"
+expect "requests after a refusal" "$(q "$R" 'len(r["requests"])')" "$n_before"
+
+no_secret "$TOKEN" "$WORK/run1" "$WORK/run2" "$WORK/run3" "$WORK/out1" "$WORK/err1" "$WORK/out2" "$WORK/err2" \
+    "$WORK/out3" "$WORK/err3" "$WORK/out4" "$WORK/err4"
 echo "ok"

@@ -6,7 +6,7 @@ export SOAK_TEST_GH_TOKEN=$TOKEN
 
 start_fake busy github --token "$TOKEN" --fail 429:1:1
 report "$WORK/run1" --run-id run-429 --sink github --url "http://127.0.0.1:$FAKE_PORT" \
-    --repo acme/shop --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
+    --repo acme/shop --insecure-http --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
 t0=$(date +%s%N)
 rc=0; "$SOAK_BIN" tickets "$WORK/run1" >"$WORK/out1" 2>"$WORK/err1" || rc=$?
 t1=$(date +%s%N)
@@ -22,7 +22,7 @@ grep -q "warning" "$WORK/err1" && die "a retried success still warned: $(cat "$W
 
 start_fake down github --token "$TOKEN" --fail 500:-1
 report "$WORK/run2" --run-id run-500 --sink github --url "http://127.0.0.1:$FAKE_PORT" \
-    --repo acme/shop --token-env SOAK_TEST_GH_TOKEN --fail 3:crash --fail 4:hang
+    --repo acme/shop --insecure-http --token-env SOAK_TEST_GH_TOKEN --fail 3:crash --fail 4:hang
 rc=0; "$SOAK_BIN" tickets "$WORK/run2" >"$WORK/out2" 2>"$WORK/err2" || rc=$?
 R="$WORK/down.json"
 expect "exit status when the tracker is down" "$rc" 0
@@ -43,7 +43,7 @@ grep -q "webhook: POST http://127.0.0.1:1/hook: Couldn't connect to server after
 # A tracker that quotes the credentials back: the warning redacts them.
 start_fake echo github --token "$TOKEN" --fail 403:-1 --echo
 report "$WORK/run4" --run-id run-echo --sink github --url "http://127.0.0.1:$FAKE_PORT" \
-    --repo acme/shop --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
+    --repo acme/shop --insecure-http --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
 rc=0; "$SOAK_BIN" tickets "$WORK/run4" >"$WORK/out4" 2>"$WORK/err4" || rc=$?
 expect "exit status after a 403" "$rc" 0
 expect "a 403 is not retried" "$(q "$WORK/echo.json" 'len([x for x in r["requests"] if x["method"]=="POST"])')" 1

@@ -11,7 +11,7 @@ start_fake gl gitlab --token "$TOKEN"
 R="$WORK/gl.json"
 for run in 1 2; do
 	report "$WORK/gl$run" --run-id "gl-$run" --sink gitlab --url "http://127.0.0.1:$FAKE_PORT/api/v4/" \
-	    --project group/shop --token-env SOAK_TEST_TOKEN --fail "$((10 + run)):invariant:$A" --fail "$((20 + run)):invariant:$A"
+	    --project group/shop --insecure-http --token-env SOAK_TEST_TOKEN --fail "$((10 + run)):invariant:$A" --fail "$((20 + run)):invariant:$A"
 	"$SOAK_BIN" tickets "$WORK/gl$run" >"$WORK/gl$run.out" 2>"$WORK/gl$run.err" || die "gitlab run $run failed"
 done
 expect "gitlab issues" "$(q "$R" 'len(r["issues"])')" 1
@@ -29,7 +29,7 @@ start_fake jira jira --token "$TOKEN" --user "$SOAK_TEST_USER"
 R="$WORK/jira.json"
 for run in 1 2; do
 	report "$WORK/jira$run" --run-id "jira-$run" --sink jira --url "http://127.0.0.1:$FAKE_PORT" \
-	    --project SHOP --token-env SOAK_TEST_TOKEN --user-env SOAK_TEST_USER --fail "$((30 + run)):hang"
+	    --project SHOP --insecure-http --token-env SOAK_TEST_TOKEN --user-env SOAK_TEST_USER --fail "$((30 + run)):hang"
 	"$SOAK_BIN" tickets "$WORK/jira$run" >"$WORK/jira$run.out" 2>"$WORK/jira$run.err" || die "jira run $run failed"
 done
 expect "jira issues" "$(q "$R" 'len(r["issues"])')" 1
@@ -45,7 +45,7 @@ grep -q "jira: commented on SHOP-1" "$WORK/jira2.out" || die "jira run 2 did not
 start_fake hook webhook --token "$TOKEN"
 R="$WORK/hook.json"
 report "$WORK/hook1" --run-id hook-1 --sink webhook --url "http://127.0.0.1:$FAKE_PORT/hook" \
-    --token-env SOAK_TEST_TOKEN --infra --fail 5:crash --fail 9:crash --infra-seed 6:db --infra-seed 8:worker-lost
+    --insecure-http --token-env SOAK_TEST_TOKEN --infra --fail 5:crash --fail 9:crash --infra-seed 6:db --infra-seed 8:worker-lost
 "$SOAK_BIN" tickets "$WORK/hook1" >"$WORK/hook1.out" 2>"$WORK/hook1.err" || die "webhook run failed"
 expect "webhook posts" "$(q "$R" 'len(r["issues"])')" 2
 expect "webhook auth" "$(q "$R" 'all(x["auth_ok"] for x in r["requests"])')" True
@@ -57,7 +57,7 @@ expect "infra body" "$(q "$R" '"| 8 | worker-lost | 3 |" in r["issues"][1]["body
 
 # infra: false (the default): infra seeds are never filed.
 report "$WORK/hook2" --run-id hook-2 --sink webhook --url "http://127.0.0.1:$FAKE_PORT/hook" \
-    --token-env SOAK_TEST_TOKEN --infra-seed 6:db
+    --insecure-http --token-env SOAK_TEST_TOKEN --infra-seed 6:db
 out=$("$SOAK_BIN" tickets "$WORK/hook2") || die "infra-only run failed"
 expect "infra-only run" "$out" "tickets: nothing to file for run hook-2"
 expect "webhook posts after an infra-only run" "$(q "$R" 'len(r["issues"])')" 2

@@ -270,6 +270,7 @@ test_full(void **state)
 	assert_string_equal(cfg.tickets.labels[1], "concurrency");
 	assert_null(cfg.tickets.labels[2]);
 	assert_true(cfg.tickets.infra);
+	assert_false(cfg.tickets.insecure_http);
 	cfg_free(&cfg);
 	assert_null(cfg.name);		/* cfg_free leaves a zeroed struct */
 	cfg_free(&cfg);
@@ -313,6 +314,7 @@ test_defaults(void **state)
 	assert_string_equal(cfg.tickets.issue_type, "Bug");
 	assert_null(cfg.tickets.labels);
 	assert_false(cfg.tickets.infra);
+	assert_false(cfg.tickets.insecure_http);
 	cfg_free(&cfg);
 }
 
@@ -519,6 +521,33 @@ static const struct bad bads[] = {
 	{ BASE "tickets:\n  sink: github\n",
 	  "soak.yaml:8:3: tickets.repo: required key is missing (sink github "
 	  "needs it)" },
+	{ BASE "tickets:\n  insecure_http: maybe\n",
+	  "soak.yaml:8:18: tickets.insecure_http: expected true or false, got "
+	  "\"maybe\"" },
+	{ BASE "tickets:\n  insecure: true\n",
+	  "soak.yaml:8:3: tickets.insecure: unknown key (expected sink, url, "
+	  "repo, project, token_env, user_env, issue_type, labels, infra, "
+	  "insecure_http)" },
+	/* a token to a url that is not https:// */
+	{ BASE "tickets:\n  sink: webhook\n  url: http://hooks.local/x\n"
+	  "  token_env: HOOK_TOKEN\n",
+	  "soak.yaml:9:8: tickets.url: not https://: the webhook token "
+	  "(HOOK_TOKEN) would travel in clear text; use https://, or set "
+	  "tickets.insecure_http: true" },
+	{ BASE "tickets:\n  sink: github\n  repo: a/b\n  token_env: GH\n"
+	  "  url: HTTP://ghe.local/api/v3\n  insecure_http: false\n",
+	  "soak.yaml:11:8: tickets.url: not https://: the github token (GH) "
+	  "would travel in clear text; use https://, or set "
+	  "tickets.insecure_http: true" },
+	{ BASE "tickets:\n  sink: jira\n  project: P\n  token_env: J\n"
+	  "  url: jira.local\n",
+	  "soak.yaml:11:8: tickets.url: not https://: the jira token (J) "
+	  "would travel in clear text; use https://, or set "
+	  "tickets.insecure_http: true" },
+	/* a connection string where a section belongs: its password hidden */
+	{ BASE "database: postgres://u:s3cret@x/db\n",
+	  "soak.yaml:7:11: database: expected a mapping, got "
+	  "\"postgres://u:***@x/db\"" },
 	/* durations */
 	{ BASE "seed_timeout: 5\n",
 	  "soak.yaml:7:15: seed_timeout: \"5\" has no unit (use ms, s or m)" },
@@ -679,6 +708,35 @@ test_errors(void **state)
 	assert_int_equal(failures, 0);
 }
 
+/* What the https rule lets through: a token over https, or over http when
+ * insecure_http says so; no token; the file sink. */
+static void
+test_tickets_http(void **state)
+{
+	static const char *const ok[] = {
+		BASE "tickets:\n  sink: webhook\n  url: https://h/x\n"
+		"  token_env: T\n",
+		BASE "tickets:\n  sink: webhook\n  url: http://127.0.0.1:9/x\n"
+		"  token_env: T\n  insecure_http: true\n",
+		BASE "tickets:\n  sink: webhook\n  url: http://127.0.0.1:9/x\n",
+		BASE "tickets:\n  sink: github\n  repo: a/b\n  token_env: T\n",
+		BASE "tickets:\n  sink: file\n  url: shared/tickets\n"
+		"  token_env: T\n",
+	};
+	struct cfg	cfg;
+	char		err[ERR_LEN];
+	size_t		i;
+
+	(void)state;
+	for (i = 0; i < nitems(ok); i++) {
+		if (cfg_load_text("soak.yaml", ok[i], strlen(ok[i]), &cfg,
+		    err) == -1)
+			fail_msg("case %zu: %s", i, err);
+		assert_int_equal(cfg.tickets.insecure_http, i == 1);
+		cfg_free(&cfg);
+	}
+}
+
 static void
 test_guard_floor(void **state)
 {
@@ -716,6 +774,7 @@ main(void)
 		cmocka_unit_test(test_null_sections),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_tickets_http),
 		cmocka_unit_test(test_guard_floor),
 	};
 

@@ -48,7 +48,6 @@ hello(struct coord *c, uint32_t pipe)
 
 	req.u.hello.name = "w";
 	req.u.hello.host = "h";
-	req.u.hello.secret = "";
 	assert_int_equal(coord_handle(c, &req, pipe, 0, &rep), 1);
 	assert_int_equal(rep.type, MSG_WELCOME);
 	id = rep.u.welcome.worker_id;

@@ -24,7 +24,7 @@ static void
 test_roundtrip_all_types(void **state)
 {
 	struct msg_seed	 seeds[3] = { { 5, 1 }, { 6, 1 }, { UINT64_MAX, 3 } };
-	struct msg	 in[8], out;
+	struct msg	 in[10], out;
 	char		 err[ERR_LEN];
 	size_t		 i, len;
 	uint8_t		*buf;
@@ -33,7 +33,9 @@ test_roundtrip_all_types(void **state)
 	memset(in, 0, sizeof(in));
 	in[0].type = MSG_HELLO;
 	in[0].u.hello.name = "h:1"; in[0].u.hello.host = "h";
-	in[0].u.hello.pid = 4242; in[0].u.hello.slots = 2; in[0].u.hello.secret = "";
+	in[0].u.hello.pid = 4242; in[0].u.hello.slots = 2;
+	for (i = 0; i < MSG_B32; i++)
+		in[0].u.hello.nonce[i] = (uint8_t)(0xa0 + i);
 	in[1].type = MSG_WELCOME;
 	in[1].u.welcome.worker_id = 7; in[1].u.welcome.run_id = "r1";
 	in[1].u.welcome.cfg_path = "/x/soak.yaml"; in[1].u.welcome.cfg_text = "name: x\n";
@@ -53,8 +55,16 @@ test_roundtrip_all_types(void **state)
 	in[5].type = MSG_ACK; in[5].u.ack.ok = 1; in[5].u.ack.text = "ok";
 	in[6].type = MSG_LEASE_REQ; in[6].u.lease_req.worker_id = 12;
 	in[7].type = MSG_BYE; in[7].u.bye.worker_id = 12;
+	in[8].type = MSG_CHALLENGE;
+	for (i = 0; i < MSG_B32; i++) {
+		in[8].u.challenge.nonce[i] = (uint8_t)i;
+		in[8].u.challenge.proof[i] = (uint8_t)(255 - i);
+	}
+	in[9].type = MSG_AUTH;
+	memset(in[9].u.auth.proof, 0x5a, MSG_B32);
+	in[9].u.auth.proof[MSG_B32 - 1] = 0;	/* raw bytes: a NUL is fine */
 
-	for (i = 0; i < 8; i++) {
+	for (i = 0; i < 10; i++) {
 		buf = encode(&in[i], &len);
 		assert_int_equal(msg_decode(buf, len, &out, err), 0);
 		assert_int_equal(out.type, in[i].type);
@@ -64,7 +74,16 @@ test_roundtrip_all_types(void **state)
 			assert_string_equal(out.u.hello.name, "h:1");
 			assert_int_equal(out.u.hello.pid, 4242);
 			assert_int_equal(out.u.hello.slots, 2);
-			assert_string_equal(out.u.hello.secret, "");
+			assert_memory_equal(out.u.hello.nonce, in[0].u.hello.nonce, MSG_B32);
+			break;
+		case MSG_CHALLENGE:
+			assert_memory_equal(out.u.challenge.nonce, in[8].u.challenge.nonce,
+			    MSG_B32);
+			assert_memory_equal(out.u.challenge.proof, in[8].u.challenge.proof,
+			    MSG_B32);
+			break;
+		case MSG_AUTH:
+			assert_memory_equal(out.u.auth.proof, in[9].u.auth.proof, MSG_B32);
 			break;
 		case MSG_WELCOME:
 			assert_int_equal(out.u.welcome.worker_id, 7);
@@ -222,6 +241,48 @@ test_oversized_and_lying_lengths(void **state)
 	free(buf);
 }
 
+/* The handshake's fixed-size fields: exact lengths, nothing more or less. */
+static void
+test_handshake_sizes(void **state)
+{
+	struct msg	 m, out;
+	char		 err[ERR_LEN];
+	size_t		 len, cut;
+	uint8_t		*buf, *big;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_CHALLENGE;
+	buf = encode(&m, &len);
+	assert_int_equal(len, MSG_HDR_LEN + 2 * MSG_B32);
+	for (cut = MSG_HDR_LEN; cut < len; cut++) {
+		uint32_t b = (uint32_t)(cut - MSG_HDR_LEN);
+
+		buf[8] = b >> 24; buf[9] = b >> 16; buf[10] = b >> 8; buf[11] = b;
+		assert_int_equal(msg_decode(buf, cut, &out, err), -1);
+		assert_non_null(strstr(err, "truncated"));
+	}
+	free(buf);
+	m.type = MSG_AUTH;
+	buf = encode(&m, &len);
+	assert_int_equal(len, MSG_HDR_LEN + MSG_B32);
+	big = calloc(1, len + 1);
+	memcpy(big, buf, len);
+	big[11] += 1;
+	assert_int_equal(msg_decode(big, len + 1, &out, err), -1);
+	assert_non_null(strstr(err, "trailing"));
+	free(big);
+	free(buf);
+	/* A HELLO carries no secret: its body is its names, two u32 and Nw. */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_HELLO;
+	m.u.hello.name = "n";
+	m.u.hello.host = "h";
+	buf = encode(&m, &len);
+	assert_int_equal(len, MSG_HDR_LEN + 4 + 1 + 4 + 1 + 4 + 4 + MSG_B32);
+	free(buf);
+}
+
 static void
 test_garbage_never_accepted(void **state)
 {
@@ -265,6 +326,7 @@ main(void)
 		cmocka_unit_test(test_every_truncation_rejected),
 		cmocka_unit_test(test_wrong_version_magic_type_trailing),
 		cmocka_unit_test(test_oversized_and_lying_lengths),
+		cmocka_unit_test(test_handshake_sizes),
 		cmocka_unit_test(test_garbage_never_accepted),
 	};
 

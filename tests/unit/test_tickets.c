@@ -212,6 +212,34 @@ test_url_escape(void **state)
 	free(s);
 }
 
+/* Credentials never leave for a url that is not https:// (nothing is sent). */
+static void
+test_http_refuses_cleartext(void **state)
+{
+	struct tk_http	 req;
+	char		 err[ERR_LEN], *resp = (char *)1;
+	long		 status = 7;
+
+	(void)state;
+	memset(&req, 0, sizeof(req));
+	req.sink = "github";
+	req.method = "GET";
+	req.url = "http://127.0.0.1:1/repos/a/b/issues";
+	req.auth_header = "Authorization: Bearer tok_unit_secret";
+	assert_int_equal(tk_http_do(&req, &status, &resp, err), -1);
+	assert_null(resp);
+	assert_int_equal(status, 0);
+	assert_string_equal(err, "github: GET http://127.0.0.1:1/repos/a/b/issues: "
+	    "refused: not https://, the token would travel in clear text (use "
+	    "https://, or set tickets.insecure_http: true)");
+	req.auth_header = NULL;
+	req.userpwd = "bot:tok_unit_secret";
+	req.url = "jira.local/rest/api/2/issue";	/* no scheme is http to curl */
+	assert_int_equal(tk_http_do(&req, &status, &resp, err), -1);
+	assert_non_null(strstr(err, "refused: not https://"));
+	assert_null(strstr(err, "tok_unit_secret"));
+}
+
 static void
 test_build_groups(void **state)
 {
@@ -427,6 +455,7 @@ main(void)
 		cmocka_unit_test(test_fingerprint_sorted_and_agrees),
 		cmocka_unit_test(test_backoff),
 		cmocka_unit_test(test_url_escape),
+		cmocka_unit_test(test_http_refuses_cleartext),
 		cmocka_unit_test(test_build_groups),
 		cmocka_unit_test(test_rows_capped),
 		cmocka_unit_test(test_bad_reports),

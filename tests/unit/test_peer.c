@@ -1,0 +1,322 @@
+/*
+ * The coordinator's connections (coordinator/peer.h) without a socket:
+ * the handshake both ways, nothing reaching coord before it, a captured
+ * HELLO+AUTH replayed on another connection, sealed messages replayed or
+ * altered, and the per-host limiter.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/auth.h"
+#include "common/msg.h"
+#include "common/util.h"
+#include "coordinator/peer.h"
+
+static struct auth_secret	K = { UNCONST("the right secret, 32 bytes long!"), 32 };
+static struct auth_secret	WRONG = { UNCONST("the wrong secret, also 32 bytes!"), 32 };
+static int64_t			feed_now;	/* the clock feed() gives peer_recv */
+
+static uint8_t *
+enc(const struct msg *m, size_t *len)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+
+	assert_int_equal(msg_encode(m, &buf, len, err), 0);
+	return buf;
+}
+
+/* Feeds m (optionally sealed as the worker would) to p. */
+static enum peer_action
+feed(struct peers *ps, struct peer *p, const struct msg *m,
+    const struct auth_session *seal, uint64_t seq, struct msg *req, struct msg *rep,
+    uint64_t *rseq)
+{
+	enum peer_action	 a;
+	uint8_t			*buf;
+	size_t			 len;
+
+	buf = enc(m, &len);
+	if (seal)
+		auth_seal(seal, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	a = peer_recv(ps, p, buf, len, feed_now, req, rep, rseq);
+	free(buf);
+	return a;
+}
+
+static struct msg
+hello(const uint8_t nw[AUTH_NONCE_LEN])
+{
+	struct msg	m = { .type = MSG_HELLO };
+
+	m.u.hello.name = "w:1";
+	m.u.hello.host = "w";
+	memcpy(m.u.hello.nonce, nw, AUTH_NONCE_LEN);
+	return m;
+}
+
+static void
+test_no_secret_opens_on_hello(void **state)
+{
+	struct peers	*ps = peers_new(NULL);
+	struct peer	*p = peers_get(ps, 7, "127.0.0.1:1", "127.0.0.1", 0);
+	struct msg	 m = { .type = MSG_LEASE_REQ }, req, rep;
+	uint8_t		 nw[AUTH_NONCE_LEN] = { 0 };
+	uint64_t	 seq;
+
+	(void)state;
+	/* Nothing before HELLO reaches coord. */
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_NACK);
+	assert_non_null(strstr(rep.u.ack.text, "say hello first"));
+	msg_clear(&rep);
+	m = hello(nw);
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_PASS);
+	assert_int_equal(req.type, MSG_HELLO);
+	assert_int_equal(p->state, PEER_OPEN);
+	assert_false(p->sealed);
+	msg_clear(&req);
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_NACK);
+	msg_clear(&rep);
+	assert_ptr_equal(peers_find(ps, 7), p);
+	peers_gone(ps, 7);
+	assert_null(peers_find(ps, 7));
+	peers_free(ps);
+}
+
+/*
+ * The worker's side of a handshake against p: returns the worker's
+ * session; *wire_hello and *wire_auth are the bytes it sent.
+ */
+static void
+handshake(struct peers *ps, struct peer *p, const struct auth_secret *wk,
+    struct auth_session *ws, enum peer_action *auth_act, struct msg *auth_rep,
+    struct msg *passed)
+{
+	struct msg	m, req, rep;
+	uint8_t		nw[AUTH_NONCE_LEN];
+	char		err[ERR_LEN];
+	uint64_t	seq;
+
+	assert_int_equal(auth_nonce(nw, err), 0);
+	m = hello(nw);
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_CHALLENGE);
+	assert_int_equal(p->state, PEER_CHALLENGED);
+	/* The coordinator proves itself first, and only to the right key. */
+	assert_true(auth_proof_ok(&K, AUTH_COORDINATOR, nw, rep.u.challenge.nonce,
+	    rep.u.challenge.proof));
+	assert_false(auth_proof_ok(&WRONG, AUTH_COORDINATOR, nw,
+	    rep.u.challenge.nonce, rep.u.challenge.proof));
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	auth_proof(wk, AUTH_WORKER, nw, rep.u.challenge.nonce, m.u.auth.proof);
+	auth_session_init(ws, wk, nw, rep.u.challenge.nonce);
+	msg_clear(&rep);
+	*auth_act = feed(ps, p, &m, NULL, 0, passed, auth_rep, &seq);
+	if (*auth_act == PEER_PASS)
+		assert_true(seq == 0);
+}
+
+static void
+test_secret_handshake(void **state)
+{
+	struct peers		*ps = peers_new(&K);
+	struct peer		*p = peers_get(ps, 1, "10.0.0.1:5", "10.0.0.1", 0);
+	struct auth_session	 ws;
+	struct msg		 rep, req, welcome = { .type = MSG_WELCOME }, m;
+	enum peer_action	 a;
+	char			 err[ERR_LEN];
+	uint8_t			*buf;
+	size_t			 len, mlen;
+	uint64_t		 seq;
+
+	(void)state;
+	handshake(ps, p, &K, &ws, &a, &rep, &req);
+	assert_int_equal(a, PEER_PASS);
+	/* coord gets the HELLO as the worker sent it, only now. */
+	assert_int_equal(req.type, MSG_HELLO);
+	assert_string_equal(req.u.hello.name, "w:1");
+	assert_int_equal(p->state, PEER_OPEN);
+	assert_true(p->sealed);
+	msg_clear(&req);
+	/* The WELCOME is sealed with seq 0 for the worker's session. */
+	welcome.u.welcome.cfg_text = "commands";
+	assert_int_equal(peer_encode(p, &welcome, 0, &buf, &len, err), 0);
+	assert_int_equal(auth_open(&ws, AUTH_TO_WORKER, buf, len, &seq, &mlen, err), 0);
+	assert_true(seq == 0);
+	free(buf);
+	/* Sealed requests pass once each; their seq is the reply's. */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = 1;
+	assert_int_equal(feed(ps, p, &m, &ws, 1, &req, &rep, &seq), PEER_PASS);
+	assert_true(seq == 1);
+	msg_clear(&req);
+	assert_int_equal(feed(ps, p, &m, &ws, 3, &req, &rep, &seq), PEER_PASS);
+	msg_clear(&req);
+	assert_int_equal(feed(ps, p, &m, &ws, 2, &req, &rep, &seq), PEER_PASS);
+	msg_clear(&req);
+	/* A second AUTH on an open connection is a failure. */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	assert_int_equal(feed(ps, p, &m, &ws, 4, &req, &rep, &seq), PEER_ANSWER);
+	assert_int_equal(p->state, PEER_CLOSING);
+	msg_clear(&rep);
+	auth_session_clear(&ws);
+	peers_free(ps);
+}
+
+static void
+test_sealed_replay_and_tamper(void **state)
+{
+	struct peers		*ps = peers_new(&K);
+	struct peer		*p;
+	struct auth_session	 ws;
+	struct msg		 rep, req, m = { .type = MSG_HEARTBEAT };
+	enum peer_action	 a;
+	uint8_t			*buf;
+	size_t			 len;
+	uint64_t		 seq;
+	int			 round;
+
+	(void)state;
+	for (round = 0; round < 3; round++) {
+		p = peers_get(ps, 10 + round, "127.0.0.1:9", "", 0);
+		handshake(ps, p, &K, &ws, &a, &rep, &req);
+		assert_int_equal(a, PEER_PASS);
+		msg_clear(&req);
+		buf = enc(&m, &len);
+		if (round == 0) {
+			/* The same sealed bytes twice: the second closes the pipe. */
+			auth_seal(&ws, AUTH_TO_COORDINATOR, 1, &buf, &len);
+			assert_int_equal(peer_recv(ps, p, buf, len, 0, &req, &rep, &seq),
+			    PEER_PASS);
+			msg_clear(&req);
+			assert_int_equal(peer_recv(ps, p, buf, len, 0, &req, &rep, &seq),
+			    PEER_DROP);
+		} else if (round == 1) {
+			/* Unsealed after the handshake: dropped, never decoded. */
+			assert_int_equal(peer_recv(ps, p, buf, len, 0, &req, &rep, &seq),
+			    PEER_DROP);
+		} else {
+			auth_seal(&ws, AUTH_TO_COORDINATOR, 1, &buf, &len);
+			buf[MSG_HDR_LEN + 2] ^= 0x80;
+			assert_int_equal(peer_recv(ps, p, buf, len, 0, &req, &rep, &seq),
+			    PEER_DROP);
+		}
+		assert_int_equal(p->state, PEER_CLOSING);
+		free(buf);
+		auth_session_clear(&ws);
+	}
+	peers_free(ps);
+}
+
+static void
+test_wrong_secret_and_replay(void **state)
+{
+	struct peers		*ps = peers_new(&K);
+	struct peer		*p, *q;
+	struct auth_session	 ws;
+	struct msg		 rep, req, m;
+	enum peer_action	 a;
+	uint8_t			*hello_bytes, *auth_bytes, nw[AUTH_NONCE_LEN] = { 1 };
+	size_t			 hlen, alen;
+	uint64_t		 seq;
+
+	(void)state;
+	/* A worker with another secret is refused, and the pipe closes. */
+	p = peers_get(ps, 1, "10.0.0.2:1", "10.0.0.2", 0);
+	handshake(ps, p, &WRONG, &ws, &a, &rep, &req);
+	assert_int_equal(a, PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_NACK);
+	assert_string_equal(rep.u.ack.text, "authentication failed");
+	assert_int_equal(p->state, PEER_CLOSING);
+	msg_clear(&rep);
+	m = hello(nw);
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_DROP);
+	/* A good exchange, captured, and replayed on another connection. */
+	p = peers_get(ps, 2, "10.0.0.3:1", "10.0.0.3", 0);
+	m = hello(nw);
+	hello_bytes = enc(&m, &hlen);
+	assert_int_equal(peer_recv(ps, p, hello_bytes, hlen, 0, &req, &rep, &seq),
+	    PEER_ANSWER);
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	auth_proof(&K, AUTH_WORKER, nw, rep.u.challenge.nonce, m.u.auth.proof);
+	msg_clear(&rep);
+	auth_bytes = enc(&m, &alen);
+	assert_int_equal(peer_recv(ps, p, auth_bytes, alen, 0, &req, &rep, &seq),
+	    PEER_PASS);
+	msg_clear(&req);
+	q = peers_get(ps, 3, "10.0.0.4:1", "10.0.0.4", 0);
+	assert_int_equal(peer_recv(ps, q, hello_bytes, hlen, 0, &req, &rep, &seq),
+	    PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_CHALLENGE);	/* a fresh Nc */
+	msg_clear(&rep);
+	assert_int_equal(peer_recv(ps, q, auth_bytes, alen, 0, &req, &rep, &seq),
+	    PEER_ANSWER);
+	assert_int_equal(rep.type, MSG_NACK);
+	assert_int_equal(q->state, PEER_CLOSING);
+	msg_clear(&rep);
+	/* An AUTH out of the blue, and the AUTH again on the open pipe. */
+	q = peers_get(ps, 4, "10.0.0.4:2", "10.0.0.4", 0);
+	assert_int_equal(peer_recv(ps, q, auth_bytes, alen, 0, &req, &rep, &seq),
+	    PEER_ANSWER);
+	assert_int_equal(q->state, PEER_CLOSING);
+	msg_clear(&rep);
+	free(hello_bytes);
+	free(auth_bytes);
+	auth_session_clear(&ws);
+	peers_free(ps);
+}
+
+static void
+test_limiter(void **state)
+{
+	struct peers		*ps = peers_new(&K);
+	struct peer		*p;
+	struct msg		 m = { .type = MSG_AUTH }, req, rep;
+	uint64_t		 seq;
+	int			 i;
+
+	(void)state;
+	feed_now = 1000;
+	for (i = 0; i < PEER_MAX_FAILS; i++) {
+		assert_false(peers_banned(ps, "192.0.2.1", 1000));
+		p = peers_get(ps, 100 + i, "192.0.2.1:1", "192.0.2.1", 1000);
+		assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+		msg_clear(&rep);
+		/* Local peers are never counted. */
+		p = peers_get(ps, 200 + i, "local", "", 1000);
+		assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+		msg_clear(&rep);
+	}
+	assert_true(peers_banned(ps, "192.0.2.1", 1000));
+	assert_true(peers_banned(ps, "192.0.2.1", 1000 + PEER_BAN_MS - 1));
+	assert_false(peers_banned(ps, "192.0.2.1", 1000 + PEER_BAN_MS));
+	assert_false(peers_banned(ps, "192.0.2.2", 1000));
+	assert_false(peers_banned(ps, "", 1000));
+	feed_now = 0;
+	peers_free(ps);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_no_secret_opens_on_hello),
+		cmocka_unit_test(test_secret_handshake),
+		cmocka_unit_test(test_sealed_replay_and_tamper),
+		cmocka_unit_test(test_wrong_secret_and_replay),
+		cmocka_unit_test(test_limiter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
