@@ -25,6 +25,8 @@ struct iso {
 	char		*conninfo;
 	char		*schema;	/* unquoted */
 	char		*qschema;	/* quoted identifier */
+	char		*tpl;		/* truncate's template schema, unquoted */
+	char		*qtpl;
 	char		*ddl;		/* NULL: no DDL file */
 	char		*ddl_name;	/* basename, for messages */
 	char		*workspace;
@@ -143,19 +145,20 @@ iso_dbparams_free(struct iso_dbparams *p)
 }
 
 /*
- * "soak_<run_id>_w<worker>" over [a-z0-9_].  PostgreSQL silently cuts
+ * "soak_<run_id>_w<worker><tail>" over [a-z0-9_] (tail: "" for the
+ * worker's schema, "_tpl" for truncate's template).  PostgreSQL silently cuts
  * names at 63 bytes, which could cut the worker suffix and make two
  * workers share a schema; so a long run id is shortened here and a hash
  * of the whole id keeps different runs apart.
  */
 static char *
-iso_schema_name(const char *run_id, int worker_id)
+iso_schema_name(const char *run_id, int worker_id, const char *tail)
 {
 	char		 suffix[32], hash[16], *name, *p;
 	uint64_t	 h = fnv1a64(run_id, strlen(run_id));
 	size_t		 room;
 
-	snprintf(suffix, sizeof(suffix), "_w%d", worker_id);
+	snprintf(suffix, sizeof(suffix), "_w%d%s", worker_id, tail);
 	name = xasprintf("soak_%s%s", run_id, suffix);
 	if (strlen(name) > ISO_NAME_MAX) {
 		/* 8 hex digits: the 64-bit hash folded in half. */
@@ -236,9 +239,11 @@ iso_open(const struct cfg *cfg, const char *conninfo, const char *run_id,
 	iso = xcalloc(1, sizeof(*iso));
 	iso->conninfo = xstrdup(conninfo ? conninfo : "");
 	iso->worker_id = worker_id;
-	iso->schema = iso_schema_name(run_id ? run_id : "", worker_id);
-	/* The name is [a-z0-9_] only, so quoting cannot need escapes. */
+	iso->schema = iso_schema_name(run_id ? run_id : "", worker_id, "");
+	iso->tpl = iso_schema_name(run_id ? run_id : "", worker_id, "_tpl");
+	/* The names are [a-z0-9_] only, so quoting cannot need escapes. */
 	iso->qschema = xasprintf("\"%s\"", iso->schema);
+	iso->qtpl = xasprintf("\"%s\"", iso->tpl);
 	iso->mode = cfg ? cfg->db_reset : CFG_RESET_RECREATE;
 	iso->workspace = xstrdup(workspace_root);
 	if (cfg != NULL && cfg->db_schema != NULL && cfg->db_schema[0]) {
@@ -370,23 +375,137 @@ apply_ddl(struct iso *iso, char *err)
 	return rc;
 }
 
+/*
+ * truncate's template.  Right after the DDL, in its transaction, a sibling
+ * schema <schema>_tpl gets, for every table of the schema that has rows, a
+ * table of the same name holding those rows (generated columns left out:
+ * PostgreSQL computes them again), and for every sequence a one-row table
+ * of the same name holding its last_value and is_called.  Tables and
+ * sequences share one namespace, so the names cannot clash.  ONLY: an
+ * inheritance parent's copy must not take its children's rows too.
+ * Both names are [a-z0-9_], so they are spliced into literals as they are.
+ */
+static const char snapshot_sql[] =
+    "DO $soak$ DECLARE s text := '%s'; t text := '%s'; r record; "
+    "cols text; has bool; BEGIN "
+    "EXECUTE format('CREATE SCHEMA %%I', t); "
+    "FOR r IN SELECT c.oid, c.relname, c.relkind FROM pg_class c "
+    "  WHERE c.relnamespace = s::regnamespace AND c.relkind IN ('r', 'S') "
+    "LOOP "
+    "  IF r.relkind = 'S' THEN "
+    "    EXECUTE format('CREATE TABLE %%I.%%I AS SELECT last_value, "
+    "      is_called FROM %%I.%%I', t, r.relname, s, r.relname); "
+    "    CONTINUE; "
+    "  END IF; "
+    "  SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) "
+    "    INTO cols FROM pg_attribute WHERE attrelid = r.oid AND attnum > 0 "
+    "    AND NOT attisdropped AND attgenerated = ''; "
+    "  EXECUTE format('SELECT EXISTS (SELECT FROM ONLY %%I.%%I)', s, "
+    "    r.relname) INTO has; "
+    "  IF has AND cols IS NOT NULL THEN "
+    "    EXECUTE format('CREATE TABLE %%I.%%I AS SELECT %%s FROM ONLY "
+    "      %%I.%%I', t, r.relname, cols, s, r.relname); "
+    "  END IF; "
+    "END LOOP; END $soak$";
+
+/*
+ * Back to the state right after the DDL, in one transaction:
+ *  - every table in one TRUNCATE .. RESTART IDENTITY CASCADE, so foreign
+ *    keys between them never get in the way;
+ *  - the template's rows back in, all tables in ONE statement (an INSERT
+ *    per table, each a data-modifying WITH): foreign-key checks are
+ *    queued to the end of the statement, so any order of tables, a
+ *    self-reference or a cycle of non-deferrable keys all pass, and no
+ *    superuser (session_replication_role) is needed.  OVERRIDING SYSTEM
+ *    VALUE lets GENERATED ALWAYS identity columns take the saved values;
+ *  - user triggers of those tables are disabled around that INSERT (a
+ *    fixture's trigger already did its work in the DDL and its result is
+ *    in the template) and enabled again as they were (ALWAYS / REPLICA);
+ *    only the owner is needed for that;
+ *  - every sequence set to its saved value with setval(); a sequence the
+ *    template does not know (made by a turn) is restarted, as before.
+ * A table the template does not know, or that had no rows, stays empty.
+ */
+static const char restore_sql[] =
+    "DO $soak$ DECLARE s text := '%s'; t text := '%s'; r record; "
+    "tl text; ins text := ''; cols text; k int := 0; q text; "
+    "dis text[]; ena text[]; BEGIN "
+    "SELECT string_agg(format('%%I.%%I', schemaname, tablename), ', ') "
+    "  INTO tl FROM pg_tables WHERE schemaname = s; "
+    "IF tl IS NOT NULL THEN "
+    "  EXECUTE 'TRUNCATE TABLE ' || tl || ' RESTART IDENTITY CASCADE'; "
+    "END IF; "
+    "FOR r IN SELECT c.relname, tc.oid AS toid FROM pg_class c "
+    "  JOIN pg_class tc ON tc.relname = c.relname "
+    "  AND tc.relnamespace = t::regnamespace "
+    "  WHERE c.relnamespace = s::regnamespace AND c.relkind = 'r' LOOP "
+    "  SELECT string_agg(quote_ident(attname), ', ' ORDER BY attnum) "
+    "    INTO cols FROM pg_attribute WHERE attrelid = r.toid "
+    "    AND attnum > 0 AND NOT attisdropped; "
+    "  k := k + 1; "
+    "  ins := ins || CASE WHEN k > 1 THEN ', ' ELSE '' END || "
+    "    format('i%%s AS (INSERT INTO %%I.%%I (%%s) OVERRIDING SYSTEM VALUE "
+    "    SELECT %%s FROM %%I.%%I)', k, s, r.relname, cols, cols, t, "
+    "    r.relname); "
+    "END LOOP; "
+    "IF k > 0 THEN "
+    "  SELECT array_agg(format('ALTER TABLE %%I.%%I DISABLE TRIGGER %%I', "
+    "    s, c.relname, g.tgname)), array_agg(format('ALTER TABLE %%I.%%I "
+    "    ENABLE %%s TRIGGER %%I', s, c.relname, CASE g.tgenabled "
+    "    WHEN 'A' THEN 'ALWAYS' WHEN 'R' THEN 'REPLICA' ELSE '' END, "
+    "    g.tgname)) INTO dis, ena "
+    "    FROM pg_trigger g JOIN pg_class c ON c.oid = g.tgrelid "
+    "    JOIN pg_class tc ON tc.relname = c.relname "
+    "    AND tc.relnamespace = t::regnamespace "
+    "    WHERE c.relnamespace = s::regnamespace AND NOT g.tgisinternal "
+    "    AND g.tgenabled <> 'D'; "
+    "  FOREACH q IN ARRAY coalesce(dis, '{}') LOOP EXECUTE q; END LOOP; "
+    "  EXECUTE 'WITH ' || ins || ' SELECT'; "
+    "  FOREACH q IN ARRAY coalesce(ena, '{}') LOOP EXECUTE q; END LOOP; "
+    "END IF; "
+    "FOR r IN SELECT c.relname, tc.oid IS NOT NULL AS saved FROM pg_class c "
+    "  LEFT JOIN pg_class tc ON tc.relname = c.relname "
+    "  AND tc.relnamespace = t::regnamespace "
+    "  WHERE c.relnamespace = s::regnamespace AND c.relkind = 'S' LOOP "
+    "  IF r.saved THEN "
+    "    EXECUTE format('SELECT setval(%%L, last_value, is_called) "
+    "      FROM %%I.%%I', format('%%I.%%I', s, r.relname), t, r.relname); "
+    "  ELSE "
+    "    EXECUTE format('ALTER SEQUENCE %%I.%%I RESTART', s, r.relname); "
+    "  END IF; "
+    "END LOOP; END $soak$";
+
 static int
 reset_recreate(struct iso *iso, char *err)
 {
-	char	*sql;
+	char	*sql, *tpl = NULL;
 	int	 rc;
 
-	/* One transaction: a broken DDL file leaves the old schema alone. */
-	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
+	/*
+	 * One transaction: a broken DDL file leaves the old schema alone.
+	 * truncate mode makes its template in it too.
+	 */
+	if (iso->mode == CFG_RESET_TRUNCATE)
+		tpl = xasprintf("DROP SCHEMA IF EXISTS %s CASCADE; ", iso->qtpl);
+	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; %s"
 	    "DROP SCHEMA IF EXISTS %s CASCADE; CREATE SCHEMA %s; "
 	    "SET LOCAL search_path TO %s",
-	    ISO_LOCK_TIMEOUT, iso->qschema, iso->qschema, iso->qschema);
+	    ISO_LOCK_TIMEOUT, tpl ? tpl : "", iso->qschema, iso->qschema,
+	    iso->qschema);
+	free(tpl);
 	rc = exec_ok(iso, sql, "recreating", err);
 	free(sql);
 	if (rc == -1)
 		goto fail;
 	if (apply_ddl(iso, err) == -1)
 		goto fail;
+	if (iso->mode == CFG_RESET_TRUNCATE) {
+		sql = xasprintf(snapshot_sql, iso->schema, iso->tpl);
+		rc = exec_ok(iso, sql, "saving the rows of", err);
+		free(sql);
+		if (rc == -1)
+			goto fail;
+	}
 	/* A COMMIT inside the DDL file ends ours early; that is harmless. */
 	if (exec_ok(iso, "COMMIT", "committing", err) == -1)
 		goto fail;
@@ -398,35 +517,18 @@ fail:
 	return -1;
 }
 
-/*
- * Every table in one TRUNCATE, so foreign keys between them never get in
- * the way; sequences not owned by a column are restarted too.  The schema
- * is found through search_path, which avoids splicing its name into a
- * string literal.
- */
-static const char truncate_sql[] =
-    "DO $soak$ DECLARE t text; r record; BEGIN "
-    "SELECT string_agg(format('%I.%I', schemaname, tablename), ', ') INTO t "
-    "  FROM pg_tables WHERE schemaname = current_schema(); "
-    "IF t IS NOT NULL THEN "
-    "  EXECUTE 'TRUNCATE TABLE ' || t || ' RESTART IDENTITY CASCADE'; "
-    "END IF; "
-    "FOR r IN SELECT schemaname, sequencename FROM pg_sequences "
-    "  WHERE schemaname = current_schema() LOOP "
-    "  EXECUTE format('ALTER SEQUENCE %I.%I RESTART', r.schemaname, "
-    "    r.sequencename); "
-    "END LOOP; END $soak$";
-
 static int
 reset_truncate(struct iso *iso, char *err)
 {
-	char	*sql;
+	char	*sql, *body;
 	int	 rc;
 
+	body = xasprintf(restore_sql, iso->schema, iso->tpl);
 	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
 	    "SET LOCAL search_path TO %s; %s; COMMIT",
-	    ISO_LOCK_TIMEOUT, iso->qschema, truncate_sql);
+	    ISO_LOCK_TIMEOUT, iso->qschema, body);
 	rc = exec_ok(iso, sql, "truncating", err);
+	free(body);
 	free(sql);
 	if (rc == -1 && !iso_lost(iso))
 		rollback(iso);
@@ -463,9 +565,11 @@ iso_drop(struct iso *iso, char *err)
 	char	*sql;
 	int	 rc, tries;
 
+	/* truncate's template goes with the schema (IF EXISTS: any mode). */
 	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
+	    "DROP SCHEMA IF EXISTS %s CASCADE; "
 	    "DROP SCHEMA IF EXISTS %s CASCADE; COMMIT", ISO_LOCK_TIMEOUT,
-	    iso->qschema);
+	    iso->qschema, iso->qtpl);
 	for (tries = 0; tries < 2; tries++) {
 		if ((rc = iso_connect(iso, err)) == -1)
 			continue;
@@ -541,6 +645,8 @@ iso_close(struct iso *iso)
 	free(iso->conninfo);
 	free(iso->schema);
 	free(iso->qschema);
+	free(iso->tpl);
+	free(iso->qtpl);
 	free(iso->ddl);
 	free(iso->ddl_name);
 	free(iso->workspace);

@@ -111,8 +111,12 @@ PGconn		*iso_conn(struct iso *iso);
 /*
  * Before each seed.  recreate: DROP SCHEMA IF EXISTS .. CASCADE, CREATE
  * SCHEMA, apply the DDL with search_path set to the schema.  truncate: the
- * first call creates as recreate does; later calls TRUNCATE every table in
- * the schema RESTART IDENTITY CASCADE in one statement (sequences reset).
+ * first call creates as recreate does and, in the same transaction, saves
+ * the state the DDL left (every table's rows, every sequence's value) in a
+ * template schema "<schema>_tpl"; later calls, in one transaction, TRUNCATE
+ * every table RESTART IDENTITY CASCADE, put the saved rows back and set
+ * every sequence to its saved value, so each seed starts where a recreate
+ * would (details at restore_sql in iso.c).  iso_drop drops the template too.
  * A DDL error names the file and line: "schema.sql:12: syntax error at or
  * near \"TABL\"" (from PG_DIAG_STATEMENT_POSITION).  If the connection was
  * lost it is re-established once before giving up.

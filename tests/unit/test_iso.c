@@ -471,6 +471,160 @@ test_reset_truncate(void **state)
 	free(cfg.db_schema);
 }
 
+/*
+ * truncate gives every seed the state right after the DDL: the fixture
+ * rows the schema file inserted, sequences where the DDL left them (a
+ * setval, a serial advanced by a fixture INSERT), identity and generated
+ * columns, foreign keys in any order (a self-reference, a cycle of
+ * non-deferrable keys), and user triggers not fired again.
+ */
+static void
+test_reset_truncate_fixtures(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*c;
+	char		 err[ERR_LEN] = "", *v;
+	int64_t		 t0;
+	int		 i, n = 20;
+
+	(void)state;
+	cfg.db_schema = write_ddl(
+	    "CREATE TABLE coupons (id serial PRIMARY KEY, code text UNIQUE,\n"
+	    "    parent int REFERENCES coupons(id));\n"
+	    "CREATE TABLE audit (n serial, what text);\n"
+	    "CREATE FUNCTION note() RETURNS trigger LANGUAGE plpgsql AS\n"
+	    "    $$BEGIN INSERT INTO audit (what) VALUES (NEW.code);\n"
+	    "    RETURN NEW; END$$;\n"
+	    "CREATE TRIGGER noted AFTER INSERT ON coupons\n"
+	    "    FOR EACH ROW EXECUTE FUNCTION note();\n"
+	    "INSERT INTO coupons (code, parent) VALUES ('A', NULL), ('B', 1),\n"
+	    "    ('C', 2);\n"
+	    "CREATE TABLE redeemed (coupon int NOT NULL REFERENCES coupons(id),\n"
+	    "    at int);\n"
+	    "INSERT INTO redeemed VALUES (3, 7);\n"
+	    "CREATE TABLE moves (id bigint GENERATED ALWAYS AS IDENTITY,\n"
+	    "    amount int, twice int GENERATED ALWAYS AS (amount * 2) STORED);\n"
+	    "INSERT INTO moves (amount) VALUES (10), (20);\n"
+	    "CREATE TABLE ping (id int PRIMARY KEY, pong int);\n"
+	    "CREATE TABLE pong (id int PRIMARY KEY, ping int);\n"
+	    "INSERT INTO ping VALUES (1, 1); INSERT INTO pong VALUES (1, 1);\n"
+	    "ALTER TABLE ping ADD FOREIGN KEY (pong) REFERENCES pong(id);\n"
+	    "ALTER TABLE pong ADD FOREIGN KEY (ping) REFERENCES ping(id);\n"
+	    "CREATE SEQUENCE tickets; SELECT setval('tickets', 41);\n"
+	    "CREATE SEQUENCE fresh;\n");
+	cfg.db_reset = CFG_RESET_TRUNCATE;
+	iso = open_iso(&cfg, "fix", 1);
+	c = iso_conn(iso);
+	if (iso_reset(iso, err) == -1)
+		fail_msg("first iso_reset: %s", err);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname = 'soak_fix_w1_tpl'"), 1);
+
+	/* What a seed does: use up fixtures, advance every sequence. */
+	exec_ok(c, "DELETE FROM redeemed; DELETE FROM coupons WHERE id = 3; "
+	    "INSERT INTO coupons (code) VALUES ('D'), ('E'); "
+	    "INSERT INTO moves (amount) VALUES (30); DELETE FROM moves "
+	    "WHERE id = 1; UPDATE ping SET pong = NULL; DELETE FROM pong; "
+	    "SELECT nextval('tickets'), nextval('fresh'), nextval('fresh')");
+
+	t0 = now_us();
+	for (i = 0; i < n; i++)
+		if (iso_reset(iso, err) == -1)
+			fail_msg("iso_reset: %s", err);
+	fprintf(stderr, "# reset truncate (6 tables with fixtures): "
+	    "%.2f ms per seed\n", (double)(now_us() - t0) / n / 1000.0);
+
+	v = query1(c, "SELECT string_agg(id || code || coalesce(parent, 0), "
+	    "' ' ORDER BY id) FROM coupons");
+	assert_string_equal(v, "1A0 2B1 3C2");
+	free(v);
+	v = query1(c, "SELECT string_agg(coupon || ':' || at, ' ') "
+	    "FROM redeemed");
+	assert_string_equal(v, "3:7");
+	free(v);
+	v = query1(c, "SELECT string_agg(id || ':' || amount || ':' || twice, "
+	    "' ' ORDER BY id) FROM moves");
+	assert_string_equal(v, "1:10:20 2:20:40");
+	free(v);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM ping JOIN pong "
+	    "ON ping.pong = pong.id AND pong.ping = ping.id"), 1);
+	/* The trigger ran for the fixtures once, in the DDL; not again. */
+	assert_int_equal(query_long(c, "SELECT count(*) FROM audit"), 3);
+	assert_int_equal(query_long(c, "SELECT max(n) FROM audit"), 3);
+
+	/* Sequences: where the DDL left them, not restarted. */
+	assert_int_equal(query_long(c, "SELECT nextval('coupons_id_seq')"), 4);
+	assert_int_equal(query_long(c, "INSERT INTO moves (amount) VALUES (1) "
+	    "RETURNING id"), 3);
+	assert_int_equal(query_long(c, "SELECT nextval('tickets')"), 42);
+	assert_int_equal(query_long(c, "SELECT nextval('fresh')"), 1);
+	assert_int_equal(query_long(c, "SELECT nextval('audit_n_seq')"), 4);
+	/* The trigger is on again for the seed. */
+	exec_ok(c, "INSERT INTO coupons (id, code) VALUES (9, 'Z')");
+	assert_int_equal(query_long(c, "SELECT count(*) FROM audit "
+	    "WHERE what = 'Z'"), 1);
+
+	/* A second round: the same state again. */
+	if (iso_reset(iso, err) == -1)
+		fail_msg("iso_reset: %s", err);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM coupons"), 3);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM audit"), 3);
+	assert_int_equal(query_long(c, "SELECT nextval('tickets')"), 42);
+
+	/* The template goes with the schema. */
+	assert_int_equal(iso_drop(iso, err), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname IN ('soak_fix_w1', 'soak_fix_w1_tpl')"), 0);
+	iso_close(iso);
+	free(cfg.db_schema);
+}
+
+/* recreate keeps no template; a long run id still names a distinct one. */
+static void
+test_reset_template_names(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*a, *b;
+	PGconn		*c;
+	char		 err[ERR_LEN] = "";
+	const char	*longid = "a-very-long-run-id-that-will-not-fit-in-"
+			    "sixty-three-bytes-0123456789";
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (x int);\n"
+	    "INSERT INTO t VALUES (1);\n");
+	cfg.db_reset = CFG_RESET_RECREATE;
+	a = open_iso(&cfg, "notpl", 1);
+	c = iso_conn(a);
+	if (iso_reset(a, err) == -1 || iso_reset(a, err) == -1)
+		fail_msg("iso_reset: %s", err);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname LIKE 'soak_notpl_w1%'"), 1);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM t"), 1);
+	iso_drop(a, err);
+	iso_close(a);
+
+	cfg.db_reset = CFG_RESET_TRUNCATE;
+	a = open_iso(&cfg, longid, 1);
+	b = open_iso(&cfg, longid, 2);
+	if (iso_reset(a, err) == -1 || iso_reset(b, err) == -1 ||
+	    iso_reset(a, err) == -1 || iso_reset(b, err) == -1)
+		fail_msg("iso_reset: %s", err);
+	c = iso_conn(a);
+	/* Two schemas and two templates, none longer than 63 bytes. */
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname LIKE 'soak_a_very_long%'"), 4);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM t"), 1);
+	iso_drop(a, err);
+	iso_drop(b, err);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
+	    "WHERE nspname LIKE 'soak_a_very_long%'"), 0);
+	iso_close(a);
+	iso_close(b);
+	free(cfg.db_schema);
+}
+
 static void
 test_ddl_error_names_line(void **state)
 {
@@ -832,6 +986,8 @@ main(void)
 		cmocka_unit_test(test_embedded_start_failure),
 		cmocka_unit_test(test_reset_recreate),
 		cmocka_unit_test(test_reset_truncate),
+		cmocka_unit_test(test_reset_truncate_fixtures),
+		cmocka_unit_test(test_reset_template_names),
 		cmocka_unit_test(test_ddl_error_names_line),
 		cmocka_unit_test(test_workers_are_isolated),
 		cmocka_unit_test(test_weird_run_id),
