@@ -1,6 +1,8 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +103,98 @@ fatalx(const char *fmt, ...)
 	log_vemit("fatal: ", fmt, ap, 0);
 	va_end(ap);
 	exit(70);
+}
+
+/*
+ * The length of the valid UTF-8 sequence at s (2 to 4) and its code point,
+ * or 0: overlong forms, surrogates and code points past U+10FFFF are not
+ * valid.
+ */
+static size_t
+utf8_seq(const unsigned char *s, uint32_t *cp)
+{
+	static const uint32_t	min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	size_t			n, i;
+	uint32_t		c;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		c = s[0] & 0x07;
+	} else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)	/* also stops at the NUL */
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* Valid, but a terminal or a reader would take it for layout: C1 controls,
+ * line and paragraph separators, bidirectional marks and overrides. */
+static bool
+utf8_hidden(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
+	    (cp >= 0x200e && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069);
+}
+
+char *
+log_escape(char *buf, size_t size, const char *str)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*s = (const unsigned char *)(str ? str : "(null)");
+	char			 piece[16];
+	size_t			 o = 0, mark = 0, plen, n, i;
+	uint32_t		 cp;
+
+	if (size == 0)
+		return buf;
+	while (*s) {
+		n = 1;
+		plen = 0;
+		if (*s == '\\' || *s == '\n' || *s == '\r' || *s == '\t') {
+			piece[plen++] = '\\';
+			piece[plen++] = *s == '\\' ? '\\' : *s == '\n' ? 'n' :
+			    *s == '\r' ? 'r' : 't';
+		} else if (*s >= 0x20 && *s < 0x7f)
+			piece[plen++] = (char)*s;
+		else if (*s >= 0x80 && (n = utf8_seq(s, &cp)) > 0 && !utf8_hidden(cp)) {
+			memcpy(piece, s, n);
+			plen = n;
+		} else {
+			if (n == 0)
+				n = 1;		/* not UTF-8: this byte alone */
+			for (i = 0; i < n; i++) {
+				piece[plen++] = '\\';
+				piece[plen++] = 'x';
+				piece[plen++] = hex[s[i] >> 4];
+				piece[plen++] = hex[s[i] & 0xf];
+			}
+		}
+		if (o + plen > size - 1) {
+			/* Cut where "..." still fits, never inside a piece. */
+			o = mark;
+			for (i = 0; i < 3 && o < size - 1; i++)
+				buf[o++] = '.';
+			break;
+		}
+		memcpy(buf + o, piece, plen);
+		o += plen;
+		if (o + 3 <= size - 1)
+			mark = o;
+		s += n;
+	}
+	buf[o] = '\0';
+	return buf;
 }

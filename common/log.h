@@ -7,6 +7,7 @@
 #define SOAK_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 void	log_init(const char *role, int verbose);
 void	log_set_role(const char *role);
@@ -18,5 +19,22 @@ void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_warnx(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	fatalx(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/*
+ * A string a peer sent, made fit for one log line: printable ASCII and
+ * valid UTF-8 as they are; a backslash as \\, \n \r \t as such, every
+ * other control byte (C0, DEL), every byte that is not valid UTF-8 and
+ * every UTF-8 C1 control, line or paragraph separator or bidirectional
+ * override as \xNN.  So no terminal escape, no line break and no fake log
+ * line gets through, and the bytes can still be told apart.  Cut, with
+ * "...", to fit size (LOG_ESC_LEN is enough for anything worth reading);
+ * NULL logs as "(null)".  Returns buf.
+ *
+ * Every string from the other side of a connection goes through it before
+ * a log: HELLO's name and host, NACK and ACK texts, result reasons, and
+ * errors that quote what the peer sent.
+ */
+#define LOG_ESC_LEN	256
+char	*log_escape(char *buf, size_t size, const char *s);
 
 #endif

@@ -184,7 +184,7 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_u8(&w, m->u.result.verdict);
 		w_str(&w, m->u.result.reason, MSG_STR_SHORT, "reason");
 		w_u32(&w, m->u.result.duration_ms);
-		w_str(&w, m->u.result.detail, MSG_STR_LONG, "detail");
+		w_str(&w, m->u.result.detail, MSG_DETAIL_MAX, "detail");
 		break;
 	case MSG_HEARTBEAT:
 		w_u32(&w, m->u.heartbeat.worker_id);
@@ -383,7 +383,7 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.result.verdict = r_u8(&r, "verdict");
 		m->u.result.reason = r_str(&r, MSG_STR_SHORT, "reason");
 		m->u.result.duration_ms = r_u32(&r, "duration_ms");
-		m->u.result.detail = r_str(&r, MSG_STR_LONG, "detail");
+		m->u.result.detail = r_str(&r, MSG_DETAIL_MAX, "detail");
 		if (!r.failed && m->u.result.verdict > VERDICT_INFRA) {
 			r.failed = 1;
 			errf(err, "result message: verdict %u is not pass, fail or infra",

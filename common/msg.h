@@ -43,15 +43,33 @@
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
-#define MSG_STR_LONG	(8u << 20)	/* config text, result detail */
+#define MSG_STR_LONG	(8u << 20)	/* config text (WELCOME) */
 /*
  * What a worker puts in a RESULT's detail, at most: worker/detail.c cuts
  * the detail to it, with markers, and sends a minimal one if even that does
  * not fit, so a big failure is never an encode error (a dead worker).  Far
  * under MSG_STR_LONG so that the coordinator's receive cap can come down to
- * it: the full data stays in the worker's kept failure directory.
+ * it: the full data stays in the worker's kept failure directory.  Both
+ * msg_encode and msg_decode hold a detail to it.
  */
 #define MSG_DETAIL_MAX	(1u << 20)
+/*
+ * The largest message a worker sends: a RESULT with a reason and a detail
+ * at their caps (HELLO, the next largest, is two MSG_STR_SHORT strings).
+ */
+#define MSG_RESULT_MAX	(MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4 + MSG_STR_SHORT + \
+			    4 + 4 + MSG_DETAIL_MAX)
+/*
+ * The coordinator's receive cap (NNG_OPT_RECVMAXSZ), about 1.01 MiB:
+ * MSG_RESULT_MAX, a session trailer (common/auth.h's AUTH_TRAILER_LEN, 40
+ * bytes) and the SP request id nng counts in (4), in 4 KiB of headroom.
+ * nng allocates a message's declared size as its header arrives and keeps
+ * one cap per socket, so this is what an unauthenticated connection can
+ * make the coordinator hold; a declared size past it closes the
+ * connection at the header.  Workers keep MSG_MAX: their WELCOME carries
+ * the config text.
+ */
+#define MSG_COORD_RECV_MAX	(MSG_RESULT_MAX + 4096)
 #define MSG_MAX_SEEDS	4096		/* per lease */
 #define MSG_B32		32		/* a b32 field */
 

@@ -505,6 +505,7 @@ static int
 handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *rep)
 {
 	struct wrec	*w;
+	char		 name[LOG_ESC_LEN];
 
 	c->workers = xreallocarray(c->workers, c->nworkers + 1, sizeof(*w));
 	w = &c->workers[c->nworkers++];
@@ -515,7 +516,7 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	w->pid = req->u.hello.pid;
 	w->pipe = pipe;
 	w->alive = true;
-	log_debug("worker %u is %s", w->id, w->name);
+	log_debug("worker %u is %s", w->id, log_escape(name, sizeof(name), w->name));
 	memset(rep, 0, sizeof(*rep));
 	rep->type = MSG_WELCOME;
 	rep->u.welcome.worker_id = w->id;
@@ -542,6 +543,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	int			 verdict = req->u.result.verdict;
 	int			 why = reason_parse(req->u.result.reason);
 	bool			 confirming;
+	char			 reason[64], jtext[LOG_ESC_LEN];
 
 	if (l == NULL || l->worker != req->u.result.worker_id) {
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is not yours",
@@ -575,9 +577,10 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	detail = json_loads(req->u.result.detail, JSON_REJECT_DUPLICATES, &jerr);
 	if (!reason_valid(verdict, why) || !json_is_object(detail)) {
 		log_warnx("seed %" PRIu64 ": worker %u sent an unreadable result "
-		    "(verdict %d, reason \"%.40s\"%s%s)", seed, l->worker, verdict,
-		    req->u.result.reason, detail ? "" : ", detail: ",
-		    detail ? "" : jerr.text);
+		    "(verdict %d, reason \"%s\"%s%s)", seed, l->worker, verdict,
+		    log_escape(reason, sizeof(reason), req->u.result.reason),
+		    detail ? "" : ", detail: ",
+		    detail ? "" : log_escape(jtext, sizeof(jtext), jerr.text));
 		json_decref(detail);
 		detail = json_pack("{s:s}", "message", "the worker sent an unreadable result");
 		why = REASON_WORKER_LOST;

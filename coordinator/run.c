@@ -23,6 +23,7 @@
 
 #include "common/auth.h"
 #include "common/config.h"
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
@@ -321,9 +322,34 @@ usage(FILE *f, bool local)
 		    "must hold, or the coordinator refuses to start (exit 64) unless\n"
 		    "--insecure: tls+tcp:// with --tls-cert alone is refused too.  The\n"
 		    "secret protects every message from being altered, not from being read:\n"
-		    "use tls+tcp:// when the config or the database URL holds a password.\n"
+		    "a database.url with a password is refused on tcp:// (exit 64, even\n"
+		    "with --insecure); use tls+tcp://, or give workers SOAK_DATABASE_URL.\n"
 		    "\n"
 		    "Exit status as for `soak run`.\n");
+}
+
+/*
+ * The WELCOME carries the config text as it is, database.url included (and
+ * nothing of this process's SOAK_DATABASE_URL, which never leaves it).  The
+ * shared secret keeps it from being altered, not from being read: over
+ * plain tcp:// a password in it would cross the network readable, to
+ * every worker and anyone listening.  So that is refused, --insecure or
+ * not (it waives authentication, and an --insecure coordinator gives the
+ * config to anyone who connects).  ipc:// stays on this machine.
+ */
+static int
+coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
+{
+	if (o->local || auth_url_is_tls(o->listen) || auth_url_is_ipc(o->listen) ||
+	    !conninfo_has_password(cfg->db_url))
+		return 0;
+	fprintf(stderr, "soak coordinator: %s: database.url holds a password, and "
+	    "every worker gets the config: on %s it would cross the network "
+	    "readable (the shared secret keeps messages from being altered, not "
+	    "from being read).  Listen on tls+tcp:// (--tls-cert), or take the "
+	    "password out of database.url and give each worker its own "
+	    "SOAK_DATABASE_URL (or a ~/.pgpass)\n", o->config, o->listen);
+	return -1;
 }
 
 static int
@@ -344,6 +370,10 @@ run_main(struct runopts *o)
 	if (cfg_load_file(o->config, &cfg, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
 		return SOAK_EXIT_CONFIG;
+	}
+	if (coordinator_ships_password(o, &cfg) == -1) {
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
 	}
 	co.seeds = cfg.seeds;
 	if (o->seeds && seed_range_parse(o->seeds, &co.seeds, err) == -1) {

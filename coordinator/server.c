@@ -1,7 +1,12 @@
 #include "coordinator/server.h"
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +22,9 @@
 #include "common/util.h"
 #include "coordinator/peer.h"
 
+_Static_assert(AUTH_TRAILER_LEN + 4 <= MSG_COORD_RECV_MAX - MSG_RESULT_MAX,
+    "the receive cap's headroom holds a session trailer and the request id");
+
 enum slot_state { SLOT_RECV, SLOT_READY, SLOT_PARKED, SLOT_SEND, SLOT_CLOSED };
 
 struct slot {
@@ -28,16 +36,25 @@ struct slot {
 	uint32_t	 worker;	/* parked: whose lease request */
 	uint32_t	 pipe;		/* whose request this slot answers */
 	uint64_t	 seq;		/* the request's, for the reply's seal */
-	nng_pipe	 close_after;	/* closed once the reply is handed to it
-					   (a failed authentication's NACK) */
 };
 
-enum ev_kind { EV_MSG, EV_PIPE_GONE };
+/*
+ * What nng's threads tell the loop.  EV_MSG: a slot received a request.
+ * EV_SENT: a slot's reply was handed to its pipe (rv 0), or not
+ * (NNG_ETIMEDOUT: the peer did not read within PEER_SEND_MS).
+ * EV_PIPE_NEW: a connection was admitted (peers_admit), before any of its
+ * messages.  EV_PIPE_GONE: it closed.
+ */
+enum ev_kind { EV_MSG, EV_SENT, EV_PIPE_NEW, EV_PIPE_GONE };
 
 struct event {
 	enum ev_kind	kind;
 	int		slot;
+	int		rv;		/* EV_SENT */
 	uint32_t	pipe;
+	int64_t		at;		/* EV_PIPE_NEW: when admitted */
+	char		addr[64];	/* EV_PIPE_NEW */
+	char		host[48];
 };
 
 struct server {
@@ -51,6 +68,8 @@ struct server {
 	int		 closing;
 	char		*url;		/* as bound: tcp port 0 resolved */
 	struct peers	*peers;		/* every connection's state (peer.h) */
+	int64_t		 next_expiry;	/* the first time to authenticate that
+					   may be up; -1: none */
 };
 
 static void
@@ -62,7 +81,11 @@ push_event(struct server *s, struct event ev)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* nng thread: one aio per slot, used for recv and send in turn. */
+/*
+ * nng thread: one aio per slot, used for recv and send in turn.  A send's
+ * end goes to the loop (EV_SENT), which counts the reply as answered and
+ * sets the slot listening again.
+ */
 static void
 slot_cb(void *arg)
 {
@@ -70,18 +93,16 @@ slot_cb(void *arg)
 	int		 rv = nng_aio_result(sl->aio);
 
 	if (sl->state == SLOT_SEND) {
-		if (rv != 0)
+		if (rv != 0) {
 			nng_msg_free(nng_aio_get_msg(sl->aio));
-		if (nng_pipe_id(sl->close_after) > 0) {
-			nng_pipe_close(sl->close_after);
-			sl->close_after = (nng_pipe)NNG_PIPE_INITIALIZER;
+			nng_aio_set_msg(sl->aio, NULL);
 		}
 		if (rv == NNG_ECLOSED || sl->srv->closing) {
 			sl->state = SLOT_CLOSED;
 			return;
 		}
-		sl->state = SLOT_RECV;
-		nng_ctx_recv(sl->ctx, sl->aio);
+		push_event(sl->srv, (struct event){ .kind = EV_SENT, .slot = sl->idx,
+		    .rv = rv });
 		return;
 	}
 	if (rv == NNG_ECLOSED || sl->srv->closing) {
@@ -132,16 +153,127 @@ pipe_addr(nng_pipe p, char *addr, size_t asz, char *host, size_t hsz)
 	return 0;
 }
 
+static bool
+sockaddr_is(const struct sockaddr_storage *ss, const nng_sockaddr *sa)
+{
+	const struct sockaddr_in	*in = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6	*in6 = (const struct sockaddr_in6 *)ss;
+
+	if (sa->s_family == NNG_AF_INET && ss->ss_family == AF_INET)
+		return in->sin_port == sa->s_in.sa_port &&
+		    in->sin_addr.s_addr == sa->s_in.sa_addr;
+	if (sa->s_family == NNG_AF_INET6 && ss->ss_family == AF_INET6)
+		return in6->sin6_port == sa->s_in6.sa_port &&
+		    memcmp(&in6->sin6_addr, sa->s_in6.sa_addr, 16) == 0;
+	return false;
+}
+
+/*
+ * Ends a connection.  nng 1.5.2 (Debian 12's) can leave a pipe's teardown
+ * waiting forever when the pipe is closed while one of its I/Os is being
+ * started on another thread (nanomsg/nng#1236, #1813; fixed in 1.8): the
+ * reaper thread waits with it, and no connection is torn down again.  A
+ * peer that floods keeps its pipe's receive side restarting, so
+ * nng_pipe_close would race it.  Instead the connection's socket, found by
+ * its two addresses among ours, is shut for reading: nng reads what is
+ * queued, meets the end of the stream, and closes the pipe from its own
+ * receive path, as when a peer hangs up.  The caller has nothing of ours
+ * on the way to the pipe (peer_shut), so its send side is idle or waits
+ * on a peer that does not read, and both cancel cleanly.  ipc://, or a
+ * socket not found: nng_pipe_close.  O(open files).
+ */
+static void
+pipe_shut(nng_pipe np)
+{
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl;
+	nng_sockaddr		 rem, loc;
+	struct stat		 st;
+	struct dirent		*de;
+	DIR			*d;
+	int			 fd;
+
+	if (nng_pipe_get_addr(np, NNG_OPT_REMADDR, &rem) != 0 ||
+	    nng_pipe_get_addr(np, NNG_OPT_LOCADDR, &loc) != 0 ||
+	    (rem.s_family != NNG_AF_INET && rem.s_family != NNG_AF_INET6) ||
+	    (d = opendir("/proc/self/fd")) == NULL) {
+		nng_pipe_close(np);
+		return;
+	}
+	while ((de = readdir(d)) != NULL) {
+		if ((fd = atoi(de->d_name)) <= 2 || fd == dirfd(d) ||
+		    fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode))
+			continue;
+		sl = sizeof(ss);
+		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == -1 ||
+		    !sockaddr_is(&ss, &rem))
+			continue;
+		sl = sizeof(ss);
+		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1 ||
+		    !sockaddr_is(&ss, &loc))
+			continue;
+		closedir(d);
+		shutdown(fd, SHUT_RD);
+		return;
+	}
+	closedir(d);
+	nng_pipe_close(np);
+}
+
+/* The loop's thread: the slot waits for the next request, as long as it takes. */
+static void
+slot_listen(struct slot *sl)
+{
+	sl->state = SLOT_RECV;
+	nng_aio_set_timeout(sl->aio, NNG_DURATION_INFINITE);
+	nng_ctx_recv(sl->ctx, sl->aio);
+}
+
+/*
+ * A CLOSING peer's connection ends once none of our replies is still on
+ * the way to its pipe (pipe_shut); until then each sent reply asks again.
+ * Its parked lease requests will never be answered: let go first.
+ */
+static void
+peer_shut(struct server *s, struct peer *p)
+{
+	nng_pipe	np = NNG_PIPE_INITIALIZER;
+	int		i;
+
+	if (p == NULL || p->state != PEER_CLOSING || p->shut)
+		return;
+	for (i = 0; i < s->nslots && p->inflight > 0; i++) {
+		struct slot	*sl = &s->slots[i];
+
+		if (sl->state == SLOT_PARKED && sl->pipe == p->pipe) {
+			slot_listen(sl);
+			peer_replied(p);
+		}
+	}
+	if (p->inflight > 0)
+		return;
+	p->shut = true;
+	np.id = p->pipe;
+	pipe_shut(np);
+}
+
+/*
+ * nng thread.  A connection is turned away before it is added when its
+ * host failed too often, or when PEER_MAX_UNAUTH others have not
+ * authenticated yet (peers_admit); else the loop hears of it first.
+ */
 static void
 pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
 	struct server	*s = arg;
-	char		 addr[64], host[48];
+	struct event	 e = { .kind = EV_PIPE_NEW, .pipe = (uint32_t)nng_pipe_id(p) };
 
-	/* A host that failed too often is turned away before it is added. */
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
-		if (pipe_addr(p, addr, sizeof(addr), host, sizeof(host)) == 0 &&
-		    peers_banned(s->peers, host, now_ms()))
+		e.at = now_ms();
+		pipe_addr(p, e.addr, sizeof(e.addr), e.host, sizeof(e.host));
+		if (peers_admit(s->peers, e.addr, e.host, e.at) == PEER_ADMITTED)
+			push_event(s, e);
+		else
 			nng_pipe_close(p);
 		return;
 	}
@@ -180,7 +312,9 @@ server_open(const char *url, int nslots, const struct auth_opts *auth, char *err
 		return NULL;
 	}
 	s->peers = peers_new(&auth->secret);
-	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
+	s->next_expiry = -1;
+	/* One cap for every pipe, authenticated or not (common/msg.h). */
+	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MSG_COORD_RECV_MAX);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, s);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_REM_POST, pipe_cb, s);
 	if (server_listen(s, url, auth, err) == -1) {
@@ -240,6 +374,7 @@ server_close(struct server *s)
 		nng_ctx_close(s->slots[i].ctx);
 	}
 	nng_close(s->sock);
+	peers_note_flush(s->peers, now_ms(), true);
 	peers_free(s->peers);
 	free(s->url);
 	free(s->slots);
@@ -251,7 +386,8 @@ server_close(struct server *s)
 
 /*
  * Sends rep on the slot, sealed for its peer when the peer has a session.
- * A peer gone meanwhile gets nothing: the slot listens again.
+ * A peer gone meanwhile gets nothing: the slot listens again.  The reply
+ * has PEER_SEND_MS to be taken by the pipe (slot_sent).
  */
 static void
 slot_send(struct server *s, struct slot *sl, struct msg *rep)
@@ -264,8 +400,7 @@ slot_send(struct server *s, struct slot *sl, struct msg *rep)
 
 	if (p == NULL) {
 		msg_clear(rep);
-		sl->state = SLOT_RECV;
-		nng_ctx_recv(sl->ctx, sl->aio);
+		slot_listen(sl);
 		return;
 	}
 	if (peer_encode(p, rep, sl->seq, &buf, &len, err) == -1) {
@@ -283,7 +418,27 @@ slot_send(struct server *s, struct slot *sl, struct msg *rep)
 	free(buf);
 	sl->state = SLOT_SEND;
 	nng_aio_set_msg(sl->aio, nm);
+	nng_aio_set_timeout(sl->aio, PEER_SEND_MS);
 	nng_ctx_send(sl->ctx, sl->aio);
+}
+
+/*
+ * A reply was handed over, or not within PEER_SEND_MS: a peer that does
+ * not read its replies would hold the slot (and the next ones) for as long
+ * as it stays connected, so it is closed.
+ */
+static void
+slot_sent(struct server *s, struct slot *sl, int rv)
+{
+	struct peer	*p = peers_find(s->peers, sl->pipe);
+
+	if (p != NULL) {
+		peer_replied(p);
+		if (rv == NNG_ETIMEDOUT)
+			peer_drop(s->peers, p, PEER_NOTE_DEAF, now_ms());
+		peer_shut(s, p);	/* a failed authentication's NACK is out */
+	}
+	slot_listen(sl);
 }
 
 /* The peer of the pipe a message came on; NULL when the pipe is gone. */
@@ -316,20 +471,27 @@ handle_slot(struct server *s, struct coord *c, struct slot *sl)
 	nng_aio_set_msg(sl->aio, NULL);
 	sl->pipe = (uint32_t)nng_pipe_id(np);
 	sl->seq = 0;
+	/* One request too many in flight: closed, unread. */
+	if (p != NULL && !peer_request(s->peers, p, now_ms())) {
+		nng_msg_free(nm);
+		peer_shut(s, p);
+		slot_listen(sl);
+		return;
+	}
 	if (p != NULL)
 		act = peer_recv(s->peers, p, nng_msg_body(nm), nng_msg_len(nm), now_ms(),
 		    &req, &rep, &sl->seq);
 	nng_msg_free(nm);
 	switch (act) {
 	case PEER_DROP:
-		if (p != NULL)
-			nng_pipe_close(np);
-		sl->state = SLOT_RECV;
-		nng_ctx_recv(sl->ctx, sl->aio);
+		if (p != NULL) {
+			peer_replied(p);
+			peer_shut(s, p);
+		}
+		slot_listen(sl);
 		return;
 	case PEER_ANSWER:
-		if (p->state == PEER_CLOSING)
-			sl->close_after = np;
+		/* A CLOSING peer's connection ends once this is sent. */
 		slot_send(s, sl, &rep);
 		return;
 	case PEER_PASS:
@@ -373,10 +535,8 @@ forget_pipe(struct server *s, uint32_t pipe)
 	for (i = 0; i < s->nslots; i++) {
 		struct slot	*sl = &s->slots[i];
 
-		if (sl->state == SLOT_PARKED && sl->pipe == pipe) {
-			sl->state = SLOT_RECV;
-			nng_ctx_recv(sl->ctx, sl->aio);
-		}
+		if (sl->state == SLOT_PARKED && sl->pipe == pipe)
+			slot_listen(sl);
 	}
 }
 
@@ -396,15 +556,55 @@ wait_event(struct server *s, int timeout_ms, struct event *ev)
 	return got;
 }
 
+/* A connection was admitted: its time to authenticate starts. */
+static void
+pipe_new(struct server *s, const struct event *ev)
+{
+	struct peer	*p = peers_add(s->peers, ev->pipe, ev->addr, ev->host, ev->at);
+
+	if (*p->host != '\0' && (s->next_expiry < 0 || p->deadline < s->next_expiry))
+		s->next_expiry = p->deadline;
+}
+
+/*
+ * Closes the connections whose time to authenticate is up.  Scans the
+ * peers (O(peers)) only when the earliest deadline has come.
+ */
+static void
+expire_peers(struct server *s)
+{
+	uint32_t	pipes[32];
+	size_t		n, i;
+	int64_t		now = now_ms(), next;
+
+	if (s->next_expiry < 0 || now < s->next_expiry)
+		return;
+	do {
+		n = peers_overdue(s->peers, now, pipes, 32, &next);
+		for (i = 0; i < n; i++)
+			peer_shut(s, peers_find(s->peers, pipes[i]));
+	} while (n == 32);
+	s->next_expiry = next;
+}
+
 static void
 dispatch(struct server *s, struct coord *c, const struct event *ev)
 {
-	if (ev->kind == EV_MSG)
+	switch (ev->kind) {
+	case EV_MSG:
 		handle_slot(s, c, &s->slots[ev->slot]);
-	else {
+		break;
+	case EV_SENT:
+		slot_sent(s, &s->slots[ev->slot], ev->rv);
+		break;
+	case EV_PIPE_NEW:
+		pipe_new(s, ev);
+		break;
+	case EV_PIPE_GONE:
 		forget_pipe(s, ev->pipe);
 		peers_gone(s->peers, ev->pipe);
 		coord_pipe_closed(c, ev->pipe, now_ms());
+		break;
 	}
 	serve_parked(s, c);
 }
@@ -422,12 +622,16 @@ server_run(struct server *s, struct coord *c, volatile int *stop, int tick_ms,
 		wait = next_tick - now_ms();
 		if (until >= 0 && until < wait)
 			wait = until;
+		if (s->next_expiry >= 0 && s->next_expiry - now_ms() < wait)
+			wait = s->next_expiry - now_ms();
 		if (wait < 1)
 			wait = 1;
 		if (wait_event(s, (int)wait, &ev))
 			dispatch(s, c, &ev);
+		expire_peers(s);
 		if (now_ms() >= next_tick) {
 			next_tick = now_ms() + tick_ms;
+			peers_note_flush(s->peers, now_ms(), false);
 			if (tick && tick(arg))
 				break;
 		}
@@ -446,5 +650,6 @@ server_drain(struct server *s, struct coord *c, int grace_ms, volatile int *stop
 	while (coord_live_workers(c) > 0 && now_ms() < deadline && !*stop) {
 		if (wait_event(s, 50, &ev))
 			dispatch(s, c, &ev);
+		expire_peers(s);
 	}
 }

@@ -86,6 +86,7 @@ struct link {
 	nng_aio		*aio;
 	char		*url;
 	struct link_auth *auth;
+	int		 rv;		/* the last exchange's nng error, or 0 */
 };
 
 #define DIAL_PATIENCE_MS	60000	/* a coordinator not up yet */
@@ -148,6 +149,7 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 		return errf(err, "cannot open a request socket: %s", nng_strerror(rv));
 	/* Never resend on our own: a resent lease request would lease twice. */
 	nng_socket_set_ms(l->sock, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	/* Not the coordinator's MSG_COORD_RECV_MAX: a WELCOME carries the config. */
 	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMAXT, 1000);
@@ -198,17 +200,18 @@ link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
 		return errf(err, "nng: %s", nng_strerror(rv));
 	}
 	free(buf);
+	l->rv = 0;
 	nng_aio_set_timeout(l->aio, timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
 	nng_aio_set_msg(l->aio, nm);
 	nng_ctx_send(l->ctx, l->aio);
 	nng_aio_wait(l->aio);
-	if ((rv = nng_aio_result(l->aio)) != 0) {
+	if ((l->rv = rv = nng_aio_result(l->aio)) != 0) {
 		nng_msg_free(nng_aio_get_msg(l->aio));
 		return errf(err, "sending %s to %s: %s", what, l->url, nng_strerror(rv));
 	}
 	nng_ctx_recv(l->ctx, l->aio);
 	nng_aio_wait(l->aio);
-	if ((rv = nng_aio_result(l->aio)) != 0)
+	if ((l->rv = rv = nng_aio_result(l->aio)) != 0)
 		return errf(err, "no reply to %s from %s%s: %s", what, l->url,
 		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", nng_strerror(rv));
 	*reply = nng_aio_get_msg(l->aio);
@@ -228,7 +231,7 @@ link_roundtrip(struct link *l, const struct msg *req, struct msg *rep, int timeo
 	uint8_t		*buf = NULL;
 	size_t		 len, mlen;
 	uint64_t	 rseq = 0;
-	char		 tmp[ERR_LEN];
+	char		 tmp[ERR_LEN], text[128];
 	int		 rv;
 
 	if (msg_encode(req, &buf, &len, err) == -1)
@@ -244,7 +247,7 @@ link_roundtrip(struct link *l, const struct msg *req, struct msg *rep, int timeo
 		if (msg_decode(nng_msg_body(nm), nng_msg_len(nm), rep, tmp) == 0 &&
 		    rep->type == MSG_NACK)
 			errf(err, "the coordinator at %s refused %s: %s", l->url, what,
-			    rep->u.ack.text);
+			    log_escape(text, sizeof(text), rep->u.ack.text));
 		else
 			errf(err, "the reply to %s from %s is not the coordinator's: "
 			    "bad session MAC", what, l->url);
@@ -262,6 +265,18 @@ link_roundtrip(struct link *l, const struct msg *req, struct msg *rep, int timeo
 	if (rv == -1)
 		return errf(err, "bad reply to %s from %s: %s", what, l->url, tmp);
 	return 0;
+}
+
+/*
+ * Whether the last exchange failed because the connection went away: the
+ * coordinator closes connections it cannot take yet (its limit of
+ * unauthenticated connections, coordinator/peer.h), and a request without
+ * resends (link_open) fails with them.
+ */
+static bool
+link_lost(const struct link *l)
+{
+	return l->rv == NNG_ECONNRESET || l->rv == NNG_ECONNSHUT;
 }
 
 /* A request of the session: sealed once the handshake is done. */
@@ -298,7 +313,7 @@ beat_main(void *arg)
 {
 	struct beat	*b = arg;
 	struct msg	 req, rep;
-	char		 err[ERR_LEN];
+	char		 err[ERR_LEN], text[LOG_ESC_LEN];
 
 	pthread_mutex_lock(&b->mu);
 	while (!b->stop) {
@@ -323,7 +338,8 @@ beat_main(void *arg)
 				if (b->lease_id == req.u.heartbeat.lease_id) {
 					b->lost = true;
 					log_warnx("coordinator refused lease %" PRIu64 ": %s",
-					    req.u.heartbeat.lease_id, rep.u.ack.text);
+					    req.u.heartbeat.lease_id, log_escape(text,
+					    sizeof(text), rep.u.ack.text));
 				}
 				pthread_mutex_unlock(&b->mu);
 			}
@@ -420,7 +436,8 @@ trust_without_secret(const struct wopts *o)
 /*
  * The challenge of common/auth.h: checks the coordinator's proof, sends
  * ours, and turns the session on.  0 with the sealed reply to AUTH in
- * *rep; -1 (logged) with *rep cleared.
+ * *rep; -1 (logged) with *rep cleared; -2 when the connection went away
+ * (link_lost), to start over.
  */
 static int
 worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep)
@@ -430,6 +447,7 @@ worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep
 	uint8_t				 nc[AUTH_NONCE_LEN];
 	char				 err[ERR_LEN];
 	const char			*url = k->o->url;
+	int				 rc = -1;
 
 	memcpy(nc, rep->u.challenge.nonce, AUTH_NONCE_LEN);
 	if (key->len == 0) {
@@ -449,7 +467,11 @@ worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep
 	/* AUTH goes in the clear; the WELCOME answering it is sealed, seq 0. */
 	if (link_roundtrip(&k->link, &req, rep, 60000, "auth", false, true, 0,
 	    err) == -1) {
-		log_warnx("%s", err);
+		if (link_lost(&k->link)) {
+			log_debug("%s", err);
+			rc = -2;
+		} else
+			log_warnx("%s", err);
 		goto fail;
 	}
 	explicit_bzero(&req, sizeof(req));
@@ -462,12 +484,13 @@ worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep
 fail:
 	explicit_bzero(&req, sizeof(req));
 	msg_clear(rep);
-	return -1;
+	return rc;
 }
 
 /*
  * HELLO with a fresh nonce and no secret, then whatever the coordinator
- * must do to prove itself.  0 with the WELCOME in *rep, else -1 (logged).
+ * must do to prove itself.  0 with the WELCOME in *rep, else -1 (logged),
+ * or -2 when the connection went away before the end (link_lost).
  */
 static int
 worker_handshake(struct worker *k, struct msg *rep)
@@ -475,6 +498,7 @@ worker_handshake(struct worker *k, struct msg *rep)
 	struct msg	 req = { .type = MSG_HELLO };
 	uint8_t		 nw[AUTH_NONCE_LEN];
 	char		 err[ERR_LEN], host[256] = "localhost", name[300];
+	char		 text[LOG_ESC_LEN];
 	const char	*url = k->o->url;
 	int		 rc = -1;
 
@@ -490,15 +514,20 @@ worker_handshake(struct worker *k, struct msg *rep)
 	req.u.hello.slots = 1;
 	memcpy(req.u.hello.nonce, nw, AUTH_NONCE_LEN);
 	if (link_call(&k->link, &req, rep, 60000, "hello", err) == -1) {
-		log_warnx("%s", err);
-		return -1;
+		if (link_lost(&k->link)) {
+			log_debug("%s", err);
+			rc = -2;
+		} else
+			log_warnx("%s", err);
+		goto out;
 	}
 	/* After a challenge, *rep is the sealed reply to AUTH. */
-	if (rep->type == MSG_CHALLENGE && worker_prove(k, nw, rep) == -1)
+	if (rep->type == MSG_CHALLENGE && (rc = worker_prove(k, nw, rep)) != 0)
 		goto out;
 	if (rep->type != MSG_WELCOME)
 		log_warnx("coordinator at %s refused this worker: %s", url,
-		    rep->type == MSG_NACK ? rep->u.ack.text : msg_type_name(rep->type));
+		    rep->type == MSG_NACK ? log_escape(text, sizeof(text),
+		    rep->u.ack.text) : msg_type_name(rep->type));
 	else if (k->trusted_by == NULL && k->o->auth.secret.len > 0)
 		log_warnx("the coordinator at %s sent its config without proving it "
 		    "knows the shared secret (it has none, or it is not our "
@@ -510,7 +539,7 @@ worker_handshake(struct worker *k, struct msg *rep)
 	}
 out:
 	explicit_bzero(nw, sizeof(nw));
-	if (rc == -1)
+	if (rc != 0)
 		msg_clear(rep);
 	return rc;
 }
@@ -524,14 +553,26 @@ static int
 worker_hello(struct worker *k)
 {
 	struct msg	 rep = { 0 };
-	char		 err[ERR_LEN], role[32];
-	int		 rc = 1;
+	char		 err[ERR_LEN], role[32], text[LOG_ESC_LEN * 2];
+	int64_t		 give_up = now_ms() + DIAL_PATIENCE_MS;
+	int		 rc = 1, hs, pause_ms = 20;
 
 	if (link_open(&k->link, k->o->url, &k->o->auth, &k->auth, err) == -1) {
 		log_warnx("%s", err);
 		return 1;
 	}
-	if (worker_handshake(k, &rep) == -1)
+	/* A connection closed before the handshake ends (the coordinator at its
+	 * limit of unauthenticated connections) is tried again, from HELLO. */
+	while ((hs = worker_handshake(k, &rep)) == -2 && now_ms() < give_up) {
+		poll(NULL, 0, pause_ms);
+		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
+	}
+	if (hs == -2)
+		log_warnx("the coordinator at %s kept closing the connection before this "
+		    "worker could authenticate, for %d s (at its limit of connections "
+		    "not authenticated yet, or refusing this address)", k->o->url,
+		    DIAL_PATIENCE_MS / 1000);
+	if (hs != 0)
 		return 1;
 	/* The gate: nothing below — a config that names commands, paths this
 	 * worker creates and deletes, a database it connects to — is taken
@@ -547,7 +588,8 @@ worker_hello(struct worker *k)
 	log_set_role(role);
 	if (cfg_load_text(rep.u.welcome.cfg_path, rep.u.welcome.cfg_text,
 	    strlen(rep.u.welcome.cfg_text), &k->cfg, err) == -1) {
-		log_warnx("the coordinator's config does not load here: %s", err);
+		log_warnx("the coordinator's config does not load here: %s",
+		    log_escape(text, sizeof(text), err));
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
@@ -638,7 +680,7 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
     const struct seed_result *res)
 {
 	struct msg	 r = { .type = MSG_RESULT }, ack;
-	char		*detail, err[ERR_LEN];
+	char		*detail, err[ERR_LEN], text[LOG_ESC_LEN];
 	int		 rc = 0;
 
 	/* At most MSG_DETAIL_MAX: a detail too big to encode is a summary,
@@ -660,7 +702,8 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	}
 	free(detail);
 	if (ack.type == MSG_ACK && !ack.u.ack.ok) {
-		log_warnx("seed %" PRIu64 ": result refused: %s", s->seed, ack.u.ack.text);
+		log_warnx("seed %" PRIu64 ": result refused: %s", s->seed,
+		    log_escape(text, sizeof(text), ack.u.ack.text));
 		rc = 1;
 	}
 	msg_clear(&ack);
@@ -698,7 +741,7 @@ static int
 worker_leases(struct worker *k)
 {
 	struct msg	req, rep;
-	char		err[ERR_LEN];
+	char		err[ERR_LEN], text[LOG_ESC_LEN];
 	int		rc;
 
 	for (;;) {
@@ -715,8 +758,8 @@ worker_leases(struct worker *k)
 		}
 		if (rep.type != MSG_LEASE) {
 			log_warnx("unexpected %s in reply to a lease request: %s",
-			    msg_type_name(rep.type),
-			    rep.type == MSG_NACK ? rep.u.ack.text : "");
+			    msg_type_name(rep.type), rep.type == MSG_NACK ?
+			    log_escape(text, sizeof(text), rep.u.ack.text) : "");
 			msg_clear(&rep);
 			return -1;
 		}

@@ -12,6 +12,30 @@
  *                              coordinator answers; one with a secret
  *                              challenges, and the rest is refused)
  *   soak_peer URL badauth      hello, then an auth with a made-up proof
+ *   soak_peer URL inflight N   with SOAK_SECRET: hello and auth, then N lease
+ *                              requests at once (N contexts); prints
+ *                              "dropped, K of N answered" when the
+ *                              coordinator closes the connection, or "not
+ *                              dropped, K of N answered" after 30 s
+ *
+ * A HELLO's name is SOAK_PEER_NAME when set.
+ *
+ * Floods, raw SP over TCP (tcp://HOST:PORT only; what an nng socket would
+ * never send):
+ *
+ *   soak_peer URL junk         requests that are not soak messages, as fast
+ *                              as the connection takes them, never reading a
+ *                              reply; when the coordinator closes it, prints
+ *                              "closed after N requests (T ms)" and connects
+ *                              again, until killed or refused
+ *   soak_peer URL stall COUNT SIZE PART
+ *                              COUNT connections, each declaring a message
+ *                              of SIZE bytes and sending PART of them, then
+ *                              nothing; prints "stalling COUNT", then
+ *                              "closed I after T ms" as each is closed, and
+ *                              exits when all are
+ *   soak_peer URL silent COUNT COUNT connections that say nothing at all
+ *                              (stall with SIZE 0)
  *
  * In the middle (listens on LISTEN for one worker, dials the coordinator
  * at URL, passes every message both ways and appends each one's bytes to
@@ -31,14 +55,23 @@
  *        answers HELLO with a WELCOME carrying CONFIG, leases seed 0 once
  *   soak_peer [--tls-cert PEM] URL fake-challenge
  *        answers HELLO with a CHALLENGE whose proof is made up
+ *   soak_peer URL fake-nack
+ *        answers HELLO with a NACK whose text is SOAK_PEER_TEXT
  */
+#include <arpa/inet.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -136,7 +169,7 @@ hello(void)
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_HELLO;
-	m.u.hello.name = "peer";
+	m.u.hello.name = getenv("SOAK_PEER_NAME") ? getenv("SOAK_PEER_NAME") : "peer";
 	m.u.hello.host = "peer";
 	if (auth_nonce(m.u.hello.nonce, err) == -1)
 		exit(2);
@@ -144,6 +177,323 @@ hello(void)
 }
 
 /* --- against a coordinator --- */
+
+static pthread_mutex_t	gone_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t	gone_cv = PTHREAD_COND_INITIALIZER;
+static bool		gone;
+
+static void
+on_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	(void)p;
+	(void)ev;
+	(void)arg;
+	pthread_mutex_lock(&gone_mu);
+	gone = true;
+	pthread_cond_broadcast(&gone_cv);
+	pthread_mutex_unlock(&gone_mu);
+}
+
+/* Sends m sealed with seq on ctx through aio, without waiting for the reply. */
+static void
+send_sealed(nng_ctx ctx, nng_aio *aio, const struct auth_session *sess,
+    const struct msg *m, uint64_t seq)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	size_t	 len;
+	nng_msg	*nm;
+
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(2);
+	auth_seal(sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	if (nng_msg_alloc(&nm, 0) != 0 || nng_msg_append(nm, buf, len) != 0)
+		exit(2);
+	free(buf);
+	nng_aio_set_msg(aio, nm);
+	nng_ctx_send(ctx, aio);
+	nng_aio_wait(aio);
+	if (nng_aio_result(aio) != 0)
+		exit(2);
+	nng_ctx_recv(ctx, aio);
+}
+
+/* One request on the socket and its reply, decoded (opened when sess). */
+static void
+exchange(nng_socket s, const struct msg *m, const struct auth_session *sess,
+    struct msg *rep)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	void	*rbuf;
+	size_t	 len, rlen, mlen;
+	uint64_t rseq;
+	int	 rv;
+
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(2);
+	if ((rv = nng_send(s, buf, len, 0)) != 0 ||
+	    (rv = nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC)) != 0) {
+		printf("no reply: %s\n", nng_strerror(rv));
+		exit(1);
+	}
+	free(buf);
+	mlen = rlen;
+	if (sess && auth_open(sess, AUTH_TO_WORKER, rbuf, rlen, &rseq, &mlen, err) == -1) {
+		printf("bad reply: %s\n", err);
+		exit(1);
+	}
+	if (msg_decode(rbuf, mlen, rep, err) == -1) {
+		printf("bad reply: %s\n", err);
+		exit(1);
+	}
+	nng_free(rbuf, rlen);
+}
+
+/*
+ * An authenticated worker (SOAK_SECRET) with n requests in flight at once:
+ * lease requests, which the coordinator holds while it has no work.
+ */
+static int
+inflight(const char *url, int n)
+{
+	struct auth_secret	 k;
+	struct auth_session	 sess;
+	struct msg		 m = hello(), rep;
+	nng_socket		 s;
+	nng_ctx			*ctx;
+	nng_aio			**aio;
+	uint8_t			 nw[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN];
+	char			 err[ERR_LEN];
+	struct timespec		 ts;
+	uint32_t		 wid;
+	int			 i, answered = 0;
+
+	if (auth_secret_load(NULL, &k, err) == -1 || k.len == 0) {
+		fprintf(stderr, "inflight wants SOAK_SECRET: %s\n", err);
+		return 64;
+	}
+	if (nng_req0_open(&s) != 0)
+		return 2;
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 10000);
+	nng_socket_set_ms(s, NNG_OPT_REQ_RESENDTIME, NNG_DURATION_INFINITE);
+	/* No second connection to muddle the count with its refusals. */
+	nng_socket_set_ms(s, NNG_OPT_RECONNMINT, 600000);
+	nng_socket_set_ms(s, NNG_OPT_RECONNMAXT, 600000);
+	nng_pipe_notify(s, NNG_PIPE_EV_REM_POST, on_pipe_gone, NULL);
+	if (nng_dial(s, url, NULL, 0) != 0) {
+		printf("cannot dial %s\n", url);
+		return 1;
+	}
+	memcpy(nw, m.u.hello.nonce, AUTH_NONCE_LEN);
+	exchange(s, &m, NULL, &rep);
+	if (rep.type != MSG_CHALLENGE) {
+		printf("no challenge: %s\n", msg_type_name(rep.type));
+		return 1;
+	}
+	memcpy(nc, rep.u.challenge.nonce, AUTH_NONCE_LEN);
+	msg_clear(&rep);
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	auth_proof(&k, AUTH_WORKER, nw, nc, m.u.auth.proof);
+	auth_session_init(&sess, &k, nw, nc);
+	exchange(s, &m, &sess, &rep);
+	if (rep.type != MSG_WELCOME) {
+		printf("no welcome: %s\n", msg_type_name(rep.type));
+		return 1;
+	}
+	wid = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	printf("welcome worker=%u\n", wid);
+	fflush(stdout);
+
+	ctx = calloc(n, sizeof(*ctx));
+	aio = calloc(n, sizeof(*aio));
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = wid;
+	for (i = 0; i < n; i++) {
+		if (nng_ctx_open(&ctx[i], s) != 0 || nng_aio_alloc(&aio[i], NULL, NULL) != 0)
+			return 2;
+		send_sealed(ctx[i], aio[i], &sess, &m, (uint64_t)i + 1);
+	}
+	/* Dropped: the pipe goes.  Not: nothing happens for 20 s. */
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 20;
+	pthread_mutex_lock(&gone_mu);
+	while (!gone && pthread_cond_timedwait(&gone_cv, &gone_mu, &ts) == 0)
+		;
+	pthread_mutex_unlock(&gone_mu);
+	nng_close(s);		/* what is still waiting ends ECLOSED */
+	for (i = 0; i < n; i++) {
+		nng_aio_wait(aio[i]);
+		if (nng_aio_result(aio[i]) == 0) {
+			answered++;
+			nng_msg_free(nng_aio_get_msg(aio[i]));
+		}
+		nng_aio_free(aio[i]);
+	}
+	printf("%s, %d of %d answered\n", gone ? "dropped" : "not dropped", answered, n);
+	fflush(stdout);
+	free(aio);
+	free(ctx);
+	auth_session_clear(&sess);
+	auth_secret_free(&k);
+	return 0;
+}
+
+/* --- floods: SP over TCP by hand --- */
+
+/*
+ * A TCP connection to url (tcp://HOST:PORT) that has done the SP handshake
+ * as a req0 socket, or -1 (errno set).
+ */
+static int
+sp_connect(const char *url)
+{
+	static const uint8_t	 hs[8] = { 0, 'S', 'P', 0, 0, 0x30, 0, 0 };
+	struct addrinfo		 hints = { .ai_socktype = SOCK_STREAM }, *ai;
+	const char		*h = strstr(url, "://"), *colon = strrchr(url, ':');
+	char			 host[256], peerhs[8];
+	struct pollfd		 pfd;
+	size_t			 got = 0;
+	ssize_t			 r;
+	int			 fd;
+
+	if (h == NULL || colon == NULL || colon < h + 3 ||
+	    (size_t)(colon - h - 3) >= sizeof(host)) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - h - 3), h + 3);
+	if (getaddrinfo(host, colon + 1, &hints, &ai) != 0) {
+		errno = EHOSTUNREACH;
+		return -1;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd == -1 || connect(fd, ai->ai_addr, ai->ai_addrlen) == -1 ||
+	    write(fd, hs, sizeof(hs)) != (ssize_t)sizeof(hs)) {
+		freeaddrinfo(ai);
+		if (fd != -1)
+			close(fd);
+		return -1;
+	}
+	freeaddrinfo(ai);
+	/* nng's own 8 bytes: the connection is a pipe once they came. */
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	while (got < sizeof(peerhs) && poll(&pfd, 1, 10000) == 1 &&
+	    (r = read(fd, peerhs + got, sizeof(peerhs) - got)) > 0)
+		got += (size_t)r;
+	if (got < sizeof(peerhs)) {
+		close(fd);
+		errno = ECONNRESET;
+		return -1;
+	}
+	return fd;
+}
+
+static void
+be64(uint8_t *p, uint64_t v)
+{
+	int	i;
+
+	for (i = 7; i >= 0; i--, v >>= 8)
+		p[i] = v & 0xff;
+}
+
+/* Junk requests, never a reply read, a new connection whenever one is closed. */
+static int
+junk(const char *url)
+{
+	static const char	body[] = "GET / HTTP/1.1\r\n\r\n";
+	enum { FRAME = 8 + 4 + sizeof(body) - 1, BATCH = 64 };
+	uint8_t			buf[FRAME * BATCH];
+	uint64_t		n, id = 0;
+	int64_t			t0;
+	int			fd, i;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (;;) {
+		if ((fd = sp_connect(url)) == -1) {
+			printf("cannot connect: %s\n", strerror(errno));
+			fflush(stdout);
+			if (errno == ECONNREFUSED)
+				return 0;	/* the coordinator is gone */
+			poll(NULL, 0, 50);
+			continue;
+		}
+		t0 = now_ms();
+		for (n = 0;; n += BATCH) {
+			for (i = 0; i < BATCH; i++) {
+				uint8_t	*f = buf + i * FRAME;
+
+				be64(f, 4 + sizeof(body) - 1);
+				id = (id + 1) & 0x7fffffff;
+				f[8] = 0x80 | (uint8_t)(id >> 24);
+				f[9] = (id >> 16) & 0xff;
+				f[10] = (id >> 8) & 0xff;
+				f[11] = id & 0xff;
+				memcpy(f + 12, body, sizeof(body) - 1);
+			}
+			if (write(fd, buf, sizeof(buf)) != (ssize_t)sizeof(buf))
+				break;
+		}
+		printf("closed after %llu requests (%lld ms)\n", (unsigned long long)n,
+		    (long long)(now_ms() - t0));
+		fflush(stdout);
+		close(fd);
+	}
+}
+
+/*
+ * count connections, each declaring size bytes (0: no message at all) and
+ * sending part of them; then waits for the coordinator to close each.
+ */
+static int
+stall(const char *url, int count, uint64_t size, size_t part)
+{
+	struct pollfd	*pfd = calloc(count, sizeof(*pfd));
+	uint8_t		*buf = calloc(1, 12 + part);
+	int64_t		 t0;
+	int		 i, open = 0;
+	char		 c;
+
+	signal(SIGPIPE, SIG_IGN);
+	be64(buf, size);
+	buf[8] = 0x80;
+	buf[11] = 1;
+	for (i = 0; i < count; i++) {
+		pfd[i] = (struct pollfd){ .fd = sp_connect(url), .events = POLLIN };
+		if (pfd[i].fd == -1) {
+			printf("cannot connect: %s\n", strerror(errno));
+			continue;
+		}
+		open++;
+		/* the header, the request id, part - 4 zeros */
+		if (size > 0 && write(pfd[i].fd, buf, 8 + (part > 4 ? part : 4)) < 0)
+			continue;	/* closed already: poll sees it */
+	}
+	t0 = now_ms();
+	printf("stalling %d\n", open);
+	fflush(stdout);
+	while (open > 0 && poll(pfd, count, -1) > 0) {
+		for (i = 0; i < count; i++) {
+			if (pfd[i].fd == -1 || pfd[i].revents == 0)
+				continue;
+			if (read(pfd[i].fd, &c, 1) == 1)
+				continue;	/* nng says nothing more; ignore */
+			printf("closed %d after %lld ms\n", i + 1, (long long)(now_ms() - t0));
+			fflush(stdout);
+			close(pfd[i].fd);
+			pfd[i].fd = -1;
+			open--;
+		}
+	}
+	printf("all closed\n");
+	free(pfd);
+	free(buf);
+	return 0;
+}
 
 static int
 client(const char *url, const char *mode)
@@ -412,7 +762,11 @@ fake(const char *url, const char *mode, const char *config, const char *tls_cert
 		rep.type = MSG_ACK;
 		rep.u.ack.ok = 1;
 		rep.u.ack.text = "ok";
-		if (req.type == MSG_HELLO && strcmp(mode, "fake-challenge") == 0) {
+		if (req.type == MSG_HELLO && strcmp(mode, "fake-nack") == 0) {
+			rep.type = MSG_NACK;
+			rep.u.ack.ok = 0;
+			rep.u.ack.text = getenv("SOAK_PEER_TEXT") ? getenv("SOAK_PEER_TEXT") : "";
+		} else if (req.type == MSG_HELLO && strcmp(mode, "fake-challenge") == 0) {
 			rep.type = MSG_CHALLENGE;
 			auth_nonce(rep.u.challenge.nonce, err);
 			auth_nonce(rep.u.challenge.proof, err);
@@ -455,12 +809,24 @@ main(int argc, char **argv)
 		return relay(argv[1], argv[3], argv[4], argc > 5 ? argv[5] : "record");
 	if (argc == 4 && strcmp(argv[2], "fake-welcome") == 0)
 		return fake(argv[1], argv[2], argv[3], tls_cert);
-	if (argc == 3 && strcmp(argv[2], "fake-challenge") == 0)
+	if (argc == 3 && (strcmp(argv[2], "fake-challenge") == 0 ||
+	    strcmp(argv[2], "fake-nack") == 0))
 		return fake(argv[1], argv[2], NULL, tls_cert);
+	if (argc == 4 && strcmp(argv[2], "inflight") == 0)
+		return inflight(argv[1], atoi(argv[3]));
+	if (argc == 3 && strcmp(argv[2], "junk") == 0)
+		return junk(argv[1]);
+	if (argc == 6 && strcmp(argv[2], "stall") == 0)
+		return stall(argv[1], atoi(argv[3]), strtoull(argv[4], NULL, 10),
+		    strtoull(argv[5], NULL, 10));
+	if (argc == 4 && strcmp(argv[2], "silent") == 0)
+		return stall(argv[1], atoi(argv[3]), 0, 0);
 	if (argc == 3)
 		return client(argv[1], argv[2]);
 	fprintf(stderr, "usage: soak_peer URL garbage|version|stranger|forged|badauth\n"
+	    "       soak_peer URL inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
 	    "       soak_peer URL relay LISTEN DUMP [replay|tamper]\n"
-	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n");
+	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n"
+	    "       soak_peer URL fake-nack\n");
 	return 64;
 }

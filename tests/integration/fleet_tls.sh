@@ -19,20 +19,6 @@ pki=$T/pki
 mkdir -p "$pki"
 unset SOAK_SECRET
 
-# The certificate recipe of README.md "Across machines".
-new_ca() {	# NAME SUBJECT
-	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -days 30 -subj "/CN=$2" -keyout "$pki/$1.key" -out "$pki/$1.pem" 2>/dev/null
-}
-issue() {	# NAME CA EXTENSIONS: NAME.pem is the certificate and its key
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-	    -subj "/CN=$1" -keyout "$pki/$1.key" -out "$pki/$1.csr" 2>/dev/null
-	printf '%b' "$3" >"$pki/$1.ext"
-	openssl x509 -req -in "$pki/$1.csr" -CA "$pki/$2.pem" -CAkey "$pki/$2.key" \
-	    -CAcreateserial -days 30 -extfile "$pki/$1.ext" -out "$pki/$1.crt" 2>/dev/null
-	cat "$pki/$1.crt" "$pki/$1.key" >"$pki/$1.pem"
-	chmod 600 "$pki/$1.pem"
-}
 new_ca ca "soak test CA"
 new_ca ca2 "an unrelated CA"
 issue coordinator ca 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n'

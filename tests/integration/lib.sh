@@ -92,3 +92,20 @@ check_report() {	# dir first last
 	expect_eq "junit <error> = report infra + missing" "$(jq '.totals.infra + .totals.missing' "$r")" \
 	    "$(xmllint --xpath 'count(//testcase/error)' "$1/junit.xml")"
 }
+
+# The certificate recipe of README.md "Across machines", into $pki (the
+# caller's directory): new_ca NAME SUBJECT makes a CA (NAME.pem, NAME.key);
+# issue NAME CA EXTENSIONS makes NAME.pem, a certificate and its key.
+new_ca() {	# NAME SUBJECT
+	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -days 30 -subj "/CN=$2" -keyout "$pki/$1.key" -out "$pki/$1.pem" 2>/dev/null
+}
+issue() {	# NAME CA EXTENSIONS: NAME.pem is the certificate and its key
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+	    -subj "/CN=$1" -keyout "$pki/$1.key" -out "$pki/$1.csr" 2>/dev/null
+	printf '%b' "$3" >"$pki/$1.ext"
+	openssl x509 -req -in "$pki/$1.csr" -CA "$pki/$2.pem" -CAkey "$pki/$2.key" \
+	    -CAcreateserial -days 30 -extfile "$pki/$1.ext" -out "$pki/$1.crt" 2>/dev/null
+	cat "$pki/$1.crt" "$pki/$1.key" >"$pki/$1.pem"
+	chmod 600 "$pki/$1.pem"
+}

@@ -318,10 +318,70 @@ test_garbage_never_accepted(void **state)
 	assert_true(accepted < 20000);
 }
 
+/* A detail past MSG_DETAIL_MAX is refused both ways; the largest RESULT fits the cap. */
+static void
+test_detail_cap(void **state)
+{
+	struct msg	 m = sample_result(), out;
+	char		 err[ERR_LEN], *detail, *reason;
+	size_t		 len;
+	uint8_t		*buf;
+
+	(void)state;
+	detail = malloc(MSG_DETAIL_MAX + 2);
+	reason = malloc(MSG_STR_SHORT + 1);
+	memset(detail, 'd', MSG_DETAIL_MAX + 1);
+	detail[MSG_DETAIL_MAX + 1] = '\0';
+	memset(reason, 'r', MSG_STR_SHORT);
+	reason[MSG_STR_SHORT] = '\0';
+	m.u.result.detail = detail;
+	assert_int_equal(msg_encode(&m, &buf, &len, err), -1);
+	assert_non_null(strstr(err, "detail"));
+	/* At the caps: encodes, decodes, and is MSG_RESULT_MAX long. */
+	detail[MSG_DETAIL_MAX] = '\0';
+	m.u.result.reason = reason;
+	buf = encode(&m, &len);
+	assert_int_equal(len, MSG_RESULT_MAX);
+	assert_true(len < MSG_COORD_RECV_MAX);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	msg_clear(&out);
+	free(buf);
+	/* One byte more, written by hand: the decoder refuses it. */
+	detail[MSG_DETAIL_MAX] = 'd';
+	{
+		uint8_t		*b;
+		size_t		 n, off;
+		uint32_t	 body;
+
+		n = MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4 + 2 + 4 + 4 + MSG_DETAIL_MAX + 1;
+		b = calloc(1, n);
+		memcpy(b, "SOAK", 4);
+		b[5] = MSG_VERSION;
+		b[7] = MSG_RESULT;
+		body = (uint32_t)(n - MSG_HDR_LEN);
+		b[8] = body >> 24; b[9] = body >> 16; b[10] = body >> 8; b[11] = body;
+		off = MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1;
+		b[off + 3] = 2;			/* reason "db" */
+		memcpy(b + off + 4, "db", 2);
+		off += 4 + 2 + 4;		/* duration */
+		b[off] = (MSG_DETAIL_MAX + 1) >> 24;
+		b[off + 1] = ((MSG_DETAIL_MAX + 1) >> 16) & 0xff;
+		b[off + 2] = ((MSG_DETAIL_MAX + 1) >> 8) & 0xff;
+		b[off + 3] = (MSG_DETAIL_MAX + 1) & 0xff;
+		memset(b + off + 4, 'd', MSG_DETAIL_MAX + 1);
+		assert_int_equal(msg_decode(b, n, &out, err), -1);
+		assert_non_null(strstr(err, "field detail claims"));
+		free(b);
+	}
+	free(detail);
+	free(reason);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_detail_cap),
 		cmocka_unit_test(test_roundtrip_all_types),
 		cmocka_unit_test(test_every_truncation_rejected),
 		cmocka_unit_test(test_wrong_version_magic_type_trailing),

@@ -307,6 +307,92 @@ test_limiter(void **state)
 	peers_free(ps);
 }
 
+/* The costs of a connection before it authenticates (peer.h). */
+static void
+test_unauth_limits(void **state)
+{
+	struct peers	*ps = peers_new(&K);
+	struct peer	*p, *q;
+	struct msg	 m, req, rep;
+	uint8_t		 nw[AUTH_NONCE_LEN] = { 0 };
+	uint32_t	 out[8];
+	uint64_t	 seq;
+	int64_t		 next;
+	int		 i;
+
+	(void)state;
+	/* The cap: PEER_MAX_UNAUTH admitted, then refused until one opens or goes. */
+	for (i = 0; i < PEER_MAX_UNAUTH; i++) {
+		assert_int_equal(peers_admit(ps, "192.0.2.9:1", "192.0.2.9", 0), PEER_ADMITTED);
+		peers_add(ps, 1000 + i, "192.0.2.9:1", "192.0.2.9", 0);
+	}
+	assert_int_equal(peers_admit(ps, "192.0.2.9:2", "192.0.2.9", 0), PEER_FULL);
+	assert_int_equal(peers_admit(ps, "local", "", 0), PEER_ADMITTED);	/* ipc:// */
+	peers_gone(ps, 1000);
+	assert_int_equal(peers_admit(ps, "192.0.2.9:3", "192.0.2.9", 0), PEER_ADMITTED);
+	p = peers_add(ps, 2000, "192.0.2.9:3", "192.0.2.9", 0);
+	assert_int_equal(peers_admit(ps, "192.0.2.9:4", "192.0.2.9", 0), PEER_FULL);
+	/* One that opens (no secret here: HELLO opens) frees its place. */
+	{
+		struct peers	*open = peers_new(NULL);
+
+		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
+		q = peers_add(open, 1, "a", "192.0.2.8", 0);
+		for (i = 1; i < PEER_MAX_UNAUTH; i++)
+			assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
+		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_FULL);
+		m = hello(nw);
+		assert_true(peer_request(open, q, 0));
+		assert_int_equal(feed(open, q, &m, NULL, 0, &req, &rep, &seq), PEER_PASS);
+		msg_clear(&req);
+		peer_replied(q);
+		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
+		peers_free(open);
+	}
+	/* Requests in flight before authenticating: PEER_MAX_INFLIGHT_NEW. */
+	for (i = 0; i < PEER_MAX_INFLIGHT_NEW; i++)
+		assert_true(peer_request(ps, p, 0));
+	assert_false(peer_request(ps, p, 0));
+	assert_int_equal(p->state, PEER_CLOSING);
+	/* The time to authenticate: none overdue before PEER_AUTH_MS. */
+	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS - 1, out, 8, &next), 0);
+	assert_int_equal(next, PEER_AUTH_MS);
+	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS, out, 8, &next), 8);
+	assert_int_equal(next, PEER_AUTH_MS);		/* more than 8 were due */
+	for (i = 0; i < 8; i++)
+		assert_int_equal(peers_find(ps, out[i])->state, PEER_CLOSING);
+	while (peers_overdue(ps, PEER_AUTH_MS, out, 8, &next) > 0)
+		;
+	assert_int_equal(next, -1);
+	peers_free(ps);
+}
+
+/* Once open, PEER_MAX_INFLIGHT: a worker's two contexts fit with room. */
+static void
+test_open_inflight(void **state)
+{
+	struct peers	*ps = peers_new(NULL);
+	struct peer	*p = peers_get(ps, 7, "192.0.2.1:1", "192.0.2.1", 0);
+	struct msg	 m, req, rep;
+	uint8_t		 nw[AUTH_NONCE_LEN] = { 0 };
+	uint64_t	 seq;
+	int		 i;
+
+	(void)state;
+	m = hello(nw);
+	assert_true(peer_request(ps, p, 0));
+	assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_PASS);
+	msg_clear(&req);
+	assert_int_equal(p->state, PEER_OPEN);
+	for (i = 1; i < PEER_MAX_INFLIGHT; i++)
+		assert_true(peer_request(ps, p, 0));
+	peer_replied(p);
+	assert_true(peer_request(ps, p, 0));
+	assert_false(peer_request(ps, p, 0));
+	assert_int_equal(p->state, PEER_CLOSING);
+	peers_free(ps);
+}
+
 int
 main(void)
 {
@@ -316,6 +402,8 @@ main(void)
 		cmocka_unit_test(test_sealed_replay_and_tamper),
 		cmocka_unit_test(test_wrong_secret_and_replay),
 		cmocka_unit_test(test_limiter),
+		cmocka_unit_test(test_unauth_limits),
+		cmocka_unit_test(test_open_inflight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
