@@ -543,21 +543,12 @@ file_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 static int
 file_replace(const char *path, const char *text, char *err)
 {
-	char	*tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
-	int	 rc = -1;
+	char	tmp[ERR_LEN];
 
-	if (write_file(tmp, text, strlen(text), err) == -1)
-		goto out;
-	if (rename(tmp, path) == -1) {
-		errf(err, "file: cannot rename \"%s\" to \"%s\": %s", tmp, path,
-		    strerror(errno));
-		unlink(tmp);
-		goto out;
-	}
-	rc = 0;
-out:
-	free(tmp);
-	return rc;
+	if (write_file_atomic(path, text, strlen(text), 0644, err) == 0)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s", err);
+	return errf(err, "file: %s", tmp);
 }
 
 static int
