@@ -118,18 +118,16 @@ YAML
 
 # start_coordinator KIND SEEDS NAME [WRAPPER...]: sets $cpid, $curl.
 start_coordinator() {
-	local k=$1 seeds=$2 name=$3 i
+	local k=$1 seeds=$2 name=$3
 	shift 3
 	# shellcheck disable=SC2086
 	"$@" "$SOAK" coordinator "$dir/noop8.yaml" --listen "${SCHEME[$k]}://127.0.0.1:0" \
 	    --seeds "$seeds" --out "$dir/$name" ${CARGS[$k]} >"$dir/$name.out" 2>"$dir/$name.err" &
 	cpid=$!
 	pids+=("$cpid")
-	for i in $(seq 1000); do
-		grep -q 'listening on' "$dir/$name.err" && break
-		kill -0 "$cpid" 2>/dev/null || break
-		sleep 0.01
-	done
+	# Woken by each write (tail -F); tail ends with the coordinator.
+	grep -m1 -q 'listening on' < <(timeout 10 tail -n +1 -F --pid="$cpid" \
+	    "$dir/$name.err" 2>/dev/null) || true
 	curl=$(grep -oE 'listening on [^ ]+' "$dir/$name.err" | cut -d' ' -f3 || true)
 	if [ -z "$curl" ]; then
 		echo "fleet_auth: the $k coordinator did not listen:" >&2
@@ -240,11 +238,7 @@ echo "   report.json, EXCLUDING a PostgreSQL start (one shared, started before);
 "$HS" --pg >"$dir/pg.out" 2>"$dir/pg.err" &
 pgpid=$!
 pids+=("$pgpid")
-for _ in $(seq 600); do
-	[ -s "$dir/pg.out" ] && break
-	kill -0 "$pgpid" 2>/dev/null || break
-	sleep 0.05
-done
+read -r _ < <(timeout 30 tail -n +1 -F --pid="$pgpid" "$dir/pg.out" 2>/dev/null) || true
 [ -s "$dir/pg.out" ] || { echo "fleet_auth: no PostgreSQL:" >&2; cat "$dir/pg.err" >&2; exit 1; }
 export SOAK_DATABASE_URL
 SOAK_DATABASE_URL=$(head -1 "$dir/pg.out")

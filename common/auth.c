@@ -307,26 +307,6 @@ auth_session_clear(struct auth_session *s)
 }
 
 static void
-put_u64(uint8_t *p, uint64_t v)
-{
-	int	i;
-
-	for (i = 7; i >= 0; i--, v >>= 8)
-		p[i] = v & 0xff;
-}
-
-static uint64_t
-get_u64(const uint8_t *p)
-{
-	uint64_t	v = 0;
-	int		i;
-
-	for (i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
 seal_mac(const struct auth_session *s, enum auth_dir dir, const uint8_t seq[8],
     const uint8_t *msg, size_t len, uint8_t out[AUTH_MAC_LEN])
 {
@@ -342,7 +322,7 @@ auth_seal(const struct auth_session *s, enum auth_dir dir, uint64_t seq,
 {
 	uint8_t	*p = xreallocarray(*buf, *len + AUTH_TRAILER_LEN, 1);
 
-	put_u64(p + *len, seq);
+	put_be64(p + *len, seq);
 	seal_mac(s, dir, p + *len, p, *len, p + *len + 8);
 	*buf = p;
 	*len += AUTH_TRAILER_LEN;
@@ -365,7 +345,7 @@ auth_open(const struct auth_session *s, enum auth_dir dir, const uint8_t *buf,
 	if (!ok)
 		return errf(err, "bad session MAC (not from the authenticated peer, or "
 		    "altered on the way)");
-	*seq = get_u64(t);
+	*seq = get_be64(t);
 	*msglen = len - AUTH_TRAILER_LEN;
 	return 0;
 }

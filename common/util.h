@@ -6,8 +6,10 @@
 #ifndef SOAK_UTIL_H
 #define SOAK_UTIL_H
 
+#include <endian.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/types.h>
 
 #define ERR_LEN	256
@@ -19,6 +21,23 @@
  * __UNCONST: through uintptr_t, so -Wcast-qual stays on everywhere else.
  */
 #define UNCONST(p)	((void *)(uintptr_t)(const void *)(p))
+
+/* Big-endian 64-bit store and load: the byte order on the wire. */
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+	v = htobe64(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return be64toh(v);
+}
 
 /* errf: printf into err (size ERR_LEN); always returns -1 for `return errf(...)`. */
 int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -324,7 +324,11 @@ inflight(const char *url, int n)
 	while (!gone && pthread_cond_timedwait(&gone_cv, &gone_mu, &ts) == 0)
 		;
 	pthread_mutex_unlock(&gone_mu);
-	nng_close(s);		/* what is still waiting ends ECLOSED */
+	/* What is still waiting ends ECANCELED.  No nng_close: after the
+	 * coordinator dropped the pipe, nng 1.5.2's close can wait forever on
+	 * its pipe reaper (nanomsg/nng#1236); the socket goes with the process. */
+	for (i = 0; i < n; i++)
+		nng_aio_cancel(aio[i]);
 	for (i = 0; i < n; i++) {
 		nng_aio_wait(aio[i]);
 		if (nng_aio_result(aio[i]) == 0) {
@@ -392,15 +396,6 @@ sp_connect(const char *url)
 	return fd;
 }
 
-static void
-be64(uint8_t *p, uint64_t v)
-{
-	int	i;
-
-	for (i = 7; i >= 0; i--, v >>= 8)
-		p[i] = v & 0xff;
-}
-
 /* Junk requests, never a reply read, a new connection whenever one is closed. */
 static int
 junk(const char *url)
@@ -427,7 +422,7 @@ junk(const char *url)
 			for (i = 0; i < BATCH; i++) {
 				uint8_t	*f = buf + i * FRAME;
 
-				be64(f, 4 + sizeof(body) - 1);
+				put_be64(f, 4 + sizeof(body) - 1);
 				id = (id + 1) & 0x7fffffff;
 				f[8] = 0x80 | (uint8_t)(id >> 24);
 				f[9] = (id >> 16) & 0xff;
@@ -459,7 +454,7 @@ stall(const char *url, int count, uint64_t size, size_t part)
 	char		 c;
 
 	signal(SIGPIPE, SIG_IGN);
-	be64(buf, size);
+	put_be64(buf, size);
 	buf[8] = 0x80;
 	buf[11] = 1;
 	for (i = 0; i < count; i++) {

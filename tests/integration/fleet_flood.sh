@@ -20,11 +20,11 @@ cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
 # Holds seed 0 until the test has measured (bounded: 120 s).
 echo "started $SOAK_SEED" >>"$SOAK_CONFIG_DIR/turn.log"
-i=0
-while [ ! -e "$SOAK_CONFIG_DIR/release" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+timeout 120 dd if="$SOAK_CONFIG_DIR/gate" bs=1 count=1 status=none
 exit 0
 SH
 chmod +x "$T/turn.sh"
+gate_new
 cat >"$T/flood.yaml" <<'YAML'
 name: fleet-flood
 seeds: 0..1
@@ -75,7 +75,7 @@ expect_ge "times the junk peer was dropped so far" 2 "$(grep -c '^closed after' 
 hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$coord/status")
 kill "$junk" 2>/dev/null || true
 wait_exit rc "$junk" 30 "the junk peer after SIGTERM"
-touch "$T/release"
+gate_open
 wait_exit rc "$coord" 120 "the coordinator to finish the run after the flood"
 wait_exit wrc "$worker" 30 "the worker after the run"
 

@@ -23,11 +23,11 @@ cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
 # Seed 0 holds its lease until the test says so (bounded: 120 s).
 echo "started $SOAK_SEED" >>"$SOAK_CONFIG_DIR/turn.log"
-i=0
-while [ ! -e "$SOAK_CONFIG_DIR/release" ] && [ $i -lt 1200 ]; do sleep 0.1; i=$((i + 1)); done
+timeout 120 dd if="$SOAK_CONFIG_DIR/gate" bs=1 count=1 status=none
 exit 0
 SH
 chmod +x "$T/turn.sh"
+gate_new
 cat >"$T/limits.yaml" <<'YAML'
 name: fleet-limits
 seeds: 0..0
@@ -90,7 +90,7 @@ expect_eq "lines the coordinator wrote about them (rate-limited)" 4 \
     "$(grep -cE 'connections are not authenticated yet|were not authenticated yet|authenticated within 5 s' "$T/quiet.err")"
 
 # --- requests in flight ---
-rm -f "$T/turn.log" "$T/release"
+rm -f "$T/turn.log"
 start_coordinator inflight "$T/limits.yaml"
 "$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
 cleanup_hooks+=("kill $w1 2>/dev/null")
@@ -103,7 +103,7 @@ expect_eq "with 10 requests in flight it is dropped, none answered" "dropped, 0 
     "$(tail -1 "$T/inflight.out")"
 wait_line "$T/inflight.err" 'one request too many in flight: 4 unanswered, at most 4 once authenticated' \
     10 "the coordinator's line about the dropped peer" >/dev/null
-touch "$T/release"
+gate_open
 wait_exit rc "$coord" 120 "the coordinator after the dropped peer"
 wait_exit w1_rc "$w1" 30 "the worker"
 expect_eq "the run completes (exit status)" 0 "$rc"

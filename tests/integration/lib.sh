@@ -62,6 +62,17 @@ wait_exit() {
 	printf -v "$__v" '%d' "$st"
 }
 
+# A gate turns wait at, with no polling: gate_new makes the fifo $T/gate
+# and holds it open, so a turn's
+#   timeout 120 dd if="$SOAK_CONFIG_DIR/gate" bs=1 count=1 status=none
+# blocks until gate_open writes to it (a byte for each wait, now or later).
+gate_new() {
+	rm -f "$T/gate"
+	mkfifo "$T/gate"
+	exec {GATE_FD}<>"$T/gate"
+}
+gate_open() { printf '%4096s' '' >&"$GATE_FD"; }
+
 # kills DIR: one line per failing seed: the reason, or its broken invariants.
 kills() {
 	jq -r '.results[] | select(.verdict == "fail")
