@@ -141,6 +141,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_u32(&w, m->u.hello.pid);
 		w_u32(&w, m->u.hello.slots);
 		w_b32(&w, m->u.hello.nonce);
+		w_u32(&w, m->u.hello.rejoin_id);
+		w_str(&w, m->u.hello.rejoin_run, MSG_STR_SHORT, "rejoin_run");
 		break;
 	case MSG_CHALLENGE:
 		w_b32(&w, m->u.challenge.nonce);
@@ -196,9 +198,11 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 	case MSG_DONE:
 		w_u8(&w, m->u.ack.ok);
 		w_str(&w, m->u.ack.text, MSG_STR_SHORT, "text");
+		w_u32(&w, m->u.ack.keep);
 		break;
 	case MSG_BYE:
 		w_u32(&w, m->u.bye.worker_id);
+		w_u8(&w, m->u.bye.drain);
 		break;
 	default:
 		break;
@@ -334,6 +338,8 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.hello.pid = r_u32(&r, "pid");
 		m->u.hello.slots = r_u32(&r, "slots");
 		r_b32(&r, m->u.hello.nonce, "nonce");
+		m->u.hello.rejoin_id = r_u32(&r, "rejoin_id");
+		m->u.hello.rejoin_run = r_str(&r, MSG_STR_SHORT, "rejoin_run");
 		break;
 	case MSG_CHALLENGE:
 		r_b32(&r, m->u.challenge.nonce, "nonce");
@@ -400,9 +406,11 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 	case MSG_DONE:
 		m->u.ack.ok = r_u8(&r, "ok");
 		m->u.ack.text = r_str(&r, MSG_STR_SHORT, "text");
+		m->u.ack.keep = r_u32(&r, "keep");
 		break;
 	case MSG_BYE:
 		m->u.bye.worker_id = r_u32(&r, "worker_id");
+		m->u.bye.drain = r_u8(&r, "drain");
 		break;
 	}
 	if (!r.failed && r.off != r.len) {
@@ -426,6 +434,7 @@ msg_clear(struct msg *m)
 	case MSG_HELLO:
 		free(m->u.hello.name);
 		free(m->u.hello.host);
+		free(m->u.hello.rejoin_run);
 		break;
 	case MSG_WELCOME:
 		free(m->u.welcome.run_id);

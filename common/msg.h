@@ -39,7 +39,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	2	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions */
+#define MSG_VERSION	3	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
+				   3: HELLO rejoin, ACK keep, BYE drain */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
@@ -55,7 +56,7 @@
 #define MSG_DETAIL_MAX	(1u << 20)
 /*
  * The largest message a worker sends: a RESULT with a reason and a detail
- * at their caps (HELLO, the next largest, is two MSG_STR_SHORT strings).
+ * at their caps (HELLO, the next largest, is three MSG_STR_SHORT strings).
  */
 #define MSG_RESULT_MAX	(MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4 + MSG_STR_SHORT + \
 			    4 + 4 + MSG_DETAIL_MAX)
@@ -105,6 +106,14 @@ struct msg {
 			uint32_t	 pid;
 			uint32_t	 slots;
 			uint8_t		 nonce[MSG_B32];	/* Nw */
+			/*
+			 * A worker that lost its coordinator and dials again
+			 * rejoins as the worker it was: its id and the run it
+			 * was in (0 and "" for a new worker).  Honoured only for
+			 * the same run, so its leases stay its own.
+			 */
+			uint32_t	 rejoin_id;
+			char		*rejoin_run;
 		} hello;
 		struct {
 			uint8_t		 nonce[MSG_B32];	/* Nc */
@@ -150,9 +159,19 @@ struct msg {
 		struct {
 			uint8_t		 ok;
 			char		*text;
+			/*
+			 * An ACK of a RESULT: how many seeds of the lease, from
+			 * its start, are still the worker's.  Another worker may
+			 * take the unstarted tail (coordinator/coord.h); the
+			 * worker starts no seed at or past keep.
+			 */
+			uint32_t	 keep;
 		} ack;			/* also NACK and DONE (text only) */
 		struct {
 			uint32_t	 worker_id;
+			/* 1: between seeds, handing the lease's unstarted seeds
+			 * back (a draining worker); 0: the run is done for it. */
+			uint8_t		 drain;
 		} bye;
 	} u;
 };

@@ -34,6 +34,7 @@ test_roundtrip_all_types(void **state)
 	in[0].type = MSG_HELLO;
 	in[0].u.hello.name = "h:1"; in[0].u.hello.host = "h";
 	in[0].u.hello.pid = 4242; in[0].u.hello.slots = 2;
+	in[0].u.hello.rejoin_id = 5; in[0].u.hello.rejoin_run = "r0";
 	for (i = 0; i < MSG_B32; i++)
 		in[0].u.hello.nonce[i] = (uint8_t)(0xa0 + i);
 	in[1].type = MSG_WELCOME;
@@ -53,8 +54,9 @@ test_roundtrip_all_types(void **state)
 	in[4].u.heartbeat.worker_id = 3; in[4].u.heartbeat.lease_id = 9;
 	in[4].u.heartbeat.seed = 11;
 	in[5].type = MSG_ACK; in[5].u.ack.ok = 1; in[5].u.ack.text = "ok";
+	in[5].u.ack.keep = 17;
 	in[6].type = MSG_LEASE_REQ; in[6].u.lease_req.worker_id = 12;
-	in[7].type = MSG_BYE; in[7].u.bye.worker_id = 12;
+	in[7].type = MSG_BYE; in[7].u.bye.worker_id = 12; in[7].u.bye.drain = 1;
 	in[8].type = MSG_CHALLENGE;
 	for (i = 0; i < MSG_B32; i++) {
 		in[8].u.challenge.nonce[i] = (uint8_t)i;
@@ -74,6 +76,8 @@ test_roundtrip_all_types(void **state)
 			assert_string_equal(out.u.hello.name, "h:1");
 			assert_int_equal(out.u.hello.pid, 4242);
 			assert_int_equal(out.u.hello.slots, 2);
+			assert_int_equal(out.u.hello.rejoin_id, 5);
+			assert_string_equal(out.u.hello.rejoin_run, "r0");
 			assert_memory_equal(out.u.hello.nonce, in[0].u.hello.nonce, MSG_B32);
 			break;
 		case MSG_CHALLENGE:
@@ -109,6 +113,7 @@ test_roundtrip_all_types(void **state)
 		case MSG_ACK:
 			assert_int_equal(out.u.ack.ok, 1);
 			assert_string_equal(out.u.ack.text, "ok");
+			assert_int_equal(out.u.ack.keep, 17);
 			break;
 		case MSG_LEASE_REQ:
 			assert_int_equal(out.u.lease_req.worker_id, 12);
@@ -273,13 +278,14 @@ test_handshake_sizes(void **state)
 	assert_non_null(strstr(err, "trailing"));
 	free(big);
 	free(buf);
-	/* A HELLO carries no secret: its body is its names, two u32 and Nw. */
+	/* A HELLO carries no secret: its body is its names, two u32, Nw, and
+	 * the rejoin id and run (empty for a new worker). */
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_HELLO;
 	m.u.hello.name = "n";
 	m.u.hello.host = "h";
 	buf = encode(&m, &len);
-	assert_int_equal(len, MSG_HDR_LEN + 4 + 1 + 4 + 1 + 4 + 4 + MSG_B32);
+	assert_int_equal(len, MSG_HDR_LEN + 4 + 1 + 4 + 1 + 4 + 4 + MSG_B32 + 4 + 4);
 	free(buf);
 }
 
