@@ -255,9 +255,36 @@ write_mode(const char *path, const void *buf, size_t len, mode_t mode,
 		p += n;
 		len -= n;
 	}
+	if (fsync(fd) == -1 && errno != EINVAL) {
+		errf(err, "cannot write \"%s\": %s", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
 	if (close(fd) == -1)
 		return errf(err, "cannot write \"%s\": %s", path, strerror(errno));
 	return 0;
+}
+
+void
+fsync_dir_of(const char *path)
+{
+	const char	*slash = strrchr(path, '/');
+	char		*dir = slash == NULL ? xstrdup(".") : slash == path ?
+			    xstrdup("/") : xasprintf("%.*s", (int)(slash - path), path);
+
+	fsync_dir(dir);
+	free(dir);
+}
+
+void
+fsync_dir(const char *dir)
+{
+	int	fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	(void)fsync(fd);
+	close(fd);
 }
 
 int
@@ -285,6 +312,7 @@ write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 		unlink(tmp);
 		goto out;
 	}
+	fsync_dir_of(path);
 	rc = 0;
 out:
 	free(tmp);

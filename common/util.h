@@ -69,6 +69,13 @@ int	write_file(const char *path, const void *buf, size_t len, char *err);
  */
 int	write_file_atomic(const char *path, const void *buf, size_t len,
 	    mode_t mode, char *err);
+/*
+ * Both write_file and write_file_atomic fsync the file, and
+ * write_file_atomic the directory after its rename, so what they wrote
+ * survives a crash of the machine, not only of the process.
+ */
+void	fsync_dir(const char *dir);		/* best effort */
+void	fsync_dir_of(const char *path);		/* the directory path is in */
 /* Returns a heap string: dir + "/" + rel, or rel if it is absolute. */
 char	*path_join(const char *dir, const char *rel);
 char	*xstrdup(const char *s);	/* NULL in, NULL out; aborts on ENOMEM */

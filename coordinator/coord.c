@@ -29,6 +29,14 @@ struct lease {
 	enum lease_state	 state;
 	int64_t			 expires;
 	uint32_t		 n;
+	/*
+	 * seeds[0..keep) are the worker's; the tail past keep was taken by
+	 * an idle worker (lease_steal).  The worker learns keep from the
+	 * ACK of each result, before it starts its next seed.
+	 */
+	uint32_t		 keep;
+	uint64_t		 from;		/* the lease its seeds were taken from */
+	bool			 confirm;	/* a confirming re-run */
 	struct msg_seed		*seeds;
 	uint8_t			*reported;
 };
@@ -41,6 +49,9 @@ struct wrec {
 	bool		 alive;
 	uint64_t	 lease;		/* 0 = none */
 	uint32_t	 seeds;		/* final verdicts it produced */
+	uint32_t	 infra_run;	/* its own infra outcomes in a row */
+	bool		 quarantined;
+	enum reason	 quarantine_why;	/* the last of the run */
 };
 
 struct coord {
@@ -58,7 +69,11 @@ struct coord {
 	size_t			 nworkers;
 	coord_final_cb		 final_cb;
 	void			*final_arg;
+	coord_event_cb		 event_cb;
+	void			*event_arg;
+	bool			 replaying;	/* coord_replay: no events, no callbacks */
 	uint64_t		 retries;
+	uint32_t		 nquarantined;
 };
 
 static uint64_t
@@ -90,6 +105,8 @@ coord_new(const struct coord_opts *o, char *err)
 	c->o = *o;
 	if (c->o.max_chunk <= 0)
 		c->o.max_chunk = 32;
+	if (c->o.quarantine_after <= 0)
+		c->o.quarantine_after = 3;
 	c->nseeds = n;
 	c->seeds = xcalloc(n, sizeof(*c->seeds));
 	queue_init(&c->returned, sizeof(uint64_t));
@@ -135,6 +152,13 @@ coord_on_final(struct coord *c, coord_final_cb cb, void *arg)
 {
 	c->final_cb = cb;
 	c->final_arg = arg;
+}
+
+void
+coord_on_event(struct coord *c, coord_event_cb cb, void *arg)
+{
+	c->event_cb = cb;
+	c->event_arg = arg;
 }
 
 static struct wrec *
@@ -265,8 +289,35 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	    worker, msg_verdict_name(verdict), reason_name(why));
 	free(fp);
 	json_decref(detail);
-	if (c->final_cb)
+	if (c->final_cb && !c->replaying)
 		c->final_cb(c, s, c->final_arg);
+}
+
+/*
+ * Quarantine: a worker whose own seeds end infra quarantine_after times in
+ * a row gets no more leases.  Only what points at the worker's machine
+ * counts — a service or proxy that would not start there, the worker lost
+ * — not the database (shared by every worker), a turn that cannot be
+ * executed or a setup that fails (the config's, on every worker alike),
+ * nor a turn's own exit 75.  A pass or a fail clears the count.
+ */
+static void
+worker_outcome(struct coord *c, struct wrec *w, enum reason why)
+{
+	if (w == NULL || w->quarantined)
+		return;
+	if (why != REASON_SERVICE && why != REASON_PROXY && why != REASON_WORKER_LOST) {
+		if (reason_verdict(why) != VERDICT_INFRA)
+			w->infra_run = 0;
+		return;
+	}
+	w->quarantine_why = why;
+	if (++w->infra_run < (uint32_t)c->o.quarantine_after)
+		return;
+	w->quarantined = true;
+	c->nquarantined++;
+	log_warnx("worker %u (%s) quarantined: %u infra outcomes in a row, the last "
+	    "%s", w->id, w->name, w->infra_run, reason_name(why));
 }
 
 /*
@@ -286,6 +337,7 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	    "reason", reason_name(why), "duration_ms", (json_int_t)duration_ms,
 	    "message", json_is_string(msgj) ? json_string_value(msgj) : ""));
 	s->last_worker = worker;
+	worker_outcome(c, w, why);
 	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries) {
 		set_seed_state(s, CSEED_PENDING);
 		c->retries++;
@@ -305,27 +357,58 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	c->nfinal++;
 	if (w)
 		w->seeds++;
-	if (c->final_cb)
+	if (c->final_cb && !c->replaying)
 		c->final_cb(c, s, c->final_arg);
 	if (c->nfinal == c->nseeds)
 		plan_confirms(c);
 }
 
+/*
+ * The worker runs its lease in order and reports each seed before it
+ * starts the next: the first unreported seed is the one running (or about
+ * to), the rest have not started.  l->keep when every seed is reported.
+ */
+static uint32_t
+lease_running(const struct lease *l)
+{
+	uint32_t	i;
+
+	for (i = 0; i < l->keep && l->reported[i]; i++)
+		;
+	return i;
+}
+
+/* A seed of a lease that never ran goes back to the pool, first in line. */
 static void
-lease_expire(struct coord *c, struct lease *l, const char *why)
+seed_return(struct coord *c, struct coord_seed *s)
+{
+	set_seed_state(s, CSEED_PENDING);
+	s->attempts--;		/* it never ran */
+	q_push(c, &c->returned, s);
+}
+
+/*
+ * Ends an active lease.  running: whether a seed may be running (the
+ * lease expired, the pipe closed) — that seed gets an infra attempt
+ * "worker-lost"; without (a worker between seeds said bye), every
+ * unreported seed goes back unstarted.
+ */
+static void
+lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 {
 	struct wrec	*w = worker_get(c, l->worker);
-	bool		 first = true;
+	bool		 first = running;
 	uint32_t	 i;
 
 	if (l->state != LEASE_ACTIVE)
 		return;
+	if (c->event_cb && !c->replaying)
+		c->event_cb(c, "lease_end", json_pack("{s:I, s:b, s:s}", "id",
+		    (json_int_t)l->id, "running", running, "why", why), c->event_arg);
 	set_lease_state(l, LEASE_EXPIRED);
 	if (w && w->lease == l->id)
 		w->lease = 0;
-	/* The worker runs its lease in order: the first unreported seed was
-	 * running, the rest never started. */
-	for (i = 0; i < l->n; i++) {
+	for (i = 0; i < l->keep; i++) {
 		struct coord_seed	*s = seed_get(c, l->seeds[i].seed);
 
 		if (!l->reported[i] && s != NULL && s->confirm == CONFIRM_LEASED &&
@@ -340,16 +423,20 @@ lease_expire(struct coord *c, struct lease *l, const char *why)
 			continue;
 		if (first) {
 			first = false;
-			log_warnx("seed %" PRIu64 ": worker %u lost (%s)", s->seed,
+			if (!c->replaying)
+				log_warnx("seed %" PRIu64 ": worker %u lost (%s)", s->seed,
 			    l->worker, why);
 			seed_outcome(c, s, l->worker, REASON_WORKER_LOST, 0,
 			    json_pack("{s:s}", "message", why));
-		} else {
-			set_seed_state(s, CSEED_PENDING);
-			s->attempts--;		/* it never ran */
-			q_push(c, &c->returned, s);
-		}
+		} else
+			seed_return(c, s);
 	}
+}
+
+static void
+lease_expire(struct coord *c, struct lease *l, const char *why)
+{
+	lease_end(c, l, true, why);
 }
 
 static struct lease *
@@ -382,6 +469,7 @@ lease_add(struct coord *c, struct lease *l, uint64_t idx)
 	l->seeds[l->n].seed = s->seed;
 	l->seeds[l->n].attempt = s->attempts;
 	l->n++;
+	l->keep = l->n;
 }
 
 int
@@ -401,6 +489,20 @@ coord_finished(const struct coord *c)
 	return c->nfinal == c->nseeds && c->nconfirm_open == 0;
 }
 
+bool
+coord_halted(const struct coord *c)
+{
+	size_t	i;
+
+	if (c->nquarantined == 0 || coord_finished(c))
+		return false;
+	for (i = 0; i < c->nworkers; i++)
+		if (!c->workers[i].quarantined && (c->workers[i].alive ||
+		    c->workers[i].lease != 0))
+			return false;
+	return true;
+}
+
 static void
 lease_reply(const struct lease *l, int ttl, struct msg *rep)
 {
@@ -408,9 +510,9 @@ lease_reply(const struct lease *l, int ttl, struct msg *rep)
 	rep->type = MSG_LEASE;
 	rep->u.lease.lease_id = l->id;
 	rep->u.lease.ttl_ms = (uint32_t)ttl;
-	rep->u.lease.nseeds = l->n;
-	rep->u.lease.seeds = xcalloc(l->n, sizeof(struct msg_seed));
-	memcpy(rep->u.lease.seeds, l->seeds, l->n * sizeof(struct msg_seed));
+	rep->u.lease.nseeds = l->keep;
+	rep->u.lease.seeds = xcalloc(l->keep, sizeof(struct msg_seed));
+	memcpy(rep->u.lease.seeds, l->seeds, l->keep * sizeof(struct msg_seed));
 }
 
 static void
@@ -431,6 +533,72 @@ text_reply(struct msg *rep, enum msg_type type, int ok, const char *fmt, ...)
 	va_end(ap);
 }
 
+/* The journal's record of a grant: enough for coord_replay to redo it. */
+static void
+lease_event(struct coord *c, const struct lease *l)
+{
+	json_t		*seeds;
+	uint32_t	 i;
+
+	if (c->event_cb == NULL || c->replaying)
+		return;
+	seeds = json_array();
+	for (i = 0; i < l->n; i++)
+		json_array_append_new(seeds, json_pack("[I, i]",
+		    (json_int_t)l->seeds[i].seed, (int)l->seeds[i].attempt));
+	c->event_cb(c, "lease", json_pack("{s:I, s:i, s:I, s:b, s:o}",
+	    "id", (json_int_t)l->id, "worker", (int)l->worker,
+	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds),
+	    c->event_arg);
+}
+
+/*
+ * An idle worker takes the unstarted tail of the busiest lease: half of
+ * the seeds that its worker has not started (rounded up), the last ones,
+ * so each worker still runs a contiguous run of seeds.  The seed running
+ * is never taken, nor any seed before it.  The victim's lease shrinks to
+ * keep; its worker hears it in the ACK of the result it sends next, and
+ * a result for a taken seed is refused like any result under a lease that
+ * does not hold it, so the steal is fenced.  The seeds keep their attempt
+ * numbers: they never ran.  NULL when no lease has a seed to spare.
+ */
+static struct lease *
+lease_steal(struct coord *c, uint32_t worker, int64_t now)
+{
+	struct lease	*victim = NULL, *l;
+	uint32_t	 best = 0, spare, take, i;
+	size_t		 k;
+
+	for (k = 0; k < c->nworkers; k++) {
+		struct lease	*v;
+		uint32_t	 run;
+
+		if (c->workers[k].lease == 0 || c->workers[k].id == worker ||
+		    (v = lease_get(c, c->workers[k].lease)) == NULL ||
+		    v->state != LEASE_ACTIVE)
+			continue;
+		run = lease_running(v);
+		spare = run + 1 < v->keep ? v->keep - run - 1 : 0;
+		if (spare > best) {
+			best = spare;
+			victim = v;
+		}
+	}
+	if (victim == NULL)
+		return NULL;
+	take = (best + 1) / 2;
+	l = lease_new(c, worker, now);
+	for (i = victim->keep - take; i < victim->keep; i++)
+		l->seeds[l->n++] = victim->seeds[i];
+	l->keep = l->n;
+	l->from = victim->id;
+	victim->keep -= take;
+	log_debug("lease %" PRIu64 ": %u unstarted seed(s) from %" PRIu64
+	    " taken from worker %u's lease %" PRIu64, l->id, take, l->seeds[0].seed,
+	    victim->worker, victim->id);
+	return l;
+}
+
 int
 coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 {
@@ -446,6 +614,12 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	}
 	if (w == NULL)
 		return 0;
+	if (w->quarantined) {
+		text_reply(rep, MSG_DONE, 1, "quarantined: %u infra outcomes in a row, "
+		    "the last %s; this worker gets no more seeds", w->infra_run,
+		    reason_name(w->quarantine_why));
+		return 1;
+	}
 	/* A retry goes to another worker than its last, whenever one is alive. */
 	live = coord_live_workers(c);
 	for (i = 0; i < c->retry.len; i++) {
@@ -468,14 +642,18 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 			s->confirm_attempt = s->attempts + 1;
 			l->seeds[0].seed = s->seed;
 			l->seeds[0].attempt = s->confirm_attempt;
-			l->n = 1;
+			l->n = l->keep = 1;
+			l->confirm = true;
 			queue_remove(&c->confirm, i);
 			goto leased;
 		}
 	}
 	left = c->returned.len + (c->nseeds - c->next_fresh);
-	if (left == 0)
-		return 0;
+	if (left == 0) {
+		if ((l = lease_steal(c, worker, now)) == NULL)
+			return 0;
+		goto leased;
+	}
 	chunk = (left + 2 * (uint64_t)live - 1) / (2 * (uint64_t)(live ? live : 1));
 	if (chunk < 1)
 		chunk = 1;
@@ -490,6 +668,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 		lease_add(c, l, c->next_fresh++);
 leased:
 	w->lease = l->id;
+	lease_event(c, l);
 	lease_reply(l, c->o.lease_ttl_ms, rep);
 	log_debug("lease %" PRIu64 " to worker %u: %u seed(s) from %" PRIu64,
 	    l->id, worker, l->n, l->seeds[0].seed);
@@ -507,6 +686,23 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	struct wrec	*w;
 	char		 name[LOG_ESC_LEN];
 
+	/*
+	 * A worker of this run that lost its connection (or this coordinator
+	 * restarted, --resume) rejoins as itself: its lease, if still active,
+	 * is its own again.  Only an authenticated connection gets here, and
+	 * every authenticated worker is trusted alike.
+	 */
+	w = req->u.hello.rejoin_run != NULL &&
+	    strcmp(req->u.hello.rejoin_run, c->o.run_id) == 0 ?
+	    worker_get(c, req->u.hello.rejoin_id) : NULL;
+	if (w != NULL && !w->quarantined) {
+		log_info("worker %u rejoined%s", w->id, w->alive ?
+		    " (its old connection is dropped)" : "");
+		w->pipe = pipe;
+		w->alive = true;
+		w->pid = req->u.hello.pid;
+		goto welcome;
+	}
 	c->workers = xreallocarray(c->workers, c->nworkers + 1, sizeof(*w));
 	w = &c->workers[c->nworkers++];
 	memset(w, 0, sizeof(*w));
@@ -517,6 +713,10 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	w->pipe = pipe;
 	w->alive = true;
 	log_debug("worker %u is %s", w->id, log_escape(name, sizeof(name), w->name));
+	if (c->event_cb)
+		c->event_cb(c, "worker", json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
+		    "name", w->name, "host", w->host, "pid", (int)w->pid), c->event_arg);
+welcome:
 	memset(rep, 0, sizeof(*rep));
 	rep->type = MSG_WELCOME;
 	rep->u.welcome.worker_id = w->id;
@@ -528,6 +728,40 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	rep->u.welcome.workspace = xstrdup(c->o.workspace ? c->o.workspace : "");
 	rep->u.welcome.heartbeat_ms = (uint32_t)c->o.heartbeat_ms;
 	return 1;
+}
+
+/*
+ * An accepted result of seed l->seeds[i]: its outcome, the lease's end
+ * when it was its last seed, and the quarantine's cut.  detail is
+ * consumed.  The journal's replay (coord_replay) comes here too.
+ */
+static void
+result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
+    enum reason why, int64_t duration_ms, json_t *detail)
+{
+	struct coord_seed	*s = seed_get(c, l->seeds[i].seed), *t;
+	struct wrec		*w = worker_get(c, l->worker);
+	uint32_t		 k;
+
+	l->reported[i] = 1;
+	if (confirming)
+		confirm_outcome(c, s, l->worker, why, duration_ms, detail);
+	else
+		seed_outcome(c, s, l->worker, why, duration_ms, detail);
+	if (w != NULL && w->quarantined) {
+		/* It runs nothing more: what it has not started goes back. */
+		for (k = i + 1; k < l->keep; k++)
+			if (!l->reported[k] && (t = seed_get(c, l->seeds[k].seed)) != NULL &&
+			    t->state == CSEED_LEASED)
+				seed_return(c, t);
+		if (l->keep > i + 1)
+			l->keep = i + 1;
+	}
+	if (lease_running(l) == l->keep) {
+		set_lease_state(l, LEASE_DONE);
+		if (w && w->lease == l->id)
+			w->lease = 0;
+	}
 }
 
 /* Fills *rep; returns whether the result was accepted. */
@@ -550,6 +784,19 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		    req->u.result.lease_id);
 		return false;
 	}
+	/*
+	 * The same result again (its ACK was lost with the connection, and
+	 * the worker sends it once more after it rejoined): acknowledged, and
+	 * nothing changes — a result counts once.
+	 */
+	for (i = 0; i < l->keep; i++)
+		if (l->seeds[i].seed == seed && l->seeds[i].attempt ==
+		    req->u.result.attempt && l->reported[i]) {
+			text_reply(rep, MSG_ACK, 1, "seed %" PRIu64 " (attempt %u) was "
+			    "already recorded", seed, req->u.result.attempt);
+			rep->u.ack.keep = l->keep;
+			return false;
+		}
 	if (l->state != LEASE_ACTIVE) {
 		log_warnx("late result for seed %" PRIu64 " under %s lease %" PRIu64
 		    " from worker %u refused", seed, lease_state_names[l->state], l->id,
@@ -558,19 +805,18 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		    " went to another worker", l->id, lease_state_names[l->state], seed);
 		return false;
 	}
-	for (i = 0; i < l->n; i++)
+	for (i = 0; i < l->keep; i++)
 		if (l->seeds[i].seed == seed)
 			break;
-	confirming = i < l->n && !l->reported[i] && s != NULL &&
+	confirming = i < l->keep && !l->reported[i] && s != NULL &&
 	    s->confirm == CONFIRM_LEASED && s->confirm_attempt == req->u.result.attempt &&
 	    l->seeds[i].attempt == req->u.result.attempt;
-	if (!confirming && (i == l->n || l->reported[i] || s == NULL ||
+	if (!confirming && (i == l->keep || l->reported[i] || s == NULL ||
 	    s->state != CSEED_LEASED || l->seeds[i].attempt != req->u.result.attempt)) {
 		text_reply(rep, MSG_ACK, 0, "seed %" PRIu64 " (attempt %u) is not open "
 		    "under lease %" PRIu64, seed, req->u.result.attempt, l->id);
 		return false;
 	}
-	l->reported[i] = 1;
 	l->expires = 0;		/* refreshed below: a result is a sign of life */
 	/* The verdict stands only if the worker's claim is coherent; a bad
 	 * detail or reason is the worker's fault, not the system's: infra. */
@@ -585,20 +831,15 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		detail = json_pack("{s:s}", "message", "the worker sent an unreadable result");
 		why = REASON_WORKER_LOST;
 	}
-	if (confirming)
-		confirm_outcome(c, s, l->worker, why, req->u.result.duration_ms, detail);
-	else
-		seed_outcome(c, s, l->worker, why, req->u.result.duration_ms, detail);
-	for (i = 0; i < l->n && l->reported[i]; i++)
-		;
-	if (i == l->n) {
-		struct wrec	*w = worker_get(c, l->worker);
-
-		set_lease_state(l, LEASE_DONE);
-		if (w && w->lease == l->id)
-			w->lease = 0;
-	}
+	if (c->event_cb && !c->replaying)
+		c->event_cb(c, "result", json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
+		    "lease", (json_int_t)l->id, "seed", (json_int_t)seed,
+		    "attempt", (int)req->u.result.attempt, "reason", reason_name(why),
+		    "duration_ms", (json_int_t)req->u.result.duration_ms,
+		    "detail", detail), c->event_arg);
+	result_apply(c, l, i, confirming, why, req->u.result.duration_ms, detail);
 	text_reply(rep, MSG_ACK, 1, "ok");
+	rep->u.ack.keep = l->keep;
 	return true;
 }
 
@@ -640,8 +881,10 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 			text_reply(rep, MSG_NACK, 0, "worker %u said bye", wid);
 			return 1;
 		}
+		/* A worker asks between leases: had it not received its last
+		 * one (the reply lost with its connection), none of it ran. */
 		if (w->lease && (l = lease_get(c, w->lease)) != NULL)
-			lease_expire(c, l, "it asked for a new lease while holding one");
+			lease_end(c, l, false, "it asked for another lease");
 		return coord_serve(c, wid, now, rep);
 	case MSG_RESULT:
 		/* Only an accepted result is a sign of life of its lease: a
@@ -667,9 +910,12 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 		text_reply(rep, MSG_ACK, 1, "ok");
 		return 1;
 	case MSG_BYE:
+		/* A worker says bye between seeds: nothing of its lease runs. */
 		w->alive = false;
+		if (req->u.bye.drain)
+			log_info("worker %u is draining: its unstarted seeds go back", wid);
 		if (w->lease && (l = lease_get(c, w->lease)) != NULL)
-			lease_expire(c, l, "it said bye while holding a lease");
+			lease_end(c, l, false, "it said bye");
 		text_reply(rep, MSG_ACK, 1, "bye");
 		return 1;
 	default:
@@ -677,11 +923,15 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 	}
 }
 
+/*
+ * A closed connection is not yet a lost worker: it may rejoin (a network
+ * blip, a coordinator restart) and keep its lease, which lives until its
+ * ttl as if it had stopped beating.
+ */
 void
 coord_pipe_closed(struct coord *c, uint32_t pipe, int64_t now)
 {
-	struct lease	*l;
-	size_t		 i;
+	size_t	i;
 
 	(void)now;
 	for (i = 0; i < c->nworkers; i++) {
@@ -690,8 +940,8 @@ coord_pipe_closed(struct coord *c, uint32_t pipe, int64_t now)
 		if (w->pipe != pipe || !w->alive)
 			continue;
 		w->alive = false;
-		if (w->lease && (l = lease_get(c, w->lease)) != NULL)
-			lease_expire(c, l, "its connection closed");
+		log_debug("worker %u: connection closed%s", w->id, w->lease ?
+		    "; its lease waits for it until its ttl" : "");
 	}
 }
 
@@ -750,10 +1000,246 @@ coord_workers_json(const struct coord *c)
 	json_t	*a = json_array();
 	size_t	 i;
 
-	for (i = 0; i < c->nworkers; i++)
-		json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:i, s:i}",
-		    "id", (int)c->workers[i].id, "host", c->workers[i].host,
-		    "name", c->workers[i].name, "pid", (int)c->workers[i].pid,
-		    "seeds", (int)c->workers[i].seeds));
+	for (i = 0; i < c->nworkers; i++) {
+		const struct wrec	*w = &c->workers[i];
+		json_t			*o = json_pack("{s:i, s:s, s:s, s:i, s:i}",
+		    "id", (int)w->id, "host", w->host, "name", w->name,
+		    "pid", (int)w->pid, "seeds", (int)w->seeds);
+
+		if (w->quarantined)
+			json_object_set_new(o, "quarantined", json_sprintf("%u infra "
+			    "outcomes in a row, the last %s", w->infra_run,
+			    reason_name(w->quarantine_why)));
+		json_array_append_new(a, o);
+	}
 	return a;
+}
+
+/* --- the journal's replay (coord_replay) --- */
+
+/* Removes the seed at index idx from q; whether it was there. */
+static bool
+q_take(struct queue *q, uint64_t idx)
+{
+	size_t	i;
+
+	for (i = 0; i < q->len; i++)
+		if (q_at(q, i) == idx) {
+			queue_remove(q, i);
+			return true;
+		}
+	return false;
+}
+
+static int
+replay_worker(struct coord *c, json_t *e, char *err)
+{
+	struct wrec	*w;
+	json_int_t	 id = json_integer_value(json_object_get(e, "id"));
+	const char	*name = json_string_value(json_object_get(e, "name"));
+	const char	*host = json_string_value(json_object_get(e, "host"));
+
+	if (id != (json_int_t)c->nworkers + 1 || name == NULL || host == NULL)
+		return errf(err, "worker %lld out of order", (long long)id);
+	c->workers = xreallocarray(c->workers, c->nworkers + 1, sizeof(*w));
+	w = &c->workers[c->nworkers++];
+	memset(w, 0, sizeof(*w));
+	w->id = (uint32_t)id;
+	w->name = xstrdup(name);
+	w->host = xstrdup(host);
+	w->pid = (uint32_t)json_integer_value(json_object_get(e, "pid"));
+	return 0;
+}
+
+static int
+replay_lease(struct coord *c, json_t *e, char *err)
+{
+	json_int_t	 id = json_integer_value(json_object_get(e, "id"));
+	json_int_t	 from = json_integer_value(json_object_get(e, "from"));
+	json_t		*seeds = json_object_get(e, "seeds"), *v;
+	bool		 confirm = json_is_true(json_object_get(e, "confirm"));
+	struct wrec	*w = worker_get(c, (uint32_t)json_integer_value(
+			    json_object_get(e, "worker")));
+	struct lease	*l, *victim = NULL;
+	size_t		 k;
+
+	if (id != (json_int_t)c->nleases + 1 || w == NULL || !json_is_array(seeds) ||
+	    json_array_size(seeds) == 0 ||
+	    json_array_size(seeds) > (size_t)c->o.max_chunk)
+		return errf(err, "lease %lld does not follow", (long long)id);
+	if (from != 0 && ((victim = lease_get(c, (uint64_t)from)) == NULL ||
+	    victim->keep < json_array_size(seeds)))
+		return errf(err, "lease %lld: no lease %lld to take from",
+		    (long long)id, (long long)from);
+	l = lease_new(c, w->id, 0);
+	l->from = (uint64_t)from;
+	l->confirm = confirm;
+	json_array_foreach(seeds, k, v) {
+		struct coord_seed	*s = seed_get(c, (uint64_t)json_integer_value(
+					    json_array_get(v, 0)));
+		uint32_t		 a = (uint32_t)json_integer_value(json_array_get(v, 1));
+		uint64_t		 idx;
+
+		if (s == NULL)
+			return errf(err, "lease %lld: a seed out of the range", (long long)id);
+		idx = (uint64_t)(s - c->seeds);
+		if (confirm) {
+			if (!q_take(&c->confirm, idx))
+				return errf(err, "lease %lld: seed %" PRIu64 " has no "
+				    "confirming re-run waiting", (long long)id, s->seed);
+			set_confirm_state(s, CONFIRM_LEASED);
+			s->confirm_attempt = a;
+		} else if (victim == NULL) {
+			if (idx == c->next_fresh)
+				c->next_fresh++;
+			else if (!q_take(&c->returned, idx) && !q_take(&c->retry, idx))
+				return errf(err, "lease %lld: seed %" PRIu64 " was not "
+				    "free to lease", (long long)id, s->seed);
+			set_seed_state(s, CSEED_LEASED);
+			s->attempts = a;
+		}
+		l->seeds[l->n].seed = s->seed;
+		l->seeds[l->n].attempt = a;
+		l->n++;
+	}
+	l->keep = l->n;
+	if (victim != NULL)
+		victim->keep -= l->n;
+	w->lease = l->id;
+	return 0;
+}
+
+static int
+replay_result(struct coord *c, json_t *e, char *err)
+{
+	struct lease		*l = lease_get(c, (uint64_t)json_integer_value(
+				    json_object_get(e, "lease")));
+	uint64_t		 seed = (uint64_t)json_integer_value(json_object_get(e, "seed"));
+	uint32_t		 a = (uint32_t)json_integer_value(json_object_get(e, "attempt"));
+	int			 why = reason_parse(json_string_value(json_object_get(e,
+				    "reason")) ? json_string_value(json_object_get(e,
+				    "reason")) : "?");
+	json_t			*detail = json_object_get(e, "detail");
+	struct coord_seed	*s = seed_get(c, seed);
+	uint32_t		 i;
+	bool			 confirming;
+
+	if (l == NULL || s == NULL || why < 0 || !json_is_object(detail))
+		return errf(err, "a result that does not parse");
+	for (i = 0; i < l->keep; i++)
+		if (l->seeds[i].seed == seed)
+			break;
+	if (i == l->keep || l->reported[i] || l->seeds[i].attempt != a)
+		return errf(err, "seed %" PRIu64 " was not open under lease %" PRIu64,
+		    seed, l->id);
+	confirming = s->confirm == CONFIRM_LEASED && s->confirm_attempt == a;
+	if (!confirming && s->state != CSEED_LEASED)
+		return errf(err, "seed %" PRIu64 " was not leased", seed);
+	result_apply(c, l, i, confirming, (enum reason)why,
+	    json_integer_value(json_object_get(e, "duration_ms")), json_incref(detail));
+	return 0;
+}
+
+int
+coord_replay(struct coord *c, const char *type, json_t *e, char *err)
+{
+	struct lease	*l;
+	int		 rc;
+
+	c->replaying = true;
+	if (strcmp(type, "worker") == 0)
+		rc = replay_worker(c, e, err);
+	else if (strcmp(type, "lease") == 0)
+		rc = replay_lease(c, e, err);
+	else if (strcmp(type, "result") == 0)
+		rc = replay_result(c, e, err);
+	else if (strcmp(type, "lease_end") == 0) {
+		if ((l = lease_get(c, (uint64_t)json_integer_value(json_object_get(e,
+		    "id")))) == NULL)
+			rc = errf(err, "the end of a lease never granted");
+		else {
+			const char	*why = json_string_value(json_object_get(e, "why"));
+
+			lease_end(c, l, json_is_true(json_object_get(e, "running")),
+			    why ? why : "");
+			rc = 0;
+		}
+	} else
+		rc = 0;		/* not the coordinator's: the run's own records */
+	c->replaying = false;
+	return rc;
+}
+
+void
+coord_resumed(struct coord *c, int64_t now, bool orphaned)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nleases; i++) {
+		if (c->leases[i].state != LEASE_ACTIVE)
+			continue;
+		if (orphaned)
+			lease_expire(c, &c->leases[i], "its worker died with the "
+			    "coordinator");
+		else
+			c->leases[i].expires = now + c->o.lease_ttl_ms;
+	}
+}
+
+static json_t *
+q_json(const struct queue *q)
+{
+	json_t	*a = json_array();
+	size_t	 i;
+
+	for (i = 0; i < q->len; i++)
+		json_array_append_new(a, json_integer((json_int_t)q_at(q, i)));
+	return a;
+}
+
+json_t *
+coord_dump(const struct coord *c)
+{
+	json_t		*seeds = json_array(), *leases = json_array(), *workers = json_array();
+	uint64_t	 i;
+	uint32_t	 k;
+
+	for (i = 0; i < c->nseeds; i++) {
+		const struct coord_seed	*s = &c->seeds[i];
+
+		json_array_append_new(seeds, json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, "
+		    "s:i, s:O, s:O?, s:i, s:i}", "state", s->state, "verdict", s->verdict,
+		    "why", s->why, "attempts", (int)s->attempts, "infra", (int)s->infra,
+		    "last_worker", (int)s->last_worker, "worker", (int)s->worker,
+		    "history", s->history, "detail", s->detail, "confirm", s->confirm,
+		    "confirm_attempt", (int)s->confirm_attempt));
+	}
+	for (i = 0; i < c->nleases; i++) {
+		const struct lease	*l = &c->leases[i];
+		json_t			*ls = json_array();
+
+		for (k = 0; k < l->n; k++)
+			json_array_append_new(ls, json_pack("[I, i, i]",
+			    (json_int_t)l->seeds[k].seed, (int)l->seeds[k].attempt,
+			    (int)l->reported[k]));
+		json_array_append_new(leases, json_pack("{s:I, s:i, s:i, s:i, s:I, s:b, "
+		    "s:o}", "id", (json_int_t)l->id, "worker", (int)l->worker,
+		    "state", l->state, "keep", (int)l->keep, "from", (json_int_t)l->from,
+		    "confirm", l->confirm, "seeds", ls));
+	}
+	for (i = 0; i < c->nworkers; i++) {
+		const struct wrec	*w = &c->workers[i];
+
+		json_array_append_new(workers, json_pack("{s:i, s:s, s:I, s:i, s:i, s:b}",
+		    "id", (int)w->id, "name", w->name, "lease", (json_int_t)w->lease,
+		    "seeds", (int)w->seeds, "infra_run", (int)w->infra_run,
+		    "quarantined", w->quarantined));
+	}
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i}",
+	    "seeds", seeds, "leases", leases, "workers", workers,
+	    "returned", q_json(&c->returned), "retry", q_json(&c->retry),
+	    "confirm", q_json(&c->confirm), "next_fresh", (json_int_t)c->next_fresh,
+	    "nfinal", (json_int_t)c->nfinal, "nconfirm_open",
+	    (json_int_t)c->nconfirm_open, "retries", (json_int_t)c->retries,
+	    "nquarantined", (int)c->nquarantined);
 }

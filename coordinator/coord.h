@@ -7,12 +7,19 @@
  * Rules (DESIGN.md §8, §11):
  *  - every seed of the range ends with exactly one final verdict;
  *  - seeds are leased in chunks that shrink as the range drains
- *    (ceil(left / (2 * live workers)), clamped to 1..32);
+ *    (ceil(left / (2 * live workers)), clamped to 1..32); once none is
+ *    left to lease, a worker that asks takes the unstarted half of the
+ *    busiest lease's tail (lease_steal), so no worker idles while another
+ *    holds seeds it has not started;
  *  - a lease lives while its worker heartbeats (ttl); when it expires or
  *    the worker's pipe closes, the seed that was running gets an infra
  *    attempt "worker-lost" and the unstarted rest go back to the pool;
- *  - a result under a dead lease, or for a seed it does not hold, is
- *    refused (ACK ok=0) and changes nothing;
+ *  - a result under a dead lease, or for a seed it does not hold (never
+ *    did, or no longer: taken by another worker), is refused (ACK ok=0)
+ *    and changes nothing; an accepted result's ACK says how much of the
+ *    lease is still the worker's (keep);
+ *  - a worker whose own infra outcomes come quarantine_after times in a
+ *    row is quarantined: no more leases (worker_outcome says which count);
  *  - an infra attempt is retried (cfg->retries more times), on another
  *    worker than the last one whenever another worker is alive;
  *  - fail is never retried away.  When every seed is final and
@@ -68,6 +75,7 @@ struct coord_opts {
 	int			 heartbeat_ms;
 	int			 lease_ttl_ms;
 	int			 max_chunk;
+	int			 quarantine_after;	/* 0: 3 */
 };
 
 struct coord;
@@ -77,10 +85,36 @@ struct coord;
  * failures/), and again when its confirming re-run has an outcome.
  */
 typedef void	(*coord_final_cb)(struct coord *, const struct coord_seed *, void *);
+/*
+ * Called with each change of the run's state that a restarted coordinator
+ * needs (the journal, coordinator/journal.h): type is "worker", "lease",
+ * "lease_end" or "result"; e (a new reference, the callee's) is what
+ * coord_replay takes back.  Called before the change takes effect, and
+ * before the reply that tells a worker.
+ */
+typedef void	(*coord_event_cb)(struct coord *, const char *type, json_t *e, void *);
 
 struct coord	*coord_new(const struct coord_opts *o, char *err);
 void		 coord_free(struct coord *c);
 void		 coord_on_final(struct coord *c, coord_final_cb cb, void *arg);
+void		 coord_on_event(struct coord *c, coord_event_cb cb, void *arg);
+/*
+ * Replays one event of a journal into a coordinator fresh from coord_new
+ * with the same config and seeds: the state is rebuilt by the same rules
+ * that made it (an expired lease's worker-lost attempt, a retry, the
+ * confirming re-runs), without callbacks.  Unknown types are skipped; -1
+ * with err when the event does not fit the state (a journal of another
+ * run, or damaged).
+ */
+int		 coord_replay(struct coord *c, const char *type, json_t *e, char *err);
+/*
+ * After the replay: leases still active get a fresh ttl from now, for
+ * their workers to rejoin (msg.h HELLO rejoin_id) and go on; workers are
+ * not alive until they do.  orphaned: their workers cannot come back (they
+ * died with the coordinator: `soak run`), so those leases end at once, the
+ * seed each was running an infra attempt "worker-lost".
+ */
+void		 coord_resumed(struct coord *c, int64_t now, bool orphaned);
 
 /*
  * Handles one request from pipe, an authenticated connection (server.c
@@ -98,6 +132,11 @@ void		 coord_pipe_closed(struct coord *c, uint32_t pipe, int64_t now);
 int64_t		 coord_tick(struct coord *c, int64_t now);
 
 bool		 coord_finished(const struct coord *c);
+/*
+ * Whether the run cannot go on: a worker was quarantined and no other
+ * worker is alive or holds a lease.  The caller ends the run incomplete.
+ */
+bool		 coord_halted(const struct coord *c);
 /* Live workers, i.e. with an open pipe. */
 int		 coord_live_workers(const struct coord *c);
 
@@ -106,6 +145,11 @@ struct coord_counts {
 };
 void		 coord_counts(const struct coord *c, struct coord_counts *n);
 const struct coord_seed	*coord_seeds(const struct coord *c, uint64_t *n);
+/*
+ * The whole state but the clock and the connections, as JSON (a new
+ * reference): what a replay must rebuild exactly (tests, debugging).
+ */
+json_t		*coord_dump(const struct coord *c);
 /* Workers as JSON [{id, host, name, pid, seeds}] (new reference). */
 json_t		*coord_workers_json(const struct coord *c);
 

@@ -229,6 +229,7 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 	uint64_t		 ns, i;
 	char			*path = xasprintf("%s/junit.xml", m->out_dir), *tmp;
 	FILE			*f;
+	bool			 synced;
 
 	tmp = xasprintf("%s.tmp", path);
 	if ((f = fopen(tmp, "w")) == NULL) {
@@ -280,12 +281,14 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 		free(replay);
 	}
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
-	if (fclose(f) != 0 || rename(tmp, path) == -1) {
+	synced = fflush(f) == 0 && fsync(fileno(f)) == 0;
+	if (fclose(f) != 0 || !synced || rename(tmp, path) == -1) {
 		errf(err, "cannot write %s", path);
 		free(path);
 		free(tmp);
 		return -1;
 	}
+	fsync_dir_of(path);
 	free(path);
 	free(tmp);
 	return 0;
@@ -316,7 +319,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	struct coord_counts	 n;
 	uint64_t		 ns, i;
 	json_t			*root, *results;
-	char			 host[256] = "localhost", hash[CFG_HASH_LEN], *path, *tmp;
+	char			 host[256] = "localhost", hash[CFG_HASH_LEN], *path, *text;
 	char			*started, *finished;
 	const char		*rev = getenv("SOAK_SUT_REVISION");
 	int			 status = report_exit_status(c);
@@ -350,6 +353,9 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "interrupted", m->interrupted,
 	    "exit_status", status,
 	    "results", results);
+	if (root != NULL)
+		json_object_set_new(root, "halted", m->halted ?
+		    json_string(m->halted) : json_null());
 	free(started);
 	free(finished);
 	if (root == NULL) {
@@ -357,17 +363,17 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 		return -1;
 	}
 	path = xasprintf("%s/report.json", m->out_dir);
-	tmp = xasprintf("%s.tmp", path);
-	if (json_dump_file(root, tmp, JSON_INDENT(2)) == -1 || rename(tmp, path) == -1) {
-		errf(err, "cannot write %s", path);
-		json_decref(root);
+	text = json_dumps(root, JSON_INDENT(2));
+	json_decref(root);
+	if (text == NULL || write_file_atomic(path, text, strlen(text), 0644, err) == -1) {
+		if (text == NULL)
+			errf(err, "cannot write %s", path);
+		free(text);
 		free(path);
-		free(tmp);
 		return -1;
 	}
-	json_decref(root);
+	free(text);
 	free(path);
-	free(tmp);
 	if (write_junit(m, c, err) == -1)
 		return -1;
 	return status;
@@ -379,6 +385,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 	const struct coord_seed	*seeds;
 	struct coord_counts	 n;
 	struct fp_groups	 g;
+	json_t			*workers, *w;
 	size_t			 k;
 	uint64_t		 ns, i;
 
@@ -417,6 +424,15 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		free(replay);
 	}
 	fp_groups_free(&g);
+	workers = coord_workers_json(c);
+	json_array_foreach(workers, k, w)
+		if (json_is_string(json_object_get(w, "quarantined")))
+			fprintf(f, "\n  worker %s quarantined: %s\n",
+			    json_string_value(json_object_get(w, "name")),
+			    json_string_value(json_object_get(w, "quarantined")));
+	json_decref(workers);
+	if (m->halted)
+		fprintf(f, "\n  the run stopped early: %s\n", m->halted);
 	fprintf(f, "\n  report: %s/report.json\n", m->out_dir);
 	if (n.done < n.total || n.infra > 0)
 		fprintf(f, "  the run is INCOMPLETE: %s\n", n.infra > 0 ?

@@ -23,6 +23,7 @@ struct report_meta {
 	int64_t			 started_wall_ms;
 	int64_t			 wall_ms;
 	bool			 interrupted;
+	const char		*halted;	/* why the run stopped early, or NULL */
 };
 
 /* What the confirming re-run of s showed, in words ("" when there was none). */

@@ -32,6 +32,7 @@
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
+#include "coordinator/journal.h"
 #include "coordinator/report.h"
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
@@ -52,6 +53,7 @@ struct runopts {
 	const char	*seeds;
 	const char	*listen;
 	const char	*out;
+	const char	*resume;	/* the --out of a killed run */
 	int		 workers;
 	int		 verbose;
 	int		 heartbeat_ms;
@@ -74,6 +76,7 @@ struct runctx {
 	bool			 tty;
 	int64_t			 start_ms, last_line_ms;
 	uint64_t		 last_done;
+	struct journal		*journal;
 };
 
 static pid_t
@@ -204,7 +207,100 @@ tick(void *arg)
 			return 1;
 		}
 	}
+	journal_tick(r->journal);
 	progress(r, false);
+	return 0;
+}
+
+static void
+on_event(struct coord *c, const char *type, json_t *e, void *arg)
+{
+	struct runctx	*r = arg;
+
+	(void)c;
+	journal_append(r->journal, type, e);
+}
+
+static int
+replay_event(const char *type, json_t *e, void *arg, char *err)
+{
+	return coord_replay(arg, type, e, err);
+}
+
+/*
+ * --resume DIR: the run whose journal is there, if it is this config's.
+ * Sets the run id, the seeds and the start time from the journal's head.
+ */
+static int
+resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *co,
+    char **run_id, int64_t *started)
+{
+	json_t		*head;
+	char		 err[ERR_LEN], hash[CFG_HASH_LEN];
+	const char	*id, *was;
+	json_t		*seeds;
+	int		 rc = -1;
+
+	if ((head = journal_head(o->resume, err)) == NULL) {
+		fprintf(stderr, "soak: --resume: %s\n", err);
+		return SOAK_EXIT_USAGE;
+	}
+	cfg_hash_hex(cfg, hash);
+	id = json_string_value(json_object_get(head, "run_id"));
+	was = json_string_value(json_object_get(head, "config_hash"));
+	seeds = json_object_get(head, "seeds");
+	if (id == NULL || was == NULL || !json_is_integer(json_array_get(seeds, 0)) ||
+	    !json_is_integer(json_array_get(seeds, 1)))
+		fprintf(stderr, "soak: --resume: %s/%s: its head lacks the run id, the "
+		    "config hash or the seeds\n", o->resume, JOURNAL_NAME);
+	else if (strcmp(was, hash) != 0) {
+		fprintf(stderr, "soak: --resume: %s is not the config run %s in %s: its "
+		    "hash is %.12s, the run's was %.12s (resume with the same config, "
+		    "or start a new run)\n", o->config, id, o->resume, hash, was);
+		rc = SOAK_EXIT_CONFIG;
+	} else if (o->seeds && (co->seeds.first != (uint64_t)json_integer_value(
+	    json_array_get(seeds, 0)) || co->seeds.last != (uint64_t)json_integer_value(
+	    json_array_get(seeds, 1))))
+		fprintf(stderr, "soak: --resume: run %s has seeds %lld..%lld, not --seeds "
+		    "%s\n", id, (long long)json_integer_value(json_array_get(seeds, 0)),
+		    (long long)json_integer_value(json_array_get(seeds, 1)), o->seeds);
+	else {
+		co->seeds.first = (uint64_t)json_integer_value(json_array_get(seeds, 0));
+		co->seeds.last = (uint64_t)json_integer_value(json_array_get(seeds, 1));
+		*run_id = xstrdup(id);
+		*started = json_integer_value(json_object_get(head, "started_at_ms"));
+		rc = 0;
+	}
+	json_decref(head);
+	return rc == -1 ? SOAK_EXIT_USAGE : rc;
+}
+
+/* The journal: a new one, or the resumed run's replayed into r->coord. */
+static int
+journal_start(struct runctx *r, const struct cfg *cfg, const char *run_id,
+    const char *out, const struct report_meta *meta, char *err)
+{
+	char	hash[CFG_HASH_LEN];
+	json_t	*head;
+
+	if (r->o->resume) {
+		if ((r->journal = journal_resume(out, &head, replay_event, r->coord,
+		    err)) == NULL)
+			return -1;
+		json_decref(head);
+		coord_on_event(r->coord, on_event, r);
+		/* Local workers died with the coordinator; remote ones rejoin. */
+		coord_resumed(r->coord, now_ms(), r->o->local);
+		return 0;
+	}
+	cfg_hash_hex(cfg, hash);
+	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I}", "format", 1,
+	    "run_id", run_id, "config_hash", hash,
+	    "seeds", (json_int_t)meta->seeds.first, (json_int_t)meta->seeds.last,
+	    "started_at_ms", (json_int_t)meta->started_wall_ms);
+	if ((r->journal = journal_create(out, head, err)) == NULL)
+		return -1;
+	coord_on_event(r->coord, on_event, r);
 	return 0;
 }
 
@@ -282,7 +378,8 @@ usage(FILE *f, bool local)
 {
 	if (local)
 		fprintf(f,
-		    "usage: soak run CONFIG [--seeds A..B] [--workers N] [--out DIR] [-v]\n"
+		    "usage: soak run CONFIG [--seeds A..B] [--workers N] [--out DIR | --resume DIR]\n"
+		    "                [-v]\n"
 		    "\n"
 		    "Runs every seed of the range on this machine: a coordinator in this\n"
 		    "process and N worker processes, each with its own schema and workspace.\n"
@@ -292,13 +389,17 @@ usage(FILE *f, bool local)
 		    "  --workers N     worker processes (default: the number of CPUs)\n"
 		    "  --out DIR       where report.json, junit.xml and failures/ go\n"
 		    "                  (default soak-out/<run-id>)\n"
+		    "  --resume DIR    go on with the killed run whose --out was DIR (its\n"
+		    "                  journal.jsonl), with the same config: seeds with a\n"
+		    "                  verdict are not run again\n"
 		    "  -v, --verbose   log every step\n"
 		    "\n"
 		    "Exit status: 0 all passed; 1 a domain failure; 2 incomplete (infra or\n"
 		    "missing verdicts); 64 usage; 78 config error.\n");
 	else
 		fprintf(f,
-		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]\n"
+		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B]\n"
+		    "                        [--out DIR | --resume DIR] [--lease-ttl DUR]\n"
 		    "                        [--secret-file FILE] [--tls-cert PEM\n"
 		    "                        [--tls-client-ca PEM]] [--insecure] [-v]\n"
 		    "\n"
@@ -315,6 +416,10 @@ usage(FILE *f, bool local)
 		    "  --tls-client-ca PEM   require workers' client certificates, from this CA\n"
 		    "  --insecure            allow what the rules below refuse (a trusted lab\n"
 		    "                        network only; warned at every start)\n"
+		    "  --resume DIR          go on with the run whose --out was DIR, same\n"
+		    "                        config: its workers rejoin by themselves\n"
+		    "  --lease-ttl DUR       a lease without a heartbeat or a result for DUR\n"
+		    "                        is lost, its seeds run elsewhere (default 5s)\n"
 		    "\n"
 		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
 		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"
@@ -364,7 +469,7 @@ run_main(struct runopts *o)
 	struct sigaction	 sa = { .sa_handler = on_signal };
 	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
-	int64_t			 t0 = now_ms();
+	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
 	if (cfg_load_file(o->config, &cfg, err) == -1) {
@@ -383,8 +488,17 @@ run_main(struct runopts *o)
 	}
 	if (realpath(o->config, cfgpath) == NULL)
 		snprintf(cfgpath, sizeof(cfgpath), "%s", o->config);
-	run_id = make_run_id();
-	out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
+	if (o->resume) {
+		if ((rc = resume_check(o, &cfg, &co, &run_id, &started)) != 0) {
+			cfg_free(&cfg);
+			return rc;
+		}
+		rc = SOAK_EXIT_INCOMPLETE;
+		out = xstrdup(o->resume);
+	} else {
+		run_id = make_run_id();
+		out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
+	}
 	if (mkdir_p(out, 0755, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
@@ -432,8 +546,19 @@ run_main(struct runopts *o)
 		goto out;
 	}
 	meta = (struct report_meta){ .cfg = &cfg, .cfg_path = cfgpath, .run_id = run_id,
-	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = wall_ms() };
+	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = started };
 	coord_on_final(r.coord, on_final, &r);
+	if (journal_start(&r, &cfg, run_id, out, &meta, err) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	if (o->resume) {
+		struct coord_counts	n;
+
+		coord_counts(r.coord, &n);
+		fprintf(stderr, "soak: resuming run %s: %" PRIu64 " of %" PRIu64 " seeds "
+		    "have their verdict\n", run_id, n.done, n.total);
+	}
 	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : 256, &o->auth,
 	    err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
@@ -452,11 +577,18 @@ run_main(struct runopts *o)
 
 	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
 	meta.interrupted = stop_requested != 0;
+	if (coord_halted(r.coord)) {
+		meta.halted = "every worker is quarantined (see workers in report.json)";
+		fprintf(stderr, "soak: %s; ending the run incomplete\n", meta.halted);
+	}
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
 	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
 	progress(&r, true);
 	reap_workers(&r, meta.interrupted ? 0 : 10000);
 	meta.wall_ms = now_ms() - t0;
+	if (journal_close(r.journal, err) == -1)
+		log_warnx("%s", err);
+	r.journal = NULL;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
 		rc = SOAK_EXIT_INCOMPLETE;
@@ -467,6 +599,7 @@ run_main(struct runopts *o)
 	if (o->local && db.pg == NULL && db.conninfo)
 		drop_run_schemas(db.conninfo, run_id);
 out:
+	journal_close(r.journal, err);
 	server_close(srv);
 	coord_free(r.coord);
 	iso_db_close(&db);
@@ -496,6 +629,7 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "listen",	required_argument, NULL, 'l' },
 		{ "heartbeat",	required_argument, NULL, 'H' },
 		{ "lease-ttl",	required_argument, NULL, 'T' },
+		{ "resume",	required_argument, NULL, 'R' },
 		{ "secret-file",	required_argument, NULL, 'F' },
 		{ "tls-cert",	required_argument, NULL, 'C' },
 		{ "tls-client-ca",	required_argument, NULL, 'A' },
@@ -517,6 +651,7 @@ parse(int argc, char **argv, struct runopts *o)
 		switch (ch) {
 		case 's': o->seeds = optarg; break;
 		case 'o': o->out = optarg; break;
+		case 'R': o->resume = optarg; break;
 		case 'l': o->listen = optarg; break;
 		case 'F': o->auth.secret_file = optarg; break;
 		case 'C': o->auth.tls_cert = optarg; break;
@@ -552,6 +687,10 @@ parse(int argc, char **argv, struct runopts *o)
 		return -1;
 	}
 	o->config = argv[optind];
+	if (o->resume && o->out) {
+		fprintf(stderr, "soak: --resume DIR writes to DIR; --out is for a new run\n");
+		return -1;
+	}
 	if (!o->local && o->listen == NULL) {
 		fprintf(stderr, "soak coordinator: --listen URL is required\n");
 		return -1;

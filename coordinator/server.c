@@ -616,7 +616,7 @@ server_run(struct server *s, struct coord *c, volatile int *stop, int tick_ms,
 	struct event	ev;
 	int64_t		next_tick = now_ms() + tick_ms, wait, until;
 
-	while (!coord_finished(c) && !*stop) {
+	while (!coord_finished(c) && !coord_halted(c) && !*stop) {
 		until = coord_tick(c, now_ms());
 		serve_parked(s, c);
 		wait = next_tick - now_ms();

@@ -672,12 +672,14 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 
 /*
  * Report: one RESULT, acknowledged before the next seed starts.  Returns
- * 0 accepted, 1 refused (the lease is gone: stop running it), -1 when the
- * coordinator cannot be reached.
+ * 0 accepted, with *keep the seeds of the lease still this worker's (the
+ * coordinator may have given the unstarted tail to an idle worker), 1
+ * refused (the lease is gone: stop running it), -1 when the coordinator
+ * cannot be reached.
  */
 static int
 worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
-    const struct seed_result *res)
+    const struct seed_result *res, uint32_t *keep)
 {
 	struct msg	 r = { .type = MSG_RESULT }, ack;
 	char		*detail, err[ERR_LEN], text[LOG_ESC_LEN];
@@ -705,6 +707,10 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 		log_warnx("seed %" PRIu64 ": result refused: %s", s->seed,
 		    log_escape(text, sizeof(text), ack.u.ack.text));
 		rc = 1;
+	} else if (ack.type == MSG_ACK && ack.u.ack.keep < *keep) {
+		log_debug("lease %" PRIu64 ": %u unstarted seed(s) went to another "
+		    "worker", lease_id, *keep - ack.u.ack.keep);
+		*keep = ack.u.ack.keep;
 	}
 	msg_clear(&ack);
 	return rc;
@@ -714,10 +720,10 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 static int
 worker_run_lease(struct worker *k, const struct msg *lease)
 {
-	uint32_t	i;
+	uint32_t	i, keep = lease->u.lease.nseeds;
 	int		rc;
 
-	for (i = 0; i < lease->u.lease.nseeds; i++) {
+	for (i = 0; i < keep; i++) {
 		const struct msg_seed	*s = &lease->u.lease.seeds[i];
 		struct seed_result	 res;
 
@@ -725,7 +731,7 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
 		worker_run_seed(k, s, &res);
-		rc = worker_report(k, lease->u.lease.lease_id, s, &res);
+		rc = worker_report(k, lease->u.lease.lease_id, s, &res, &keep);
 		seed_result_clear(&res);
 		if (rc == -1)
 			return -1;

@@ -149,6 +149,506 @@ hist_worker(const struct coord_seed *s, size_t k)
 	return json_integer_value(v);
 }
 
+/* Sends a result; returns the ACK's ok, and its keep in *keep. */
+static int
+result_keep(struct coord *c, uint32_t w, uint64_t lease_id, uint64_t seed,
+    uint32_t attempt, int verdict, const char *reason, uint32_t *keep)
+{
+	struct msg	req = { .type = MSG_RESULT }, rep;
+	int		ok;
+
+	req.u.result.worker_id = w;
+	req.u.result.lease_id = lease_id;
+	req.u.result.seed = seed;
+	req.u.result.attempt = attempt;
+	req.u.result.verdict = (uint8_t)verdict;
+	req.u.result.reason = UNCONST(reason);
+	req.u.result.detail = UNCONST("{\"message\":\"m\"}");
+	assert_int_equal(coord_handle(c, &req, w, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_ACK);
+	ok = rep.u.ack.ok;
+	*keep = rep.u.ack.keep;
+	msg_clear(&rep);
+	return ok;
+}
+
+/*
+ * Once nothing is left to lease, an idle worker takes the unstarted half
+ * of the busiest lease's tail; the victim hears it in its next ACK, and its
+ * result for a taken seed is refused.  The seed running is never taken.
+ */
+static void
+test_idle_worker_takes_unstarted_tail(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 r1, r, r6, r7;
+	uint32_t		 w[8], i, keep;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w[1] = hello(c, 1);
+	assert_int_equal(lease(c, w[1], 1, 0, &r1), 1);
+	assert_int_equal(r1.u.lease.nseeds, 5);		/* ceil(10 / 2): 0..4 */
+	for (i = 2; i <= 5; i++) {			/* 5..9 go to w2..w5 */
+		w[i] = hello(c, i);
+		assert_int_equal(lease(c, w[i], i, 0, &r), 1);
+		msg_clear(&r);
+	}
+	/* Nothing left: w6 takes the last 2 of w1's 4 unstarted seeds. */
+	w[6] = hello(c, 6);
+	assert_int_equal(lease(c, w[6], 6, 0, &r6), 1);
+	assert_int_equal(r6.type, MSG_LEASE);
+	assert_int_equal(r6.u.lease.nseeds, 2);
+	assert_true(r6.u.lease.seeds[0].seed == 3 && r6.u.lease.seeds[1].seed == 4);
+	assert_int_equal(r6.u.lease.seeds[0].attempt, 1);	/* they never ran */
+	/* w1 hears it in the ACK of the seed it was running. */
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 0, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 3);
+	/* Had it run seed 3 anyway, that result would be refused. */
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 3, 1, VERDICT_FAIL,
+	    "invariant", &keep), 0);
+	/* w1 runs seed 1 now and w6 seed 3: each has one seed to spare, and
+	 * w7 takes the first found (w1's seed 2), never a running one. */
+	w[7] = hello(c, 7);
+	assert_int_equal(lease(c, w[7], 7, 0, &r7), 1);
+	assert_int_equal(r7.u.lease.nseeds, 1);
+	assert_true(r7.u.lease.seeds[0].seed == 2);
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 1, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 2);
+	assert_int_equal(result_keep(c, w[7], r7.u.lease.lease_id, 2, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(result_keep(c, w[6], r6.u.lease.lease_id, 3, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 2);
+	assert_int_equal(result_keep(c, w[6], r6.u.lease.lease_id, 4, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	s = coord_seeds(c, &n);
+	for (i = 0; i < 5; i++) {
+		assert_int_equal(s[i].state, CSEED_FINAL);
+		assert_int_equal(s[i].attempts, 1);
+		assert_int_equal(s[i].verdict, VERDICT_PASS);
+		assert_int_equal(json_array_size(s[i].history), 1);
+	}
+	assert_int_equal(s[2].worker, w[7]);
+	assert_int_equal(s[3].worker, w[6]);
+	assert_int_equal(s[4].worker, w[6]);
+	msg_clear(&r1);
+	msg_clear(&r6);
+	msg_clear(&r7);
+	coord_free(c);
+}
+
+/*
+ * A lease taken by an idle worker is fenced like any other: when the thief
+ * dies, the seed it was running is its worker-lost attempt and the rest
+ * goes back; the victim cannot report the taken seeds.
+ */
+static void
+test_stolen_seeds_fenced_when_thief_dies(void **state)
+{
+	struct coord		*c = mk(0, 5);
+	struct msg		 r1, r;
+	uint32_t		 w[6], i, keep;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w[1] = hello(c, 1);
+	assert_int_equal(lease(c, w[1], 1, 0, &r1), 1);	/* 0..2 */
+	assert_int_equal(r1.u.lease.nseeds, 3);
+	for (i = 2; i <= 4; i++) {				/* 3, 4, 5 */
+		w[i] = hello(c, i);
+		assert_int_equal(lease(c, w[i], i, 0, &r), 1);
+		assert_int_equal(r.u.lease.nseeds, 1);
+		msg_clear(&r);
+	}
+	w[5] = hello(c, 5);
+	assert_int_equal(lease(c, w[5], 5, 0, &r), 1);		/* w1's seed 2 */
+	assert_int_equal(r.u.lease.nseeds, 1);
+	assert_true(r.u.lease.seeds[0].seed == 2);
+	msg_clear(&r);
+	/* The thief dies running it (w1 beats, the thief does not): its
+	 * attempt is lost, retried later. */
+	coord_pipe_closed(c, 5, 0);
+	assert_int_equal(beat(c, w[1], 1, 500, r1.u.lease.lease_id, 0), 1);
+	coord_tick(c, 1200);
+	s = coord_seeds(c, &n);
+	assert_int_equal(s[2].state, CSEED_PENDING);
+	assert_int_equal(json_array_size(s[2].history), 1);
+	assert_string_equal(hist(&s[2], 0, "reason"), "worker-lost");
+	/* The victim cannot report it: the seed is no longer its own. */
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 2, 1, VERDICT_PASS,
+	    "", &keep), 0);
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 0, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 2);
+	assert_int_equal(json_array_size(s[2].history), 1);
+	msg_clear(&r1);
+	coord_free(c);
+}
+
+/*
+ * 80 seeds of equal cost, 8 workers joining one every 0.1 seed-time, each
+ * running its lease in order and asking again when done: the coordinator
+ * as the server drives it (parked requests served after every event).  No
+ * worker idles while another holds unstarted seeds, so none runs more
+ * than ceil(80/8) + 2.
+ */
+static void
+test_balance_with_staggered_joins(void **state)
+{
+	enum { NW = 8, NS = 80, COST = 100 };
+	struct coord		*c = mk(0, NS - 1);
+	struct msg		 rep;
+	struct {
+		uint32_t	 id;
+		int64_t		 joins, busy_until;
+		bool		 joined, parked, has;
+		struct msg	 lease;
+		uint32_t	 next, keep;
+		uint32_t	 ran;
+	} wk[NW];
+	int64_t			 now = 0;
+	uint32_t		 i, max = 0;
+
+	(void)state;
+	memset(wk, 0, sizeof(wk));
+	for (i = 0; i < NW; i++)
+		wk[i].joins = (int64_t)i * COST / 10;
+	while (!coord_finished(c)) {
+		for (i = 0; i < NW; i++) {
+			if (!wk[i].joined && now >= wk[i].joins) {
+				wk[i].id = hello(c, i + 1);
+				wk[i].joined = wk[i].parked = true;
+			}
+			/* A seed ends: report it, start the next one it keeps. */
+			if (wk[i].has && now >= wk[i].busy_until) {
+				const struct msg_seed	*sd =
+				    &wk[i].lease.u.lease.seeds[wk[i].next];
+
+				assert_int_equal(result_keep(c, wk[i].id,
+				    wk[i].lease.u.lease.lease_id, sd->seed, sd->attempt,
+				    VERDICT_PASS, "", &wk[i].keep), 1);
+				wk[i].ran++;
+				if (++wk[i].next < wk[i].keep)
+					wk[i].busy_until = now + COST;
+				else {
+					wk[i].has = false;
+					wk[i].parked = true;
+					msg_clear(&wk[i].lease);
+				}
+			}
+		}
+		for (i = 0; i < NW; i++) {
+			if (!wk[i].parked || !coord_serve(c, wk[i].id, now, &rep))
+				continue;
+			wk[i].parked = false;
+			if (rep.type != MSG_LEASE) {
+				msg_clear(&rep);
+				continue;
+			}
+			wk[i].lease = rep;
+			wk[i].has = true;
+			wk[i].next = 0;
+			wk[i].keep = rep.u.lease.nseeds;
+			wk[i].busy_until = now + COST;
+		}
+		now++;
+		assert_true(now < 100 * COST);
+	}
+	for (i = 0; i < NW; i++) {
+		print_message("worker %u: %u seeds\n", i + 1, wk[i].ran);
+		if (wk[i].ran > max)
+			max = wk[i].ran;
+		if (wk[i].has)
+			msg_clear(&wk[i].lease);
+	}
+	assert_true(max <= NS / NW + 2);
+	coord_free(c);
+}
+
+/*
+ * Quarantine: three infra outcomes of its own in a row and a worker gets no
+ * more seeds; its unstarted seeds go back.  The database and the config's
+ * infra (exec, setup) do not count.  With no other worker the run halts.
+ */
+static void
+test_quarantine(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	struct msg		 r1, r2, r;
+	uint32_t		 w1, w2, keep, i;
+	json_t			*wj;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_true(r1.u.lease.nseeds >= 8);
+	/* db, exec and setup are not the worker's fault. */
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 0, 1, VERDICT_INFRA,
+	    "db", &keep), 1);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 1, 1, VERDICT_INFRA,
+	    "exec", &keep), 1);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 2, 1, VERDICT_INFRA,
+	    "setup", &keep), 1);
+	/* Two of its own, then a pass: the count starts again. */
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 3, 1, VERDICT_INFRA,
+	    "service", &keep), 1);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 4, 1, VERDICT_INFRA,
+	    "proxy", &keep), 1);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 5, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_false(coord_halted(c));
+	for (i = 6; i < 9; i++)
+		assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, i, 1,
+		    VERDICT_INFRA, "service", &keep), 1);
+	/* Quarantined at seed 8: the ACK cuts its lease there. */
+	assert_int_equal(keep, 9);
+	assert_true(coord_halted(c));		/* nobody else to run the rest */
+	assert_int_equal(lease(c, w1, 1, 0, &r), 1);
+	assert_int_equal(r.type, MSG_DONE);
+	assert_non_null(strstr(r.u.ack.text, "quarantined"));
+	msg_clear(&r);
+	wj = coord_workers_json(c);
+	assert_non_null(strstr(json_string_value(json_object_get(json_array_get(wj, 0),
+	    "quarantined")), "service"));
+	json_decref(wj);
+	/* Another worker takes the rest: the run goes on. */
+	w2 = hello(c, 2);
+	assert_false(coord_halted(c));
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(r2.type, MSG_LEASE);
+	s = coord_seeds(c, &n);
+	for (i = 0; i < r2.u.lease.nseeds; i++)
+		assert_int_equal(s[r2.u.lease.seeds[i].seed].state, CSEED_LEASED);
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
+/* A draining worker says bye between seeds: nothing is lost, all goes back. */
+static void
+test_bye_hands_back_unstarted(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 r1, r2, req = { .type = MSG_BYE }, rep;
+	uint32_t		 w1, w2, keep, i;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, r1.u.lease.seeds[0].seed,
+	    1, VERDICT_PASS, "", &keep), 1);
+	req.u.bye.worker_id = w1;
+	req.u.bye.drain = 1;
+	assert_int_equal(coord_handle(c, &req, 1, 0, &rep), 1);
+	assert_int_equal(rep.u.ack.ok, 1);
+	msg_clear(&rep);
+	s = coord_seeds(c, &n);
+	for (i = 1; i < r1.u.lease.nseeds; i++) {
+		const struct coord_seed	*t = &s[r1.u.lease.seeds[i].seed];
+
+		assert_int_equal(t->state, CSEED_PENDING);
+		assert_int_equal(t->attempts, 0);
+		assert_int_equal(json_array_size(t->history), 0);
+	}
+	/* w2 gets them, as first attempts. */
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_true(r2.u.lease.seeds[0].seed == r1.u.lease.seeds[1].seed);
+	assert_int_equal(r2.u.lease.seeds[0].attempt, 1);
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
+/* --- the journal's replay rebuilds the state exactly --- */
+
+static void
+record_event(struct coord *c, const char *type, json_t *e, void *arg)
+{
+	(void)c;
+	json_array_append_new(arg, json_pack("{s:s, s:o}", "t", type, "e", e));
+}
+
+/* A fresh coordinator with the first n events of log replayed into it. */
+static struct coord *
+replayed(json_t *log, size_t n, uint64_t first, uint64_t last)
+{
+	struct coord	*r;
+	char		 err[ERR_LEN];
+	size_t		 i;
+
+	r = mk(first, last);
+	for (i = 0; i < n; i++) {
+		json_t	*ev = json_array_get(log, i);
+
+		if (coord_replay(r, json_string_value(json_object_get(ev, "t")),
+		    json_object_get(ev, "e"), err) == -1)
+			fail_msg("event %zu: %s", i, err);
+	}
+	return r;
+}
+
+static uint64_t
+rnd(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+/*
+ * Random runs — workers joining, leaving, rejoining, draining, taking
+ * seeds from each other, results of every kind, leases expiring, the
+ * confirming re-runs — and at random moments the journal so far is
+ * replayed into a fresh coordinator: its state must equal the live one's,
+ * but for the clock and the connections.
+ */
+static void
+test_replay_rebuilds_the_state(void **state)
+{
+	enum { NW = 5, NS = 40 };
+	static const char *const outcomes[][2] = {
+		{ "", "" }, { "", "" }, { "", "" }, { "", "" }, { "", "" },
+		{ "invariant", "{\"message\":\"m\",\"invariants\":[{\"name\":\"a\"}]}" },
+		{ "crash", "{\"message\":\"m\"}" }, { "db", "{\"message\":\"m\"}" },
+		{ "service", "{\"message\":\"m\"}" }, { "worker-lost", "{\"message\":\"m\"}" },
+	};
+	uint64_t	 x = 88172645463325252ULL;
+	int		 run, checks = 0;
+
+	(void)state;
+	for (run = 0; run < 30; run++) {
+		struct coord	*c = mk(0, NS - 1);
+		json_t		*log = json_array();
+		struct {
+			uint32_t	id, pipe;
+			bool		has, alive;
+			struct msg	l;
+			uint32_t	next, keep;
+		} wk[NW];
+		uint32_t	 nw = 0, pipes = 0, i;
+		int64_t		 now = 0;
+		int		 steps = 0;
+
+		memset(wk, 0, sizeof(wk));
+		cfg.confirm = run & 1;
+		coord_on_event(c, record_event, log);
+		while (!coord_finished(c) && steps++ < 4000) {
+			uint32_t	op = (uint32_t)(rnd(&x) % 100), k;
+			struct msg	rep;
+
+			k = nw ? (uint32_t)(rnd(&x) % nw) : 0;
+			now += (int64_t)(rnd(&x) % 120);
+			if (nw < NW && (nw == 0 || op < 4)) {
+				wk[nw].pipe = ++pipes;
+				wk[nw].id = hello(c, wk[nw].pipe);
+				wk[nw].alive = true;
+				nw++;
+			} else if (!wk[k].alive) {
+				/* It comes back, rejoining as itself. */
+				struct msg	req = { .type = MSG_HELLO };
+
+				req.u.hello.name = "w";
+				req.u.hello.host = "h";
+				req.u.hello.rejoin_id = wk[k].id;
+				req.u.hello.rejoin_run = "r";
+				wk[k].pipe = ++pipes;
+				assert_int_equal(coord_handle(c, &req, wk[k].pipe, now, &rep), 1);
+				if (rep.u.welcome.worker_id != wk[k].id)
+					wk[k].id = rep.u.welcome.worker_id;
+				msg_clear(&rep);
+				wk[k].alive = true;
+			} else if (!wk[k].has) {
+				if (lease(c, wk[k].id, wk[k].pipe, now, &rep) == 1) {
+					if (rep.type == MSG_LEASE) {
+						wk[k].l = rep;
+						wk[k].has = true;
+						wk[k].next = 0;
+						wk[k].keep = rep.u.lease.nseeds;
+					} else
+						msg_clear(&rep);
+				}
+			} else if (op < 75) {
+				const struct msg_seed	*sd = &wk[k].l.u.lease.seeds[wk[k].next];
+				uint32_t		 o = (uint32_t)(rnd(&x) % 10);
+				int			 v = *outcomes[o][0] == '\0' ? VERDICT_PASS :
+							    reason_verdict(reason_parse(outcomes[o][0]));
+				uint32_t		 keep = wk[k].keep;
+				struct msg		 req = { .type = MSG_RESULT };
+
+				req.u.result.worker_id = wk[k].id;
+				req.u.result.lease_id = wk[k].l.u.lease.lease_id;
+				req.u.result.seed = sd->seed;
+				req.u.result.attempt = sd->attempt;
+				req.u.result.verdict = (uint8_t)v;
+				req.u.result.reason = UNCONST(outcomes[o][0]);
+				req.u.result.detail = UNCONST(*outcomes[o][1] ? outcomes[o][1] :
+				    "{\"message\":\"m\"}");
+				assert_int_equal(coord_handle(c, &req, wk[k].pipe, now, &rep), 1);
+				if (rep.u.ack.ok && rep.u.ack.keep < keep)
+					keep = rep.u.ack.keep;
+				if (!rep.u.ack.ok || ++wk[k].next >= keep) {
+					wk[k].has = false;
+					msg_clear(&wk[k].l);
+				} else
+					wk[k].keep = keep;
+				msg_clear(&rep);
+			} else if (op < 85) {
+				(void)beat(c, wk[k].id, wk[k].pipe, now, wk[k].l.u.lease.lease_id, 0);
+			} else if (op < 92) {
+				coord_pipe_closed(c, wk[k].pipe, now);
+				wk[k].alive = false;
+				wk[k].has = false;
+				msg_clear(&wk[k].l);
+			} else {
+				now += 600;
+				coord_tick(c, now);
+			}
+			for (i = 0; i < nw; i++)
+				if (wk[i].alive && !wk[i].has &&
+				    coord_serve(c, wk[i].id, now, &rep) == 1)
+					msg_clear(&rep);
+			/* Now and then: does the journal so far rebuild it? */
+			if (rnd(&x) % 97 == 0 || coord_finished(c)) {
+				struct coord	*r = replayed(log, json_array_size(log), 0, NS - 1);
+				json_t		*a = coord_dump(c), *b = coord_dump(r);
+
+				if (!json_equal(a, b)) {
+					char	*sa = json_dumps(a, JSON_COMPACT);
+					char	*sb = json_dumps(b, JSON_COMPACT);
+
+					print_message("live:     %s\nreplayed: %s\n", sa, sb);
+					free(sa);
+					free(sb);
+					fail_msg("run %d step %d: the replay differs", run, steps);
+				}
+				checks++;
+				json_decref(a);
+				json_decref(b);
+				coord_free(r);
+			}
+		}
+		for (i = 0; i < nw; i++)
+			if (wk[i].has)
+				msg_clear(&wk[i].l);
+		json_decref(log);
+		coord_free(c);
+	}
+	cfg.confirm = false;
+	print_message("%d replays compared\n", checks);
+	assert_true(checks >= 30);
+}
+
 static void
 test_chunks_shrink_and_cover(void **state)
 {
@@ -205,8 +705,9 @@ test_expiry_refuses_late_result_and_retries_elsewhere(void **state)
 	first = rep.u.lease.seeds[0].seed;
 	second = rep.u.lease.seeds[1].seed;
 	assert_int_equal(result(c, w1, 1, l1, first, 1, VERDICT_PASS, ""), 1);
-	/* A result twice is refused. */
-	assert_int_equal(result(c, w1, 1, l1, first, 1, VERDICT_PASS, ""), 0);
+	/* A result twice (its ACK lost) is acknowledged and counts once. */
+	assert_int_equal(result(c, w1, 1, l1, first, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(json_array_size(coord_seeds(c, &n)[first].history), 1);
 	/* No heartbeat past the ttl: the lease expires. */
 	coord_tick(c, 5000);
 	assert_int_equal(result(c, w1, 1, l1, second, 1, VERDICT_PASS, ""), 0);
@@ -347,8 +848,10 @@ test_second_result_in_active_lease_refused(void **state)
 	assert_int_equal(s[0].state, CSEED_PENDING);
 	coord_counts(c, &cnt);
 	assert_int_equal(cnt.retries, 1);
-	/* The same result again under the same lease: refused. */
-	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 0);
+	/* The same result again under the same lease (its ACK was lost):
+	 * acknowledged, and nothing changes. */
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 1);
+	assert_int_equal(json_array_size(s[0].history), 1);
 	/* The retry goes to w2 as attempt 2... */
 	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
 	assert_int_equal(rep.type, MSG_LEASE);
@@ -357,9 +860,10 @@ test_second_result_in_active_lease_refused(void **state)
 	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
 	l2 = rep.u.lease.lease_id;
 	msg_clear(&rep);
-	/* ...and w1's report is still refused if it comes again. */
-	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 0);
-	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_FAIL, "invariant"), 0);
+	/* ...and w1's report, if it comes again, changes nothing, whatever
+	 * it says: attempt 1 was recorded once. */
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 1);
+	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_FAIL, "invariant"), 1);
 	assert_int_equal(s[0].state, CSEED_LEASED);
 	assert_int_equal(s[0].infra, 1);
 	assert_int_equal(json_array_size(s[0].history), 1);
@@ -592,15 +1096,15 @@ test_pipe_close_and_infra_retries(void **state)
 	assert_true(coord_finished(c));
 	coord_free(c);
 
-	/* A closed pipe expires its worker's lease at once. */
-	c = mk(0, 0);
+	/* A closed pipe leaves the lease to its ttl: the worker may rejoin. */
+	c = mk(0, 3);
 	w1 = hello(c, 11);
 	assert_int_equal(lease(c, w1, 11, 0, &rep), 1);
 	coord_pipe_closed(c, 11, 1);
 	s = coord_seeds(c, &n);
-	assert_int_equal(s[0].state, CSEED_PENDING);
+	assert_int_equal(s[0].state, CSEED_LEASED);
 	assert_int_equal(coord_live_workers(c), 0);
-	/* A worker may speak only from its own pipe. */
+	/* A worker may speak only from its own pipe... */
 	{
 		struct msg	r2;
 
@@ -608,6 +1112,33 @@ test_pipe_close_and_infra_retries(void **state)
 		assert_int_equal(r2.type, MSG_NACK);
 		msg_clear(&r2);
 	}
+	/* ...until it rejoins from another, as itself, in the same run. */
+	{
+		struct msg	req = { .type = MSG_HELLO }, r2;
+
+		req.u.hello.name = "w";
+		req.u.hello.host = "h";
+		req.u.hello.rejoin_id = w1;
+		req.u.hello.rejoin_run = "r";
+		assert_int_equal(coord_handle(c, &req, 12, 500, &r2), 1);
+		assert_int_equal(r2.type, MSG_WELCOME);
+		assert_int_equal(r2.u.welcome.worker_id, w1);
+		msg_clear(&r2);
+		/* Another run's worker id is not honoured: a new worker. */
+		req.u.hello.rejoin_run = "another";
+		assert_int_equal(coord_handle(c, &req, 13, 500, &r2), 1);
+		assert_int_equal(r2.u.welcome.worker_id, w1 + 1);
+		msg_clear(&r2);
+	}
+	assert_int_equal(result_at(c, w1, 12, 600, rep.u.lease.lease_id, 0, 1,
+	    VERDICT_PASS, ""), 1);
+	assert_int_equal(s[0].state, CSEED_FINAL);
+	/* Gone for good: the rest of the lease is lost at its ttl. */
+	coord_pipe_closed(c, 12, 700);
+	coord_tick(c, 1599);
+	assert_int_equal(s[1].state, CSEED_LEASED);
+	coord_tick(c, 1600);
+	assert_int_equal(s[1].state, CSEED_PENDING);
 	msg_clear(&rep);
 	coord_free(c);
 }
@@ -769,8 +1300,10 @@ test_confirm_smallest_per_bug_elsewhere(void **state)
 	assert_true(json_is_true(json_object_get(s[1].detail, "reproduced")));
 	assert_int_equal(json_integer_value(json_object_get(json_object_get(s[1].detail,
 	    "confirm"), "worker")), w2);
-	/* Once only: a second result for it is refused. */
-	assert_int_equal(result_d(c, w2, 2, lid, 1, 2, VERDICT_FAIL, "invariant", INV_A), 0);
+	/* Once only: a second result for it is acknowledged, and ignored. */
+	assert_int_equal(result_d(c, w2, 2, lid, 1, 2, VERDICT_PASS, "",
+	    "{\"message\":\"m\"}"), 1);
+	assert_true(json_is_true(json_object_get(s[1].detail, "reproduced")));
 	/* Bug B's re-run passes: it did not reproduce; the verdict stands. */
 	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
 	assert_int_equal(rep.u.lease.seeds[0].seed, 4);
@@ -785,6 +1318,7 @@ test_confirm_smallest_per_bug_elsewhere(void **state)
 	msg_clear(&rep);
 	assert_false(coord_finished(c));
 	coord_pipe_closed(c, 2, 0);
+	coord_tick(c, 1000);		/* gone, and its lease with it */
 	assert_null(json_object_get(s[5].detail, "reproduced"));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
 	    s[5].detail, "confirm"), "reason")), "worker-lost");
@@ -833,6 +1367,12 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_chunks_shrink_and_cover),
+		cmocka_unit_test(test_idle_worker_takes_unstarted_tail),
+		cmocka_unit_test(test_stolen_seeds_fenced_when_thief_dies),
+		cmocka_unit_test(test_balance_with_staggered_joins),
+		cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_bye_hands_back_unstarted),
+		cmocka_unit_test(test_replay_rebuilds_the_state),
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),
 		cmocka_unit_test(test_late_result_after_release_refused),
 		cmocka_unit_test(test_second_result_in_active_lease_refused),
