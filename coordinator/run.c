@@ -94,8 +94,10 @@ spawn_worker(struct runctx *r)
 		argv[i++] = "-v";
 	argv[i] = NULL;
 	if ((pid = fork()) == 0) {
-		/* The worker dies with us, whatever kills us. */
-		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		/* The worker dies with us, whatever kills us, at once: SIGTERM
+		 * would drain it, and a local worker has no coordinator to go
+		 * back to (`soak run --resume` runs its seed again). */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		signal(SIGINT, SIG_IGN);	/* Ctrl-C is ours to handle */
 		execv("/proc/self/exe", argv);
 		_exit(127);
@@ -185,7 +187,8 @@ reap_workers(struct runctx *r, int grace_ms)
 			if (grace_ms > 0)
 				log_warnx("worker process %d did not exit; stopping it",
 				    (int)r->kids[i].pid);
-			kill(r->kids[i].pid, SIGTERM);
+			/* Not SIGTERM: that drains, finishing the seed running. */
+			kill(r->kids[i].pid, SIGKILL);
 			waitpid(r->kids[i].pid, NULL, 0);
 		}
 		r->kids[i].pid = 0;

@@ -15,8 +15,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <nng/nng.h>
@@ -28,6 +30,7 @@
 #include "common/msg.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
+#include "common/units.h"
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "worker/wrk.h"
@@ -84,12 +87,84 @@ struct link {
 	nng_socket	 sock;
 	nng_ctx		 ctx;
 	nng_aio		*aio;
+	int		 efd;		/* the main link: an eventfd its aio's
+					   completions count on; -1: none */
 	char		*url;
 	struct link_auth *auth;
 	int		 rv;		/* the last exchange's nng error, or 0 */
 };
 
-#define DIAL_PATIENCE_MS	60000	/* a coordinator not up yet */
+/*
+ * SIGTERM drains the worker: the seed running finishes and is reported,
+ * the lease's unstarted seeds go back (BYE drain), and it exits 0.  The
+ * handler only sets the flag and makes drain_fds[0] readable, which
+ * wakes a lease request parked at the coordinator (link_wait cancels it).
+ */
+static volatile sig_atomic_t	draining;
+static int			drain_fds[2] = { -1, -1 };
+
+static void
+on_sigterm(int sig)
+{
+	int	saved = errno;
+
+	(void)sig;
+	draining = 1;
+	if (drain_fds[1] != -1)
+		(void)!write(drain_fds[1], "x", 1);
+	errno = saved;
+}
+
+static void
+drain_setup(void)
+{
+	struct sigaction	sa = { .sa_handler = on_sigterm, .sa_flags = SA_RESTART };
+
+	if (drain_fds[0] == -1 && pipe2(drain_fds, O_CLOEXEC | O_NONBLOCK) == -1)
+		drain_fds[0] = drain_fds[1] = -1;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static void
+link_cb(void *arg)
+{
+	struct link	*l = arg;
+	uint64_t	 one = 1;
+
+	(void)!write(l->efd, &one, sizeof(one));
+}
+
+/*
+ * Waits for the main link's aio.  on_drain: a SIGTERM cancels the request
+ * (a lease request the coordinator holds until it has work).
+ */
+static void
+link_wait(struct link *l, bool on_drain)
+{
+	struct pollfd	p[2] = { { .fd = l->efd, .events = POLLIN },
+			    { .fd = drain_fds[0], .events = POLLIN } };
+	bool		cancelled = false;
+	uint64_t	v;
+
+	if (l->efd == -1) {
+		nng_aio_wait(l->aio);
+		return;
+	}
+	for (;;) {
+		if (poll(p, on_drain && !cancelled && p[1].fd != -1 ? 2 : 1, -1) == -1)
+			continue;
+		if (p[0].revents & POLLIN) {
+			(void)!read(l->efd, &v, sizeof(v));
+			break;
+		}
+		if (p[1].revents) {
+			nng_aio_cancel(l->aio);
+			cancelled = true;
+		}
+	}
+	nng_aio_wait(l->aio);
+}
 
 /* Errors a later dial may not meet: nothing listens there yet. */
 static bool
@@ -103,15 +178,15 @@ dial_retryable(int rv)
  * The first connection, dialed synchronously so a failure can be told:
  * a TLS handshake that fails (wrong CA, wrong name, no client certificate)
  * ends the worker with the reason; a coordinator not listening yet is
- * dialed again for up to DIAL_PATIENCE_MS.  Once connected, the dialer
+ * dialed again until give_up (--reconnect).  Once connected, the dialer
  * redials by itself.
  */
 static int
-link_dial(struct link *l, const struct auth_opts *o, char *err)
+link_dial(struct link *l, const struct auth_opts *o, int64_t give_up, char *err)
 {
 	nng_dialer	d;
-	int64_t		give_up = now_ms() + DIAL_PATIENCE_MS;
 	int		rv, pause_ms = 20;
+	bool		said = false;
 
 	for (;;) {
 		if ((rv = nng_dialer_create(&d, l->sock, l->url)) != 0)
@@ -124,10 +199,16 @@ link_dial(struct link *l, const struct auth_opts *o, char *err)
 		if ((rv = nng_dialer_start(d, 0)) == 0)
 			return 0;
 		nng_dialer_close(d);
-		if (!dial_retryable(rv) || now_ms() >= give_up)
+		if (!dial_retryable(rv) || now_ms() >= give_up || draining)
 			break;
-		poll(NULL, 0, pause_ms);
-		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
+		if (!said && pause_ms >= 320) {
+			log_info("waiting for the coordinator at %s (%s), for up to %lld s",
+			    l->url, nng_strerror(rv), (long long)(give_up - now_ms()) / 1000);
+			said = true;
+		}
+		poll(drain_fds[0] != -1 ? &(struct pollfd){ .fd = drain_fds[0],
+		    .events = POLLIN } : NULL, drain_fds[0] != -1, pause_ms);
+		pause_ms = pause_ms < 2000 ? pause_ms * 2 : 5000;
 	}
 	if (auth_url_is_tls(l->url) && !dial_retryable(rv))
 		tlsconf_explain(l->url, o, rv, err);
@@ -139,12 +220,14 @@ link_dial(struct link *l, const struct auth_opts *o, char *err)
 
 static int
 link_open(struct link *l, const char *url, const struct auth_opts *o,
-    struct link_auth *a, char *err)
+    struct link_auth *a, int64_t give_up, char *err)
 {
 	int	rv;
 
 	l->url = xstrdup(url);
 	l->auth = a;
+	if ((l->efd = eventfd(0, EFD_CLOEXEC)) == -1)
+		return errf(err, "eventfd: %s", strerror(errno));
 	if ((rv = nng_req0_open(&l->sock)) != 0)
 		return errf(err, "cannot open a request socket: %s", nng_strerror(rv));
 	/* Never resend on our own: a resent lease request would lease twice. */
@@ -153,10 +236,10 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMAXT, 1000);
-	if (link_dial(l, o, err) == -1)
+	if (link_dial(l, o, give_up, err) == -1)
 		return -1;
 	if ((rv = nng_ctx_open(&l->ctx, l->sock)) != 0 ||
-	    (rv = nng_aio_alloc(&l->aio, NULL, NULL)) != 0)
+	    (rv = nng_aio_alloc(&l->aio, link_cb, l)) != 0)
 		return errf(err, "nng: %s", nng_strerror(rv));
 	return 0;
 }
@@ -166,9 +249,15 @@ link_close(struct link *l)
 {
 	if (l->aio)
 		nng_aio_free(l->aio);
-	nng_ctx_close(l->ctx);
-	nng_close(l->sock);
+	if (l->url != NULL) {
+		nng_ctx_close(l->ctx);
+		nng_close(l->sock);
+	}
+	if (l->efd != -1)
+		close(l->efd);
 	free(l->url);
+	memset(l, 0, sizeof(*l));
+	l->efd = -1;
 }
 
 /* A second context on the same socket, for the heartbeat thread. */
@@ -180,6 +269,7 @@ link_clone(struct link *dst, const struct link *src, char *err)
 	dst->sock = src->sock;
 	dst->url = xstrdup(src->url);
 	dst->auth = src->auth;
+	dst->efd = -1;
 	if ((rv = nng_ctx_open(&dst->ctx, src->sock)) != 0 ||
 	    (rv = nng_aio_alloc(&dst->aio, NULL, NULL)) != 0)
 		return errf(err, "nng: %s", nng_strerror(rv));
@@ -204,13 +294,13 @@ link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
 	nng_aio_set_timeout(l->aio, timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
 	nng_aio_set_msg(l->aio, nm);
 	nng_ctx_send(l->ctx, l->aio);
-	nng_aio_wait(l->aio);
+	link_wait(l, timeout_ms < 0);
 	if ((l->rv = rv = nng_aio_result(l->aio)) != 0) {
 		nng_msg_free(nng_aio_get_msg(l->aio));
 		return errf(err, "sending %s to %s: %s", what, l->url, nng_strerror(rv));
 	}
 	nng_ctx_recv(l->ctx, l->aio);
-	nng_aio_wait(l->aio);
+	link_wait(l, timeout_ms < 0);
 	if ((l->rv = rv = nng_aio_result(l->aio)) != 0)
 		return errf(err, "no reply to %s from %s%s: %s", what, l->url,
 		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", nng_strerror(rv));
@@ -304,9 +394,25 @@ struct beat {
 	uint32_t	 worker_id;
 	uint64_t	 lease_id;	/* 0: none held */
 	uint64_t	 seed;
+	int64_t		 since;		/* when that seed started (now_ms) */
+	int64_t		 limit_ms;	/* past since + limit_ms: no more beats */
+	bool		 overdue;	/* said so, for this seed */
 	int		 interval_ms;
 	bool		 stop, lost;	/* lost: the coordinator refused the lease */
 };
+
+/* An absolute CLOCK_MONOTONIC time ms from now (the beat's cv uses it). */
+static void
+mono_abstime(struct timespec *ts, int64_t ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000;
+	if (ts->tv_nsec >= 1000000000) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000;
+	}
+}
 
 static void *
 beat_main(void *arg)
@@ -319,10 +425,23 @@ beat_main(void *arg)
 	while (!b->stop) {
 		struct timespec	ts;
 
-		abstime_in(&ts, b->interval_ms);
+		mono_abstime(&ts, b->interval_ms);
 		pthread_cond_timedwait(&b->cv, &b->mu, &ts);
 		if (b->stop || b->lease_id == 0)
 			continue;
+		/*
+		 * A beat says the seed makes progress within its deadline, not
+		 * only that this thread lives: a seed stuck past seed_timeout and
+		 * its margin (a call that never returns) gets no more, so its
+		 * lease expires and the seed runs elsewhere.
+		 */
+		if (now_ms() - b->since > b->limit_ms) {
+			if (!b->overdue)
+				log_warnx("seed %" PRIu64 " is past its deadline by more "
+				    "than the margin: no more heartbeats for it", b->seed);
+			b->overdue = true;
+			continue;
+		}
 		memset(&req, 0, sizeof(req));
 		req.type = MSG_HEARTBEAT;
 		req.u.heartbeat.worker_id = b->worker_id;
@@ -359,6 +478,8 @@ beat_set(struct beat *b, uint64_t lease_id, uint64_t seed)
 		b->lost = false;
 	b->lease_id = lease_id;
 	b->seed = seed;
+	b->since = now_ms();
+	b->overdue = false;
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -375,11 +496,19 @@ beat_lost(struct beat *b)
 
 /* --- the worker's life: hello, leases, report, teardown --- */
 
+/*
+ * How long past seed_timeout a seed may take to end — its invariants'
+ * deadline probe, its reset, its report — before its heartbeats stop.
+ */
+#define SEED_MARGIN_MS	30000
+
 struct wopts {
 	const char	*url;
 	const char	*workspace;
 	struct auth_opts auth;
 	int		 slots;
+	int64_t		 reconnect_ms;	/* --reconnect: how long to dial a lost
+					   coordinator (and the first one) */
 };
 
 /* One worker process's state across its phases. */
@@ -513,6 +642,9 @@ worker_handshake(struct worker *k, struct msg *rep)
 	req.u.hello.pid = (uint32_t)getpid();
 	req.u.hello.slots = 1;
 	memcpy(req.u.hello.nonce, nw, AUTH_NONCE_LEN);
+	/* After a lost connection: the worker it was, in the run it was in. */
+	req.u.hello.rejoin_id = (uint32_t)k->w.id;
+	req.u.hello.rejoin_run = k->w.run_id;
 	if (link_call(&k->link, &req, rep, 60000, "hello", err) == -1) {
 		if (link_lost(&k->link)) {
 			log_debug("%s", err);
@@ -549,40 +681,117 @@ out:
  * take the run from the WELCOME — the config, the paths, the database.
  * Returns 0, or an exit status.
  */
+/*
+ * Dials and runs the handshake until give_up: 0 with the WELCOME of a
+ * coordinator that proved itself in *rep; -1 (logged) otherwise.  A
+ * connection closed before the handshake ends (the coordinator at its
+ * limit of unauthenticated connections, or restarting) is tried again,
+ * from HELLO.
+ */
 static int
-worker_hello(struct worker *k)
+worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
 {
-	struct msg	 rep = { 0 };
-	char		 err[ERR_LEN], role[32], text[LOG_ESC_LEN * 2];
-	int64_t		 give_up = now_ms() + DIAL_PATIENCE_MS;
-	int		 rc = 1, hs, pause_ms = 20;
+	char	err[ERR_LEN];
+	int	hs, pause_ms = 20;
 
-	if (link_open(&k->link, k->o->url, &k->o->auth, &k->auth, err) == -1) {
+	if (link_open(&k->link, k->o->url, &k->o->auth, &k->auth, give_up, err) == -1) {
 		log_warnx("%s", err);
-		return 1;
+		return -1;
 	}
-	/* A connection closed before the handshake ends (the coordinator at its
-	 * limit of unauthenticated connections) is tried again, from HELLO. */
-	while ((hs = worker_handshake(k, &rep)) == -2 && now_ms() < give_up) {
+	while ((hs = worker_handshake(k, rep)) == -2 && now_ms() < give_up && !draining) {
 		poll(NULL, 0, pause_ms);
 		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
 	}
 	if (hs == -2)
 		log_warnx("the coordinator at %s kept closing the connection before this "
-		    "worker could authenticate, for %d s (at its limit of connections "
-		    "not authenticated yet, or refusing this address)", k->o->url,
-		    DIAL_PATIENCE_MS / 1000);
+		    "worker could authenticate (at its limit of connections not "
+		    "authenticated yet, or refusing this address)", k->o->url);
 	if (hs != 0)
-		return 1;
-	/* The gate: nothing below — a config that names commands, paths this
-	 * worker creates and deletes, a database it connects to — is taken
+		return -1;
+	/* The gate: nothing — a config that names commands, paths this worker
+	 * creates and deletes, a database it connects to, a lease — is taken
 	 * from a coordinator that has not proved itself. */
 	if (k->trusted_by == NULL) {
 		log_warnx("refusing the coordinator at %s: it has not proved itself",
 		    k->o->url);
-		goto out;
+		msg_clear(rep);
+		return -1;
 	}
 	log_debug("the coordinator at %s is trusted by %s", k->o->url, k->trusted_by);
+	return 0;
+}
+
+/* Forgets the connection and its session: the next one starts from HELLO. */
+static void
+worker_disconnect(struct worker *k)
+{
+	link_close(&k->link);
+	pthread_mutex_lock(&k->auth.mu);
+	k->auth.sealed = false;
+	k->auth.seq = 0;
+	auth_session_clear(&k->auth.sess);
+	pthread_mutex_unlock(&k->auth.mu);
+	k->trusted_by = NULL;
+}
+
+static int	worker_beat_start(struct worker *);
+static void	worker_beat_stop(struct worker *);
+
+/*
+ * The coordinator is gone (it restarted, or the network between us broke):
+ * dial it again, with backoff, for up to --reconnect, and rejoin as the
+ * worker this was (HELLO rejoin_id, rejoin_run).  0: back, the same run,
+ * the same worker id; -1: gave up, or the coordinator runs another run now.
+ */
+static int
+worker_rejoin(struct worker *k, const char *why)
+{
+	struct msg	rep = { 0 };
+	int64_t		give_up = now_ms() + k->o->reconnect_ms;
+	int		rc = -1;
+
+	log_warnx("lost the coordinator (%s); dialing %s again for up to %lld s",
+	    why, k->o->url, (long long)k->o->reconnect_ms / 1000);
+	worker_beat_stop(k);
+	worker_disconnect(k);
+	for (;;) {
+		if (worker_connect(k, give_up, &rep) == 0)
+			break;
+		worker_disconnect(k);
+		if (now_ms() >= give_up || draining) {
+			log_warnx("gave up on the coordinator at %s", k->o->url);
+			return -1;
+		}
+		poll(drain_fds[0] != -1 ? &(struct pollfd){ .fd = drain_fds[0],
+		    .events = POLLIN } : NULL, drain_fds[0] != -1, 1000);
+	}
+	if (strcmp(rep.u.welcome.run_id, k->w.run_id) != 0)
+		log_warnx("the coordinator at %s runs another run now (%s, not %s): "
+		    "this worker's run is over", k->o->url, rep.u.welcome.run_id,
+		    k->w.run_id);
+	else if (rep.u.welcome.worker_id != (uint32_t)k->w.id)
+		log_warnx("the coordinator does not know this worker any more (it "
+		    "made it worker %u): starting over is a new worker's job",
+		    rep.u.welcome.worker_id);
+	else if (strcmp(rep.u.welcome.cfg_text, k->cfg.text) != 0)
+		log_warnx("the coordinator's config changed: this worker stops");
+	else if (worker_beat_start(k) == 0) {
+		log_info("rejoined the coordinator at %s as worker %d", k->o->url, k->w.id);
+		rc = 0;
+	}
+	msg_clear(&rep);
+	return rc;
+}
+
+static int
+worker_hello(struct worker *k)
+{
+	struct msg	 rep = { 0 };
+	char		 err[ERR_LEN], role[32], text[LOG_ESC_LEN * 2];
+	int		 rc = 1;
+
+	if (worker_connect(k, now_ms() + k->o->reconnect_ms, &rep) == -1)
+		return 1;
 	k->w.id = (int)rep.u.welcome.worker_id;
 	snprintf(role, sizeof(role), "worker %d", k->w.id);
 	log_set_role(role);
@@ -599,6 +808,7 @@ worker_hello(struct worker *k)
 	k->beat.interval_ms = rep.u.welcome.heartbeat_ms ?
 	    (int)rep.u.welcome.heartbeat_ms : 1000;
 	k->beat.worker_id = (uint32_t)k->w.id;
+	k->beat.limit_ms = k->cfg.seed_timeout_ms + SEED_MARGIN_MS;
 	if (iso_db_open(&k->db, &k->cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
 		log_warnx("%s", err);
 		goto out;
@@ -636,11 +846,28 @@ worker_beat_stop(struct worker *k)
 	b->stop = true;
 	pthread_cond_signal(&b->cv);
 	pthread_mutex_unlock(&b->mu);
-	pthread_join(k->beat_thread, NULL);
+	/* A beat in flight to a coordinator that is gone waits no longer. */
+	for (;;) {
+		struct timespec	ts;
+
+		if (b->link.aio)
+			nng_aio_cancel(b->link.aio);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_timedjoin_np(k->beat_thread, NULL, &ts) == 0)
+			break;
+	}
 	if (b->link.aio)
 		nng_aio_free(b->link.aio);
 	nng_ctx_close(b->link.ctx);
 	free(b->link.url);
+	memset(&b->link, 0, sizeof(b->link));
+	b->stop = false;
+	b->lease_id = 0;
 	k->beating = false;
 }
 
@@ -697,10 +924,13 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	r.u.result.duration_ms = res->duration_ms > UINT32_MAX ?
 	    UINT32_MAX : (uint32_t)res->duration_ms;
 	r.u.result.detail = detail;
-	if (link_call(&k->link, &r, &ack, 60000, "result", err) == -1) {
-		log_warnx("%s", err);
-		free(detail);
-		return -1;
+	/* Lost with the connection, the result is sent again once the worker
+	 * rejoined: the coordinator counts it once (msg.h). */
+	while (link_call(&k->link, &r, &ack, 60000, "result", err) == -1) {
+		if (worker_rejoin(k, err) == -1) {
+			free(detail);
+			return -1;
+		}
 	}
 	free(detail);
 	if (ack.type == MSG_ACK && !ack.u.ack.ok) {
@@ -727,7 +957,7 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		const struct msg_seed	*s = &lease->u.lease.seeds[i];
 		struct seed_result	 res;
 
-		if (beat_lost(&k->beat))
+		if (beat_lost(&k->beat) || draining)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
 		worker_run_seed(k, s, &res);
@@ -751,12 +981,17 @@ worker_leases(struct worker *k)
 	int		rc;
 
 	for (;;) {
+		if (draining)
+			return 0;
 		memset(&req, 0, sizeof(req));
 		req.type = MSG_LEASE_REQ;
 		req.u.lease_req.worker_id = (uint32_t)k->w.id;
 		if (link_call(&k->link, &req, &rep, -1, "lease request", err) == -1) {
-			log_warnx("%s", err);
-			return -1;
+			if (draining)
+				return 0;
+			if (worker_rejoin(k, err) == -1)
+				return -1;
+			continue;
 		}
 		if (rep.type == MSG_DONE) {
 			msg_clear(&rep);
@@ -782,7 +1017,10 @@ worker_bye(struct worker *k)
 	struct msg	req = { .type = MSG_BYE }, rep;
 	char		err[ERR_LEN];
 
+	if (draining)
+		log_info("draining (SIGTERM): handing the unstarted seeds back");
 	req.u.bye.worker_id = (uint32_t)k->w.id;
+	req.u.bye.drain = draining != 0;
 	if (link_call(&k->link, &req, &rep, 5000, "bye", err) == 0)
 		msg_clear(&rep);
 }
@@ -808,11 +1046,17 @@ worker_teardown(struct worker *k)
 static int
 worker_main(const struct wopts *o)
 {
-	struct worker	k = { .o = o, .beat = { .mu = PTHREAD_MUTEX_INITIALIZER,
-			    .cv = PTHREAD_COND_INITIALIZER },
-			    .auth = { .mu = PTHREAD_MUTEX_INITIALIZER } };
-	int		rc;
+	struct worker		k = { .o = o, .beat = { .mu = PTHREAD_MUTEX_INITIALIZER },
+				    .auth = { .mu = PTHREAD_MUTEX_INITIALIZER } };
+	pthread_condattr_t	ca;
+	int			rc;
 
+	k.link.efd = -1;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k.beat.cv, &ca);
+	pthread_condattr_destroy(&ca);
+	drain_setup();
 	if ((rc = worker_hello(&k)) == 0) {
 		rc = 1;
 		if (worker_beat_start(&k) == 0 && worker_leases(&k) == 0) {
@@ -821,6 +1065,7 @@ worker_main(const struct wopts *o)
 		}
 	}
 	worker_teardown(&k);
+	pthread_cond_destroy(&k.beat.cv);
 	return rc;
 }
 
@@ -830,7 +1075,7 @@ worker_usage(FILE *f)
 	fprintf(f,
 	    "usage: soak worker --connect URL [--slots N] [--workspace DIR]\n"
 	    "                   [--secret-file FILE] [--tls-ca PEM [--tls-server-name NAME]]\n"
-	    "                   [--tls-cert PEM] [--insecure] [-v]\n"
+	    "                   [--tls-cert PEM] [--insecure] [--reconnect DUR] [-v]\n"
 	    "\n"
 	    "Dials the coordinator at URL (tls+tcp://HOST:PORT, tcp://HOST:PORT,\n"
 	    "ipc://PATH), makes it prove itself, takes the run's config from it, and\n"
@@ -849,13 +1094,33 @@ worker_usage(FILE *f)
 	    "                         (when the coordinator has --tls-client-ca)\n"
 	    "  --insecure             accept a coordinator that cannot prove itself (a\n"
 	    "                         trusted lab network only; warned at every start)\n"
+	    "  --reconnect DUR        dial a coordinator that is not up yet, or was lost,\n"
+	    "                         for up to DUR (default 5m), then rejoin the run as\n"
+	    "                         the same worker; past it, exit 1\n"
 	    "  -v, --verbose          log every seed\n"
 	    "\n"
 	    "On any URL but ipc:// the coordinator must prove itself before this worker\n"
 	    "runs, creates or deletes anything: by the shared secret, or by its TLS\n"
 	    "certificate (tls+tcp:// with --tls-ca).  Without either the worker refuses\n"
 	    "to start (exit 64) unless --insecure.  The coordinator in turn wants the\n"
-	    "secret or, with --tls-client-ca, a client certificate (--tls-cert).\n");
+	    "secret or, with --tls-client-ca, a client certificate (--tls-cert).\n"
+	    "\n"
+	    "SIGTERM drains: the seed running finishes and is reported, the unstarted\n"
+	    "seeds of the lease go back to the coordinator, and the worker exits 0.\n");
+}
+
+static pid_t *volatile	slot_kids;
+static volatile int	slot_nkids;
+
+static void
+forward_sigterm(int sig)
+{
+	int	i, saved = errno;
+
+	for (i = 0; i < slot_nkids; i++)
+		if (slot_kids[i] > 0)
+			kill(slot_kids[i], sig);
+	errno = saved;
 }
 
 int
@@ -870,11 +1135,13 @@ cmd_worker(int argc, char **argv)
 		{ "tls-server-name",	required_argument, NULL, 'N' },
 		{ "tls-cert",	required_argument, NULL, 'C' },
 		{ "insecure",	no_argument,	   NULL, 'I' },
+		{ "reconnect",	required_argument, NULL, 'r' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct wopts	 o = { .slots = 1 };
+	struct wopts	 o = { .slots = 1, .reconnect_ms = 5 * 60 * 1000 };
+	int64_t		 ms;
 	pid_t		*kids;
 	int		 ch, i, rc = 0, st;
 	char		*end, err[ERR_LEN], warn[ERR_LEN];
@@ -899,6 +1166,15 @@ cmd_worker(int argc, char **argv)
 		case 'N': o.auth.tls_server_name = optarg; break;
 		case 'C': o.auth.tls_cert = optarg; break;
 		case 'I': o.auth.insecure = true; break;
+		case 'r':
+			if (parse_duration_ms(optarg, &ms, err) == -1 || ms < 1000 ||
+			    ms > 7 * 24 * 3600 * 1000LL) {
+				fprintf(stderr, "soak worker: --reconnect wants a duration "
+				    "from 1s to 7d, got \"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			o.reconnect_ms = ms;
+			break;
 		case 'v':
 			log_init("worker", 1);
 			break;
@@ -931,18 +1207,26 @@ cmd_worker(int argc, char **argv)
 		auth_secret_free(&o.auth.secret);
 		return rc;
 	}
-	/* Slots are processes: each has its own schema, workspace, connection. */
-	kids = xcalloc(o.slots, sizeof(pid_t));
+	/* Slots are processes: each has its own schema, workspace, connection.
+	 * A SIGTERM to this one drains them all. */
+	slot_kids = kids = xcalloc(o.slots, sizeof(pid_t));
+	slot_nkids = o.slots;
+	signal(SIGTERM, forward_sigterm);
 	for (i = 0; i < o.slots; i++) {
 		if ((kids[i] = fork()) == 0) {
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
 			_exit(worker_main(&o));
 		}
 	}
-	for (i = 0; i < o.slots; i++)
-		if (kids[i] > 0 && waitpid(kids[i], &st, 0) == kids[i] &&
-		    (!WIFEXITED(st) || WEXITSTATUS(st) != 0))
+	for (i = 0; i < o.slots; i++) {
+		if (kids[i] <= 0)
+			continue;
+		while (waitpid(kids[i], &st, 0) == -1 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			rc = 1;
+	}
+	slot_nkids = 0;
 	free(kids);
 	auth_secret_free(&o.auth.secret);
 	return rc;
