@@ -106,9 +106,14 @@ static int			drain_fds[2] = { -1, -1 };
 static void
 on_sigterm(int sig)
 {
-	int	saved = errno;
+	int			saved = errno;
+
+	static const char	said[] = "soak worker: SIGTERM: draining — the seed "
+				    "running finishes, the unstarted go back\n";
 
 	(void)sig;
+	if (!draining)
+		(void)!write(STDERR_FILENO, said, sizeof(said) - 1);
 	draining = 1;
 	if (drain_fds[1] != -1)
 		(void)!write(drain_fds[1], "x", 1);
@@ -994,6 +999,10 @@ worker_leases(struct worker *k)
 			continue;
 		}
 		if (rep.type == MSG_DONE) {
+			/* Done with the run, or with this worker (quarantined). */
+			if (strcmp(rep.u.ack.text, "run finished") != 0)
+				log_warnx("the coordinator is done with this worker: %s",
+				    log_escape(text, sizeof(text), rep.u.ack.text));
 			msg_clear(&rep);
 			return 0;
 		}
