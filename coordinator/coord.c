@@ -114,7 +114,6 @@ coord_new(const struct coord_opts *o, char *err)
 	queue_init(&c->confirm, sizeof(uint64_t));
 	for (i = 0; i < n; i++) {
 		c->seeds[i].seed = o->seeds.first + i;
-		c->seeds[i].history = json_array();
 	}
 	return c;
 }
@@ -321,6 +320,65 @@ worker_outcome(struct coord *c, struct wrec *w, enum reason why)
 }
 
 /*
+ * A pass whose detail says no more than its turn counts keeps only them:
+ * {"message": "K of N turns ok", "round": null, "ok_turns": K,
+ * "total_turns": N}, as worker/seedrun.c words every pass.
+ */
+static void
+pass_compact(struct coord_seed *s)
+{
+	json_t		*ok = json_object_get(s->detail, "ok_turns");
+	json_t		*total = json_object_get(s->detail, "total_turns");
+	json_t		*msgj = json_object_get(s->detail, "message");
+	char		 words[64];
+
+	if (s->verdict != VERDICT_PASS || json_object_size(s->detail) != 4 ||
+	    !json_is_integer(ok) || !json_is_integer(total) ||
+	    json_integer_value(ok) < 0 || json_integer_value(ok) > UINT32_MAX ||
+	    json_integer_value(total) < 0 || json_integer_value(total) > UINT32_MAX ||
+	    !json_is_null(json_object_get(s->detail, "round")) || !json_is_string(msgj))
+		return;
+	snprintf(words, sizeof(words), "%lld of %lld turns ok",
+	    (long long)json_integer_value(ok), (long long)json_integer_value(total));
+	if (strcmp(words, json_string_value(msgj)) != 0)
+		return;
+	s->ok_turns = (uint32_t)json_integer_value(ok);
+	s->total_turns = (uint32_t)json_integer_value(total);
+	json_decref(s->detail);
+	s->detail = NULL;
+}
+
+json_t *
+coord_seed_detail(const struct coord_seed *s)
+{
+	if (s->detail != NULL)
+		return json_incref(s->detail);
+	if (s->state != CSEED_FINAL)
+		return json_object();
+	return json_pack("{s:o, s:n, s:I, s:I}", "message", json_sprintf("%u of %u "
+	    "turns ok", s->ok_turns, s->total_turns), "round",
+	    "ok_turns", (json_int_t)s->ok_turns, "total_turns", (json_int_t)s->total_turns);
+}
+
+json_t *
+coord_seed_attempts(const struct coord_seed *s)
+{
+	json_t	*a = s->history ? json_copy(s->history) : json_array();
+	json_t	*d, *msgj;
+
+	if (s->state != CSEED_FINAL)
+		return a;
+	d = coord_seed_detail(s);
+	msgj = json_object_get(d, "message");
+	json_array_append_new(a, json_pack("{s:i, s:s, s:s, s:I, s:s}",
+	    "worker", (int)s->worker, "verdict", msg_verdict_name(s->verdict),
+	    "reason", reason_name(s->why), "duration_ms", (json_int_t)s->duration_ms,
+	    "message", json_is_string(msgj) ? json_string_value(msgj) : ""));
+	json_decref(d);
+	return a;
+}
+
+/*
  * Records one attempt's outcome and decides: final, or back in the retry
  * queue.  detail is consumed.
  */
@@ -332,13 +390,15 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	struct wrec	*w = worker_get(c, worker);
 	int		 verdict = reason_verdict(why);
 
-	json_array_append_new(s->history, json_pack("{s:i, s:s, s:s, s:I, s:s}",
-	    "worker", (int)worker, "verdict", msg_verdict_name(verdict),
-	    "reason", reason_name(why), "duration_ms", (json_int_t)duration_ms,
-	    "message", json_is_string(msgj) ? json_string_value(msgj) : ""));
 	s->last_worker = worker;
 	worker_outcome(c, w, why);
 	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries) {
+		if (s->history == NULL)
+			s->history = json_array();
+		json_array_append_new(s->history, json_pack("{s:i, s:s, s:s, s:I, s:s}",
+		    "worker", (int)worker, "verdict", msg_verdict_name(verdict),
+		    "reason", reason_name(why), "duration_ms", (json_int_t)duration_ms,
+		    "message", json_is_string(msgj) ? json_string_value(msgj) : ""));
 		set_seed_state(s, CSEED_PENDING);
 		c->retries++;
 		q_push(c, &c->retry, s);
@@ -354,6 +414,7 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	s->duration_ms = duration_ms;
 	json_decref(s->detail);
 	s->detail = detail;
+	pass_compact(s);
 	c->nfinal++;
 	if (w)
 		w->seeds++;
@@ -457,6 +518,14 @@ lease_new(struct coord *c, uint32_t worker, int64_t now)
 	l->seeds = xcalloc(c->o.max_chunk, sizeof(*l->seeds));
 	l->reported = xcalloc(c->o.max_chunk, 1);
 	return l;
+}
+
+/* A lease never grows once granted: it keeps what it holds, no more. */
+static void
+lease_fit(struct lease *l)
+{
+	l->seeds = xreallocarray(l->seeds, l->n, sizeof(*l->seeds));
+	l->reported = xreallocarray(l->reported, l->n, 1);
 }
 
 static void
@@ -667,6 +736,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	while (l->n < chunk && c->next_fresh < c->nseeds)
 		lease_add(c, l, c->next_fresh++);
 leased:
+	lease_fit(l);
 	w->lease = l->id;
 	lease_event(c, l);
 	lease_reply(l, c->o.lease_ttl_ms, rep);
@@ -1103,6 +1173,7 @@ replay_lease(struct coord *c, json_t *e, char *err)
 		l->n++;
 	}
 	l->keep = l->n;
+	lease_fit(l);
 	if (victim != NULL)
 		victim->keep -= l->n;
 	w->lease = l->id;
@@ -1211,8 +1282,11 @@ coord_dump(const struct coord *c)
 		    "s:i, s:O, s:O?, s:i, s:i}", "state", s->state, "verdict", s->verdict,
 		    "why", s->why, "attempts", (int)s->attempts, "infra", (int)s->infra,
 		    "last_worker", (int)s->last_worker, "worker", (int)s->worker,
-		    "history", s->history, "detail", s->detail, "confirm", s->confirm,
+		    "history", s->history ? s->history : json_null(),
+		    "detail", s->detail ? s->detail : json_null(), "confirm", s->confirm,
 		    "confirm_attempt", (int)s->confirm_attempt));
+		json_object_set_new(json_array_get(seeds, i), "turns", json_pack("[I, I]",
+		    (json_int_t)s->ok_turns, (json_int_t)s->total_turns));
 	}
 	for (i = 0; i < c->nleases; i++) {
 		const struct lease	*l = &c->leases[i];

@@ -56,13 +56,26 @@ struct coord_seed {
 	uint32_t		 last_worker;
 	uint32_t		 worker;	/* worker of the final attempt */
 	int64_t			 duration_ms;
-	json_t			*history;	/* attempts, oldest first */
+	/*
+	 * A run holds up to millions of seeds, most of them passing on their
+	 * first attempt, so a seed keeps little: history holds the attempts
+	 * before the final one (NULL: none), and a plain pass keeps no detail
+	 * (NULL) but its turn counts.  coord_seed_attempts and
+	 * coord_seed_detail give them whole.
+	 */
+	json_t			*history;
 	json_t			*detail;	/* the final attempt's detail object;
 						   "reproduced" and "confirm" are
 						   added by the confirming re-run */
+	uint32_t		 ok_turns, total_turns;	/* a pass without detail */
 	enum coord_confirm	 confirm;
 	uint32_t		 confirm_attempt;
 };
+
+/* Every attempt of s, oldest first, the final one included (new reference). */
+json_t		*coord_seed_attempts(const struct coord_seed *s);
+/* The final attempt's detail object (new reference; {} without a verdict). */
+json_t		*coord_seed_detail(const struct coord_seed *s);
 
 struct coord_opts {
 	const struct cfg	*cfg;

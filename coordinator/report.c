@@ -100,7 +100,7 @@ jref(json_t *d, const char *key, json_t *dflt)
 static json_t *
 seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 {
-	json_t	*r, *d = s->detail;
+	json_t	*r, *d = coord_seed_detail(s);
 	char	*fp = NULL, *replay = report_replay(m->cfg_path, s->seed), *fdir = NULL;
 	json_t	*msgj = json_object_get(d, "message");
 
@@ -108,7 +108,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		fp = seed_fingerprint(m->cfg, s);
 	if (s->verdict != VERDICT_PASS)
 		fdir = xasprintf("failures/%" PRIu64, s->seed);
-	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:O, s:o, s:s, s:o}",
+	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o}",
 	    "seed", (json_int_t)s->seed,
 	    "verdict", msg_verdict_name(s->verdict),
 	    "reason", s->why != REASON_NONE ? json_string(reason_name(s->why)) :
@@ -121,7 +121,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "total_turns", jref(d, "total_turns", json_integer(0)),
 	    "fingerprint", fp ? json_string(fp) : json_null(),
 	    "invariants", jref(d, "invariants", json_array()),
-	    "attempts", s->history,
+	    "attempts", coord_seed_attempts(s),
 	    "reproduced", jref(d, "reproduced", json_null()),
 	    "replay", replay,
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
@@ -135,6 +135,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		if (json_object_get(d, "workspace"))
 			json_object_set(r, "workspace", json_object_get(d, "workspace"));
 	}
+	json_decref(d);
 	free(fp);
 	free(fdir);
 	free(replay);

@@ -38,6 +38,8 @@
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
 
+#define COORD_SLOTS	2048	/* requests `soak coordinator` can hold at once */
+
 static volatile int	stop_requested;
 
 static void
@@ -562,7 +564,10 @@ run_main(struct runopts *o)
 		fprintf(stderr, "soak: resuming run %s: %" PRIu64 " of %" PRIu64 " seeds "
 		    "have their verdict\n", run_id, n.done, n.total);
 	}
-	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : 256, &o->auth,
+	/* A worker has at most 2 requests waiting (its lease request parked,
+	 * a heartbeat): COORD_SLOTS serves about 950 of them, with 128 slots
+	 * left to connections not authenticated yet (coordinator/peer.h). */
+	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : COORD_SLOTS, &o->auth,
 	    err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;

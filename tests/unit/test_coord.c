@@ -130,12 +130,27 @@ beat(struct coord *c, uint32_t w, uint32_t pipe, int64_t now, uint64_t lease_id,
 	return ok;
 }
 
-/* Field key of attempt k in s's history. */
+/* How many attempts s has had, the final one included. */
+static size_t
+nattempts(const struct coord_seed *s)
+{
+	json_t	*a = coord_seed_attempts(s);
+	size_t	 n = json_array_size(a);
+
+	json_decref(a);
+	return n;
+}
+
+/* Field key of attempt k in s's history (kept alive by a static). */
 static const char *
 hist(const struct coord_seed *s, size_t k, const char *key)
 {
-	json_t	*v = json_object_get(json_array_get(s->history, k), key);
+	static json_t	*a;
+	json_t		*v;
 
+	json_decref(a);
+	a = coord_seed_attempts(s);
+	v = json_object_get(json_array_get(a, k), key);
 	assert_non_null(v);
 	return json_is_string(v) ? json_string_value(v) : NULL;
 }
@@ -143,10 +158,14 @@ hist(const struct coord_seed *s, size_t k, const char *key)
 static json_int_t
 hist_worker(const struct coord_seed *s, size_t k)
 {
-	json_t	*v = json_object_get(json_array_get(s->history, k), "worker");
+	json_t		*a = coord_seed_attempts(s);
+	json_t		*v = json_object_get(json_array_get(a, k), "worker");
+	json_int_t	 w;
 
 	assert_true(json_is_integer(v));
-	return json_integer_value(v);
+	w = json_integer_value(v);
+	json_decref(a);
+	return w;
 }
 
 /* Sends a result; returns the ACK's ok, and its keep in *keep. */
@@ -230,7 +249,7 @@ test_idle_worker_takes_unstarted_tail(void **state)
 		assert_int_equal(s[i].state, CSEED_FINAL);
 		assert_int_equal(s[i].attempts, 1);
 		assert_int_equal(s[i].verdict, VERDICT_PASS);
-		assert_int_equal(json_array_size(s[i].history), 1);
+		assert_int_equal(nattempts(&s[i]), 1);
 	}
 	assert_int_equal(s[2].worker, w[7]);
 	assert_int_equal(s[3].worker, w[6]);
@@ -277,7 +296,7 @@ test_stolen_seeds_fenced_when_thief_dies(void **state)
 	coord_tick(c, 1200);
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[2].state, CSEED_PENDING);
-	assert_int_equal(json_array_size(s[2].history), 1);
+	assert_int_equal(nattempts(&s[2]), 1);
 	assert_string_equal(hist(&s[2], 0, "reason"), "worker-lost");
 	/* The victim cannot report it: the seed is no longer its own. */
 	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 2, 1, VERDICT_PASS,
@@ -285,7 +304,7 @@ test_stolen_seeds_fenced_when_thief_dies(void **state)
 	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 0, 1, VERDICT_PASS,
 	    "", &keep), 1);
 	assert_int_equal(keep, 2);
-	assert_int_equal(json_array_size(s[2].history), 1);
+	assert_int_equal(nattempts(&s[2]), 1);
 	msg_clear(&r1);
 	coord_free(c);
 }
@@ -458,7 +477,7 @@ test_bye_hands_back_unstarted(void **state)
 
 		assert_int_equal(t->state, CSEED_PENDING);
 		assert_int_equal(t->attempts, 0);
-		assert_int_equal(json_array_size(t->history), 0);
+		assert_int_equal(nattempts(t), 0);
 	}
 	/* w2 gets them, as first attempts. */
 	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
@@ -707,15 +726,14 @@ test_expiry_refuses_late_result_and_retries_elsewhere(void **state)
 	assert_int_equal(result(c, w1, 1, l1, first, 1, VERDICT_PASS, ""), 1);
 	/* A result twice (its ACK lost) is acknowledged and counts once. */
 	assert_int_equal(result(c, w1, 1, l1, first, 1, VERDICT_PASS, ""), 1);
-	assert_int_equal(json_array_size(coord_seeds(c, &n)[first].history), 1);
+	assert_int_equal(nattempts(&coord_seeds(c, &n)[first]), 1);
 	/* No heartbeat past the ttl: the lease expires. */
 	coord_tick(c, 5000);
 	assert_int_equal(result(c, w1, 1, l1, second, 1, VERDICT_PASS, ""), 0);
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[second].state, CSEED_PENDING);
-	assert_int_equal(json_array_size(s[second].history), 1);
-	assert_string_equal(json_string_value(json_object_get(
-	    json_array_get(s[second].history, 0), "reason")), "worker-lost");
+	assert_int_equal(nattempts(&s[second]), 1);
+	assert_string_equal(hist(&s[second], 0, "reason"), "worker-lost");
 	/* The lost seed goes to the other worker, as a second attempt. */
 	assert_int_equal(lease(c, w2, 2, 5000, &rep2), 1);
 	assert_int_equal(rep2.u.lease.nseeds, 1);
@@ -777,7 +795,7 @@ test_late_result_after_release_refused(void **state)
 	    "invariant"), 0);
 	assert_int_equal(s[1].state, CSEED_LEASED);
 	assert_int_equal(s[1].attempts, 2);
-	assert_int_equal(json_array_size(s[1].history), 1);
+	assert_int_equal(nattempts(&s[1]), 1);
 	assert_string_equal(hist(&s[1], 0, "reason"), "worker-lost");
 	coord_counts(c, &cnt);
 	assert_int_equal(cnt.done, 1);
@@ -787,14 +805,14 @@ test_late_result_after_release_refused(void **state)
 	assert_int_equal(s[1].state, CSEED_FINAL);
 	assert_int_equal(s[1].verdict, VERDICT_PASS);
 	assert_int_equal(s[1].worker, w2);
-	assert_int_equal(json_array_size(s[1].history), 2);
+	assert_int_equal(nattempts(&s[1]), 2);
 	assert_int_equal(hist_worker(&s[1], 1), w2);
 	assert_string_equal(hist(&s[1], 1, "verdict"), "pass");
 	/* ...and stays it. */
 	assert_int_equal(result_at(c, w1, 1, 5300, l1, 1, 1, VERDICT_FAIL,
 	    "invariant"), 0);
 	assert_int_equal(s[1].verdict, VERDICT_PASS);
-	assert_int_equal(json_array_size(s[1].history), 2);
+	assert_int_equal(nattempts(&s[1]), 2);
 
 	/* Seed 2 is leased again to w2, as attempt 1 again. */
 	assert_int_equal(lease(c, w2, 2, 5300, &rep), 1);
@@ -806,12 +824,12 @@ test_late_result_after_release_refused(void **state)
 	assert_int_equal(result_at(c, w1, 1, 5400, l1, 2, 1, VERDICT_FAIL,
 	    "invariant"), 0);
 	assert_int_equal(s[2].state, CSEED_LEASED);
-	assert_int_equal(json_array_size(s[2].history), 0);
+	assert_int_equal(nattempts(&s[2]), 0);
 	assert_int_equal(result_at(c, w2, 2, 5500, l3, 2, 1, VERDICT_PASS, ""), 1);
 	assert_int_equal(s[2].state, CSEED_FINAL);
 	assert_int_equal(s[2].verdict, VERDICT_PASS);
 	assert_int_equal(s[2].worker, w2);
-	assert_int_equal(json_array_size(s[2].history), 1);
+	assert_int_equal(nattempts(&s[2]), 1);
 	coord_counts(c, &cnt);
 	assert_int_equal(cnt.done, 3);
 	assert_int_equal(cnt.pass, 3);
@@ -851,7 +869,7 @@ test_second_result_in_active_lease_refused(void **state)
 	/* The same result again under the same lease (its ACK was lost):
 	 * acknowledged, and nothing changes. */
 	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_INFRA, "db"), 1);
-	assert_int_equal(json_array_size(s[0].history), 1);
+	assert_int_equal(nattempts(&s[0]), 1);
 	/* The retry goes to w2 as attempt 2... */
 	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
 	assert_int_equal(rep.type, MSG_LEASE);
@@ -866,7 +884,7 @@ test_second_result_in_active_lease_refused(void **state)
 	assert_int_equal(result(c, w1, 1, l1, 0, 1, VERDICT_FAIL, "invariant"), 1);
 	assert_int_equal(s[0].state, CSEED_LEASED);
 	assert_int_equal(s[0].infra, 1);
-	assert_int_equal(json_array_size(s[0].history), 1);
+	assert_int_equal(nattempts(&s[0]), 1);
 	assert_string_equal(hist(&s[0], 0, "reason"), "db");
 	coord_counts(c, &cnt);
 	assert_int_equal(cnt.retries, 1);
@@ -879,7 +897,7 @@ test_second_result_in_active_lease_refused(void **state)
 	assert_int_equal(s[0].state, CSEED_FINAL);
 	assert_int_equal(s[0].verdict, VERDICT_PASS);
 	assert_int_equal(s[0].worker, w2);
-	assert_int_equal(json_array_size(s[0].history), 2);
+	assert_int_equal(nattempts(&s[0]), 2);
 	coord_free(c);
 }
 
@@ -918,7 +936,7 @@ test_heartbeats_keep_the_lease(void **state)
 		assert_int_equal(s[i].state, CSEED_FINAL);
 		assert_int_equal(s[i].verdict, VERDICT_PASS);
 		assert_int_equal(s[i].attempts, 1);
-		assert_int_equal(json_array_size(s[i].history), 1);
+		assert_int_equal(nattempts(&s[i]), 1);
 		assert_string_equal(hist(&s[i], 0, "verdict"), "pass");
 	}
 	coord_counts(c, &cnt);
@@ -937,14 +955,14 @@ test_heartbeats_keep_the_lease(void **state)
 	assert_int_equal(s[3].state, CSEED_LEASED);
 	coord_tick(c, 11500);
 	assert_int_equal(s[3].state, CSEED_PENDING);
-	assert_int_equal(json_array_size(s[3].history), 1);
+	assert_int_equal(nattempts(&s[3]), 1);
 	assert_string_equal(hist(&s[3], 0, "reason"), "worker-lost");
 	assert_int_equal(s[4].state, CSEED_PENDING);
-	assert_int_equal(json_array_size(s[4].history), 0);
+	assert_int_equal(nattempts(&s[4]), 0);
 	/* Its beats and results under that lease are refused now. */
 	assert_int_equal(beat(c, w, 1, 11600, lid, 3), 0);
 	assert_int_equal(result_at(c, w, 1, 11600, lid, 3, 1, VERDICT_PASS, ""), 0);
-	assert_int_equal(json_array_size(s[3].history), 1);
+	assert_int_equal(nattempts(&s[3]), 1);
 	coord_free(c);
 }
 
@@ -995,14 +1013,14 @@ test_lost_lease_requeues_unstarted_seeds(void **state)
 	/* Seed 1 was running: a second attempt, after its worker-lost one. */
 	assert_int_equal(leased[1], 1);
 	assert_int_equal(attempt[1], 2);
-	assert_int_equal(json_array_size(s[1].history), 2);
+	assert_int_equal(nattempts(&s[1]), 2);
 	assert_string_equal(hist(&s[1], 0, "reason"), "worker-lost");
 	/* Seeds 2, 3 and 4 never ran: leased again once, as attempt 1. */
 	for (seed = 2; seed <= 4; seed++) {
 		assert_int_equal(leased[seed], 1);
 		assert_int_equal(attempt[seed], 1);
 		assert_int_equal(s[seed].attempts, 1);
-		assert_int_equal(json_array_size(s[seed].history), 1);
+		assert_int_equal(nattempts(&s[seed]), 1);
 	}
 	for (seed = 5; seed < 20; seed++)
 		assert_int_equal(leased[seed], 1);
@@ -1092,7 +1110,7 @@ test_pipe_close_and_infra_retries(void **state)
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[0].state, CSEED_FINAL);
 	assert_int_equal(s[0].verdict, VERDICT_INFRA);
-	assert_int_equal(json_array_size(s[0].history), 3);
+	assert_int_equal(nattempts(&s[0]), 3);
 	assert_true(coord_finished(c));
 	coord_free(c);
 
