@@ -180,7 +180,9 @@ journal_resume(const char *dir, json_t **head,
 	}
 	free(line);
 	fclose(f);
-	j_write(j, json_pack("{s:s, s:I}", "t", "resume", "at_ms", (json_int_t)wall_ms()));
+	e = json_pack("{s:s, s:I}", "t", "resume", "at_ms", (json_int_t)wall_ms());
+	j_write(j, e);
+	json_decref(e);
 	j_sync(j);
 	return j;
 fail:
