@@ -409,12 +409,24 @@ run_main(struct runopts *o)
 		r.url = xasprintf("ipc://%s/coord", ipcdir);
 		keep = xasprintf("%s/failures", out);
 		/* Turn directories are created and removed for every seed: on
-		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more. */
-		work = xasprintf("%s/soak-work-%s", scratch_root(), run_id);
+		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
+		 * A fresh name there, so nobody can have put anything in it. */
+		work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), run_id);
+		if (mkdtemp(work) == NULL) {
+			fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
+			    work, strerror(errno));
+			free(work);
+			work = NULL;
+			goto out;
+		}
 		if (realpath(out, outabs) != NULL) {
 			/* absolute, so workers agree with us whatever their cwd */
 			free(keep);
 			keep = xasprintf("%s/failures", outabs);
+		}
+		if (private_dir(keep, err) == -1) {
+			fprintf(stderr, "soak: %s\n", err);
+			goto out;
 		}
 	} else
 		r.url = xstrdup(o->listen);

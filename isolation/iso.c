@@ -258,7 +258,9 @@ iso_open(const struct cfg *cfg, const char *conninfo, const char *run_id,
 		errf(err, "worker %d has no workspace directory", worker_id);
 		goto fail;
 	}
-	if (mkdir_p(workspace_root, 0700, err) == -1)
+	/* A predictable name (soak-<run>-w<N> on a shared tmpfs): refused if
+	 * someone else got there first. */
+	if (private_dir(workspace_root, err) == -1)
 		goto fail;
 	if (iso_connect(iso, err) == -1)
 		goto fail;

@@ -332,7 +332,7 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 static char *
 dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
 {
-	char	*dst = NULL, *parent = NULL, *full;
+	char	*dst = NULL, *parent = NULL, *full, err[ERR_LEN];
 
 	if (c->dir == NULL)
 		return NULL;
@@ -343,6 +343,13 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	if (res->verdict != VERDICT_FAIL) {
 		rm_rf(c->dir);
 		return NULL;
+	}
+	/* The keep root may have a predictable name ($TMPDIR/soak-<run>-failures):
+	 * checked before anything under it is removed or made. */
+	if (private_dir(c->w->keep_dir, err) == -1) {
+		log_warnx("seed %" PRIu64 ": not keeping the workspace: %s", c->seed, err);
+		json_object_set_new(detail, "workspace", json_string(c->dir));
+		return xstrdup(c->dir);
 	}
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
