@@ -25,6 +25,13 @@ static struct pg_embedded	*pg;
 static char			 tmpdir[] = "/tmp/soak-test-iso-XXXXXX";
 static int			 ddl_seq;
 
+/* A deadline no test here should meet: each call's bound, not its limit. */
+static int64_t
+later(void)
+{
+	return now_ms() + 60000;
+}
+
 static int
 group_setup(void **state)
 {
@@ -390,7 +397,7 @@ test_reset_recreate(void **state)
 	/* Nothing exists before the first reset. */
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname = 'soak_rec_w1'"), 0);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM accounts"), 1);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_tables WHERE "
@@ -401,7 +408,7 @@ test_reset_recreate(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset recreate (2 tables): %.2f ms per seed\n",
 	    (double)(now_us() - t0) / n / 1000.0);
@@ -442,7 +449,7 @@ test_reset_truncate(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	iso = open_iso(&cfg, "trunc", 1);
 	c = iso_conn(iso);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("first iso_reset: %s", err);
 	exec_ok(c, "INSERT INTO accounts (balance) VALUES (1), (2), (3)");
 	exec_ok(c, "INSERT INTO moves (account, amount) VALUES (3, 1), (2, 2)");
@@ -453,7 +460,7 @@ test_reset_truncate(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset truncate (3 tables): %.2f ms per seed\n",
 	    (double)(now_us() - t0) / n / 1000.0);
@@ -516,7 +523,7 @@ test_reset_truncate_fixtures(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	iso = open_iso(&cfg, "fix", 1);
 	c = iso_conn(iso);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("first iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname = 'soak_fix_w1_tpl'"), 1);
@@ -530,7 +537,7 @@ test_reset_truncate_fixtures(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset truncate (6 tables with fixtures): "
 	    "%.2f ms per seed\n", (double)(now_us() - t0) / n / 1000.0);
@@ -566,7 +573,7 @@ test_reset_truncate_fixtures(void **state)
 	    "WHERE what = 'Z'"), 1);
 
 	/* A second round: the same state again. */
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM coupons"), 3);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM audit"), 3);
@@ -597,7 +604,7 @@ test_reset_template_names(void **state)
 	cfg.db_reset = CFG_RESET_RECREATE;
 	a = open_iso(&cfg, "notpl", 1);
 	c = iso_conn(a);
-	if (iso_reset(a, err) == -1 || iso_reset(a, err) == -1)
+	if (iso_reset(a, later(), err) == -1 || iso_reset(a, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname LIKE 'soak_notpl_w1%'"), 1);
@@ -608,8 +615,8 @@ test_reset_template_names(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	a = open_iso(&cfg, longid, 1);
 	b = open_iso(&cfg, longid, 2);
-	if (iso_reset(a, err) == -1 || iso_reset(b, err) == -1 ||
-	    iso_reset(a, err) == -1 || iso_reset(b, err) == -1)
+	if (iso_reset(a, later(), err) == -1 || iso_reset(b, later(), err) == -1 ||
+	    iso_reset(a, later(), err) == -1 || iso_reset(b, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	c = iso_conn(a);
 	/* Two schemas and two templates, none longer than 63 bytes. */
@@ -642,7 +649,7 @@ test_ddl_error_names_line(void **state)
 	    "CREATE TABL c (id int);\n"
 	    "CREATE TABLE d (id int);\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_string_equal(err, "schema.sql:5: syntax error at or near \"TABL\"");
 
 	/* An execution error: still names the file and what went wrong. */
@@ -654,7 +661,7 @@ test_ddl_error_names_line(void **state)
 	    "\n"
 	    "INSERT INTO nope VALUES (1);\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_string_equal(err, "schema.sql:4: relation \"nope\" does not exist");
 	/* The failed reset rolled back: no half-made schema, usable conn. */
 	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
@@ -667,7 +674,7 @@ test_ddl_error_names_line(void **state)
 	    "CREATE TABLE a (id int);\n"
 	    "COPY a FROM STDIN;\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_non_null(strstr(err, "schema.sql: COPY"));
 	assert_int_equal(query_long(iso_conn(iso), "SELECT 1"), 1);
 	assert_int_equal(PQtransactionStatus(iso_conn(iso)), PQTRANS_IDLE);
@@ -677,7 +684,7 @@ test_ddl_error_names_line(void **state)
 	/* An empty schema file is fine. */
 	cfg.db_schema = write_ddl("-- nothing yet\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("empty DDL: %s", err);
 	assert_int_equal(iso_drop(iso, err), 0);
 	iso_close(iso);
@@ -703,14 +710,14 @@ test_workers_are_isolated(void **state)
 	w1 = open_iso(&cfg, "iso", 1);
 	w2 = open_iso(&cfg, "iso", 2);
 	assert_string_not_equal(iso_schema(w1), iso_schema(w2));
-	assert_int_equal(iso_reset(w1, err), 0);
-	assert_int_equal(iso_reset(w2, err), 0);
+	assert_int_equal(iso_reset(w1, later(), err), 0);
+	assert_int_equal(iso_reset(w2, later(), err), 0);
 	exec_ok(iso_conn(w1), "INSERT INTO t VALUES (1), (2), (3)");
 	exec_ok(iso_conn(w2), "INSERT INTO t VALUES (10)");
 	assert_int_equal(query_long(iso_conn(w1), "SELECT sum(v) FROM t"), 6);
 	assert_int_equal(query_long(iso_conn(w2), "SELECT sum(v) FROM t"), 10);
 	/* Resetting one leaves the other's rows alone. */
-	assert_int_equal(iso_reset(w1, err), 0);
+	assert_int_equal(iso_reset(w1, later(), err), 0);
 	assert_int_equal(query_long(iso_conn(w1), "SELECT count(*) FROM t"), 0);
 	assert_int_equal(query_long(iso_conn(w2), "SELECT count(*) FROM t"), 1);
 	iso_drop(w1, err);
@@ -733,7 +740,7 @@ test_weird_run_id(void **state)
 	iso = open_iso(&cfg, "Nightly Run/7;DROP \"x\"-\xc3\xbc", 3);
 	s = iso_schema(iso);
 	assert_string_equal(s, "soak_nightly_run_7_drop__x_____w3");
-	assert_int_equal(iso_reset(iso, err), 0);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
 	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
 	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
 	    "soak_nightly_run_7_drop__x_____w3.t"), 1);
@@ -754,7 +761,7 @@ test_weird_run_id(void **state)
 	assert_string_equal(iso_schema(a) + 63 - 3, "_w1");
 	assert_string_not_equal(iso_schema(a), iso_schema(b));
 	assert_true(strstr(iso_schema(a), "_w1") != NULL);
-	assert_int_equal(iso_reset(a, err), 0);
+	assert_int_equal(iso_reset(a, later(), err), 0);
 	assert_int_equal(query_long(iso_conn(a), "SELECT count(*) FROM "
 	    "pg_namespace WHERE nspname = current_schema()"), 1);
 	s = query1(iso_conn(a), "SELECT current_schema()");
@@ -777,13 +784,13 @@ test_reconnects_once(void **state)
 	(void)state;
 	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
 	iso = open_iso(&cfg, "recon", 1);
-	assert_int_equal(iso_reset(iso, err), 0);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
 	admin = connect_ok(pg_embedded_conninfo(pg));
 	sql = xasprintf("SELECT pg_terminate_backend(%d)",
 	    PQbackendPID(iso_conn(iso)));
 	free(query1(admin, sql));
 	free(sql);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset after the backend was killed: %s", err);
 	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
 	assert_int_equal(query_long(admin, "SELECT count(*) FROM soak_recon_w1.t"),
