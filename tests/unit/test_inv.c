@@ -319,6 +319,45 @@ test_sql_errors(void **state)
 	inv_result_free(&res);
 }
 
+/*
+ * An invariant that waits (here on a lock another session holds) stops at
+ * the deadline, whatever invariant_timeout says, with the connection left
+ * mid-query for the caller to drop.
+ */
+static void
+test_deadline(void **state)
+{
+	struct cfg_invariant	invs[] = {
+		{ .name = "fast", .sql = "SELECT 1 WHERE false" },
+		{ .name = "waits", .sql = "SELECT id FROM accounts WHERE false" },
+	};
+	struct cfg		c = cfg_of(60000, invs, nitems(invs));
+	struct inv_result	res;
+	char			err[ERR_LEN] = "";
+	PGconn			*holder, *checker;
+	int64_t			t0, took;
+
+	(void)state;
+	holder = PQconnectdb(pg_embedded_conninfo(pg));
+	checker = PQconnectdb(pg_embedded_conninfo(pg));
+	assert_int_equal(PQstatus(holder), CONNECTION_OK);
+	assert_int_equal(PQstatus(checker), CONNECTION_OK);
+	PQclear(PQexec(checker, "SET search_path TO s"));
+	PQclear(PQexec(holder, "BEGIN; LOCK TABLE s.accounts IN ACCESS EXCLUSIVE MODE"));
+	t0 = now_ms();
+	assert_int_equal(inv_check(checker, &c, t0 + 400, &res, err), -1);
+	took = now_ms() - t0;
+	PQclear(PQexec(holder, "ROLLBACK"));
+	assert_true(took >= 400);
+	assert_true(took < 2000);
+	assert_string_equal(err, "invariant \"waits\": no answer from the "
+	    "database before the deadline");
+	assert_int_equal(res.n, 0);
+	assert_int_equal(PQtransactionStatus(checker), PQTRANS_ACTIVE);
+	iso_pq_abandon(checker);
+	PQfinish(holder);
+}
+
 static void
 test_lost_connection(void **state)
 {
@@ -423,6 +462,7 @@ main(void)
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_sql_errors),
 		cmocka_unit_test(test_lost_connection),
+		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_transaction_mode),
 	};
 

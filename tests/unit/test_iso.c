@@ -7,7 +7,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -801,6 +803,129 @@ test_reconnects_once(void **state)
 	free(cfg.db_schema);
 }
 
+/* sig to the postmaster pm and every process it forked (its backends). */
+static void
+signal_cluster(pid_t pm, int sig)
+{
+	DIR		*d = opendir("/proc");
+	struct dirent	*e;
+	char		 path[300], buf[512], *p;
+	pid_t		 ppid;
+
+	assert_non_null(d);
+	if (sig == SIGSTOP)
+		kill(pm, sig);	/* first, so it forks nobody meanwhile */
+	while ((e = readdir(d)) != NULL) {
+		FILE	*f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		buf[0] = '\0';
+		if (fgets(buf, sizeof(buf), f) != NULL &&
+		    (p = strrchr(buf, ')')) != NULL &&
+		    sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pm)
+			kill((pid_t)strtol(e->d_name, NULL, 10), sig);
+		fclose(f);
+	}
+	closedir(d);
+	if (sig != SIGSTOP)
+		kill(pm, sig);
+}
+
+/*
+ * A reset that waits on a lock stops at the deadline; the probe finds the
+ * database answering, ends the stuck backend (so its locks go), and the
+ * next reset connects afresh and works.
+ */
+static void
+test_reset_deadline_probe(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*admin;
+	char		 err[ERR_LEN] = "", *sql;
+	int64_t		 t0, took;
+	int		 stuck;
+	long		 left = 1;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "dl", 1);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
+	stuck = PQbackendPID(iso_conn(iso));
+	admin = connect_ok(pg_embedded_conninfo(pg));
+	exec_ok(admin, "BEGIN; LOCK TABLE soak_dl_w1.t IN ACCESS SHARE MODE");
+	t0 = now_ms();
+	assert_int_equal(iso_reset(iso, t0 + 400, err), -1);
+	took = now_ms() - t0;
+	assert_true(took >= 400 && took < 2000);
+	assert_non_null(strstr(err, "no answer from the database in the time left"));
+
+	assert_int_equal(iso_probe(iso, 2000, err), 0);
+	assert_null(iso_conn(iso));
+	/* The stuck backend was ended: it goes, and with it its lock wait. */
+	sql = xasprintf("SELECT count(*) FROM pg_stat_activity WHERE pid = %d", stuck);
+	for (t0 = now_ms(); now_ms() - t0 < 5000 && left > 0; poll(NULL, 0, 10))
+		left = query_long(admin, sql);
+	free(sql);
+	assert_int_equal(left, 0);
+	exec_ok(admin, "ROLLBACK");
+	if (iso_reset(iso, later(), err) == -1)
+		fail_msg("iso_reset after the probe: %s", err);
+	assert_int_not_equal(PQbackendPID(iso_conn(iso)), stuck);
+	iso_drop(iso, err);
+	iso_close(iso);
+	PQfinish(admin);
+	free(cfg.db_schema);
+}
+
+/*
+ * A database that stops answering (SIGSTOP): the reset gives up at its
+ * deadline, the probe gets no answer within its own and says so, and once
+ * the database is back the next reset reconnects and works.
+ */
+static void
+test_paused_database(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	char		 err[ERR_LEN] = "", perr[ERR_LEN] = "", dd[PATH_MAX];
+	int64_t		 t0, took_reset, took_probe;
+	pid_t		 pm;
+	int		 rc_reset, rc_probe;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "pause", 1);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
+	pm = pg_facts(pg_embedded_conninfo(pg), dd, sizeof(dd));
+	signal_cluster(pm, SIGSTOP);
+	t0 = now_ms();
+	rc_reset = iso_reset(iso, t0 + 500, err);
+	took_reset = now_ms() - t0;
+	t0 = now_ms();
+	rc_probe = iso_probe(iso, 1000, perr);
+	took_probe = now_ms() - t0;
+	signal_cluster(pm, SIGCONT);	/* before any assertion can jump away */
+
+	assert_int_equal(rc_reset, -1);
+	assert_true(took_reset >= 500 && took_reset < 2500);
+	assert_int_equal(rc_probe, -1);
+	assert_true(took_probe >= 1000 && took_probe < 3000);
+	if (strstr(perr, "did not answer within 1.0 s") == NULL)
+		fail_msg("probe: %s", perr);
+	assert_null(iso_conn(iso));
+	if (iso_reset(iso, later(), err) == -1)
+		fail_msg("iso_reset once the database is back: %s", err);
+	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
+	iso_drop(iso, err);
+	iso_close(iso);
+	free(cfg.db_schema);
+}
+
 static void
 test_workspaces(void **state)
 {
@@ -999,6 +1124,8 @@ main(void)
 		cmocka_unit_test(test_workers_are_isolated),
 		cmocka_unit_test(test_weird_run_id),
 		cmocka_unit_test(test_reconnects_once),
+		cmocka_unit_test(test_reset_deadline_probe),
+		cmocka_unit_test(test_paused_database),
 		cmocka_unit_test(test_workspaces),
 		cmocka_unit_test(test_open_bad_conninfo),
 		cmocka_unit_test(test_db_max_connections),
