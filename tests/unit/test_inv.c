@@ -342,7 +342,9 @@ test_deadline(void **state)
 	checker = PQconnectdb(pg_embedded_conninfo(pg));
 	assert_int_equal(PQstatus(holder), CONNECTION_OK);
 	assert_int_equal(PQstatus(checker), CONNECTION_OK);
-	PQclear(PQexec(checker, "SET search_path TO s"));
+	/* lock_timeout: a check that ignored its deadline fails in 5 s,
+	 * not never. */
+	PQclear(PQexec(checker, "SET search_path TO s; SET lock_timeout = '5s'"));
 	PQclear(PQexec(holder, "BEGIN; LOCK TABLE s.accounts IN ACCESS EXCLUSIVE MODE"));
 	t0 = now_ms();
 	assert_int_equal(inv_check(checker, &c, t0 + 400, &res, err), -1);
