@@ -68,7 +68,7 @@ int	iso_db_open(struct iso_db *db, const struct cfg *cfg, int slots,
 void	iso_db_close(struct iso_db *db);
 /*
  * max_connections for `slots` workers of cfg:
- *   slots x (turns x (1 + proxies to the database) + services + 6) + 20
+ *   slots x (turns x (1 + proxies to the database) + services + 7) + 20
  * (the reasons for each term are in isolation/db.c).
  */
 int	iso_db_max_connections(const struct cfg *cfg, int slots);

@@ -112,9 +112,9 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
 static void
 deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ...)
 {
-	va_list	ap;
-	char	where[128], err[ERR_LEN];
-	long long timeout = (long long)c->w->cfg->seed_timeout_ms;
+	va_list		 ap;
+	char		 where[128], err[ERR_LEN];
+	long long	 timeout = (long long)c->w->cfg->seed_timeout_ms;
 
 	va_start(ap, fmt);
 	vsnprintf(where, sizeof(where), fmt, ap);

@@ -993,11 +993,11 @@ test_db_max_connections(void **state)
 	(void)state;
 	memset(px, 0, sizeof(px));
 	cfg.turns = 8;
-	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 6 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 6 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 6) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 7 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 7 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 7) + 20);
 	cfg.nservices = 2;
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 6) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 7) + 20);
 	/* Only proxies in front of the database add per-turn connections. */
 	px[0].upstream_kind = CFG_UP_SERVICE;
 	px[1].upstream_kind = CFG_UP_DATABASE;
@@ -1005,7 +1005,7 @@ test_db_max_connections(void **state)
 	cfg.proxies = px;
 	cfg.nproxies = 3;
 	assert_int_equal(iso_db_max_connections(&cfg, 4),
-	    4 * (8 * 3 + 2 + 6) + 20);
+	    4 * (8 * 3 + 2 + 7) + 20);
 	/* Never below what soak run and soak worker asked for before. */
 	cfg.nproxies = 0;
 	cfg.nservices = 0;
@@ -1015,7 +1015,7 @@ test_db_max_connections(void **state)
 	cfg.nproxies = 3;
 	cfg.proxies = px;
 	assert_int_equal(iso_db_max_connections(&cfg, 1024),
-	    1024 * (1024 * 3 + 6) + 20);
+	    1024 * (1024 * 3 + 7) + 20);
 }
 
 /* chosen, else SOAK_DATABASE_URL, else database.url; nothing started. */
@@ -1072,7 +1072,7 @@ test_db_embedded(void **state)
 	assert_int_equal(query_long(c, "SHOW max_connections"),
 	    iso_db_max_connections(&cfg, 2));
 	assert_int_equal(query_long(c, "SHOW max_connections"),
-	    2 * (3 + 1 + 6) + 20);
+	    2 * (3 + 1 + 7) + 20);
 	PQfinish(c);
 	pm = pg_facts(db.conninfo, datadir, sizeof(datadir));
 	iso_db_close(&db);
