@@ -296,7 +296,10 @@ iso_connect(struct iso *iso, char *err)
 {
 	char	desc[128], why[ERR_LEN];
 
-	if (iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK)
+	/* A connection with a query still in flight (its call gave up) is no
+	 * use either: dropped like a lost one. */
+	if (iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK &&
+	    PQtransactionStatus(iso->conn) != PQTRANS_ACTIVE)
 		return 0;
 	iso_forget(iso);
 	if ((iso->conn = iso_pq_connect(iso->conninfo, iso->deadline, why)) == NULL) {
