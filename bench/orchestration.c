@@ -337,7 +337,7 @@ main(int argc, char **argv)
 	s_pgstart.med = s_pgstart.p90 = (double)(now_us() - t0);
 	if ((iso = iso_open(&cfg, pg_embedded_conninfo(pg), "bench", 1, root, err)) == NULL ||
 	    iso_dbparams_parse(pg_embedded_conninfo(pg), &w.db, err) == -1 ||
-	    iso_reset(iso, err) == -1) {
+	    iso_reset(iso, INT64_MAX, err) == -1) {
 		fprintf(stderr, "orchestration: %s\n", err);
 		goto out;
 	}
@@ -363,7 +363,7 @@ main(int argc, char **argv)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	for (i = 0; i < iters; i++) {
 		t0 = now_us();
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, INT64_MAX, err) == -1)
 			fprintf(stderr, "iso_reset: %s\n", err);
 		v[i] = now_us() - t0;
 	}
@@ -371,7 +371,7 @@ main(int argc, char **argv)
 	cfg.db_reset = CFG_RESET_RECREATE;
 	for (i = 0; i < iters; i++) {
 		t0 = now_us();
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, INT64_MAX, err) == -1)
 			fprintf(stderr, "iso_reset: %s\n", err);
 		v[i] = now_us() - t0;
 	}
@@ -393,7 +393,7 @@ main(int argc, char **argv)
 		struct inv_result	ir = { 0 };
 
 		t0 = now_us();
-		if (inv_check(iso_conn(iso), &cfg, &ir, err) == -1)
+		if (inv_check(iso_conn(iso), &cfg, INT64_MAX, &ir, err) == -1)
 			fprintf(stderr, "inv_check: %s\n", err);
 		v[i] = now_us() - t0;
 		inv_result_free(&ir);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,16 +49,64 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void
-abstime_in(struct timespec *ts, int64_t ms)
+int
+ms_until(int64_t deadline)
 {
-	clock_gettime(CLOCK_REALTIME, ts);
+	int64_t	now = now_ms();
+
+	if (deadline <= now)
+		return 0;
+	return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+}
+
+int64_t
+deadline_within(int64_t deadline, int64_t ms)
+{
+	int64_t	now = now_ms();
+
+	if (ms < 0 || ms >= INT64_MAX - now)
+		return deadline;
+	return now + ms < deadline ? now + ms : deadline;
+}
+
+static void
+abstime_on(clockid_t clock, struct timespec *ts, int64_t ms)
+{
+	clock_gettime(clock, ts);
+	if (ms < 0)
+		ms = 0;
 	ts->tv_sec += ms / 1000;
 	ts->tv_nsec += (long)(ms % 1000) * 1000000;
 	if (ts->tv_nsec >= 1000000000) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000;
 	}
+}
+
+void
+abstime_mono_in(struct timespec *ts, int64_t ms)
+{
+	abstime_on(CLOCK_MONOTONIC, ts, ms);
+}
+
+void
+abstime_in(struct timespec *ts, int64_t ms)
+{
+	abstime_on(CLOCK_REALTIME, ts, ms);
+}
+
+int
+cond_init_monotonic(pthread_cond_t *cv)
+{
+	pthread_condattr_t	attr;
+	int			rv;
+
+	if ((rv = pthread_condattr_init(&attr)) != 0)
+		return rv;
+	if ((rv = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)) == 0)
+		rv = pthread_cond_init(cv, &attr);
+	pthread_condattr_destroy(&attr);
+	return rv;
 }
 
 int
@@ -79,6 +128,55 @@ mkdir_p(const char *path, mode_t mode, char *err)
 		buf[i] = (i == len) ? '\0' : '/';
 	}
 	return 0;
+}
+
+int
+private_dir(const char *path, char *err)
+{
+	struct stat	 st;
+	char		*parent = NULL, *slash;
+	int		 rc = -1;
+
+	if (path == NULL || *path == '\0')
+		return errf(err, "no directory given");
+	parent = xstrdup(path);
+	if ((slash = strrchr(parent, '/')) != NULL && slash != parent) {
+		*slash = '\0';
+		if (mkdir_p(parent, 0700, err) == -1)
+			goto out;
+	}
+	if (mkdir(path, 0700) == 0) {
+		rc = 0;
+		goto out;
+	}
+	if (errno != EEXIST) {
+		errf(err, "cannot create directory \"%s\": %s", path, strerror(errno));
+		goto out;
+	}
+	/* Something is there: ours to use only if nobody else can have put
+	 * it there or change what is in it. */
+	if (lstat(path, &st) == -1)
+		errf(err, "cannot inspect \"%s\": %s", path, strerror(errno));
+	else if (S_ISLNK(st.st_mode))
+		errf(err, "\"%s\" is a symbolic link, not a directory of soak's own: "
+		    "refusing it (remove it, or choose another path)", path);
+	else if (!S_ISDIR(st.st_mode))
+		errf(err, "\"%s\" exists and is not a directory: refusing it", path);
+	else if (st.st_uid != geteuid())
+		errf(err, "\"%s\" is owned by uid %u, not by this user (uid %u): "
+		    "refusing it (remove it, or choose another path)", path,
+		    (unsigned)st.st_uid, (unsigned)geteuid());
+	else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+		errf(err, "\"%s\" is writable by %s (mode %04o): refusing it "
+		    "(chmod go-w, or choose another path)", path,
+		    (st.st_mode & S_IWGRP) && (st.st_mode & S_IWOTH) ?
+		    "its group and others" : (st.st_mode & S_IWGRP) ? "its group" :
+		    "others", (unsigned)(st.st_mode & 07777));
+	else
+		rc = 0;
+out:
+	free(parent);
+	return rc;
 }
 
 static int

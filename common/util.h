@@ -7,6 +7,7 @@
 #define SOAK_UTIL_H
 
 #include <endian.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -45,11 +46,43 @@ int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int64_t	now_ms(void);		/* CLOCK_MONOTONIC, for durations and deadlines only */
 int64_t	now_us(void);
 int64_t	wall_ms(void);		/* CLOCK_REALTIME, for report timestamps only */
+
+/*
+ * Deadlines are instants of now_ms()'s clock.  ms_until: what is left of
+ * one as a poll(2) timeout, 0 once it has passed, at most INT_MAX.
+ * deadline_within: the earlier of deadline and ms from now, a phase's own
+ * limit inside a larger one (ms < 0: no limit of its own); never overflows.
+ */
+int	ms_until(int64_t deadline);
+int64_t	deadline_within(int64_t deadline, int64_t ms);
+
+/*
+ * Timed waits on condition variables run on CLOCK_MONOTONIC, so a clock
+ * step (NTP, an administrator) neither fires nor stalls them:
+ * cond_init_monotonic initialises cv for that clock (pthread_condattr_
+ * setclock), and abstime_mono_in gives the instant ms from now on it, for
+ * pthread_cond_timedwait on such a cv.
+ */
 struct timespec;
-/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+int	cond_init_monotonic(pthread_cond_t *cv);
+void	abstime_mono_in(struct timespec *ts, int64_t ms);
+/*
+ * The CLOCK_REALTIME instant ms from now, for a cv initialised with
+ * PTHREAD_COND_INITIALIZER.  Only worker.c's heartbeat still uses it, until
+ * its cv moves to cond_init_monotonic and abstime_mono_in; then it goes.
+ */
 void	abstime_in(struct timespec *ts, int64_t ms);
 
 int	mkdir_p(const char *path, mode_t mode, char *err);
+/*
+ * A root soak creates and deletes under (a workspace, a keep folder),
+ * made safe to use at a predictable name: path is created 0700 (missing
+ * parents too, 0700), or, if something is there already, accepted only if
+ * lstat(2) shows a directory (not a symbolic link) owned by the effective
+ * uid that neither group nor others can write.  Anything else is refused
+ * with err naming the path and what is wrong with it.
+ */
+int	private_dir(const char *path, char *err);
 int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */
 /*
  * Moves a directory tree: rename(2), or across filesystems a copy of its

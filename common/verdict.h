@@ -15,10 +15,15 @@ enum reason {
 	/* fail: a domain failure, never retried away */
 	REASON_INVARIANT,	/* rows came back from an invariant */
 	REASON_GUARD,		/* too few turns succeeded */
-	REASON_HANG,		/* still running at seed_timeout */
+	REASON_HANG,		/* still running at seed_timeout, and the
+				   database answered a probe then */
 	REASON_CRASH,		/* a turn died of a signal */
 	/* infra: the environment broke, retried on another worker */
-	REASON_DB,		/* database connect, reset, DDL, check */
+	REASON_DB,		/* database connect, reset, DDL, check; or
+				   no answer to the probe at seed_timeout:
+				   DESIGN §8 says hang, refined here, since
+				   a dead database is not the system's hang
+				   (worker/seedrun.c, deadline_passed) */
 	REASON_SETUP,		/* the setup command */
 	REASON_SERVICE,		/* a service would not start or died */
 	REASON_PROXY,		/* a fault proxy would not start */

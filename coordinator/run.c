@@ -339,43 +339,46 @@ make_run_id(void)
 	return xasprintf("%s-%04x", buf, (unsigned)getpid() & 0xffff);
 }
 
-/* With an external database, schemas of lost workers must not pile up. */
+/*
+ * With an external database, schemas of lost workers must not pile up.
+ * Best effort, and within ISO_CONNECT_MS: a database that stopped
+ * answering must not keep the run from ending.
+ */
 static void
 drop_run_schemas(const char *conninfo, const char *run_id)
 {
-	PGconn		*conn = PQconnectdb(conninfo);
+	int64_t		 deadline = now_ms() + ISO_CONNECT_MS;
+	PGconn		*conn;
 	PGresult	*res;
-	char		 prefix[128], *q;
+	char		 prefix[128], err[ERR_LEN], *q;
+	const char	*params[1] = { prefix };
+	bool		 expired;
 	size_t		 i;
 	int		 k;
 
-	if (PQstatus(conn) != CONNECTION_OK) {
-		PQfinish(conn);
+	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL)
 		return;
-	}
 	snprintf(prefix, sizeof(prefix), "soak_%s_w", run_id);
 	for (i = 0; prefix[i]; i++)
 		if (!((prefix[i] >= 'a' && prefix[i] <= 'z') ||
 		    (prefix[i] >= '0' && prefix[i] <= '9') || prefix[i] == '_'))
 			prefix[i] = (prefix[i] >= 'A' && prefix[i] <= 'Z') ?
 			    prefix[i] - 'A' + 'a' : '_';
-	{
-		const char	*params[1] = { prefix };
-
-		res = PQexecParams(conn, "SELECT nspname FROM pg_namespace "
-		    "WHERE left(nspname, length($1)) = $1", 1, NULL, params, NULL, NULL, 0);
-	}
+	res = iso_pq_query(conn, "SELECT nspname FROM pg_namespace "
+	    "WHERE left(nspname, length($1)) = $1", 1, params, deadline, &expired);
 	for (k = 0; PQresultStatus(res) == PGRES_TUPLES_OK && k < PQntuples(res); k++) {
 		char	*id = PQescapeIdentifier(conn, PQgetvalue(res, k, 0),
 		    strlen(PQgetvalue(res, k, 0)));
 
 		q = xasprintf("DROP SCHEMA IF EXISTS %s CASCADE", id);
-		PQclear(PQexec(conn, q));
+		PQclear(iso_pq_exec(conn, q, deadline, &expired));
 		free(q);
 		PQfreemem(id);
+		if (expired)
+			break;
 	}
 	PQclear(res);
-	PQfinish(conn);
+	iso_pq_abandon(conn);
 }
 
 static void
@@ -528,12 +531,24 @@ run_main(struct runopts *o)
 		r.url = xasprintf("ipc://%s/coord", ipcdir);
 		keep = xasprintf("%s/failures", out);
 		/* Turn directories are created and removed for every seed: on
-		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more. */
-		work = xasprintf("%s/soak-work-%s", scratch_root(), run_id);
+		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
+		 * A fresh name there, so nobody can have put anything in it. */
+		work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), run_id);
+		if (mkdtemp(work) == NULL) {
+			fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
+			    work, strerror(errno));
+			free(work);
+			work = NULL;
+			goto out;
+		}
 		if (realpath(out, outabs) != NULL) {
 			/* absolute, so workers agree with us whatever their cwd */
 			free(keep);
 			keep = xasprintf("%s/failures", outabs);
+		}
+		if (private_dir(keep, err) == -1) {
+			fprintf(stderr, "soak: %s\n", err);
+			goto out;
 		}
 	} else
 		r.url = xstrdup(o->listen);

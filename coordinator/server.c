@@ -304,7 +304,7 @@ server_open(const char *url, int nslots, const struct auth_opts *auth, char *err
 	int		 rv, i;
 
 	pthread_mutex_init(&s->mu, NULL);
-	pthread_cond_init(&s->cv, NULL);
+	cond_init_monotonic(&s->cv);
 	queue_init(&s->q, sizeof(struct event));
 	if ((rv = nng_rep0_open(&s->sock)) != 0) {
 		errf(err, "cannot open the coordinator socket: %s", nng_strerror(rv));
@@ -548,7 +548,7 @@ wait_event(struct server *s, int timeout_ms, struct event *ev)
 
 	pthread_mutex_lock(&s->mu);
 	if (s->q.len == 0 && timeout_ms > 0) {
-		abstime_in(&ts, timeout_ms);
+		abstime_mono_in(&ts, timeout_ms);
 		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
 	}
 	got = queue_pop(&s->q, ev);

@@ -359,7 +359,7 @@ proxy_set_settle(struct proxy_set *ps, int timeout_ms)
 
 	if (ps == NULL)
 		return 0;
-	abstime_in(&ts, timeout_ms);
+	abstime_mono_in(&ts, timeout_ms);
 	pthread_mutex_lock(&ps->mu);
 	while (ps->live > 0 && rc == 0)
 		rc = pthread_cond_timedwait(&ps->idle, &ps->mu, &ts);
@@ -1269,7 +1269,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 	ps->epfd = -1;
 	ps->wake = (struct ep){ EP_WAKE, ps, -1, 0 };
 	pthread_mutex_init(&ps->mu, NULL);
-	pthread_cond_init(&ps->idle, NULL);
+	cond_init_monotonic(&ps->idle);
 	ps->seed = seed;
 	ps->ls = xcalloc(n ? n : 1, sizeof(*ps->ls));
 	for (i = 0; i < n; i++)

@@ -16,6 +16,7 @@
 #include "common/soak.h"
 #include "common/util.h"
 #include "invariants/inv.h"
+#include "isolation/iso.h"
 
 static void
 usage(FILE *f)
@@ -51,6 +52,8 @@ cmd_check(int argc, char **argv)
 	const char		*db = NULL, *schema = NULL;
 	PGconn			*conn = NULL;
 	char			 err[ERR_LEN];
+	int64_t			 deadline;
+	bool			 expired;
 	int			 ch, json = 0, rc = SOAK_EXIT_INCOMPLETE;
 	size_t			 i;
 
@@ -78,29 +81,32 @@ cmd_check(int argc, char **argv)
 		cfg_free(&cfg);
 		return 0;
 	}
-	conn = PQconnectdb(db);
-	if (PQstatus(conn) != CONNECTION_OK) {
+	/* A monitor that hangs is no monitor: a connection within
+	 * ISO_CONNECT_MS, every invariant within its own timeout. */
+	if ((conn = iso_pq_connect(db, now_ms() + ISO_CONNECT_MS, err)) == NULL) {
 		/* libpq quotes a token it cannot parse: it may be the password. */
-		snprintf(err, sizeof(err), "%s", PQerrorMessage(conn));
 		conninfo_scrub(err, sizeof(err), db);
-		fprintf(stderr, "soak check: cannot connect: %s", err);
+		fprintf(stderr, "soak check: cannot connect: %s\n", err);
 		goto out;
 	}
+	deadline = now_ms() + ISO_CONNECT_MS +
+	    (int64_t)cfg.ninvariants * cfg.invariant_timeout_ms;
 	if (schema) {
 		char		*id = PQescapeIdentifier(conn, schema, strlen(schema));
 		char		*q = xasprintf("SET search_path = %s", id);
-		PGresult	*res = PQexec(conn, q);
+		PGresult	*res = iso_pq_exec(conn, q, deadline, &expired);
 
 		PQfreemem(id);
 		free(q);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			fprintf(stderr, "soak check: %s", PQerrorMessage(conn));
+			fprintf(stderr, "soak check: %s\n", expired ? "no answer from "
+			    "the database" : iso_pq_msg(conn, res, err, sizeof(err)));
 			PQclear(res);
 			goto out;
 		}
 		PQclear(res);
 	}
-	if (inv_check(conn, &cfg, &ir, err) == -1) {
+	if (inv_check(conn, &cfg, deadline, &ir, err) == -1) {
 		fprintf(stderr, "soak check: %s\n", err);
 		goto out;
 	}
@@ -131,7 +137,7 @@ cmd_check(int argc, char **argv)
 	rc = ir.nviolated > 0 ? 1 : 0;
 out:
 	inv_result_free(&ir);
-	PQfinish(conn);
+	iso_pq_abandon(conn);
 	cfg_free(&cfg);
 	return rc;
 }

@@ -60,24 +60,28 @@ outcome_free(struct inv_outcome *o)
 	free(o->cells);
 }
 
+#define INV_NO_ANSWER	"no answer from the database before the deadline"
+
 /* Runs one statement that must succeed without rows. */
 static int
-run_cmd(PGconn *conn, const char *sql, char *err)
+run_cmd(PGconn *conn, const char *sql, int64_t deadline, char *err)
 {
-	PGresult	*res = PQexec(conn, sql);
+	PGresult	*res;
 	char		 m[200];
+	bool		 expired;
 	int		 rc = 0;
 
+	res = iso_pq_exec(conn, sql, deadline, &expired);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK)
-		rc = errf(err, "invariants: \"%s\" failed: %s", sql,
-		    iso_pq_msg(conn, res, m, sizeof(m)));
+		rc = errf(err, "invariants: \"%s\" failed: %s", sql, expired ?
+		    INV_NO_ANSWER : iso_pq_msg(conn, res, m, sizeof(m)));
 	PQclear(res);
 	return rc;
 }
 
 int
-inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
-    char *err)
+inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,
+    struct inv_result *res, char *err)
 {
 	const struct cfg_invariant	*inv;
 	struct inv_outcome		*o;
@@ -86,6 +90,7 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 	const char			*code;
 	int64_t				 t0;
 	size_t				 i;
+	bool				 expired = false;
 
 	memset(res, 0, sizeof(*res));
 	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
@@ -101,11 +106,11 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 	 * it is judging.
 	 */
 	if (run_cmd(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-	    err) == -1)
+	    deadline, err) == -1)
 		goto fail;
 	snprintf(sql, sizeof(sql), "SET LOCAL statement_timeout = %" PRId64,
 	    cfg->invariant_timeout_ms > 0 ? cfg->invariant_timeout_ms : 0);
-	if (run_cmd(conn, sql, err) == -1)
+	if (run_cmd(conn, sql, deadline, err) == -1)
 		goto fail;
 
 	for (i = 0; i < cfg->ninvariants; i++) {
@@ -113,12 +118,15 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 		o = &res->out[i];
 		o->inv = inv;
 		t0 = now_us();
-		/* PQexecParams: exactly one statement per invariant. */
-		r = PQexecParams(conn, inv->sql, 0, NULL, NULL, NULL, NULL, 0);
+		/* Extended protocol: exactly one statement per invariant. */
+		r = iso_pq_query(conn, inv->sql, 0, NULL, deadline, &expired);
 		o->duration_us = now_us() - t0;
 		if (PQresultStatus(r) != PGRES_TUPLES_OK) {
 			code = PQresultErrorField(r, PG_DIAG_SQLSTATE);
-			if (PQresultStatus(r) == PGRES_COMMAND_OK)
+			if (expired)
+				errf(err, "invariant \"%s\": %s", inv->name,
+				    INV_NO_ANSWER);
+			else if (PQresultStatus(r) == PGRES_COMMAND_OK)
 				errf(err, "invariant \"%s\": returned no result "
 				    "set; an invariant must be a query that "
 				    "returns the violating rows", inv->name);
@@ -143,13 +151,16 @@ inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
 		if (o->nrows > 0)
 			res->nviolated++;
 	}
-	if (run_cmd(conn, "ROLLBACK", err) == -1)
+	if (run_cmd(conn, "ROLLBACK", deadline, err) == -1)
 		goto fail;
 	return 0;
 fail:
 	PQclear(r);
-	if (PQstatus(conn) == CONNECTION_OK)
-		PQclear(PQexec(conn, "ROLLBACK"));
+	/* Not while a query is still in flight: that one is the caller's to
+	 * drop (the deadline passed). */
+	if (PQstatus(conn) == CONNECTION_OK &&
+	    PQtransactionStatus(conn) != PQTRANS_ACTIVE)
+		PQclear(iso_pq_exec(conn, "ROLLBACK", deadline, &expired));
 	/* Partly filled outcomes are freed here; res is left empty. */
 	if (res->out != NULL)
 		for (i = 0; i < cfg->ninvariants; i++)

@@ -4,8 +4,11 @@
  * inv_check runs every invariant of cfg, in config order, inside ONE
  * read-only transaction (BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY;
  * SET LOCAL statement_timeout = cfg->invariant_timeout_ms) on conn, whose
- * search_path is already the seed's schema, then ROLLBACK.  Rows returned
- * means violated.  For each invariant it keeps the column names, the total
+ * search_path is already the seed's schema, then ROLLBACK.  Every call
+ * gives up at deadline (a now_ms() instant, CLOCK_MONOTONIC; isolation's
+ * iso_pq_*), whatever the server does: then it returns -1 with conn still
+ * mid-query, for the caller to drop (iso_probe, iso_pq_abandon), and err
+ * saying there was no answer.  Rows returned means violated.  For each invariant it keeps the column names, the total
  * row count, and at most INV_MAX_ROWS rows as text (SQL NULL kept as NULL;
  * each value capped at INV_MAX_VALUE bytes).
  *
@@ -44,8 +47,8 @@ struct inv_result {
 	size_t			 nviolated;
 };
 
-int	inv_check(PGconn *conn, const struct cfg *cfg, struct inv_result *res,
-	    char *err);
+int	inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,
+	    struct inv_result *res, char *err);
 void	inv_result_free(struct inv_result *res);
 /*
  * The violated invariants as JSON: [{"name", "sql", "columns": [..],

@@ -21,6 +21,15 @@
 /* A reset waiting this long on a lock names the likely culprit. */
 #define ISO_LOCK_TIMEOUT	"30s"
 
+/*
+ * A server process, told apart from a later one that got its pid by the
+ * instant it started (in microseconds since the epoch, as text).
+ */
+struct backend {
+	int		 pid;		/* 0: none */
+	char		 start[24];
+};
+
 struct iso {
 	char		*conninfo;
 	char		*schema;	/* unquoted */
@@ -34,6 +43,9 @@ struct iso {
 	enum cfg_reset	 mode;
 	bool		 created;	/* truncate mode: schema exists */
 	PGconn		*conn;
+	int64_t		 deadline;	/* the running call's: every query gives up then */
+	struct backend	 self;		/* conn's backend */
+	struct backend	 stale;		/* a dropped connection's, still to end */
 };
 
 /* libpq prints NOTICEs on stderr by default; they are noise to a run. */
@@ -180,53 +192,158 @@ iso_schema_name(const char *run_id, int worker_id, const char *tail)
 	return name;
 }
 
+/* What a connection got from the server for a query that did not work. */
+static const char *
+query_msg(PGconn *conn, const PGresult *res, bool expired, char *buf, size_t len)
+{
+	if (expired)
+		return "no answer from the database in the time left";
+	return iso_pq_msg(conn, res, buf, len);
+}
+
 /* Per-session settings; run after every (re)connect. */
 static int
 iso_session(struct iso *iso, char *err)
 {
 	PGresult	*res;
 	char		*sql, m[200];
+	bool		 expired;
 	int		 rc = 0;
 
 	PQsetNoticeProcessor(iso->conn, iso_notice, NULL);
 	sql = xasprintf("SET client_min_messages = warning; "
-	    "SET application_name = 'soak worker %d'; SET search_path TO %s",
+	    "SET application_name = 'soak worker %d'; SET search_path TO %s; "
+	    "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint "
+	    "FROM pg_stat_activity WHERE pid = pg_backend_pid()",
 	    iso->worker_id, iso->qschema);
-	res = PQexec(iso->conn, sql);
-	if (PQresultStatus(res) != PGRES_COMMAND_OK)
+	res = iso_pq_exec(iso->conn, sql, iso->deadline, &expired);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		rc = errf(err, "setting up the session for schema %s: %s",
-		    iso->schema, iso_pq_msg(iso->conn, res, m, sizeof(m)));
+		    iso->schema, query_msg(iso->conn, res, expired, m, sizeof(m)));
+	else {
+		iso->self.pid = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
+		snprintf(iso->self.start, sizeof(iso->self.start), "%s",
+		    PQgetvalue(res, 0, 1));
+	}
 	PQclear(res);
 	free(sql);
+	return rc;
+}
+
+/*
+ * Drops the control connection without waiting on the server (a query may
+ * be in flight on it, to a server that does not answer).  Its backend is
+ * remembered, to be ended once a connection gets through.
+ */
+static void
+iso_forget(struct iso *iso)
+{
+	if (iso->conn == NULL)
+		return;
+	if (iso->self.pid > 0)
+		iso->stale = iso->self;
+	memset(&iso->self, 0, sizeof(iso->self));
+	iso_pq_abandon(iso->conn);
+	iso->conn = NULL;
+}
+
+/*
+ * Ends the backend of a dropped connection, over conn, if it still runs:
+ * it may hold locks (an invariant's snapshot, half a reset) that would
+ * stall the next reset.  Without one to end, just asks the server the time
+ * of day.  -1 when the server did not answer by the deadline; an answer
+ * that is an error (no right to signal it) is still an answer.
+ */
+static int
+end_stale(struct iso *iso, PGconn *conn, int64_t deadline, char *err)
+{
+	const char	*params[2];
+	char		 pid[16], m[200];
+	PGresult	*res;
+	bool		 expired;
+	int		 rc = 0;
+
+	if (iso->stale.pid > 0) {
+		snprintf(pid, sizeof(pid), "%d", iso->stale.pid);
+		params[0] = pid;
+		params[1] = iso->stale.start;
+		res = iso_pq_query(conn, "SELECT pg_terminate_backend(pid) "
+		    "FROM pg_stat_activity WHERE pid = $1::int AND "
+		    "(extract(epoch FROM backend_start) * 1000000)::bigint = $2::bigint",
+		    2, params, deadline, &expired);
+	} else
+		res = iso_pq_exec(conn, "SELECT 1", deadline, &expired);
+	if (expired || res == NULL || PQstatus(conn) != CONNECTION_OK) {
+		rc = errf(err, "%s", query_msg(conn, res, expired, m, sizeof(m)));
+		goto out;
+	}
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		log_warnx("worker %d: cannot end the backend (pid %d) of a dropped "
+		    "connection: %s", iso->worker_id, iso->stale.pid,
+		    iso_pq_msg(conn, res, m, sizeof(m)));
+	else if (iso->stale.pid > 0)
+		log_debug("worker %d: %s the backend (pid %d) of a dropped connection",
+		    iso->worker_id, PQntuples(res) > 0 ? "ended" : "no need to end",
+		    iso->stale.pid);
+	memset(&iso->stale, 0, sizeof(iso->stale));
+out:
+	PQclear(res);
 	return rc;
 }
 
 static int
 iso_connect(struct iso *iso, char *err)
 {
-	char	desc[128], m[200];
+	char	desc[128], why[ERR_LEN];
 
-	if (iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK)
+	/* A connection with a query still in flight (its call gave up) is no
+	 * use either: dropped like a lost one. */
+	if (iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK &&
+	    PQtransactionStatus(iso->conn) != PQTRANS_ACTIVE)
 		return 0;
-	if (iso->conn != NULL) {
-		PQreset(iso->conn);
-	} else {
-		iso->conn = PQconnectdb(iso->conninfo);
-	}
-	if (iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK) {
+	iso_forget(iso);
+	if ((iso->conn = iso_pq_connect(iso->conninfo, iso->deadline, why)) == NULL) {
 		conn_desc(iso->conninfo, desc, sizeof(desc));
-		errf(err, "cannot connect to PostgreSQL at %s: %s", desc,
-		    iso_pq_msg(iso->conn, NULL, m, sizeof(m)));
+		errf(err, "cannot connect to PostgreSQL at %s: %s", desc, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
 		return -1;
 	}
-	return iso_session(iso, err);
+	if (iso_session(iso, err) == -1)
+		return -1;
+	if (iso->stale.pid > 0 && end_stale(iso, iso->conn, iso->deadline, why) == -1)
+		log_debug("worker %d: %s", iso->worker_id, why);
+	return 0;
 }
 
 static bool
 iso_lost(const struct iso *iso)
 {
 	return iso->conn == NULL || PQstatus(iso->conn) != CONNECTION_OK;
+}
+
+int
+iso_probe(struct iso *iso, int timeout_ms, char *err)
+{
+	int64_t	 deadline = now_ms() + timeout_ms;
+	PGconn	*c;
+	char	 desc[128], why[ERR_LEN];
+	int	 rc = -1;
+
+	/* Mid-query, the control connection is lost to us whatever comes. */
+	if (iso->conn != NULL && PQtransactionStatus(iso->conn) == PQTRANS_ACTIVE)
+		iso_forget(iso);
+	if ((c = iso_pq_connect(iso->conninfo, deadline, why)) != NULL &&
+	    end_stale(iso, c, deadline, why) == 0)
+		rc = 0;
+	iso_pq_abandon(c);
+	if (rc == -1) {
+		iso_forget(iso);
+		conn_desc(iso->conninfo, desc, sizeof(desc));
+		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
+		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
+		conninfo_scrub(err, ERR_LEN, iso->conninfo);
+	}
+	return rc;
 }
 
 struct iso *
@@ -258,8 +375,11 @@ iso_open(const struct cfg *cfg, const char *conninfo, const char *run_id,
 		errf(err, "worker %d has no workspace directory", worker_id);
 		goto fail;
 	}
-	if (mkdir_p(workspace_root, 0700, err) == -1)
+	/* A predictable name (soak-<run>-w<N> on a shared tmpfs): refused if
+	 * someone else got there first. */
+	if (private_dir(workspace_root, err) == -1)
 		goto fail;
+	iso->deadline = now_ms() + ISO_CONNECT_MS;
 	if (iso_connect(iso, err) == -1)
 		goto fail;
 	return iso;
@@ -309,14 +429,18 @@ exec_ok(struct iso *iso, const char *sql, const char *what, char *err)
 {
 	PGresult	*res;
 	char		 m[200];
+	bool		 expired;
 	int		 rc = 0;
 
-	res = PQexec(iso->conn, sql);
+	res = iso_pq_exec(iso->conn, sql, iso->deadline, &expired);
 	if (PQresultStatus(res) != PGRES_COMMAND_OK &&
 	    PQresultStatus(res) != PGRES_TUPLES_OK) {
 		const char	*code = PQresultErrorField(res, PG_DIAG_SQLSTATE);
 
-		if (code && strcmp(code, "55P03") == 0)
+		if (expired)
+			rc = errf(err, "%s schema %s: %s", what, iso->schema,
+			    query_msg(iso->conn, res, expired, m, sizeof(m)));
+		else if (code && strcmp(code, "55P03") == 0)
 			rc = errf(err, "%s schema %s: waited %s for a lock; "
 			    "a session from an earlier seed may still hold it",
 			    what, iso->schema, ISO_LOCK_TIMEOUT);
@@ -328,10 +452,20 @@ exec_ok(struct iso *iso, const char *sql, const char *what, char *err)
 	return rc;
 }
 
+/* Ends a failed transaction; not one whose query is still in flight. */
 static void
 rollback(struct iso *iso)
 {
-	PQclear(PQexec(iso->conn, "ROLLBACK"));
+	bool	expired;
+
+	switch (PQtransactionStatus(iso->conn)) {
+	case PQTRANS_INTRANS:
+	case PQTRANS_INERROR:
+		PQclear(iso_pq_exec(iso->conn, "ROLLBACK", iso->deadline, &expired));
+		break;
+	default:
+		break;
+	}
 }
 
 static int
@@ -340,11 +474,15 @@ apply_ddl(struct iso *iso, char *err)
 	PGresult	*res;
 	const char	*pos;
 	char		 m[200];
+	bool		 expired;
 	int		 rc = 0;
 
 	if (iso->ddl == NULL)
 		return 0;
-	res = PQexec(iso->conn, iso->ddl);
+	res = iso_pq_exec(iso->conn, iso->ddl, iso->deadline, &expired);
+	if (expired)
+		return errf(err, "%s: %s", iso->ddl_name,
+		    query_msg(iso->conn, res, expired, m, sizeof(m)));
 	switch (PQresultStatus(res)) {
 	case PGRES_COMMAND_OK:
 	case PGRES_TUPLES_OK:
@@ -354,8 +492,7 @@ apply_ddl(struct iso *iso, char *err)
 		/* Abort the COPY so the connection stays usable. */
 		PQputCopyEnd(iso->conn, "not supported in a schema file");
 		PQclear(res);
-		while ((res = PQgetResult(iso->conn)) != NULL)
-			PQclear(res);
+		res = iso_pq_wait(iso->conn, iso->deadline, &expired);
 		rc = errf(err, "%s: COPY ... FROM STDIN cannot run from a schema "
 		    "file; use INSERT, or load the data in setup", iso->ddl_name);
 		break;
@@ -546,13 +683,14 @@ reset_once(struct iso *iso, enum cfg_reset mode, char *err)
 }
 
 int
-iso_reset(struct iso *iso, char *err)
+iso_reset(struct iso *iso, int64_t deadline, char *err)
 {
 	enum cfg_reset	mode = iso->mode;
 
+	iso->deadline = deadline;
 	if (reset_once(iso, mode, err) == 0)
 		return 0;
-	if (!iso_lost(iso))
+	if (!iso_lost(iso) || now_ms() >= deadline)
 		return -1;
 	log_warnx("worker %d: lost the database connection during reset (%s); "
 	    "reconnecting once", iso->worker_id, err);
@@ -565,6 +703,7 @@ iso_drop(struct iso *iso, char *err)
 	char	*sql;
 	int	 rc, tries;
 
+	iso->deadline = now_ms() + ISO_CONNECT_MS;
 	/* truncate's template goes with the schema (IF EXISTS: any mode). */
 	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
 	    "DROP SCHEMA IF EXISTS %s CASCADE; "
@@ -575,7 +714,7 @@ iso_drop(struct iso *iso, char *err)
 			continue;
 		if ((rc = exec_ok(iso, sql, "dropping", err)) == 0)
 			break;
-		if (!iso_lost(iso)) {
+		if (!iso_lost(iso) || now_ms() >= iso->deadline) {
 			rollback(iso);
 			break;
 		}
@@ -641,7 +780,7 @@ iso_close(struct iso *iso)
 {
 	if (iso == NULL)
 		return;
-	PQfinish(iso->conn);
+	iso_pq_abandon(iso->conn);
 	free(iso->conninfo);
 	free(iso->schema);
 	free(iso->qschema);

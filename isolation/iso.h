@@ -68,7 +68,7 @@ int	iso_db_open(struct iso_db *db, const struct cfg *cfg, int slots,
 void	iso_db_close(struct iso_db *db);
 /*
  * max_connections for `slots` workers of cfg:
- *   slots x (turns x (1 + proxies to the database) + services + 6) + 20
+ *   slots x (turns x (1 + proxies to the database) + services + 7) + 20
  * (the reasons for each term are in isolation/db.c).
  */
 int	iso_db_max_connections(const struct cfg *cfg, int slots);
@@ -79,6 +79,35 @@ int	iso_db_max_connections(const struct cfg *cfg, int slots);
  */
 const char	*iso_pq_msg(PGconn *conn, const PGresult *res, char *buf,
 		    size_t len);
+
+/*
+ * libpq with a deadline: an instant of now_ms()'s clock (CLOCK_MONOTONIC).
+ * Each call drives libpq's asynchronous API with poll(2) on its socket and
+ * gives up when the deadline passes, whatever the server does: a paused,
+ * partitioned or wedged database costs the caller its deadline, never
+ * more.  Connections get TCP keepalives unless the string says otherwise,
+ * and are non-blocking (iso_pq_exec makes a caller's connection so).
+ *
+ * iso_pq_connect: the connection, or NULL with err (libpq's reason, or "no
+ *     answer ... within the time left"); err may quote the connection
+ *     string's parts: callers scrub it (conninfo_scrub).
+ * iso_pq_exec / iso_pq_query (one statement, text parameters): what
+ *     PQexec / PQexecParams would return -- the last result, stopping at
+ *     COPY -- or NULL: *expired says whether the deadline passed (the
+ *     query is then still in flight and the connection unusable: drop it
+ *     with iso_pq_abandon), else libpq could not send it (PQerrorMessage).
+ * iso_pq_wait: the results of what was already sent, as above (after
+ *     PQputCopyEnd, say).
+ * iso_pq_abandon: closes conn without waiting on the server; NULL is a
+ *     no-op.  The server's backend lives on until it next reads or writes.
+ */
+PGconn		*iso_pq_connect(const char *conninfo, int64_t deadline, char *err);
+PGresult	*iso_pq_exec(PGconn *conn, const char *sql, int64_t deadline,
+		    bool *expired);
+PGresult	*iso_pq_query(PGconn *conn, const char *sql, int nparams,
+		    const char *const *params, int64_t deadline, bool *expired);
+PGresult	*iso_pq_wait(PGconn *conn, int64_t deadline, bool *expired);
+void		 iso_pq_abandon(PGconn *conn);
 
 /* The parts of a connection string that a turn's PG* environment needs. */
 struct iso_dbparams {
@@ -92,12 +121,14 @@ int	iso_dbparams_parse(const char *conninfo, struct iso_dbparams *p, char *err);
 void	iso_dbparams_free(struct iso_dbparams *p);
 
 /*
- * One worker's isolation.  iso_open connects (libpq) to conninfo, names the
- * schema "soak_<run_id>_w<worker_id>" lower-cased with anything outside
- * [a-z0-9_] turned into '_' (always quoted in SQL all the same), reads
- * cfg->db_schema's DDL once, and makes workspace_root/ (mkdir -p).
- * Nothing is created in the database until iso_reset.
+ * One worker's isolation.  iso_open connects (libpq, within ISO_CONNECT_MS)
+ * to conninfo, names the schema "soak_<run_id>_w<worker_id>" lower-cased
+ * with anything outside [a-z0-9_] turned into '_' (always quoted in SQL all
+ * the same), reads cfg->db_schema's DDL once, and makes workspace_root/
+ * with private_dir (common/util.h).  Nothing is created in the database
+ * until iso_reset.
  */
+#define ISO_CONNECT_MS	30000
 struct iso;
 
 struct iso	*iso_open(const struct cfg *cfg, const char *conninfo,
@@ -105,7 +136,10 @@ struct iso	*iso_open(const struct cfg *cfg, const char *conninfo,
 		    char *err);
 const char	*iso_schema(const struct iso *iso);	/* unquoted name */
 const char	*iso_conninfo(const struct iso *iso);
-/* The control connection; its search_path is the worker's schema. */
+/*
+ * The control connection; its search_path is the worker's schema.  NULL
+ * after iso_probe dropped it, until the next iso_reset connects again.
+ */
 PGconn		*iso_conn(struct iso *iso);
 
 /*
@@ -119,11 +153,25 @@ PGconn		*iso_conn(struct iso *iso);
  * would (details at restore_sql in iso.c).  iso_drop drops the template too.
  * A DDL error names the file and line: "schema.sql:12: syntax error at or
  * near \"TABL\"" (from PG_DIAG_STATEMENT_POSITION).  If the connection was
- * lost it is re-established once before giving up.
+ * lost (or dropped by iso_probe) it is re-established before giving up.
+ * Every call, connecting included, gives up at deadline (a now_ms()
+ * instant), leaving the connection mid-query for iso_probe to drop.
  */
-int		iso_reset(struct iso *iso, char *err);
-/* Drops the schema (end of the worker, unless kept). */
+int		iso_reset(struct iso *iso, int64_t deadline, char *err);
+/* Drops the schema (end of the worker, unless kept), within ISO_CONNECT_MS. */
 int		iso_drop(struct iso *iso, char *err);
+
+/*
+ * A deadline passed: is it the database?  Drops the control connection if
+ * a query is still in flight on it (its backend is remembered), then
+ * connects afresh and asks the server one question within timeout_ms --
+ * ending that dropped backend, so the locks it holds cannot stall the
+ * next reset.  0: the database answered.  -1 with err ("did not answer
+ * within N s: why"): it did not, and the control connection is dropped
+ * too, so the next iso_reset connects afresh (and ends the old backend
+ * then, if the server has come back).
+ */
+int		iso_probe(struct iso *iso, int timeout_ms, char *err);
 
 /*
  * Workspaces.  iso_seed_dir creates (after removing any leftover)

@@ -303,7 +303,7 @@ static pid_t
 start_postgres(const struct pg_plan *pl, char *err)
 {
 	char	 tail[200], postgres[PATH_MAX + 16], maxconn[64];
-	char	*logpath = xasprintf("%s/postgres.log", pl->datadir);
+	char	*logpath = xasprintf("%s/postgres.log", pl->datadir), *ping = NULL;
 	char	*argv[] = { postgres, "-D", pl->datadir, "-k", pl->root,
 		    "-p", PG_PORT,
 		    "-c", "listen_addresses=",
@@ -329,8 +329,10 @@ start_postgres(const struct pg_plan *pl, char *err)
 		errf(err, "cannot start postgres: %s", strerror(errno));
 		goto fail;
 	}
+	/* connect_timeout: a ping that hangs would outlive the watchdog. */
+	ping = xasprintf("%s connect_timeout=2", pl->conninfo);
 	for (;;) {
-		if (PQping(pl->conninfo) == PQPING_OK)
+		if (PQping(ping) == PQPING_OK)
 			break;
 		if (waitpid(pid, &status, WNOHANG) == pid) {
 			log_tail(logpath, tail, sizeof(tail));
@@ -349,10 +351,12 @@ start_postgres(const struct pg_plan *pl, char *err)
 		poll(NULL, 0, 5);
 	}
 	free(logpath);
+	free(ping);
 	return pid;
 fail:
 	stop_postgres(pid);
 	free(logpath);
+	free(ping);
 	return -1;
 }
 

@@ -5,6 +5,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +94,42 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 		    sizeof(res->message) - 2)] = '\0';
 }
 
+/*
+ * The seed's deadline passed while it was `where` (seed_timeout bounds the
+ * whole seed: reset, setup, rounds, settling, checks; every libpq call
+ * gives up then too).  DESIGN.md §8 makes that fail/hang.  Refined here
+ * (issue 11): when the database itself stopped answering -- paused, cut
+ * off, wedged -- the system under test did not hang, its environment did,
+ * so the worker asks the database on a fresh connection within
+ * WRK_PROBE_MS: no answer is infra/db (retried on another worker; the
+ * stuck connection is dropped and the next seed connects and resets
+ * afresh), an answer is fail/hang as before.
+ */
+static void
+deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ...)
+{
+	va_list		 ap;
+	char		 where[128], err[ERR_LEN];
+	long long	 timeout = (long long)c->w->cfg->seed_timeout_ms;
+
+	va_start(ap, fmt);
+	vsnprintf(where, sizeof(where), fmt, ap);
+	va_end(ap);
+	if (iso_probe(c->w->iso, WRK_PROBE_MS, err) == 0) {
+		verdict(res, REASON_HANG, "still running at seed_timeout (%lld ms) %s",
+		    timeout, where);
+		return;
+	}
+	verdict(res, REASON_DB, "seed_timeout (%lld ms) passed %s, and %s", timeout,
+	    where, err);
+	log_warnx("seed %" PRIu64 ": %s", c->seed, res->message);
+	timeline(c, "probe: %s", err);
+}
+
 static json_t *
 outcome_json(const struct turn_outcome *t)
 {
@@ -130,8 +168,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	timeline(c, "setup: %s %d (%lld ms)", turn_status_name(out.status), out.code,
 	    (long long)out.duration_ms);
 	if (hung) {
-		verdict(res, REASON_HANG, "seed_timeout (%lld ms) passed during setup",
-		    (long long)cfg->seed_timeout_ms);
+		deadline_passed(c, res, "during setup");
 		rc = -1;
 	} else if (out.status == TURN_EXEC) {
 		verdict(res, REASON_SETUP, "setup: %s", out.stderr_tail);
@@ -246,8 +283,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		    out[i].status != TURN_OK && out[i].stderr_tail ? out[i].stderr_tail : "");
 	}
 	if (hung) {
-		verdict(res, REASON_HANG, "still running at seed_timeout (%lld ms) in round %d",
-		    (long long)cfg->seed_timeout_ms, round);
+		deadline_passed(c, res, "in round %d", round);
 		rc = -1;
 	} else if (execfail) {
 		for (i = 0; i < n && out[i].status != TURN_EXEC; i++)
@@ -283,9 +319,12 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	size_t			i;
 	int			rc = 0;
 
-	if (inv_check(iso_conn(c->w->iso), c->w->cfg, &ir, err) == -1) {
-		verdict(res, REASON_DB, "after round %d: %s", round, err);
+	if (inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err) == -1) {
 		timeline(c, "check after round %d: %s", round, err);
+		if (now_ms() >= c->deadline)
+			deadline_passed(c, res, "in the check after round %d", round);
+		else
+			verdict(res, REASON_DB, "after round %d: %s", round, err);
 		return -1;
 	}
 	for (i = 0; i < ir.n; i++) {
@@ -332,7 +371,7 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 static char *
 dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
 {
-	char	*dst = NULL, *parent = NULL, *full;
+	char	*dst = NULL, *parent = NULL, *full, err[ERR_LEN];
 
 	if (c->dir == NULL)
 		return NULL;
@@ -343,6 +382,13 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	if (res->verdict != VERDICT_FAIL) {
 		rm_rf(c->dir);
 		return NULL;
+	}
+	/* The keep root may have a predictable name ($TMPDIR/soak-<run>-failures):
+	 * checked before anything under it is removed or made. */
+	if (private_dir(c->w->keep_dir, err) == -1) {
+		log_warnx("seed %" PRIu64 ": not keeping the workspace: %s", c->seed, err);
+		json_object_set_new(detail, "workspace", json_string(c->dir));
+		return xstrdup(c->dir);
 	}
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
@@ -398,19 +444,24 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 
 	memset(res, 0, sizeof(*res));
 	res->reason = REASON_NONE;
+	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
+	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
 	c.state = RUN_VERDICT;
 
 	set_state(&c, RUN_RESET, -1);
-	if (wrk_services_check(w, &died, err) == -1) {
+	if (wrk_services_check(w, c.deadline, &died, err) == -1) {
 		verdict(res, REASON_SERVICE, "%s", err);
 		goto done;
 	}
-	if (iso_reset(w->iso, err) == -1) {
-		verdict(res, REASON_DB, "%s", err);
+	if (iso_reset(w->iso, c.deadline, err) == -1) {
 		timeline(&c, "reset schema %s: %s", iso_schema(w->iso), err);
+		if (now_ms() >= c.deadline)
+			deadline_passed(&c, res, "in the schema reset");
+		else
+			verdict(res, REASON_DB, "%s", err);
 		goto done;
 	}
 	timeline(&c, "reset schema %s (%s)", iso_schema(w->iso),
@@ -440,10 +491,20 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			goto done;
 		}
 		/* A duplicate delivery may still be on its way to the upstream
-		 * after the turn that caused it has exited: let it land first. */
-		if (c.proxies && proxy_set_settle(c.proxies, 10000) == -1)
-			log_warnx("seed %" PRIu64 ": proxy connections still open 10 s "
-			    "after round %d; checking anyway", seed, round);
+		 * after the turn that caused it has exited: let it land first,
+		 * within WRK_SETTLE_MS and the seed's deadline. */
+		if (c.proxies && proxy_set_settle(c.proxies, ms_until(
+		    deadline_within(c.deadline, WRK_SETTLE_MS))) == -1) {
+			if (now_ms() >= c.deadline) {
+				deadline_passed(&c, res, "while the proxies settled "
+				    "after round %d", round);
+				c.round = round;
+				goto done;
+			}
+			log_warnx("seed %" PRIu64 ": proxy connections still open %d s "
+			    "after round %d; checking anyway", seed,
+			    WRK_SETTLE_MS / 1000, round);
+		}
 		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
@@ -464,9 +525,10 @@ done:
 	}
 	/* A service that died under the seed makes the seed unreliable. */
 	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0 &&
-	    wrk_services_check(w, &died, err) == 0 && died)
+	    wrk_services_check(w, INT64_MAX, &died, err) == 0 && died)
 		verdict(res, REASON_SERVICE, "a service died during the seed");
 	res->duration_ms = now_ms() - c.start;
+	atomic_store(&w->seed_deadline_ms, 0);
 	json_object_set_new(detail, "message", json_string(res->message));
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
 	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));

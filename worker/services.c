@@ -75,12 +75,12 @@ tcp_accepts(int port)
 }
 
 static int
-svc_start(struct wrk *w, struct svc *s, char *err)
+svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 {
 	struct spawn_req	 req = { 0 };
 	struct env		 env;
 	char			*dir = NULL, *out = NULL, *errp = NULL;
-	int64_t			 deadline;
+	int64_t			 started, deadline;
 	int			 rc = -1;
 
 	env_init(&env);
@@ -107,7 +107,9 @@ svc_start(struct wrk *w, struct svc *s, char *err)
 	}
 	/* Readiness: the port accepts.  Between attempts wait on the pidfd, so
 	 * a service that dies is noticed at once rather than at the deadline. */
-	deadline = now_ms() + s->c->ready_timeout_ms;
+	/* Its ready_timeout, or what is left of the seed's. */
+	started = now_ms();
+	deadline = deadline_within(limit, s->c->ready_timeout_ms);
 	for (int delay = 2;; delay = delay < 50 ? delay * 2 : 50) {
 		struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
 
@@ -123,7 +125,7 @@ svc_start(struct wrk *w, struct svc *s, char *err)
 		if (now_ms() >= deadline) {
 			errf(err, "service %s did not accept on port %d within %lld ms "
 			    "(see %s)", s->c->name, s->port,
-			    (long long)s->c->ready_timeout_ms, errp);
+			    (long long)(deadline - started), errp);
 			break;
 		}
 	}
@@ -175,7 +177,7 @@ wrk_services_start(struct wrk *w, char *err)
 		w->services->ports[i].name = cfg->services[i].name;
 		w->services->s[i].c = &cfg->services[i];
 		w->services->s[i].pidfd = -1;
-		if (svc_start(w, &w->services->s[i], err) == -1)
+		if (svc_start(w, &w->services->s[i], INT64_MAX, err) == -1)
 			return -1;
 		log_debug("service %s ready on port %d", cfg->services[i].name,
 		    w->services->s[i].port);
@@ -184,7 +186,7 @@ wrk_services_start(struct wrk *w, char *err)
 }
 
 int
-wrk_services_check(struct wrk *w, bool *died, char *err)
+wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err)
 {
 	size_t	i;
 	int	st;
@@ -204,7 +206,7 @@ wrk_services_check(struct wrk *w, bool *died, char *err)
 			close(s->pidfd);
 			s->pid = 0;
 		}
-		if (svc_start(w, s, err) == -1)
+		if (svc_start(w, s, deadline, err) == -1)
 			return -1;
 	}
 	return 0;

@@ -8,6 +8,7 @@
 #ifndef SOAK_WRK_H
 #define SOAK_WRK_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -71,8 +72,12 @@ struct wrk_services;
 struct wrk;
 
 int	wrk_services_start(struct wrk *w, char *err);
-/* Restarts any that died; *died says whether one had.  -1 if one can't come back. */
-int	wrk_services_check(struct wrk *w, bool *died, char *err);
+/*
+ * Restarts any that died, each ready within its ready_timeout and
+ * deadline (a now_ms() instant; INT64_MAX: none); *died says whether one
+ * had.  -1 if one can't come back.
+ */
+int	wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err);
 void	wrk_services_stop(struct wrk *w);
 int	wrk_service_port(const struct wrk *w, const char *name);
 /* Every service's name and current port, for env_base. */
@@ -94,7 +99,27 @@ struct wrk {
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */
+	/*
+	 * The running seed's deadline, a now_ms() instant (CLOCK_MONOTONIC),
+	 * 0 between seeds: written by wrk_run_seed, readable from any thread
+	 * (wrk_seed_deadline).  By then every phase and every libpq call of
+	 * the seed has given up, and the verdict follows within WRK_PROBE_MS
+	 * and the time to kill the turns and keep a failing workspace.
+	 */
+	_Atomic int64_t		 seed_deadline_ms;
 };
+
+/* A probe of the database once a seed's deadline passed (iso_probe). */
+#define WRK_PROBE_MS	2000
+/* At most this long for the proxies' last exchanges after a round. */
+#define WRK_SETTLE_MS	10000
+
+/* w->seed_deadline_ms, for another thread (the heartbeat's). */
+static inline int64_t
+wrk_seed_deadline(struct wrk *w)
+{
+	return atomic_load(&w->seed_deadline_ms);
+}
 
 enum run_state { RUN_RESET, RUN_SETUP, RUN_ROUND, RUN_CHECK, RUN_VERDICT };
 
@@ -113,7 +138,13 @@ struct seed_result {
  */
 int	wrk_open(struct wrk *w, char *err);
 void	wrk_close(struct wrk *w, bool drop_schema);
-/* Never fails: every failure is a verdict. */
+/*
+ * Never fails: every failure is a verdict.  seed_timeout bounds it whole:
+ * one deadline is taken at its start and every phase (service restarts,
+ * the schema reset, setup, rounds, the proxies settling, the checks) gets
+ * what is left of it.  When it passes, the database is probed (iso_probe):
+ * no answer within WRK_PROBE_MS is infra/db, an answer fail/hang.
+ */
 void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
 	    struct seed_result *res);
 void	seed_result_clear(struct seed_result *res);

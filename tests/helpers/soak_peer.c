@@ -179,7 +179,7 @@ hello(void)
 /* --- against a coordinator --- */
 
 static pthread_mutex_t	gone_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t	gone_cv = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t	gone_cv;	/* monotonic: cond_init_monotonic in main */
 static bool		gone;
 
 static void
@@ -318,8 +318,7 @@ inflight(const char *url, int n)
 		send_sealed(ctx[i], aio[i], &sess, &m, (uint64_t)i + 1);
 	}
 	/* Dropped: the pipe goes.  Not: nothing happens for 20 s. */
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 20;
+	abstime_mono_in(&ts, 20000);
 	pthread_mutex_lock(&gone_mu);
 	while (!gone && pthread_cond_timedwait(&gone_cv, &gone_mu, &ts) == 0)
 		;
@@ -795,6 +794,7 @@ main(int argc, char **argv)
 {
 	const char	*tls_cert = NULL;
 
+	cond_init_monotonic(&gone_cv);
 	if (argc > 2 && strcmp(argv[1], "--tls-cert") == 0) {
 		tls_cert = argv[2];
 		argc -= 2;

@@ -29,6 +29,13 @@ exec_ok(const char *sql)
 	PQclear(r);
 }
 
+/* A deadline no test here should meet: each call's bound, not its limit. */
+static int64_t
+later(void)
+{
+	return now_ms() + 60000;
+}
+
 static int
 group_setup(void **state)
 {
@@ -101,7 +108,7 @@ test_pass_and_violate(void **state)
 	int			r;
 
 	(void)state;
-	if (inv_check(conn, &c, &res, err) == -1)
+	if (inv_check(conn, &c, later(), &res, err) == -1)
 		fail_msg("inv_check: %s", err);
 	/* 2 of 3 violated: a count of the invariants that held would say 1 */
 	assert_int_equal(res.n, 3);
@@ -165,7 +172,7 @@ test_json_shape(void **state)
 	char			err[ERR_LEN] = "", *dump;
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), 0);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 	j = inv_result_json(&res);
 	dump = json_dumps(j, JSON_COMPACT);
 	assert_true(json_is_array(j));
@@ -195,7 +202,7 @@ test_json_shape(void **state)
 
 	/* Nothing violated: an empty array, not NULL. */
 	c.ninvariants = 1;
-	assert_int_equal(inv_check(conn, &c, &res, err), 0);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 	j = inv_result_json(&res);
 	assert_int_equal(json_array_size(j), 0);
 	json_decref(j);
@@ -215,7 +222,7 @@ test_long_values_capped(void **state)
 	json_t			*j;
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), 0);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 	assert_int_equal(strlen(res.out[0].cells[0]), INV_MAX_VALUE);
 	/* 2-byte characters: cut at a character boundary, not mid-way. */
 	assert_int_equal(strlen(res.out[0].cells[1]), INV_MAX_VALUE);
@@ -242,7 +249,7 @@ test_timeout_names_invariant(void **state)
 	int64_t			t0 = now_ms();
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), -1);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), -1);
 	assert_true(now_ms() - t0 < 3000);
 	assert_string_equal(err, "invariant \"slow one\": canceling statement "
 	    "due to statement timeout (invariant timeout 100 ms)");
@@ -271,7 +278,7 @@ test_read_only(void **state)
 	PGresult		*r;
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), -1);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), -1);
 	assert_string_equal(err, "invariant \"sneaky\": cannot execute DELETE "
 	    "in a read-only transaction");
 	assert_idle();
@@ -294,22 +301,63 @@ test_sql_errors(void **state)
 	char			err[ERR_LEN] = "";
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), -1);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), -1);
 	assert_string_equal(err, "invariant \"balance\": relation \"x\" does "
 	    "not exist");
 	assert_idle();
 
 	c = cfg_of(5000, multi, 1);
-	assert_int_equal(inv_check(conn, &c, &res, err), -1);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), -1);
 	assert_non_null(strstr(err, "invariant \"two\": "));
 	assert_idle();
 
 	/* No invariants: nothing to run, nothing violated. */
 	c = cfg_of(5000, NULL, 0);
-	assert_int_equal(inv_check(conn, &c, &res, err), 0);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 	assert_int_equal(res.n, 0);
 	assert_int_equal(res.nviolated, 0);
 	inv_result_free(&res);
+}
+
+/*
+ * An invariant that waits (here on a lock another session holds) stops at
+ * the deadline, whatever invariant_timeout says, with the connection left
+ * mid-query for the caller to drop.
+ */
+static void
+test_deadline(void **state)
+{
+	struct cfg_invariant	invs[] = {
+		{ .name = "fast", .sql = "SELECT 1 WHERE false" },
+		{ .name = "waits", .sql = "SELECT id FROM accounts WHERE false" },
+	};
+	struct cfg		c = cfg_of(60000, invs, nitems(invs));
+	struct inv_result	res;
+	char			err[ERR_LEN] = "";
+	PGconn			*holder, *checker;
+	int64_t			t0, took;
+
+	(void)state;
+	holder = PQconnectdb(pg_embedded_conninfo(pg));
+	checker = PQconnectdb(pg_embedded_conninfo(pg));
+	assert_int_equal(PQstatus(holder), CONNECTION_OK);
+	assert_int_equal(PQstatus(checker), CONNECTION_OK);
+	/* lock_timeout: a check that ignored its deadline fails in 5 s,
+	 * not never. */
+	PQclear(PQexec(checker, "SET search_path TO s; SET lock_timeout = '5s'"));
+	PQclear(PQexec(holder, "BEGIN; LOCK TABLE s.accounts IN ACCESS EXCLUSIVE MODE"));
+	t0 = now_ms();
+	assert_int_equal(inv_check(checker, &c, t0 + 400, &res, err), -1);
+	took = now_ms() - t0;
+	PQclear(PQexec(holder, "ROLLBACK"));
+	assert_true(took >= 400);
+	assert_true(took < 2000);
+	assert_string_equal(err, "invariant \"waits\": no answer from the "
+	    "database before the deadline");
+	assert_int_equal(res.n, 0);
+	assert_int_equal(PQtransactionStatus(checker), PQTRANS_ACTIVE);
+	iso_pq_abandon(checker);
+	PQfinish(holder);
 }
 
 static void
@@ -333,12 +381,12 @@ test_lost_connection(void **state)
 	assert_int_equal(PQresultStatus(r), PGRES_TUPLES_OK);
 	PQclear(r);
 	free(sql);
-	assert_int_equal(inv_check(victim, &c, &res, err), -1);
+	assert_int_equal(inv_check(victim, &c, later(), &res, err), -1);
 	assert_non_null(strstr(err, "invariant"));
 	assert_int_equal(res.n, 0);
 	PQfinish(victim);
 
-	assert_int_equal(inv_check(NULL, &c, &res, err), -1);
+	assert_int_equal(inv_check(NULL, &c, later(), &res, err), -1);
 	assert_non_null(strstr(err, "no database connection"));
 }
 
@@ -364,7 +412,7 @@ test_transaction_mode(void **state)
 	int			i, n = 50;
 
 	(void)state;
-	assert_int_equal(inv_check(conn, &c, &res, err), 0);
+	assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 	assert_string_equal(res.out[0].cells[0], "repeatable read");
 	assert_string_equal(res.out[0].cells[1], "on");
 	assert_string_equal(res.out[0].cells[2], "1234ms");
@@ -374,7 +422,7 @@ test_transaction_mode(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++) {
-		assert_int_equal(inv_check(conn, &c, &res, err), 0);
+		assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 		inv_result_free(&res);
 	}
 	fprintf(stderr, "# inv_check, 2 trivial invariants: %.2f ms per check\n",
@@ -395,7 +443,7 @@ test_transaction_mode(void **state)
 		c = cfg_of(1234, real, nitems(real));
 		t0 = now_us();
 		for (i = 0; i < n; i++) {
-			assert_int_equal(inv_check(conn, &c, &res, err), 0);
+			assert_int_equal(inv_check(conn, &c, later(), &res, err), 0);
 			assert_int_equal(res.nviolated, 1);
 			inv_result_free(&res);
 		}
@@ -416,6 +464,7 @@ main(void)
 		cmocka_unit_test(test_read_only),
 		cmocka_unit_test(test_sql_errors),
 		cmocka_unit_test(test_lost_connection),
+		cmocka_unit_test(test_deadline),
 		cmocka_unit_test(test_transaction_mode),
 	};
 

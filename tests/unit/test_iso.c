@@ -7,7 +7,9 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +26,13 @@
 static struct pg_embedded	*pg;
 static char			 tmpdir[] = "/tmp/soak-test-iso-XXXXXX";
 static int			 ddl_seq;
+
+/* A deadline no test here should meet: each call's bound, not its limit. */
+static int64_t
+later(void)
+{
+	return now_ms() + 60000;
+}
 
 static int
 group_setup(void **state)
@@ -390,7 +399,7 @@ test_reset_recreate(void **state)
 	/* Nothing exists before the first reset. */
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname = 'soak_rec_w1'"), 0);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM accounts"), 1);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_tables WHERE "
@@ -401,7 +410,7 @@ test_reset_recreate(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset recreate (2 tables): %.2f ms per seed\n",
 	    (double)(now_us() - t0) / n / 1000.0);
@@ -442,7 +451,7 @@ test_reset_truncate(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	iso = open_iso(&cfg, "trunc", 1);
 	c = iso_conn(iso);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("first iso_reset: %s", err);
 	exec_ok(c, "INSERT INTO accounts (balance) VALUES (1), (2), (3)");
 	exec_ok(c, "INSERT INTO moves (account, amount) VALUES (3, 1), (2, 2)");
@@ -453,7 +462,7 @@ test_reset_truncate(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset truncate (3 tables): %.2f ms per seed\n",
 	    (double)(now_us() - t0) / n / 1000.0);
@@ -516,7 +525,7 @@ test_reset_truncate_fixtures(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	iso = open_iso(&cfg, "fix", 1);
 	c = iso_conn(iso);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("first iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname = 'soak_fix_w1_tpl'"), 1);
@@ -530,7 +539,7 @@ test_reset_truncate_fixtures(void **state)
 
 	t0 = now_us();
 	for (i = 0; i < n; i++)
-		if (iso_reset(iso, err) == -1)
+		if (iso_reset(iso, later(), err) == -1)
 			fail_msg("iso_reset: %s", err);
 	fprintf(stderr, "# reset truncate (6 tables with fixtures): "
 	    "%.2f ms per seed\n", (double)(now_us() - t0) / n / 1000.0);
@@ -566,7 +575,7 @@ test_reset_truncate_fixtures(void **state)
 	    "WHERE what = 'Z'"), 1);
 
 	/* A second round: the same state again. */
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM coupons"), 3);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM audit"), 3);
@@ -597,7 +606,7 @@ test_reset_template_names(void **state)
 	cfg.db_reset = CFG_RESET_RECREATE;
 	a = open_iso(&cfg, "notpl", 1);
 	c = iso_conn(a);
-	if (iso_reset(a, err) == -1 || iso_reset(a, err) == -1)
+	if (iso_reset(a, later(), err) == -1 || iso_reset(a, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace "
 	    "WHERE nspname LIKE 'soak_notpl_w1%'"), 1);
@@ -608,8 +617,8 @@ test_reset_template_names(void **state)
 	cfg.db_reset = CFG_RESET_TRUNCATE;
 	a = open_iso(&cfg, longid, 1);
 	b = open_iso(&cfg, longid, 2);
-	if (iso_reset(a, err) == -1 || iso_reset(b, err) == -1 ||
-	    iso_reset(a, err) == -1 || iso_reset(b, err) == -1)
+	if (iso_reset(a, later(), err) == -1 || iso_reset(b, later(), err) == -1 ||
+	    iso_reset(a, later(), err) == -1 || iso_reset(b, later(), err) == -1)
 		fail_msg("iso_reset: %s", err);
 	c = iso_conn(a);
 	/* Two schemas and two templates, none longer than 63 bytes. */
@@ -642,7 +651,7 @@ test_ddl_error_names_line(void **state)
 	    "CREATE TABL c (id int);\n"
 	    "CREATE TABLE d (id int);\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_string_equal(err, "schema.sql:5: syntax error at or near \"TABL\"");
 
 	/* An execution error: still names the file and what went wrong. */
@@ -654,7 +663,7 @@ test_ddl_error_names_line(void **state)
 	    "\n"
 	    "INSERT INTO nope VALUES (1);\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_string_equal(err, "schema.sql:4: relation \"nope\" does not exist");
 	/* The failed reset rolled back: no half-made schema, usable conn. */
 	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
@@ -667,7 +676,7 @@ test_ddl_error_names_line(void **state)
 	    "CREATE TABLE a (id int);\n"
 	    "COPY a FROM STDIN;\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	assert_int_equal(iso_reset(iso, err), -1);
+	assert_int_equal(iso_reset(iso, later(), err), -1);
 	assert_non_null(strstr(err, "schema.sql: COPY"));
 	assert_int_equal(query_long(iso_conn(iso), "SELECT 1"), 1);
 	assert_int_equal(PQtransactionStatus(iso_conn(iso)), PQTRANS_IDLE);
@@ -677,7 +686,7 @@ test_ddl_error_names_line(void **state)
 	/* An empty schema file is fine. */
 	cfg.db_schema = write_ddl("-- nothing yet\n");
 	iso = open_iso(&cfg, "ddl", 1);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("empty DDL: %s", err);
 	assert_int_equal(iso_drop(iso, err), 0);
 	iso_close(iso);
@@ -703,14 +712,14 @@ test_workers_are_isolated(void **state)
 	w1 = open_iso(&cfg, "iso", 1);
 	w2 = open_iso(&cfg, "iso", 2);
 	assert_string_not_equal(iso_schema(w1), iso_schema(w2));
-	assert_int_equal(iso_reset(w1, err), 0);
-	assert_int_equal(iso_reset(w2, err), 0);
+	assert_int_equal(iso_reset(w1, later(), err), 0);
+	assert_int_equal(iso_reset(w2, later(), err), 0);
 	exec_ok(iso_conn(w1), "INSERT INTO t VALUES (1), (2), (3)");
 	exec_ok(iso_conn(w2), "INSERT INTO t VALUES (10)");
 	assert_int_equal(query_long(iso_conn(w1), "SELECT sum(v) FROM t"), 6);
 	assert_int_equal(query_long(iso_conn(w2), "SELECT sum(v) FROM t"), 10);
 	/* Resetting one leaves the other's rows alone. */
-	assert_int_equal(iso_reset(w1, err), 0);
+	assert_int_equal(iso_reset(w1, later(), err), 0);
 	assert_int_equal(query_long(iso_conn(w1), "SELECT count(*) FROM t"), 0);
 	assert_int_equal(query_long(iso_conn(w2), "SELECT count(*) FROM t"), 1);
 	iso_drop(w1, err);
@@ -733,7 +742,7 @@ test_weird_run_id(void **state)
 	iso = open_iso(&cfg, "Nightly Run/7;DROP \"x\"-\xc3\xbc", 3);
 	s = iso_schema(iso);
 	assert_string_equal(s, "soak_nightly_run_7_drop__x_____w3");
-	assert_int_equal(iso_reset(iso, err), 0);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
 	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
 	assert_int_equal(query_long(iso_conn(iso), "SELECT count(*) FROM "
 	    "soak_nightly_run_7_drop__x_____w3.t"), 1);
@@ -754,7 +763,7 @@ test_weird_run_id(void **state)
 	assert_string_equal(iso_schema(a) + 63 - 3, "_w1");
 	assert_string_not_equal(iso_schema(a), iso_schema(b));
 	assert_true(strstr(iso_schema(a), "_w1") != NULL);
-	assert_int_equal(iso_reset(a, err), 0);
+	assert_int_equal(iso_reset(a, later(), err), 0);
 	assert_int_equal(query_long(iso_conn(a), "SELECT count(*) FROM "
 	    "pg_namespace WHERE nspname = current_schema()"), 1);
 	s = query1(iso_conn(a), "SELECT current_schema()");
@@ -777,13 +786,13 @@ test_reconnects_once(void **state)
 	(void)state;
 	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
 	iso = open_iso(&cfg, "recon", 1);
-	assert_int_equal(iso_reset(iso, err), 0);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
 	admin = connect_ok(pg_embedded_conninfo(pg));
 	sql = xasprintf("SELECT pg_terminate_backend(%d)",
 	    PQbackendPID(iso_conn(iso)));
 	free(query1(admin, sql));
 	free(sql);
-	if (iso_reset(iso, err) == -1)
+	if (iso_reset(iso, later(), err) == -1)
 		fail_msg("iso_reset after the backend was killed: %s", err);
 	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
 	assert_int_equal(query_long(admin, "SELECT count(*) FROM soak_recon_w1.t"),
@@ -791,6 +800,129 @@ test_reconnects_once(void **state)
 	iso_drop(iso, err);
 	iso_close(iso);
 	PQfinish(admin);
+	free(cfg.db_schema);
+}
+
+/* sig to the postmaster pm and every process it forked (its backends). */
+static void
+signal_cluster(pid_t pm, int sig)
+{
+	DIR		*d = opendir("/proc");
+	struct dirent	*e;
+	char		 path[300], buf[512], *p;
+	pid_t		 ppid;
+
+	assert_non_null(d);
+	if (sig == SIGSTOP)
+		kill(pm, sig);	/* first, so it forks nobody meanwhile */
+	while ((e = readdir(d)) != NULL) {
+		FILE	*f;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		buf[0] = '\0';
+		if (fgets(buf, sizeof(buf), f) != NULL &&
+		    (p = strrchr(buf, ')')) != NULL &&
+		    sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pm)
+			kill((pid_t)strtol(e->d_name, NULL, 10), sig);
+		fclose(f);
+	}
+	closedir(d);
+	if (sig != SIGSTOP)
+		kill(pm, sig);
+}
+
+/*
+ * A reset that waits on a lock stops at the deadline; the probe finds the
+ * database answering, ends the stuck backend (so its locks go), and the
+ * next reset connects afresh and works.
+ */
+static void
+test_reset_deadline_probe(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	PGconn		*admin;
+	char		 err[ERR_LEN] = "", *sql;
+	int64_t		 t0, took;
+	int		 stuck;
+	long		 left = 1;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "dl", 1);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
+	stuck = PQbackendPID(iso_conn(iso));
+	admin = connect_ok(pg_embedded_conninfo(pg));
+	exec_ok(admin, "BEGIN; LOCK TABLE soak_dl_w1.t IN ACCESS SHARE MODE");
+	t0 = now_ms();
+	assert_int_equal(iso_reset(iso, t0 + 400, err), -1);
+	took = now_ms() - t0;
+	assert_true(took >= 400 && took < 2000);
+	assert_non_null(strstr(err, "no answer from the database in the time left"));
+
+	assert_int_equal(iso_probe(iso, 2000, err), 0);
+	assert_null(iso_conn(iso));
+	/* The stuck backend was ended: it goes, and with it its lock wait. */
+	sql = xasprintf("SELECT count(*) FROM pg_stat_activity WHERE pid = %d", stuck);
+	for (t0 = now_ms(); now_ms() - t0 < 5000 && left > 0; poll(NULL, 0, 10))
+		left = query_long(admin, sql);
+	free(sql);
+	assert_int_equal(left, 0);
+	exec_ok(admin, "ROLLBACK");
+	if (iso_reset(iso, later(), err) == -1)
+		fail_msg("iso_reset after the probe: %s", err);
+	assert_int_not_equal(PQbackendPID(iso_conn(iso)), stuck);
+	iso_drop(iso, err);
+	iso_close(iso);
+	PQfinish(admin);
+	free(cfg.db_schema);
+}
+
+/*
+ * A database that stops answering (SIGSTOP): the reset gives up at its
+ * deadline, the probe gets no answer within its own and says so, and once
+ * the database is back the next reset reconnects and works.
+ */
+static void
+test_paused_database(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*iso;
+	char		 err[ERR_LEN] = "", perr[ERR_LEN] = "", dd[PATH_MAX];
+	int64_t		 t0, took_reset, took_probe;
+	pid_t		 pm;
+	int		 rc_reset, rc_probe;
+
+	(void)state;
+	cfg.db_schema = write_ddl("CREATE TABLE t (v int);\n");
+	iso = open_iso(&cfg, "pause", 1);
+	assert_int_equal(iso_reset(iso, later(), err), 0);
+	pm = pg_facts(pg_embedded_conninfo(pg), dd, sizeof(dd));
+	signal_cluster(pm, SIGSTOP);
+	t0 = now_ms();
+	rc_reset = iso_reset(iso, t0 + 500, err);
+	took_reset = now_ms() - t0;
+	t0 = now_ms();
+	rc_probe = iso_probe(iso, 1000, perr);
+	took_probe = now_ms() - t0;
+	signal_cluster(pm, SIGCONT);	/* before any assertion can jump away */
+
+	assert_int_equal(rc_reset, -1);
+	assert_true(took_reset >= 500 && took_reset < 2500);
+	assert_int_equal(rc_probe, -1);
+	assert_true(took_probe >= 1000 && took_probe < 3000);
+	if (strstr(perr, "did not answer within 1.0 s") == NULL)
+		fail_msg("probe: %s", perr);
+	assert_null(iso_conn(iso));
+	if (iso_reset(iso, later(), err) == -1)
+		fail_msg("iso_reset once the database is back: %s", err);
+	exec_ok(iso_conn(iso), "INSERT INTO t VALUES (1)");
+	iso_drop(iso, err);
+	iso_close(iso);
 	free(cfg.db_schema);
 }
 
@@ -861,11 +993,11 @@ test_db_max_connections(void **state)
 	(void)state;
 	memset(px, 0, sizeof(px));
 	cfg.turns = 8;
-	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 6 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 6 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 6) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 7 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 7 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 7) + 20);
 	cfg.nservices = 2;
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 6) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 7) + 20);
 	/* Only proxies in front of the database add per-turn connections. */
 	px[0].upstream_kind = CFG_UP_SERVICE;
 	px[1].upstream_kind = CFG_UP_DATABASE;
@@ -873,7 +1005,7 @@ test_db_max_connections(void **state)
 	cfg.proxies = px;
 	cfg.nproxies = 3;
 	assert_int_equal(iso_db_max_connections(&cfg, 4),
-	    4 * (8 * 3 + 2 + 6) + 20);
+	    4 * (8 * 3 + 2 + 7) + 20);
 	/* Never below what soak run and soak worker asked for before. */
 	cfg.nproxies = 0;
 	cfg.nservices = 0;
@@ -883,7 +1015,7 @@ test_db_max_connections(void **state)
 	cfg.nproxies = 3;
 	cfg.proxies = px;
 	assert_int_equal(iso_db_max_connections(&cfg, 1024),
-	    1024 * (1024 * 3 + 6) + 20);
+	    1024 * (1024 * 3 + 7) + 20);
 }
 
 /* chosen, else SOAK_DATABASE_URL, else database.url; nothing started. */
@@ -940,7 +1072,7 @@ test_db_embedded(void **state)
 	assert_int_equal(query_long(c, "SHOW max_connections"),
 	    iso_db_max_connections(&cfg, 2));
 	assert_int_equal(query_long(c, "SHOW max_connections"),
-	    2 * (3 + 1 + 6) + 20);
+	    2 * (3 + 1 + 7) + 20);
 	PQfinish(c);
 	pm = pg_facts(db.conninfo, datadir, sizeof(datadir));
 	iso_db_close(&db);
@@ -992,6 +1124,8 @@ main(void)
 		cmocka_unit_test(test_workers_are_isolated),
 		cmocka_unit_test(test_weird_run_id),
 		cmocka_unit_test(test_reconnects_once),
+		cmocka_unit_test(test_reset_deadline_probe),
+		cmocka_unit_test(test_paused_database),
 		cmocka_unit_test(test_workspaces),
 		cmocka_unit_test(test_open_bad_conninfo),
 		cmocka_unit_test(test_db_max_connections),

@@ -154,7 +154,7 @@ up_start(bool http)
 
 	u->http = http;
 	pthread_mutex_init(&u->mu, NULL);
-	pthread_cond_init(&u->cv, NULL);
+	cond_init_monotonic(&u->cv);
 	u->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;
@@ -173,8 +173,7 @@ up_wait(struct upstream *u, int *field, int want, const char *what)
 {
 	struct timespec	ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 5;
+	abstime_mono_in(&ts, 5000);
 	pthread_mutex_lock(&u->mu);
 	while (*field < want)
 		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT) {
@@ -190,8 +189,7 @@ up_wait_closed(struct upstream *u)
 {
 	struct timespec	ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += 5;
+	abstime_mono_in(&ts, 5000);
 	pthread_mutex_lock(&u->mu);
 	while (u->open > 0)
 		if (pthread_cond_timedwait(&u->cv, &u->mu, &ts) == ETIMEDOUT) {

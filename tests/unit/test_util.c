@@ -1,0 +1,218 @@
+/*
+ * common/util: deadline arithmetic, monotonic timed waits, and the private
+ * roots soak creates and deletes under.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+
+static char	tmpdir[] = "/tmp/soak-test-util-XXXXXX";
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	return mkdtemp(tmpdir) == NULL ? -1 : 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	rm_rf(tmpdir);
+	return 0;
+}
+
+static void
+test_ms_until(void **state)
+{
+	int64_t	now = now_ms();
+	int	left;
+
+	(void)state;
+	assert_int_equal(ms_until(now - 1), 0);
+	assert_int_equal(ms_until(INT64_MIN), 0);
+	assert_int_equal(ms_until(INT64_MAX), INT_MAX);
+	assert_int_equal(ms_until(now + (int64_t)INT_MAX * 4), INT_MAX);
+	left = ms_until(now + 1500);
+	assert_true(left > 1000 && left <= 1500);
+}
+
+static void
+test_deadline_within(void **state)
+{
+	int64_t	now = now_ms(), d;
+
+	(void)state;
+	/* The phase's own limit when it comes first ... */
+	d = deadline_within(now + 60000, 1000);
+	assert_true(d >= now + 1000 && d < now + 2000);
+	/* ... the enclosing deadline when that does ... */
+	assert_int_equal(deadline_within(now + 500, 10000), now + 500);
+	/* ... and one that passed stays passed. */
+	assert_int_equal(deadline_within(now - 10, 10000), now - 10);
+	/* No limit of its own, or one that would overflow: the deadline. */
+	assert_int_equal(deadline_within(now + 5, -1), now + 5);
+	assert_int_equal(deadline_within(INT64_MAX, INT64_MAX), INT64_MAX);
+	d = deadline_within(INT64_MAX, 2000);
+	assert_true(d >= now + 2000 && d < now + 3000);
+}
+
+/* A timed wait on a monotonic cv ends after its time on that clock. */
+static void
+test_cond_monotonic(void **state)
+{
+	pthread_mutex_t	mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t	cv;
+	struct timespec	ts;
+	int64_t		t0, took;
+	int		rv;
+
+	(void)state;
+	assert_int_equal(cond_init_monotonic(&cv), 0);
+	pthread_mutex_lock(&mu);
+	t0 = now_ms();
+	abstime_mono_in(&ts, 50);
+	do
+		rv = pthread_cond_timedwait(&cv, &mu, &ts);
+	while (rv == 0);
+	took = now_ms() - t0;
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(rv, ETIMEDOUT);
+	assert_true(took >= 49);
+	/* A realtime instant would lie decades ahead of the monotonic clock,
+	 * or behind it: either way not 50 ms. */
+	assert_true(took < 5000);
+	pthread_cond_destroy(&cv);
+}
+
+static char *
+path_in(const char *name)
+{
+	return xasprintf("%s/%s", tmpdir, name);
+}
+
+static void
+test_private_dir_creates(void **state)
+{
+	struct stat	 st;
+	char		 err[ERR_LEN] = "";
+	char		*p = path_in("fresh/deeper/root");
+
+	(void)state;
+	if (private_dir(p, err) == -1)
+		fail_msg("private_dir: %s", err);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 077, 0);
+	/* Again: ours, so accepted. */
+	if (private_dir(p, err) == -1)
+		fail_msg("private_dir on its own directory: %s", err);
+	free(p);
+}
+
+static void
+test_private_dir_refuses_symlink(void **state)
+{
+	char	 err[ERR_LEN] = "";
+	char	*target = path_in("elsewhere"), *p = path_in("linked");
+
+	(void)state;
+	assert_int_equal(mkdir(target, 0700), 0);
+	assert_int_equal(symlink(target, p), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "symbolic link"));
+	/* A dangling one too: mkdir(2) would not follow it, nor may we. */
+	unlink(p);
+	assert_int_equal(symlink("/nonexistent/soak-test", p), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, "symbolic link"));
+	free(target);
+	free(p);
+}
+
+static void
+test_private_dir_refuses_writable(void **state)
+{
+	char	 err[ERR_LEN] = "";
+	char	*p = path_in("shared");
+
+	(void)state;
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chmod(p, 0777), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, p));
+	assert_non_null(strstr(err, "writable by its group and others (mode 0777)"));
+	assert_int_equal(chmod(p, 0770), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, "writable by its group"));
+	/* Readable by others is no threat to what soak writes there. */
+	assert_int_equal(chmod(p, 0755), 0);
+	if (private_dir(p, err) == -1)
+		fail_msg("private_dir on a 0755 directory of ours: %s", err);
+	free(p);
+}
+
+static void
+test_private_dir_refuses_file(void **state)
+{
+	char	 err[ERR_LEN] = "";
+	char	*p = path_in("a-file");
+
+	(void)state;
+	assert_int_equal(write_file(p, "x", 1, err), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, "not a directory"));
+	free(p);
+}
+
+/* Another owner's directory: only root can make one to test with. */
+static void
+test_private_dir_refuses_other_owner(void **state)
+{
+	char	 err[ERR_LEN] = "";
+	char	*p = path_in("theirs");
+
+	(void)state;
+	if (geteuid() != 0) {
+		fprintf(stderr, "# not root: cannot make a directory of another owner\n");
+		free(p);
+		skip();
+	}
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	assert_int_equal(private_dir(p, err), -1);
+	assert_non_null(strstr(err, "owned by uid 65534"));
+	free(p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ms_until),
+		cmocka_unit_test(test_deadline_within),
+		cmocka_unit_test(test_cond_monotonic),
+		cmocka_unit_test(test_private_dir_creates),
+		cmocka_unit_test(test_private_dir_refuses_symlink),
+		cmocka_unit_test(test_private_dir_refuses_writable),
+		cmocka_unit_test(test_private_dir_refuses_file),
+		cmocka_unit_test(test_private_dir_refuses_other_owner),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
