@@ -89,12 +89,6 @@ abstime_mono_in(struct timespec *ts, int64_t ms)
 	abstime_on(CLOCK_MONOTONIC, ts, ms);
 }
 
-void
-abstime_in(struct timespec *ts, int64_t ms)
-{
-	abstime_on(CLOCK_REALTIME, ts, ms);
-}
-
 int
 cond_init_monotonic(pthread_cond_t *cv)
 {

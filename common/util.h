@@ -66,12 +66,6 @@ int64_t	deadline_within(int64_t deadline, int64_t ms);
 struct timespec;
 int	cond_init_monotonic(pthread_cond_t *cv);
 void	abstime_mono_in(struct timespec *ts, int64_t ms);
-/*
- * The CLOCK_REALTIME instant ms from now, for a cv initialised with
- * PTHREAD_COND_INITIALIZER.  Only worker.c's heartbeat still uses it, until
- * its cv moves to cond_init_monotonic and abstime_mono_in; then it goes.
- */
-void	abstime_in(struct timespec *ts, int64_t ms);
 
 int	mkdir_p(const char *path, mode_t mode, char *err);
 /*

@@ -44,6 +44,11 @@ wrk_open(struct wrk *w, char *err)
 	w->open_failed = REASON_DB;
 	if (iso_dbparams_parse(w->conninfo, &w->db, err) == -1)
 		return -1;
+	/* The workspace root is ours (made 0700, or checked: no symlink,
+	 * our own, no one else writes in it) before anything goes in it. */
+	if (private_dir(w->workspace, err) == -1)
+		return -1;
+	w->workspace_ok = true;
 	if ((w->iso = iso_open(w->cfg, w->conninfo, w->run_id, w->id, w->workspace,
 	    err)) == NULL)
 		return -1;
@@ -392,6 +397,13 @@ link_call(struct link *l, const struct msg *req, struct msg *rep, int timeout_ms
 
 /* --- heartbeat thread --- */
 
+/*
+ * How long past its deadline a seed may take to end — the database probe
+ * (WRK_PROBE_MS), killing its turns, keeping a failing workspace — before
+ * its heartbeats stop and its lease is left to expire.
+ */
+#define BEAT_GRACE_MS	(WRK_PROBE_MS + 10000)
+
 struct beat {
 	pthread_mutex_t	 mu;
 	pthread_cond_t	 cv;
@@ -399,8 +411,7 @@ struct beat {
 	uint32_t	 worker_id;
 	uint64_t	 lease_id;	/* 0: none held */
 	uint64_t	 seed;
-	int64_t		 since;		/* when that seed started (now_ms) */
-	int64_t		 limit_ms;	/* past since + limit_ms: no more beats */
+	struct wrk	*w;		/* its seed's deadline (wrk_seed_deadline) */
 	bool		 overdue;	/* said so, for this seed */
 	int		 interval_ms;
 	bool		 stop, lost;	/* lost: the coordinator refused the lease */
@@ -440,7 +451,8 @@ beat_main(void *arg)
 		 * its margin (a call that never returns) gets no more, so its
 		 * lease expires and the seed runs elsewhere.
 		 */
-		if (now_ms() - b->since > b->limit_ms) {
+		if (b->w != NULL && wrk_seed_deadline(b->w) != 0 &&
+		    now_ms() > wrk_seed_deadline(b->w) + BEAT_GRACE_MS) {
 			if (!b->overdue)
 				log_warnx("seed %" PRIu64 " is past its deadline by more "
 				    "than the margin: no more heartbeats for it", b->seed);
@@ -483,7 +495,6 @@ beat_set(struct beat *b, uint64_t lease_id, uint64_t seed)
 		b->lost = false;
 	b->lease_id = lease_id;
 	b->seed = seed;
-	b->since = now_ms();
 	b->overdue = false;
 	pthread_mutex_unlock(&b->mu);
 }
@@ -501,11 +512,6 @@ beat_lost(struct beat *b)
 
 /* --- the worker's life: hello, leases, report, teardown --- */
 
-/*
- * How long past seed_timeout a seed may take to end — its invariants'
- * deadline probe, its reset, its report — before its heartbeats stop.
- */
-#define SEED_MARGIN_MS	30000
 
 struct wopts {
 	const char	*url;
@@ -813,7 +819,7 @@ worker_hello(struct worker *k)
 	k->beat.interval_ms = rep.u.welcome.heartbeat_ms ?
 	    (int)rep.u.welcome.heartbeat_ms : 1000;
 	k->beat.worker_id = (uint32_t)k->w.id;
-	k->beat.limit_ms = k->cfg.seed_timeout_ms + SEED_MARGIN_MS;
+	k->beat.w = &k->w;
 	if (iso_db_open(&k->db, &k->cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
 		log_warnx("%s", err);
 		goto out;
@@ -1040,7 +1046,9 @@ worker_teardown(struct worker *k)
 	worker_beat_stop(k);
 	if (k->w.cfg)
 		wrk_close(&k->w, true);
-	if (k->w.workspace)
+	/* Only a workspace this worker made or checked as its own: a path
+	 * that private_dir refused (a symlink, another user's) stays. */
+	if (k->w.workspace && k->w.workspace_ok)
 		rm_rf(k->w.workspace);
 	iso_db_close(&k->db);
 	link_close(&k->link);

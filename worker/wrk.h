@@ -107,6 +107,7 @@ struct wrk {
 	 * and the time to kill the turns and keep a failing workspace.
 	 */
 	_Atomic int64_t		 seed_deadline_ms;
+	bool			 workspace_ok;	/* iso_open took it: ours to remove */
 };
 
 /* A probe of the database once a seed's deadline passed (iso_probe). */
