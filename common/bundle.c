@@ -38,7 +38,7 @@ struct bentry {
 	char		 type;		/* 'd', 'f', 'l' */
 	uint16_t	 mode;
 	uint64_t	 size;
-	const uint8_t	*data;		/* unpack: into the buffer */
+	const uint8_t	*data;		/* unpack: into the buffer; pack: read */
 	char		*target;	/* 'l': heap */
 	bool		 dropped;	/* pack: a symlink left out */
 };
@@ -78,14 +78,17 @@ show(char *buf, const char *s)
 	return log_escape(buf, SHOW_LEN, s);
 }
 
+/* owned: the entries' data is theirs (pack), not the buffer's (unpack). */
 static void
-table_free(struct bentry *t, size_t n)
+table_free(struct bentry *t, size_t n, bool owned)
 {
 	size_t	i;
 
 	for (i = 0; i < n; i++) {
 		free(t[i].path);
 		free(t[i].target);
+		if (owned)
+			free(UNCONST(t[i].data));
 	}
 	free(t);
 }
@@ -338,7 +341,7 @@ parse(const uint8_t *buf, size_t len, struct bentry **tp, size_t *np, char *err)
 	*np = n;
 	return 0;
 fail:
-	table_free(t, n);
+	table_free(t, n, false);
 	return -1;
 }
 
@@ -464,7 +467,7 @@ out:
 	if (rootfd != -1)
 		close(rootfd);
 	free(pdir);
-	table_free(t, n);
+	table_free(t, n, false);
 	return rc;
 }
 
@@ -472,7 +475,7 @@ out:
 
 struct packer {
 	const char		*root;
-	const char *const	*exclude;
+	const struct bundle_rules *r;
 	struct bentry		*t;
 	size_t			 n, cap;
 	size_t			 nskipped;
@@ -483,7 +486,7 @@ excluded(const struct packer *p, const char *abs)
 {
 	const char *const	*x;
 
-	for (x = p->exclude; x && *x; x++)
+	for (x = p->r ? p->r->exclude : NULL; x && *x; x++)
 		if (strcmp(*x, abs) == 0)
 			return true;
 	return false;
@@ -645,42 +648,91 @@ too_big(const struct packer *p, uint64_t total, char *err)
 	    (unsigned long long)total, BUNDLE_MAX, list, p->root);
 }
 
-/* Reads e's file into out: exactly the size it had when walked. */
+/*
+ * Reads e's file into e->data as it is now: a file written meanwhile (a
+ * log in the folder, this coordinator's own stderr) is taken at its size
+ * when opened, one that shrank as it is.  1 when it is gone (left out), 0,
+ * or -1 with err.
+ */
 static int
-pack_file(const struct packer *p, const struct bentry *e, uint8_t *out, char *err)
+pack_file(const struct packer *p, struct bentry *e, char *err)
 {
 	char		*abs = xasprintf("%s/%s", p->root, e->path);
 	struct stat	 st;
 	uint64_t	 got = 0;
+	uint8_t		*buf;
 	ssize_t		 r;
 	int		 fd, rc = -1;
 
 	if ((fd = open(abs, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
-		errf(err, "cannot bundle %s: %s", abs, strerror(errno));
+		if (errno == ENOENT)
+			rc = 1;
+		else
+			errf(err, "cannot bundle %s: %s", abs, strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size != e->size) {
-		errf(err, "cannot bundle %s: it changed while the folder was read; "
-		    "start again", abs);
+	    (uint64_t)st.st_size > BUNDLE_MAX) {
+		errf(err, "cannot bundle %s: it changed while the folder was read "
+		    "(no longer a file, or over the cap)", abs);
 		goto out;
 	}
+	e->size = (uint64_t)st.st_size;
+	e->data = buf = xcalloc(1, e->size ? e->size : 1);
 	while (got < e->size) {
-		if ((r = read(fd, out + got, e->size - got)) == -1 && errno == EINTR)
+		r = read(fd, buf + got, e->size - got);
+		if (r == -1 && errno == EINTR)
 			continue;
-		if (r <= 0) {
-			errf(err, "cannot read %s: %s", abs, r == 0 ? "it got shorter" :
-			    strerror(errno));
+		if (r == -1) {
+			errf(err, "cannot read %s: %s", abs, strerror(errno));
 			goto out;
 		}
+		if (r == 0)
+			break;
 		got += (uint64_t)r;
 	}
+	e->size = got;
 	rc = 0;
 out:
 	if (fd != -1)
 		close(fd);
 	free(abs);
 	return rc;
+}
+
+/*
+ * Reads every file (the total is within the cap) and leaves out those
+ * that hold the shared secret: the coordinator's own credential, which
+ * no worker needs from it and an eavesdropper must never read.
+ */
+static int
+pack_read(struct packer *p, char *err)
+{
+	const struct bundle_rules	*r = p->r;
+	size_t				 i;
+	int				 rc;
+
+	for (i = 0; i < p->n; i++) {
+		struct bentry	*e = &p->t[i];
+
+		if (e->type != 'f' || e->dropped)
+			continue;
+		if ((rc = pack_file(p, e, err)) == -1)
+			return -1;
+		if (rc == 1) {
+			log_warnx("bundle: leaving out %s/%s: it went away while the "
+			    "folder was read", p->root, e->path);
+			e->dropped = true;
+			p->nskipped++;
+		} else if (r && r->secret_len > 0 && memmem(e->data, e->size, r->secret,
+		    r->secret_len) != NULL) {
+			log_warnx("bundle: leaving out %s/%s: it holds the shared secret",
+			    p->root, e->path);
+			e->dropped = true;
+			p->nskipped++;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -711,9 +763,10 @@ pack_drop_links(struct packer *p)
 }
 
 int
-bundle_pack(const char *dir, const char *const *exclude, struct bundle *b, char *err)
+bundle_pack(const char *dir, const struct bundle_rules *rules, struct bundle *b,
+    char *err)
 {
-	struct packer	 p = { .root = dir, .exclude = exclude };
+	struct packer	 p = { .root = dir, .r = rules };
 	uint64_t	 total = HDR_LEN;
 	uint8_t		*o;
 	size_t		 i, off, count = 0;
@@ -730,6 +783,19 @@ bundle_pack(const char *dir, const char *const *exclude, struct bundle *b, char 
 		count++;
 	}
 	if (total > BUNDLE_MAX) {
+		too_big(&p, total, err);
+		goto fail;
+	}
+	if (pack_read(&p, err) == -1)
+		goto fail;
+	pack_drop_links(&p);		/* a link to a file left out */
+	for (i = 0, total = HDR_LEN, count = 0; i < p.n; i++) {
+		if (p.t[i].dropped)
+			continue;
+		total += ENTRY_LEN(strlen(p.t[i].path), p.t[i].size);
+		count++;
+	}
+	if (total > BUNDLE_MAX) {	/* files grew while they were read */
 		too_big(&p, total, err);
 		goto fail;
 	}
@@ -753,8 +819,8 @@ bundle_pack(const char *dir, const char *const *exclude, struct bundle *b, char 
 		off += 4;
 		if (e->type == 'l')
 			memcpy(o + off, e->target, e->size);
-		else if (e->type == 'f' && pack_file(&p, e, o + off, err) == -1)
-			goto fail;
+		else if (e->type == 'f')
+			memcpy(o + off, e->data, e->size);
 		off += e->size;
 	}
 	b->len = off;
@@ -762,10 +828,10 @@ bundle_pack(const char *dir, const char *const *exclude, struct bundle *b, char 
 	b->nskipped = p.nskipped;
 	if (bundle_hash(b->data, b->len, b->hash, err) == -1)
 		goto fail;
-	table_free(p.t, p.n);
+	table_free(p.t, p.n, true);
 	return 0;
 fail:
-	table_free(p.t, p.n);
+	table_free(p.t, p.n, true);
 	bundle_free(b);
 	return -1;
 }

@@ -21,11 +21,13 @@
  * buffer, 64 lower-case hex digits.  Nothing else (owners, times) is kept.
  *
  * bundle_pack takes directories, regular files and symlinks; it leaves
- * out every entry named ".git", the paths in exclude (the run's output
- * directory), sockets, fifos and devices, and symlinks that do not
- * resolve to an entry of the bundle (each said with log_warnx).  Past
- * BUNDLE_MAX bytes or BUNDLE_MAX_ENTRIES entries it fails, naming the
- * biggest files.
+ * out every entry named ".git", the paths of rules->exclude (the run's
+ * output directory, the coordinator's secret file and TLS key), every
+ * file holding rules->secret (the shared secret, wherever it was copied),
+ * sockets, fifos and devices, and symlinks that do not resolve to an
+ * entry of the bundle (each but .git and exclude said with log_warnx).
+ * Past BUNDLE_MAX bytes or BUNDLE_MAX_ENTRIES entries it fails, naming
+ * the biggest files.
  *
  * bundle_unpack trusts nothing in the buffer: every length is checked
  * against what is left; a path must be relative, without "", "." or ".."
@@ -59,13 +61,21 @@ struct bundle {
 	char	 hash[BUNDLE_HASH_LEN + 1];
 };
 
+/* What bundle_pack leaves out besides .git and special files. */
+struct bundle_rules {
+	const char *const	*exclude;	/* absolute paths (as realpath gives
+						   them), with all under them;
+						   NULL-terminated, may be NULL */
+	const uint8_t		*secret;	/* a file holding these bytes */
+	size_t			 secret_len;	/* 0: none */
+};
+
 /*
- * Packs the folder dir (absolute).  exclude: absolute paths (as realpath
- * gives them) left out with everything under them, NULL-terminated, may
- * be NULL.  0, or -1 with err; b is bundle_free()d either way before use.
+ * Packs the folder dir (absolute); rules may be NULL.  0, or -1 with err;
+ * *b needs bundle_free() either way.
  */
-int	bundle_pack(const char *dir, const char *const *exclude, struct bundle *b,
-	    char *err);
+int	bundle_pack(const char *dir, const struct bundle_rules *rules,
+	    struct bundle *b, char *err);
 void	bundle_free(struct bundle *b);
 
 /* SHA-256 of data as 64 lower-case hex digits and a NUL.  0 or -1 with err. */

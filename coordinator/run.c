@@ -363,24 +363,35 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
 
 /*
  * The config folder as workers without it get it (common/bundle.h): built
- * once, before anything listens, without the run's output directory (nor,
- * with the default --out, the soak-out folder every run writes into) or
- * .git.  -1 when it cannot travel (too big: the biggest files named).
+ * once, before anything listens, without .git, the run's output directory
+ * (nor, with the default --out, the soak-out folder every run writes
+ * into), and never with this coordinator's credentials: its secret file,
+ * its TLS certificate's key, any file holding the shared secret (a README
+ * example keeps soak.secret beside soak.yaml).  -1 when it cannot travel
+ * (too big: the biggest files named).
  */
 static int
 coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *out,
     struct bundle *b)
 {
-	const char	*exclude[3] = { NULL, NULL, NULL };
-	char		 err[ERR_LEN], outabs[PATH_MAX], all[PATH_MAX];
-	char		 size[32];
-	int		 n = 0;
+	const char		*exclude[5] = { NULL };
+	struct bundle_rules	 rules = { .exclude = exclude };
+	char			 err[ERR_LEN], size[32], path[4][PATH_MAX];
+	int			 n = 0, i;
 
-	if (realpath(out, outabs) != NULL)
-		exclude[n++] = outabs;
-	if (o->out == NULL && realpath("soak-out", all) != NULL)
-		exclude[n++] = all;
-	if (bundle_pack(cfg->dir, exclude, b, err) == -1) {
+	if (realpath(out, path[n]) != NULL)
+		n++;
+	if (o->out == NULL && realpath("soak-out", path[n]) != NULL)
+		n++;
+	if (o->auth.secret_file && realpath(o->auth.secret_file, path[n]) != NULL)
+		n++;
+	if (o->auth.tls_cert && realpath(o->auth.tls_cert, path[n]) != NULL)
+		n++;
+	for (i = 0; i < n; i++)
+		exclude[i] = path[i];
+	rules.secret = o->auth.secret.key;
+	rules.secret_len = o->auth.secret.len;
+	if (bundle_pack(cfg->dir, &rules, b, err) == -1) {
 		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
 		return -1;
 	}

@@ -131,12 +131,13 @@ sample_tree(void)
 static void
 pack_ok(const char *dir, struct bundle *b)
 {
-	char		 real[PATH_MAX], out[PATH_MAX + 8], err[ERR_LEN];
-	const char	*exclude[2] = { out, NULL };
+	char			 real[PATH_MAX], out[PATH_MAX + 8], err[ERR_LEN];
+	const char		*exclude[2] = { out, NULL };
+	struct bundle_rules	 r = { .exclude = exclude };
 
 	assert_non_null(realpath(dir, real));
 	snprintf(out, sizeof(out), "%s/out", real);
-	if (bundle_pack(real, exclude, b, err) == -1)
+	if (bundle_pack(real, &r, b, err) == -1)
 		fail_msg("bundle_pack: %s", err);
 }
 
@@ -178,9 +179,7 @@ test_roundtrip(void **state)
 	assert_false(exists(dst, "out"));
 	/* The copy packs to the same bytes: the hash is the tree's, not its place's. */
 	{
-		char	*exclude[1] = { NULL };
-
-		if (bundle_pack(dst, (const char *const *)exclude, &copy, err) == -1)
+		if (bundle_pack(dst, NULL, &copy, err) == -1)
 			fail_msg("bundle_pack of the copy: %s", err);
 		assert_string_equal(copy.hash, b.hash);
 		bundle_free(&copy);
@@ -491,7 +490,7 @@ static void
 test_pack_cap(void **state)
 {
 	struct bundle	 b;
-	char		*src = tmpdir(), *p, err[ERR_LEN], *exclude[1] = { NULL };
+	char		*src = tmpdir(), *p, err[ERR_LEN];
 	char		*blob = xcalloc(1, BUNDLE_MAX);
 
 	(void)state;
@@ -501,12 +500,12 @@ test_pack_cap(void **state)
 	assert_int_equal(write_file(p, blob, BUNDLE_MAX - 100, err), 0);
 	put(src, "small", "yy", 0644);
 	put(src, "second", "yyyyyyyyyy", 0644);
-	assert_int_equal(bundle_pack(src, (const char *const *)exclude, &b, err), -1);
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
 	assert_non_null(strstr(err, "makes a bundle of 8388612 bytes, over the cap of 8388608"));
 	assert_non_null(strstr(err, "biggest: fixtures.bin (8.0 MiB), second (10 B)"));
 	/* Just under it: fine. */
 	assert_int_equal(write_file(p, blob, BUNDLE_MAX - 200, err), 0);
-	if (bundle_pack(src, (const char *const *)exclude, &b, err) == -1)
+	if (bundle_pack(src, NULL, &b, err) == -1)
 		fail_msg("bundle_pack: %s", err);
 	assert_true(b.len <= BUNDLE_MAX);
 	bundle_free(&b);
@@ -521,7 +520,7 @@ static void
 test_pack_leaves_out(void **state)
 {
 	struct bundle	 b;
-	char		*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN], *exclude[1] = { NULL };
+	char		*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
 
 	(void)state;
 	put(src, "soak.yaml", "name: t\n", 0644);
@@ -529,7 +528,7 @@ test_pack_leaves_out(void **state)
 	lnk(src, "up", "../x");
 	lnk(src, "via", "up");		/* pointed through one left out */
 	lnk(src, "fine", "soak.yaml");
-	if (bundle_pack(src, (const char *const *)exclude, &b, err) == -1)
+	if (bundle_pack(src, NULL, &b, err) == -1)
 		fail_msg("bundle_pack: %s", err);
 	assert_int_equal(b.nentries, 2);
 	assert_int_equal(b.nskipped, 3);
@@ -537,6 +536,38 @@ test_pack_leaves_out(void **state)
 	assert_true(exists(dst, "fine"));
 	assert_false(exists(dst, "abs"));
 	assert_false(exists(dst, "via"));
+	bundle_free(&b);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+/* The coordinator's shared secret never travels, wherever it was copied. */
+static void
+test_pack_leaves_secret(void **state)
+{
+	static const char	 key[] = "0123456789abcdef-not-for-workers";
+	struct bundle		 b;
+	struct bundle_rules	 r = { .secret = (const uint8_t *)key,
+				    .secret_len = sizeof(key) - 1 };
+	char			*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	put(src, "soak.secret", "0123456789abcdef-not-for-workers\n", 0600);
+	mkd(src, "deep");
+	put(src, "deep/.env", "A=1\nSOAK_SECRET=0123456789abcdef-not-for-workers\n", 0644);
+	lnk(src, "key", "soak.secret");	/* a link to it goes too */
+	if (bundle_pack(src, &r, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_null(memmem(b.data, b.len, key, sizeof(key) - 1));
+	assert_int_equal(b.nentries, 2);	/* soak.yaml, deep */
+	assert_int_equal(b.nskipped, 3);
+	assert_int_equal(bundle_unpack(b.data, b.len, dst, err), 0);
+	assert_false(exists(dst, "soak.secret"));
+	assert_false(exists(dst, "deep/.env"));
+	assert_false(exists(dst, "key"));
 	bundle_free(&b);
 	rm_rf(src);
 	rm_rf(dst);
@@ -620,6 +651,7 @@ main(void)
 		cmocka_unit_test(test_modes_masked),
 		cmocka_unit_test(test_pack_cap),
 		cmocka_unit_test(test_pack_leaves_out),
+		cmocka_unit_test(test_pack_leaves_secret),
 		cmocka_unit_test(test_cache),
 	};
 
