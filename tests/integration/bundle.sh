@@ -4,8 +4,8 @@
 # parent, so the folder is not there at the coordinator's path:
 #  - with the bundle (the default) it runs every seed from its cached copy,
 #    with the verdicts `soak run` gives on the same config; the cache is
-#    0700, the turn stays executable, .git and the output directory stay
-#    behind;
+#    0700, the turn stays executable, .git, the output directory and a
+#    copy of the shared secret stay behind;
 #  - a changed file changes the hash: a second cache directory, taken by
 #    two worker processes at once (one install wins, no half tree), and
 #    the changed behaviour; the same hash again is taken from the cache;
@@ -50,6 +50,7 @@ chmod 755 "$cfg/turn.sh"
 printf '[ $((SOAK_SEED %% 3)) = 1 ] && exit 1\nexit 0\n' >"$cfg/lib/rule.sh"
 ln -s lib/rule.sh "$cfg/rule.sh"
 printf '[core]\n\tsecret = stays-home\n' >"$cfg/.git/config"
+cp -p "$T/secret" "$cfg/soak.secret"	# as README's example keeps it
 
 verdicts() { jq -c '[.results[] | [.seed, .verdict, .reason]]' "$1/report.json"; }
 # start_coordinator NAME ARGS...: sets $coord (pid) and $url; it runs in
@@ -122,6 +123,10 @@ expect_eq "the schema travelled" "$(cat "$cfg/schema.sql")" "$(cat "$b1/schema.s
 [ -z "$(ls -d "$b1"/out-* 2>/dev/null)" ] || fail "the output directory travelled"
 grep -rq stays-home "$b1" && fail "the contents of .git travelled"
 ok "neither .git nor the output directory travelled"
+[ ! -e "$b1/soak.secret" ] || fail "the shared secret travelled"
+grep -rqF "$(cat "$T/secret")" "$b1" && fail "the shared secret travelled"
+expect_match "the coordinator said it left the secret out" \
+    "leaving out $cfg/soak.secret: it holds the shared secret" "$(cat "$T/a.err")"
 
 # --- a changed file: a new hash, a second cache folder, a new behaviour ---
 printf 'exit 1\n' >"$cfg/lib/rule.sh"		# every turn fails now
