@@ -584,7 +584,8 @@ pack_walk(struct packer *p, const char *rel, char *err)
 		names[nnames++] = xstrdup(de->d_name);
 	}
 	closedir(d);
-	qsort(names, nnames, sizeof(*names), name_cmp);
+	if (nnames > 0)
+		qsort(names, nnames, sizeof(*names), name_cmp);
 	for (i = 0; i < nnames; i++) {
 		crel = rel[0] ? xasprintf("%s/%s", rel, names[i]) : xstrdup(names[i]);
 		cabs = xasprintf("%s/%s", abs, names[i]);
@@ -774,7 +775,8 @@ bundle_pack(const char *dir, const struct bundle_rules *rules, struct bundle *b,
 	memset(b, 0, sizeof(*b));
 	if (pack_walk(&p, "", err) == -1)
 		goto fail;
-	qsort(p.t, p.n, sizeof(*p.t), entry_cmp);
+	if (p.n > 0)
+		qsort(p.t, p.n, sizeof(*p.t), entry_cmp);
 	pack_drop_links(&p);
 	for (i = 0; i < p.n; i++) {
 		if (p.t[i].dropped)

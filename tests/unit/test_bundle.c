@@ -116,6 +116,7 @@ sample_tree(void)
 	put(d, "soak.yaml", "name: t\n", 0644);
 	put(d, "turn.sh", "#!/bin/sh\nexit 0\n", 0755);
 	mkd(d, "lib");
+	mkd(d, "lib/empty");
 	put(d, "lib/rule.sh", "exit 1\n", 0640);
 	lnk(d, "rule.sh", "lib/rule.sh");
 	lnk(d, "l2", "lib");
@@ -151,7 +152,8 @@ test_roundtrip(void **state)
 
 	(void)state;
 	pack_ok(src, &b);
-	assert_int_equal(b.nentries, 6);	/* lib, lib/rule.sh, l2, rule.sh, soak.yaml, turn.sh */
+	/* lib, lib/empty, lib/rule.sh, l2, rule.sh, soak.yaml, turn.sh */
+	assert_int_equal(b.nentries, 7);
 	assert_true(bundle_hash_valid(b.hash));
 	pack_ok(src, &again);
 	assert_int_equal(again.len, b.len);
@@ -167,6 +169,7 @@ test_roundtrip(void **state)
 	assert_int_equal(mode_of(dst, "soak.yaml") & 07777, 0644);
 	assert_int_equal(mode_of(dst, "lib/rule.sh") & 07777, 0640);
 	assert_true(S_ISDIR(mode_of(dst, "lib")));
+	assert_true(S_ISDIR(mode_of(dst, "lib/empty")));
 	assert_true(S_ISLNK(mode_of(dst, "rule.sh")));
 	l2 = path_join(dst, "l2");
 	n = readlink(l2, target, sizeof(target) - 1);
