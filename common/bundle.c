@@ -40,7 +40,8 @@ struct bentry {
 	uint64_t	 size;
 	const uint8_t	*data;		/* unpack: into the buffer; pack: read */
 	char		*target;	/* 'l': heap */
-	bool		 dropped;	/* pack: a symlink left out */
+	bool		 dropped;	/* pack: left out (a symlink out, a file
+					   with the secret, one gone) */
 };
 
 static uint16_t
