@@ -11,6 +11,7 @@ static const char *const type_names[MSG_TYPE_MAX] = {
 	[MSG_DONE] = "done", [MSG_RESULT] = "result",
 	[MSG_HEARTBEAT] = "heartbeat", [MSG_ACK] = "ack", [MSG_NACK] = "nack",
 	[MSG_BYE] = "bye", [MSG_CHALLENGE] = "challenge", [MSG_AUTH] = "auth",
+	[MSG_BUNDLE_REQ] = "bundle-request", [MSG_BUNDLE] = "bundle",
 };
 
 const char *
@@ -119,6 +120,24 @@ w_str(struct wbuf *w, const char *s, size_t cap, const char *field)
 	}
 }
 
+static void
+w_bytes(struct wbuf *w, const uint8_t *p, size_t n, size_t cap, const char *field)
+{
+	if (w->failed)
+		return;
+	if (n > cap) {
+		w->failed = 1;
+		errf(w->err, "field %s is %zu bytes, more than %zu", field, n, cap);
+		return;
+	}
+	w_u32(w, (uint32_t)n);
+	w_grow(w, n);
+	if (!w->failed && n > 0) {
+		memcpy(w->p + w->len, p, n);
+		w->len += n;
+	}
+}
+
 int
 msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 {
@@ -160,6 +179,7 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_str(&w, m->u.welcome.keep_dir, MSG_STR_SHORT, "keep_dir");
 		w_str(&w, m->u.welcome.workspace, MSG_STR_SHORT, "workspace");
 		w_u32(&w, m->u.welcome.heartbeat_ms);
+		w_str(&w, m->u.welcome.bundle_hash, MSG_STR_SHORT, "bundle_hash");
 		break;
 	case MSG_LEASE_REQ:
 		w_u32(&w, m->u.lease_req.worker_id);
@@ -203,6 +223,14 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 	case MSG_BYE:
 		w_u32(&w, m->u.bye.worker_id);
 		w_u8(&w, m->u.bye.drain);
+		break;
+	case MSG_BUNDLE_REQ:
+		w_u32(&w, m->u.bundle_req.worker_id);
+		w_str(&w, m->u.bundle_req.hash, MSG_STR_SHORT, "hash");
+		break;
+	case MSG_BUNDLE:
+		w_str(&w, m->u.bundle.hash, MSG_STR_SHORT, "hash");
+		w_bytes(&w, m->u.bundle.data, m->u.bundle.len, MSG_BYTES_MAX, "data");
 		break;
 	default:
 		break;
@@ -301,6 +329,31 @@ r_str(struct rbuf *r, size_t cap, const char *field)
 	return s;
 }
 
+/* Raw bytes, NULs allowed; *n their count.  A fresh buffer even for 0. */
+static uint8_t *
+r_bytes(struct rbuf *r, size_t cap, const char *field, uint32_t *n)
+{
+	uint32_t	 len = r_u32(r, field);
+	uint8_t		*p;
+
+	*n = 0;
+	if (r->failed)
+		return NULL;
+	if (len > cap) {
+		r->failed = 1;
+		errf(r->err, "%s message: field %s claims %u bytes, more than %zu",
+		    r->type, field, len, cap);
+		return NULL;
+	}
+	if (r_need(r, len, field) == -1)
+		return NULL;
+	p = xcalloc(1, len ? len : 1);
+	memcpy(p, r->p + r->off, len);
+	r->off += len;
+	*n = len;
+	return p;
+}
+
 int
 msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 {
@@ -357,6 +410,7 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.welcome.keep_dir = r_str(&r, MSG_STR_SHORT, "keep_dir");
 		m->u.welcome.workspace = r_str(&r, MSG_STR_SHORT, "workspace");
 		m->u.welcome.heartbeat_ms = r_u32(&r, "heartbeat_ms");
+		m->u.welcome.bundle_hash = r_str(&r, MSG_STR_SHORT, "bundle_hash");
 		break;
 	case MSG_LEASE_REQ:
 		m->u.lease_req.worker_id = r_u32(&r, "worker_id");
@@ -412,6 +466,14 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.bye.worker_id = r_u32(&r, "worker_id");
 		m->u.bye.drain = r_u8(&r, "drain");
 		break;
+	case MSG_BUNDLE_REQ:
+		m->u.bundle_req.worker_id = r_u32(&r, "worker_id");
+		m->u.bundle_req.hash = r_str(&r, MSG_STR_SHORT, "hash");
+		break;
+	case MSG_BUNDLE:
+		m->u.bundle.hash = r_str(&r, MSG_STR_SHORT, "hash");
+		m->u.bundle.data = r_bytes(&r, MSG_BYTES_MAX, "data", &m->u.bundle.len);
+		break;
 	}
 	if (!r.failed && r.off != r.len) {
 		r.failed = 1;
@@ -443,6 +505,14 @@ msg_clear(struct msg *m)
 		free(m->u.welcome.db_conninfo);
 		free(m->u.welcome.keep_dir);
 		free(m->u.welcome.workspace);
+		free(m->u.welcome.bundle_hash);
+		break;
+	case MSG_BUNDLE_REQ:
+		free(m->u.bundle_req.hash);
+		break;
+	case MSG_BUNDLE:
+		free(m->u.bundle.hash);
+		free(m->u.bundle.data);
 		break;
 	case MSG_LEASE:
 		free(m->u.lease.seeds);

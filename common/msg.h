@@ -8,11 +8,13 @@
  *	"SOAK"  u16 version  u16 type  u32 body_len
  *
  * all integers big-endian.  A body is a fixed sequence of fields per type:
- * u8, u32, u64, b32 (32 raw bytes: a nonce or a MAC), or a string (u32
- * length, then bytes; no NUL inside).
+ * u8, u32, u64, b32 (32 raw bytes: a nonce or a MAC), a string (u32
+ * length, then bytes; no NUL inside), or bytes (u32 length, then raw
+ * bytes, NULs and all: BUNDLE's data).
  * msg_decode checks the magic, the version (exactly MSG_VERSION), the
  * type, that body_len equals what follows, that every field fits, that
- * every string is within its type's cap and NUL-free, and that no byte is
+ * every string and bytes field is within its cap and every string
+ * NUL-free, and that no byte is
  * left over.  Anything else is rejected with err saying which check failed
  * — a message off the network is never trusted for a length.
  *
@@ -25,6 +27,10 @@
  *	worker RESULT     -> ACK (ok=0: refused, e.g. the lease expired)
  *	worker HEARTBEAT  -> ACK (ok=0: the lease is gone; drop it)
  *	worker BYE        -> ACK
+ *	worker BUNDLE_REQ -> BUNDLE (the config folder, common/bundle.h: sent
+ *	                     when WELCOME's bundle_hash is set and the worker
+ *	                     has no copy of that hash) | NACK (--bundle off,
+ *	                     or another hash)
  *	any malformed     -> NACK
  *
  * After a shared-secret handshake every message of the connection, both
@@ -45,6 +51,7 @@
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
 #define MSG_STR_LONG	(8u << 20)	/* config text (WELCOME) */
+#define MSG_BYTES_MAX	(8u << 20)	/* BUNDLE's data: common/bundle.h's BUNDLE_MAX */
 /*
  * What a worker puts in a RESULT's detail, at most: worker/detail.c cuts
  * the detail to it, with markers, and sends a minimal one if even that does
@@ -68,7 +75,7 @@
  * one cap per socket, so this is what an unauthenticated connection can
  * make the coordinator hold; a declared size past it closes the
  * connection at the header.  Workers keep MSG_MAX: their WELCOME carries
- * the config text.
+ * the config text, a BUNDLE the config folder.
  */
 #define MSG_COORD_RECV_MAX	(MSG_RESULT_MAX + 4096)
 #define MSG_MAX_SEEDS	4096		/* per lease */
@@ -87,6 +94,8 @@ enum msg_type {
 	MSG_BYE,
 	MSG_CHALLENGE,
 	MSG_AUTH,
+	MSG_BUNDLE_REQ,
+	MSG_BUNDLE,
 	MSG_TYPE_MAX
 };
 
@@ -131,6 +140,12 @@ struct msg {
 			char		*keep_dir;	/* "" = under the workspace */
 			char		*workspace;	/* "" = the worker's default */
 			uint32_t	 heartbeat_ms;
+			/*
+			 * The config folder's bundle (common/bundle.h), 64 hex
+			 * digits; "" = none (--bundle off, `soak run`): the
+			 * worker reads the folder at cfg_path's.
+			 */
+			char		*bundle_hash;
 		} welcome;
 		struct {
 			uint32_t	 worker_id;
@@ -173,6 +188,15 @@ struct msg {
 			 * back (a draining worker); 0: the run is done for it. */
 			uint8_t		 drain;
 		} bye;
+		struct {
+			uint32_t	 worker_id;
+			char		*hash;		/* WELCOME's bundle_hash */
+		} bundle_req;
+		struct {
+			char		*hash;
+			uint8_t		*data;		/* at most MSG_BYTES_MAX */
+			uint32_t	 len;
+		} bundle;
 	} u;
 };
 

@@ -797,6 +797,44 @@ welcome:
 	rep->u.welcome.keep_dir = xstrdup(c->o.keep_dir ? c->o.keep_dir : "");
 	rep->u.welcome.workspace = xstrdup(c->o.workspace ? c->o.workspace : "");
 	rep->u.welcome.heartbeat_ms = (uint32_t)c->o.heartbeat_ms;
+	rep->u.welcome.bundle_hash = xstrdup(c->o.bundle_hash ? c->o.bundle_hash : "");
+	return 1;
+}
+
+/*
+ * A worker without the config folder asks for its bundle, by the hash its
+ * WELCOME announced.  Like every message here it comes from an
+ * authenticated connection, and only from the one its worker said hello
+ * on.  Each reply is a copy: the message owns its data.
+ */
+static int
+handle_bundle_req(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *rep)
+{
+	struct wrec	*w = worker_get(c, req->u.bundle_req.worker_id);
+
+	if (w == NULL || w->pipe != pipe) {
+		text_reply(rep, MSG_NACK, 0, "worker %u said hello on another connection, "
+		    "or never", req->u.bundle_req.worker_id);
+		return 1;
+	}
+	if (c->o.bundle_hash == NULL || *c->o.bundle_hash == '\0') {
+		text_reply(rep, MSG_NACK, 0, "this coordinator sends no bundle (--bundle "
+		    "off): the config folder must be at %s on the worker", c->o.cfg_path);
+		return 1;
+	}
+	if (strcmp(req->u.bundle_req.hash, c->o.bundle_hash) != 0) {
+		text_reply(rep, MSG_NACK, 0, "this coordinator's bundle is %.12s..., not "
+		    "the one asked for", c->o.bundle_hash);
+		return 1;
+	}
+	log_debug("sending the config folder's bundle (%zu bytes) to worker %u",
+	    c->o.bundle_len, w->id);
+	memset(rep, 0, sizeof(*rep));
+	rep->type = MSG_BUNDLE;
+	rep->u.bundle.hash = xstrdup(c->o.bundle_hash);
+	rep->u.bundle.len = (uint32_t)c->o.bundle_len;
+	rep->u.bundle.data = xcalloc(1, c->o.bundle_len ? c->o.bundle_len : 1);
+	memcpy(rep->u.bundle.data, c->o.bundle, c->o.bundle_len);
 	return 1;
 }
 
@@ -924,6 +962,8 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 	switch (req->type) {
 	case MSG_HELLO:
 		return handle_hello(c, req, pipe, rep);
+	case MSG_BUNDLE_REQ:
+		return handle_bundle_req(c, req, pipe, rep);
 	case MSG_LEASE_REQ:	wid = req->u.lease_req.worker_id; break;
 	case MSG_RESULT:	wid = req->u.result.worker_id; break;
 	case MSG_HEARTBEAT:	wid = req->u.heartbeat.worker_id; break;

@@ -89,6 +89,15 @@ struct coord_opts {
 	int			 lease_ttl_ms;
 	int			 max_chunk;
 	int			 quarantine_after;	/* 0: 3 */
+	/*
+	 * The config folder's bundle (common/bundle.h), built once at start
+	 * and answered to BUNDLE_REQ; bundle_hash NULL or "" = none (--bundle
+	 * off): workers read the folder at cfg_path's.  Not copied: it must
+	 * outlive the coord.
+	 */
+	const char		*bundle_hash;
+	const uint8_t		*bundle;
+	size_t			 bundle_len;
 };
 
 struct coord;

@@ -22,6 +22,7 @@
 #include <libpq-fe.h>
 
 #include "common/auth.h"
+#include "common/bundle.h"
 #include "common/config.h"
 #include "common/conninfo.h"
 #include "common/log.h"
@@ -60,6 +61,7 @@ struct runopts {
 	int		 verbose;
 	int		 heartbeat_ms;
 	int		 lease_ttl_ms;
+	bool		 bundle;	/* coordinator: ship the config folder */
 	struct auth_opts auth;		/* coordinator: who may connect */
 };
 
@@ -408,14 +410,21 @@ usage(FILE *f, bool local)
 		fprintf(f,
 		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B]\n"
 		    "                        [--out DIR | --resume DIR] [--lease-ttl DUR]\n"
-		    "                        [--secret-file FILE] [--tls-cert PEM\n"
-		    "                        [--tls-client-ca PEM]] [--insecure] [-v]\n"
+		    "                        [--bundle on|off] [--secret-file FILE]\n"
+		    "                        [--tls-cert PEM [--tls-client-ca PEM]]\n"
+		    "                        [--insecure] [-v]\n"
 		    "\n"
 		    "Hands out the seeds of CONFIG to workers that dial URL\n"
 		    "(tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH) with\n"
-		    "`soak worker --connect URL`.  Workers need the config's folder at the\n"
-		    "same path.\n"
+		    "`soak worker --connect URL`.\n"
 		    "\n"
+		    "  --bundle on|off       on (default): workers get the config's folder\n"
+		    "                        from the coordinator, content-hashed (at most\n"
+		    "                        8 MiB; .git and the output folder left out) and\n"
+		    "                        cached; everything in the folder travels, so keep\n"
+		    "                        secrets out of it.  off: workers read the folder\n"
+		    "                        at the coordinator's path (shared filesystems,\n"
+		    "                        images)\n"
 		    "  --secret-file FILE    the shared secret (else SOAK_SECRET; at least 16\n"
 		    "                        bytes; the file mode 600): workers and coordinator\n"
 		    "                        prove they know it, HMAC challenge-response\n"
@@ -465,6 +474,50 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
 	return -1;
 }
 
+/*
+ * The config folder as workers without it get it (common/bundle.h): built
+ * once, before anything listens, without .git, the run's output directory
+ * (nor, with the default --out, the soak-out folder every run writes
+ * into), and never with this coordinator's credentials: its secret file,
+ * its TLS certificate's key, any file holding the shared secret (a README
+ * example keeps soak.secret beside soak.yaml).  -1 when it cannot travel
+ * (too big: the biggest files named).
+ */
+static int
+coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *out,
+    struct bundle *b)
+{
+	const char		*exclude[5] = { NULL };
+	struct bundle_rules	 rules = { .exclude = exclude };
+	char			 err[ERR_LEN], size[32], path[4][PATH_MAX];
+	int			 n = 0, i;
+
+	if (realpath(out, path[n]) != NULL)
+		n++;
+	if (o->out == NULL && realpath("soak-out", path[n]) != NULL)
+		n++;
+	if (o->auth.secret_file && realpath(o->auth.secret_file, path[n]) != NULL)
+		n++;
+	if (o->auth.tls_cert && realpath(o->auth.tls_cert, path[n]) != NULL)
+		n++;
+	for (i = 0; i < n; i++)
+		exclude[i] = path[i];
+	rules.secret = o->auth.secret.key;
+	rules.secret_len = o->auth.secret.len;
+	if (bundle_pack(cfg->dir, &rules, b, err) == -1) {
+		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
+		return -1;
+	}
+	if (b->len >= (1u << 20))
+		snprintf(size, sizeof(size), "%.1f MiB", (double)b->len / (1u << 20));
+	else
+		snprintf(size, sizeof(size), "%.1f KiB", (double)b->len / 1024);
+	fprintf(stderr, "soak: config folder %s bundled for workers: %zu entries, "
+	    "%s, sha256 %.12s%s\n", cfg->dir, b->nentries, size, b->hash,
+	    b->nskipped ? " (some left out: see above)" : "");
+	return 0;
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -474,6 +527,7 @@ run_main(struct runopts *o)
 	struct runctx		 r = { .o = o, .meta = &meta };
 	struct server		*srv = NULL;
 	struct iso_db		 db = { 0 };
+	struct bundle		 bundle = { 0 };
 	struct sigaction	 sa = { .sa_handler = on_signal };
 	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
@@ -509,6 +563,11 @@ run_main(struct runopts *o)
 	}
 	if (mkdir_p(out, 0755, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	if (!o->local && o->bundle && coordinator_bundle(o, &cfg, out, &bundle) == -1) {
+		rmdir(out);	/* made just now, empty: nothing ran */
+		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
 	if (report_config_copy(&cfg, out, err) == -1)
@@ -561,6 +620,9 @@ run_main(struct runopts *o)
 	co.workspace = work ? work : "";
 	co.heartbeat_ms = o->heartbeat_ms;
 	co.lease_ttl_ms = o->lease_ttl_ms;
+	co.bundle_hash = bundle.data ? bundle.hash : "";
+	co.bundle = bundle.data;
+	co.bundle_len = bundle.len;
 	if ((r.coord = coord_new(&co, err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
@@ -638,6 +700,7 @@ out:
 	free(work);
 	free(out);
 	free(run_id);
+	bundle_free(&bundle);
 	cfg_free(&cfg);
 	return rc;
 }
@@ -657,6 +720,7 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "tls-cert",	required_argument, NULL, 'C' },
 		{ "tls-client-ca",	required_argument, NULL, 'A' },
 		{ "insecure",	no_argument,	   NULL, 'I' },
+		{ "bundle",	required_argument, NULL, 'B' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -680,6 +744,19 @@ parse(int argc, char **argv, struct runopts *o)
 		case 'C': o->auth.tls_cert = optarg; break;
 		case 'A': o->auth.tls_client_ca = optarg; break;
 		case 'I': o->auth.insecure = true; break;
+		case 'B':
+			if (o->local) {
+				fprintf(stderr, "soak run: --bundle is for `soak coordinator` "
+				    "(local workers read the folder itself)\n");
+				return -1;
+			}
+			if (strcmp(optarg, "on") != 0 && strcmp(optarg, "off") != 0) {
+				fprintf(stderr, "soak coordinator: --bundle wants on or off, "
+				    "got \"%s\"\n", optarg);
+				return -1;
+			}
+			o->bundle = strcmp(optarg, "on") == 0;
+			break;
 		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
 		case 'w':
 			o->workers = (int)strtol(optarg, &end, 10);
@@ -767,7 +844,7 @@ cmd_run(int argc, char **argv)
 int
 cmd_coordinator(int argc, char **argv)
 {
-	struct runopts	o = { .local = false };
+	struct runopts	o = { .local = false, .bundle = true };
 	int		rc;
 
 	if (parse(argc, argv, &o) == -1 || coordinator_auth(&o) == -1) {

@@ -41,6 +41,10 @@ wrk_open(struct wrk *w, char *err)
 	const char	*path = getenv("PATH");
 
 	w->path_env = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	if (w->unusable != NULL) {
+		w->open_failed = REASON_SETUP;
+		return errf(err, "%s", w->unusable);
+	}
 	w->open_failed = REASON_DB;
 	if (iso_dbparams_parse(w->conninfo, &w->db, err) == -1)
 		return -1;
@@ -806,12 +810,12 @@ worker_hello(struct worker *k)
 	k->w.id = (int)rep.u.welcome.worker_id;
 	snprintf(role, sizeof(role), "worker %d", k->w.id);
 	log_set_role(role);
-	if (cfg_load_text(rep.u.welcome.cfg_path, rep.u.welcome.cfg_text,
-	    strlen(rep.u.welcome.cfg_text), &k->cfg, err) == -1) {
+	/* A config that does not load here makes every seed infra, saying why. */
+	if (wrk_bundle_config(&rep, k->o->workspace, link_call, &k->link, &k->cfg,
+	    err) == -1) {
 		log_warnx("the coordinator's config does not load here: %s",
 		    log_escape(text, sizeof(text), err));
-		rc = SOAK_EXIT_CONFIG;
-		goto out;
+		k->w.unusable = xstrdup(err);
 	}
 	k->w.cfg = &k->cfg;
 	k->w.run_id = xstrdup(rep.u.welcome.run_id);
@@ -820,7 +824,8 @@ worker_hello(struct worker *k)
 	    (int)rep.u.welcome.heartbeat_ms : 1000;
 	k->beat.worker_id = (uint32_t)k->w.id;
 	k->beat.w = &k->w;
-	if (iso_db_open(&k->db, &k->cfg, 1, rep.u.welcome.db_conninfo, err) == -1) {
+	if (!k->w.unusable && iso_db_open(&k->db, &k->cfg, 1, rep.u.welcome.db_conninfo,
+	    err) == -1) {
 		log_warnx("%s", err);
 		goto out;
 	}
@@ -1056,6 +1061,7 @@ worker_teardown(struct worker *k)
 	free(k->w.workspace);
 	free(k->w.keep_dir);
 	free(k->w.conninfo);
+	free(k->w.unusable);
 	cfg_free(&k->cfg);
 	auth_session_clear(&k->auth.sess);
 }
@@ -1100,7 +1106,8 @@ worker_usage(FILE *f)
 	    "\n"
 	    "  --connect URL          the coordinator's --listen address\n"
 	    "  --slots N              seeds to run at once (N worker processes; default 1)\n"
-	    "  --workspace DIR        where turns' workspaces live (default /dev/shm)\n"
+	    "  --workspace DIR        where turns' workspaces and cached config folders\n"
+	    "                         live (default /dev/shm)\n"
 	    "  --secret-file FILE     the shared secret (else SOAK_SECRET; at least 16\n"
 	    "                         bytes; the file mode 600); never sent, proved by\n"
 	    "                         HMAC challenge-response in both directions\n"

@@ -108,6 +108,8 @@ struct wrk {
 	 */
 	_Atomic int64_t		 seed_deadline_ms;
 	bool			 workspace_ok;	/* iso_open took it: ours to remove */
+	char			*unusable;	/* why the config does not load
+						   here: every seed is infra/setup */
 };
 
 /* A probe of the database once a seed's deadline passed (iso_probe). */
@@ -157,5 +159,26 @@ void	seed_result_clear(struct seed_result *res);
  * encoded would end the worker and lose a real verdict.
  */
 char	*wrk_result_text(const struct seed_result *res);
+
+/*
+ * One request to the coordinator and its reply, over the worker's session
+ * (worker.c's link_call; rep to be msg_clear()ed).  0, or -1 with err.
+ */
+struct link;
+struct msg;
+typedef int	(*wrk_call_fn)(struct link *l, const struct msg *req, struct msg *rep,
+		    int timeout_ms, const char *what, char *err);
+
+/*
+ * Loads the config a WELCOME carries into *cfg (worker/bundle_fetch.c).
+ * With a bundle_hash, from the config folder's bundle cached under root
+ * (the worker's --workspace, NULL for scratch_root()), asked of the
+ * coordinator through call(l, ...) and checked against the hash when the
+ * cache has no copy; relative paths then resolve in that copy.  Without
+ * one, from the folder at the coordinator's path, as `soak run` does.
+ * 0, or -1 with err: this worker cannot take the run's config.
+ */
+int	wrk_bundle_config(const struct msg *welcome, const char *root,
+	    wrk_call_fn call, struct link *l, struct cfg *cfg, char *err);
 
 #endif

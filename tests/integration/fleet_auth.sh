@@ -19,11 +19,12 @@
 PEER=$SOAK_BUILD/tests/helpers/soak_peer
 SECRET=fleet-auth-secret-$$-0123456789abcdef
 OTHER=another-secret-entirely-0123456789
-cat >"$T/turn.sh" <<'SH'
+cat >"$T/turn.sh" <<SH
 #!/bin/sh
-# The marker: this turn ran, for this run and seed.
-mkdir -p "$SOAK_CONFIG_DIR/ran" && touch "$SOAK_CONFIG_DIR/ran/$SOAK_RUN-$SOAK_SEED"
-[ $((SOAK_SEED % 3)) = 1 ] && exit 1
+# The marker: this turn ran, for this run and seed (at $T/ran: a worker
+# runs the bundled copy of the config folder, not \$T).
+mkdir -p "$T/ran" && touch "$T/ran/\$SOAK_RUN-\$SOAK_SEED"
+[ \$((SOAK_SEED % 3)) = 1 ] && exit 1
 exit 0
 SH
 chmod +x "$T/turn.sh"

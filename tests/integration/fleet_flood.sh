@@ -41,8 +41,9 @@ invariants:
 YAML
 ms() { date +%s%3N; }
 
+# --bundle off: the worker shares this folder, and its gate is a fifo here.
 "$SOAK" coordinator "$T/flood.yaml" --listen tcp://127.0.0.1:0 --out "$T/run" \
-    >"$T/coord.out" 2>"$T/coord.err" &
+    --bundle off >"$T/coord.out" 2>"$T/coord.err" &
 coord=$!
 cleanup_hooks+=("kill $coord 2>/dev/null")
 url=$(wait_line "$T/coord.err" 'listening on tcp://' 30 "the coordinator listening" |

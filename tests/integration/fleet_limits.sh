@@ -44,8 +44,9 @@ invariants:
 YAML
 start_coordinator() {	# NAME CONFIG ARGS...: sets $coord and $url
 	local name=$1 cfg=$2; shift 2
+	# --bundle off: workers share this folder, and the gate is a fifo here.
 	"$SOAK" coordinator "$cfg" --listen tcp://127.0.0.1:0 --out "$T/$name" \
-	    "$@" >"$T/$name.out" 2>"$T/$name.err" &
+	    --bundle off "$@" >"$T/$name.out" 2>"$T/$name.err" &
 	coord=$!
 	cleanup_hooks+=("kill $coord 2>/dev/null")
 	url=$(wait_line "$T/$name.err" 'listening on tcp://' 30 "coordinator $name listening" |

@@ -28,9 +28,10 @@ issue impostor ca2 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n'
 issue stranger ca2 'extendedKeyUsage=clientAuth\n'
 [ -s "$pki/coordinator.pem" ] && [ -s "$pki/stranger.pem" ] || fail "openssl made no certificates"
 
-cat >"$T/turn.sh" <<'SH'
+cat >"$T/turn.sh" <<SH
 #!/bin/sh
-mkdir -p "$SOAK_CONFIG_DIR/ran" && touch "$SOAK_CONFIG_DIR/ran/$SOAK_RUN-$SOAK_SEED"
+# At $T/ran: a worker runs the bundled copy of the config folder.
+mkdir -p "$T/ran" && touch "$T/ran/\$SOAK_RUN-\$SOAK_SEED"
 SH
 chmod +x "$T/turn.sh"
 cat >"$T/tls.yaml" <<'YAML'

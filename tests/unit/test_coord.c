@@ -1380,6 +1380,75 @@ test_confirm_off_and_single_worker(void **state)
 	coord_free(c);
 }
 
+/*
+ * BUNDLE_REQ: the WELCOME announces the hash; the bundle goes to the
+ * worker that asks from its own connection with that hash, a NACK to
+ * anyone else, and a NACK saying so when there is none (--bundle off).
+ */
+static void
+test_bundle_request(void **state)
+{
+	struct coord_opts	 o = { 0 };
+	struct coord		*c;
+	struct msg		 req = { .type = MSG_BUNDLE_REQ }, rep, hi = { .type = MSG_HELLO };
+	const uint8_t		 data[4] = { 'S', 0, 1, 2 };
+	char			 err[ERR_LEN], hash[] = "00aa";
+	uint32_t		 w;
+
+	(void)state;
+	c = mk(0, 3);
+	w = hello(c, 10);
+	req.u.bundle_req.worker_id = w;
+	req.u.bundle_req.hash = hash;
+	assert_int_equal(coord_handle(c, &req, 10, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_NACK);
+	assert_non_null(strstr(rep.u.ack.text, "--bundle off"));
+	msg_clear(&rep);
+	coord_free(c);
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	cfg.text = "name: t\n";
+	o.cfg = &cfg;
+	o.seeds.first = 0;
+	o.seeds.last = 3;
+	o.run_id = "r";
+	o.cfg_path = "/x.yaml";
+	o.lease_ttl_ms = 1000;
+	o.bundle_hash = hash;
+	o.bundle = data;
+	o.bundle_len = sizeof(data);
+	c = coord_new(&o, err);
+	assert_non_null(c);
+	hi.u.hello.name = "w";
+	hi.u.hello.host = "h";
+	assert_int_equal(coord_handle(c, &hi, 10, 0, &rep), 1);
+	assert_string_equal(rep.u.welcome.bundle_hash, "00aa");
+	w = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	req.u.bundle_req.worker_id = w;
+	assert_int_equal(coord_handle(c, &req, 11, 0, &rep), 1);	/* another pipe */
+	assert_int_equal(rep.type, MSG_NACK);
+	msg_clear(&rep);
+	req.u.bundle_req.worker_id = w + 1;				/* nobody */
+	assert_int_equal(coord_handle(c, &req, 10, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_NACK);
+	msg_clear(&rep);
+	req.u.bundle_req.worker_id = w;
+	req.u.bundle_req.hash = "00ab";
+	assert_int_equal(coord_handle(c, &req, 10, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_NACK);
+	msg_clear(&rep);
+	req.u.bundle_req.hash = hash;
+	assert_int_equal(coord_handle(c, &req, 10, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_BUNDLE);
+	assert_string_equal(rep.u.bundle.hash, "00aa");
+	assert_int_equal(rep.u.bundle.len, sizeof(data));
+	assert_memory_equal(rep.u.bundle.data, data, sizeof(data));
+	msg_clear(&rep);
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -1403,6 +1472,7 @@ main(void)
 		cmocka_unit_test(test_queue_ring),
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
+		cmocka_unit_test(test_bundle_request),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -24,7 +24,8 @@ static void
 test_roundtrip_all_types(void **state)
 {
 	struct msg_seed	 seeds[3] = { { 5, 1 }, { 6, 1 }, { UINT64_MAX, 3 } };
-	struct msg	 in[10], out;
+	struct msg	 in[12], out;
+	uint8_t		 blob[5] = { 'a', 0, 0xff, 0, 'z' };
 	char		 err[ERR_LEN];
 	size_t		 i, len;
 	uint8_t		*buf;
@@ -42,6 +43,7 @@ test_roundtrip_all_types(void **state)
 	in[1].u.welcome.cfg_path = "/x/soak.yaml"; in[1].u.welcome.cfg_text = "name: x\n";
 	in[1].u.welcome.db_conninfo = "host=/tmp"; in[1].u.welcome.keep_dir = "";
 	in[1].u.welcome.workspace = "/w"; in[1].u.welcome.heartbeat_ms = 500;
+	in[1].u.welcome.bundle_hash = "ab12";
 	in[2].type = MSG_LEASE;
 	in[2].u.lease.lease_id = 0x0102030405060708ULL; in[2].u.lease.ttl_ms = 5000;
 	in[2].u.lease.nseeds = 3; in[2].u.lease.seeds = seeds;
@@ -65,8 +67,13 @@ test_roundtrip_all_types(void **state)
 	in[9].type = MSG_AUTH;
 	memset(in[9].u.auth.proof, 0x5a, MSG_B32);
 	in[9].u.auth.proof[MSG_B32 - 1] = 0;	/* raw bytes: a NUL is fine */
+	in[10].type = MSG_BUNDLE_REQ;
+	in[10].u.bundle_req.worker_id = 4; in[10].u.bundle_req.hash = "ab12";
+	in[11].type = MSG_BUNDLE;
+	in[11].u.bundle.hash = "ab12";
+	in[11].u.bundle.data = blob; in[11].u.bundle.len = sizeof(blob);
 
-	for (i = 0; i < 10; i++) {
+	for (i = 0; i < 12; i++) {
 		buf = encode(&in[i], &len);
 		assert_int_equal(msg_decode(buf, len, &out, err), 0);
 		assert_int_equal(out.type, in[i].type);
@@ -94,6 +101,16 @@ test_roundtrip_all_types(void **state)
 			assert_string_equal(out.u.welcome.cfg_text, "name: x\n");
 			assert_string_equal(out.u.welcome.workspace, "/w");
 			assert_int_equal(out.u.welcome.heartbeat_ms, 500);
+			assert_string_equal(out.u.welcome.bundle_hash, "ab12");
+			break;
+		case MSG_BUNDLE_REQ:
+			assert_int_equal(out.u.bundle_req.worker_id, 4);
+			assert_string_equal(out.u.bundle_req.hash, "ab12");
+			break;
+		case MSG_BUNDLE:
+			assert_string_equal(out.u.bundle.hash, "ab12");
+			assert_int_equal(out.u.bundle.len, sizeof(blob));
+			assert_memory_equal(out.u.bundle.data, blob, sizeof(blob));
 			break;
 		case MSG_LEASE:
 			assert_true(out.u.lease.lease_id == 0x0102030405060708ULL);
@@ -383,6 +400,55 @@ test_detail_cap(void **state)
 	free(reason);
 }
 
+/*
+ * BUNDLE's data is raw bytes with a cap of its own: at the cap the message
+ * fits a worker's MSG_MAX; one byte more is refused by the encoder and the
+ * decoder; a cut or lying length never decodes.
+ */
+static void
+test_bundle_bytes(void **state)
+{
+	struct msg	 m, out;
+	char		 err[ERR_LEN];
+	size_t		 len, cut;
+	uint8_t		*data, *buf;
+	uint32_t	 body;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_BUNDLE;
+	m.u.bundle.hash = "h";
+	data = calloc(1, MSG_BYTES_MAX + 1);
+	m.u.bundle.data = data;
+	m.u.bundle.len = MSG_BYTES_MAX + 1;
+	assert_int_equal(msg_encode(&m, &buf, &len, err), -1);
+	assert_non_null(strstr(err, "data"));
+	m.u.bundle.len = MSG_BYTES_MAX;
+	buf = encode(&m, &len);
+	assert_int_equal(len, MSG_HDR_LEN + 4 + 1 + 4 + MSG_BYTES_MAX);
+	assert_true(len <= MSG_MAX);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_int_equal(out.u.bundle.len, MSG_BYTES_MAX);
+	msg_clear(&out);
+	/* A length one past the cap, written by hand. */
+	buf[MSG_HDR_LEN + 4 + 1 + 3] += 1;
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "field data claims"));
+	free(buf);
+	free(data);
+	/* Small, cut at every length with the header agreeing. */
+	m.u.bundle.data = (uint8_t *)"\0\1\2";
+	m.u.bundle.len = 3;
+	buf = encode(&m, &len);
+	for (cut = MSG_HDR_LEN; cut < len; cut++) {
+		body = (uint32_t)(cut - MSG_HDR_LEN);
+		buf[8] = body >> 24; buf[9] = body >> 16; buf[10] = body >> 8; buf[11] = body;
+		assert_int_equal(msg_decode(buf, cut, &out, err), -1);
+		assert_non_null(strstr(err, "truncated"));
+	}
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -394,6 +460,7 @@ main(void)
 		cmocka_unit_test(test_oversized_and_lying_lengths),
 		cmocka_unit_test(test_handshake_sizes),
 		cmocka_unit_test(test_garbage_never_accepted),
+		cmocka_unit_test(test_bundle_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,662 @@
+/*
+ * The config folder's bundle (common/bundle.h): a tree packs, hashes the
+ * same every time and extracts as it was, without .git and the output
+ * directory; every hostile buffer is refused before anything is written;
+ * the worker's cache is private and installed whole.
+ */
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/bundle.h"
+#include "common/util.h"
+
+static char *
+tmpdir(void)
+{
+	char	*d = xstrdup("/tmp/soak-test-bundle.XXXXXX");
+
+	assert_non_null(mkdtemp(d));
+	return d;
+}
+
+static void
+put(const char *dir, const char *rel, const char *text, mode_t mode)
+{
+	char	*p = path_join(dir, rel), err[ERR_LEN];
+
+	assert_int_equal(write_file(p, text, strlen(text), err), 0);
+	assert_int_equal(chmod(p, mode), 0);
+	free(p);
+}
+
+static void
+mkd(const char *dir, const char *rel)
+{
+	char	*p = path_join(dir, rel);
+
+	assert_int_equal(mkdir(p, 0755), 0);
+	free(p);
+}
+
+static void
+lnk(const char *dir, const char *rel, const char *target)
+{
+	char	*p = path_join(dir, rel);
+
+	assert_int_equal(symlink(target, p), 0);
+	free(p);
+}
+
+static char *
+slurp(const char *dir, const char *rel)
+{
+	char	*p = path_join(dir, rel), err[ERR_LEN], *s;
+
+	s = read_file(p, 1 << 20, NULL, err);
+	free(p);
+	return s;
+}
+
+static mode_t
+mode_of(const char *dir, const char *rel)
+{
+	char		*p = path_join(dir, rel);
+	struct stat	 st;
+
+	assert_int_equal(lstat(p, &st), 0);
+	free(p);
+	return st.st_mode;
+}
+
+static bool
+exists(const char *dir, const char *rel)
+{
+	char		*p = path_join(dir, rel);
+	struct stat	 st;
+	bool		 yes = lstat(p, &st) == 0;
+
+	free(p);
+	return yes;
+}
+
+static int
+entries(const char *dir)
+{
+	DIR		*d = opendir(dir);
+	struct dirent	*de;
+	int		 n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)) != NULL)
+		n += strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return n;
+}
+
+/* A config folder: a turn that must stay executable, a subfolder, a
+ * symlink to a file and one to a folder, .git and an output directory. */
+static char *
+sample_tree(void)
+{
+	char	*d = tmpdir();
+
+	put(d, "soak.yaml", "name: t\n", 0644);
+	put(d, "turn.sh", "#!/bin/sh\nexit 0\n", 0755);
+	mkd(d, "lib");
+	mkd(d, "lib/empty");
+	put(d, "lib/rule.sh", "exit 1\n", 0640);
+	lnk(d, "rule.sh", "lib/rule.sh");
+	lnk(d, "l2", "lib");
+	mkd(d, ".git");
+	put(d, ".git/config", "[core]\n", 0644);
+	mkd(d, "lib/.git");
+	put(d, "lib/.git/HEAD", "ref\n", 0644);
+	mkd(d, "out");
+	put(d, "out/report.json", "{}\n", 0644);
+	return d;
+}
+
+static void
+pack_ok(const char *dir, struct bundle *b)
+{
+	char			 real[PATH_MAX], out[PATH_MAX + 8], err[ERR_LEN];
+	const char		*exclude[2] = { out, NULL };
+	struct bundle_rules	 r = { .exclude = exclude };
+
+	assert_non_null(realpath(dir, real));
+	snprintf(out, sizeof(out), "%s/out", real);
+	if (bundle_pack(real, &r, b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+}
+
+static void
+test_roundtrip(void **state)
+{
+	struct bundle	 b, again, copy;
+	char		*src = sample_tree(), *dst = tmpdir(), err[ERR_LEN], *s;
+	char		 target[64], *l2;
+	ssize_t		 n;
+
+	(void)state;
+	pack_ok(src, &b);
+	/* lib, lib/empty, lib/rule.sh, l2, rule.sh, soak.yaml, turn.sh */
+	assert_int_equal(b.nentries, 7);
+	assert_true(bundle_hash_valid(b.hash));
+	pack_ok(src, &again);
+	assert_int_equal(again.len, b.len);
+	assert_memory_equal(again.data, b.data, b.len);
+	assert_string_equal(again.hash, b.hash);
+	if (bundle_unpack(b.data, b.len, dst, err) == -1)
+		fail_msg("bundle_unpack: %s", err);
+	assert_string_equal((s = slurp(dst, "turn.sh")), "#!/bin/sh\nexit 0\n");
+	free(s);
+	assert_string_equal((s = slurp(dst, "rule.sh")), "exit 1\n");	/* through the link */
+	free(s);
+	assert_int_equal(mode_of(dst, "turn.sh") & 07777, 0755);
+	assert_int_equal(mode_of(dst, "soak.yaml") & 07777, 0644);
+	assert_int_equal(mode_of(dst, "lib/rule.sh") & 07777, 0640);
+	assert_true(S_ISDIR(mode_of(dst, "lib")));
+	assert_true(S_ISDIR(mode_of(dst, "lib/empty")));
+	assert_true(S_ISLNK(mode_of(dst, "rule.sh")));
+	l2 = path_join(dst, "l2");
+	n = readlink(l2, target, sizeof(target) - 1);
+	free(l2);
+	assert_true(n > 0);
+	target[n] = '\0';
+	assert_string_equal(target, "lib");
+	assert_false(exists(dst, ".git"));
+	assert_false(exists(dst, "lib/.git"));
+	assert_false(exists(dst, "out"));
+	/* The copy packs to the same bytes: the hash is the tree's, not its place's. */
+	{
+		if (bundle_pack(dst, NULL, &copy, err) == -1)
+			fail_msg("bundle_pack of the copy: %s", err);
+		assert_string_equal(copy.hash, b.hash);
+		bundle_free(&copy);
+	}
+	bundle_free(&b);
+	bundle_free(&again);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+static void
+test_change_changes_hash(void **state)
+{
+	struct bundle	 a, b, c;
+	char		*src = sample_tree();
+	char		 first[BUNDLE_HASH_LEN + 1];
+
+	(void)state;
+	pack_ok(src, &a);
+	snprintf(first, sizeof(first), "%s", a.hash);
+	put(src, "lib/rule.sh", "exit 2\n", 0640);	/* one byte */
+	pack_ok(src, &b);
+	assert_string_not_equal(b.hash, first);
+	put(src, "lib/rule.sh", "exit 1\n", 0750);	/* the mode alone */
+	pack_ok(src, &c);
+	assert_string_not_equal(c.hash, first);
+	assert_string_not_equal(c.hash, b.hash);
+	/* What is left out changes nothing. */
+	bundle_free(&c);
+	put(src, "lib/rule.sh", "exit 1\n", 0640);
+	put(src, "out/report.json", "{\"more\": 1}\n", 0644);
+	put(src, ".git/config", "[changed]\n", 0644);
+	pack_ok(src, &c);
+	assert_string_equal(c.hash, first);
+	bundle_free(&a);
+	bundle_free(&b);
+	bundle_free(&c);
+	rm_rf(src);
+	free(src);
+}
+
+/* ---- hand-made buffers ---- */
+
+struct tb {
+	uint8_t	*p;
+	size_t	 len;
+	uint32_t count;
+};
+
+static void
+tb_raw(struct tb *t, const void *p, size_t n)
+{
+	t->p = xreallocarray(t->p, t->len + n + 1, 1);
+	memcpy(t->p + t->len, p, n);
+	t->len += n;
+}
+
+static void
+tb_u16(struct tb *t, uint16_t v)
+{
+	uint8_t	b[2] = { v >> 8, v & 0xff };
+
+	tb_raw(t, b, 2);
+}
+
+static void
+tb_u32(struct tb *t, uint32_t v)
+{
+	uint8_t	b[4] = { v >> 24, (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff };
+
+	tb_raw(t, b, 4);
+}
+
+static void
+tb_start(struct tb *t)
+{
+	memset(t, 0, sizeof(*t));
+	tb_raw(t, "SOAKBNDL", 8);
+	tb_u32(t, 1);
+	tb_u32(t, 0);		/* count, patched by tb_add */
+}
+
+static void
+tb_add(struct tb *t, char type, uint16_t mode, const char *path, size_t plen,
+    const void *data, uint32_t size)
+{
+	uint8_t	ty = (uint8_t)type;
+
+	tb_raw(t, &ty, 1);
+	tb_u16(t, mode);
+	tb_u16(t, (uint16_t)plen);
+	tb_raw(t, path, plen);
+	tb_u32(t, size);
+	tb_raw(t, data, size);
+	t->count++;
+	t->p[12] = t->count >> 24; t->p[13] = (t->count >> 16) & 0xff;
+	t->p[14] = (t->count >> 8) & 0xff; t->p[15] = t->count & 0xff;
+}
+
+#define ADD(t, type, path, data) \
+	tb_add((t), (type), 0644, (path), strlen(path), (data), (uint32_t)strlen(data))
+
+/* Refused with a message containing want, and nothing written. */
+static void
+refused(struct tb *t, const char *want)
+{
+	char	*dst = tmpdir(), err[ERR_LEN] = "";
+
+	if (bundle_unpack(t->p, t->len, dst, err) == 0)
+		fail_msg("accepted a bundle that should say \"%s\"", want);
+	if (strstr(err, want) == NULL)
+		fail_msg("error \"%s\" does not say \"%s\"", err, want);
+	assert_int_equal(entries(dst), 0);
+	rm_rf(dst);
+	free(dst);
+	free(t->p);
+}
+
+static void
+test_hostile_paths(void **state)
+{
+	struct tb	t;
+
+	(void)state;
+	tb_start(&t);
+	ADD(&t, 'd', "a", "");
+	ADD(&t, 'f', "a/../../escaped", "x");
+	refused(&t, "\"..\" component");
+
+	tb_start(&t);
+	ADD(&t, 'f', "..", "x");
+	refused(&t, "\"..\" component");
+
+	tb_start(&t);
+	ADD(&t, 'f', "/tmp/soak-test-bundle-abs", "x");
+	refused(&t, "an absolute path");
+
+	tb_start(&t);
+	tb_add(&t, 'f', 0644, "a\0b", 3, "x", 1);
+	refused(&t, "NUL");
+
+	tb_start(&t);
+	ADD(&t, 'f', "a//b", "x");
+	refused(&t, "empty path component");
+
+	tb_start(&t);
+	ADD(&t, 'f', "./a", "x");
+	refused(&t, "\".\" component");
+
+	tb_start(&t);
+	ADD(&t, 'f', "b", "x");
+	ADD(&t, 'f', "a", "x");
+	refused(&t, "out of order");
+
+	tb_start(&t);
+	ADD(&t, 'f', "a", "x");
+	ADD(&t, 'f', "a", "y");
+	refused(&t, "repeated");
+
+	tb_start(&t);
+	ADD(&t, 'f', "nodir/x", "x");
+	refused(&t, "its folder is not in the bundle");
+
+	tb_start(&t);
+	ADD(&t, 'x', "a", "");
+	refused(&t, "unknown type");
+}
+
+static void
+test_hostile_symlinks(void **state)
+{
+	struct tb	t;
+
+	(void)state;
+	tb_start(&t);
+	ADD(&t, 'l', "passwd", "../../../../etc/passwd");
+	refused(&t, "points outside the bundle");
+
+	tb_start(&t);
+	ADD(&t, 'l', "etc", "/etc");
+	refused(&t, "an absolute target");
+
+	/* Lexically inside, really outside: "u" is the root, "u/.." above it. */
+	tb_start(&t);
+	ADD(&t, 'l', "u", ".");
+	ADD(&t, 'l', "v", "u/..");
+	refused(&t, "points outside the bundle");
+
+	/* Through a chain that ends outside. */
+	tb_start(&t);
+	ADD(&t, 'd', "d", "");
+	ADD(&t, 'l', "d/up", "..");
+	ADD(&t, 'l', "out", "d/up/d/up/..");
+	refused(&t, "points outside the bundle");
+
+	tb_start(&t);
+	ADD(&t, 'l', "loop", "loop");
+	refused(&t, "too many levels");
+
+	tb_start(&t);
+	ADD(&t, 'l', "dangling", "nothing-here");
+	refused(&t, "not in the bundle");
+
+	/* An entry under a symlink (to a folder inside, even) is refused:
+	 * the file would be written wherever the link points. */
+	tb_start(&t);
+	ADD(&t, 'l', "d", "sub");
+	ADD(&t, 'f', "d/x", "x");
+	ADD(&t, 'd', "sub", "");
+	refused(&t, "its folder is a symlink");
+
+	tb_start(&t);
+	ADD(&t, 'l', "d", "/tmp");
+	ADD(&t, 'f', "d/soak-test-bundle-through", "x");
+	refused(&t, "its folder is a symlink");
+
+	tb_start(&t);
+	ADD(&t, 'f', "file", "x");
+	ADD(&t, 'f', "file/x", "x");
+	refused(&t, "its folder is a symlink or a file");
+}
+
+static void
+test_lengths(void **state)
+{
+	struct tb	 t;
+	char		*dst = tmpdir(), err[ERR_LEN];
+	size_t		 cut;
+	uint8_t		*big;
+
+	(void)state;
+	/* A good one, cut anywhere: never accepted, nothing written. */
+	tb_start(&t);
+	ADD(&t, 'd', "d", "");
+	ADD(&t, 'f', "d/f", "hello");
+	ADD(&t, 'l', "l", "d/f");
+	assert_int_equal(bundle_unpack(t.p, t.len, dst, err), 0);
+	rm_rf(dst);
+	for (cut = 0; cut < t.len; cut++) {
+		assert_int_equal(mkdir(dst, 0700), 0);
+		if (bundle_unpack(t.p, cut, dst, err) == 0)
+			fail_msg("accepted the bundle cut at %zu of %zu", cut, t.len);
+		assert_int_equal(entries(dst), 0);
+		rm_rf(dst);
+	}
+	/* A size that runs past the end. */
+	t.p[t.len - 3 - 1] = 200;	/* l's size: 3 -> 200 */
+	assert_int_equal(mkdir(dst, 0700), 0);
+	assert_int_equal(bundle_unpack(t.p, t.len, dst, err), -1);
+	assert_non_null(strstr(err, "runs past the end"));
+	free(t.p);
+	/* A path length that does. */
+	tb_start(&t);
+	ADD(&t, 'f', "f", "x");
+	t.p[16 + 3] = 0x0f;	/* path_len 0x0f01 */
+	refused(&t, "runs past the end");
+	/* Bytes after the last entry. */
+	tb_start(&t);
+	ADD(&t, 'f', "f", "x");
+	tb_raw(&t, "zz", 2);
+	refused(&t, "after its last entry");
+	/* A count past the cap, and a buffer past the size cap. */
+	tb_start(&t);
+	t.p[12] = 0x7f;
+	refused(&t, "entries is over the cap");
+	big = xcalloc(1, BUNDLE_MAX + 1);
+	memcpy(big, "SOAKBNDL", 8);
+	big[11] = 1;
+	assert_int_equal(bundle_unpack(big, BUNDLE_MAX + 1, dst, err), -1);
+	assert_non_null(strstr(err, "over the"));
+	free(big);
+	/* Bad magic, another format. */
+	tb_start(&t);
+	t.p[0] = 'X';
+	refused(&t, "bad magic");
+	tb_start(&t);
+	t.p[11] = 2;
+	refused(&t, "format 2");
+	rm_rf(dst);
+	free(dst);
+}
+
+/* Setuid, setgid, sticky and group/other write never come out. */
+static void
+test_modes_masked(void **state)
+{
+	struct tb	 t;
+	char		*dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	tb_start(&t);
+	tb_add(&t, 'd', 01777, "d", 1, "", 0);
+	tb_add(&t, 'f', 0000, "d/none", 6, "x", 1);
+	tb_add(&t, 'f', 06777, "d/suid", 6, "x", 1);
+	assert_int_equal(bundle_unpack(t.p, t.len, dst, err), 0);
+	assert_int_equal(mode_of(dst, "d") & 07777, 0755);
+	assert_int_equal(mode_of(dst, "d/suid") & 07777, 0755);
+	assert_int_equal(mode_of(dst, "d/none") & 07777, 0600);
+	free(t.p);
+	rm_rf(dst);
+	free(dst);
+}
+
+/* Over the cap, coordinator side: refused, naming the biggest file. */
+static void
+test_pack_cap(void **state)
+{
+	struct bundle	 b;
+	char		*src = tmpdir(), *p, err[ERR_LEN];
+	char		*blob = xcalloc(1, BUNDLE_MAX);
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	p = path_join(src, "fixtures.bin");
+	memset(blob, 'x', BUNDLE_MAX - 100);
+	assert_int_equal(write_file(p, blob, BUNDLE_MAX - 100, err), 0);
+	put(src, "small", "yy", 0644);
+	put(src, "second", "yyyyyyyyyy", 0644);
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
+	assert_non_null(strstr(err, "makes a bundle of 8388612 bytes, over the cap of 8388608"));
+	assert_non_null(strstr(err, "biggest: fixtures.bin (8.0 MiB), second (10 B)"));
+	/* Just under it: fine. */
+	assert_int_equal(write_file(p, blob, BUNDLE_MAX - 200, err), 0);
+	if (bundle_pack(src, NULL, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_true(b.len <= BUNDLE_MAX);
+	bundle_free(&b);
+	free(p);
+	free(blob);
+	rm_rf(src);
+	free(src);
+}
+
+/* Symlinks that would not resolve on the worker are left out, not shipped. */
+static void
+test_pack_leaves_out(void **state)
+{
+	struct bundle	 b;
+	char		*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	lnk(src, "abs", "/etc/passwd");
+	lnk(src, "up", "../x");
+	lnk(src, "via", "up");		/* pointed through one left out */
+	lnk(src, "fine", "soak.yaml");
+	if (bundle_pack(src, NULL, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_int_equal(b.nentries, 2);
+	assert_int_equal(b.nskipped, 3);
+	assert_int_equal(bundle_unpack(b.data, b.len, dst, err), 0);
+	assert_true(exists(dst, "fine"));
+	assert_false(exists(dst, "abs"));
+	assert_false(exists(dst, "via"));
+	bundle_free(&b);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+/* The coordinator's shared secret never travels, wherever it was copied. */
+static void
+test_pack_leaves_secret(void **state)
+{
+	static const char	 key[] = "0123456789abcdef-not-for-workers";
+	struct bundle		 b;
+	struct bundle_rules	 r = { .secret = (const uint8_t *)key,
+				    .secret_len = sizeof(key) - 1 };
+	char			*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	put(src, "soak.secret", "0123456789abcdef-not-for-workers\n", 0600);
+	mkd(src, "deep");
+	put(src, "deep/.env", "A=1\nSOAK_SECRET=0123456789abcdef-not-for-workers\n", 0644);
+	lnk(src, "key", "soak.secret");	/* a link to it goes too */
+	if (bundle_pack(src, &r, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_null(memmem(b.data, b.len, key, sizeof(key) - 1));
+	assert_int_equal(b.nentries, 2);	/* soak.yaml, deep */
+	assert_int_equal(b.nskipped, 3);
+	assert_int_equal(bundle_unpack(b.data, b.len, dst, err), 0);
+	assert_false(exists(dst, "soak.secret"));
+	assert_false(exists(dst, "deep/.env"));
+	assert_false(exists(dst, "key"));
+	bundle_free(&b);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+static void
+test_cache(void **state)
+{
+	struct bundle	 b;
+	char		*src = sample_tree(), *root = tmpdir(), *cache, *dir, *dir2;
+	char		 err[ERR_LEN], bad[BUNDLE_HASH_LEN + 1], *p;
+	struct stat	 st;
+
+	(void)state;
+	pack_ok(src, &b);
+	umask(0);
+	cache = bundle_cache_dir(root, err);
+	umask(022);
+	assert_non_null(cache);
+	assert_int_equal(lstat(cache, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(bundle_cached(cache, b.hash, &dir, err), 0);
+	/* Bytes that do not hash to the announced hash are refused. */
+	snprintf(bad, sizeof(bad), "%s", b.hash);
+	bad[0] = bad[0] == '0' ? '1' : '0';
+	assert_int_equal(bundle_install(cache, bad, b.data, b.len, &dir, err), -1);
+	assert_non_null(strstr(err, "not to the announced"));
+	assert_int_equal(bundle_install(cache, "../../etc", b.data, b.len, &dir, err), -1);
+	assert_int_equal(bundle_install(cache, b.hash, b.data, b.len, &dir, err), 0);
+	assert_int_equal(bundle_cached(cache, b.hash, &dir2, err), 1);
+	assert_string_equal(dir, dir2);
+	free(dir2);
+	assert_int_equal(mode_of(dir, "turn.sh") & 07777, 0755);
+	/* A second install of the same hash (another process lost the race)
+	 * takes the first one's, and leaves no temporary folder. */
+	assert_int_equal(bundle_install(cache, b.hash, b.data, b.len, &dir2, err), 0);
+	assert_string_equal(dir, dir2);
+	assert_int_equal(entries(cache), 1);
+	free(dir2);
+	free(dir);
+	/* A symlink where a cached bundle should be, or as the cache: refused. */
+	rm_rf(cache);
+	free(cache);
+	p = xasprintf("%s/" BUNDLE_CACHE_PREFIX "%u", root, (unsigned)geteuid());
+	assert_int_equal(symlink("/tmp", p), 0);
+	assert_null(bundle_cache_dir(root, err));
+	assert_non_null(strstr(err, "symlink"));
+	assert_int_equal(unlink(p), 0);
+	assert_int_equal(mkdir(p, 0777), 0);
+	assert_int_equal(chmod(p, 0777), 0);
+	assert_null(bundle_cache_dir(root, err));
+	assert_non_null(strstr(err, "writable by group or others"));
+	assert_int_equal(chmod(p, 0700), 0);
+	cache = bundle_cache_dir(root, err);
+	assert_non_null(cache);
+	dir = xasprintf("%s/bundle-%s", cache, b.hash);
+	assert_int_equal(symlink(src, dir), 0);
+	assert_int_equal(bundle_cached(cache, b.hash, &dir2, err), -1);
+	assert_non_null(strstr(err, "symlink"));
+	free(dir);
+	free(cache);
+	free(p);
+	bundle_free(&b);
+	rm_rf(root);
+	rm_rf(src);
+	free(root);
+	free(src);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_change_changes_hash),
+		cmocka_unit_test(test_hostile_paths),
+		cmocka_unit_test(test_hostile_symlinks),
+		cmocka_unit_test(test_lengths),
+		cmocka_unit_test(test_modes_masked),
+		cmocka_unit_test(test_pack_cap),
+		cmocka_unit_test(test_pack_leaves_out),
+		cmocka_unit_test(test_pack_leaves_secret),
+		cmocka_unit_test(test_cache),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
