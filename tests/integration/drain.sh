@@ -36,10 +36,11 @@ invariants:
   - name: nothing
     sql: SELECT 1 WHERE false
 YAML
-# start_coordinator NAME CONFIG: sets $coord and $url.
+# start_coordinator NAME CONFIG: sets $coord and $url.  The turns talk to
+# the test through fifos in the config folder: no bundle, the folder itself.
 start_coordinator() {
 	"$SOAK" coordinator "$2" --listen tcp://127.0.0.1:0 --out "$T/$1" \
-	    --secret-file "$T/secret" -v >"$T/$1.out" 2>"$T/$1.err" &
+	    --secret-file "$T/secret" --bundle off -v >"$T/$1.out" 2>"$T/$1.err" &
 	coord=$!
 	cleanup_hooks+=("kill -KILL $coord 2>/dev/null")
 	url=$(wait_line "$T/$1.err" 'listening on tcp://' 30 "coordinator $1 listening" |
