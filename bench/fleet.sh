@@ -23,7 +23,7 @@
 #    RSS and CPU over its whole life (wait4: writing report.json
 #    included).  SIM_RUNS rounds (1), interleaved.  Goals: >= 20,000
 #    results/s, <= 100 MB.
-# 3. More workers than reply slots (OVER=1): the coordinator answers
+# 3. More workers than reply slots: the coordinator answers
 #    through 256 nng contexts and parks a lease request in one until work
 #    exists.  OVER_WORKERS (400) simulated workers on OVER_SEEDS (450)
 #    seeds of HOLD_MS (2000) each: at the tail more than 256 of them wait
@@ -32,9 +32,9 @@
 #    the wall time against the ideal.
 #
 # Never fails on timing: only when a process fails or (1, 2) a seed does
-# not pass.  Knobs: BUILD, SOAK, SIM, HS, RUNS, COUNTS, SPW, TURNS, SLEEP,
-# SIM_WORKERS, SIM_SEEDS, SIM_RUNS, OVER, OVER_WORKERS, OVER_SEEDS,
-# HOLD_MS.  About 6 minutes on a 2-core machine with the defaults
+# not pass.  Knobs: BUILD, SOAK, SIM, HS, PARTS ("1 2 3"), RUNS, COUNTS,
+# SPW, TURNS, SLEEP, SIM_WORKERS, SIM_SEEDS, SIM_RUNS, OVER_WORKERS,
+# OVER_SEEDS, HOLD_MS.  About 6 minutes on a 2-core machine with the defaults
 # (SIM_SEEDS=100000 makes part 2 take about 20 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +44,7 @@ SIM=${SIM:-$PWD/$BUILD/bench/fleet_sim}
 HS=${HS:-$PWD/$BUILD/bench/fleet_handshake}
 RUNS=${RUNS:-3} COUNTS=${COUNTS:-"1 2 4 8 16"} SPW=${SPW:-8} TURNS=${TURNS:-2} SLEEP=${SLEEP:-0.3}
 SIM_WORKERS=${SIM_WORKERS:-256} SIM_SEEDS=${SIM_SEEDS:-1000000} SIM_RUNS=${SIM_RUNS:-1}
-OVER=${OVER:-1} OVER_WORKERS=${OVER_WORKERS:-400} OVER_SEEDS=${OVER_SEEDS:-450} HOLD_MS=${HOLD_MS:-2000}
+PARTS=${PARTS:-"1 2 3"} OVER_WORKERS=${OVER_WORKERS:-400} OVER_SEEDS=${OVER_SEEDS:-450} HOLD_MS=${HOLD_MS:-2000}
 for b in "$SOAK" "$SIM" "$HS"; do
 	[ -x "$b" ] || { echo "fleet: no $b (make all $BUILD/bench/fleet_sim $BUILD/bench/fleet_handshake)" >&2; exit 1; }
 done
@@ -61,16 +61,17 @@ cleanup() {
 }
 trap cleanup EXIT
 kv() { sed -n "s/^# $1=//p" "$2" | tail -1; }
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # wait_for FILE REGEX SECONDS WHAT: woken by each write (tail -F), bounded.
 wait_for() {
 	grep -m1 -qE "$2" < <(timeout "$3" tail -n +1 -F "$1" 2>/dev/null) ||
 	    { echo "fleet: no $4 within $3 s:" >&2; cat "$1" >&2; exit 1; }
 }
 
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 echo "machine: $(nproc) CPUs, $(uname -r), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # --- 1. efficiency ---
+if part 1; then
 cat >"$dir/sleep.yaml" <<YAML
 name: fleet-sleep
 seeds: 0..7
@@ -138,8 +139,10 @@ for n in sorted(runs):
 print("(efficiency = ideal / wall of the median run; max/mean, max-mean: the busiest worker's "
       "seeds against the mean; goal >= 0.85 at 8 workers)")
 PY
+fi
 
 # --- 2. coordinator capacity ---
+if part 2 || part 3; then
 (umask 077 && openssl rand -hex 32 >"$dir/secret")
 cat >"$dir/sim.yaml" <<'YAML'
 name: fleet-sim
@@ -152,6 +155,8 @@ invariants:
   - name: trivial
     sql: SELECT 1 WHERE false
 YAML
+fi
+if part 2; then
 echo
 echo "-- 2. coordinator capacity: $SIM_WORKERS simulated workers (threads, one connection each),"
 echo "   $SIM_SEEDS seeds answered at once; against fleet_sim --null (no books) and soak coordinator"
@@ -221,9 +226,10 @@ print(f"coordinator CPU {med(coord,5) / 1e6:.1f} s ({med(coord,5) / n:.1f} µs a
 print(f"joins closed before authenticating and retried: {med(coord,8):.0f} "
       f"(the coordinator's 64 unauthenticated connections); results refused: {med(coord,9):.0f}")
 PY
+fi
 
 # --- 3. more workers than reply slots ---
-if [ "$OVER" = 1 ]; then
+if part 3; then
 	echo
 	echo "-- 3. $OVER_WORKERS simulated workers (more than the coordinator's 256 reply slots),"
 	echo "   $OVER_SEEDS seeds of $HOLD_MS ms each (fleet_sim --hold-ms)"
