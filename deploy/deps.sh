@@ -5,7 +5,7 @@ PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
 libssl-dev openssl
 postgresql postgresql-client
-libxml2-utils jq curl python3 procps
+libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat"
 PKGS=$(echo $PKGS)
 if [ "$(id -u)" -ne 0 ]; then
