@@ -1055,16 +1055,21 @@ coord_pipe_closed(struct coord *c, uint32_t pipe, int64_t now)
 	}
 }
 
+/*
+ * Only a worker's current lease can be active (a worker asks for another
+ * only between leases, which ends the one it held), so the workers, not
+ * the leases of the whole run, are what is scanned.
+ */
 int64_t
 coord_tick(struct coord *c, int64_t now)
 {
 	int64_t	next = -1;
 	size_t	i;
 
-	for (i = 0; i < c->nleases; i++) {
-		struct lease	*l = &c->leases[i];
+	for (i = 0; i < c->nworkers; i++) {
+		struct lease	*l = lease_get(c, c->workers[i].lease);
 
-		if (l->state != LEASE_ACTIVE)
+		if (l == NULL || l->state != LEASE_ACTIVE)
 			continue;
 		if (now >= l->expires) {
 			lease_expire(c, l, "no heartbeat before its lease expired");

@@ -313,13 +313,84 @@ tickets_json(const struct cfg_tickets *t)
 #undef S
 }
 
+/* Writes s with every line indented by n spaces, the first too. */
+static void
+put_indented(FILE *f, const char *s, int n)
+{
+	const char	*nl;
+
+	for (; *s; s = nl + 1) {
+		nl = strchr(s, '\n');
+		fprintf(f, "%*s%.*s\n", n, "", (int)(nl ? nl - s : (ptrdiff_t)strlen(s)), s);
+		if (nl == NULL)
+			break;
+	}
+}
+
+/*
+ * report.json, the head (text: the object without "results", as dumped)
+ * and then the records one at a time: a run of a million seeds never
+ * holds its whole report in memory.  Written to path.tmp, fsync'd,
+ * renamed into place, the directory fsync'd.
+ */
+static int
+write_report(const char *path, const char *head, const struct report_meta *m,
+    const struct coord_seed *seeds, uint64_t ns, char *err)
+{
+	char	*tmp = xasprintf("%s.tmp", path), *rec;
+	size_t	 len = strlen(head);
+	FILE	*f;
+	bool	 first = true, ok;
+	uint64_t i;
+
+	/* The head ends "\n}": the results go before that brace. */
+	while (len > 0 && head[len - 1] != '}')
+		len--;
+	if (len == 0 || (f = fopen(tmp, "w")) == NULL) {
+		errf(err, "cannot write %s", tmp);
+		free(tmp);
+		return -1;
+	}
+	for (len--; len > 0 && (head[len - 1] == '\n' || head[len - 1] == ' '); len--)
+		;
+	fprintf(f, "%.*s,\n  \"results\": [", (int)len, head);
+	for (i = 0; i < ns; i++) {
+		json_t	*r;
+
+		if (seeds[i].state != CSEED_FINAL)
+			continue;
+		r = seed_record(m, &seeds[i], false);
+		rec = json_dumps(r, JSON_INDENT(2));
+		json_decref(r);
+		if (rec == NULL)
+			continue;
+		fprintf(f, "%s\n", first ? "" : ",");
+		put_indented(f, rec, 4);
+		/* put_indented ended the record with a newline: take it back. */
+		fseek(f, -1, SEEK_CUR);
+		first = false;
+		free(rec);
+	}
+	fprintf(f, "%s]\n}\n", first ? "" : "\n  ");
+	ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
+	if (fclose(f) != 0 || !ok || rename(tmp, path) == -1) {
+		errf(err, "cannot write %s", path);
+		unlink(tmp);
+		free(tmp);
+		return -1;
+	}
+	fsync_dir_of(path);
+	free(tmp);
+	return 0;
+}
+
 int
 report_write(const struct report_meta *m, const struct coord *c, char *err)
 {
 	const struct coord_seed	*seeds;
 	struct coord_counts	 n;
-	uint64_t		 ns, i;
-	json_t			*root, *results;
+	uint64_t		 ns;
+	json_t			*root;
 	char			 host[256] = "localhost", hash[CFG_HASH_LEN], *path, *text;
 	char			*started, *finished;
 	const char		*rev = getenv("SOAK_SUT_REVISION");
@@ -329,10 +400,6 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	coord_counts(c, &n);
 	seeds = coord_seeds(c, &ns);
 	cfg_hash_hex(m->cfg, hash);	/* over the redacted text */
-	results = json_array();
-	for (i = 0; i < ns; i++)
-		if (seeds[i].state == CSEED_FINAL)
-			json_array_append_new(results, seed_record(m, &seeds[i], false));
 	started = iso8601(m->started_wall_ms);
 	finished = iso8601(m->started_wall_ms + m->wall_ms);
 	root = json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:s, s:s, s:s, s:i, s:i, s:o},"
@@ -353,10 +420,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "complete", n.done == n.total && n.infra == 0,
 	    "interrupted", m->interrupted,
 	    "exit_status", status,
-	    "results", results);
-	if (root != NULL)
-		json_object_set_new(root, "halted", m->halted ?
-		    json_string(m->halted) : json_null());
+	    "halted", m->halted ? json_string(m->halted) : json_null());
 	free(started);
 	free(finished);
 	if (root == NULL) {
@@ -366,7 +430,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	path = xasprintf("%s/report.json", m->out_dir);
 	text = json_dumps(root, JSON_INDENT(2));
 	json_decref(root);
-	if (text == NULL || write_file_atomic(path, text, strlen(text), 0644, err) == -1) {
+	if (text == NULL || write_report(path, text, m, seeds, ns, err) == -1) {
 		if (text == NULL)
 			errf(err, "cannot write %s", path);
 		free(text);
