@@ -680,7 +680,8 @@ run_main(struct runopts *o)
 	}
 	report_summary(stdout, &meta, r.coord);
 	fflush(stdout);
-	tickets_after_run(out, stdout);		/* files only if the config asks */
+	if (cfg.tickets.enabled)	/* else no need to read report.json back */
+		tickets_after_run(out, stdout);
 	if (o->local && db.pg == NULL && db.conninfo)
 		drop_run_schemas(db.conninfo, run_id);
 out:

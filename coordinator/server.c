@@ -70,6 +70,7 @@ struct server {
 	struct peers	*peers;		/* every connection's state (peer.h) */
 	int64_t		 next_expiry;	/* the first time to authenticate that
 					   may be up; -1: none */
+	int		 nparked;	/* slots in SLOT_PARKED (the loop's) */
 };
 
 static void
@@ -224,6 +225,8 @@ pipe_shut(nng_pipe np)
 static void
 slot_listen(struct slot *sl)
 {
+	if (sl->state == SLOT_PARKED)
+		sl->srv->nparked--;
 	sl->state = SLOT_RECV;
 	nng_aio_set_timeout(sl->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(sl->ctx, sl->aio);
@@ -416,6 +419,8 @@ slot_send(struct server *s, struct slot *sl, struct msg *rep)
 		fatalx("nng_msg_alloc: out of memory");
 	memcpy(nng_msg_body(nm), buf, len);
 	free(buf);
+	if (sl->state == SLOT_PARKED)
+		s->nparked--;
 	sl->state = SLOT_SEND;
 	nng_aio_set_msg(sl->aio, nm);
 	nng_aio_set_timeout(sl->aio, PEER_SEND_MS);
@@ -504,6 +509,7 @@ handle_slot(struct server *s, struct coord *c, struct slot *sl)
 		return;
 	}
 	sl->state = SLOT_PARKED;
+	s->nparked++;
 	sl->worker = req.u.lease_req.worker_id;
 	msg_clear(&req);
 }
@@ -513,13 +519,15 @@ static void
 serve_parked(struct server *s, struct coord *c)
 {
 	struct msg	rep;
-	int		i;
+	int		i, left = s->nparked;
 
-	for (i = 0; i < s->nslots; i++) {
+	/* Called after every event: with nothing parked, nothing to scan. */
+	for (i = 0; i < s->nslots && left > 0; i++) {
 		struct slot	*sl = &s->slots[i];
 
 		if (sl->state != SLOT_PARKED)
 			continue;
+		left--;
 		memset(&rep, 0, sizeof(rep));
 		if (coord_serve(c, sl->worker, now_ms(), &rep))
 			slot_send(s, sl, &rep);
