@@ -1,4 +1,5 @@
 # soak — one Makefile.  make | make test | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
+#          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
 BUILD   ?= build
 CFLAGS  ?= -O2 -g
@@ -26,9 +27,22 @@ LDFLAGS += -fsanitize=address,undefined
 endif
 DEPFLAGS = -MMD -MP
 
+# The version `soak --version` and report.json say: `git describe --always
+# --dirty` of this tree when it is a git checkout (its own .git, not one of a
+# folder above), else VERSION_BASE (a tarball).  `make VERSION=...` overrides
+# (the environment's VERSION does not: CI systems set it for their own ends).
+VERSION_BASE = 0.1.0
+ifneq ($(origin VERSION),command line)
+VERSION := $(if $(filter-out deps clean,$(or $(MAKECMDGOALS),all)),$(shell test -e .git && \
+	    git describe --always --dirty 2>/dev/null || echo $(VERSION_BASE)))
+endif
+PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
+DOCDIR  ?= $(PREFIX)/share/doc/soak
+
 MODULES  = common coordinator worker fault-proxy isolation invariants
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/version.o
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS_SRC = $(wildcard tests/helpers/*.c)
@@ -51,6 +65,17 @@ $(BUILD)/soak: $(BUILD)/main.o $(LIB_OBJ)
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -c -o $@ $<
+
+# Written at every make, replaced only when the version changed, so a
+# commit relinks soak and an unchanged tree rebuilds nothing.
+$(BUILD)/version.c: FORCE
+	@mkdir -p $(dir $@)
+	@printf '/* Written by make: common/soak.h, SOAK_VERSION. */\nconst char soak_version[] = "%s";\n' \
+	    '$(subst ",,$(subst \,,$(subst ',,$(VERSION))))' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/version.o: $(BUILD)/version.c
+	$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -93,8 +118,20 @@ bench: all $(BENCH_BIN) $(TEST_HELPERS)
 deps:
 	@sh deploy/deps.sh
 
+# One binary is all soak needs at run time (workers are itself, the
+# embedded PostgreSQL is the system's); the documents go beside it.
+install: $(BUILD)/soak
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)"
+	install -m 0755 $(BUILD)/soak "$(DESTDIR)$(BINDIR)/soak"
+	install -m 0644 README.md docs/report.md "$(DESTDIR)$(DOCDIR)/"
+
+uninstall:
+	rm -f "$(DESTDIR)$(BINDIR)/soak" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/report.md"
+	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
+
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test proofs bench deps clean mutants print-test-bins
+.PHONY: all test proofs bench deps clean mutants print-test-bins install uninstall FORCE
+FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/self.h"
 #include "common/soak.h"
 
 static const struct {
@@ -29,6 +30,7 @@ usage(FILE *f)
 	fprintf(f, "usage: soak COMMAND [OPTIONS]   (soak COMMAND --help)\n\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  soak %s\n", commands[i].usage);
+	fprintf(f, "  soak --version     the version the build recorded (git describe)\n");
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 
@@ -37,6 +39,7 @@ main(int argc, char **argv)
 {
 	size_t	i;
 
+	self_init(argv[0]);	/* before anything prints a command to run */
 	if (argc < 2)
 		return usage(stderr);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||

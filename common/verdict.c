@@ -7,19 +7,20 @@
 static const struct {
 	const char	*name;
 	int		 verdict;	/* enum msg_verdict */
+	const char	*what;		/* in words, for the summary */
 } reasons[REASON_MAX] = {
-	[REASON_NONE] =		{ "",		VERDICT_PASS },
-	[REASON_INVARIANT] =	{ "invariant",	VERDICT_FAIL },
-	[REASON_GUARD] =	{ "guard",	VERDICT_FAIL },
-	[REASON_HANG] =		{ "hang",	VERDICT_FAIL },
-	[REASON_CRASH] =	{ "crash",	VERDICT_FAIL },
-	[REASON_DB] =		{ "db",		VERDICT_INFRA },
-	[REASON_SETUP] =	{ "setup",	VERDICT_INFRA },
-	[REASON_SERVICE] =	{ "service",	VERDICT_INFRA },
-	[REASON_PROXY] =	{ "proxy",	VERDICT_INFRA },
-	[REASON_EXEC] =		{ "exec",	VERDICT_INFRA },
-	[REASON_TEMPFAIL] =	{ "tempfail",	VERDICT_INFRA },
-	[REASON_WORKER_LOST] =	{ "worker-lost", VERDICT_INFRA },
+	[REASON_NONE] =		{ "",		VERDICT_PASS,	"passed" },
+	[REASON_INVARIANT] =	{ "invariant",	VERDICT_FAIL,	"an invariant broke" },
+	[REASON_GUARD] =	{ "guard",	VERDICT_FAIL,	"too few turns succeeded" },
+	[REASON_HANG] =		{ "hang",	VERDICT_FAIL,	"still running at seed_timeout" },
+	[REASON_CRASH] =	{ "crash",	VERDICT_FAIL,	"a turn died of a signal" },
+	[REASON_DB] =		{ "db",		VERDICT_INFRA,	"the database failed" },
+	[REASON_SETUP] =	{ "setup",	VERDICT_INFRA,	"the setup command failed" },
+	[REASON_SERVICE] =	{ "service",	VERDICT_INFRA,	"a service would not start or died" },
+	[REASON_PROXY] =	{ "proxy",	VERDICT_INFRA,	"a fault proxy would not start" },
+	[REASON_EXEC] =		{ "exec",	VERDICT_INFRA,	"a turn could not be executed" },
+	[REASON_TEMPFAIL] =	{ "tempfail",	VERDICT_INFRA,	"a turn exited 75 (its environment broke)" },
+	[REASON_WORKER_LOST] =	{ "worker-lost", VERDICT_INFRA,	"the worker died mid-seed" },
 };
 
 const char *
@@ -28,6 +29,14 @@ reason_name(enum reason r)
 	if ((unsigned)r >= REASON_MAX)
 		return "?";
 	return reasons[r].name;
+}
+
+const char *
+reason_what(enum reason r)
+{
+	if ((unsigned)r >= REASON_MAX)
+		return "unknown";
+	return reasons[r].what;
 }
 
 int

@@ -35,6 +35,8 @@ enum reason {
 
 /* The reason's name; "" for REASON_NONE, "?" for a value out of range. */
 const char	*reason_name(enum reason r);
+/* The reason in a few words ("a turn could not be executed"), for people. */
+const char	*reason_what(enum reason r);
 /* The reason named s (exactly, "" is REASON_NONE), or -1. */
 int		 reason_parse(const char *s);
 /* The verdict (enum msg_verdict) a reason belongs to; -1 out of range. */

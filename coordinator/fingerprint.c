@@ -71,6 +71,31 @@ fp_string(const char *config_name, const char *reason, const json_t *invariants)
 	return fp;
 }
 
+char *
+fp_words(const char *reason, const json_t *invariants)
+{
+	const char	**names;
+	char		 *w = NULL;
+	size_t		  i, n, len;
+	int		  r = reason_parse(reason);
+	FILE		 *f;
+
+	if (reason == NULL)
+		reason = "unknown";
+	if (r != REASON_INVARIANT || json_array_size(invariants) == 0)
+		return xasprintf("%s: %s", reason, r < 0 ? "unknown reason" :
+		    reason_what((enum reason)r));
+	names = fp_names(invariants, &n);
+	if ((f = open_memstream(&w, &len)) == NULL)
+		abort();
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s\"%s\"", i ? ", " : "", names[i]);
+	fputs(" broken", f);
+	fclose(f);
+	free(names);
+	return w;
+}
+
 void
 fp_hash_hex(const char *fp, char out[FP_HASH_LEN])
 {

@@ -37,6 +37,13 @@ char		 *fp_string(const char *config_name, const char *reason,
  */
 const char	**fp_names(const json_t *invariants, size_t *n);
 void		  fp_hash_hex(const char *fp, char out[FP_HASH_LEN]);
+/*
+ * The same failure in words, for a screen (heap): `"a", "b" broken` for
+ * broken invariants (the ticket title's words), else `REASON: what it
+ * means` (`exec: a turn could not be executed`).  Only for people: the
+ * fingerprint and its hash, the dedupe keys, are fp_string's.
+ */
+char		 *fp_words(const char *reason, const json_t *invariants);
 
 /*
  * Seeds grouped by fingerprint.  Adding is O(groups): fine for the

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/seed.h"
+#include "common/self.h"
 #include "common/soak.h"
 #include "common/util.h"
 #include "common/verdict.h"
@@ -63,13 +64,64 @@ shell_word(const char *s)
 	return o;
 }
 
+/* "BIN replay CONFIG --seed N", each word quoted as needed. */
+static char *
+replay_line(const char *bin, const char *cfg, uint64_t seed)
+{
+	char	*b = shell_word(bin), *c = shell_word(cfg), *r;
+
+	r = xasprintf("%s replay %s --seed %" PRIu64, b, c, seed);
+	free(b);
+	free(c);
+	return r;
+}
+
+/*
+ * The git top of the config's folder, found once per config path: every
+ * seed record asks, and the answer does not change during a run.
+ */
+static const char *
+config_top(const char *cfg_path)
+{
+	static char	*path, *top;
+	char		*dir, *slash;
+
+	if (path != NULL && strcmp(path, cfg_path) == 0)
+		return top;
+	free(path);
+	free(top);
+	path = xstrdup(cfg_path);
+	dir = xstrdup(cfg_path);
+	if ((slash = strrchr(dir, '/')) != NULL)
+		*(slash == dir ? slash + 1 : slash) = '\0';
+	top = slash ? git_toplevel(dir) : NULL;
+	free(dir);
+	return top;
+}
+
 char *
 report_replay(const char *cfg_path, uint64_t seed)
 {
-	char	*w = shell_word(cfg_path), *r;
+	const char	*top = config_top(cfg_path);
+	char		*rel = top ? path_under(cfg_path, top) : NULL;
+	char		*bin = self_command(rel ? top : "/"), *r;
 
-	r = xasprintf("soak replay %s --seed %" PRIu64, w, seed);
-	free(w);
+	r = replay_line(bin, rel ? rel : cfg_path, seed);
+	free(bin);
+	free(rel);
+	return r;
+}
+
+char *
+report_replay_here(const char *cfg_path, uint64_t seed)
+{
+	const char	*cwd = self_cwd();
+	char		*rel = cwd ? path_under(cfg_path, cwd) : NULL;
+	char		*bin = self_command(NULL), *r;
+
+	r = replay_line(bin, rel ? rel : cfg_path, seed);
+	free(bin);
+	free(rel);
 	return r;
 }
 
@@ -444,6 +496,20 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	return status;
 }
 
+/* The first line of a seed's message, fit for a terminal; "" if none. */
+static void
+first_line(const struct coord_seed *s, char *buf, size_t size)
+{
+	json_t		*msgj = json_object_get(s->detail, "message");
+	const char	*msg = json_is_string(msgj) ? json_string_value(msgj) : "";
+	char		*line = strndup(msg, strcspn(msg, "\r\n"));
+
+	if (line == NULL)
+		abort();
+	log_escape(buf, size, line);
+	free(line);
+}
+
 void
 report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 {
@@ -476,17 +542,23 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 	fprintf(f, "\n");
 	for (k = 0; k < g.n; k++) {
 		const struct coord_seed	*s = &seeds[g.v[k].first];
-		const char		*what = strchr(g.v[k].fp, '|');
-		char			*replay = report_replay(m->cfg_path, s->seed);
+		char			*replay = report_replay_here(m->cfg_path, s->seed);
+		char			*words = fp_words(reason_name(s->why),
+					    json_object_get(s->detail, "invariants"));
+		char			 msg[LOG_ESC_LEN];
 
-		what = what ? what + 1 : g.v[k].fp;
+		/* Like pytest's short summary: what, how often, why, how to see it. */
 		fprintf(f, "\n  %s %s — %" PRIu64 " seed(s), smallest %" PRIu64 "\n",
-		    s->verdict == VERDICT_FAIL ? "FAIL " : "INFRA", what, g.v[k].count,
+		    s->verdict == VERDICT_FAIL ? "FAIL " : "INFRA", words, g.v[k].count,
 		    s->seed);
+		first_line(s, msg, sizeof(msg));
+		if (*msg)
+			fprintf(f, "        %s\n", msg);
 		if (*report_reproduced(s))
 			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
 		fprintf(f, "        replay: %s\n", replay);
 		free(replay);
+		free(words);
 	}
 	fp_groups_free(&g);
 	workers = coord_workers_json(c);

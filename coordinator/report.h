@@ -28,8 +28,21 @@ struct report_meta {
 
 /* What the confirming re-run of s showed, in words ("" when there was none). */
 const char *report_reproduced(const struct coord_seed *s);
-/* "soak replay CONFIG --seed N" */
+/*
+ * The command that replays seed (heap), the soak binary as it was invoked
+ * (common/self.h), every word shell-quoted when it needs it:
+ *
+ * report_replay: for report.json, junit.xml and the tickets, read on other
+ * machines.  With the config in a git work tree the config's path is
+ * relative to its top, to run from there ("./soak replay
+ * examples/refunds/soak.yaml --seed 0"); otherwise paths are absolute.
+ *
+ * report_replay_here: for the summary on screen, to run as printed from
+ * the working directory soak was started in: the binary as invoked, the
+ * config relative to that directory when under it, else absolute.
+ */
 char	*report_replay(const char *cfg_path, uint64_t seed);
+char	*report_replay_here(const char *cfg_path, uint64_t seed);
 /*
  * out_dir/config.yaml: the config text with database.url's password
  * redacted (cfg_text_redact), mode 0600, replaced in one rename.

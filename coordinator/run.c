@@ -33,6 +33,7 @@
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
+#include "coordinator/fingerprint.h"
 #include "coordinator/journal.h"
 #include "coordinator/report.h"
 #include "coordinator/server.h"
@@ -40,6 +41,7 @@
 #include "isolation/iso.h"
 
 #define COORD_SLOTS	2048	/* requests `soak coordinator` can hold at once */
+#define CI_SEEDS_LISTED	3	/* failing seeds named in a CI log per fingerprint */
 
 static volatile int	stop_requested;
 
@@ -81,6 +83,7 @@ struct runctx {
 	int64_t			 start_ms, last_line_ms;
 	uint64_t		 last_done;
 	struct journal		*journal;
+	struct fp_groups	 ci_seen;	/* not a tty: failing seeds so far */
 };
 
 static pid_t
@@ -311,21 +314,48 @@ journal_start(struct runctx *r, const struct cfg *cfg, const char *run_id,
 	return 0;
 }
 
+/*
+ * Not on a terminal (CI), a failing seed is a log line as its verdict
+ * comes in, but only the first CI_SEEDS_LISTED of each fingerprint and a
+ * line saying the rest are left to the summary: a bug that fails 200
+ * seeds is 4 lines, not 200.  The confirming re-run's outcome, once per
+ * fingerprint, is a line of its own.
+ */
 static void
 on_final(struct coord *c, const struct coord_seed *s, void *arg)
 {
-	struct runctx	*r = arg;
+	struct runctx		*r = arg;
+	struct fp_group		*g;
+	json_t			*invs = json_object_get(s->detail, "invariants");
+	json_t			*msgj = json_object_get(s->detail, "message");
+	char			*fp, *words, *line, msg[LOG_ESC_LEN];
 
 	(void)c;
 	report_failure(r->meta, s);
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
-	if (s->confirm == CONFIRM_DONE)
-		fprintf(stderr, "seed %" PRIu64 ": confirming re-run %s\n", s->seed,
-		    report_reproduced(s));
-	else
-		fprintf(stderr, "seed %" PRIu64 ": %s %s\n", s->seed,
-		    msg_verdict_name(s->verdict), reason_name(s->why));
+	words = fp_words(reason_name(s->why), invs);
+	if (s->confirm == CONFIRM_DONE) {
+		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
+		    words, report_reproduced(s));
+		free(words);
+		return;
+	}
+	fp = fp_string(r->meta->cfg->name, reason_name(s->why), invs);
+	g = fp_groups_add(&r->ci_seen, fp, s->seed, 0);
+	if (g->count <= CI_SEEDS_LISTED) {
+		line = xstrdup(json_is_string(msgj) ? json_string_value(msgj) : "");
+		line[strcspn(line, "\r\n")] = '\0';
+		log_escape(msg, sizeof(msg), line);
+		fprintf(stderr, "seed %" PRIu64 ": %s %s%s%s\n", s->seed,
+		    msg_verdict_name(s->verdict), words, *msg ? " — " : "", msg);
+		free(line);
+	} else if (g->count == CI_SEEDS_LISTED + 1)
+		fprintf(stderr, "seed %" PRIu64 ": %s %s, and further seeds of it: "
+		    "counted in the summary, not listed\n", s->seed,
+		    msg_verdict_name(s->verdict), words);
+	free(fp);
+	free(words);
 }
 
 static char *
@@ -702,6 +732,7 @@ out:
 	free(out);
 	free(run_id);
 	bundle_free(&bundle);
+	fp_groups_free(&r.ci_seen);
 	cfg_free(&cfg);
 	return rc;
 }

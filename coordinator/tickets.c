@@ -152,6 +152,9 @@ tk_run_load(const char *run_dir, struct tk_run *run, char *err)
 		}
 	}
 	run->config_hash = jstr(config, "hash");
+	run->config_path = jstr(config, "path");
+	if (run->config_path != NULL && run->config_path[0] != '/')
+		run->config_path = NULL;	/* nothing to resolve against */
 	run->soak_version = jstr(run->report, "soak_version");
 	run->host = jstr(run->report, "host");
 	run->sut_revision = jstr(run->report, "sut_revision");
@@ -402,6 +405,23 @@ put_markers(FILE *f, const struct tk_run *run, const struct tk_ticket *t)
 	    t->hash, run->run_id);
 }
 
+/*
+ * Whether a replay command's config path is relative: report.json writes
+ * it relative to the top of the config's git work tree (report.h).
+ */
+static bool
+replay_from_top(const char *replay)
+{
+	const char	*p = strstr(replay, " replay ");
+
+	if (p == NULL)
+		return false;
+	p += strlen(" replay ");
+	if (*p == '\'')
+		p++;
+	return *p != '/' && *p != '\0';
+}
+
 static void
 render_bug(const struct tk_run *run, struct tk_ticket *t)
 {
@@ -458,6 +478,9 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 	put_turns(f, run, first);
 	if (replay != NULL) {
 		fputs("### Replay\n\n", f);
+		if (replay_from_top(replay))
+			fputs("From the top folder of the repository that holds the "
+			    "config:\n\n", f);
 		put_fence(f, "sh", replay);
 		fputc('\n', f);
 	}
@@ -495,7 +518,8 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 	    run->host ? run->host : "unknown", t->nseeds, t->seeds[0]);
 	put_seeds(f, t);
 	if (replay != NULL) {
-		fputs("\nReplay:\n\n", f);
+		fputs(replay_from_top(replay) ? "\nReplay, from the top folder of "
+		    "the repository that holds the config:\n\n" : "\nReplay:\n\n", f);
 		put_fence(f, "sh", replay);
 	}
 	fclose(f);
@@ -674,10 +698,18 @@ file_one(const struct tk_sink *sink, struct tk_sink_ctx *ctx,
 	if (sink->find != NULL && sink->find(ctx, t, &ref, err) == -1)
 		goto out;	/* filing blind could duplicate the ticket */
 	if (ref != NULL) {
-		if (sink->comment(ctx, t, ref, err) == -1)
+		switch (sink->comment(ctx, t, ref, err)) {
+		case -1:
 			goto out;
-		fprintf(out, "%s: commented on %s (seed %" PRIu64 ", %zu seeds): "
-		    "%s\n", sink->name, ref, t->seeds[0], t->nseeds, t->title);
+		case 1:
+			fprintf(out, "%s: %s already records run %s, unchanged: %s\n",
+			    sink->name, ref, ctx->run->run_id, t->title);
+			break;
+		default:
+			fprintf(out, "%s: commented on %s (seed %" PRIu64 ", %zu "
+			    "seeds): %s\n", sink->name, ref, t->seeds[0], t->nseeds,
+			    t->title);
+		}
 	} else {
 		if (sink->create(ctx, t, &ref, err) == -1)
 			goto out;

@@ -40,6 +40,7 @@ struct tk_run {
 	const char		*run_id;
 	const char		*config_name;
 	const char		*config_hash;
+	const char		*config_path;	/* absolute, NULL when unknown */
 	const char		*soak_version;
 	const char		*sut_revision;	/* NULL when unknown */
 	const char		*host;
@@ -119,6 +120,10 @@ struct tk_sink {
 			    char **ref, char *err);
 	int		(*create)(struct tk_sink_ctx *, const struct tk_ticket *,
 			    char **ref, char *err);
+	/*
+	 * 0: commented; 1: nothing changed (the file sink, when the ticket
+	 * already records this run); -1: failed, err says why.
+	 */
 	int		(*comment)(struct tk_sink_ctx *, const struct tk_ticket *,
 			    const char *ref, char *err);
 	/* Where a new ticket goes, for --dry-run; heap string. */

@@ -501,18 +501,33 @@ webhook_where(struct tk_sink_ctx *ctx, const struct tk_ticket *t)
 	return xasprintf("POST %s", ctx->base);
 }
 
-/* ---- file: RUN_DIR/tickets/<hash>.md, or the folder tickets.url names ---- */
-
+/*
+ * ---- file: RUN_DIR/tickets/<hash>.md, or the folder tickets.url names ----
+ *
+ * A relative tickets.url is the config's, so it is resolved against the
+ * config's folder (report.json's config.path), like every other path of
+ * the config: each run then files into the same folder and dedupes there.
+ * Resolved against the run folder, each run would have its own, and dedupe
+ * nothing.  A report without config.path falls back to the run folder.
+ */
 static char *
 file_dir(struct tk_sink_ctx *ctx)
 {
-	const char	*u = ctx->cfg->url;
+	const char	*u = ctx->cfg->url, *cp = ctx->run->config_path;
+	char		*dir, *p;
 
 	if (u == NULL)
 		return path_join(ctx->run->run_dir, "tickets");
 	if (strncmp(u, "file://", 7) == 0)
 		u += 7;
-	return path_join(ctx->run->run_dir, u);
+	if (u[0] == '/' || cp == NULL)
+		return path_join(ctx->run->run_dir, u);
+	dir = xstrdup(cp);
+	if ((p = strrchr(dir, '/')) != NULL)
+		*(p == dir ? p + 1 : p) = '\0';
+	p = path_join(dir, u);
+	free(dir);
+	return p;
 }
 
 static char *
@@ -577,7 +592,8 @@ out:
 /*
  * The file stands for an open ticket; a comment is a section appended to
  * it.  Each run is recorded once: filing the same run again leaves the file
- * as it is, so running `soak tickets` twice never duplicates anything.
+ * as it is (returns 1), so running `soak tickets` twice never duplicates
+ * anything.
  */
 static int
 file_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
@@ -590,7 +606,7 @@ file_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
 		goto out;
 	mark = xasprintf("<!-- soak-run: %s -->", ctx->run->run_id);
 	if (strstr(old, mark) != NULL) {
-		rc = 0;
+		rc = 1;
 		goto out;
 	}
 	text = xasprintf("%s%s\n---\n\n## Comment\n\n%s", old,

@@ -38,7 +38,8 @@ usage(FILE *f)
 	    "  --out DIR    where a failing seed's workspace is kept (default soak-replay)\n"
 	    "  -v           log every state change\n"
 	    "\n"
-	    "Exit status: 0 pass, 1 fail, 2 infra, 64 usage, 78 config error.\n");
+	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
+	    "`git bisect run` skips), 64 usage, 78 config error.\n");
 }
 
 int
@@ -60,7 +61,8 @@ cmd_replay(int argc, char **argv)
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX];
 	uint64_t		 seed = 0;
 	bool			 keep = false;
-	int			 ch, rc = SOAK_EXIT_INCOMPLETE;
+	/* Anything that stops the seed before its verdict is the environment's. */
+	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
 
 	while ((ch = getopt_long(argc, argv, "s:ko:vh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -111,7 +113,7 @@ cmd_replay(int argc, char **argv)
 	}
 	wrk_run_seed(&w, seed, 1, &res);
 	rc = res.verdict == VERDICT_PASS ? SOAK_EXIT_PASS :
-	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_INCOMPLETE;
+	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_REPLAY_INFRA;
 	{
 		json_t	*ws = json_object_get(res.detail, "workspace");
 		json_t	*tr = json_object_get(res.detail, "trace");

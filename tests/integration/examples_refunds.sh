@@ -19,7 +19,7 @@ expect_eq "every failure names the duplicate refund" "" "$(kills "$T/buggy" | gr
 first=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/buggy/report.json")
 trace=$T/buggy/failures/$first/trace.jsonl
 [ -s "$trace" ] || fail "no fault trace kept for seed $first"
-expect_match "summary names the replay command" "replay: soak replay .*soak.yaml --seed $first" \
+expect_match "summary names the replay command" "replay: ([^ ]*/)?soak replay .*soak.yaml --seed $first" \
     "$(cat "$T/buggy.out")"
 
 # The replay fails the same way, with the same faults.

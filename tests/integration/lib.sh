@@ -89,7 +89,7 @@ check_report() {	# dir first last
 	    and (.results|type=="array") and (.workers|type=="array")
 	    and all(.results[]; (.seed|type=="number") and (.verdict|IN("pass","fail","infra"))
 	        and has("reason") and has("worker") and has("duration_ms") and (.attempts|length>=1)
-	        and (.replay|test("^soak replay ")))' "$r" >/dev/null ||
+	        and (.replay|test("^([^ ]*/)?soak replay .* --seed [0-9]+$")))' "$r" >/dev/null ||
 	    fail "report.json does not have the documented shape"
 	n=$(jq "[.results[].seed] | unique | length" "$r")
 	expect_eq "distinct seeds in report.json" $(($3 - $2 + 1)) "$n"

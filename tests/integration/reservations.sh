@@ -29,7 +29,7 @@ expect_eq "turn outcomes kept for seed $first" 8 \
 [ -d "$T/buggy/failures/$first/workspace/r0-t0" ] || fail "workspace of seed $first not kept"
 jq -e '.invariants[0].rows | length > 0' "$T/buggy/failures/$first/result.json" >/dev/null ||
     fail "no violating rows kept"
-expect_match "summary names the replay command" "replay: soak replay .*soak.yaml --seed $first" \
+expect_match "summary names the replay command" "replay: ([^ ]*/)?soak replay .*soak.yaml --seed $first" \
     "$(cat "$T/buggy.out")"
 
 # One ticket for the one bug, titled with the smallest seed.

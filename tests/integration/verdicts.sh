@@ -1,6 +1,7 @@
 # Every verdict of DESIGN.md §8 from a real run, with its exit status:
 # tempfail (retried, then infra, exit 2), broken DDL (infra/db with the
 # file's line), setup and exec failures, crash, guard, hang, config errors.
+# The summary names each group in words, with its reason's first line.
 . "$(dirname "$0")/lib.sh"
 
 cfg() {	# name, extra yaml (turn and the rest)
@@ -26,6 +27,18 @@ run() {	# name -> sets rc, R (report path)
 	cat "$T/$1.out"
 }
 verdicts() { jq -c '[.results[] | "\(.verdict)/\(.reason)"] | unique' "$R"; }
+# The summary's one group of a run whose 3 seeds all failed alike: the
+# failure in words (never the fingerprint text), then the first line of the
+# smallest seed's reason, as in report.json.
+group_says() {	# name, FAIL|INFRA, words
+	local msg
+	msg=$(jq -r '.results[0].message | split("\n")[0]' "$T/out-$1/report.json")
+	[ -n "$msg" ] || fail "$1: seed 0 has no message"
+	expect_eq "$1: summary group line" "  $(printf '%-5s' "$2") $3 — 3 seed(s), smallest 0" \
+	    "$(grep -E '^  (FAIL |INFRA) ' "$T/$1.out")"
+	expect_eq "$1: the reason's first line under it" "        $msg" \
+	    "$(grep -A1 -E '^  (FAIL |INFRA) ' "$T/$1.out" | sed -n 2p)"
+}
 
 # A turn that says its environment broke: infra, retried twice, never green.
 cfg tempfail 'turn: {command: [sh, -c, "exit 75"]}'
@@ -39,6 +52,7 @@ expect_eq "tempfail retried on another worker, every time" 'true' \
     "$(jq '[.results[].attempts | [.[].worker] | . as $w
         | range(1; length) | $w[.] != $w[. - 1]] | (length == 6) and all' "$R")"
 check_report "$T/out-tempfail" 0 2
+group_says tempfail INFRA 'tempfail: a turn exited 75 (its environment broke)'
 jq -e '.complete == false and .exit_status == 2' "$R" >/dev/null || fail "run not marked incomplete"
 expect_match "stderr tail of a tempfail turn kept" '"turns"' "$(cat "$T/out-tempfail/failures/0/result.json")"
 
@@ -49,22 +63,27 @@ expect_eq "broken DDL exit status" 2 "$rc"
 expect_eq "broken DDL verdicts" '["infra/db"]' "$(verdicts)"
 expect_match "broken DDL message" 'bad.sql:3: syntax error at or near "TABL"' \
     "$(jq -r '.results[0].message' "$R")"
+group_says ddl INFRA 'db: the database failed'
 
 # A setup that fails, and a turn that cannot be executed: infra.
 cfg setup 'setup: [sh, -c, "echo no fixtures >&2; exit 3"]
 turn: {command: [/bin/true]}'
 run setup
 expect_eq "setup failure verdicts" '["infra/setup"]' "$(verdicts)"
+group_says setup INFRA 'setup: the setup command failed'
 cfg exec 'turn: {command: [./no-such-agent]}'
 run exec
 expect_eq "exec failure verdicts" '["infra/exec"]' "$(verdicts)"
 expect_match "exec failure message" 'no-such-agent.*No such file' "$(jq -r '.results[0].message' "$R")"
+group_says exec INFRA 'exec: a turn could not be executed'
+expect_match "exec: the summary says why" '^        .*no-such-agent.*No such file' "$(cat "$T/exec.out")"
 
 # A turn killed by a signal it was not sent: crash, a domain failure.
 cfg crash 'turn: {command: [sh, -c, "[ $SOAK_TURN = 1 ] && kill -SEGV $$; exit 0"]}'
 run crash
 expect_eq "crash exit status" 1 "$rc"
 expect_eq "crash verdicts" '["fail/crash"]' "$(verdicts)"
+group_says crash FAIL 'crash: a turn died of a signal'
 expect_eq "crash is never retried" '[1]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
 expect_eq "crash fingerprint" 'crash|crash' "$(jq -r '.results[0].fingerprint' "$R")"
 # The smallest failing seed of each bug runs once more, on the other
@@ -106,6 +125,7 @@ guard: {min_ok_turns: 50%}'
 run guard
 expect_eq "guard exit status" 1 "$rc"
 expect_eq "guard verdicts" '["fail/guard"]' "$(verdicts)"
+group_says guard FAIL 'guard: too few turns succeeded'
 
 # Still running at seed_timeout: hang (the turn timeout is longer on purpose).
 cfg hang 'seed_timeout: 300ms

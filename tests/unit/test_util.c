@@ -1,6 +1,8 @@
 /*
  * common/util: deadline arithmetic, monotonic timed waits, and the private
- * roots soak creates and deletes under.
+ * roots soak creates and deletes under.  common/self: the paths of the
+ * replay command (a path under a folder, a git work tree's top, the word
+ * that runs this binary).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/self.h"
 #include "common/util.h"
 
 static char	tmpdir[] = "/tmp/soak-test-util-XXXXXX";
@@ -200,6 +203,94 @@ test_private_dir_refuses_other_owner(void **state)
 	free(p);
 }
 
+static void
+test_path_under(void **state)
+{
+	char	*r;
+
+	(void)state;
+	assert_string_equal(r = path_under("/a/b/c.yaml", "/a"), "b/c.yaml");
+	free(r);
+	assert_string_equal(r = path_under("/a/b/c.yaml", "/a/"), "b/c.yaml");
+	free(r);
+	assert_string_equal(r = path_under("/a/b", "/a/b"), ".");
+	free(r);
+	assert_string_equal(r = path_under("/a/b", "/"), "a/b");
+	free(r);
+	assert_null(path_under("/ab/c", "/a"));		/* a prefix, not a folder */
+	assert_null(path_under("/x/c", "/a"));
+}
+
+static void
+test_git_toplevel(void **state)
+{
+	char	*top = path_in("repo"), *mid, *deep, *git, *r;
+
+	(void)state;
+	mid = xasprintf("%s/x", top);
+	deep = xasprintf("%s/x/y", top);
+	git = xasprintf("%s/.git", top);
+	assert_int_equal(mkdir(top, 0700), 0);
+	assert_int_equal(mkdir(mid, 0700), 0);
+	assert_int_equal(mkdir(deep, 0700), 0);
+	/* A worktree's .git is a file: a top all the same. */
+	assert_int_equal(write_file(git, "gitdir: /elsewhere\n", 19, NULL), 0);
+	assert_string_equal(r = git_toplevel(deep), top);
+	free(r);
+	assert_string_equal(r = git_toplevel(top), top);
+	free(r);
+	/* The nearest one wins (a submodule in a repository). */
+	free(git);
+	git = xasprintf("%s/.git", mid);
+	assert_int_equal(mkdir(git, 0700), 0);
+	assert_string_equal(r = git_toplevel(deep), mid);
+	free(r);
+	free(mid);
+	free(deep);
+	free(git);
+	free(top);
+}
+
+static void
+test_self_command(void **state)
+{
+	char	exe[PATH_MAX], *r, *dir, *base;
+
+	(void)state;
+	assert_non_null(realpath("/proc/self/exe", exe));
+	/* Run by its absolute path: that path, from anywhere. */
+	self_init(exe);
+	assert_string_equal(r = self_command(NULL), exe);
+	free(r);
+	assert_string_equal(r = self_command("/"), exe);
+	free(r);
+	/* From its folder, under a base: "./" and the rest. */
+	dir = xstrdup(exe);
+	*strrchr(dir, '/') = '\0';
+	base = xstrdup(dir);
+	*strrchr(base, '/') = '\0';
+	r = self_command(base);
+	assert_int_equal(strncmp(r, "./", 2), 0);
+	assert_string_equal(r + 2, exe + strlen(base) + 1);
+	free(r);
+	/* A name the shell would not find on PATH: the absolute path. */
+	setenv("PATH", "/nonexistent-soak-path", 1);
+	self_init("soak-unit-test-not-on-path");
+	assert_string_equal(r = self_command(NULL), exe);
+	free(r);
+	/* Found on PATH: the bare name. */
+	setenv("PATH", dir, 1);
+	self_init(strrchr(exe, '/') + 1);
+	assert_string_equal(r = self_command(NULL), strrchr(exe, '/') + 1);
+	free(r);
+	/* An argv[0] that is another program: the absolute path. */
+	self_init("/bin/sh");
+	assert_string_equal(r = self_command(NULL), exe);
+	free(r);
+	free(dir);
+	free(base);
+}
+
 int
 main(void)
 {
@@ -212,6 +303,9 @@ main(void)
 		cmocka_unit_test(test_private_dir_refuses_writable),
 		cmocka_unit_test(test_private_dir_refuses_file),
 		cmocka_unit_test(test_private_dir_refuses_other_owner),
+		cmocka_unit_test(test_path_under),
+		cmocka_unit_test(test_git_toplevel),
+		cmocka_unit_test(test_self_command),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
