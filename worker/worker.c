@@ -916,9 +916,9 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 	}
 	if (k->opened)
 		wrk_run_seed(&k->w, s->seed, s->attempt, res);
-	log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s->seed,
-	    msg_verdict_name(res->verdict), reason_name(res->reason),
-	    (long long)res->duration_ms);
+	log_debug("seed %" PRIu64 ": %s%s%s (%lld ms)", s->seed,
+	    msg_verdict_name(res->verdict), res->reason != REASON_NONE ? " " : "",
+	    reason_name(res->reason), (long long)res->duration_ms);
 }
 
 /*

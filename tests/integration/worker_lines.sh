@@ -74,7 +74,7 @@ leases=$(grep -E '^worker 1: lease [0-9]+: [0-9]+ seed\(s\) from [0-9]+$' "$T/w2
 expect_ge "lease lines" 1 "$(grep -c . <<<"$leases")"
 expect_eq "the leases' seeds add up to the run's" 12 \
     "$(awk '{ n += $5 } END { print n }' <<<"$leases")"
-expect_eq "one verdict line per seed" 12 "$(grep -cE '^worker 1: seed [0-9]+: (pass|fail)' "$T/w2.err")"
+expect_eq "one verdict line per seed" 12 "$(grep -cE '^worker 1: seed [0-9]+: (pass|fail [a-z]+) \([0-9]+ ms\)$' "$T/w2.err")"
 expect_eq "seed 3's verdict line" 1 "$(grep -cE '^worker 1: seed 3: fail guard' "$T/w2.err")"
 expect_match "worker -v: connected and done lines too" 'worker 1: done: 12 seeds, 0 refused' "$(cat "$T/w2.err")"
 
