@@ -101,7 +101,14 @@ q3=${PW3//\'/\\\'}
 export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=soaktest dbname=soakdb password='$q3' sslmode=disable"
 soak_rc rc run "$T/env.yaml" --workers 2 --out "$T/out3" >"$T/out3.stdout" 2>"$T/out3.stderr"
 expect_eq "run 3 exit status" 1 "$rc"
-# soak replay --keep tells how to connect: without the password.
+# soak replay --keep tells how to connect: without the password.  Its
+# workspace stays in the scratch root: removed when the test ends.
+kept_workspace() {
+	local ws
+	ws=$(sed -n 's/^workspace kept: //p' "$1" 2>/dev/null)
+	if [[ $ws == */soak-replay-[0-9]*/seed-1 ]]; then rm -rf "$(dirname "$ws")"; fi
+}
+cleanup_hooks+=('kept_workspace "$T/replay.stdout"' 'kept_workspace "$T/shell.stdout"')
 soak_rc rc replay "$T/env.yaml" --seed 1 --keep --out "$T/replay" >"$T/replay.stdout" 2>"$T/replay.stderr"
 expect_eq "replay exit status" 1 "$rc"
 expect_match "replay shows the connection redacted" "password='\*\*\*'" "$(cat "$T/replay.stdout")"
