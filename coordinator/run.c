@@ -97,8 +97,8 @@ spawn_worker(struct runctx *r)
 	argv[i++] = "worker";
 	argv[i++] = "--connect";
 	argv[i++] = r->url;
-	if (r->o->verbose)
-		argv[i++] = "-v";
+	/* Its connected and done lines would only interleave with ours. */
+	argv[i++] = r->o->verbose ? "-v" : "--quiet";
 	argv[i] = NULL;
 	if ((pid = fork()) == 0) {
 		/* The worker dies with us, whatever kills us, at once: SIGTERM

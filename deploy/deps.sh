@@ -1,6 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages soak builds, tests and benchmarks with.
-# As root it runs apt-get; otherwise it prints the exact command.
+# Says so in one line when every one is installed already; otherwise, as
+# root it runs apt-get for the missing ones, and as anyone else it prints
+# the exact command.
 PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
 libssl-dev openssl
@@ -8,12 +10,27 @@ postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat"
 PKGS=$(echo $PKGS)
+# dpkg's own word on each; without dpkg-query every package counts as missing.
+missing=
+for p in $PKGS; do
+	case $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) in
+	ii*) ;;
+	*) missing="$missing $p" ;;
+	esac
+done
+missing=${missing# }
+if [ -z "$missing" ]; then
+	echo "make deps: the $(echo $PKGS | wc -w) Debian packages soak needs are installed; nothing to do"
+	exit 0
+fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "soak needs these Debian packages; as root run:"
-	echo "  apt-get update && apt-get install -y $PKGS"
+	echo "soak needs these Debian packages, not installed here: $missing"
+	echo "as root run:"
+	echo "  apt-get update && apt-get install -y $missing"
 	exit 1
 fi
+echo "make deps: installing $missing"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # --no-install-recommends keeps the database server's optional extras out.
-apt-get install -y -qq --no-install-recommends $PKGS
+apt-get install -y -qq --no-install-recommends $missing

@@ -156,6 +156,85 @@ iso_dbparams_free(struct iso_dbparams *p)
 	memset(p, 0, sizeof(*p));
 }
 
+/* One conninfo value, single-quoted (with \ and ' escaped) when it must be. */
+static void
+put_conninfo_value(FILE *f, const char *v)
+{
+	if (*v != '\0' && strcspn(v, " \t\n\r\v\f'\\") == strlen(v)) {
+		fputs(v, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *v; v++) {
+		if (*v == '\'' || *v == '\\')
+			fputc('\\', f);
+		fputc(*v, f);
+	}
+	fputc('\'', f);
+}
+
+char *
+iso_psql_command(const char *conninfo, const char *schema, bool *has_password,
+    char *err)
+{
+	PQconninfoOption	*opts, *o;
+	const char		*options = NULL;
+	char			*perr = NULL, *ci = NULL, *cmd = NULL, *sp;
+	size_t			 len = 0;
+	FILE			*f;
+	bool			 first = true;
+
+	*has_password = false;
+	if ((opts = PQconninfoParse(conninfo ? conninfo : "", &perr)) == NULL) {
+		errf(err, "bad database connection string: %.*s",
+		    perr ? (int)strcspn(perr, "\n") : 13, perr ? perr : "out of memory");
+		conninfo_scrub(err, ERR_LEN, conninfo);
+		PQfreemem(perr);
+		return NULL;
+	}
+	if ((f = open_memstream(&ci, &len)) == NULL)
+		fatalx("%s: open_memstream: out of memory", __func__);
+	/* libpq's reading of the string, URI or keywords, in libpq's order. */
+	for (o = opts; o->keyword != NULL; o++) {
+		if (o->val == NULL || *o->val == '\0')
+			continue;
+		if (strcmp(o->keyword, "password") == 0) {
+			*has_password = true;
+			continue;
+		}
+		if (strcmp(o->keyword, "options") == 0) {
+			options = o->val;
+			continue;
+		}
+		fprintf(f, "%s%s=", first ? "" : " ", o->keyword);
+		put_conninfo_value(f, o->val);
+		first = false;
+	}
+	/* No blank in -c's argument, so the usual case needs no quotes; a
+	 * later -c wins over one the string already had. */
+	sp = xasprintf("%s%s-csearch_path=%s", options ? options : "",
+	    options ? " " : "", schema);
+	fprintf(f, "%soptions=", first ? "" : " ");
+	put_conninfo_value(f, sp);
+	free(sp);
+	fclose(f);
+	/* One shell word: single quotes, each ' as '\''. */
+	if ((f = open_memstream(&cmd, &len)) == NULL)
+		fatalx("%s: open_memstream: out of memory", __func__);
+	fputs("psql '", f);
+	for (const char *c = ci; *c; c++) {
+		if (*c == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*c, f);
+	}
+	fputc('\'', f);
+	fclose(f);
+	free(ci);
+	PQconninfoFree(opts);
+	return cmd;
+}
+
 /*
  * "soak_<run_id>_w<worker><tail>" over [a-z0-9_] (tail: "" for the
  * worker's schema, "_tpl" for truncate's template).  PostgreSQL silently cuts

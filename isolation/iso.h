@@ -121,6 +121,21 @@ int	iso_dbparams_parse(const char *conninfo, struct iso_dbparams *p, char *err);
 void	iso_dbparams_free(struct iso_dbparams *p);
 
 /*
+ * A command to paste into a shell that opens psql on `schema` in the
+ * database of conninfo: psql and one single-quoted connection string with
+ * every setting libpq reads from conninfo (URI or keyword form) except
+ * the password, and options that put schema on the search_path (after any
+ * options conninfo had).  The password is never in it: *has_password says
+ * whether conninfo had one, which psql must then get some other way
+ * (PGPASSWORD, ~/.pgpass, PGPASSFILE).  NULL with err (scrubbed of the
+ * password) if conninfo does not parse.  For the embedded cluster:
+ *   psql 'host=/dev/shm/soak-pg-XXXX port=5432 user=postgres
+ *         dbname=postgres options=-csearch_path=SCHEMA'
+ */
+char	*iso_psql_command(const char *conninfo, const char *schema,
+	    bool *has_password, char *err);
+
+/*
  * One worker's isolation.  iso_open connects (libpq, within ISO_CONNECT_MS)
  * to conninfo, names the schema "soak_<run_id>_w<worker_id>" lower-cased
  * with anything outside [a-z0-9_] turned into '_' (always quoted in SQL all

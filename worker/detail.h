@@ -2,8 +2,8 @@
  * A result's detail, cut to fit one message.
  *
  * A failing seed's detail (worker/seedrun.c) grows with the seed: every
- * turn's outcome and stderr tail, the broken invariants' rows, the fault
- * trace.  64 turns x 40 rounds made 10.7 MB, more than a message may carry,
+ * turn's outcome with its stdout and stderr tails, the broken invariants'
+ * rows, the fault trace.  64 turns x 40 rounds made 10.7 MB, more than a message may carry,
  * and a worker that cannot encode its RESULT is a lost worker.  So the
  * detail sent is cut to MSG_DETAIL_MAX (common/msg.h), in this order of
  * what matters, each part within its own cap:
@@ -20,13 +20,14 @@
  *	trace (DETAIL_TRACE_MAX)	the first whole lines
  *
  * Whole rows, turns and lines are kept or left out, so a cut never splits
- * a UTF-8 character (stderr tails are already tails of at most 2 KiB,
- * worker/spawn.c).  What was left out is said twice: in place (an
+ * a UTF-8 character (a turn's stdout and stderr tails are already tails of
+ * at most TURN_TAIL_MAX bytes each, worker/spawn.c, and count in its cost).  What was left out is said twice: in place (an
  * invariant's "truncated": "truncated: N more rows"; a last trace line
  * {"truncated": "truncated: N more trace lines", "full_trace": PATH}) and in
  * the detail's "truncated": {"markers": [..], "full_data": DIR}, DIR being
  * where the full data stays (DIR/detail.json: the detail before the cut;
- * the workspace with every turn's stderr.log and the full trace.jsonl), or
+ * the workspace with every turn's stdout.log, stderr.log and the full
+ * trace.jsonl), or
  * null when the workspace was not kept.  docs/report.md shows the shape.
  *
  * Everything here is a function of its input: the same seed gives the same

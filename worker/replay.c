@@ -1,10 +1,13 @@
 /*
- * `soak replay CONFIG --seed N [--keep]`: one seed alone, in this process,
- * through the same wrk_run_seed a run uses, with a readable timeline.
+ * `soak replay CONFIG --seed N [--keep] [--shell]`: one seed alone, in this
+ * process, through the same wrk_run_seed a run uses, with a readable
+ * timeline.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,7 +27,7 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak replay CONFIG --seed N [--keep] [--out DIR] [-v]\n"
+	    "usage: soak replay CONFIG --seed N [--keep [--shell]] [--out DIR] [-v]\n"
 	    "\n"
 	    "Runs one seed alone and prints its timeline: the schema reset, the setup,\n"
 	    "every turn's exit, every invariant's result with the rows that broke it,\n"
@@ -33,13 +36,125 @@ usage(FILE *f)
 	    "\n"
 	    "  --seed N     the seed to replay\n"
 	    "  --keep       keep the schema and the workspace, and say where they are\n"
-	    "               (the embedded database, if any, is stopped on exit: set\n"
-	    "               database.url or SOAK_DATABASE_URL to inspect the schema)\n"
+	    "               (the embedded database, if any, is stopped on exit: add\n"
+	    "               --shell, or set database.url or SOAK_DATABASE_URL)\n"
+	    "  --shell      with --keep (implied): print a psql command that opens\n"
+	    "               the kept schema and, with the embedded database, keep it\n"
+	    "               up until Enter, end of input, Ctrl-C or SIGTERM, then\n"
+	    "               stop it and remove it\n"
 	    "  --out DIR    where a failing seed's workspace is kept (default soak-replay)\n"
 	    "  -v           log every state change\n"
 	    "\n"
 	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
 	    "`git bisect run` skips), 64 usage, 78 config error.\n");
+}
+
+static volatile sig_atomic_t	hold_stop;
+
+static void
+hold_on_signal(int sig)
+{
+	hold_stop = sig;
+}
+
+/*
+ * --shell: returns at Enter (a newline on stdin), the end of stdin, or
+ * SIGINT/SIGTERM, and says which.  Both signals stay blocked but inside
+ * ppoll, so one that lands between the test and the wait is not missed.
+ */
+static const char *
+replay_hold(void)
+{
+	struct sigaction	 sa = { .sa_handler = hold_on_signal }, oint, oterm;
+	sigset_t		 stop, old, wait;
+	const char		*why = NULL;
+	char			 buf[256];
+	ssize_t			 n;
+
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigprocmask(SIG_BLOCK, &stop, &old);
+	wait = old;
+	sigdelset(&wait, SIGINT);
+	sigdelset(&wait, SIGTERM);
+	sigaction(SIGINT, &sa, &oint);
+	sigaction(SIGTERM, &sa, &oterm);
+	while (why == NULL) {
+		struct pollfd	p = { .fd = STDIN_FILENO, .events = POLLIN };
+
+		if (hold_stop) {
+			why = hold_stop == SIGINT ? "SIGINT" : "SIGTERM";
+			break;
+		}
+		if (ppoll(&p, 1, NULL, &wait) == -1) {
+			if (errno == EINTR)
+				continue;
+			why = "an error waiting on stdin";
+			break;
+		}
+		n = read(STDIN_FILENO, buf, sizeof(buf));
+		if (n == -1 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			why = n == 0 ? "end of input" : "an error reading stdin";
+		else if (memchr(buf, '\n', (size_t)n) != NULL)
+			why = "Enter";
+	}
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGTERM, &oterm, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return why;
+}
+
+/*
+ * The kept schema: where it is and how to open it.  --shell prints a
+ * ready psql command (iso_psql_command: no password in it, ever) and holds
+ * an embedded database up for it, then stops it (iso_db_close waits for
+ * its supervisor to remove every file); plain --keep gives the old hint.
+ */
+static void
+replay_kept(struct iso_db *db, const char *schema, bool shell)
+{
+	char	*red, *cmd, err[ERR_LEN];
+	bool	 pw;
+
+	if (!shell) {
+		red = conninfo_redact(db->conninfo);
+		/* The password stays out of the terminal: PGPASSWORD or ~/.pgpass. */
+		printf("schema kept: %s (connect: psql \"%s\" -c 'SET search_path = %s')\n",
+		    schema, red, schema);
+		if (conninfo_has_password(db->conninfo))
+			printf("note: the password is shown as %s: give psql the "
+			    "real one (PGPASSWORD, ~/.pgpass)\n", CONNINFO_MARK);
+		free(red);
+		if (db->pg)
+			printf("note: the embedded database is removed when replay exits; "
+			    "add --shell to keep it up while you look, or set "
+			    "SOAK_DATABASE_URL\n");
+		return;
+	}
+	if ((cmd = iso_psql_command(db->conninfo, schema, &pw, err)) == NULL) {
+		printf("schema kept: %s (no psql command: %s)\n", schema, err);
+		return;
+	}
+	printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
+	if (pw)
+		printf("(the connection's password is not shown: give it to psql "
+		    "with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+	free(cmd);
+	if (db->pg == NULL) {
+		fflush(stdout);
+		return;
+	}
+	printf("The embedded database stays up until Enter, end of input, Ctrl-C "
+	    "or SIGTERM; then it is stopped and removed.\n");
+	fflush(stdout);
+	printf("%s: stopping the embedded database\n", replay_hold());
+	fflush(stdout);
+	iso_db_close(db);
+	printf("stopped; its files are removed\n");
 }
 
 int
@@ -48,6 +163,7 @@ cmd_replay(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "seed",	required_argument, NULL, 's' },
 		{ "keep",	no_argument,	   NULL, 'k' },
+		{ "shell",	no_argument,	   NULL, 'S' },
 		{ "out",	required_argument, NULL, 'o' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
@@ -58,9 +174,9 @@ cmd_replay(int argc, char **argv)
 	struct seed_result	 res = { 0 };
 	struct iso_db		 db = { 0 };
 	const char		*out = "soak-replay", *seedarg = NULL;
-	char			 err[ERR_LEN], *end, outabs[PATH_MAX];
+	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
-	bool			 keep = false;
+	bool			 keep = false, shell = false;
 	/* Anything that stops the seed before its verdict is the environment's. */
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
 
@@ -68,6 +184,7 @@ cmd_replay(int argc, char **argv)
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 'k': keep = true; break;
+		case 'S': shell = keep = true; break;
 		case 'o': out = optarg; break;
 		case 'v': log_init("replay", 1); break;
 		case 'h': usage(stdout); return 0;
@@ -124,26 +241,18 @@ cmd_replay(int argc, char **argv)
 		if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
 	}
-	if (keep) {
-		char	*red = conninfo_redact(db.conninfo);
-
-		/* The password stays out of the terminal: PGPASSWORD or ~/.pgpass. */
-		printf("schema kept: %s (connect: psql \"%s\" -c 'SET search_path = %s')\n",
-		    iso_schema(w.iso), red, iso_schema(w.iso));
-		if (conninfo_has_password(db.conninfo))
-			printf("note: the password is shown as %s: give psql the "
-			    "real one (PGPASSWORD, ~/.pgpass)\n", CONNINFO_MARK);
-		free(red);
-		if (db.pg)
-			printf("note: the embedded database is removed when replay exits; "
-			    "set SOAK_DATABASE_URL to keep the schema for inspection\n");
-	}
 	seed_result_clear(&res);
+	/* The schema's name outlives the worker's handle on it. */
+	schema = keep ? xstrdup(iso_schema(w.iso)) : NULL;
+	/* Services and the control connection go; the schema stays. */
 	wrk_close(&w, !keep);
+	if (keep)
+		replay_kept(&db, schema, shell);
 out:
 	if (!keep && w.workspace)
 		rm_rf(w.workspace);
 	iso_db_close(&db);
+	free(schema);
 	free(w.run_id);
 	free(w.conninfo);
 	free(w.workspace);

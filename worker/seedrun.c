@@ -52,8 +52,36 @@ set_state(struct seed_ctx *c, enum run_state s, int round)
 	c->state = s;
 }
 
+/*
+ * Replay's timeline: one line stamped with at (a now_ms() instant) as
+ * seconds since the seed started.  timeline() stamps it now.
+ */
+static void
+timeline_at(struct seed_ctx *c, int64_t at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void
 timeline(struct seed_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+timeline_v(struct seed_ctx *c, int64_t at, const char *fmt, va_list ap)
+{
+	fprintf(c->w->timeline, "%7.3fs  ", (double)(at - c->start) / 1000.0);
+	vfprintf(c->w->timeline, fmt, ap);
+	fputc('\n', c->w->timeline);
+	fflush(c->w->timeline);
+}
+
+static void
+timeline_at(struct seed_ctx *c, int64_t at, const char *fmt, ...)
+{
+	va_list	ap;
+
+	if (c->w->timeline == NULL)
+		return;
+	va_start(ap, fmt);
+	timeline_v(c, at, fmt, ap);
+	va_end(ap);
+}
 
 static void
 timeline(struct seed_ctx *c, const char *fmt, ...)
@@ -62,12 +90,9 @@ timeline(struct seed_ctx *c, const char *fmt, ...)
 
 	if (c->w->timeline == NULL)
 		return;
-	fprintf(c->w->timeline, "%7.3fs  ", (double)(now_ms() - c->start) / 1000.0);
 	va_start(ap, fmt);
-	vfprintf(c->w->timeline, fmt, ap);
+	timeline_v(c, now_ms(), fmt, ap);
 	va_end(ap);
-	fputc('\n', c->w->timeline);
-	fflush(c->w->timeline);
 }
 
 /* The reason says the verdict (common/verdict.h). */
@@ -130,13 +155,34 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
 	timeline(c, "probe: %s", err);
 }
 
+/*
+ * A turn's outcome for the report: start_ms and end_ms are milliseconds
+ * since the seed started (monotonic), so turns of a round can be laid
+ * side by side.  Both tails are at most TURN_TAIL_MAX bytes; the detail's
+ * cut (worker/detail.c) keeps or leaves out whole outcomes.
+ */
 static json_t *
-outcome_json(const struct turn_outcome *t)
+outcome_json(const struct seed_ctx *c, const struct turn_outcome *t)
 {
-	return json_pack("{s:i, s:i, s:s, s:i, s:I, s:s}",
+	return json_pack("{s:i, s:i, s:s, s:i, s:I, s:I, s:I, s:s, s:s}",
 	    "round", t->round, "turn", t->turn, "status", turn_status_name(t->status),
-	    "code", t->code, "duration_ms", (json_int_t)t->duration_ms,
+	    "code", t->code, "start_ms", (json_int_t)(t->start_ms - c->start),
+	    "end_ms", (json_int_t)(t->end_ms - c->start),
+	    "duration_ms", (json_int_t)t->duration_ms,
+	    "stdout_tail", t->stdout_tail ? t->stdout_tail : "",
 	    "stderr_tail", t->stderr_tail ? t->stderr_tail : "");
+}
+
+/* Turns in the order they ended, for the timeline; ties in turn order. */
+static int
+by_end(const void *a, const void *b)
+{
+	const struct turn_outcome	*x = *(const struct turn_outcome *const *)a;
+	const struct turn_outcome	*y = *(const struct turn_outcome *const *)b;
+
+	if (x->end_ms != y->end_ms)
+		return x->end_ms < y->end_ms ? -1 : 1;
+	return (x->turn > y->turn) - (x->turn < y->turn);
 }
 
 /* The setup command: once per seed, before the first round. */
@@ -164,9 +210,10 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
 	    .stdout_path = so, .stderr_path = se };
 	wrk_run_batch(&req, 1, cfg->setup_timeout_ms, c->deadline, &out, &hung);
-	json_array_append_new(c->turns, outcome_json(&out));
-	timeline(c, "setup: %s %d (%lld ms)", turn_status_name(out.status), out.code,
-	    (long long)out.duration_ms);
+	json_array_append_new(c->turns, outcome_json(c, &out));
+	timeline_at(c, out.end_ms, "setup: %s %d (started at %.3fs, %lld ms)",
+	    turn_status_name(out.status), out.code,
+	    (double)(out.start_ms - c->start) / 1000.0, (long long)out.duration_ms);
 	if (hung) {
 		deadline_passed(c, res, "during setup");
 		rc = -1;
@@ -229,6 +276,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	int			  n = cfg->turns, i, tempfail = 0, execfail = 0;
 	struct spawn_req	 *reqs = xcalloc(n, sizeof(*reqs));
 	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
+	struct turn_outcome	**ended = xcalloc(n, sizeof(*ended));
 	struct env		 *envs = xcalloc(n, sizeof(*envs));
 	char			**dirs = xcalloc(n, sizeof(char *));
 	char			**so = xcalloc(n, sizeof(char *)), **se = xcalloc(n, sizeof(char *));
@@ -274,13 +322,24 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		case TURN_SIGNAL:	c->crashed++; break;
 		default:		break;
 		}
-		json_array_append_new(c->turns, outcome_json(&out[i]));
-		timeline(c, "round %d turn %d: %s %d (%lld ms)%s%s", round, i,
-		    turn_status_name(out[i].status), out[i].code,
-		    (long long)out[i].duration_ms,
-		    out[i].status != TURN_OK && out[i].stderr_tail && *out[i].stderr_tail ?
-		    " stderr: " : "",
-		    out[i].status != TURN_OK && out[i].stderr_tail ? out[i].stderr_tail : "");
+		json_array_append_new(c->turns, outcome_json(c, &out[i]));
+		ended[i] = &out[i];
+	}
+	/* The timeline in the order turns ended, each stamped when it did. */
+	qsort(ended, (size_t)n, sizeof(*ended), by_end);
+	for (i = 0; i < n; i++) {
+		const struct turn_outcome	*t = ended[i];
+		const char			*tail = t->status != TURN_OK &&
+						    t->stderr_tail ? t->stderr_tail : "";
+		int				 len = (int)strlen(tail);
+
+		/* Its last newline would end the line early. */
+		while (len > 0 && tail[len - 1] == '\n')
+			len--;
+		timeline_at(c, t->end_ms, "round %d turn %d: %s %d (started at %.3fs, "
+		    "%lld ms)%s%.*s", round, t->turn, turn_status_name(t->status), t->code,
+		    (double)(t->start_ms - c->start) / 1000.0, (long long)t->duration_ms,
+		    len > 0 ? " stderr: " : "", len, tail);
 	}
 	if (hung) {
 		deadline_passed(c, res, "in round %d", round);
@@ -307,7 +366,7 @@ out:
 		free(so[i]);
 		free(se[i]);
 	}
-	free(reqs); free(out); free(envs); free(dirs); free(so); free(se);
+	free(reqs); free(out); free(ended); free(envs); free(dirs); free(so); free(se);
 	return rc;
 }
 

@@ -24,8 +24,6 @@
 #include "common/util.h"
 #include "worker/wrk.h"
 
-#define STDERR_TAIL	2048
-
 static const char *const turn_status_names[] = {
 	[TURN_OK] = "ok", [TURN_ERROR] = "error", [TURN_TEMPFAIL] = "tempfail",
 	[TURN_SIGNAL] = "signal", [TURN_TIMEOUT] = "timeout",
@@ -309,7 +307,7 @@ wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 static char *
 tail_of(const char *path)
 {
-	char		 buf[STDERR_TAIL + 1];
+	char		 buf[TURN_TAIL_MAX + 1];
 	struct stat	 sb;
 	ssize_t		 n;
 	off_t		 size;
@@ -318,13 +316,13 @@ tail_of(const char *path)
 	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
 		return xstrdup("");
 	size = fstat(fd, &sb) == 0 ? sb.st_size : 0;
-	n = size == 0 ? 0 : pread(fd, buf, STDERR_TAIL,
-	    size > STDERR_TAIL ? size - STDERR_TAIL : 0);
+	n = size == 0 ? 0 : pread(fd, buf, TURN_TAIL_MAX,
+	    size > TURN_TAIL_MAX ? size - TURN_TAIL_MAX : 0);
 	close(fd);
 	if (n < 0)
 		n = 0;
 	buf[n] = '\0';
-	/* Stderr may hold anything; the report wants valid UTF-8 text.  A
+	/* Output may hold anything; the report wants valid UTF-8 text.  A
 	 * multi-byte character cut at the start of the tail becomes '?'. */
 	for (ssize_t i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t')
@@ -345,7 +343,9 @@ static void
 reap(const struct spawn_req *req, struct running *r, int st, struct turn_outcome *out)
 {
 	r->done = true;
-	out->duration_ms = now_ms() - r->start;
+	out->start_ms = r->start;
+	out->end_ms = now_ms();
+	out->duration_ms = out->end_ms - r->start;
 	/* Whatever it left behind in its group goes with it. */
 	kill(-r->pid, SIGKILL);
 	close(r->pidfd);
@@ -363,6 +363,7 @@ reap(const struct spawn_req *req, struct running *r, int st, struct turn_outcome
 		out->status = out->code == 0 ? TURN_OK :
 		    out->code == 75 ? TURN_TEMPFAIL : TURN_ERROR;
 	}
+	out->stdout_tail = tail_of(req->stdout_path);
 	out->stderr_tail = tail_of(req->stderr_path);
 }
 
@@ -386,6 +387,8 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 		run[i].pidfd = -1;
 		if (spawn_one(&reqs[i], &run[i].pid, &run[i].pidfd, err) == -1) {
 			out[i].status = TURN_EXEC;
+			out[i].start_ms = out[i].end_ms = run[i].start;
+			out[i].stdout_tail = xstrdup("");
 			out[i].stderr_tail = xstrdup(err);
 			run[i].done = true;
 			continue;
@@ -445,6 +448,7 @@ turn_outcome_clear(struct turn_outcome *t)
 {
 	if (t == NULL)
 		return;
+	free(t->stdout_tail);
 	free(t->stderr_tail);
-	t->stderr_tail = NULL;
+	t->stdout_tail = t->stderr_tail = NULL;
 }

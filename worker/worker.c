@@ -215,7 +215,8 @@ link_dial(struct link *l, const struct auth_opts *o, int64_t give_up, char *err)
 		nng_dialer_close(d);
 		if (!dial_retryable(rv) || now_ms() >= give_up || draining)
 			break;
-		if (!said && pause_ms >= 320) {
+		/* At the first refusal: a worker that waits says so at once. */
+		if (!said) {
 			log_info("waiting for the coordinator at %s (%s), for up to %lld s",
 			    l->url, nng_strerror(rv), (long long)(give_up - now_ms()) / 1000);
 			said = true;
@@ -524,6 +525,7 @@ struct wopts {
 	int		 slots;
 	int64_t		 reconnect_ms;	/* --reconnect: how long to dial a lost
 					   coordinator (and the first one) */
+	bool		 quiet;		/* --quiet: no connected/done lines */
 };
 
 /* One worker process's state across its phases. */
@@ -544,6 +546,7 @@ struct worker {
 	 * until then, and nothing is run, created or deleted while NULL.
 	 */
 	const char		*trusted_by;
+	uint32_t		 ran, refused;	/* seeds reported, and refused */
 };
 
 /* The paths the coordinator chose, or this machine's defaults. */
@@ -805,9 +808,14 @@ worker_hello(struct worker *k)
 	char		 err[ERR_LEN], role[32], text[LOG_ESC_LEN * 2];
 	int		 rc = 1;
 
+	log_debug("connecting to %s", k->o->url);
 	if (worker_connect(k, now_ms() + k->o->reconnect_ms, &rep) == -1)
 		return 1;
 	k->w.id = (int)rep.u.welcome.worker_id;
+	if (!k->o->quiet)
+		log_info("connected to %s as worker %d (run %s), trusted by %s",
+		    k->o->url, k->w.id, log_escape(text, sizeof(text),
+		    rep.u.welcome.run_id), k->trusted_by);
 	snprintf(role, sizeof(role), "worker %d", k->w.id);
 	log_set_role(role);
 	/* A config that does not load here makes every seed infra, saying why. */
@@ -908,9 +916,9 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 	}
 	if (k->opened)
 		wrk_run_seed(&k->w, s->seed, s->attempt, res);
-	log_debug("seed %" PRIu64 ": %s %s (%lld ms)", s->seed,
-	    msg_verdict_name(res->verdict), reason_name(res->reason),
-	    (long long)res->duration_ms);
+	log_debug("seed %" PRIu64 ": %s%s%s (%lld ms)", s->seed,
+	    msg_verdict_name(res->verdict), res->reason != REASON_NONE ? " " : "",
+	    reason_name(res->reason), (long long)res->duration_ms);
 }
 
 /*
@@ -969,6 +977,9 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 	uint32_t	i, keep = lease->u.lease.nseeds;
 	int		rc;
 
+	if (keep > 0)
+		log_debug("lease %" PRIu64 ": %u seed(s) from %" PRIu64,
+		    lease->u.lease.lease_id, keep, lease->u.lease.seeds[0].seed);
 	for (i = 0; i < keep; i++) {
 		const struct msg_seed	*s = &lease->u.lease.seeds[i];
 		struct seed_result	 res;
@@ -981,8 +992,11 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		seed_result_clear(&res);
 		if (rc == -1)
 			return -1;
-		if (rc == 1)
+		k->ran++;
+		if (rc == 1) {
+			k->refused++;
 			break;
+		}
 	}
 	beat_set(&k->beat, 0, 0);
 	return 0;
@@ -1085,6 +1099,9 @@ worker_main(const struct wopts *o)
 		if (worker_beat_start(&k) == 0 && worker_leases(&k) == 0) {
 			worker_bye(&k);
 			rc = 0;
+			if (!o->quiet)
+				log_info("done: %u seeds, %u refused%s", k.ran,
+				    k.refused, draining ? " (drained)" : "");
 		}
 	}
 	worker_teardown(&k);
@@ -1098,7 +1115,7 @@ worker_usage(FILE *f)
 	fprintf(f,
 	    "usage: soak worker --connect URL [--slots N] [--workspace DIR]\n"
 	    "                   [--secret-file FILE] [--tls-ca PEM [--tls-server-name NAME]]\n"
-	    "                   [--tls-cert PEM] [--insecure] [--reconnect DUR] [-v]\n"
+	    "                   [--tls-cert PEM] [--insecure] [--reconnect DUR] [-q | -v]\n"
 	    "\n"
 	    "Dials the coordinator at URL (tls+tcp://HOST:PORT, tcp://HOST:PORT,\n"
 	    "ipc://PATH), makes it prove itself, takes the run's config from it, and\n"
@@ -1121,7 +1138,9 @@ worker_usage(FILE *f)
 	    "  --reconnect DUR        dial a coordinator that is not up yet, or was lost,\n"
 	    "                         for up to DUR (default 5m), then rejoin the run as\n"
 	    "                         the same worker; past it, exit 1\n"
-	    "  -v, --verbose          log every seed\n"
+	    "  -q, --quiet            only warnings: no line when it connects or is done\n"
+	    "                         (how `soak run` starts its local workers)\n"
+	    "  -v, --verbose          also a line per lease and per seed's verdict\n"
 	    "\n"
 	    "On any URL but ipc:// the coordinator must prove itself before this worker\n"
 	    "runs, creates or deletes anything: by the shared secret, or by its TLS\n"
@@ -1160,6 +1179,7 @@ cmd_worker(int argc, char **argv)
 		{ "tls-cert",	required_argument, NULL, 'C' },
 		{ "insecure",	no_argument,	   NULL, 'I' },
 		{ "reconnect",	required_argument, NULL, 'r' },
+		{ "quiet",	no_argument,	   NULL, 'q' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -1170,7 +1190,7 @@ cmd_worker(int argc, char **argv)
 	int		 ch, i, rc = 0, st;
 	char		*end, err[ERR_LEN], warn[ERR_LEN];
 
-	while ((ch = getopt_long(argc, argv, "c:s:w:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "c:s:w:qvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c':
 			o.url = optarg;
@@ -1198,6 +1218,9 @@ cmd_worker(int argc, char **argv)
 				return SOAK_EXIT_USAGE;
 			}
 			o.reconnect_ms = ms;
+			break;
+		case 'q':
+			o.quiet = true;
 			break;
 		case 'v':
 			log_init("worker", 1);

@@ -33,12 +33,21 @@ enum turn_status {
 };
 const char	*turn_status_name(enum turn_status s);
 
+/*
+ * The last bytes of a turn's stdout and stderr kept in its outcome (the
+ * whole streams stay in its workspace's stdout.log and stderr.log).
+ */
+#define TURN_TAIL_MAX	2048
+
 struct turn_outcome {
 	int			 round, turn;	/* turn -1: the setup command */
 	enum turn_status	 status;
 	int			 code;		/* exit status or signal number */
-	int64_t			 duration_ms;
-	char			*stderr_tail;	/* last bytes of its stderr, heap */
+	int64_t			 start_ms;	/* now_ms() instants: started, and */
+	int64_t			 end_ms;	/* reaped (start_ms for TURN_EXEC) */
+	int64_t			 duration_ms;	/* end_ms - start_ms */
+	char			*stdout_tail;	/* last TURN_TAIL_MAX bytes, as */
+	char			*stderr_tail;	/* text (spawn.c); heap */
 };
 
 /* A process to start: argv, env, working directory, output files. */
@@ -61,7 +70,9 @@ int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd, char *err);
 /*
  * Runs n processes to completion concurrently.  Each gets its own
  * timeout_ms; all are killed (status TURN_KILLED) once the absolute
- * monotonic deadline_ms passes, and then *hung is set.  Fills out[i].
+ * monotonic deadline_ms passes, and then *hung is set.  Fills out[i]:
+ * its status, when it started and was reaped, and the tails of the files
+ * its stdout and stderr went to (for TURN_EXEC, stderr_tail is why).
  */
 void	wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 	    int64_t deadline_ms, struct turn_outcome *out, bool *hung);

@@ -1,6 +1,6 @@
 # A failing seed far bigger than one message (issue "Across machines,
 # nothing lost", item 3): 128 turns x 20 rounds, each turn writing 8 KB to
-# stderr (20 MB in all) and the even ones exiting 1, 2560 proxied exchanges
+# stdout and 8 KB to stderr (40 MB in all) and the even ones exiting 1, 2560 proxied exchanges
 # in the fault trace, and an invariant broken after the last round by 60
 # rows of 16 wide columns: about 11 MB of detail, which used to kill every
 # worker that tried to send it (three attempts, infra/worker-lost, exit 2).
@@ -22,6 +22,7 @@ CREATE TABLE rounds (round int NOT NULL);
 SQL
 cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
+cat "$SOAK_CONFIG_DIR/blob"
 cat "$SOAK_CONFIG_DIR/blob" >&2
 curl -s -m 10 "http://$SOAK_PROXY_API/x?turn=$SOAK_TURN" >/dev/null
 if [ "$SOAK_TURN" = 0 ]; then
@@ -105,6 +106,7 @@ expect_eq "the turns shown are the first failed ones" true \
     "$(jq "[.turns[] | {round, turn, status}] == ([range(0; $nturns)]
         | map({round: (. * 2 / $TURNS | floor), turn: (. * 2 % $TURNS), status: \"error\"}))" "$F/result.json")"
 expect_eq "each stderr tail is a whole tail" '[2048]' "$(jq -c '[.turns[].stderr_tail|utf8bytelength]|unique' "$F/result.json")"
+expect_eq "each stdout tail is a whole tail" '[2048]' "$(jq -c '[.turns[].stdout_tail|utf8bytelength]|unique' "$F/result.json")"
 
 # The detail as sent fits the budget: what result.json and trace.jsonl
 # took from it together is under MSG_DETAIL_MAX.
@@ -124,16 +126,18 @@ expect_eq "shipped trace: the full trace's first lines" "$(head -n "$kept" "$tr_
 expect_eq "trace marker line" "{\"truncated\":\"truncated: $((N - kept)) more trace lines\",\"full_trace\":\"$full/workspace/trace.jsonl\"}" \
     "$(tail -n 1 "$F/trace.jsonl")"
 
-# The full data: every turn's whole stderr, and the whole detail.
+# The full data: every turn's whole stdout and stderr, and the whole detail.
 n=0
 for r in $(seq 0 $((ROUNDS - 1))); do
 	for t in $(seq 0 $((TURNS - 1))); do
 		cmp -s "$T/blob" "$F/workspace/r$r-t$t/stderr.log" ||
 		    fail "r$r-t$t/stderr.log is not the turn's whole stderr"
+		cmp -s "$T/blob" "$F/workspace/r$r-t$t/stdout.log" ||
+		    fail "r$r-t$t/stdout.log is not the turn's whole stdout"
 		n=$((n + 1))
 	done
 done
-expect_eq "full stderr kept for every turn" $N "$n"
+expect_eq "full stdout and stderr kept for every turn" $N "$n"
 expect_eq "detail.json has every turn" $N "$(jq '.turns|length' "$F/detail.json")"
 expect_eq "detail.json has every row the check kept" 20 "$(jq '.invariants[0].rows|length' "$F/detail.json")"
 [ "$(stat -c %s "$F/detail.json")" -gt $((8 << 20)) ] || fail "the full detail is not over the old 8 MiB cap: the test proves nothing"

@@ -8,6 +8,7 @@ OPS='operations fail only on cancelled lessons'
 
 
 # The system as shipped.
+phase "the ledger as shipped, seeds 0..19"
 soak_rc rc run "$EX/soak.yaml" --seeds 0..19 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"
 tail -n 5 "$T/buggy.out"
 expect_eq "buggy run exit status" 1 "$rc"
@@ -21,6 +22,7 @@ jq -e --arg n "$NETS" '.invariants[] | select(.name == $n) | .rows | length > 0'
 
 # The replay fails the same way.
 cd "$T"
+phase "replay of seed $first"
 soak_rc rc replay "$EX/soak.yaml" --seed "$first" --out "$T/replay" >"$T/replay.out" 2>&1
 grep -A4 'BROKEN' "$T/replay.out" | head -n 12
 expect_eq "replay exit status" 1 "$rc"

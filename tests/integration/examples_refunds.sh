@@ -9,6 +9,7 @@ DUP='at most one settled refund per dispute'
 
 # The system as shipped: caught in (nearly) every seed.  Mutants run fewer
 # seeds than the fixed system: each is caught in most of them.
+phase "the refunds as shipped, seeds 0..9"
 soak_rc rc run "$EX/soak.yaml" --seeds 0..9 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"
 tail -n 5 "$T/buggy.out"
 expect_eq "buggy run exit status" 1 "$rc"
@@ -24,6 +25,7 @@ expect_match "summary names the replay command" "replay: ([^ ]*/)?soak replay .*
 
 # The replay fails the same way, with the same faults.
 cd "$T"
+phase "replay of seed $first"
 soak_rc rc replay "$EX/soak.yaml" --seed "$first" --out "$T/replay" >"$T/replay.out" 2>&1
 sed -n '/BROKEN/,/verdict/p' "$T/replay.out"
 expect_eq "replay exit status" 1 "$rc"

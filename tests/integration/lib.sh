@@ -10,6 +10,9 @@ trap at_exit EXIT
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 ok() { echo "ok: $*"; }
+# phase WHAT: a line where a long step starts, with the seconds so far, so
+# a test that runs for minutes shows where it is (and where time went).
+phase() { echo "phase: $* (at ${SECONDS} s)"; }
 expect_eq() {	# what, expected, actual
 	[ "$2" == "$3" ] || fail "$1: expected '$2', got '$3'"
 	ok "$1 = $3"

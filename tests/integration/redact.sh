@@ -101,13 +101,35 @@ q3=${PW3//\'/\\\'}
 export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=soaktest dbname=soakdb password='$q3' sslmode=disable"
 soak_rc rc run "$T/env.yaml" --workers 2 --out "$T/out3" >"$T/out3.stdout" 2>"$T/out3.stderr"
 expect_eq "run 3 exit status" 1 "$rc"
-# soak replay --keep tells how to connect: without the password.
+# soak replay --keep tells how to connect: without the password.  Its
+# workspace stays in the scratch root: removed when the test ends.
+kept_workspace() {
+	local ws
+	ws=$(sed -n 's/^workspace kept: //p' "$1" 2>/dev/null)
+	if [[ $ws == */soak-replay-[0-9]*/seed-1 ]]; then rm -rf "$(dirname "$ws")"; fi
+}
+cleanup_hooks+=('kept_workspace "$T/replay.stdout"' 'kept_workspace "$T/shell.stdout"')
 soak_rc rc replay "$T/env.yaml" --seed 1 --keep --out "$T/replay" >"$T/replay.stdout" 2>"$T/replay.stderr"
 expect_eq "replay exit status" 1 "$rc"
 expect_match "replay shows the connection redacted" "password='\*\*\*'" "$(cat "$T/replay.stdout")"
+# soak replay --shell on a server of one's own: a psql command with no
+# password at all, a word that psql needs one, and no wait (the schema
+# stays on that server); with the password given by PGPASSWORD it works.
+soak_rc rc replay "$T/env.yaml" --seed 1 --shell --out "$T/shell" </dev/null \
+    >"$T/shell.stdout" 2>"$T/shell.stderr"
+expect_eq "replay --shell exit status" 1 "$rc"
+cmd=$(sed -n 's/^    psql /psql /p' "$T/shell.stdout")
+expect_match "replay --shell: the command" \
+    "^psql 'user=soaktest dbname=soakdb host=127.0.0.1 port=$port sslmode=disable options=-csearch_path=soak_replay[0-9]+_w1'$" "$cmd"
+expect_match "replay --shell says psql needs the password" 'password is not shown: give it to psql' \
+    "$(cat "$T/shell.stdout")"
+grep -q 'stays up until' "$T/shell.stdout" && fail "replay --shell waited with no embedded database"
+expect_eq "psql with the command and PGPASSWORD reads the kept schema" 2 \
+    "$(PGPASSWORD=$PW3 eval "$cmd -XAt -c 'SELECT count(*) FROM t WHERE seed = 1'")"
 for piece in "$PW3" "third pw" "zq7x"; do
 	no_password "run 3 and replay ($piece)" "$piece" "$T/out3" "$T/out3.stdout" "$T/out3.stderr" \
-	    "$T/replay" "$T/replay.stdout" "$T/replay.stderr"
+	    "$T/replay" "$T/replay.stdout" "$T/replay.stderr" "$T/shell" "$T/shell.stdout" \
+	    "$T/shell.stderr"
 done
 
 # Run 4: a URL whose password holds an unencoded '/': libpq reads its

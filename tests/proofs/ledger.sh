@@ -8,6 +8,7 @@ NETS='a cancelled lesson nets to zero for every student'
 OPS='operations fail only on cancelled lessons'
 
 # The fix holds over 200 seeds; most operations did something.
+phase "the fixed ledger over 200 seeds"
 soak_rc rc run "$EX/fixed.yaml" --out "$T/fixed" >"$T/fixed.out" 2>"$T/fixed.err"
 tail -n 3 "$T/fixed.out"
 expect_eq "fixed run exit status" 0 "$rc"
@@ -22,6 +23,7 @@ expect_ge "fixed operations that succeeded (of $total)" $((total * 3 / 4)) \
 # Each defence, removed alone, is caught; the regex says by what.
 mutant() {	# name, last seed, killer
 	local out=$T/mutant-$1
+	phase "mutant $1, seeds 0..$2"
 	soak_rc rc run "$EX/mutants/$1.yaml" --seeds "0..$2" --out "$out" >"$out.out" 2>"$out.err"
 	expect_eq "mutant $1 exit status" 1 "$rc"
 	expect_eq "mutant $1 infra" 0 "$(jq .totals.infra "$out/report.json")"

@@ -7,6 +7,7 @@ EX=$ROOT/examples/refunds
 DUP='at most one settled refund per dispute'
 
 # The fix holds over 200 seeds, and the guard shows the refunds were made.
+phase "the fixed refunds over 200 seeds"
 soak_rc rc run "$EX/fixed.yaml" --out "$T/fixed" >"$T/fixed.out" 2>"$T/fixed.err"
 tail -n 3 "$T/fixed.out"
 expect_eq "fixed run exit status" 0 "$rc"
@@ -19,6 +20,7 @@ expect_ge "fixed turns that refunded (of 1600)" 1560 "$(jq '[.results[].ok_turns
 # Each defence, removed alone, is caught; KILLER is what must catch it.
 mutant() {	# name, last seed, killer (a regex over kills)
 	local out=$T/mutant-$1
+	phase "mutant $1, seeds 0..$2"
 	soak_rc rc run "$EX/mutants/$1.yaml" --seeds "0..$2" --out "$out" >"$out.out" 2>"$out.err"
 	expect_eq "mutant $1 exit status" 1 "$rc"
 	expect_eq "mutant $1 infra" 0 "$(jq .totals.infra "$out/report.json")"

@@ -8,6 +8,7 @@ EX=$ROOT/examples/reservations
 # Both fixes hold, and the guard (100%) shows they did the work.
 for v in fixed:199 cas:49; do
 	last=${v#*:} v=${v%:*}
+	phase "reservations $v over seeds 0..$last"
 	soak_rc rc run "$EX/$v.yaml" --seeds 0..$last --out "$T/$v" >"$T/$v.out" 2>"$T/$v.err"
 	tail -n 4 "$T/$v.out"
 	expect_eq "$v run exit status" 0 "$rc"

@@ -228,6 +228,50 @@ test_dbparams(void **state)
 	iso_dbparams_free(NULL);
 }
 
+/*
+ * replay --shell's command: every setting but the password, the schema on
+ * the search_path, one shell word; a password only says it was there.
+ */
+static void
+test_psql_command(void **state)
+{
+	struct iso_dbparams	 p;
+	char			 err[ERR_LEN], *cmd, want[512];
+	bool			 pw;
+
+	(void)state;
+	assert_int_equal(iso_dbparams_parse(pg_embedded_conninfo(pg), &p, err), 0);
+	cmd = iso_psql_command(pg_embedded_conninfo(pg), "soak_r1_w1", &pw, err);
+	snprintf(want, sizeof(want), "psql 'user=postgres dbname=postgres host=%s "
+	    "port=5432 options=-csearch_path=soak_r1_w1'", p.host);
+	assert_string_equal(cmd, want);
+	assert_false(pw);
+	free(cmd);
+	iso_dbparams_free(&p);
+
+	cmd = iso_psql_command("postgresql://alice:s3cret@db.example:6543/shop"
+	    "?sslmode=require", "s", &pw, err);
+	assert_string_equal(cmd, "psql 'user=alice dbname=shop host=db.example "
+	    "port=6543 sslmode=require options=-csearch_path=s'");
+	assert_true(pw);
+	assert_null(strstr(cmd, "s3cret"));
+	free(cmd);
+
+	/* Quotes inside a value, and options the string already had:
+	 * user='o\'neil' and options='-c work_mem=8MB -csearch_path=s' in
+	 * conninfo, each ' then written '\'' for the shell. */
+	cmd = iso_psql_command("host=/tmp user='o\\'neil' password='a b' "
+	    "options='-c work_mem=8MB'", "s", &pw, err);
+	assert_string_equal(cmd, "psql 'user='\\''o\\'\\''neil'\\'' host=/tmp "
+	    "options='\\''-c work_mem=8MB -csearch_path=s'\\'''");
+	assert_true(pw);
+	free(cmd);
+
+	assert_null(iso_psql_command("host=h password=hunter2x nonsense", "s", &pw, err));
+	assert_non_null(strstr(err, "connection string"));
+	assert_null(strstr(err, "hunter2x"));
+}
+
 static void
 test_embedded_stop_cleans_up(void **state)
 {
@@ -1113,6 +1157,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_embedded_connects),
 		cmocka_unit_test(test_dbparams),
+		cmocka_unit_test(test_psql_command),
 		cmocka_unit_test(test_embedded_stop_cleans_up),
 		cmocka_unit_test(test_embedded_caller_sigkilled),
 		cmocka_unit_test(test_embedded_caller_ctrl_c),

@@ -278,6 +278,55 @@ test_child_environment(void **state)
 	turn_outcome_clear(&out);
 }
 
+/*
+ * Both streams' tails, the last TURN_TAIL_MAX bytes of each file, and the
+ * stamps: each turn's start and end are its own (one ends at once, one
+ * 300 ms later), start <= end, and duration is their difference.
+ */
+static void
+test_tails_and_stamps(void **state)
+{
+	struct fixture		*f = *state;
+	char			*slow[] = { "sh", "-c", "i=0; while [ $i -lt 300 ]; do "
+				    "printf '%09d\\n' $i; i=$((i + 1)); done; "
+				    "echo slow-err >&2; sleep 0.3", NULL };
+	char			*fast[] = { "sh", "-c", "echo fast-out; echo fast-err >&2",
+				    NULL };
+	char			 o2[4200], e2[4200], *o;
+	struct spawn_req	 reqs[2] = { sh(f, slow), sh(f, fast) };
+	struct turn_outcome	 out[2] = { 0 };
+	int64_t			 t0 = now_ms();
+	bool			 hung;
+	size_t			 len;
+	int			 i;
+
+	snprintf(o2, sizeof(o2), "%s/stdout2.log", f->dir);
+	snprintf(e2, sizeof(e2), "%s/stderr2.log", f->dir);
+	reqs[1].stdout_path = o2;
+	reqs[1].stderr_path = e2;
+	wrk_run_batch(reqs, 2, 10000, now_ms() + 20000, out, &hung);
+	assert_int_equal(out[0].status, TURN_OK);
+	assert_int_equal(out[1].status, TURN_OK);
+	o = slurp(f->out);
+	len = strlen(o);
+	assert_int_equal(len, 3000);
+	assert_int_equal(strlen(out[0].stdout_tail), TURN_TAIL_MAX);
+	assert_string_equal(out[0].stdout_tail, o + len - TURN_TAIL_MAX);
+	assert_string_equal(out[0].stderr_tail, "slow-err\n");
+	assert_string_equal(out[1].stdout_tail, "fast-out\n");
+	assert_string_equal(out[1].stderr_tail, "fast-err\n");
+	for (i = 0; i < 2; i++) {
+		assert_true(out[i].start_ms >= t0);
+		assert_true(out[i].start_ms <= out[i].end_ms);
+		assert_true(out[i].end_ms <= now_ms());
+		assert_int_equal(out[i].duration_ms, out[i].end_ms - out[i].start_ms);
+	}
+	assert_true(out[0].end_ms >= out[1].end_ms + 200);
+	free(o);
+	for (i = 0; i < 2; i++)
+		turn_outcome_clear(&out[i]);
+}
+
 /* Many small batches: no pidfd or descriptor leaks, no zombies. */
 static void
 test_no_leaks(void **state)
@@ -314,6 +363,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_seed_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_child_environment, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tails_and_stamps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_leaks, setup, teardown),
 	};
 
