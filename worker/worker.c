@@ -94,10 +94,14 @@ struct link_auth {
 
 struct link {
 	nng_socket	 sock;
+	nng_dialer	 dialer;
 	nng_ctx		 ctx;
 	nng_aio		*aio;
 	int		 efd;		/* the main link: an eventfd its aio's
 					   completions count on; -1: none */
+	int		 lostfd;	/* the main link: readable once a
+					   connection of its socket closed */
+	bool		 gone;		/* a request was cut by that */
 	char		*url;
 	struct link_auth *auth;
 	int		 rv;		/* the last exchange's nng error, or 0 */
@@ -140,6 +144,44 @@ drain_setup(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/*
+ * nng's thread: a connection of the socket closed.  The session went with
+ * it, and a request in flight would wait for ever (nng keeps it for the
+ * next connection): link_wait cancels it, and every request after fails
+ * at once, until the worker dials again (worker_rejoin).
+ */
+static void
+link_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
+{
+	struct link	*l = arg;
+	uint64_t	 one = 1;
+
+	(void)p;
+	(void)ev;
+	if (l->lostfd != -1)
+		(void)!write(l->lostfd, &one, sizeof(one));
+}
+
+/* Whether a connection of the link's socket has closed since the handshake. */
+static bool
+link_saw_loss(const struct link *l)
+{
+	struct pollfd	p = { .fd = l->lostfd, .events = POLLIN };
+
+	return l->gone || (l->lostfd != -1 && poll(&p, 1, 0) == 1);
+}
+
+/* Before a handshake: no session yet, so an earlier loss means nothing. */
+static void
+link_forget_losses(struct link *l)
+{
+	uint64_t	v;
+
+	if (l->lostfd != -1)
+		(void)!read(l->lostfd, &v, sizeof(v));
+	l->gone = false;
+}
+
 static void
 link_cb(void *arg)
 {
@@ -156,8 +198,9 @@ link_cb(void *arg)
 static void
 link_wait(struct link *l, bool on_drain)
 {
-	struct pollfd	p[2] = { { .fd = l->efd, .events = POLLIN },
-			    { .fd = drain_fds[0], .events = POLLIN } };
+	struct pollfd	p[3] = { { .fd = l->efd, .events = POLLIN },
+			    { .fd = l->lostfd, .events = POLLIN },
+			    { .fd = on_drain ? drain_fds[0] : -1, .events = POLLIN } };
 	bool		cancelled = false;
 	uint64_t	v;
 
@@ -166,13 +209,18 @@ link_wait(struct link *l, bool on_drain)
 		return;
 	}
 	for (;;) {
-		if (poll(p, on_drain && !cancelled && p[1].fd != -1 ? 2 : 1, -1) == -1)
+		/* poll skips an fd of -1: cancelled, only the completion counts. */
+		if (cancelled)
+			p[1].fd = p[2].fd = -1;
+		if (poll(p, 3, -1) == -1)
 			continue;
 		if (p[0].revents & POLLIN) {
 			(void)!read(l->efd, &v, sizeof(v));
 			break;
 		}
-		if (p[1].revents) {
+		if (p[1].revents & POLLIN)
+			l->gone = true;
+		if ((p[1].revents & POLLIN) || (p[2].revents & POLLIN)) {
 			nng_aio_cancel(l->aio);
 			cancelled = true;
 		}
@@ -210,8 +258,10 @@ link_dial(struct link *l, const struct auth_opts *o, int64_t give_up, char *err)
 			nng_dialer_close(d);
 			return -1;
 		}
-		if ((rv = nng_dialer_start(d, 0)) == 0)
+		if ((rv = nng_dialer_start(d, 0)) == 0) {
+			l->dialer = d;
 			return 0;
+		}
 		nng_dialer_close(d);
 		if (!dial_retryable(rv) || now_ms() >= give_up || draining)
 			break;
@@ -241,7 +291,8 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 
 	l->url = xstrdup(url);
 	l->auth = a;
-	if ((l->efd = eventfd(0, EFD_CLOEXEC)) == -1)
+	if ((l->efd = eventfd(0, EFD_CLOEXEC)) == -1 ||
+	    (l->lostfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) == -1)
 		return errf(err, "eventfd: %s", strerror(errno));
 	if ((rv = nng_req0_open(&l->sock)) != 0)
 		return errf(err, "cannot open a request socket: %s", nng_strerror(rv));
@@ -251,6 +302,7 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 	nng_socket_set_size(l->sock, NNG_OPT_RECVMAXSZ, MSG_MAX + AUTH_TRAILER_LEN);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(l->sock, NNG_OPT_RECONNMAXT, 1000);
+	nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, link_pipe_gone, l);
 	if (link_dial(l, o, give_up, err) == -1)
 		return -1;
 	if ((rv = nng_ctx_open(&l->ctx, l->sock)) != 0 ||
@@ -260,19 +312,32 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 }
 
 static void
-link_close(struct link *l)
+link_close(struct link *l, bool final)
 {
 	if (l->aio)
 		nng_aio_free(l->aio);
-	if (l->url != NULL) {
+	if (l->url != NULL && final) {
 		nng_ctx_close(l->ctx);
 		nng_close(l->sock);
+	} else if (l->url != NULL) {
+		/*
+		 * Dropped for another connection (worker_rejoin): its dialer
+		 * stops, its connections close, and the socket is left, idle.
+		 * nng 1.5.2's nng_close can wait for ever on a socket whose
+		 * connection was lost with a request outstanding, and a worker
+		 * that rejoins leaks one socket, not its life.
+		 */
+		nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, NULL, NULL);
+		nng_ctx_close(l->ctx);
+		nng_dialer_close(l->dialer);
 	}
 	if (l->efd != -1)
 		close(l->efd);
+	if (l->lostfd != -1)
+		close(l->lostfd);
 	free(l->url);
 	memset(l, 0, sizeof(*l));
-	l->efd = -1;
+	l->efd = l->lostfd = -1;
 }
 
 /* A second context on the same socket, for the heartbeat thread. */
@@ -284,7 +349,7 @@ link_clone(struct link *dst, const struct link *src, char *err)
 	dst->sock = src->sock;
 	dst->url = xstrdup(src->url);
 	dst->auth = src->auth;
-	dst->efd = -1;
+	dst->efd = dst->lostfd = -1;
 	if ((rv = nng_ctx_open(&dst->ctx, src->sock)) != 0 ||
 	    (rv = nng_aio_alloc(&dst->aio, NULL, NULL)) != 0)
 		return errf(err, "nng: %s", nng_strerror(rv));
@@ -312,13 +377,20 @@ link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
 	link_wait(l, timeout_ms < 0);
 	if ((l->rv = rv = nng_aio_result(l->aio)) != 0) {
 		nng_msg_free(nng_aio_get_msg(l->aio));
-		return errf(err, "sending %s to %s: %s", what, l->url, nng_strerror(rv));
+		if (l->gone)
+			l->rv = NNG_ECONNSHUT;
+		return errf(err, "sending %s to %s: %s", what, l->url, l->gone ?
+		    "the connection closed" : nng_strerror(rv));
 	}
 	nng_ctx_recv(l->ctx, l->aio);
 	link_wait(l, timeout_ms < 0);
-	if ((l->rv = rv = nng_aio_result(l->aio)) != 0)
+	if ((l->rv = rv = nng_aio_result(l->aio)) != 0) {
+		if (l->gone)
+			l->rv = NNG_ECONNSHUT;
 		return errf(err, "no reply to %s from %s%s: %s", what, l->url,
-		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", nng_strerror(rv));
+		    rv == NNG_ETIMEDOUT ? " (watchdog)" : "", l->gone ?
+		    "the connection closed" : nng_strerror(rv));
+	}
 	*reply = nng_aio_get_msg(l->aio);
 	return 0;
 }
@@ -716,7 +788,10 @@ worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
 		log_warnx("%s", err);
 		return -1;
 	}
-	while ((hs = worker_handshake(k, rep)) == -2 && now_ms() < give_up && !draining) {
+	for (;;) {
+		link_forget_losses(&k->link);
+		if ((hs = worker_handshake(k, rep)) != -2 || now_ms() >= give_up || draining)
+			break;
 		poll(NULL, 0, pause_ms);
 		pause_ms = pause_ms < 500 ? pause_ms * 2 : 1000;
 	}
@@ -743,7 +818,7 @@ worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
 static void
 worker_disconnect(struct worker *k)
 {
-	link_close(&k->link);
+	link_close(&k->link, false);
 	pthread_mutex_lock(&k->auth.mu);
 	k->auth.sealed = false;
 	k->auth.seq = 0;
@@ -1070,7 +1145,8 @@ worker_teardown(struct worker *k)
 	if (k->w.workspace && k->w.workspace_ok)
 		rm_rf(k->w.workspace);
 	iso_db_close(&k->db);
-	link_close(&k->link);
+	/* A socket that lost a connection is not nng_close'd (link_close). */
+	link_close(&k->link, !link_saw_loss(&k->link));
 	free(k->w.run_id);
 	free(k->w.workspace);
 	free(k->w.keep_dir);
@@ -1088,7 +1164,7 @@ worker_main(const struct wopts *o)
 	pthread_condattr_t	ca;
 	int			rc;
 
-	k.link.efd = -1;
+	k.link.efd = k.link.lostfd = -1;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&k.beat.cv, &ca);

@@ -8,6 +8,8 @@
 #  - `soak run` SIGKILLed (its local workers die with it): `soak run
 #    --resume` finishes the fixed reservations example, every seed passes,
 #    and no seed that had its verdict before the kill runs again;
+#  - a worker whose lease request the coordinator was holding when it died
+#    (nothing for it to run) rejoins too;
 #  - a resume with another config is refused (78), and one of a directory
 #    with no journal (64).
 . "$(dirname "$0")/lib.sh"
@@ -83,6 +85,46 @@ expect_eq "failing set after the resume = uninterrupted" "$base" "$(failing "$T/
 expect_eq "journal resume lines" 1 "$(grep -c '"t":"resume"' "$T/fleet/journal.jsonl")"
 expect_eq "run id kept" "$(jq -r .run_id "$T/fleet/report.json")" \
     "$(head -n 1 "$T/fleet/journal.jsonl" | jq -r .run_id)"
+
+# --- a worker with no seed, its lease request held at the coordinator when
+# it dies, rejoins as well: one seed, held at a gate, two workers ---
+gate_new
+cat >"$T/held.sh" <<SH
+#!/bin/sh
+timeout 120 dd if="$T/gate" bs=1 count=1 status=none
+SH
+chmod +x "$T/held.sh"
+sed 's|command: \[./turn.sh\]|command: [./held.sh]|; s/^seeds: 0..23/seeds: 0..0/' \
+    "$T/crash.yaml" >"$T/held.yaml"
+"$SOAK" coordinator "$T/held.yaml" --listen tcp://127.0.0.1:0 --out "$T/held" \
+    --secret-file "$T/secret" --lease-ttl 4s -v >"$T/h1.out" 2>"$T/h1.err" &
+coord=$!
+cleanup_hooks+=("kill -KILL $coord 2>/dev/null")
+url=$(wait_line "$T/h1.err" 'listening on tcp://' 30 "coordinator listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
+for w in 1 2; do
+	"$SOAK" worker --connect "$url" --secret-file "$T/secret" --reconnect 60s -v \
+	    >"$T/hw$w.out" 2>"$T/hw$w.err" &
+	eval "hpid$w=$!"
+	cleanup_hooks+=("kill -KILL $! 2>/dev/null")
+done
+wait_line "$T/h1.err" 'lease 1 to worker' 60 "the seed's lease" >/dev/null
+wait_line "$T/h1.err" 'worker 2 is ' 60 "the second worker's hello" >/dev/null
+kill -KILL "$coord"
+wait "$coord" 2>/dev/null || true
+"$SOAK" coordinator "$T/held.yaml" --listen "$url" --resume "$T/held" \
+    --secret-file "$T/secret" --lease-ttl 4s -v >"$T/h2.out" 2>"$T/h2.err" &
+coord=$!
+cleanup_hooks+=("kill -KILL $coord 2>/dev/null")
+gate_open
+wait_exit rc "$coord" 120 "the resumed coordinator of the held seed"
+expect_eq "held seed: resumed coordinator exit status" 0 "$rc"
+for w in 1 2; do
+	eval "pid=\$hpid$w"
+	wait_exit rc "$pid" 60 "held-seed worker $w after the run"
+	expect_eq "held-seed worker $w exit status" 0 "$rc"
+done
+expect_eq "held seed: its verdict" pass "$(jq -r '.results[0].verdict' "$T/held/report.json")"
 
 # --- soak run, killed and resumed ---
 FIXED=$ROOT/examples/reservations/fixed.yaml
