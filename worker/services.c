@@ -98,7 +98,7 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	env_addf(&env, "SOAK_SERVICE", "%s", s->c->name);
 	req = (struct spawn_req){ .argv = s->c->command, .envp = env.v, .dir = dir,
 	    .stdout_path = out, .stderr_path = errp };
-	if (wrk_spawn(&req, &s->pid, &s->pidfd, err) == -1)
+	if (wrk_spawn(&req, &s->pid, &s->pidfd, NULL, err) == -1)
 		goto out;
 	s->starts++;
 	if (s->c->ready == CFG_READY_NONE) {

@@ -38,9 +38,7 @@
 int
 wrk_open(struct wrk *w, char *err)
 {
-	const char	*path = getenv("PATH");
-
-	w->path_env = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	w->path_env = xstrdup(wrk_path());
 	if (w->unusable != NULL) {
 		w->open_failed = REASON_SETUP;
 		return errf(err, "%s", w->unusable);

@@ -37,6 +37,7 @@ struct turn_outcome {
 	int			 round, turn;	/* turn -1: the setup command */
 	enum turn_status	 status;
 	int			 code;		/* exit status or signal number */
+	int			 exec_errno;	/* TURN_EXEC at execve: its errno */
 	int64_t			 duration_ms;
 	char			*stderr_tail;	/* last bytes of its stderr, heap */
 };
@@ -54,9 +55,30 @@ struct spawn_req {
  * Starts a process in its own process group, with PDEATHSIG so it dies
  * with the worker.  Returns its pid and a pidfd to poll; -1 with err if it
  * could not be exec'd (the child reports execve's errno through a
- * close-on-exec pipe, so "no such file" is known before we return).
+ * close-on-exec pipe, so "no such file" is known before we return), and
+ * then *exec_errno (may be NULL) is execve's errno, or 0 when an earlier
+ * step failed (chdir, its output files).
  */
-int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd, char *err);
+int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd,
+	    int *exec_errno, char *err);
+
+/*
+ * The PATH a bare program name is looked up in: the worker's own, which
+ * execvpe(3) searches and every turn inherits (README "What a turn
+ * sees"); /usr/local/bin:/usr/bin:/bin when it has none.
+ */
+const char	*wrk_path(void);
+/*
+ * What exec would find for a command's argv0, without running anything
+ * (`soak check`, and the words of a worker's exec error): argv0 with a
+ * '/' is that file (the config loader made a relative one absolute
+ * against the config's folder), a bare name is searched in wrk_path() as
+ * execvpe does.  0 when exec would start a program; -1 with *errnum the
+ * errno exec would give and err saying why in the user's terms: not
+ * there, not on PATH, not executable, a directory, a #! interpreter that
+ * is not there or a #! line that ends in a carriage return.
+ */
+int		 wrk_command_check(const char *argv0, int *errnum, char *err);
 
 /*
  * Runs n processes to completion concurrently.  Each gets its own
