@@ -39,8 +39,10 @@ int
 wrk_open(struct wrk *w, char *err)
 {
 	w->path_env = xstrdup(wrk_path());
+	memset(&w->open_cfgerr, 0, sizeof(w->open_cfgerr));
 	if (w->unusable != NULL) {
 		w->open_failed = REASON_SETUP;
+		cfgerr_load(&w->open_cfgerr, w->unusable);
 		return errf(err, "%s", w->unusable);
 	}
 	w->open_failed = REASON_DB;
@@ -901,6 +903,9 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 			res->reason = k->w.open_failed;
 			snprintf(res->message, sizeof(res->message), "%s", err);
 			res->detail = json_pack("{s:s}", "message", err);
+			if (k->w.open_cfgerr.kind != CFGERR_NONE)
+				json_object_set_new(res->detail, "config_error",
+				    cfgerr_json(&k->w.open_cfgerr));
 			wrk_close(&k->w, false);
 		}
 	}

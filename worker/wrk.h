@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
@@ -121,6 +122,10 @@ struct wrk {
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */
+	struct cfgerr		 open_cfgerr;	/* after wrk_open's -1: a cause no
+						   retry mends (the config does not
+						   load here, a service's program is
+						   not there), else CFGERR_NONE */
 	/*
 	 * The running seed's deadline, a now_ms() instant (CLOCK_MONOTONIC),
 	 * 0 between seeds: written by wrk_run_seed, readable from any thread
@@ -159,7 +164,8 @@ struct seed_result {
 /*
  * Opens the worker: parses conninfo, iso_open, starts services.  The
  * caller fills cfg/run_id/id/conninfo/workspace/keep_dir/timeline first.
- * On -1, w->open_failed says which part failed, as an infra reason.
+ * On -1, w->open_failed says which part failed, as an infra reason, and
+ * w->open_cfgerr whether it was a config error.
  */
 int	wrk_open(struct wrk *w, char *err);
 void	wrk_close(struct wrk *w, bool drop_schema);
@@ -172,6 +178,16 @@ void	wrk_close(struct wrk *w, bool drop_schema);
  */
 void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
 	    struct seed_result *res);
+/*
+ * `soak check`'s dry run: what wrk_run_seed does before the first round
+ * (services checked, the schema reset, the setup command), then nothing
+ * more, the seed's workspace removed.  0, the schema left as a round
+ * would find it; -1 with res's verdict, reason and message saying what
+ * failed, and *cfgerr (CFGERR_NONE if none) whether it was a config error.
+ * res is seed_result_clear()ed by the caller either way.
+ */
+int	wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
+	    struct cfgerr *cfgerr);
 void	seed_result_clear(struct seed_result *res);
 /*
  * The detail to put in a RESULT: res->detail as JSON text, never NULL and
