@@ -30,6 +30,7 @@ fill(struct cfgerr *e, enum cfgerr_kind kind, const char *what,
     const char *code, const char *detail)
 {
 	e->kind = kind;
+	e->position = 0;
 	snprintf(e->what, sizeof(e->what), "%s", what);
 	snprintf(e->code, sizeof(e->code), "%s", code);
 	snprintf(e->detail, sizeof(e->detail), "%s", detail);
@@ -93,10 +94,15 @@ cfgerr_same(const struct cfgerr *a, const struct cfgerr *b)
 json_t *
 cfgerr_json(const struct cfgerr *e)
 {
+	json_t	*j;
+
 	if (e == NULL || e->kind == CFGERR_NONE)
 		return NULL;
-	return json_pack("{s:s, s:s, s:s, s:s}", "kind", kind_names[e->kind],
+	j = json_pack("{s:s, s:s, s:s, s:s}", "kind", kind_names[e->kind],
 	    "what", e->what, "code", e->code, "detail", e->detail);
+	if (e->position > 0)
+		json_object_set_new(j, "position", json_integer(e->position));
+	return j;
 }
 
 int
@@ -115,6 +121,9 @@ cfgerr_from_detail(const json_t *detail, struct cfgerr *e)
 	for (k = CFGERR_EXEC; k < nitems(kind_names); k++)
 		if (strcmp(kind, kind_names[k]) == 0) {
 			fill(e, (enum cfgerr_kind)k, what, code, text);
+			if (json_integer_value(json_object_get(o, "position")) > 0)
+				e->position = (long)json_integer_value(
+				    json_object_get(o, "position"));
 			return 0;
 		}
 	return -1;

@@ -12,6 +12,9 @@
  *	"config_error": {"kind": "exec", "what": "turn.command",
  *	    "code": "ENOENT", "detail": "/abs/redeem.sh: No such file or directory"}
  *
+ * (an invariant's SQL adds "position", where in the statement the server
+ * pointed, which the coordinator turns into the file's line and column)
+ *
  * (free-form detail JSON: no protocol change), and the coordinator
  * decides (coordinator/coord.c, the early stop).  Only causes that cannot
  * be transient are config errors:
@@ -46,6 +49,9 @@ struct cfgerr {
 						   "database.schema", "config" */
 	char			code[16];	/* "ENOENT", "42703", "" */
 	char			detail[ERR_LEN];	/* the sentence, without the key */
+	long			position;	/* sql: the 1-based character of the
+						   statement the server pointed at,
+						   0 when none ("position") */
 };
 
 /*
@@ -64,7 +70,7 @@ bool	cfgerr_plain(const struct cfgerr *e);
 /* The same cause: kind, key and code (the detail may name other paths). */
 bool	cfgerr_same(const struct cfgerr *a, const struct cfgerr *b);
 
-/* {"kind", "what", "code", "detail"} (new reference); NULL for none. */
+/* {"kind", "what", "code", "detail"[, "position"]} (new reference); NULL for none. */
 json_t	*cfgerr_json(const struct cfgerr *e);
 /*
  * detail's "config_error" into *e: 0, or -1 (*e of kind CFGERR_NONE) when

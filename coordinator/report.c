@@ -127,6 +127,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
 	if (json_object_get(d, "confirm"))
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
+	if (json_object_get(d, "config_error"))
+		json_object_set(r, "config_error", json_object_get(d, "config_error"));
 	/* The worker cut the detail to fit a message (worker/detail.h). */
 	if (json_object_get(d, "truncated"))
 		json_object_set(r, "truncated", json_object_get(d, "truncated"));
@@ -193,6 +195,9 @@ report_exit_status(const struct coord *c)
 	struct coord_counts	n;
 
 	coord_counts(c, &n);
+	/* Stopped for a config error: that is what to fix first. */
+	if (coord_halt_status(c) != 0)
+		return coord_halt_status(c);
 	if (n.fail > 0)
 		return SOAK_EXIT_FAIL;
 	if (n.infra > 0 || n.done < n.total)
@@ -313,6 +318,32 @@ tickets_json(const struct cfg_tickets *t)
 #undef S
 }
 
+/*
+ * The seeds without a verdict, as runs of the seed grammar: ["3..199"],
+ * "7" for one alone.  A range of millions costs a string or two.
+ */
+static json_t *
+missing_json(const struct coord_seed *seeds, uint64_t n)
+{
+	json_t		*a = json_array();
+	uint64_t	 i, j;
+
+	for (i = 0; i < n; i = j) {
+		if (seeds[i].state == CSEED_FINAL) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < n && seeds[j].state != CSEED_FINAL; j++)
+			;
+		if (j - i == 1)
+			json_array_append_new(a, json_sprintf("%" PRIu64, seeds[i].seed));
+		else
+			json_array_append_new(a, json_sprintf("%" PRIu64 "..%" PRIu64,
+			    seeds[i].seed, seeds[j - 1].seed));
+	}
+	return a;
+}
+
 int
 report_write(const struct report_meta *m, const struct coord *c, char *err)
 {
@@ -354,9 +385,11 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "interrupted", m->interrupted,
 	    "exit_status", status,
 	    "results", results);
-	if (root != NULL)
+	if (root != NULL) {
 		json_object_set_new(root, "halted", m->halted ?
 		    json_string(m->halted) : json_null());
+		json_object_set_new(root, "missing_seeds", missing_json(seeds, ns));
+	}
 	free(started);
 	free(finished);
 	if (root == NULL) {
@@ -421,7 +454,12 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		    s->seed);
 		if (*report_reproduced(s))
 			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
-		fprintf(f, "        replay: %s\n", replay);
+		/* A replay cannot mend a config error: fixing the config can. */
+		if (s->verdict == VERDICT_INFRA && coord_halt_status(c) != 0)
+			fprintf(f, "        the config error below; soak check %s "
+			    "checks a config before a run\n", m->cfg->path);
+		else
+			fprintf(f, "        replay: %s\n", replay);
 		free(replay);
 	}
 	fp_groups_free(&g);

@@ -662,10 +662,8 @@ run_main(struct runopts *o)
 
 	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
 	meta.interrupted = stop_requested != 0;
-	if (coord_halted(r.coord)) {
-		meta.halted = "every worker is quarantined (see workers in report.json)";
-		fprintf(stderr, "soak: %s; ending the run incomplete\n", meta.halted);
-	}
+	if ((meta.halted = coord_halt_reason(r.coord)) != NULL)
+		fprintf(stderr, "soak: the run stopped early: %s\n", meta.halted);
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
 	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
 	progress(&r, true);

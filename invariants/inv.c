@@ -90,6 +90,7 @@ inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,
 	const char			*code;
 	int64_t				 t0;
 	size_t				 i = 0, failed;
+	long				 position;
 	bool				 expired = false;
 
 	memset(res, 0, sizeof(*res));
@@ -160,6 +161,9 @@ fail:
 	snprintf(sqlstate, sizeof(sqlstate), "%s", !expired && r != NULL &&
 	    PQresultStatus(r) == PGRES_FATAL_ERROR && PQresultErrorField(r,
 	    PG_DIAG_SQLSTATE) ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : "");
+	code = !expired && r != NULL ? PQresultErrorField(r,
+	    PG_DIAG_STATEMENT_POSITION) : NULL;
+	position = code != NULL ? strtol(code, NULL, 10) : 0;
 	PQclear(r);
 	/* Not while a query is still in flight: that one is the caller's to
 	 * drop (the deadline passed). */
@@ -174,6 +178,7 @@ fail:
 	memset(res, 0, sizeof(*res));
 	res->failed = failed;
 	memcpy(res->sqlstate, sqlstate, sizeof(res->sqlstate));
+	res->position = position;
 	return -1;
 }
 

@@ -16,7 +16,7 @@
  * when one could not run (connection lost, SQL error, timeout): the message
  * names the invariant, e.g. "invariant \"balance\": relation \"x\" does not
  * exist".  That is infrastructure (verdict infra/db), not a domain failure;
- * res is then empty but for failed and sqlstate, which say which invariant
+ * res is then empty but for failed, sqlstate and position: which invariant
  * and why (a config error when the SQL itself is wrong: common/cfgerr.h).
  *
  * inv_prepare parses and plans every invariant of cfg on conn, never
@@ -58,6 +58,8 @@ struct inv_result {
 	size_t			 nviolated;
 	size_t			 failed;	/* after -1: the invariant that could not run */
 	char			 sqlstate[6];	/* after -1: its SQLSTATE, "" if none */
+	long			 position;	/* after -1: where in its SQL the
+						   server pointed (1-based), or 0 */
 };
 
 int	inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,

@@ -346,7 +346,8 @@ inv_error(struct seed_ctx *c, const struct inv_result *ir, const char *err)
 	prefix = xasprintf("invariant \"%s\": ", cfg->invariants[ir->failed].name);
 	if (strncmp(err, prefix, strlen(prefix)) == 0)
 		why = err + strlen(prefix);
-	cfgerr_sql(&c->cfgerr, key, ir->sqlstate, why);
+	if (cfgerr_sql(&c->cfgerr, key, ir->sqlstate, why))
+		c->cfgerr.position = ir->position;
 	free(prefix);
 }
 

@@ -1013,9 +1013,15 @@ worker_leases(struct worker *k)
 			continue;
 		}
 		if (rep.type == MSG_DONE) {
-			/* Done with the run, or with this worker (quarantined). */
-			if (strcmp(rep.u.ack.text, "run finished") != 0)
+			/* Done with the run, or with this worker (quarantined,
+			 * the run stopped).  A local coordinator (soak run's,
+			 * over ipc://) says why itself, once. */
+			if (strcmp(rep.u.ack.text, "run finished") != 0 &&
+			    !auth_url_is_ipc(k->o->url))
 				log_warnx("the coordinator is done with this worker: %s",
+				    log_escape(text, sizeof(text), rep.u.ack.text));
+			else if (strcmp(rep.u.ack.text, "run finished") != 0)
+				log_debug("the coordinator is done with this worker: %s",
 				    log_escape(text, sizeof(text), rep.u.ack.text));
 			msg_clear(&rep);
 			return 0;
