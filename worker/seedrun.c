@@ -536,7 +536,9 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 	if (c.dir != NULL)
 		rm_rf(c.dir);
 	free(c.dir);
-	json_decref(c.turns);
+	/* The setup's outcome, with its stderr tail: what failed, in its words. */
+	res->detail = json_pack("{s:s, s:o}", "message", res->message,
+	    "turns", c.turns);
 	return rc;
 }
 

@@ -184,7 +184,8 @@ void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
  * more, the seed's workspace removed.  0, the schema left as a round
  * would find it; -1 with res's verdict, reason and message saying what
  * failed, and *cfgerr (CFGERR_NONE if none) whether it was a config error.
- * res is seed_result_clear()ed by the caller either way.
+ * res->detail holds "message" and "turns" (the setup's outcome, with its
+ * stderr tail); res is seed_result_clear()ed by the caller either way.
  */
 int	wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 	    struct cfgerr *cfgerr);
