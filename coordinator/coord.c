@@ -696,6 +696,24 @@ coord_halt_status(const struct coord *c)
 	return c->halt_why != NULL ? c->halt_status : 0;
 }
 
+const struct cfgerr *
+coord_halt_cfgerr(const struct coord *c)
+{
+	return c->halt_why != NULL ? &c->early_err : NULL;
+}
+
+void
+coord_halt_not_plain(struct coord *c, const char *why)
+{
+	char	*was = c->halt_why;
+
+	if (was == NULL)
+		return;
+	c->halt_why = xasprintf("%s (%s)", was, why);
+	c->halt_status = 2;
+	free(was);
+}
+
 int
 coord_live_workers(const struct coord *c)
 {

@@ -42,6 +42,7 @@
 
 #include <jansson.h>
 
+#include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/msg.h"
 #include "common/verdict.h"
@@ -174,6 +175,14 @@ const char	*coord_halt_reason(const struct coord *c);
  * that was not stopped for a config error.
  */
 int		 coord_halt_status(const struct coord *c);
+/* The config error that stopped the run, or NULL. */
+const struct cfgerr	*coord_halt_cfgerr(const struct coord *c);
+/*
+ * The config error is not plainly the config's after all (the caller
+ * found the command on the coordinator's machine: the workers' copy of the
+ * folder lacks it): exit 2, and the reason says why.
+ */
+void		 coord_halt_not_plain(struct coord *c, const char *why);
 /* Live workers, i.e. with an open pipe. */
 int		 coord_live_workers(const struct coord *c);
 

@@ -45,7 +45,9 @@ expect_match "stderr tail of a tempfail turn kept" '"turns"' "$(cat "$T/out-temp
 # Broken DDL: infra/db, naming the file and line.
 SCHEMA=bad.sql cfg ddl 'turn: {command: [/bin/true]}'
 run ddl
-expect_eq "broken DDL exit status" 2 "$rc"
+# A config error no retry mends: the run stops after the first seeds (issue 12).
+expect_eq "broken DDL exit status" 78 "$rc"
+expect_eq "broken DDL: one attempt each, no retry" '[1]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
 expect_eq "broken DDL verdicts" '["infra/db"]' "$(verdicts)"
 expect_match "broken DDL message" 'bad.sql:3: syntax error at or near "TABL"' \
     "$(jq -r '.results[0].message' "$R")"
