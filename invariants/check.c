@@ -247,10 +247,10 @@ dry_seed_failed(struct check *k, const struct seed_result *res,
  * own: the schema file applied, setup run (invariants may name what it
  * makes), then every invariant prepared.  A service whose program is not
  * there is left out of the worker (told already); setup then runs
- * without it.  -1 when PostgreSQL could not be had here: said, not
- * counted, as the config is not at fault.
+ * without it.  When PostgreSQL cannot be had here, or fails on its own,
+ * that is said, not counted: the config is not at fault.
  */
-static int
+static void
 check_sql(struct check *k)
 {
 	struct cfg		 dry = *k->cfg;
@@ -259,13 +259,12 @@ check_sql(struct check *k)
 	struct seed_result	 res = { 0 };
 	struct cfgerr		 ce;
 	char			 err[ERR_LEN];
-	int			 rc = -1;
 
 	if (k->bad_service)
 		dry.nservices = 0;
 	if ((pg = pg_embedded_start(iso_db_max_connections(&dry, 1), err)) == NULL) {
 		fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
-		return -1;
+		return;
 	}
 	w.cfg = &dry;
 	w.run_id = xasprintf("check%d", (int)getpid());
@@ -286,7 +285,6 @@ check_sql(struct check *k)
 			fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
 		goto close;
 	}
-	rc = 0;
 	if (wrk_dry_seed(&w, k->cfg->seeds.first, &res, &ce) == -1) {
 		dry_seed_failed(k, &res, &ce);
 		/* Without the schema there is nothing to prepare against;
@@ -303,7 +301,6 @@ check_sql(struct check *k)
 	    err) == -1) {
 		fprintf(stderr, "soak check: the invariants were not prepared: %s\n",
 		    err);
-		rc = -1;
 	}
 close:
 	seed_result_clear(&res);
@@ -316,7 +313,6 @@ out:
 	free(w.conninfo);
 	free(w.workspace);
 	free(w.keep_dir);
-	return rc;
 }
 
 /* Without --db: everything a run needs, every problem told. */

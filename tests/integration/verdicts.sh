@@ -47,7 +47,8 @@ SCHEMA=bad.sql cfg ddl 'turn: {command: [/bin/true]}'
 run ddl
 # A config error no retry mends: the run stops after the first seeds (issue 12).
 expect_eq "broken DDL exit status" 78 "$rc"
-expect_eq "broken DDL: one attempt each, no retry" '[1]' "$(jq -c '[.results[].attempts|length]|unique' "$R")"
+expect_match "broken DDL: the run says it stopped, and why" \
+    'ddl\.yaml:[0-9]+:[0-9]+: database\.schema: bad\.sql:3: syntax error' "$(jq -r .halted "$R")"
 expect_eq "broken DDL verdicts" '["infra/db"]' "$(verdicts)"
 expect_match "broken DDL message" 'bad.sql:3: syntax error at or near "TABL"' \
     "$(jq -r '.results[0].message' "$R")"
