@@ -59,6 +59,7 @@ struct cfg_ctx {
 	yaml_document_t	*doc;
 	struct cfg	*cfg;
 	char		*err;
+	size_t		 marks_cap;	/* of cfg->marks */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -198,6 +199,23 @@ fail_type(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
 	return fail_at(cx, n, key, "expected %s, got %s", what, kind_of(n));
 }
 
+/* Remembers where key's value n stands (struct cfg_mark). */
+static void
+mark_add(struct cfg_ctx *cx, const char *key, const yaml_node_t *n)
+{
+	struct cfg	*cfg = cx->cfg;
+
+	if (cfg->nmarks == cx->marks_cap) {
+		cx->marks_cap = cx->marks_cap ? cx->marks_cap * 2 : 32;
+		cfg->marks = xreallocarray(cfg->marks, cx->marks_cap,
+		    sizeof(*cfg->marks));
+	}
+	cfg->marks[cfg->nmarks].key = xstrdup(key);
+	cfg->marks[cfg->nmarks].line = (int)n->start_mark.line + 1;
+	cfg->marks[cfg->nmarks].col = (int)n->start_mark.column + 1;
+	cfg->nmarks++;
+}
+
 /*
  * Spreads a mapping over vals[], indexed like keys[].  Duplicate, unknown and
  * non-scalar keys fail here.  A null value (a section written as "key:")
@@ -243,6 +261,7 @@ take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 			    first[i]->start_mark.line + 1);
 		first[i] = kn;
 		vals[i] = node_at(cx, p->value);
+		mark_add(cx, path, vals[i]);
 	}
 	return 0;
 }
@@ -262,6 +281,9 @@ static int
 take_list(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
     yaml_node_item_t **items, size_t *count)
 {
+	yaml_node_item_t	*it;
+	char			 path[CFG_KEY_LEN];
+
 	*items = NULL;
 	*count = 0;
 	if (is_null(n))
@@ -270,6 +292,10 @@ take_list(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 		return fail_type(cx, n, key, "a list");
 	*items = n->data.sequence.items.start;
 	*count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+	for (it = *items; it < n->data.sequence.items.top; it++) {
+		key_index(path, key, (size_t)(it - *items));
+		mark_add(cx, path, node_at(cx, *it));
+	}
 	return 0;
 }
 
@@ -531,6 +557,21 @@ resolve(struct cfg_ctx *cx, const char *rel)
 	return clean;
 }
 
+/* Lists a command in cfg->commands (at most one per key: keys are unique). */
+static void
+cmd_add(struct cfg_ctx *cx, const char *key, char **argv, bool one_string)
+{
+	struct cfg		*cfg = cx->cfg;
+	struct cfg_command	*c;
+
+	cfg->commands = xreallocarray(cfg->commands, cfg->ncommands + 1,
+	    sizeof(*cfg->commands));
+	c = &cfg->commands[cfg->ncommands++];
+	c->key = xstrdup(key);
+	c->argv = argv;
+	c->one_string = one_string;
+}
+
 /*
  * A command is a list of strings (argv) or one string, which is one program
  * name: we never split on spaces, so no quoting rules to get wrong.
@@ -576,6 +617,7 @@ get_command(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char ***out)
 	}
 	strv_free(*out);
 	*out = argv;
+	cmd_add(cx, key, argv, n->type == YAML_SCALAR_NODE);
 	return 0;
 }
 
@@ -1198,14 +1240,115 @@ set_defaults(struct cfg *cfg)
 	cfg->tickets.issue_type = xstrdup("Bug");
 }
 
+/* The byte offset of 1-based (line, col) in text, col counted in characters. */
+static size_t
+text_offset(const char *text, size_t len, int line, int col)
+{
+	size_t	o = 0;
+	int	l = 1, c = 1;
+
+	while (o < len && l < line)
+		if (text[o++] == '\n')
+			l++;
+	while (o < len && c < col && text[o] != '\n') {
+		o++;
+		while (o < len && ((unsigned char)text[o] & 0xc0) == 0x80)
+			o++;
+		c++;
+	}
+	return o;
+}
+
 /*
- * libyaml's problem, at its mark, in our message shape.  Reader errors (bad
- * UTF-8, control bytes) carry only a byte offset, so we count lines to it.
+ * libyaml says what its scanner met ("found character that cannot start
+ * any token"); a user wants to hear what they did (a tab in the
+ * indentation).  The usual mistakes, in words, each at the mark that shows
+ * it: a quote or bracket never closed at its opening, not at the end of
+ * the file.  Anything else as libyaml says it.
+ */
+static const char *
+yaml_explain(const yaml_parser_t *p, const char *text, size_t len,
+    size_t *line, size_t *col, char *buf, size_t size)
+{
+	const char	*problem = p->problem ? p->problem : "cannot parse";
+	const char	*context = p->context ? p->context : "";
+	size_t		 o = text_offset(text, len, (int)*line, (int)*col), b;
+	int		 ch = o < len ? (unsigned char)text[o] : '\0';
+	bool		 indenting = true;
+
+	/* Only blanks before the mark on its line: it is in the indentation. */
+	for (b = o; b > 0 && text[b - 1] != '\n'; b--)
+		if (text[b - 1] != ' ' && text[b - 1] != '\t')
+			indenting = false;
+	if (strcmp(problem, "found character that cannot start any token") == 0) {
+		if (ch == '\t')
+			return indenting ? "a tab in the indentation: YAML indents "
+			    "with spaces only" : "a tab where a value should start: "
+			    "YAML separates with spaces, not tabs";
+		if (ch > ' ' && ch < 0x7f)
+			snprintf(buf, size, "\"%c\" cannot start an unquoted value "
+			    "(YAML reserves it): put the value in quotes", ch);
+		else
+			snprintf(buf, size, "a character that cannot start an "
+			    "unquoted value: put the value in quotes");
+		return buf;
+	}
+	if (strstr(problem, "found a tab character") == problem)
+		return "a tab in the indentation: YAML indents with spaces only";
+	if (strcmp(problem, "mapping values are not allowed in this context") == 0) {
+		if (memmem(text + b, o - b, ": ", 2) != NULL)
+			return "a second \": \" on this line: quote a value that "
+			    "holds \": \" (key: \"a: b\")";
+		for (*col = 1; b < o && text[b] == ' '; b++)
+			(*col)++;	/* at the key */
+		return "this key is indented deeper than the key above it";
+	}
+	if (strcmp(problem, "did not find expected key") == 0)
+		return ch == '-' ? "a list item (\"- \") where a key was expected: "
+		    "a list goes under its key, indented" : "this line is indented "
+		    "differently from the keys above it";
+	if (strcmp(problem, "did not find expected '-' indicator") == 0)
+		return "this line is indented differently from the list items "
+		    "above it";
+	if (strcmp(problem, "block sequence entries are not allowed in this "
+	    "context") == 0)
+		return "a list item (\"- \") cannot follow a key on its line: "
+		    "start the list on the next line, indented";
+	if (strcmp(problem, "found unknown escape character") == 0)
+		return "an unknown escape in a double-quoted value: write \\\\ "
+		    "for a backslash, or use single quotes";
+	if (strcmp(problem, "found undefined alias") == 0)
+		return "\"*\" starts a YAML alias: put a value that starts with "
+		    "\"*\" in quotes";
+	/* The rest are best shown where the thing they lack began. */
+	*line = p->context_mark.line + 1;
+	*col = p->context_mark.column + 1;
+	if (strcmp(problem, "could not find expected ':'") == 0)
+		return "this line has no \":\" after its key (a value that goes "
+		    "on over lines needs quotes)";
+	if (strcmp(context, "while scanning a quoted scalar") == 0)
+		return "this quoted value is never closed";
+	if (strcmp(problem, "did not find expected ',' or '}'") == 0)
+		return "this \"{\" is never closed with \"}\" (or an item in it "
+		    "lacks its \",\")";
+	if (strcmp(problem, "did not find expected ',' or ']'") == 0)
+		return "this \"[\" is never closed with \"]\" (or an item in it "
+		    "lacks its \",\")";
+	*line = p->problem_mark.line + 1;
+	*col = p->problem_mark.column + 1;
+	return problem;
+}
+
+/*
+ * libyaml's problem, at its mark, in our message shape (yaml_explain).
+ * Reader errors (bad UTF-8, control bytes) carry only a byte offset, so we
+ * count lines to it.
  */
 static int
 fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
 {
 	const char	*problem = parser->problem ? parser->problem : "cannot parse";
+	char		 buf[ERR_LEN];
 	size_t		 line, col, i;
 
 	if (parser->error == YAML_MEMORY_ERROR)
@@ -1222,7 +1365,12 @@ fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
 			} else if (((unsigned char)cx->cfg->text[i] & 0xc0) != 0x80)
 				col++;
 		}
-	}
+		problem = strstr(problem, "control characters") ? "a control "
+		    "character: only tabs and line breaks may stand in the text" :
+		    "bytes that are not UTF-8 text: save the file as UTF-8";
+	} else
+		problem = yaml_explain(parser, cx->cfg->text, cx->cfg->text_len,
+		    &line, &col, buf, sizeof(buf));
 	return errf(cx->err, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
 }
 
@@ -1350,7 +1498,78 @@ cfg_free(struct cfg *cfg)
 	free(cfg->tickets.user_env);
 	free(cfg->tickets.issue_type);
 	strv_free(cfg->tickets.labels);
+	for (i = 0; i < cfg->nmarks; i++)
+		free(cfg->marks[i].key);
+	free(cfg->marks);
+	for (i = 0; i < cfg->ncommands; i++)
+		free(cfg->commands[i].key);
+	free(cfg->commands);
 	memset(cfg, 0, sizeof(*cfg));
+}
+
+const struct cfg_mark *
+cfg_mark_find(const struct cfg *cfg, const char *key)
+{
+	size_t	i;
+
+	for (i = 0; i < cfg->nmarks; i++)
+		if (strcmp(cfg->marks[i].key, key) == 0)
+			return &cfg->marks[i];
+	return NULL;
+}
+
+void
+cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
+{
+	const struct cfg_mark	*m;
+	const char		*sql, *t = cfg->text, *p;
+	char			 item[CFG_KEY_LEN], key[CFG_KEY_LEN];
+	size_t			 o;
+	long			 k;
+	int			 nl = 0, c = 0, indent = 0;
+
+	*line = *col = 0;
+	if (i >= cfg->ninvariants)
+		return;
+	key_index(item, "invariants", i);
+	key_join(key, item, "sql");
+	if ((m = cfg_mark_find(cfg, key)) == NULL)
+		return;
+	*line = m->line;
+	*col = m->col;
+	sql = cfg->invariants[i].sql;
+	if (pos <= 0 || t == NULL)
+		return;
+	/* The line and column of character pos inside the value. */
+	for (p = sql, k = 1; *p && k < pos; p++) {
+		if (((unsigned char)*p & 0xc0) == 0x80)
+			continue;
+		if (*p == '\n') {
+			nl++;
+			c = 0;
+		} else
+			c++;
+		k++;
+	}
+	o = text_offset(t, cfg->text_len, m->line, m->col);
+	if (o < cfg->text_len && t[o] == '|') {
+		/* A literal block: line for line the file's, after the
+		 * indentation of its first line that is not empty. */
+		while (o < cfg->text_len && t[o] != '\n')
+			o++;
+		for (o++; o < cfg->text_len; o++) {
+			if (t[o] == ' ')
+				indent++;
+			else if (t[o] == '\n')
+				indent = 0;
+			else
+				break;
+		}
+		*line = m->line + 1 + nl;
+		*col = indent + c + 1;
+	} else if (nl == 0 && strlen(sql) <= cfg->text_len - o &&
+	    strncmp(t + o, sql, strlen(sql)) == 0)
+		*col = m->col + c;	/* plain, as it stands in the file */
 }
 
 int64_t

@@ -4,7 +4,10 @@
  * Contract:
  *  - cfg_load_file / cfg_load_text fill *cfg or return -1 with err set to
  *    "FILE:LINE:COL: KEY: what is wrong" (LINE and COL 1-based, pointing at
- *    the offending key or value).  Unknown keys are errors.
+ *    the offending key or value).  Unknown keys are errors.  A file that
+ *    is not YAML says what the user did, at the mark that shows it ("a tab
+ *    in the indentation: YAML indents with spaces only"), not libyaml's
+ *    words ("found character that cannot start any token").
  *  - Relative paths (database.schema, commands whose first word contains a
  *    '/', unix: upstreams) are resolved against the config file's folder;
  *    cfg->dir holds that folder as an absolute path.
@@ -72,6 +75,26 @@ struct cfg_invariant {
 	int		 line;			/* where it was defined, for messages */
 };
 
+/*
+ * Where a key's value stands in the file, 1-based, for the messages that
+ * come after the load (soak check's commands and SQL, a run's config
+ * errors).  key is the dotted path of messages: "turn.command",
+ * "invariants[1].sql", "services[0]".  Every key the file holds has one,
+ * and every item of a list.
+ */
+struct cfg_mark {
+	char		*key;
+	int		 line, col;
+};
+
+/* A command of the config: setup, services[i].command, turn.command. */
+struct cfg_command {
+	char		 *key;			/* "services[0].command" */
+	char *const	 *argv;			/* the field's own, borrowed */
+	bool		  one_string;		/* written as one string: one
+						   program name, never split */
+};
+
 struct cfg_tickets {
 	char		 *sink;			/* file | github | gitlab | jira | webhook; default file */
 	char		 *url;			/* API base / webhook URL */
@@ -123,6 +146,11 @@ struct cfg {
 	bool			  guard_percent;
 
 	struct cfg_tickets	  tickets;
+
+	struct cfg_mark		 *marks;	/* in file order */
+	size_t			  nmarks;
+	struct cfg_command	 *commands;	/* services, setup, turn */
+	size_t			  ncommands;
 };
 
 int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
@@ -149,6 +177,17 @@ char	*cfg_text_redact(const char *text, size_t len, size_t *lenp);
  */
 #define CFG_HASH_LEN	17
 void	cfg_hash_hex(const struct cfg *cfg, char out[CFG_HASH_LEN]);
+
+/* The mark of key's value, or NULL when the file does not hold key. */
+const struct cfg_mark	*cfg_mark_find(const struct cfg *cfg, const char *key);
+/*
+ * Where character pos (1-based, PostgreSQL's PG_DIAG_STATEMENT_POSITION)
+ * of invariants[i].sql stands in the file: exact for a literal block
+ * (sql: |) and a one-line plain value, else the value's own mark; 0 for
+ * pos 0.  *line and *col are 0 when the file has no such invariant.
+ */
+void	cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line,
+	    int *col);
 
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cfgerr.h"
 #include "common/log.h"
 #include "common/queue.h"
 #include "common/util.h"
@@ -12,6 +13,7 @@
 
 #define MAX_SEEDS	(10u * 1000 * 1000)	/* one run; a bigger sweep is several runs */
 #define CONFIRM_MAX	20	/* confirming re-runs per run: one per distinct failure */
+#define EARLY_SEEDS	3	/* the early stop looks at this many seeds' first attempts */
 
 enum lease_state { LEASE_ACTIVE, LEASE_DONE, LEASE_EXPIRED };
 static const char *const lease_state_names[] = { "active", "done", "expired" };
@@ -74,6 +76,12 @@ struct coord {
 	bool			 replaying;	/* coord_replay: no events, no callbacks */
 	uint64_t		 retries;
 	uint32_t		 nquarantined;
+	/* The early stop (early_note): a config error on the first seeds. */
+	uint32_t		 early_seen;	/* first attempts, all with early_err */
+	bool			 early_off;	/* another outcome came: never stop */
+	struct cfgerr		 early_err;
+	char			*halt_why;	/* why the run stopped, or NULL */
+	int			 halt_status;	/* its exit status: 78 or 2 */
 };
 
 static uint64_t
@@ -140,6 +148,7 @@ coord_free(struct coord *c)
 	queue_free(&c->returned);
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
+	free(c->halt_why);
 	free(c->leases);
 	free(c->workers);
 	free(c->seeds);
@@ -229,7 +238,7 @@ plan_confirms(struct coord *c)
 	uint64_t		 i;
 	size_t			 k;
 
-	if (!c->o.cfg->confirm)
+	if (!c->o.cfg->confirm || c->halt_why != NULL)
 		return;
 	fp_groups_init(&g, false);
 	for (i = 0; i < c->nseeds && g.n < CONFIRM_MAX; i++) {
@@ -379,6 +388,133 @@ coord_seed_attempts(const struct coord_seed *s)
 }
 
 /*
+ * The early stop (README "Reading the results").  A config mistake -- a
+ * turn command that is not there, an invariant that does not parse --
+ * fails every seed the same way on every worker, and retrying each seed
+ * twice only hides it.  So when the first-attempt outcomes of the first
+ * EARLY_SEEDS seeds to report (all of them, in a smaller run) are all infra
+ * with the same config error (common/cfgerr.h: a cause no retry mends,
+ * named by the worker), and nothing else came first -- no pass, no fail,
+ * no other infra -- the run stops: early_halt.  One first attempt without
+ * it settles the run as one that goes on, whatever comes later.  Derived
+ * from the outcomes alone, in the order seed_outcome sees them, so the
+ * journal's replay (coord_replay) stops where the run stopped.
+ */
+static void	early_halt(struct coord *);
+static uint32_t	lease_running(const struct lease *);
+static void	seed_return(struct coord *, struct coord_seed *);
+
+static void
+early_note(struct coord *c, const struct coord_seed *s, enum reason why,
+    const json_t *detail)
+{
+	struct cfgerr	e;
+	uint64_t	want = c->nseeds < EARLY_SEEDS ? c->nseeds : EARLY_SEEDS;
+
+	if (c->early_off || c->halt_why != NULL || s->infra > 0)
+		return;		/* decided, or not the seed's first attempt */
+	if (reason_verdict(why) != VERDICT_INFRA ||
+	    cfgerr_from_detail(detail, &e) == -1 ||
+	    (c->early_seen > 0 && !cfgerr_same(&e, &c->early_err))) {
+		c->early_off = true;
+		return;
+	}
+	if (c->early_seen++ == 0)
+		c->early_err = e;
+	if (c->early_seen >= want)
+		early_halt(c);
+}
+
+/*
+ * A seed waiting for its retry when the run stopped: its last attempt
+ * becomes its verdict, with the attempts before it as its history.
+ */
+static void
+seed_final_halted(struct coord *c, struct coord_seed *s)
+{
+	size_t		 n = json_array_size(s->history);
+	json_t		*last = json_incref(json_array_get(s->history, n - 1));
+	const char	*msg = json_string_value(json_object_get(last, "message"));
+	int		 why = reason_parse(json_string_value(json_object_get(last,
+			    "reason")) ? json_string_value(json_object_get(last,
+			    "reason")) : "?");
+	struct wrec	*w;
+
+	json_array_remove(s->history, n - 1);
+	if (json_array_size(s->history) == 0) {
+		json_decref(s->history);
+		s->history = NULL;
+	}
+	set_seed_state(s, CSEED_FINAL);
+	s->verdict = VERDICT_INFRA;
+	s->why = why >= 0 && reason_verdict((enum reason)why) == VERDICT_INFRA ?
+	    (enum reason)why : REASON_WORKER_LOST;
+	s->worker = (uint32_t)json_integer_value(json_object_get(last, "worker"));
+	s->duration_ms = json_integer_value(json_object_get(last, "duration_ms"));
+	json_decref(s->detail);
+	/* Its first attempt was one of those that stopped the run. */
+	s->detail = json_pack("{s:s, s:o}", "message", msg ? msg : "",
+	    "config_error", cfgerr_json(&c->early_err));
+	json_decref(last);
+	c->nfinal++;
+	if ((w = worker_get(c, s->worker)) != NULL)
+		w->seeds++;
+	if (c->final_cb && !c->replaying)
+		c->final_cb(c, s, c->final_arg);
+}
+
+/*
+ * Stops the run for early_err: nothing more is leased (coord_serve says
+ * done), the seeds waiting for a retry keep their last attempt as their
+ * verdict, and every active lease keeps only the seed that may be running:
+ * the rest go back, never to run, so they end the run without a verdict
+ * (missing).  The caller (seed_outcome) makes its own seed final.
+ */
+static void
+early_halt(struct coord *c)
+{
+	const struct cfg_mark	*m = cfg_mark_find(c->o.cfg, c->early_err.what);
+	uint64_t		 idx;
+	uint32_t		 run, k;
+	size_t			 i, inv;
+	int			 line = m ? m->line : 0, col = m ? m->col : 0;
+	char			 tail;
+
+	c->halt_status = cfgerr_plain(&c->early_err) ? 78 : 2;
+	/* An invariant's SQL: where in the file the server pointed. */
+	if (sscanf(c->early_err.what, "invariants[%zu].sq%c", &inv, &tail) == 2 &&
+	    tail == 'l' && c->early_err.position > 0)
+		cfg_sql_where(c->o.cfg, inv, c->early_err.position, &line, &col);
+	if (line > 0)
+		c->halt_why = xasprintf("a config error on the first %u seed(s), which "
+		    "no retry mends: %s:%d:%d: %s: %s", c->early_seen, c->o.cfg->path,
+		    line, col, c->early_err.what, c->early_err.detail);
+	else
+		c->halt_why = xasprintf("a config error on the first %u seed(s), which "
+		    "no retry mends: %s: %s", c->early_seen, c->early_err.what,
+		    c->early_err.detail);
+	log_debug("the run stops: %s", c->halt_why);
+	while (c->retry.len > 0) {
+		idx = q_at(&c->retry, 0);
+		queue_remove(&c->retry, 0);
+		seed_final_halted(c, &c->seeds[idx]);
+	}
+	for (i = 0; i < c->nleases; i++) {
+		struct lease	*l = &c->leases[i];
+
+		if (l->state != LEASE_ACTIVE || (run = lease_running(l)) + 1 >= l->keep)
+			continue;
+		for (k = run + 1; k < l->keep; k++) {
+			struct coord_seed	*t = seed_get(c, l->seeds[k].seed);
+
+			if (t != NULL && t->state == CSEED_LEASED)
+				seed_return(c, t);
+		}
+		l->keep = run + 1;
+	}
+}
+
+/*
  * Records one attempt's outcome and decides: final, or back in the retry
  * queue.  detail is consumed.
  */
@@ -392,7 +528,10 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 
 	s->last_worker = worker;
 	worker_outcome(c, w, why);
-	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries) {
+	early_note(c, s, why, detail);
+	/* A stopped run retries nothing: no more attempts will run. */
+	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries &&
+	    c->halt_why == NULL) {
 		if (s->history == NULL)
 			s->history = json_array();
 		json_array_append_new(s->history, json_pack("{s:i, s:s, s:s, s:I, s:s}",
@@ -541,6 +680,40 @@ lease_add(struct coord *c, struct lease *l, uint64_t idx)
 	l->keep = l->n;
 }
 
+const char *
+coord_halt_reason(const struct coord *c)
+{
+	if (c->halt_why != NULL)
+		return c->halt_why;
+	if (coord_halted(c))
+		return "every worker is quarantined (see workers in report.json)";
+	return NULL;
+}
+
+int
+coord_halt_status(const struct coord *c)
+{
+	return c->halt_why != NULL ? c->halt_status : 0;
+}
+
+const struct cfgerr *
+coord_halt_cfgerr(const struct coord *c)
+{
+	return c->halt_why != NULL ? &c->early_err : NULL;
+}
+
+void
+coord_halt_not_plain(struct coord *c, const char *why)
+{
+	char	*was = c->halt_why;
+
+	if (was == NULL)
+		return;
+	c->halt_why = xasprintf("%s (%s)", was, why);
+	c->halt_status = 2;
+	free(was);
+}
+
 int
 coord_live_workers(const struct coord *c)
 {
@@ -563,6 +736,8 @@ coord_halted(const struct coord *c)
 {
 	size_t	i;
 
+	if (c->halt_why != NULL)
+		return true;
 	if (c->nquarantined == 0 || coord_finished(c))
 		return false;
 	for (i = 0; i < c->nworkers; i++)
@@ -683,6 +858,10 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	}
 	if (w == NULL)
 		return 0;
+	if (c->halt_why != NULL) {
+		text_reply(rep, MSG_DONE, 1, "the run stopped: %s", c->halt_why);
+		return 1;
+	}
 	if (w->quarantined) {
 		text_reply(rep, MSG_DONE, 1, "quarantined: %u infra outcomes in a row, "
 		    "the last %s; this worker gets no more seeds", w->infra_run,
@@ -856,7 +1035,7 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
 		confirm_outcome(c, s, l->worker, why, duration_ms, detail);
 	else
 		seed_outcome(c, s, l->worker, why, duration_ms, detail);
-	if (w != NULL && w->quarantined) {
+	if ((w != NULL && w->quarantined) || c->halt_why != NULL) {
 		/* It runs nothing more: what it has not started goes back. */
 		for (k = i + 1; k < l->keep; k++)
 			if (!l->reported[k] && (t = seed_get(c, l->seeds[k].seed)) != NULL &&
@@ -1354,11 +1533,14 @@ coord_dump(const struct coord *c)
 		    "seeds", (int)w->seeds, "infra_run", (int)w->infra_run,
 		    "quarantined", w->quarantined));
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i}",
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
+	    "s:i, s:b, s:s?, s:i}",
 	    "seeds", seeds, "leases", leases, "workers", workers,
 	    "returned", q_json(&c->returned), "retry", q_json(&c->retry),
 	    "confirm", q_json(&c->confirm), "next_fresh", (json_int_t)c->next_fresh,
 	    "nfinal", (json_int_t)c->nfinal, "nconfirm_open",
 	    (json_int_t)c->nconfirm_open, "retries", (json_int_t)c->retries,
-	    "nquarantined", (int)c->nquarantined);
+	    "nquarantined", (int)c->nquarantined, "early_seen", (int)c->early_seen,
+	    "early_off", c->early_off, "halt_why", c->halt_why,
+	    "halt_status", c->halt_status);
 }

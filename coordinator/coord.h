@@ -20,6 +20,11 @@
  *    lease is still the worker's (keep);
  *  - a worker whose own infra outcomes come quarantine_after times in a
  *    row is quarantined: no more leases (worker_outcome says which count);
+ *  - when the first-attempt outcomes of the first 3 seeds (fewer in a
+ *    smaller run) all carry the same config error and nothing else came
+ *    first, the run stops (early_note): nothing more is leased or
+ *    retried, the seeds that ran keep their last attempt as their
+ *    verdict, the unstarted ones end without one;
  *  - an infra attempt is retried (cfg->retries more times), on another
  *    worker than the last one whenever another worker is alive;
  *  - fail is never retried away.  When every seed is final and
@@ -37,6 +42,7 @@
 
 #include <jansson.h>
 
+#include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/msg.h"
 #include "common/verdict.h"
@@ -156,9 +162,27 @@ int64_t		 coord_tick(struct coord *c, int64_t now);
 bool		 coord_finished(const struct coord *c);
 /*
  * Whether the run cannot go on: a worker was quarantined and no other
- * worker is alive or holds a lease.  The caller ends the run incomplete.
+ * worker is alive or holds a lease; or the early stop: the first seeds'
+ * first attempts all met the same config error (common/cfgerr.h), which
+ * no retry mends.  The caller ends the run incomplete.
  */
 bool		 coord_halted(const struct coord *c);
+/* Why, in a sentence (a config error names FILE:LINE:COL: KEY), or NULL. */
+const char	*coord_halt_reason(const struct coord *c);
+/*
+ * The exit status the early stop demands: 78 when it is plainly the
+ * config, 2 when it may be the machines' (cfgerr_plain); 0 for a run
+ * that was not stopped for a config error.
+ */
+int		 coord_halt_status(const struct coord *c);
+/* The config error that stopped the run, or NULL. */
+const struct cfgerr	*coord_halt_cfgerr(const struct coord *c);
+/*
+ * The config error is not plainly the config's after all (the caller
+ * found the command on the coordinator's machine: the workers' copy of the
+ * folder lacks it): exit 2, and the reason says why.
+ */
+void		 coord_halt_not_plain(struct coord *c, const char *why);
 /* Live workers, i.e. with an open pipe. */
 int		 coord_live_workers(const struct coord *c);
 

@@ -179,6 +179,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
 	if (json_object_get(d, "confirm"))
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
+	if (json_object_get(d, "config_error"))
+		json_object_set(r, "config_error", json_object_get(d, "config_error"));
 	/* The worker cut the detail to fit a message (worker/detail.h). */
 	if (json_object_get(d, "truncated"))
 		json_object_set(r, "truncated", json_object_get(d, "truncated"));
@@ -245,6 +247,9 @@ report_exit_status(const struct coord *c)
 	struct coord_counts	n;
 
 	coord_counts(c, &n);
+	/* Stopped for a config error: that is what to fix first. */
+	if (coord_halt_status(c) != 0)
+		return coord_halt_status(c);
 	if (n.fail > 0)
 		return SOAK_EXIT_FAIL;
 	if (n.infra > 0 || n.done < n.total)
@@ -436,6 +441,32 @@ write_report(const char *path, const char *head, const struct report_meta *m,
 	return 0;
 }
 
+/*
+ * The seeds without a verdict, as runs of the seed grammar: ["3..199"],
+ * "7" for one alone.  A range of millions costs a string or two.
+ */
+static json_t *
+missing_json(const struct coord_seed *seeds, uint64_t n)
+{
+	json_t		*a = json_array();
+	uint64_t	 i, j;
+
+	for (i = 0; i < n; i = j) {
+		if (seeds[i].state == CSEED_FINAL) {
+			j = i + 1;
+			continue;
+		}
+		for (j = i + 1; j < n && seeds[j].state != CSEED_FINAL; j++)
+			;
+		if (j - i == 1)
+			json_array_append_new(a, json_sprintf("%" PRIu64, seeds[i].seed));
+		else
+			json_array_append_new(a, json_sprintf("%" PRIu64 "..%" PRIu64,
+			    seeds[i].seed, seeds[j - 1].seed));
+	}
+	return a;
+}
+
 int
 report_write(const struct report_meta *m, const struct coord *c, char *err)
 {
@@ -456,7 +487,7 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	finished = iso8601(m->started_wall_ms + m->wall_ms);
 	root = json_pack("{s:i, s:s, s:s, s:s, s:o, s:{s:s, s:s, s:s, s:i, s:i, s:o},"
 	    " s:{s:I, s:I, s:I}, s:s, s:s, s:I, s:o, s:{s:I, s:I, s:I, s:I},"
-	    " s:b, s:b, s:i, s:o}",
+	    " s:b, s:b, s:i, s:o, s:o}",
 	    "format", 1, "soak_version", SOAK_VERSION, "run_id", m->run_id,
 	    "host", host, "sut_revision", rev ? json_string(rev) : json_null(),
 	    "config", "name", m->cfg->name, "path", m->cfg_path, "hash", hash,
@@ -472,7 +503,8 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "complete", n.done == n.total && n.infra == 0,
 	    "interrupted", m->interrupted,
 	    "exit_status", status,
-	    "halted", m->halted ? json_string(m->halted) : json_null());
+	    "halted", m->halted ? json_string(m->halted) : json_null(),
+	    "missing_seeds", missing_json(seeds, ns));
 	free(started);
 	free(finished);
 	if (root == NULL) {
@@ -556,7 +588,12 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 			fprintf(f, "        %s\n", msg);
 		if (*report_reproduced(s))
 			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
-		fprintf(f, "        replay: %s\n", replay);
+		/* A replay cannot mend a config error: fixing the config can. */
+		if (s->verdict == VERDICT_INFRA && coord_halt_status(c) != 0)
+			fprintf(f, "        the config error below; soak check %s "
+			    "checks a config before a run\n", m->cfg->path);
+		else
+			fprintf(f, "        replay: %s\n", replay);
 		free(replay);
 		free(words);
 	}

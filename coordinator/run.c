@@ -39,6 +39,7 @@
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
+#include "worker/wrk.h"
 
 #define COORD_SLOTS	2048	/* requests `soak coordinator` can hold at once */
 #define CI_SEEDS_LISTED	3	/* failing seeds named in a CI log per fingerprint */
@@ -548,6 +549,32 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 	return 0;
 }
 
+/*
+ * A run stopped for a command the workers could not exec (coord.c's early
+ * stop): plainly the config's only if this machine, whose folder the
+ * config is, cannot start it either.  Otherwise the workers' copy of the
+ * folder lacks it (--bundle off on a machine without the folder, a file
+ * left out of the bundle): their machines', exit 2.
+ */
+static void
+halt_here(struct coord *c, const struct cfg *cfg)
+{
+	const struct cfgerr	*e = coord_halt_cfgerr(c);
+	char			 why[ERR_LEN];
+	size_t			 i;
+	int			 errnum;
+
+	if (e == NULL || e->kind != CFGERR_EXEC || coord_halt_status(c) != SOAK_EXIT_CONFIG)
+		return;
+	for (i = 0; i < cfg->ncommands; i++)
+		if (strcmp(cfg->commands[i].key, e->what) == 0 &&
+		    wrk_command_check(cfg->commands[i].argv[0], &errnum, why) == 0) {
+			coord_halt_not_plain(c, "but the coordinator's machine has it: "
+			    "the workers' copy of the config folder does not");
+			return;
+		}
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -692,10 +719,9 @@ run_main(struct runopts *o)
 
 	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
 	meta.interrupted = stop_requested != 0;
-	if (coord_halted(r.coord)) {
-		meta.halted = "every worker is quarantined (see workers in report.json)";
-		fprintf(stderr, "soak: %s; ending the run incomplete\n", meta.halted);
-	}
+	halt_here(r.coord, &cfg);
+	if ((meta.halted = coord_halt_reason(r.coord)) != NULL)
+		fprintf(stderr, "soak: the run stopped early: %s\n", meta.halted);
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
 	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
 	progress(&r, true);

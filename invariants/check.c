@@ -2,14 +2,30 @@
  * `soak check CONFIG [--db URL]`: validate the config; with --db, run the
  * invariants once against a live database — the production monitor of
  * seeds/000, from the same queries the soak runs.
+ *
+ * Validating is more than loading (issue 12): a config that loads may
+ * still not run — a turn command that is not there, one string "bash
+ * x.sh" taken as one program name, an invariant that does not parse.
+ * Without --db, check asks what a run would meet, through the run's own
+ * code: wrk_command_check (worker/spawn.c) for every command, and on a
+ * throwaway embedded PostgreSQL a worker's dry seed (wrk_open,
+ * wrk_dry_seed: the schema file applied, setup run) and inv_prepare of
+ * every invariant.  It never writes to the config's database.  With --db
+ * (a production database) it writes nothing: the invariants are only
+ * prepared, in a READ ONLY transaction, before they run.  Every problem is
+ * told, each as FILE:LINE:COL: KEY: what.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <libpq-fe.h>
 
+#include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/conninfo.h"
 #include "common/log.h"
@@ -17,6 +33,7 @@
 #include "common/util.h"
 #include "invariants/inv.h"
 #include "isolation/iso.h"
+#include "worker/wrk.h"
 
 static void
 usage(FILE *f)
@@ -24,17 +41,330 @@ usage(FILE *f)
 	fprintf(f,
 	    "usage: soak check CONFIG [--db URL] [--schema NAME] [--json]\n"
 	    "\n"
-	    "Validates CONFIG (every error names file:line:column and the key).\n"
+	    "Validates CONFIG and tells every problem, each as file:line:column:\n"
+	    "key: what.  Beyond the file itself: every command (turn, setup,\n"
+	    "services) must be a program this machine can start, and on a\n"
+	    "throwaway embedded PostgreSQL the schema file must apply, setup must\n"
+	    "run and every invariant must prepare (parse and plan).\n"
 	    "With --db, runs every invariant once, read-only, against that database\n"
-	    "and prints the rows that break each one.\n"
+	    "and prints the rows that break each one; the commands are not looked\n"
+	    "at, and every invariant is prepared first, in a READ ONLY transaction.\n"
 	    "\n"
 	    "  --db URL        a libpq connection string or postgresql:// URL\n"
 	    "  --schema NAME   set search_path to NAME first\n"
 	    "  --json          print the broken invariants as JSON\n"
 	    "\n"
 	    "Exit status: 0 valid (and, with --db, every invariant holds); 1 an\n"
-	    "invariant is broken; 2 the database could not be checked; 64 usage;\n"
+	    "invariant is broken; 2 the database could not be checked, or an\n"
+	    "invariant may not read what it names (permission); 64 usage;\n"
 	    "78 config error.\n");
+}
+
+/* What one check found. */
+struct check {
+	const struct cfg	*cfg;
+	int			 nerr, nwarn;
+	int			 nplain;	/* of the --db errors: the SQL's own */
+	bool			 bad_setup;	/* its command cannot run here */
+	bool			 bad_service;
+	bool			 setup_failed;	/* in the dry seed: invariants
+						   may miss what it makes */
+};
+
+static void
+problem(struct check *k, bool warning, const char *key, int line, int col,
+    const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+/* "FILE:LINE:COL: KEY: [warning: ]what" on stderr, counted. */
+static void
+problem(struct check *k, bool warning, const char *key, int line, int col,
+    const char *fmt, ...)
+{
+	const struct cfg_mark	*m;
+	va_list			 ap;
+
+	if (line == 0 && (m = cfg_mark_find(k->cfg, key)) != NULL) {
+		line = m->line;
+		col = m->col;
+	}
+	if (line > 0)
+		fprintf(stderr, "%s:%d:%d: %s: ", k->cfg->path, line, col, key);
+	else
+		fprintf(stderr, "%s: %s: ", k->cfg->path, key);
+	if (warning)
+		fprintf(stderr, "warning: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (warning)
+		k->nwarn++;
+	else
+		k->nerr++;
+}
+
+/*
+ * "./bash redeem.sh" as the user wrote it (the loader made a relative
+ * program absolute) and the list it most likely meant.
+ */
+static void
+one_string_hint(const struct cfg *cfg, const char *prog, char *as, size_t aslen,
+    char *list, size_t listlen)
+{
+	size_t		 dl = strlen(cfg->dir), o;
+	const char	*p, *w;
+
+	if (strncmp(prog, cfg->dir, dl) == 0 && prog[dl] == '/')
+		snprintf(as, aslen, "./%s", prog + dl + 1);
+	else
+		snprintf(as, aslen, "%s", prog);
+	o = (size_t)snprintf(list, listlen, "[");
+	for (p = as; *p && o < listlen; p = w) {
+		for (; *p == ' '; p++)
+			;
+		for (w = p; *w && *w != ' '; w++)
+			;
+		if (w > p)
+			o += (size_t)snprintf(list + o, listlen - o, "%s%.*s",
+			    o > 1 ? ", " : "", (int)(w - p), p);
+	}
+	if (o < listlen)
+		snprintf(list + o, listlen - o, "]");
+}
+
+/*
+ * Every command: a program exec can start here (wrk_command_check, as a
+ * worker on this machine would run it: a relative path against the
+ * config's folder, a bare name on PATH), and a warning for one string
+ * with a space, which is one program name, never split.
+ */
+static void
+check_commands(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	char			 why[ERR_LEN], as[ERR_LEN], list[ERR_LEN];
+	size_t			 i;
+	int			 e;
+
+	for (i = 0; i < cfg->ncommands; i++) {
+		const struct cfg_command	*c = &cfg->commands[i];
+
+		if (c->one_string && strchr(c->argv[0], ' ') != NULL) {
+			one_string_hint(cfg, c->argv[0], as, sizeof(as), list,
+			    sizeof(list));
+			problem(k, true, c->key, 0, 0, "\"%s\" is one program name, "
+			    "spaces and all: a command written as one string is never "
+			    "split; for a program and its arguments write a list: %s",
+			    as, list);
+		}
+		if (wrk_command_check(c->argv[0], &e, why) == -1) {
+			problem(k, false, c->key, 0, 0, "%s", why);
+			if (strcmp(c->key, "setup") == 0)
+				k->bad_setup = true;
+			else if (strncmp(c->key, "services[", 9) == 0)
+				k->bad_service = true;
+		}
+	}
+}
+
+/* An invariant that does not prepare, at the place in the file it names. */
+static void
+bad_invariant(void *arg, size_t i, const char *sqlstate, const char *message,
+    long position)
+{
+	struct check	*k = arg;
+	struct cfgerr	 e = { 0 };
+	char		 key[64];
+	int		 line, col;
+
+	snprintf(key, sizeof(key), "invariants[%zu].sql", i);
+	cfg_sql_where(k->cfg, i, position, &line, &col);
+	problem(k, false, key, line, col, "%s%s", message, k->setup_failed &&
+	    strcmp(sqlstate, "42P01") == 0 ? " (setup failed: if it makes "
+	    "that table, mend setup first)" : "");
+	if (cfgerr_sql(&e, key, sqlstate, message) && cfgerr_plain(&e))
+		k->nplain++;
+}
+
+/* The last line of a stderr tail, for one line of message. */
+static const char *
+last_line(const char *tail, char *buf, size_t len)
+{
+	const char	*end, *start;
+
+	if (tail == NULL)
+		return "";
+	for (end = tail + strlen(tail); end > tail && end[-1] == '\n'; end--)
+		;
+	for (start = end; start > tail && start[-1] != '\n'; start--)
+		;
+	snprintf(buf, len, "%.*s", (int)(end - start), start);
+	return buf;
+}
+
+/* What the dry seed's failure says, at the key it comes from. */
+static void
+dry_seed_failed(struct check *k, const struct seed_result *res,
+    const struct cfgerr *ce)
+{
+	json_t		*t = json_array_get(json_object_get(res->detail, "turns"), 0);
+	const char	*status = json_string_value(json_object_get(t, "status"));
+	char		 buf[ERR_LEN];
+
+	switch (res->reason) {
+	case REASON_SETUP:
+		if (k->bad_setup)
+			return;		/* told already: not there */
+		if (status != NULL && strcmp(status, "exec") != 0) {
+			problem(k, false, "setup", 0, 0, "%s %lld in a dry run of seed "
+			    "%llu (the schema applied%s)%s%s",
+			    strcmp(status, "error") == 0 ? "exited" : status,
+			    (long long)json_integer_value(json_object_get(t, "code")),
+			    (unsigned long long)k->cfg->seeds.first, k->bad_service ?
+			    ", the services left out" : k->cfg->nservices ?
+			    ", the services started" : "",
+			    *last_line(json_string_value(json_object_get(t,
+			    "stderr_tail")), buf, sizeof(buf)) ? "; its stderr ends: " :
+			    "", buf);
+			return;
+		}
+		problem(k, false, "setup", 0, 0, "%s", res->message);
+		return;
+	case REASON_DB:
+		/* A fresh database: what fails in the reset is the schema file. */
+		problem(k, false, "database.schema", 0, 0, "%s", ce->kind ==
+		    CFGERR_SQL ? ce->detail : res->message);
+		return;
+	default:
+		problem(k, false, "config", 0, 0, "a dry run of seed %llu: %s",
+		    (unsigned long long)k->cfg->seeds.first, res->message);
+		return;
+	}
+}
+
+/*
+ * The SQL, on a throwaway embedded PostgreSQL, through a worker of its
+ * own: the schema file applied, setup run (invariants may name what it
+ * makes), then every invariant prepared.  A service whose program is not
+ * there is left out of the worker (told already); setup then runs
+ * without it.  When PostgreSQL cannot be had here, or fails on its own,
+ * that is said, not counted: the config is not at fault.
+ */
+static void
+check_sql(struct check *k)
+{
+	struct cfg		 dry = *k->cfg;
+	struct pg_embedded	*pg = NULL;
+	struct wrk		 w = { 0 };
+	struct seed_result	 res = { 0 };
+	struct cfgerr		 ce;
+	char			 err[ERR_LEN];
+
+	if (k->bad_service)
+		dry.nservices = 0;
+	if ((pg = pg_embedded_start(iso_db_max_connections(&dry, 1), err)) == NULL) {
+		fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
+		return;
+	}
+	w.cfg = &dry;
+	w.run_id = xasprintf("check%d", (int)getpid());
+	w.id = 1;
+	w.conninfo = xstrdup(pg_embedded_conninfo(pg));
+	w.workspace = xasprintf("%s/soak-check-XXXXXX", scratch_root());
+	if (mkdtemp(w.workspace) == NULL) {
+		fprintf(stderr, "soak check: the SQL was not checked: %s: %s\n",
+		    w.workspace, strerror(errno));
+		goto out;
+	}
+	w.keep_dir = xasprintf("%s/failures", w.workspace);
+	if (wrk_open(&w, err) == -1) {
+		if (w.open_failed == REASON_SERVICE)
+			problem(k, false, w.open_cfgerr.kind ? w.open_cfgerr.what :
+			    "services", 0, 0, "%s", err);
+		else
+			fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
+		goto close;
+	}
+	if (wrk_dry_seed(&w, k->cfg->seeds.first, &res, &ce) == -1) {
+		dry_seed_failed(k, &res, &ce);
+		/* Without the schema there is nothing to prepare against;
+		 * without setup, the schema is still worth it. */
+		if (res.reason != REASON_SETUP) {
+			fprintf(stderr, "soak check: the invariants were not "
+			    "prepared: the schema did not apply\n");
+			goto close;
+		}
+		k->setup_failed = true;
+	}
+	if (inv_prepare(iso_conn(w.iso), &dry, now_ms() + ISO_CONNECT_MS +
+	    (int64_t)dry.ninvariants * dry.invariant_timeout_ms, bad_invariant, k,
+	    err) == -1) {
+		fprintf(stderr, "soak check: the invariants were not prepared: %s\n",
+		    err);
+	}
+close:
+	seed_result_clear(&res);
+	wrk_close(&w, true);
+out:
+	if (w.workspace)
+		rm_rf(w.workspace);
+	pg_embedded_stop(pg);
+	free(w.run_id);
+	free(w.conninfo);
+	free(w.workspace);
+	free(w.keep_dir);
+}
+
+/* Without --db: everything a run needs, every problem told. */
+static int
+check_config(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+
+	check_commands(k);
+	check_sql(k);
+	if (k->nerr > 0) {
+		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,
+		    k->nwarn ? ", and warnings" : "");
+		return SOAK_EXIT_CONFIG;
+	}
+	printf("%s: ok (%s: %d turns x %d rounds, %zu invariant(s), seeds %llu..%llu)%s\n",
+	    cfg->path, cfg->name, cfg->turns, cfg->rounds, cfg->ninvariants,
+	    (unsigned long long)cfg->seeds.first, (unsigned long long)cfg->seeds.last,
+	    k->nwarn ? ", with warnings" : "");
+	return 0;
+}
+
+static void
+print_outcomes(const struct inv_result *ir, int json)
+{
+	size_t	i;
+
+	if (json) {
+		json_t	*j = inv_result_json(ir);
+
+		json_dumpf(j, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(j);
+		return;
+	}
+	for (i = 0; i < ir->n; i++) {
+		const struct inv_outcome	*o = &ir->out[i];
+
+		printf("%-6s %s", o->nrows ? "BROKEN" : "holds", o->inv->name);
+		if (o->nrows)
+			printf(" (%lld rows)", (long long)o->nrows);
+		putchar('\n');
+		for (int r = 0; r < o->nkept; r++) {
+			printf("        ");
+			for (int c = 0; c < o->ncols; c++) {
+				const char	*v = o->cells[r * o->ncols + c];
+
+				printf("%s%s=%s", c ? ", " : "", o->cols[c], v ? v : "NULL");
+			}
+			putchar('\n');
+		}
+	}
 }
 
 int
@@ -48,14 +378,14 @@ cmd_check(int argc, char **argv)
 		{ NULL, 0, NULL, 0 }
 	};
 	struct cfg		 cfg = { 0 };
+	struct check		 k = { .cfg = &cfg };
 	struct inv_result	 ir = { 0 };
 	const char		*db = NULL, *schema = NULL;
 	PGconn			*conn = NULL;
 	char			 err[ERR_LEN];
 	int64_t			 deadline;
 	bool			 expired;
-	int			 ch, json = 0, rc = SOAK_EXIT_INCOMPLETE;
-	size_t			 i;
+	int			 ch, json = 0, n, rc = SOAK_EXIT_INCOMPLETE;
 
 	while ((ch = getopt_long(argc, argv, "d:s:jh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -75,11 +405,9 @@ cmd_check(int argc, char **argv)
 		return SOAK_EXIT_CONFIG;
 	}
 	if (db == NULL) {
-		printf("%s: ok (%s: %d turns x %d rounds, %zu invariant(s), seeds %llu..%llu)\n",
-		    argv[optind], cfg.name, cfg.turns, cfg.rounds, cfg.ninvariants,
-		    (unsigned long long)cfg.seeds.first, (unsigned long long)cfg.seeds.last);
+		rc = check_config(&k);
 		cfg_free(&cfg);
-		return 0;
+		return rc;
 	}
 	/* A monitor that hangs is no monitor: a connection within
 	 * ISO_CONNECT_MS, every invariant within its own timeout. */
@@ -90,7 +418,7 @@ cmd_check(int argc, char **argv)
 		goto out;
 	}
 	deadline = now_ms() + ISO_CONNECT_MS +
-	    (int64_t)cfg.ninvariants * cfg.invariant_timeout_ms;
+	    2 * (int64_t)cfg.ninvariants * cfg.invariant_timeout_ms;
 	if (schema) {
 		char		*id = PQescapeIdentifier(conn, schema, strlen(schema));
 		char		*q = xasprintf("SET search_path = %s", id);
@@ -106,34 +434,23 @@ cmd_check(int argc, char **argv)
 		}
 		PQclear(res);
 	}
+	/* Every invariant that does not parse here is told, none run. */
+	if ((n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err)) == -1) {
+		fprintf(stderr, "soak check: %s\n", err);
+		goto out;
+	}
+	if (n > 0) {
+		fprintf(stderr, "soak check: %s: %d invariant(s) do not prepare on "
+		    "this database; none was run\n", cfg.path, n);
+		/* A permission the monitor lacks is the database's, not the SQL's. */
+		rc = k.nplain == n ? SOAK_EXIT_CONFIG : SOAK_EXIT_INCOMPLETE;
+		goto out;
+	}
 	if (inv_check(conn, &cfg, deadline, &ir, err) == -1) {
 		fprintf(stderr, "soak check: %s\n", err);
 		goto out;
 	}
-	if (json) {
-		json_t	*j = inv_result_json(&ir);
-
-		json_dumpf(j, stdout, JSON_INDENT(2));
-		putchar('\n');
-		json_decref(j);
-	} else
-		for (i = 0; i < ir.n; i++) {
-			const struct inv_outcome	*o = &ir.out[i];
-
-			printf("%-6s %s", o->nrows ? "BROKEN" : "holds", o->inv->name);
-			if (o->nrows)
-				printf(" (%lld rows)", (long long)o->nrows);
-			putchar('\n');
-			for (int r = 0; r < o->nkept; r++) {
-				printf("        ");
-				for (int k = 0; k < o->ncols; k++) {
-					const char	*v = o->cells[r * o->ncols + k];
-
-					printf("%s%s=%s", k ? ", " : "", o->cols[k], v ? v : "NULL");
-				}
-				putchar('\n');
-			}
-		}
+	print_outcomes(&ir, json);
 	rc = ir.nviolated > 0 ? 1 : 0;
 out:
 	inv_result_free(&ir);

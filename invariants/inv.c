@@ -86,10 +86,11 @@ inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,
 	const struct cfg_invariant	*inv;
 	struct inv_outcome		*o;
 	PGresult			*r = NULL;
-	char				 sql[128], m[200];
+	char				 sql[128], m[200], sqlstate[6];
 	const char			*code;
 	int64_t				 t0;
-	size_t				 i;
+	size_t				 i = 0, failed;
+	long				 position;
 	bool				 expired = false;
 
 	memset(res, 0, sizeof(*res));
@@ -155,6 +156,14 @@ inv_check(PGconn *conn, const struct cfg *cfg, int64_t deadline,
 		goto fail;
 	return 0;
 fail:
+	/* What the caller needs to tell a config error from the rest. */
+	failed = i;
+	snprintf(sqlstate, sizeof(sqlstate), "%s", !expired && r != NULL &&
+	    PQresultStatus(r) == PGRES_FATAL_ERROR && PQresultErrorField(r,
+	    PG_DIAG_SQLSTATE) ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : "");
+	code = !expired && r != NULL ? PQresultErrorField(r,
+	    PG_DIAG_STATEMENT_POSITION) : NULL;
+	position = code != NULL ? strtol(code, NULL, 10) : 0;
 	PQclear(r);
 	/* Not while a query is still in flight: that one is the caller's to
 	 * drop (the deadline passed). */
@@ -167,6 +176,9 @@ fail:
 			outcome_free(&res->out[i]);
 	free(res->out);
 	memset(res, 0, sizeof(*res));
+	res->failed = failed;
+	memcpy(res->sqlstate, sqlstate, sizeof(res->sqlstate));
+	res->position = position;
 	return -1;
 }
 
@@ -181,6 +193,60 @@ inv_result_free(struct inv_result *res)
 		outcome_free(&res->out[i]);
 	free(res->out);
 	memset(res, 0, sizeof(*res));
+}
+
+int
+inv_prepare(PGconn *conn, const struct cfg *cfg, int64_t deadline, inv_bad_fn bad,
+    void *arg, char *err)
+{
+	PGresult	*r = NULL;
+	const char	*pos;
+	char		 m[ERR_LEN];
+	size_t		 i;
+	bool		 expired = false;
+	int		 nbad = 0;
+
+	if (conn == NULL || PQstatus(conn) != CONNECTION_OK)
+		return errf(err, "invariants: no database connection: %s",
+		    iso_pq_msg(conn, NULL, m, sizeof(m)));
+	if (run_cmd(conn, "BEGIN READ ONLY", deadline, err) == -1)
+		goto fail;
+	for (i = 0; i < cfg->ninvariants; i++) {
+		if (run_cmd(conn, "SAVEPOINT soak_check", deadline, err) == -1)
+			goto fail;
+		r = iso_pq_prepare(conn, "", cfg->invariants[i].sql, deadline,
+		    &expired);
+		if (expired || r == NULL || PQstatus(conn) != CONNECTION_OK) {
+			errf(err, "invariant \"%s\": %s", cfg->invariants[i].name,
+			    expired ? INV_NO_ANSWER : iso_pq_msg(conn, r, m, sizeof(m)));
+			goto fail;
+		}
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			pos = PQresultErrorField(r, PG_DIAG_STATEMENT_POSITION);
+			bad(arg, i, PQresultErrorField(r, PG_DIAG_SQLSTATE) ?
+			    PQresultErrorField(r, PG_DIAG_SQLSTATE) : "",
+			    iso_pq_msg(conn, r, m, sizeof(m)),
+			    pos ? strtol(pos, NULL, 10) : 0);
+			nbad++;
+			PQclear(r);
+			r = NULL;
+			if (run_cmd(conn, "ROLLBACK TO SAVEPOINT soak_check", deadline,
+			    err) == -1)
+				goto fail;
+			continue;
+		}
+		PQclear(r);
+		r = NULL;
+	}
+	if (run_cmd(conn, "ROLLBACK", deadline, err) == -1)
+		goto fail;
+	return nbad;
+fail:
+	PQclear(r);
+	if (!expired && PQstatus(conn) == CONNECTION_OK &&
+	    PQtransactionStatus(conn) != PQTRANS_ACTIVE)
+		PQclear(iso_pq_exec(conn, "ROLLBACK", deadline, &expired));
+	return -1;
 }
 
 /*

@@ -46,6 +46,7 @@ struct iso {
 	int64_t		 deadline;	/* the running call's: every query gives up then */
 	struct backend	 self;		/* conn's backend */
 	struct backend	 stale;		/* a dropped connection's, still to end */
+	char		 ddl_sqlstate[6];	/* the last iso_reset's DDL error */
 };
 
 /* libpq prints NOTICEs on stderr by default; they are noise to a run. */
@@ -479,6 +480,12 @@ iso_conninfo(const struct iso *iso)
 	return iso->conninfo;
 }
 
+const char *
+iso_ddl_sqlstate(const struct iso *iso)
+{
+	return iso->ddl_sqlstate;
+}
+
 PGconn *
 iso_conn(struct iso *iso)
 {
@@ -578,6 +585,9 @@ apply_ddl(struct iso *iso, char *err)
 	default:
 		iso_pq_msg(iso->conn, res, m, sizeof(m));
 		pos = PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION);
+		if (!iso_lost(iso) && PQresultErrorField(res, PG_DIAG_SQLSTATE))
+			snprintf(iso->ddl_sqlstate, sizeof(iso->ddl_sqlstate), "%s",
+			    PQresultErrorField(res, PG_DIAG_SQLSTATE));
 		if (iso_lost(iso))
 			rc = errf(err, "%s: connection lost: %s", iso->ddl_name, m);
 		else if (pos != NULL)
@@ -767,6 +777,7 @@ iso_reset(struct iso *iso, int64_t deadline, char *err)
 	enum cfg_reset	mode = iso->mode;
 
 	iso->deadline = deadline;
+	iso->ddl_sqlstate[0] = '\0';
 	if (reset_once(iso, mode, err) == 0)
 		return 0;
 	if (!iso_lost(iso) || now_ms() >= deadline)

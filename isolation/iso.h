@@ -107,6 +107,9 @@ PGresult	*iso_pq_exec(PGconn *conn, const char *sql, int64_t deadline,
 PGresult	*iso_pq_query(PGconn *conn, const char *sql, int nparams,
 		    const char *const *params, int64_t deadline, bool *expired);
 PGresult	*iso_pq_wait(PGconn *conn, int64_t deadline, bool *expired);
+/* PQprepare's Parse of one statement, as iso_pq_exec (name "" replaces the unnamed one). */
+PGresult	*iso_pq_prepare(PGconn *conn, const char *name, const char *sql,
+		    int64_t deadline, bool *expired);
 void		 iso_pq_abandon(PGconn *conn);
 
 /* The parts of a connection string that a turn's PG* environment needs. */
@@ -173,6 +176,11 @@ PGconn		*iso_conn(struct iso *iso);
  * instant), leaving the connection mid-query for iso_probe to drop.
  */
 int		iso_reset(struct iso *iso, int64_t deadline, char *err);
+/*
+ * After iso_reset's -1: the SQLSTATE of the schema file's error ("42601"),
+ * "" when the DDL was not what failed (the connection, a lock, the time).
+ */
+const char	*iso_ddl_sqlstate(const struct iso *iso);
 /* Drops the schema (end of the worker, unless kept), within ISO_CONNECT_MS. */
 int		iso_drop(struct iso *iso, char *err);
 

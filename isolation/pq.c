@@ -168,6 +168,17 @@ iso_pq_query(PGconn *conn, const char *sql, int nparams,
 	return iso_pq_wait(conn, deadline, expired);
 }
 
+PGresult *
+iso_pq_prepare(PGconn *conn, const char *name, const char *sql, int64_t deadline,
+    bool *expired)
+{
+	*expired = false;
+	pq_nonblocking(conn);
+	if (!PQsendPrepare(conn, name, sql, 0, NULL))
+		return NULL;
+	return iso_pq_wait(conn, deadline, expired);
+}
+
 void
 iso_pq_abandon(PGconn *conn)
 {

@@ -289,6 +289,8 @@ detail_minimal(const json_t *detail, size_t nbytes, size_t max)
 	copy_key(out, detail, "round");
 	copy_key(out, detail, "ok_turns");
 	copy_key(out, detail, "total_turns");
+	/* Small, and what stops a run that cannot go on (common/cfgerr.h). */
+	copy_key(out, detail, "config_error");
 	/* The names make the fingerprint: without them this failure would
 	 * count as another bug. */
 	for (i = 0; i < json_array_size(invs); i++) {

@@ -8,7 +8,8 @@
  * detail sent is cut to MSG_DETAIL_MAX (common/msg.h), in this order of
  * what matters, each part within its own cap:
  *
- *	message, round, turn counts, workspace	never cut
+ *	message, round, turn counts, workspace,
+ *	config_error			never cut
  *	invariants (DETAIL_INV_MAX)	every broken invariant's name, SQL,
  *					columns and row_count; then rows, the
  *					first row of each before the second of any
@@ -97,7 +98,7 @@ json_t	*detail_trim(const json_t *detail, const struct detail_trace *t,
  * The detail that replaces one that does not fit in max bytes (nbytes: its
  * size, 0 if it could not be encoded): the message saying it was dropped
  * and where the full data is, the round, the turn counts, the broken
- * invariants' names (the fingerprint) and "truncated".
+ * invariants' names (the fingerprint), the config_error, and "truncated".
  */
 json_t	*detail_minimal(const json_t *detail, size_t nbytes, size_t max);
 

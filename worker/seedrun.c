@@ -38,6 +38,7 @@ struct seed_ctx {
 	json_t			*turns;		/* outcomes, for the report */
 	int			 ok_turns, total_turns, crashed;
 	int			 round;		/* the round that failed, or -1 */
+	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
 };
 
 static void
@@ -185,6 +186,23 @@ by_end(const void *a, const void *b)
 	return (x->turn > y->turn) - (x->turn < y->turn);
 }
 
+/*
+ * A command that exec could not start: a config error when the errno says
+ * it cannot be transient (common/cfgerr.h), in wrk_command_check's words.
+ */
+static void
+exec_error(struct seed_ctx *c, const char *what, char *const *argv, int errnum)
+{
+	char	why[ERR_LEN];
+	int	e;
+
+	if (errnum == 0)
+		return;
+	if (wrk_command_check(argv[0], &e, why) == 0 || e != errnum)
+		snprintf(why, sizeof(why), "%s: %s", argv[0], strerror(errnum));
+	cfgerr_exec(&c->cfgerr, what, errnum, why);
+}
+
 /* The setup command: once per seed, before the first round. */
 static int
 run_setup(struct seed_ctx *c, struct seed_result *res)
@@ -219,6 +237,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 		rc = -1;
 	} else if (out.status == TURN_EXEC) {
 		verdict(res, REASON_SETUP, "setup: %s", out.stderr_tail);
+		exec_error(c, "setup", cfg->setup, out.exec_errno);
 		rc = -1;
 	} else if (out.status != TURN_OK) {
 		verdict(res, REASON_SETUP, "setup command %s (%s %d) after %lld ms; see its stderr",
@@ -348,6 +367,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		for (i = 0; i < n && out[i].status != TURN_EXEC; i++)
 			;
 		verdict(res, REASON_EXEC, "%s", out[i].stderr_tail);
+		exec_error(c, "turn.command", cfg->turn_command, out[i].exec_errno);
 		rc = -1;
 	} else if (tempfail) {
 		for (i = 0; i < n && out[i].status != TURN_TEMPFAIL; i++)
@@ -370,6 +390,26 @@ out:
 	return rc;
 }
 
+/* An invariant whose SQL is wrong: a config error (common/cfgerr.h). */
+static void
+inv_error(struct seed_ctx *c, const struct inv_result *ir, const char *err)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	char			 key[64], *prefix;
+	const char		*why = err;
+
+	if (ir->failed >= cfg->ninvariants)
+		return;
+	snprintf(key, sizeof(key), "invariants[%zu].sql", ir->failed);
+	/* The key names it: the server's words are enough. */
+	prefix = xasprintf("invariant \"%s\": ", cfg->invariants[ir->failed].name);
+	if (strncmp(err, prefix, strlen(prefix)) == 0)
+		why = err + strlen(prefix);
+	if (cfgerr_sql(&c->cfgerr, key, ir->sqlstate, why))
+		c->cfgerr.position = ir->position;
+	free(prefix);
+}
+
 static int
 check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 {
@@ -382,8 +422,10 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 		timeline(c, "check after round %d: %s", round, err);
 		if (now_ms() >= c->deadline)
 			deadline_passed(c, res, "in the check after round %d", round);
-		else
+		else {
 			verdict(res, REASON_DB, "after round %d: %s", round, err);
+			inv_error(c, &ir, err);
+		}
 		return -1;
 	}
 	for (i = 0; i < ir.n; i++) {
@@ -490,6 +532,75 @@ bound_detail(uint64_t seed, json_t *detail, const struct detail_trace *trace,
 	return sent;
 }
 
+/*
+ * What comes before the first round: the services checked, the schema
+ * reset, the seed's workspace, the setup command.  -1 with the verdict in
+ * res when one of them failed.
+ */
+static int
+seed_begin(struct seed_ctx *c, struct seed_result *res)
+{
+	struct wrk		*w = c->w;
+	const struct cfg	*cfg = w->cfg;
+	char			 err[ERR_LEN];
+	bool			 died;
+
+	set_state(c, RUN_RESET, -1);
+	if (wrk_services_check(w, c->deadline, &died, err) == -1) {
+		verdict(res, REASON_SERVICE, "%s", err);
+		return -1;
+	}
+	if (iso_reset(w->iso, c->deadline, err) == -1) {
+		timeline(c, "reset schema %s: %s", iso_schema(w->iso), err);
+		if (now_ms() >= c->deadline)
+			deadline_passed(c, res, "in the schema reset");
+		else {
+			verdict(res, REASON_DB, "%s", err);
+			cfgerr_sql(&c->cfgerr, "database.schema",
+			    iso_ddl_sqlstate(w->iso), err);
+		}
+		return -1;
+	}
+	timeline(c, "reset schema %s (%s)", iso_schema(w->iso),
+	    cfg->db_reset == CFG_RESET_TRUNCATE ? "truncate" : "recreate");
+	if ((c->dir = iso_seed_dir(w->iso, c->seed, err)) == NULL) {
+		verdict(res, REASON_EXEC, "%s", err);
+		return -1;
+	}
+	if (cfg->setup != NULL) {
+		set_state(c, RUN_SETUP, -1);
+		if (run_setup(c, res) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+int
+wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
+    struct cfgerr *cfgerr)
+{
+	struct seed_ctx	c = { .w = w, .seed = seed, .round = -1 };
+	int		rc;
+
+	memset(res, 0, sizeof(*res));
+	c.start = now_ms();
+	c.deadline = c.start + w->cfg->seed_timeout_ms;
+	atomic_store(&w->seed_deadline_ms, c.deadline);
+	c.turns = json_array();
+	c.state = RUN_VERDICT;
+	rc = seed_begin(&c, res);
+	set_state(&c, RUN_VERDICT, -1);
+	atomic_store(&w->seed_deadline_ms, 0);
+	*cfgerr = c.cfgerr;
+	if (c.dir != NULL)
+		rm_rf(c.dir);
+	free(c.dir);
+	/* The setup's outcome, with its stderr tail: what failed, in its words. */
+	res->detail = json_pack("{s:s, s:o}", "message", res->message,
+	    "turns", c.turns);
+	return rc;
+}
+
 void
 wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result *res)
 {
@@ -510,30 +621,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	c.turns = json_array();
 	c.state = RUN_VERDICT;
 
-	set_state(&c, RUN_RESET, -1);
-	if (wrk_services_check(w, c.deadline, &died, err) == -1) {
-		verdict(res, REASON_SERVICE, "%s", err);
+	if (seed_begin(&c, res) == -1)
 		goto done;
-	}
-	if (iso_reset(w->iso, c.deadline, err) == -1) {
-		timeline(&c, "reset schema %s: %s", iso_schema(w->iso), err);
-		if (now_ms() >= c.deadline)
-			deadline_passed(&c, res, "in the schema reset");
-		else
-			verdict(res, REASON_DB, "%s", err);
-		goto done;
-	}
-	timeline(&c, "reset schema %s (%s)", iso_schema(w->iso),
-	    cfg->db_reset == CFG_RESET_TRUNCATE ? "truncate" : "recreate");
-	if ((c.dir = iso_seed_dir(w->iso, seed, err)) == NULL) {
-		verdict(res, REASON_EXEC, "%s", err);
-		goto done;
-	}
-	if (cfg->setup != NULL) {
-		set_state(&c, RUN_SETUP, -1);
-		if (run_setup(&c, res) == -1)
-			goto done;
-	}
 	if (cfg->nproxies > 0) {
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
@@ -592,6 +681,8 @@ done:
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
 	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));
 	json_object_set_new(detail, "total_turns", json_integer(c.total_turns));
+	if (res->verdict == VERDICT_INFRA && c.cfgerr.kind != CFGERR_NONE)
+		json_object_set_new(detail, "config_error", cfgerr_json(&c.cfgerr));
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;

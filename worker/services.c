@@ -74,6 +74,22 @@ tcp_accepts(int port)
 	return ok;
 }
 
+/* A service's program that exec cannot start: a config error (cfgerr.h). */
+static void
+svc_exec_error(struct wrk *w, const struct svc *s, int errnum)
+{
+	char	key[64], why[ERR_LEN];
+	int	e;
+
+	if (errnum == 0)
+		return;
+	snprintf(key, sizeof(key), "services[%zu].command",
+	    (size_t)(s - w->services->s));
+	if (wrk_command_check(s->c->command[0], &e, why) == 0 || e != errnum)
+		snprintf(why, sizeof(why), "%s: %s", s->c->command[0], strerror(errnum));
+	cfgerr_exec(&w->open_cfgerr, key, errnum, why);
+}
+
 static int
 svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 {
@@ -81,7 +97,7 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	struct env		 env;
 	char			*dir = NULL, *out = NULL, *errp = NULL;
 	int64_t			 started, deadline;
-	int			 rc = -1;
+	int			 rc = -1, e;
 
 	env_init(&env);
 	if ((s->port = free_port(err)) == -1)
@@ -98,8 +114,10 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	env_addf(&env, "SOAK_SERVICE", "%s", s->c->name);
 	req = (struct spawn_req){ .argv = s->c->command, .envp = env.v, .dir = dir,
 	    .stdout_path = out, .stderr_path = errp };
-	if (wrk_spawn(&req, &s->pid, &s->pidfd, err) == -1)
+	if (wrk_spawn(&req, &s->pid, &s->pidfd, &e, err) == -1) {
+		svc_exec_error(w, s, e);
 		goto out;
+	}
 	s->starts++;
 	if (s->c->ready == CFG_READY_NONE) {
 		rc = 0;

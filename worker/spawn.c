@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -260,9 +261,13 @@ start_child(struct child_args *a, int *pidfdp)
 }
 #endif
 
-/* Starts one child; when this returns it has exec'd (or failed to). */
+/*
+ * Starts one child; when this returns it has exec'd (or failed to), and
+ * *exec_errno (may be NULL) says execve's errno, 0 if it got that far.
+ */
 static int
-spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
+spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, int *exec_errno,
+    char *err)
 {
 	struct child_args	a = { .req = req, .parent = getpid(), .errfd = -1 };
 	uint64_t		all = ~(uint64_t)0, old;
@@ -278,6 +283,8 @@ spawn_one(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
 	if (pid == -1)
 		return errf(err, "cannot start %s: clone: %s", req->argv[0], strerror(e));
 	errno = saved;	/* the child's calls wrote into our errno */
+	if (exec_errno != NULL)
+		*exec_errno = a.err != 0 && a.step == STEP_EXEC ? a.err : 0;
 	if (a.err != 0) {
 		spawn_error(req, &a, err);
 		goto fail;
@@ -299,9 +306,113 @@ fail:
 }
 
 int
-wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, char *err)
+wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, int *exec_errno,
+    char *err)
 {
-	return spawn_one(req, pidp, pidfdp, err);
+	return spawn_one(req, pidp, pidfdp, exec_errno, err);
+}
+
+const char *
+wrk_path(void)
+{
+	const char	*path = getenv("PATH");
+
+	return path != NULL ? path : "/usr/local/bin:/usr/bin:/bin";
+}
+
+/*
+ * The #! line of an executable file, as the kernel reads it: an
+ * interpreter that is not there is execve's ENOENT, which says nothing of
+ * the interpreter, nor of a CRLF line ("/bin/sh\r").
+ */
+static int
+check_shebang(const char *file, int *errnum, char *err)
+{
+	char	buf[256], *p, *q;
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1)
+		return 0;	/* exec will say; reading is not its business */
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 2 || buf[0] != '#' || buf[1] != '!')
+		return 0;
+	buf[n] = '\0';
+	for (p = buf + 2; *p == ' ' || *p == '\t'; p++)
+		;
+	for (q = p; *q && *q != ' ' && *q != '\t' && *q != '\n' && *q != '\r'; q++)
+		;
+	if (*q == '\r' || (strchr(q, '\n') && strchr(q, '\n')[-1] == '\r')) {
+		*errnum = ENOENT;
+		return errf(err, "%s: its #! line ends in a carriage return (the "
+		    "file has Windows line endings)", file);
+	}
+	*q = '\0';
+	if (*p != '/')
+		return 0;
+	if (access(p, X_OK) == -1) {
+		*errnum = errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
+		return errf(err, "%s: its #! interpreter %s %s", file, p,
+		    *errnum == ENOENT ? "is not there" : strerror(*errnum));
+	}
+	return 0;
+}
+
+/* One file that exec would try: 0, or -1 with *errnum and err. */
+static int
+check_file(const char *file, int *errnum, char *err)
+{
+	struct stat	st;
+
+	if (stat(file, &st) == -1) {
+		*errnum = errno;
+		return errf(err, "%s: %s", file, strerror(errno));
+	}
+	if (S_ISDIR(st.st_mode)) {
+		*errnum = EACCES;
+		return errf(err, "%s: is a directory, not a program", file);
+	}
+	if (!S_ISREG(st.st_mode) || access(file, X_OK) == -1) {
+		*errnum = EACCES;
+		return errf(err, "%s: not executable (chmod +x)", file);
+	}
+	return check_shebang(file, errnum, err);
+}
+
+int
+wrk_command_check(const char *argv0, int *errnum, char *err)
+{
+	const char	*path = wrk_path(), *p, *end;
+	char		 file[PATH_MAX], why[ERR_LEN] = "";
+	int		 e, denied = 0;
+
+	*errnum = 0;
+	if (strchr(argv0, '/') != NULL)
+		return check_file(argv0, errnum, err);
+	/* execvpe's search: each PATH entry in turn ("" is the current
+	 * folder); one that is there but may not run is remembered, and
+	 * the search goes on. */
+	for (p = path;; p = end + 1) {
+		end = strchrnul(p, ':');
+		if ((size_t)snprintf(file, sizeof(file), "%.*s%s%s", (int)(end - p), p,
+		    end > p ? "/" : "", argv0) < sizeof(file)) {
+			if (check_file(file, &e, why) == 0)
+				return 0;
+			if (e != ENOENT && e != ENOTDIR && !denied) {
+				denied = e;
+				errf(err, "%s", why);
+			}
+		}
+		if (*end == '\0')
+			break;
+	}
+	if (denied) {
+		*errnum = denied;
+		return -1;
+	}
+	*errnum = ENOENT;
+	return errf(err, "%s: not found on PATH (%s)", argv0, path);
 }
 
 static char *
@@ -382,10 +493,12 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 	for (i = 0; i < n; i++) {
 		out[i].status = TURN_OK;
 		out[i].code = 0;
+		out[i].exec_errno = 0;
 		run[i].start = now_ms();
 		run[i].deadline = run[i].start + timeout_ms;
 		run[i].pidfd = -1;
-		if (spawn_one(&reqs[i], &run[i].pid, &run[i].pidfd, err) == -1) {
+		if (spawn_one(&reqs[i], &run[i].pid, &run[i].pidfd,
+		    &out[i].exec_errno, err) == -1) {
 			out[i].status = TURN_EXEC;
 			out[i].start_ms = out[i].end_ms = run[i].start;
 			out[i].stdout_tail = xstrdup("");

@@ -38,11 +38,11 @@
 int
 wrk_open(struct wrk *w, char *err)
 {
-	const char	*path = getenv("PATH");
-
-	w->path_env = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	w->path_env = xstrdup(wrk_path());
+	memset(&w->open_cfgerr, 0, sizeof(w->open_cfgerr));
 	if (w->unusable != NULL) {
 		w->open_failed = REASON_SETUP;
+		cfgerr_load(&w->open_cfgerr, w->unusable);
 		return errf(err, "%s", w->unusable);
 	}
 	w->open_failed = REASON_DB;
@@ -986,6 +986,9 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 			res->reason = k->w.open_failed;
 			snprintf(res->message, sizeof(res->message), "%s", err);
 			res->detail = json_pack("{s:s}", "message", err);
+			if (k->w.open_cfgerr.kind != CFGERR_NONE)
+				json_object_set_new(res->detail, "config_error",
+				    cfgerr_json(&k->w.open_cfgerr));
 			wrk_close(&k->w, false);
 		}
 	}
@@ -1099,9 +1102,15 @@ worker_leases(struct worker *k)
 			continue;
 		}
 		if (rep.type == MSG_DONE) {
-			/* Done with the run, or with this worker (quarantined). */
-			if (strcmp(rep.u.ack.text, "run finished") != 0)
+			/* Done with the run, or with this worker (quarantined,
+			 * the run stopped).  A local coordinator (soak run's,
+			 * over ipc://) says why itself, once. */
+			if (strcmp(rep.u.ack.text, "run finished") != 0 &&
+			    !auth_url_is_ipc(k->o->url))
 				log_warnx("the coordinator is done with this worker: %s",
+				    log_escape(text, sizeof(text), rep.u.ack.text));
+			else if (strcmp(rep.u.ack.text, "run finished") != 0)
+				log_debug("the coordinator is done with this worker: %s",
 				    log_escape(text, sizeof(text), rep.u.ack.text));
 			msg_clear(&rep);
 			return 0;

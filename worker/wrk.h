@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
@@ -43,6 +44,7 @@ struct turn_outcome {
 	int			 round, turn;	/* turn -1: the setup command */
 	enum turn_status	 status;
 	int			 code;		/* exit status or signal number */
+	int			 exec_errno;	/* TURN_EXEC at execve: its errno */
 	int64_t			 start_ms;	/* now_ms() instants: started, and */
 	int64_t			 end_ms;	/* reaped (start_ms for TURN_EXEC) */
 	int64_t			 duration_ms;	/* end_ms - start_ms */
@@ -63,9 +65,30 @@ struct spawn_req {
  * Starts a process in its own process group, with PDEATHSIG so it dies
  * with the worker.  Returns its pid and a pidfd to poll; -1 with err if it
  * could not be exec'd (the child reports execve's errno through a
- * close-on-exec pipe, so "no such file" is known before we return).
+ * close-on-exec pipe, so "no such file" is known before we return), and
+ * then *exec_errno (may be NULL) is execve's errno, or 0 when an earlier
+ * step failed (chdir, its output files).
  */
-int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd, char *err);
+int	wrk_spawn(const struct spawn_req *req, pid_t *pid, int *pidfd,
+	    int *exec_errno, char *err);
+
+/*
+ * The PATH a bare program name is looked up in: the worker's own, which
+ * execvpe(3) searches and every turn inherits (README "What a turn
+ * sees"); /usr/local/bin:/usr/bin:/bin when it has none.
+ */
+const char	*wrk_path(void);
+/*
+ * What exec would find for a command's argv0, without running anything
+ * (`soak check`, and the words of a worker's exec error): argv0 with a
+ * '/' is that file (the config loader made a relative one absolute
+ * against the config's folder), a bare name is searched in wrk_path() as
+ * execvpe does.  0 when exec would start a program; -1 with *errnum the
+ * errno exec would give and err saying why in the user's terms: not
+ * there, not on PATH, not executable, a directory, a #! interpreter that
+ * is not there or a #! line that ends in a carriage return.
+ */
+int		 wrk_command_check(const char *argv0, int *errnum, char *err);
 
 /*
  * Runs n processes to completion concurrently.  Each gets its own
@@ -110,6 +133,10 @@ struct wrk {
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */
+	struct cfgerr		 open_cfgerr;	/* after wrk_open's -1: a cause no
+						   retry mends (the config does not
+						   load here, a service's program is
+						   not there), else CFGERR_NONE */
 	/*
 	 * The running seed's deadline, a now_ms() instant (CLOCK_MONOTONIC),
 	 * 0 between seeds: written by wrk_run_seed, readable from any thread
@@ -148,7 +175,8 @@ struct seed_result {
 /*
  * Opens the worker: parses conninfo, iso_open, starts services.  The
  * caller fills cfg/run_id/id/conninfo/workspace/keep_dir/timeline first.
- * On -1, w->open_failed says which part failed, as an infra reason.
+ * On -1, w->open_failed says which part failed, as an infra reason, and
+ * w->open_cfgerr whether it was a config error.
  */
 int	wrk_open(struct wrk *w, char *err);
 void	wrk_close(struct wrk *w, bool drop_schema);
@@ -161,6 +189,17 @@ void	wrk_close(struct wrk *w, bool drop_schema);
  */
 void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
 	    struct seed_result *res);
+/*
+ * `soak check`'s dry run: what wrk_run_seed does before the first round
+ * (services checked, the schema reset, the setup command), then nothing
+ * more, the seed's workspace removed.  0, the schema left as a round
+ * would find it; -1 with res's verdict, reason and message saying what
+ * failed, and *cfgerr (CFGERR_NONE if none) whether it was a config error.
+ * res->detail holds "message" and "turns" (the setup's outcome, with its
+ * stderr tail); res is seed_result_clear()ed by the caller either way.
+ */
+int	wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
+	    struct cfgerr *cfgerr);
 void	seed_result_clear(struct seed_result *res);
 /*
  * The detail to put in a RESULT: res->detail as JSON text, never NULL and

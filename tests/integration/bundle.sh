@@ -163,15 +163,23 @@ grep -q 'bundled for workers' "$T/off.err" && fail "--bundle off bundled"
 remote_worker off
 expect_eq "worker off exit status" 0 "$wrc"
 finish off 2
-expect_eq "every seed is infra/setup" 6 \
-    "$(jq '[.results[] | select(.verdict == "infra" and .reason == "setup")] | length' "$T/out-off/report.json")"
+# The same on every seed: the run stops after the first three (issue 12),
+# exit 2 -- the worker's machine, not the config.
+expect_eq "every seed that ran is infra/setup" '3 3' \
+    "$(jq -r '"\([.results[] | select(.verdict == "infra" and .reason == "setup")] | length) \(.totals.missing)"' "$T/out-off/report.json")"
+expect_match "the run says it stopped, and why" 'config: .*No such file or directory' \
+    "$(jq -r .halted "$T/out-off/report.json")"
 expect_match "the reason names the missing schema file" "No such file or directory \(looked at $cfg/schema.sql\)" \
     "$(jq -r '.results[0].message' "$T/out-off/report.json")"
 # Without a schema the config loads; the turn cannot exec there.
 CONFIG=noschema.yaml start_coordinator off2 --bundle off --out "$T/out-off2"
 remote_worker off2
 finish off2 2
-expect_eq "every seed is infra/exec" 6 \
-    "$(jq '[.results[] | select(.verdict == "infra" and .reason == "exec")] | length' "$T/out-off2/report.json")"
+# The turn is not there on the worker, but is on the coordinator's machine:
+# the workers' folder, exit 2, not the config's 78.
+expect_eq "every seed that ran is infra/exec" '3 3' \
+    "$(jq -r '"\([.results[] | select(.verdict == "infra" and .reason == "exec")] | length) \(.totals.missing)"' "$T/out-off2/report.json")"
+expect_match "the stop says whose it is" "turn\.command: .*the coordinator's machine has it" \
+    "$(jq -r .halted "$T/out-off2/report.json")"
 expect_match "the reason names the turn's path" "$cfg/turn.sh" \
     "$(jq -c '.results[0]' "$T/out-off2/report.json")"

@@ -59,7 +59,10 @@ expect_match "stderr tail of a tempfail turn kept" '"turns"' "$(cat "$T/out-temp
 # Broken DDL: infra/db, naming the file and line.
 SCHEMA=bad.sql cfg ddl 'turn: {command: [/bin/true]}'
 run ddl
-expect_eq "broken DDL exit status" 2 "$rc"
+# A config error no retry mends: the run stops after the first seeds (issue 12).
+expect_eq "broken DDL exit status" 78 "$rc"
+expect_match "broken DDL: the run says it stopped, and why" \
+    'ddl\.yaml:[0-9]+:[0-9]+: database\.schema: bad\.sql:3: syntax error' "$(jq -r .halted "$R")"
 expect_eq "broken DDL verdicts" '["infra/db"]' "$(verdicts)"
 expect_match "broken DDL message" 'bad.sql:3: syntax error at or near "TABL"' \
     "$(jq -r '.results[0].message' "$R")"

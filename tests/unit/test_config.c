@@ -657,11 +657,50 @@ static const struct bad bads[] = {
 	{ BASE "database:\n  schema: no/such.sql\n",
 	  "@soak.yaml:8:11: database.schema: \"no/such.sql\": No such file or "
 	  "directory (looked at %s/no/such.sql)" },
-	/* YAML itself */
+	/* YAML itself: what the user did, where it shows (not libyaml's words) */
 	{ "name: n\nturns: [1, 2\n",
-	  "soak.yaml:3:1: YAML: did not find expected ',' or ']'" },
+	  "soak.yaml:2:8: YAML: this \"[\" is never closed with \"]\" (or an "
+	  "item in it lacks its \",\")" },
+	{ "name: n\nturn: {command: x\n",
+	  "soak.yaml:2:7: YAML: this \"{\" is never closed with \"}\" (or an "
+	  "item in it lacks its \",\")" },
 	{ "name: n\n  bad: indent\n",
-	  "soak.yaml:2:6: YAML: mapping values are not allowed in this context" },
+	  "soak.yaml:2:3: YAML: this key is indented deeper than the key above it" },
+	{ "name: a: b\n",
+	  "soak.yaml:1:8: YAML: a second \": \" on this line: quote a value that "
+	  "holds \": \" (key: \"a: b\")" },
+	{ "name: n\nturn:\n\tcommand: [x]\n",
+	  "soak.yaml:3:1: YAML: a tab in the indentation: YAML indents with "
+	  "spaces only" },
+	{ "name: n\nturn:\n  command: [x]\n \ttimeout: 5s\n",
+	  "soak.yaml:4:2: YAML: a tab in the indentation: YAML indents with "
+	  "spaces only" },
+	{ "name: n\ninvariants:\n  - name: a\n    sql: |\n\tSELECT 1\n",
+	  "soak.yaml:5:1: YAML: a tab in the indentation: YAML indents with "
+	  "spaces only" },
+	{ "name: n\nturn:\n  command: [x]\n   timeout: 5s\n",
+	  "soak.yaml:4:4: YAML: this line is indented differently from the keys "
+	  "above it" },
+	{ "name: n\n- a\n",
+	  "soak.yaml:2:1: YAML: a list item (\"- \") where a key was expected: a "
+	  "list goes under its key, indented" },
+	{ "name: n\nsetup: - a\n",
+	  "soak.yaml:2:8: YAML: a list item (\"- \") cannot follow a key on its "
+	  "line: start the list on the next line, indented" },
+	{ "name: n\ninvariants:\n  - name: a\n   sql: b\n",
+	  "soak.yaml:4:4: YAML: this line is indented differently from the list "
+	  "items above it" },
+	{ "name: \"abc\nturns: 1\n",
+	  "soak.yaml:1:7: YAML: this quoted value is never closed" },
+	{ "name: n\nturns\nrounds: 1\n",
+	  "soak.yaml:2:1: YAML: this line has no \":\" after its key (a value "
+	  "that goes on over lines needs quotes)" },
+	{ "name: @n\n",
+	  "soak.yaml:1:7: YAML: \"@\" cannot start an unquoted value (YAML "
+	  "reserves it): put the value in quotes" },
+	{ "name: \"a\\qb\"\n",
+	  "soak.yaml:1:9: YAML: an unknown escape in a double-quoted value: write "
+	  "\\\\ for a backslash, or use single quotes" },
 	{ "",
 	  "soak.yaml:1:1: config: the file is empty (it needs at least name, "
 	  "turn and invariants)" },
@@ -671,9 +710,14 @@ static const struct bad bads[] = {
 	{ BASE "---\nname: m\n",
 	  "soak.yaml:7:1: YAML: only one document is allowed" },
 	{ "name: n\nturns: \"ab\xff\"\n",
-	  "soak.yaml:2:11: YAML: invalid leading UTF-8 octet" },
+	  "soak.yaml:2:11: YAML: bytes that are not UTF-8 text: save the file as "
+	  "UTF-8" },
+	{ "name: n\x01\n",
+	  "soak.yaml:1:8: YAML: a control character: only tabs and line breaks "
+	  "may stand in the text" },
 	{ "name: *nope\n",
-	  "soak.yaml:1:7: YAML: found undefined alias" },
+	  "soak.yaml:1:7: YAML: \"*\" starts a YAML alias: put a value that "
+	  "starts with \"*\" in quotes" },
 };
 
 static void
@@ -737,6 +781,80 @@ test_tickets_http(void **state)
 	}
 }
 
+/*
+ * Marks and commands for the messages after the load: every key's value,
+ * every list item; each command with whether it was one string; a place
+ * in an invariant's SQL back to the file's line and column.
+ */
+static void
+test_marks(void **state)
+{
+	static const char y[] =
+	    "name: m\n"				/* 1 */
+	    "setup: ./make fixtures\n"			/* 2 */
+	    "services:\n"				/* 3 */
+	    "  - name: api\n"				/* 4 */
+	    "    command: [api, --port]\n"		/* 5 */
+	    "turn:\n"					/* 6 */
+	    "  command:\n"				/* 7 */
+	    "    - ./t\n"				/* 8 */
+	    "invariants:\n"				/* 9 */
+	    "  - name: a\n"				/* 10 */
+	    "    sql: SELECT x FROM t\n"		/* 11 */
+	    "  - name: b\n"				/* 12 */
+	    "    sql: |\n"				/* 13 */
+	    "      SELECT r.id\n"			/* 14 */
+	    "\n"					/* 15 */
+	    "        FROM r\n"				/* 16 */
+	    "  - name: c\n"				/* 17 */
+	    "    sql: \"SELECT 1\"\n";			/* 18 */
+	const struct cfg_mark	*m;
+	struct cfg		 cfg;
+	char			 err[ERR_LEN];
+	int			 line, col;
+
+	(void)state;
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_non_null(m = cfg_mark_find(&cfg, "turn.command"));
+	assert_int_equal(m->line, 8);		/* the value: the list */
+	assert_int_equal(m->col, 5);
+	assert_non_null(m = cfg_mark_find(&cfg, "services[0].command"));
+	assert_int_equal(m->line, 5);
+	assert_int_equal(m->col, 14);
+	assert_non_null(m = cfg_mark_find(&cfg, "invariants[1]"));
+	assert_int_equal(m->line, 12);
+	assert_int_equal(m->col, 5);
+	assert_null(cfg_mark_find(&cfg, "database"));
+	/* Commands in the order services, setup, turn. */
+	assert_int_equal(cfg.ncommands, 3);
+	assert_string_equal(cfg.commands[0].key, "services[0].command");
+	assert_false(cfg.commands[0].one_string);
+	assert_string_equal(cfg.commands[1].key, "setup");
+	assert_true(cfg.commands[1].one_string);
+	assert_ptr_equal(cfg.commands[1].argv, cfg.setup);
+	assert_string_equal(cfg.commands[2].key, "turn.command");
+	assert_ptr_equal(cfg.commands[2].argv, cfg.turn_command);
+	/* A plain one-line value: the column of the character. */
+	cfg_sql_where(&cfg, 0, 8, &line, &col);		/* the x */
+	assert_int_equal(line, 11);
+	assert_int_equal(col, 17);
+	/* A literal block: line for line, past its indentation. */
+	cfg_sql_where(&cfg, 1, 8, &line, &col);		/* r.id */
+	assert_int_equal(line, 14);
+	assert_int_equal(col, 14);
+	cfg_sql_where(&cfg, 1, 21, &line, &col);	/* r, two lines on */
+	assert_int_equal(line, 16);
+	assert_int_equal(col, 14);
+	/* A quoted value: the value's own mark. */
+	cfg_sql_where(&cfg, 2, 8, &line, &col);
+	assert_int_equal(line, 18);
+	assert_int_equal(col, 10);
+	cfg_sql_where(&cfg, 3, 1, &line, &col);
+	assert_int_equal(line, 0);
+	cfg_free(&cfg);
+}
+
 static void
 test_guard_floor(void **state)
 {
@@ -776,6 +894,7 @@ main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_tickets_http),
 		cmocka_unit_test(test_guard_floor),
+		cmocka_unit_test(test_marks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -14,6 +14,7 @@
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
+#include "coordinator/report.h"
 
 static struct cfg	cfg;
 
@@ -447,6 +448,205 @@ test_quarantine(void **state)
 		assert_int_equal(s[r2.u.lease.seeds[i].seed].state, CSEED_LEASED);
 	msg_clear(&r1);
 	msg_clear(&r2);
+	coord_free(c);
+}
+
+/* --- the early stop: a config error on the first seeds --- */
+
+#define CE_EXEC	"{\"message\":\"m\",\"config_error\":{\"kind\":\"exec\"," \
+		"\"what\":\"turn.command\",\"code\":\"ENOENT\",\"detail\":" \
+		"\"/x/redeem.sh: No such file or directory\"}}"
+#define CE_SQL	"{\"message\":\"m\",\"config_error\":{\"kind\":\"sql\"," \
+		"\"what\":\"invariants[0].sql\",\"code\":\"42703\",\"detail\":" \
+		"\"column r.idd does not exist\"}}"
+#define CE_ACCES "{\"message\":\"m\",\"config_error\":{\"kind\":\"exec\"," \
+		"\"what\":\"setup\",\"code\":\"EACCES\",\"detail\":" \
+		"\"/x/setup: not executable (chmod +x)\"}}"
+#define CE_LOAD	"{\"message\":\"m\",\"config_error\":{\"kind\":\"config\"," \
+		"\"what\":\"config\",\"code\":\"\",\"detail\":\"no folder\"}}"
+
+/* A result with its detail; returns the ACK's ok, its keep in *keep. */
+static int
+result_ce(struct coord *c, uint32_t w, uint64_t lease_id, uint64_t seed,
+    uint32_t attempt, int verdict, const char *reason, const char *detail,
+    uint32_t *keep)
+{
+	struct msg	req = { .type = MSG_RESULT }, rep;
+	int		ok;
+
+	req.u.result.worker_id = w;
+	req.u.result.lease_id = lease_id;
+	req.u.result.seed = seed;
+	req.u.result.attempt = attempt;
+	req.u.result.verdict = (uint8_t)verdict;
+	req.u.result.reason = UNCONST(reason);
+	req.u.result.detail = UNCONST(detail);
+	assert_int_equal(coord_handle(c, &req, w, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_ACK);
+	ok = rep.u.ack.ok;
+	*keep = rep.u.ack.keep;
+	msg_clear(&rep);
+	return ok;
+}
+
+static void	record_event(struct coord *, const char *, json_t *, void *);
+static struct coord *replayed(json_t *, size_t, uint64_t, uint64_t);
+
+/*
+ * The first three seeds to report all fail on their first attempt with
+ * the same config error: the run stops there.  Nothing more is leased or
+ * retried, each lease keeps only the seed that may be running, the seeds
+ * that ran keep their attempt as their verdict, the rest have none; exit
+ * 78.  The journal replays to the same stop.
+ */
+static void
+test_early_stop(void **state)
+{
+	struct coord		*c = mk(0, 19), *r;
+	json_t			*log = json_array(), *a, *b;
+	struct msg		 r1, r2, rep;
+	uint32_t		 w1, w2, keep;
+	const struct coord_seed	*s;
+	uint64_t		 n, i, done = 0;
+
+	(void)state;
+	cfg.path = "soak.yaml";
+	coord_on_event(c, record_event, log);
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);	/* 0..4 */
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);	/* 5..9 */
+	assert_int_equal(r1.u.lease.nseeds, 5);
+	assert_int_equal(r2.u.lease.seeds[0].seed, 5);
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, 0, 1, VERDICT_INFRA,
+	    "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(result_ce(c, w2, r2.u.lease.lease_id, 5, 1, VERDICT_INFRA,
+	    "exec", CE_EXEC, &keep), 1);
+	assert_false(coord_halted(c));
+	assert_null(coord_halt_reason(c));
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, 1, 1, VERDICT_INFRA,
+	    "exec", CE_EXEC, &keep), 1);
+	/* Stopped: w1 hears it in this ACK, before it would start seed 2. */
+	assert_true(coord_halted(c));
+	assert_int_equal(coord_halt_status(c), 78);
+	assert_string_equal(coord_halt_reason(c), "a config error on the first 3 "
+	    "seed(s), which no retry mends: turn.command: /x/redeem.sh: No such "
+	    "file or directory");
+	assert_int_equal(keep, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_DONE);
+	assert_non_null(strstr(rep.u.ack.text, "the run stopped"));
+	msg_clear(&rep);
+	/* w2 was running seed 6: its result counts, and is not retried. */
+	assert_int_equal(result_ce(c, w2, r2.u.lease.lease_id, 6, 1, VERDICT_INFRA,
+	    "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(keep, 2);
+	s = coord_seeds(c, &n);
+	for (i = 0; i < n; i++) {
+		if (i == 0 || i == 1 || i == 5 || i == 6) {
+			assert_int_equal(s[i].state, CSEED_FINAL);
+			assert_int_equal(s[i].verdict, VERDICT_INFRA);
+			assert_int_equal(s[i].why, REASON_EXEC);
+			assert_int_equal(nattempts(&s[i]), 1);
+			assert_non_null(json_object_get(s[i].detail, "config_error"));
+			done++;
+		} else
+			assert_int_not_equal(s[i].state, CSEED_FINAL);
+	}
+	assert_int_equal(done, 4);
+	assert_false(coord_finished(c));
+	/* The journal so far stops a fresh coordinator in the same place. */
+	r = replayed(log, json_array_size(log), 0, 19);
+	a = coord_dump(c);
+	b = coord_dump(r);
+	assert_true(json_equal(a, b));
+	assert_true(coord_halted(r));
+	assert_int_equal(coord_halt_status(r), 78);
+	json_decref(a);
+	json_decref(b);
+	coord_free(r);
+	json_decref(log);
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+	cfg.path = NULL;
+}
+
+/* Runs seeds first..first+k-1 of one lease with the details given. */
+static void
+early_run(struct coord *c, uint32_t w, const char *const *details, size_t k)
+{
+	struct msg	l;
+	uint32_t	keep;
+	size_t		i;
+
+	assert_int_equal(lease(c, w, w, 0, &l), 1);
+	assert_int_equal(l.type, MSG_LEASE);
+	for (i = 0; i < k && i < l.u.lease.nseeds; i++) {
+		bool	pass = details[i] == NULL;
+
+		assert_int_equal(result_ce(c, w, l.u.lease.lease_id,
+		    l.u.lease.seeds[i].seed, l.u.lease.seeds[i].attempt,
+		    pass ? VERDICT_PASS : VERDICT_INFRA, pass ? "" : "exec",
+		    pass ? "{\"message\":\"m\"}" : details[i], &keep), 1);
+	}
+	msg_clear(&l);
+}
+
+/*
+ * What does not stop a run: a pass first, then the same config error;
+ * two different config errors; an infra without one (a turn's exit 75).
+ * What stops it with exit 2: a cause that may be the machines' (EACCES,
+ * a config that does not load on the worker).  A run of one seed stops
+ * at its first attempt.
+ */
+static void
+test_early_stop_rules(void **state)
+{
+	static const char *const pass_first[] = { NULL, CE_EXEC, CE_EXEC, CE_EXEC };
+	static const char *const two_kinds[] = { CE_EXEC, CE_SQL, CE_EXEC, CE_EXEC };
+	static const char *const tempfail[] = { "{\"message\":\"exit 75\"}",
+	    CE_EXEC, CE_EXEC, CE_EXEC };
+	static const char *const acces[] = { CE_ACCES, CE_ACCES, CE_ACCES };
+	static const char *const load[] = { CE_LOAD, CE_LOAD, CE_LOAD };
+	static const char *const sql[] = { CE_SQL, CE_SQL, CE_SQL };
+	struct coord	*c;
+
+	(void)state;
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), pass_first, 4);
+	assert_false(coord_halted(c));
+	coord_free(c);
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), two_kinds, 4);
+	assert_false(coord_halted(c));
+	coord_free(c);
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), tempfail, 4);
+	assert_false(coord_halted(c));
+	assert_int_equal(coord_halt_status(c), 0);
+	coord_free(c);
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), acces, 3);
+	assert_true(coord_halted(c));
+	assert_int_equal(coord_halt_status(c), 2);
+	assert_int_equal(report_exit_status(c), 2);
+	coord_free(c);
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), load, 3);
+	assert_int_equal(coord_halt_status(c), 2);
+	coord_free(c);
+	c = mk(0, 19);
+	early_run(c, hello(c, 1), sql, 3);
+	assert_int_equal(coord_halt_status(c), 78);
+	assert_int_equal(report_exit_status(c), 78);
+	coord_free(c);
+	/* One seed: its first attempt is all there is to look at. */
+	c = mk(7, 7);
+	early_run(c, hello(c, 1), sql, 1);
+	assert_true(coord_halted(c));
+	assert_true(coord_finished(c));
+	assert_int_equal(coord_halt_status(c), 78);
 	coord_free(c);
 }
 
@@ -1458,6 +1658,8 @@ main(void)
 		cmocka_unit_test(test_stolen_seeds_fenced_when_thief_dies),
 		cmocka_unit_test(test_balance_with_staggered_joins),
 		cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_early_stop),
+		cmocka_unit_test(test_early_stop_rules),
 		cmocka_unit_test(test_bye_hands_back_unstarted),
 		cmocka_unit_test(test_replay_rebuilds_the_state),
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -184,30 +185,35 @@ test_exec_failure(void **state)
 	char			 err[ERR_LEN];
 	bool			 hung;
 	pid_t			 pid;
-	int			 pidfd, i;
+	int			 pidfd, i, e;
 
 	wrk_run_batch(reqs, 3, 10000, now_ms() + 20000, out, &hung);
 	assert_false(hung);
 	assert_int_equal(out[0].status, TURN_EXEC);
+	assert_int_equal(out[0].exec_errno, ENOENT);
 	assert_non_null(strstr(out[0].stderr_tail, "cannot run \"/nonexistent/soak-prog\""));
 	assert_non_null(strstr(out[0].stderr_tail, "No such file or directory"));
 	assert_int_equal(out[1].status, TURN_OK);	/* the others still run */
+	assert_int_equal(out[1].exec_errno, 0);
 	assert_int_equal(out[2].status, TURN_EXEC);
+	assert_int_equal(out[2].exec_errno, ENOENT);
 	assert_non_null(strstr(out[2].stderr_tail, "soak-no-such-program"));
 	for (i = 0; i < 3; i++)
 		turn_outcome_clear(&out[i]);
 
 	/* wrk_spawn knows before it returns. */
-	assert_int_equal(wrk_spawn(&reqs[0], &pid, &pidfd, err), -1);
+	assert_int_equal(wrk_spawn(&reqs[0], &pid, &pidfd, &e, err), -1);
 	assert_non_null(strstr(err, "No such file or directory"));
-	/* A missing working directory is named. */
+	assert_int_equal(e, ENOENT);
+	/* A missing working directory is named, and is no exec error. */
 	reqs[1].dir = "/nonexistent/dir";
-	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, err), -1);
+	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, &e, err), -1);
 	assert_non_null(strstr(err, "chdir /nonexistent/dir"));
+	assert_int_equal(e, 0);
 	/* So is an output file that cannot be opened. */
 	reqs[1].dir = f->dir;
 	reqs[1].stdout_path = "/nonexistent/dir/out";
-	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, err), -1);
+	assert_int_equal(wrk_spawn(&reqs[1], &pid, &pidfd, NULL, err), -1);
 	assert_non_null(strstr(err, "stdout file /nonexistent/dir/out"));
 	/* No child is left behind by the failures. */
 	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
@@ -218,6 +224,83 @@ static void
 on_usr1(int sig)
 {
 	(void)sig;
+}
+
+/* Writes path with text and mode. */
+static void
+put(const char *path, const char *text, mode_t mode)
+{
+	FILE	*f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
+/*
+ * What exec would find, said before anything runs: as execve and
+ * execvpe would fail, in words that name the fix; and the real exec
+ * agrees on the errno.
+ */
+static void
+test_command_check(void **state)
+{
+	struct fixture	*f = *state;
+	static const struct {
+		const char	*name, *text;
+		mode_t		 mode;
+		int		 errnum;
+		const char	*says;
+	} cases[] = {
+		{ "ok.sh", "#!/bin/sh\nexit 0\n", 0755, 0, NULL },
+		{ "noshebang", "exit 0\n", 0755, 0, NULL },
+		{ "plain.sh", "#!/bin/sh\nexit 0\n", 0644, EACCES, "not executable (chmod +x)" },
+		{ "crlf.sh", "#!/bin/sh\r\nexit 0\r\n", 0755, ENOENT,
+		  "its #! line ends in a carriage return" },
+		{ "py.sh", "#!/usr/bin/soak-no-python4 -u\nx\n", 0755, ENOENT,
+		  "its #! interpreter /usr/bin/soak-no-python4 is not there" },
+		{ "missing", NULL, 0, ENOENT, "No such file or directory" },
+	};
+	char		 path[4200], err[ERR_LEN], *argv[2] = { path, NULL };
+	char		*envp[] = { "PATH=/usr/bin:/bin", NULL };
+	struct spawn_req req = { .argv = argv, .envp = envp, .dir = f->dir };
+	size_t		 i;
+	pid_t		 pid;
+	int		 e, pidfd, st;
+
+	(void)state;
+	for (i = 0; i < nitems(cases); i++) {
+		snprintf(path, sizeof(path), "%s/%s", f->dir, cases[i].name);
+		if (cases[i].text != NULL)
+			put(path, cases[i].text, cases[i].mode);
+		err[0] = '\0';
+		assert_int_equal(wrk_command_check(path, &e, err),
+		    cases[i].errnum ? -1 : 0);
+		assert_int_equal(e, cases[i].errnum);
+		if (cases[i].says != NULL && strstr(err, cases[i].says) == NULL)
+			fail_msg("%s: \"%s\" does not say \"%s\"", cases[i].name, err,
+			    cases[i].says);
+		/* The real exec fails (or not) with the same errno. */
+		if (wrk_spawn(&req, &pid, &pidfd, &e, err) == 0) {
+			assert_int_equal(cases[i].errnum, 0);
+			waitpid(pid, &st, 0);
+			close(pidfd);
+		} else
+			assert_int_equal(e, cases[i].errnum);
+	}
+	/* A directory is no program. */
+	assert_int_equal(wrk_command_check(f->dir, &e, err), -1);
+	assert_int_equal(e, EACCES);
+	assert_non_null(strstr(err, "is a directory"));
+	/* Bare names go by PATH. */
+	assert_int_equal(wrk_command_check("sh", &e, err), 0);
+	assert_int_equal(wrk_command_check("soak-no-such-program", &e, err), -1);
+	assert_int_equal(e, ENOENT);
+	assert_non_null(strstr(err, "soak-no-such-program: not found on PATH ("));
+	/* One string is one program name: "bash x.sh" is no program. */
+	assert_int_equal(wrk_command_check("bash redeem.sh", &e, err), -1);
+	assert_int_equal(e, ENOENT);
 }
 
 static void
@@ -362,6 +445,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_timeout_kills_group, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_seed_deadline, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exec_failure, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_command_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_child_environment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tails_and_stamps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_leaks, setup, teardown),

@@ -1,0 +1,154 @@
+# soak check refuses configs that load but cannot run (issue 12 item 2),
+# telling every problem at once as FILE:LINE:COL: KEY: what, exit 78: a
+# turn command that is not there, a one-string command with a space (a
+# warning: it is one program name), invariants that do not parse or name a
+# column that does not exist (prepared on a throwaway embedded PostgreSQL,
+# after the schema file and setup, whose tables they may name), a schema
+# file with a syntax error, a setup that fails, a tab in the indentation.
+# With --db, against a PostgreSQL of the test's own, it writes nothing --
+# no schema, no table, no setup -- and still tells an invariant that does
+# not parse, running none.
+. "$(dirname "$0")/lib.sh"
+
+cd "$T"
+printf 'CREATE TABLE r (id int, amount int);\n' >schema.sql
+# setup makes a table an invariant names: the check must run it first.
+cat >setup.sh <<'SH'
+#!/bin/sh
+touch "$SOAK_CONFIG_DIR/setup-ran"
+psql -X -q -v ON_ERROR_STOP=1 -c 'CREATE TABLE made_by_setup (x int)'
+SH
+chmod +x setup.sh
+printf '#!/bin/sh\nexit 0\n' >turn.sh
+chmod +x turn.sh
+
+# --- everything at once ---
+cat >broken.yaml <<'YAML'
+name: broken
+database:
+  schema: schema.sql
+setup: "bash setup.sh"
+turn:
+  command: [./redeem.sh, --fast]
+invariants:
+  - name: fine, and names what setup made
+    sql: SELECT x FROM made_by_setup WHERE false
+  - name: a typo in a column
+    sql: |
+      SELECT r.id
+        FROM r WHERE r.idd > 0
+  - name: does not parse
+    sql: SELEC id FROM r
+YAML
+soak_rc rc check broken.yaml >broken.out 2>broken.err
+cat broken.err
+expect_eq "check of a broken config" 78 "$rc"
+has() {	# what, fixed string, file
+	grep -qxF -- "$2" "$3" || fail "$1: no line '$2' in $3: $(cat "$3")"
+	ok "$1"
+}
+has "the missing turn command" \
+    "broken.yaml:6:12: turn.command: $T/redeem.sh: No such file or directory" broken.err
+has "one string with a space: warned" \
+    'broken.yaml:4:8: setup: warning: "bash setup.sh" is one program name, spaces and all: a command written as one string is never split; for a program and its arguments write a list: [bash, setup.sh]' broken.err
+expect_match "and refused: no such program" \
+    '^broken\.yaml:4:8: setup: bash setup\.sh: not found on PATH \(' "$(cat broken.err)"
+has "the undefined column, where it stands" \
+    "broken.yaml:13:22: invariants[1].sql: column r.idd does not exist" broken.err
+has "the syntax error" \
+    'broken.yaml:15:10: invariants[2].sql: syntax error at or near "SELEC"' broken.err
+# setup could not run, so the table it makes is not there: said so.
+has "the table setup would make, and why it is missing" \
+    'broken.yaml:9:24: invariants[0].sql: relation "made_by_setup" does not exist (setup failed: if it makes that table, mend setup first)' broken.err
+expect_eq "every error, in one go" 5 \
+    "$(grep -E '^broken\.yaml:[0-9]+:[0-9]+: ' broken.err | grep -vc ': warning: ')"
+has "and how many" "soak check: broken.yaml: 5 error(s), and warnings" broken.err
+[ ! -s broken.out ] || fail "a broken config was called ok: $(cat broken.out)"
+
+# Fixed but for the setup as a list: setup runs, its table is there, every
+# invariant prepares -- and a string with a space that is a real file name
+# is only a warning.
+printf '#!/bin/sh\nexit 0\n' >"my turn.sh"
+chmod +x "my turn.sh"
+sed -e 's|setup: "bash setup.sh"|setup: [./setup.sh]|' \
+    -e 's|command: \[./redeem.sh, --fast\]|command: ./my turn.sh|' \
+    -e 's|r.idd|r.id|' -e 's|SELEC id|SELECT id|' broken.yaml >good.yaml
+soak_rc rc check good.yaml >good.out 2>good.err
+cat good.err good.out
+expect_eq "check of the fixed config" 0 "$rc"
+expect_match "ok, with a warning" '^good\.yaml: ok \(broken: .*\), with warnings$' "$(cat good.out)"
+has "the warning" \
+    'good.yaml:6:12: turn.command: warning: "./my turn.sh" is one program name, spaces and all: a command written as one string is never split; for a program and its arguments write a list: [./my, turn.sh]' good.err
+[ -e setup-ran ] || fail "setup did not run in the check"
+ok "setup ran, in the check's own throwaway database"
+rm -f setup-ran
+
+# --- a schema file that does not parse; a setup that fails ---
+printf 'CREATE TABLE r (id int);\nCREATE TABL s (x int);\n' >bad-schema.sql
+sed -e 's|schema: schema.sql|schema: bad-schema.sql|' good.yaml >ddl.yaml
+soak_rc rc check ddl.yaml >/dev/null 2>ddl.err
+cat ddl.err
+expect_eq "check of a schema file that does not parse" 78 "$rc"
+has "the DDL error, at database.schema, with the file's line" \
+    'ddl.yaml:3:11: database.schema: bad-schema.sql:2: syntax error at or near "TABL"' ddl.err
+printf '#!/bin/sh\necho "no fixtures for seed $SOAK_SEED" >&2\nexit 3\n' >fail-setup.sh
+chmod +x fail-setup.sh
+sed -e 's|setup: \[./setup.sh\]|setup: [./fail-setup.sh]|' good.yaml >setup.yaml
+soak_rc rc check setup.yaml >/dev/null 2>setup.err
+cat setup.err
+expect_eq "check with a setup that fails" 78 "$rc"
+has "setup's exit and stderr" \
+    'setup.yaml:4:8: setup: exited 3 in a dry run of seed 0 (the schema applied); its stderr ends: no fixtures for seed 0' setup.err
+
+# --- YAML that is not: what the user did, where ---
+printf 'name: tabs\nturn:\n\tcommand: [./turn.sh]\ninvariants:\n  - name: i\n    sql: SELECT 1\n' >tab.yaml
+soak_rc rc check tab.yaml 2>tab.err
+expect_eq "check of a tab in the indentation" 78 "$rc"
+has "the tab, said as such" \
+    'soak: tab.yaml:3:1: YAML: a tab in the indentation: YAML indents with spaces only' tab.err
+
+# --- --db: a production database, read only ---
+PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
+pgdir=$(mktemp -d /tmp/soak-check-pg.XXXXXX)
+chmod 755 "$pgdir"
+chown postgres "$pgdir"
+cleanup_hooks+=("runuser -u postgres -- '$PGBIN/pg_ctl' -D '$pgdir/data' -m immediate stop >/dev/null 2>&1; rm -rf '$pgdir'")
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+(cd / && runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null)
+(cd / && runuser -u postgres -- "$PGBIN/pg_ctl" -D "$pgdir/data" -w -t 30 -l "$pgdir/pg.log" \
+    -o "-k $pgdir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null)
+q() { psql -X -q -t -A -h "$pgdir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 -c "$1"; }
+q "CREATE TABLE r (id int, amount int); INSERT INTO r VALUES (1, -5), (2, 7)"
+url="postgresql://postgres@127.0.0.1:$port/postgres"
+snapshot() { q "SELECT (SELECT count(*) FROM pg_namespace) || ' ' || (SELECT count(*) FROM pg_class) || ' ' || (SELECT string_agg(relname, ',' ORDER BY relname) FROM pg_class WHERE relnamespace = 'public'::regnamespace)"; }
+before=$(snapshot)
+# The broken config, setup and schema file and all: nothing of them lands.
+sed -e 's|setup: "bash setup.sh"|setup: [./setup.sh]|' broken.yaml >db.yaml
+soak_rc rc check db.yaml --db "$url" >db.out 2>db.err
+cat db.err
+expect_eq "check --db of invariants that do not parse" 78 "$rc"
+has "--db: the undefined column" \
+    "db.yaml:13:22: invariants[1].sql: column r.idd does not exist" db.err
+has "--db: the syntax error" \
+    'db.yaml:15:10: invariants[2].sql: syntax error at or near "SELEC"' db.err
+has "--db: the table the production database has not" \
+    'db.yaml:9:24: invariants[0].sql: relation "made_by_setup" does not exist' db.err
+[ ! -s db.out ] || fail "check --db ran invariants that do not all prepare: $(cat db.out)"
+expect_eq "--db wrote nothing (namespaces, relations, public's tables)" "$before" "$(snapshot)"
+[ ! -e setup-ran ] || fail "check --db ran setup"
+ok "check --db ran no setup"
+# A monitor that works: the invariants run, read-only, the broken one shows.
+cat >monitor.yaml <<'YAML'
+name: monitor
+turn:
+  command: [./redeem.sh]
+invariants:
+  - name: no negative amount
+    sql: SELECT id, amount FROM r WHERE amount < 0
+YAML
+soak_rc rc check monitor.yaml --db "$url" >mon.out 2>mon.err
+cat mon.out mon.err
+expect_eq "check --db of a broken invariant (the turn command is not its business)" 1 "$rc"
+expect_match "the rows" 'BROKEN no negative amount \(1 rows\)' "$(cat mon.out)"
+expect_eq "--db wrote nothing" "$before" "$(snapshot)"
+echo "check_cmd: ok"
