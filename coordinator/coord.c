@@ -52,6 +52,9 @@ struct wrec {
 	uint64_t	 lease;		/* 0 = none */
 	uint32_t	 seeds;		/* final verdicts it produced */
 	uint32_t	 infra_run;	/* its own infra outcomes in a row */
+	bool		 bye;		/* it said bye: gone for good */
+	bool		 restored;	/* from the journal, not rejoined yet */
+	int64_t		 closed_at;	/* its connection closed (now_ms) */
 	bool		 quarantined;
 	enum reason	 quarantine_why;	/* the last of the run */
 };
@@ -715,6 +718,21 @@ coord_halt_not_plain(struct coord *c, const char *why)
 }
 
 int
+coord_awaited_workers(const struct coord *c, int64_t now)
+{
+	size_t	i;
+	int	n = 0;
+
+	for (i = 0; i < c->nworkers; i++) {
+		const struct wrec	*w = &c->workers[i];
+
+		n += w->alive || (!w->bye && !w->quarantined && (w->restored ||
+		    now - w->closed_at < c->o.lease_ttl_ms));
+	}
+	return n;
+}
+
+int
 coord_live_workers(const struct coord *c)
 {
 	size_t	i;
@@ -949,6 +967,7 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 		    " (its old connection is dropped)" : "");
 		w->pipe = pipe;
 		w->alive = true;
+		w->restored = false;
 		w->pid = req->u.hello.pid;
 		goto welcome;
 	}
@@ -1201,6 +1220,7 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 	case MSG_BYE:
 		/* A worker says bye between seeds: nothing of its lease runs. */
 		w->alive = false;
+		w->bye = true;
 		if (req->u.bye.drain)
 			log_info("worker %u is draining: its unstarted seeds go back", wid);
 		if (w->lease && (l = lease_get(c, w->lease)) != NULL)
@@ -1229,6 +1249,7 @@ coord_pipe_closed(struct coord *c, uint32_t pipe, int64_t now)
 		if (w->pipe != pipe || !w->alive)
 			continue;
 		w->alive = false;
+		w->closed_at = now;
 		log_debug("worker %u: connection closed%s", w->id, w->lease ?
 		    "; its lease waits for it until its ttl" : "");
 	}
@@ -1342,6 +1363,7 @@ replay_worker(struct coord *c, json_t *e, char *err)
 	w->name = xstrdup(name);
 	w->host = xstrdup(host);
 	w->pid = (uint32_t)json_integer_value(json_object_get(e, "pid"));
+	w->restored = true;
 	return 0;
 }
 

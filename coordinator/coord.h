@@ -183,6 +183,13 @@ const struct cfgerr	*coord_halt_cfgerr(const struct coord *c);
  * folder lacks it): exit 2, and the reason says why.
  */
 void		 coord_halt_not_plain(struct coord *c, const char *why);
+/*
+ * Workers the end of the run waits for, to tell them it is over: those
+ * connected, and those that may come back — a connection closed less than
+ * a lease ttl ago, or a worker of the journal not rejoined yet (--resume)
+ * — but not one that said bye or was quarantined.
+ */
+int		 coord_awaited_workers(const struct coord *c, int64_t now);
 /* Live workers, i.e. with an open pipe. */
 int		 coord_live_workers(const struct coord *c);
 

@@ -441,6 +441,7 @@ usage(FILE *f, bool local)
 		fprintf(f,
 		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B]\n"
 		    "                        [--out DIR | --resume DIR] [--lease-ttl DUR]\n"
+		    "                        [--heartbeat DUR]\n"
 		    "                        [--bundle on|off] [--secret-file FILE]\n"
 		    "                        [--tls-cert PEM [--tls-client-ca PEM]]\n"
 		    "                        [--insecure] [-v]\n"
@@ -468,6 +469,8 @@ usage(FILE *f, bool local)
 		    "                        config: its workers rejoin by themselves\n"
 		    "  --lease-ttl DUR       a lease without a heartbeat or a result for DUR\n"
 		    "                        is lost, its seeds run elsewhere (default 5s)\n"
+		    "  --heartbeat DUR       how often workers beat while they hold a lease\n"
+		    "                        (default 500ms; keep it well under --lease-ttl)\n"
 		    "\n"
 		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
 		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"

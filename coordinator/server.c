@@ -655,7 +655,7 @@ server_drain(struct server *s, struct coord *c, int grace_ms, volatile int *stop
 	int64_t		deadline = now_ms() + grace_ms;
 
 	serve_parked(s, c);
-	while (coord_live_workers(c) > 0 && now_ms() < deadline && !*stop) {
+	while (coord_awaited_workers(c, now_ms()) > 0 && now_ms() < deadline && !*stop) {
 		if (wait_event(s, 50, &ev))
 			dispatch(s, c, &ev);
 		expire_peers(s);

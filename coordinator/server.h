@@ -38,7 +38,8 @@ int		 server_run(struct server *s, struct coord *c, volatile int *stop,
 		    int tick_ms, int (*tick)(void *), void *arg);
 /*
  * After the run: answers DONE to lease requests for up to grace_ms, until
- * every live worker has gone, so workers exit cleanly.
+ * every worker it awaits (coord_awaited_workers: connected, or able to come
+ * back) has gone, so workers exit cleanly.
  */
 void		 server_drain(struct server *s, struct coord *c, int grace_ms,
 		    volatile int *stop);

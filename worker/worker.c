@@ -162,15 +162,6 @@ link_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 		(void)!write(l->lostfd, &one, sizeof(one));
 }
 
-/* Whether a connection of the link's socket has closed since the handshake. */
-static bool
-link_saw_loss(const struct link *l)
-{
-	struct pollfd	p = { .fd = l->lostfd, .events = POLLIN };
-
-	return l->gone || (l->lostfd != -1 && poll(&p, 1, 0) == 1);
-}
-
 /* Before a handshake: no session yet, so an earlier loss means nothing. */
 static void
 link_forget_losses(struct link *l)
@@ -314,12 +305,18 @@ link_open(struct link *l, const char *url, const struct auth_opts *o,
 static void
 link_close(struct link *l, bool final)
 {
-	if (l->aio)
-		nng_aio_free(l->aio);
 	if (l->url != NULL && final) {
-		nng_ctx_close(l->ctx);
-		nng_close(l->sock);
+		/*
+		 * The worker exits: the process ends and its sockets with it.
+		 * nng_close is not called: nng 1.5.2's can wait for ever once
+		 * the worker has rejoined a coordinator (another socket of the
+		 * process lost a connection with a request outstanding).  Its
+		 * callbacks are told to forget l, which goes with the stack.
+		 */
+		nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, NULL, NULL);
 	} else if (l->url != NULL) {
+		if (l->aio)
+			nng_aio_free(l->aio);
 		/*
 		 * Dropped for another connection (worker_rejoin): its dialer
 		 * stops, its connections close, and the socket is left, idle.
@@ -1146,16 +1143,20 @@ worker_bye(struct worker *k)
 static void
 worker_teardown(struct worker *k)
 {
+	log_debug("teardown: heartbeat");
 	worker_beat_stop(k);
+	log_debug("teardown: schema and services");
 	if (k->w.cfg)
 		wrk_close(&k->w, true);
 	/* Only a workspace this worker made or checked as its own: a path
 	 * that private_dir refused (a symlink, another user's) stays. */
 	if (k->w.workspace && k->w.workspace_ok)
 		rm_rf(k->w.workspace);
+	log_debug("teardown: database");
 	iso_db_close(&k->db);
-	/* A socket that lost a connection is not nng_close'd (link_close). */
-	link_close(&k->link, !link_saw_loss(&k->link));
+	log_debug("teardown: connection");
+	link_close(&k->link, true);
+	log_debug("teardown: done");
 	free(k->w.run_id);
 	free(k->w.workspace);
 	free(k->w.keep_dir);
