@@ -7,10 +7,16 @@
 # The build tests/run used: the sanitizer build installs its own binary.
 san=
 [ "$(basename "${SOAK_BUILD:-build}")" = build-san ] && san=SANITIZE=1
+# What the build recorded (make writes it at every build), which must be the
+# tree's `git describe` at the commit (its -dirty mark may differ: files can
+# change between the build and this test), else VERSION_BASE.
+want=$(sed -n 's/^const char soak_version\[\] = "\(.*\)";$/\1/p' "${SOAK_BUILD:-$ROOT/build}/version.c")
 if [ -e "$ROOT/.git" ]; then
-	want=$(git -C "$ROOT" describe --always --dirty)
+	expect_eq "the recorded version is the tree's git describe" \
+	    "$(git -C "$ROOT" describe --always)" "${want%-dirty}"
 else
-	want=$(sed -n 's/^VERSION_BASE *= *//p' "$ROOT/Makefile")
+	expect_eq "the recorded version is VERSION_BASE" \
+	    "$(sed -n 's/^VERSION_BASE *= *//p' "$ROOT/Makefile")" "$want"
 fi
 [ -n "$want" ] || fail "no version to expect (git describe, or VERSION_BASE in the Makefile)"
 expect_eq "soak --version is what the build recorded" "soak $want" "$("$SOAK" --version)"
