@@ -195,7 +195,7 @@ on_pipe_gone(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 /* Sends m sealed with seq on ctx through aio, without waiting for the reply. */
-static void
+static int
 send_sealed(nng_ctx ctx, nng_aio *aio, const struct auth_session *sess,
     const struct msg *m, uint64_t seq)
 {
@@ -211,11 +211,18 @@ send_sealed(nng_ctx ctx, nng_aio *aio, const struct auth_session *sess,
 		exit(2);
 	free(buf);
 	nng_aio_set_msg(aio, nm);
+	/* A send waits for a connection: once the coordinator dropped ours
+	 * (the peer never dials again), it would wait for ever. */
+	nng_aio_set_timeout(aio, 5000);
 	nng_ctx_send(ctx, aio);
 	nng_aio_wait(aio);
-	if (nng_aio_result(aio) != 0)
-		exit(2);
+	if (nng_aio_result(aio) != 0) {
+		nng_msg_free(nng_aio_get_msg(aio));
+		return -1;
+	}
+	nng_aio_set_timeout(aio, NNG_DURATION_DEFAULT);
 	nng_ctx_recv(ctx, aio);
+	return 0;
 }
 
 /* One request on the socket and its reply, decoded (opened when sess). */
@@ -267,7 +274,7 @@ inflight(const char *url, int n)
 	char			 err[ERR_LEN];
 	struct timespec		 ts;
 	uint32_t		 wid;
-	int			 i, answered = 0;
+	int			 i, sent, answered = 0;
 
 	if (auth_secret_load(NULL, &k, err) == -1 || k.len == 0) {
 		fprintf(stderr, "inflight wants SOAK_SECRET: %s\n", err);
@@ -312,10 +319,16 @@ inflight(const char *url, int n)
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_LEASE_REQ;
 	m.u.lease_req.worker_id = wid;
-	for (i = 0; i < n; i++) {
-		if (nng_ctx_open(&ctx[i], s) != 0 || nng_aio_alloc(&aio[i], NULL, NULL) != 0)
+	/* Sent stops early when the coordinator drops the connection while
+	 * they go out: those not sent are not answered either. */
+	for (sent = 0; sent < n; sent++) {
+		if (nng_ctx_open(&ctx[sent], s) != 0 ||
+		    nng_aio_alloc(&aio[sent], NULL, NULL) != 0)
 			return 2;
-		send_sealed(ctx[i], aio[i], &sess, &m, (uint64_t)i + 1);
+		if (send_sealed(ctx[sent], aio[sent], &sess, &m, (uint64_t)sent + 1) == -1) {
+			nng_aio_free(aio[sent]);
+			break;
+		}
 	}
 	/* Dropped: the pipe goes.  Not: nothing happens for 20 s. */
 	abstime_mono_in(&ts, 20000);
@@ -326,13 +339,39 @@ inflight(const char *url, int n)
 	/* What is still waiting ends ECANCELED.  No nng_close: after the
 	 * coordinator dropped the pipe, nng 1.5.2's close can wait forever on
 	 * its pipe reaper (nanomsg/nng#1236); the socket goes with the process. */
-	for (i = 0; i < n; i++)
+	for (i = 0; i < sent; i++)
 		nng_aio_cancel(aio[i]);
-	for (i = 0; i < n; i++) {
+	/*
+	 * An answer is a reply in our session.  nng dials again once the
+	 * coordinator dropped the connection and sends what was waiting on
+	 * the new one, where the coordinator refuses it, unsealed (a sealed
+	 * message from a connection that never said hello): no answer.
+	 */
+	for (i = 0; i < sent; i++) {
 		nng_aio_wait(aio[i]);
 		if (nng_aio_result(aio[i]) == 0) {
-			answered++;
-			nng_msg_free(nng_aio_get_msg(aio[i]));
+			nng_msg		*nm = nng_aio_get_msg(aio[i]);
+			uint64_t	 rseq;
+			size_t		 mlen;
+
+			if (auth_open(&sess, AUTH_TO_WORKER, nng_msg_body(nm),
+			    nng_msg_len(nm), &rseq, &mlen, err) == 0) {
+				struct msg	r;
+
+				answered++;
+				if (msg_decode(nng_msg_body(nm), mlen, &r, err) == -1)
+					fprintf(stderr, "answered request %d: %zu bytes, seq %llu, "
+					    "undecodable: %s\n", i, nng_msg_len(nm),
+					    (unsigned long long)rseq, err);
+				else {
+					fprintf(stderr, "answered request %d: %s %s\n", i,
+					    msg_type_name(r.type), r.type == MSG_NACK ||
+					    r.type == MSG_ACK || r.type == MSG_DONE ?
+					    r.u.ack.text : "");
+					msg_clear(&r);
+				}
+			}
+			nng_msg_free(nm);
 		}
 		nng_aio_free(aio[i]);
 	}

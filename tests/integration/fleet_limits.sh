@@ -96,12 +96,12 @@ start_coordinator inflight "$T/limits.yaml"
 "$SOAK" worker --connect "$url" 2>"$T/w1.err" & w1=$!
 cleanup_hooks+=("kill $w1 2>/dev/null")
 wait_line "$T/turn.log" '^started 0' 120 "the worker's turn of seed 0 to start" >/dev/null
-"$PEER" "$url" inflight 10 >"$T/inflight.out" 2>&1 & fl=$!
+"$PEER" "$url" inflight 10 >"$T/peer-inflight.out" 2>&1 & fl=$!
 cleanup_hooks+=("kill $fl 2>/dev/null")
 wait_exit rc "$fl" 60 "the peer with 10 requests in flight"
-expect_eq "the peer authenticated" "welcome worker=2" "$(head -1 "$T/inflight.out")"
+expect_eq "the peer authenticated" "welcome worker=2" "$(head -1 "$T/peer-inflight.out")"
 expect_eq "with 10 requests in flight it is dropped, none answered" "dropped, 0 of 10 answered" \
-    "$(tail -1 "$T/inflight.out")"
+    "$(tail -1 "$T/peer-inflight.out")"
 wait_line "$T/inflight.err" 'one request too many in flight: 4 unanswered, at most 4 once authenticated' \
     10 "the coordinator's line about the dropped peer" >/dev/null
 gate_open
