@@ -314,6 +314,8 @@ link_close(struct link *l, bool final)
 		 * callbacks are told to forget l, which goes with the stack.
 		 */
 		nng_pipe_notify(l->sock, NNG_PIPE_EV_REM_POST, NULL, NULL);
+		if (l->aio)
+			nng_aio_free(l->aio);	/* idle: the last reply is in */
 	} else if (l->url != NULL) {
 		if (l->aio)
 			nng_aio_free(l->aio);
