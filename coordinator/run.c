@@ -744,6 +744,10 @@ run_main(struct runopts *o)
 	if (o->local && db.pg == NULL && db.conninfo)
 		drop_run_schemas(db.conninfo, run_id);
 out:
+	/* Made at start, 0700, for the workers' kept failures: a run
+	 * without one leaves no empty failures/ behind. */
+	if (keep)
+		(void)rmdir(keep);
 	journal_close(r.journal, err);
 	server_close(srv);
 	coord_free(r.coord);
