@@ -337,20 +337,25 @@ iso_forget(struct iso *iso)
 static int
 end_stale(struct iso *iso, PGconn *conn, int64_t deadline, char *err)
 {
-	const char	*params[2];
-	char		 pid[16], m[200];
+	const char	*params[3];
+	char		 pid[16], wait[24], m[200];
 	PGresult	*res;
 	bool		 expired;
 	int		 rc = 0;
 
 	if (iso->stale.pid > 0) {
+		/* PostgreSQL 14+ waits, up to the time given, for the backend
+		 * to be gone, and its locks with it: the next reset meets none. */
 		snprintf(pid, sizeof(pid), "%d", iso->stale.pid);
+		snprintf(wait, sizeof(wait), "%lld", (long long)(deadline - now_ms() > 1 ?
+		    deadline - now_ms() - 1 : 1));
 		params[0] = pid;
 		params[1] = iso->stale.start;
-		res = iso_pq_query(conn, "SELECT pg_terminate_backend(pid) "
+		params[2] = wait;
+		res = iso_pq_query(conn, "SELECT pg_terminate_backend(pid, $3::bigint) "
 		    "FROM pg_stat_activity WHERE pid = $1::int AND "
 		    "(extract(epoch FROM backend_start) * 1000000)::bigint = $2::bigint",
-		    2, params, deadline, &expired);
+		    3, params, deadline, &expired);
 	} else
 		res = iso_pq_exec(conn, "SELECT 1", deadline, &expired);
 	if (expired || res == NULL || PQstatus(conn) != CONNECTION_OK) {
