@@ -2,15 +2,23 @@
 # tails in result.json, both whole streams in the workspace (stdout.log
 # beside stderr.log), and each turn's own start and end, in milliseconds
 # since the seed started, in result.json and in the replay's timeline --
-# not the round's end for every turn.  Turn 2 sleeps longer than turn 0,
-# so their ends must differ.
+# not the round's end for every turn.  Turn 2 ends after turn 0 by order,
+# not by luck: it waits, on a fifo, for turn 0 to have exited, then works
+# 300 ms more, so their ends must differ by that much.
 . "$(dirname "$0")/lib.sh"
 
+mkfifo "$T/bar-r0" "$T/bar-r1"
 cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
 echo "to stdout from round $SOAK_ROUND turn $SOAK_TURN"
 echo "to stderr from round $SOAK_ROUND turn $SOAK_TURN" >&2
-sleep "0.$((SOAK_TURN * 3))"
+case $SOAK_TURN in
+0)	# holds the fifo's write end until it exits
+	exec 3>"$SOAK_CONFIG_DIR/bar-r$SOAK_ROUND" ;;
+2)	# end of file once turn 0 has exited (watchdog 60 s), then its work
+	timeout 60 cat "$SOAK_CONFIG_DIR/bar-r$SOAK_ROUND" >/dev/null
+	sleep 0.3 ;;
+esac
 exit $((SOAK_TURN % 2))
 SH
 chmod +x "$T/turn.sh"
@@ -61,7 +69,7 @@ expect_eq "round 1 starts after round 0 ended" true \
 for r in 0 1; do
 	e0=$(jq ".turns[] | select(.round == $r and .turn == 0) | .end_ms" "$R")
 	e2=$(jq ".turns[] | select(.round == $r and .turn == 2) | .end_ms" "$R")
-	expect_ge "round $r: turn 2 (600 ms asleep) ends after turn 0 (ends at $e0 ms) by at least 300 ms" \
+	expect_ge "round $r: turn 2 (300 ms of work once turn 0 exited) ends after turn 0 (ends at $e0 ms) by at least 300 ms" \
 	    $((e0 + 300)) "$e2"
 done
 
