@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/seed.h"
 
@@ -153,7 +154,25 @@ struct cfg {
 	size_t			  ncommands;
 };
 
+/*
+ * Every message of one load, for a person to read (soak check, run,
+ * coordinator, replay): the loader goes on after a mistake where what
+ * follows does not rest on it, so one look tells them all.  msg[] holds
+ * the first 20 (err always gets the first); total counts them all.
+ */
+struct cfg_errors {
+	char	**msg;
+	size_t	  n, total;
+};
+
 int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
+/* cfg_load_file, keeping every message in *errs (NULL: only err). */
+int	cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
+	    struct cfg_errors *errs);
+/* "who: message" a line each, and how many more; returns the total. */
+int	cfg_errors_print(const struct cfg_errors *errs, FILE *f,
+	    const char *who);
+void	cfg_errors_free(struct cfg_errors *errs);
 int	cfg_load_text(const char *path, const char *text, size_t len,
 	    struct cfg *cfg, char *err);
 void	cfg_free(struct cfg *cfg);
