@@ -783,14 +783,16 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_service *svc, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "command", "ready",
-	    "ready_timeout" };
+	    "ready_timeout", "listen" };
 	static const char *const readies[] = { "tcp", "none" };
+	static const char *const listens[] = { "port", "socket" };
 	yaml_node_t	*v[nitems(keys)];
 	char		 path[CFG_KEY_LEN];
-	int		 ready = 0;
+	int		 ready = 0, listen = 0;
 
 	svc->ready = CFG_READY_TCP;
 	svc->ready_timeout_ms = 10 * 1000;
+	svc->listen = CFG_LISTEN_PORT;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix, "a mapping");
 	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
@@ -815,6 +817,12 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "ready_timeout");
 	if (v[3] && get_duration(cx, v[3], path, 1, &svc->ready_timeout_ms) == -1)
 		return -1;
+	key_join(path, prefix, "listen");
+	if (v[4]) {
+		if (get_enum(cx, v[4], path, listens, nitems(listens), &listen) == -1)
+			return -1;
+		svc->listen = listen == 0 ? CFG_LISTEN_PORT : CFG_LISTEN_SOCKET;
+	}
 	return 0;
 }
 

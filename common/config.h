@@ -33,6 +33,8 @@
 
 enum cfg_reset	{ CFG_RESET_RECREATE, CFG_RESET_TRUNCATE };
 enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
+/* Who binds a service's port: the service (SOAK_PORT) or soak (LISTEN_FDS). */
+enum cfg_listen	{ CFG_LISTEN_PORT, CFG_LISTEN_SOCKET };
 enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
 enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP };
 
@@ -45,6 +47,7 @@ struct cfg_service {
 	char		**command;		/* argv, NULL-terminated, argv[0] resolved */
 	enum cfg_ready	  ready;		/* default CFG_READY_TCP */
 	int64_t		  ready_timeout_ms;	/* default 10s */
+	enum cfg_listen	  listen;		/* default CFG_LISTEN_PORT */
 };
 
 struct cfg_faults {

@@ -59,6 +59,16 @@ struct spawn_req {
 	const char	*dir;
 	const char	*stdout_path;
 	const char	*stderr_path;
+	/*
+	 * Socket activation (a service with listen: socket): when listen_pid
+	 * is not NULL, listen_fd becomes the child's fd 3 (without
+	 * FD_CLOEXEC; every other descriptor of ours is close-on-exec), and
+	 * listen_pid, one of envp's strings, "LISTEN_PID=" followed by room
+	 * for 20 digits, gets the child's own pid, written by the child
+	 * before exec (sd_listen_fds(3) checks it).
+	 */
+	int		 listen_fd;
+	char		*listen_pid;
 };
 
 /*

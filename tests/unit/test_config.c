@@ -40,6 +40,7 @@ static const char full_yaml[] =
 "    command: [./bin/provider, --port, \"0\"]\n"
 "    ready: none\n"
 "    ready_timeout: 250ms\n"
+"    listen: socket\n"
 "  - name: api\n"
 "    command: python3\n"
 "proxies:\n"
@@ -195,11 +196,13 @@ test_full(void **state)
 	assert_null(cfg.services[0].command[3]);
 	assert_int_equal(cfg.services[0].ready, CFG_READY_NONE);
 	assert_int_equal(cfg.services[0].ready_timeout_ms, 250);
+	assert_int_equal(cfg.services[0].listen, CFG_LISTEN_SOCKET);
 	assert_string_equal(cfg.services[1].name, "api");
 	assert_string_equal(cfg.services[1].command[0], "python3");	/* PATH */
 	assert_null(cfg.services[1].command[1]);
 	assert_int_equal(cfg.services[1].ready, CFG_READY_TCP);
 	assert_int_equal(cfg.services[1].ready_timeout_ms, 10000);
+	assert_int_equal(cfg.services[1].listen, CFG_LISTEN_PORT);
 
 	assert_int_equal(cfg.nproxies, 4);
 	assert_string_equal(cfg.proxies[0].name, "provider");
@@ -378,6 +381,7 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 		assert_int_equal(a->services[i].ready, b->services[i].ready);
 		assert_int_equal(a->services[i].ready_timeout_ms,
 		    b->services[i].ready_timeout_ms);
+		assert_int_equal(a->services[i].listen, b->services[i].listen);
 	}
 	assert_int_equal(a->nproxies, b->nproxies);
 	for (i = 0; i < a->nproxies; i++) {
@@ -626,6 +630,8 @@ static const struct bad bads[] = {
 	{ BASE "services:\n  - name: s\n    command: [a, {b: c}]\n",
 	  "soak.yaml:9:18: services[0].command[1]: expected a string, got a "
 	  "mapping" },
+	{ BASE "services:\n  - name: s\n    command: a\n    listen: fd\n",
+	  "soak.yaml:10:13: services[0].listen: expected port or socket, got \"fd\"" },
 	{ BASE "services: provider\n",
 	  "soak.yaml:7:11: services: expected a list, got \"provider\"" },
 	/* required keys */
