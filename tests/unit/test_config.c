@@ -252,10 +252,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 53);
+	assert_int_equal(cfg.invariants[0].line, 54);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 57);
+	assert_int_equal(cfg.invariants[1].line, 58);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
