@@ -1,6 +1,8 @@
-# Services: started by each worker on SOAK_PORT, reachable by the turns at
-# SOAK_SERVICE_<NAME>, restarted when they die.  A seed during which a
-# service died is infra/service and is retried; the run still completes.
+# Services: started by each worker on SOAK_PORT (or, with listen: socket, on
+# a socket soak hands over as fd 3, LISTEN_FDS), reachable by the turns and
+# by each other at SOAK_SERVICE_<NAME>, restarted on the same port when they
+# die.  A seed during which a service died is infra/service and is retried;
+# the run still completes.
 . "$(dirname "$0")/lib.sh"
 UP=$SOAK_BUILD/tests/helpers/proxy_upstream
 [ -x "$UP" ] || fail "missing $UP (make test builds it)"
