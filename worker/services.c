@@ -18,8 +18,10 @@
  *    refused, bind(0) and connect()'s ephemeral ports pass it by), and
  *    lets go just before the spawn: the window is from there to the
  *    service's own bind.  Were soak to hold it longer, a service that
- *    binds without SO_REUSEADDR would fail.  After a restart that failed
- *    the port is held again.
+ *    binds without SO_REUSEADDR would fail.  A restart first holds the
+ *    port again (waiting, within its ready_timeout, for a dead life's
+ *    processes to let go of it); after a restart that failed it stays
+ *    held.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -68,7 +70,7 @@ svc_bind(struct svc *s, bool listening, char *err)
 {
 	struct sockaddr_in	sin = { .sin_family = AF_INET };
 	socklen_t		len = sizeof(sin);
-	int			fd, low = -1, one = 1;
+	int			fd, low = -1, one = 1, e;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	sin.sin_port = htons(s->port);
@@ -101,10 +103,40 @@ svc_bind(struct svc *s, bool listening, char *err)
 	s->sock = fd;
 	return 0;
 fail:
+	e = errno;
 	if (low != -1)
 		close(low);
 	close(fd);
+	errno = e;
 	return -1;
+}
+
+/*
+ * listen: port, before a start: the port held, waiting while it is in use
+ * (a dead service's process group, SIGKILLed, lets go of its sockets when
+ * the kernel gets to it; a prefork server's children are many), until
+ * deadline.  Then the start can hand it over, rather than the service
+ * failing its own bind.
+ */
+static int
+svc_hold(struct svc *s, int64_t deadline, char *err)
+{
+	int	delay = 1, e;
+
+	while (s->sock == -1) {
+		if (svc_bind(s, false, err) == 0)
+			break;
+		e = errno;
+		if (e != EADDRINUSE)
+			return -1;
+		if (now_ms() >= deadline)
+			return errf(err, "service %s: its port 127.0.0.1:%d is still "
+			    "in use (by its last life's processes, or another "
+			    "program's)", s->c->name, s->port);
+		poll(NULL, 0, delay);
+		delay = delay < 50 ? delay * 2 : 50;
+	}
+	return 0;
 }
 
 /* listen: port, while the service is not running: hold its port again. */
@@ -266,6 +298,8 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 		    (probe = svc_probe(s, deadline, &queued, err)) == -1)
 			goto out;
 	}
+	if (!activated && svc_hold(s, deadline, err) == -1)
+		goto out;
 	svc_release(s);
 	if (wrk_spawn(&req, &s->pid, &s->pidfd, &e, err) == -1) {
 		s->pid = 0;

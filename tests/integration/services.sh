@@ -149,3 +149,62 @@ expect_eq "b's own port, as it says, before and after its restart" "$pb" \
 expect_eq "a's pids (restarted once)" 2 "$(cut -d'|' -f2 "$C" | cut -d' ' -f4 | sort -u | wc -l)"
 expect_eq "b's pids (restarted once)" 2 "$(cut -d'|' -f3 "$C" | cut -d' ' -f4 | sort -u | wc -l)"
 expect_eq "sockets a turn was started with" 0 "$(cut -d'|' -f1 "$C" | cut -d' ' -f5 | sort -u)"
+
+# A listen: port service whose port another program took while it was down:
+# the restart waits (its ready_timeout) for the port, then says who has it,
+# rather than starting the service into a bind that must fail.
+mkdir "$T/squat"
+cat >"$T/squat/squatter.py" <<'PY'
+import os, signal, socket, sys
+s = socket.socket()
+s.bind(("127.0.0.1", int(sys.argv[1])))
+s.listen()
+open(sys.argv[2] + ".tmp", "w").write(str(os.getpid()))
+os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+print("bound", flush=True)
+signal.pause()
+PY
+cat >"$T/squat/turn.sh" <<'SH'
+#!/bin/sh
+# Seed 1 kills the service and, once it is dead, binds its port in a
+# program of its own session (so it outlives the turn's process group).
+if [ "$SOAK_SEED" = 1 ]; then
+	pid=$(cat "$SOAK_WORKSPACE/../../services/api/pid")
+	kill "$pid"
+	timeout 10 sh -c "while [ -r /proc/$pid/stat ] && ! grep -q '^[0-9]* ([^)]*) Z' /proc/$pid/stat; do :; done" ||
+	    { echo "watchdog: service pid $pid still alive 10 s after SIGTERM" >&2; exit 1; }
+	mkfifo "$SOAK_WORKSPACE/bound"
+	setsid python3 "$SOAK_CONFIG_DIR/squatter.py" "${SOAK_SERVICE_API##*:}" \
+	    "$SOAK_CONFIG_DIR/squatter.pid" >"$SOAK_WORKSPACE/bound" 2>&1 &
+	read -r line <"$SOAK_WORKSPACE/bound"
+	[ "$line" = bound ] || { echo "squatter: $line" >&2; exit 1; }
+	exit 0
+fi
+exec curl -sf -m 5 -o /dev/null "http://$SOAK_SERVICE_API/ping"
+SH
+chmod +x "$T/squat/turn.sh"
+cp "$T/service.sh" "$T/squat/service.sh"
+cat >"$T/squat/squat.yaml" <<'YAML'
+name: squat
+seeds: 0..1
+turns: 1
+retries: 0
+services:
+  - name: api
+    command: [./service.sh]
+    ready_timeout: 500ms
+turn:
+  command: [./turn.sh]
+invariants:
+  - name: nothing
+    sql: SELECT 1 WHERE false
+YAML
+cleanup_hooks+=('[ -f "$T/squat/squatter.pid" ] && kill "$(cat "$T/squat/squatter.pid")"')
+soak_rc rc run "$T/squat/squat.yaml" --workers 1 --out "$T/squat/out" >/dev/null 2>"$T/squat/run.err"
+[ -f "$T/squat/squatter.pid" ] || { cat "$T/squat/run.err"; fail "the squatter never bound the port"; }
+expect_eq "squatted run exit status" 2 "$rc"
+expect_eq "squatted verdicts" '["pass/","infra/service"]' \
+    "$(jq -c '[.results[] | "\(.verdict)/\(.reason // "")"]' "$T/squat/out/report.json")"
+expect_match "squatted port message" \
+    "service api: its port 127.0.0.1:[0-9]+ is still in use" \
+    "$(jq -r '.results[] | select(.seed==1) | .message' "$T/squat/out/report.json")"
