@@ -819,7 +819,8 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		return -1;
 	key_join(path, prefix, "listen");
 	if (v[4]) {
-		if (get_enum(cx, v[4], path, listens, nitems(listens), &listen) == -1)
+		if (get_enum(cx, v[4], path, listens, nitems(listens),
+		    &listen) == -1)
 			return -1;
 		svc->listen = listen == 0 ? CFG_LISTEN_PORT : CFG_LISTEN_SOCKET;
 	}

@@ -8,8 +8,9 @@
  * refuses to run unless LISTEN_PID is its own pid, LISTEN_FDS is 1,
  * LISTEN_FDNAMES is NAME and fd 3 is a listening socket; without, it binds
  * 127.0.0.1:SOAK_PORT itself, with SO_REUSEADDR as a server that restarts
- * on its port must (its last life's connections may be in TIME_WAIT).  Plain HTTP/1.0, one forked child per connection (so A
- * asking B while B asks A cannot deadlock):
+ * on its port must (its last life's connections may be in TIME_WAIT).
+ * Plain HTTP/1.0, one forked child per connection (so A asking B while B
+ * asks A cannot deadlock):
  *
  *   GET /whoami   "NAME MODE PORT PID SOCKETS"
  *   GET /ask      "<its whoami> <- <PEER's whoami>", asked of
