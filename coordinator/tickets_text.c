@@ -132,7 +132,8 @@ clean_cut(const char *s, size_t cap, bool *cut)
  * not for mentions: GitHub finds "@name" in the rendered text, after
  * escapes and entities are decoded, so "@" is followed by a zero width
  * space (U+200B, as Dependabot and Renovate do) that breaks the mention
- * and shows nothing.  ":" is escaped too (emoji codes, "http:" autolinks).
+ * and shows nothing.  A bare "http://x" may still become a link (GFM's
+ * autolinks), but one that shows its real target, as text.
  */
 static const char *
 md_entity(unsigned char c)
@@ -152,7 +153,6 @@ md_entity(unsigned char c)
 	case '~':	return "&#126;";
 	case '\\':	return "&#92;";
 	case '#':	return "&#35;";
-	case ':':	return "&#58;";
 	case '$':	return "&#36;";	/* GitHub math */
 	default:	return NULL;
 	}
@@ -242,8 +242,8 @@ tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
     bool in_table)
 {
 	char	*c, *p;
-	size_t	 ticks, i;
-	bool	 cut;
+	size_t	 ticks, i, n;
+	bool	 cut, pad;
 
 	if (s == NULL) {
 		fputs(d == TK_JIRA ? "NULL" : "`NULL`", f);
@@ -262,14 +262,18 @@ tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
 			*p = ' ';
 	/*
 	 * A code span ends at the first backtick run as long as its opener:
-	 * one longer than any run inside cannot be closed early.  The spaces
-	 * inside the delimiters are stripped by the renderer (CommonMark 6.1)
-	 * and let the text start or end with a backtick.
+	 * one longer than any run inside cannot be closed early.  A space
+	 * inside each delimiter, which the renderer strips (CommonMark 6.1),
+	 * lets the text start or end with a backtick or a space.
 	 */
 	ticks = longest_run(c, '`') + 1;
+	n = strlen(c);
+	pad = n > 0 && (c[0] == '`' || c[0] == ' ' || c[n - 1] == '`' ||
+	    c[n - 1] == ' ' || cut);
 	for (i = 0; i < ticks; i++)
 		fputc('`', f);
-	fputc(' ', f);
+	if (pad)
+		fputc(' ', f);
 	for (p = c; *p != '\0'; p++) {
 		/* GFM splits table cells before code spans: "\|" is a "|" there. */
 		if (*p == '|' && in_table)
@@ -279,7 +283,8 @@ tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
 	}
 	if (cut)
 		fputs("…", f);
-	fputc(' ', f);
+	if (pad)
+		fputc(' ', f);
 	for (i = 0; i < ticks; i++)
 		fputc('`', f);
 	free(c);
