@@ -249,6 +249,8 @@ tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
 		fputs(d == TK_JIRA ? "NULL" : "`NULL`", f);
 		return;
 	}
+	if (*s == '\0')
+		return;	/* an empty span is no span: its delimiters would show */
 	if (d == TK_JIRA) {
 		/* {{...}} is monospace, but Jira still reads markup inside. */
 		fputs("{{", f);
