@@ -122,7 +122,7 @@ size_t	 tk_utf8_cut(const char *s, size_t max);
  * character boundary ("…" marks a cut), every markup character inert. */
 void	 tk_put_text(FILE *f, enum tk_dialect d, const char *s, size_t cap);
 /* Inline code: markdown `...` with a fence longer than any backtick run
- * inside ("|" escaped when in_table); Jira {{...}} with escaped text. */
+ * inside ("|" escaped when in_table); in Jira, escaped text. */
 void	 tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
 	    bool in_table);
 /* A block shown verbatim: markdown fence of tildes longer than any run of

@@ -252,10 +252,12 @@ tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
 	if (*s == '\0')
 		return;	/* an empty span is no span: its delimiters would show */
 	if (d == TK_JIRA) {
-		/* {{...}} is monospace, but Jira still reads markup inside. */
-		fputs("{{", f);
+		/*
+		 * Escaped text, not {{monospace}}: Jira reads markup inside
+		 * {{...}} too, and "{{" before the text would make "{{noformat"
+		 * of a value that starts with "noformat".
+		 */
 		tk_put_text(f, d, s, cap);
-		fputs("}}", f);
 		return;
 	}
 	c = clean_cut(s, cap, &cut);

@@ -102,13 +102,17 @@ static void
 check_md_sql(const char *body, const char *sql)
 {
 	char		*want = tk_utf8_clean(sql, strlen(sql));
-	const char	*p = strstr(body, "sql\n"), *open, *c;
+	const char	*p, *c;
 	size_t		 n, w = strlen(want), tildes = 0;
 
+	/* The first fence of the body is the SQL's ("~" is escaped in text). */
+	p = strstr(body, "\n~~~");
 	CHECK(p != NULL, "markdown: no SQL block");
-	for (open = p; open > body && open[-1] == '~'; open--)
+	for (p++; *p == '~'; p++)
 		tildes++;
 	CHECK(tildes >= 4, "markdown: the SQL fence is short");
+	CHECK(strncmp(p, "sql\n", 4) == 0, "markdown: the first fence is not "
+	    "the SQL's");
 	c = p + 4;
 	CHECK(strncmp(c, want, w) == 0, "markdown: the SQL block lost text");
 	c += w;
