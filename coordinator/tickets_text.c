@@ -11,6 +11,7 @@
  */
 #include "coordinator/tickets_int.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -209,6 +210,16 @@ tk_put_text(FILE *f, enum tk_dialect d, const char *s, size_t cap)
 	for (p = c; *p != '\0'; p++) {
 		if (*p == '\n' || *p == '\r' || *p == '\t') {
 			fputc(' ', f);
+			continue;
+		}
+		/*
+		 * An "_" between two letters or digits never starts or ends
+		 * emphasis in CommonMark (6.2, intraword): snake_case stays
+		 * readable.  Jira has no such rule.
+		 */
+		if (d == TK_MD && *p == '_' && p > c && isalnum((unsigned char)
+		    p[-1]) && isalnum((unsigned char)p[1])) {
+			fputc('_', f);
 			continue;
 		}
 		e = d == TK_JIRA ? jira_escape((unsigned char)*p) :

@@ -505,7 +505,7 @@ hostile_run(const char *sink, const char *row1, size_t nrows)
 	    "columns", "id", "@col", "rows", rows, "row_count", 7);
 	r = json_pack("{s:i, s:s, s:s, s:s, s:[o], s:s, s:s}", "seed", 5,
 	    "verdict", "fail", "reason", "invariant", "message",
-	    "boom <script>x</script> @ops", "invariants", inv,
+	    "boom <script>x</script> @ops _em_ a_ _b", "invariants", inv,
 	    "replay", "soak replay c.yaml --seed 5", "failure_dir", "failures/5");
 	rep = json_pack("{s:i, s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s}}, "
 	    "s:[o]}", "format", 1, "run_id", "r-1", "host", "h<i>",
@@ -637,6 +637,10 @@ test_render_hostile_md(void **state)
 	assert_non_null(strstr(tv[0].body, "### Invariant: no &lt;b&gt;dup&lt;/b&gt; "
 	    "&#64;&#8203;team &#91;x&#93;(http://evil) — refunds\n"));
 	assert_non_null(strstr(tv[0].body, "| &#64;&#8203;col |"));
+	/* snake_case stays; an "_" that could start emphasis does not. */
+	assert_non_null(strstr(tv[0].body, "unknown (set SOAK_SUT_REVISION)"));
+	assert_non_null(strstr(tv[0].body, "Message: boom &lt;script&gt;x&lt;/script&gt; "
+	    "&#64;&#8203;ops &#95;em&#95; a&#95; &#95;b\n"));
 	assert_non_null(strstr(tv[0].body, "Message: boom &lt;script&gt;"));
 	assert_non_null(strstr(tv[0].body, "panic: &lt;img src=y&gt; "
 	    "&#64;&#8203;here &#91;a&#93;(b) |"));
