@@ -42,7 +42,8 @@ const IMAGE_PATHS = { '/opt/soak/examples': path.join(TOP, 'examples') };
 const SEEDS = process.env.CMDCHECK_SEEDS || '0..7';
 const MAX_WORKERS = parseInt(process.env.CMDCHECK_WORKERS || '2', 10);
 const RUN_TIMEOUT_MS = 120000;
-const SECRET = require('crypto').randomBytes(32).toString('hex');
+// The Secret's value: image.sh passes one for all its --podman calls.
+const SECRET = process.env.CMDCHECK_SECRET || require('crypto').randomBytes(32).toString('hex');
 
 let passed = 0, failed = 0;
 function ok(msg) { console.log(`ok: ${msg}`); passed++; }
@@ -505,7 +506,52 @@ function flagSet(c, name, value) {
 		c.args[i + 1] = value;
 }
 
+// image.sh's view of a container: `podman run` options and the argv the
+// kubelet would exec, NUL-separated, its volumes made under root as above
+// (the init container's and the main container's share them).
+function podmanArgs(file, role, cname, podName, root, image) {
+	const docs = load(file);
+	const cms = configMaps(docs);
+	if (cms['soak-run'])
+		cms['soak-run'].seeds = SEEDS;
+	const pod = podsOf(docs).find((p) => p.role === role);
+	const c = (pod.spec.initContainers || []).concat(pod.spec.containers).find((x) => x.name === cname);
+	fs.mkdirSync(root, { recursive: true });
+	const claims = {};
+	const vols = makeVolumes(pod, podName, root, claims);
+	const problems = [];
+	const env = envOf(c, cms, podName, problems);
+	if (problems.length)
+		throw new Error(problems.join('; '));
+	const [uid, gid, fsGroup] = UID_GROUP(pod.spec);
+	const sc = c.securityContext || {};
+	const o = ['--user', `${uid}:${gid}`];
+	if (fsGroup !== undefined)
+		o.push('--group-add', String(fsGroup));
+	if (sc.readOnlyRootFilesystem)
+		o.push('--read-only', '--read-only-tmpfs=false');
+	if (sc.allowPrivilegeEscalation === false)
+		o.push('--security-opt', 'no-new-privileges');
+	if (sc.capabilities && (sc.capabilities.drop || []).includes('ALL'))
+		o.push('--cap-drop', 'ALL');
+	for (const m of c.volumeMounts || []) {
+		const v = pod.spec.volumes.find((x) => x.name === m.name);
+		if (v.emptyDir && v.emptyDir.medium === 'Memory' && m.mountPath === '/dev/shm')
+			o.push('--mount', `type=tmpfs,destination=/dev/shm,tmpfs-size=${v.emptyDir.sizeLimit.replace(/i$/, '').toLowerCase()}`);
+		else
+			o.push('--mount', `type=bind,source=${vols[m.name]},destination=${m.mountPath}${m.readOnly ? ',ro=true' : ''}`);
+	}
+	for (const [k, v] of Object.entries(env))
+		o.push('--env', `${k}=${v}`);
+	o.push(image, ...(c.command || []).concat(c.args || []).map((a) => expand(a, env)));
+	process.stdout.write(o.join('\0') + '\0');
+}
+
 async function main() {
+	if (process.argv[2] === '--podman') {
+		podmanArgs(...process.argv.slice(3, 9));
+		return;
+	}
 	const file = process.argv[2];
 	if (!file) {
 		console.error('usage: node cmdcheck.js MANIFEST.yaml [--negatives]');

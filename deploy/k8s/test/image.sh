@@ -38,6 +38,7 @@ done
 
 scratch=$(mktemp -d /var/tmp/soak-k8s-test.XXXXXX)
 cleanup() {
+	podman rm -f soak-k8s-test-coord >/dev/null 2>&1 || true
 	rm -rf "$scratch"
 	if [ "${KEEP:-0}" != 1 ]; then
 		podman rmi -f "$image" >/dev/null 2>&1 || true
@@ -68,7 +69,8 @@ fi
 # binaries and node_modules out of the context).
 say "phase: podman build"
 version=$(git -C "$top" describe --always --dirty 2>/dev/null || true)
-if ! podman build "${pod[@]}" --network host --pull=never \
+# --layers=false: no build stage is left behind as an untagged image.
+if ! podman build "${pod[@]}" --network host --pull=never --layers=false \
     --build-arg BASE="$base" --build-arg VERSION="$version" \
     --ignorefile "$top/deploy/k8s/Containerfile.containerignore" \
     -f "$top/deploy/k8s/Containerfile" -t "$image" "$top" >"$scratch/build.log" 2>&1; then
@@ -82,6 +84,7 @@ run() {	# ARGS...: in the image, as its own user, no network, /dev/shm as the ma
 	podman run --rm "${pod[@]}" --network none --name "soak-k8s-test-$$" \
 	    --mount type=tmpfs,destination=/dev/shm,tmpfs-size=256m "$image" "$@"
 }
+here=$top/deploy/k8s/test
 
 # 3. What the manifests rely on.
 user=$(run id -u)
@@ -94,12 +97,20 @@ run sh -c 'ls /usr/lib/postgresql/15/bin/initdb /usr/lib/postgresql/15/bin/postg
 run sh -c 'test ! -e /var/lib/postgresql/15/main' && ok "no main cluster made by the package" ||
     bad "postgresql-15 made a main cluster"
 
+run sh -c '/usr/lib/postgresql/15/bin/initdb -D /dev/shm/pg -U postgres >/dev/null && echo "measured: an initdb cluster on /dev/shm: $(du -sm /dev/shm/pg | cut -f1) MiB"' ||
+    bad "initdb in the image"
+
 # 4. The reservations example: the bug found, the fix passing.
 say "phase: soak run reservations/soak.yaml, $seeds seeds"
 set +e
-run soak run /opt/soak/examples/reservations/soak.yaml --seeds "0..$((seeds - 1))" \
-    >"$scratch/bug.log" 2>&1
+# (and what it took: the container's peak memory, tmpfs included, for the
+# manifests' requests; cgroup v1 here, v2 elsewhere)
+run sh -c 'soak run "$@"; rc=$?
+	m=$(cat /sys/fs/cgroup/memory/memory.max_usage_in_bytes /sys/fs/cgroup/memory.peak 2>/dev/null | head -1)
+	echo "measured: peak memory of the container: $((m / 1048576)) MiB"; exit $rc' \
+    sh /opt/soak/examples/reservations/soak.yaml --seeds "0..$((seeds - 1))" >"$scratch/bug.log" 2>&1
 rc=$?
+grep '^measured:' "$scratch/bug.log" || true
 set -e
 if [ $rc -eq 1 ] && grep -q 'FAIL  "items_reserved matches reservation events" broken' "$scratch/bug.log"; then
 	ok "soak.yaml: exit 1, the lost update found: $(grep -m1 ' seeds in ' "$scratch/bug.log")"
@@ -118,6 +129,68 @@ if [ $rc -eq 0 ] && grep -q " $seeds pass, 0 fail, 0 infra" "$scratch/fixed.log"
 else
 	cat "$scratch/fixed.log"
 	bad "fixed.yaml: exit $rc, expected 0 with $seeds pass"
+fi
+
+# 5. The merge-queue overlay's pods in the image: each container with the
+# user, read-only root, capabilities, volumes, env and argv its manifest
+# gives it (cmdcheck.js --podman), the workers in the coordinator's network
+# namespace with the Service's name on its loopback.
+say "phase: the merge-queue overlay's coordinator and 2 workers, $seeds seeds"
+(cd "$here" && npm ci --no-audit --no-fund --loglevel=error >"$scratch/npm.log" 2>&1) ||
+    { cat "$scratch/npm.log"; bad "npm ci"; exit 1; }
+kubectl kustomize "$top/deploy/k8s/overlays/merge-queue" >"$scratch/mq.yaml"
+printf '127.0.0.1\tlocalhost soak-coordinator\n' >"$scratch/hosts"
+chmod 644 "$scratch/hosts"
+vols=$scratch/vols
+# The Secret's value, the same for every container (cmdcheck.js writes it
+# where the Secret volume is, mode 0440 group 10001, as a kubelet would).
+CMDCHECK_SECRET=$(openssl rand -hex 32)
+export CMDCHECK_SECRET
+ctr() {	# NAME ROLE CONTAINER POD [podman run options...]
+	local name=$1 role=$2 c=$3 podname=$4 a
+	shift 4
+	mapfile -d '' -t a < <(CMDCHECK_SEEDS="0..$((seeds - 1))" node "$here/cmdcheck.js" --podman \
+	    "$scratch/mq.yaml" "$role" "$c" "$podname" "$vols" "$image")
+	podman run "${pod[@]}" --name "soak-k8s-test-$name" "$@" "${a[@]}"
+}
+hosts=(--mount "type=bind,source=$scratch/hosts,destination=/etc/hosts,ro=true")
+set +e
+ctr init-c coordinator secret-files coord --rm --network none >"$scratch/init-c.log" 2>&1 &&
+    ctr coord coordinator coordinator coord -d --network none "${hosts[@]}" >/dev/null &&
+    ctr init-w0 worker secret-files w0 --rm --network none >"$scratch/init-w0.log" 2>&1 &&
+    ctr init-w1 worker secret-files w1 --rm --network none >"$scratch/init-w1.log" 2>&1
+rc=$?
+set -e
+if [ $rc -ne 0 ]; then
+	cat "$scratch"/init-*.log
+	bad "the coordinator pod did not start"
+else
+	set +e
+	ctr w0 worker worker w0 --rm --network container:soak-k8s-test-coord "${hosts[@]}" \
+	    >"$scratch/w0.log" 2>&1 &
+	w0=$!
+	ctr w1 worker worker w1 --rm --network container:soak-k8s-test-coord "${hosts[@]}" \
+	    >"$scratch/w1.log" 2>&1
+	w1rc=$?
+	wait $w0
+	w0rc=$?
+	# The workers have ended: the coordinator ends within its 10 s drain, or
+	# never (no worker ever reached it), which the bound tells.
+	crc=$(timeout 60 podman wait soak-k8s-test-coord || echo "none (still running 60 s after the workers ended)")
+	podman logs soak-k8s-test-coord >"$scratch/coord.log" 2>&1
+	podman rm -f soak-k8s-test-coord >/dev/null
+	set -e
+	[ "$crc" = 1 ] && grep -q 'FAIL  "items_reserved matches reservation events" broken' "$scratch/coord.log" &&
+	    ok "coordinator pod: exit 1, the lost update found: $(grep -m1 ' seeds in ' "$scratch/coord.log")" ||
+	    { cat "$scratch/coord.log"; bad "coordinator pod: exit $crc, expected 1 naming the invariant"; }
+	[ $w0rc -eq 0 ] && [ $w1rc -eq 0 ] && ok "both worker pods exit 0 when the run is done: $(grep -h 'done:' "$scratch"/w[01].log | tr '\n' ';')" ||
+	    { cat "$scratch"/w[01].log; bad "worker pods exit $w0rc and $w1rc, expected 0"; }
+	jq -e --argjson n "$seeds" '.seeds.count == $n and .totals.fail == $n' \
+	    "$vols/pvc-soak-out/coord/report.json" >/dev/null 2>&1 &&
+	    ok "report.json on the soak-out volume: $seeds seeds, $seeds fail" ||
+	    bad "no report.json of $seeds failing seeds at soak-out/coord/"
+	! grep -rqF "$CMDCHECK_SECRET" "$vols/pvc-soak-out" "$scratch"/*.log &&
+	    ok "the secret is in no output file and no log" || bad "the secret leaked into the output or a log"
 fi
 
 say "image.sh: done"
