@@ -44,6 +44,14 @@ const MAX_WORKERS = parseInt(process.env.CMDCHECK_WORKERS || '2', 10);
 const RUN_TIMEOUT_MS = 120000;
 // The Secret's value: image.sh passes one for all its --podman calls.
 const SECRET = process.env.CMDCHECK_SECRET || require('crypto').randomBytes(32).toString('hex');
+// The Secrets the manifests name, as `kubectl create secret` would make them
+// (README "Kubernetes"); the TLS ones from CMDCHECK_TLS_DIR (test.sh makes it).
+const SECRETS = { 'soak-auth': { secret: `${SECRET}\n` } };
+if (process.env.CMDCHECK_TLS_DIR) {
+	const f = (n) => fs.readFileSync(path.join(process.env.CMDCHECK_TLS_DIR, n), 'utf8');
+	SECRETS['soak-tls-coordinator'] = { 'coordinator.pem': f('coordinator.pem'), 'ca.pem': f('ca.pem') };
+	SECRETS['soak-tls-worker'] = { 'worker.pem': f('worker.pem'), 'ca.pem': f('ca.pem') };
+}
 
 let passed = 0, failed = 0;
 function ok(msg) { console.log(`ok: ${msg}`); passed++; }
@@ -212,6 +220,8 @@ function staticChecks(docs, pods) {
 			}
 		}
 		if (pod.role === 'worker') {
+			check((s.volumes || []).every((v) => !v.secret || !/coordinator/.test(v.secret.secretName)),
+			    `${who}: no Secret of the coordinator's (its TLS key) in a worker's pod`);
 			const connect = flag(x, '--connect') || '';
 			const host = (/^[a-z+0-9]+:\/\/([^:/]+):(\d+)$/.exec(connect) || [])[1];
 			const port = parseInt((/:(\d+)$/.exec(connect) || [])[1], 10);
@@ -275,13 +285,13 @@ function makeVolumes(pod, podName, root, claims) {
 		if (v.emptyDir) {
 			fs.chmodSync(dir, 0o777);
 		} else if (v.secret) {
-			const data = { 'soak-auth': { secret: SECRET } }[v.secret.secretName];
+			const data = SECRETS[v.secret.secretName];
 			if (!data)
 				throw new Error(`${pod.owner}: Secret ${v.secret.secretName} is not one this test knows`);
 			const items = v.secret.items || Object.keys(data).map((k) => ({ key: k, path: k }));
 			for (const it of items) {
 				const f = path.join(dir, it.path);
-				fs.writeFileSync(f, `${data[it.key]}\n`);
+				fs.writeFileSync(f, data[it.key]);
 				let mode = it.mode !== undefined ? it.mode : (v.secret.defaultMode !== undefined ? v.secret.defaultMode : 0o644);
 				if (fsGroup !== undefined) {
 					fs.chownSync(f, 0, fsGroup);
@@ -390,6 +400,7 @@ async function runJobPair(docs, pods, label, mutate) {
 		wps.push(runPod(worker, `${worker.owner.split('/')[1]}-cmdcheck-${i}`, root, claims, cms, binDir));
 	const [c, ...ws] = await Promise.all([cp, ...wps]);
 	const cfgFile = cms['soak-run'].config;
+	const tls = /^tls\+/.test(flag(worker.spec.containers[0].args || [], '--connect') || '');
 	const bug = /reservations\/soak\.yaml$/.test(cfgFile);
 	check(c.problems.length === 0, `${label}: coordinator's command and args line up`, c.problems.join('; '));
 	check(c.code === (bug ? 1 : 0), `${label}: coordinator exits ${bug ? 1 : 0} (${bug ? 'the lost update found' : 'all pass'})`,
@@ -400,7 +411,8 @@ async function runJobPair(docs, pods, label, mutate) {
 	ws.forEach((w) => {
 		check(w.problems.length === 0 && w.code === 0, `${label}: ${w.tag} exits 0 when the run is done (the Job completes)`,
 		    w.problems.join('; ') || `exit ${w.code}${w.signal ? ` (${w.signal})` : ''}: ${(w.err || '').trim().split('\n').slice(-3).join(' | ')}`);
-		check(/trusted by the shared secret/.test(w.err || ''), `${label}: ${w.tag} authenticated the coordinator by the shared secret`);
+		const how = tls ? 'its TLS certificate and the shared secret' : 'the shared secret';
+		check((w.err || '').includes(`trusted by ${how}`), `${label}: ${w.tag} authenticated the coordinator by ${how}`);
 	});
 	const outDir = Object.values(claims)[0] && path.join(Object.values(claims)[0], cname);
 	const report = outDir && path.join(outDir, 'report.json');
@@ -416,15 +428,16 @@ async function runJobPair(docs, pods, label, mutate) {
 				const f = path.join(d, e.name);
 				if (e.isDirectory())
 					walk(f);
-				else if (e.isFile() && fs.readFileSync(f).includes(SECRET))
+				else if (e.isFile() && (fs.readFileSync(f).includes(SECRET) ||
+				    fs.readFileSync(f).includes('PRIVATE KEY')))
 					leak.push(f);
 			}
 		};
 		walk(outDir);
 		for (const x of [c, ...ws])
-			if ((x.out || '').includes(SECRET) || (x.err || '').includes(SECRET))
+			if (`${x.out}${x.err}`.includes(SECRET) || `${x.out}${x.err}`.includes('PRIVATE KEY'))
 				leak.push(`${x.tag} output`);
-		check(leak.length === 0, `${label}: the secret is in no output file and no log`, leak.join(', '));
+		check(leak.length === 0, `${label}: the secret (and any private key) is in no output file and no log`, leak.join(', '));
 	}
 	fs.rmSync(root, { recursive: true, force: true });
 }

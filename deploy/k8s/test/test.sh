@@ -37,7 +37,7 @@ phase "npm ci"
     { cat "$tmp/npm.log"; echo "test.sh: npm ci failed" >&2; exit 2; }
 
 phase "render and validate ($(kubectl version --client 2>/dev/null | grep -i kustomize))"
-for k in base overlays/merge-queue overlays/nightly overlays/nightly/cron; do
+for k in base overlays/merge-queue overlays/nightly overlays/nightly/cron test/tls/merge-queue test/tls/nightly; do
 	out="$tmp/$(echo "$k" | tr / -).yaml"
 	if kubectl kustomize "$k8s/$k" >"$out" 2>"$tmp/err"; then
 		ok "kubectl kustomize $k renders $(grep -c '^kind:' "$out") objects"
@@ -101,7 +101,25 @@ else
 	printf '127.0.0.1\tlocalhost soak-coordinator\n::1\tlocalhost\n' >"$tmp/hosts"
 	chmod 644 "$tmp/passwd" "$tmp/group" "$tmp/hosts"
 	chmod 755 "$tmp"
-	for o in overlays-merge-queue overlays-nightly; do
+	# The TLS Secrets' files, made as README "Kubernetes" makes them: a CA,
+	# the coordinator's certificate for the Service's name, a worker's.
+	mkdir "$tmp/tls" && (
+		cd "$tmp/tls"
+		openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+		    -subj "/CN=soak CA" -keyout ca.key -out ca.pem
+		for who in coordinator worker; do
+			ext='extendedKeyUsage=clientAuth'
+			[ $who = coordinator ] && ext='subjectAltName=DNS:soak-coordinator\nextendedKeyUsage=serverAuth'
+			openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+			    -subj "/CN=$who" -keyout $who.key -out $who.csr
+			printf '%b\n' "$ext" >$who.ext
+			openssl x509 -req -in $who.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			    -days 2 -extfile $who.ext -out $who.crt
+			cat $who.crt $who.key >$who.pem
+		done
+	) >"$tmp/openssl.log" 2>&1 || { cat "$tmp/openssl.log"; bad "openssl: the TLS files"; }
+	export CMDCHECK_TLS_DIR=$tmp/tls
+	for o in overlays-merge-queue overlays-nightly test-tls-merge-queue; do
 		neg=; [ $o = overlays-merge-queue ] && neg=--negatives
 		if unshare --net --mount -- bash -c '
 		    set -e
