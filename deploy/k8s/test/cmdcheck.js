@@ -496,6 +496,20 @@ async function negatives(docs) {
 		['--secret-file on the Secret volume itself (mode 0440)', (c) => { flagSet(c, '--secret-file', '/etc/soak/auth/secret'); }, /is mode 0440: group and others must have no access/],
 		['--secret-file at a path the init container does not fill', (c) => { flagSet(c, '--secret-file', '/run/soak/auth/token'); }, /No such file or directory/],
 	];
+	// Not a broken manifest: the pod as it is, with no coordinator, and a
+	// --reconnect of 2s instead of 5m so that the wait ends here.
+	{
+		d = clone();
+		const p = worker(d);
+		flagSet(p.spec.containers[0], '--reconnect', '2s');
+		p.docs = d;
+		const r = await runOne(p, 'w');
+		const text = `${(r.problems || []).join('; ')} ${r.err || ''}`;
+		check(r.code === 1 && /waiting for the coordinator at .* for up to [12] s/.test(text) &&
+		    /cannot dial coordinator at .*: Connection refused/.test(text),
+		    'a worker whose coordinator is not there waits --reconnect, says so, and exits 1 (FailJob)',
+		    `exit ${r.code}: ${text.trim().slice(0, 300)}`);
+	}
 	for (const [what, mut, expect] of cases) {
 		d = clone();
 		const p = worker(d);
