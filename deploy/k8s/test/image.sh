@@ -51,6 +51,8 @@ trap cleanup EXIT
 if [ "${KEEP_BASE:-0}" = 1 ] && podman image exists "$base"; then
 	say "phase: base $base kept from before"
 else
+	# (an image of that name from before would be left untagged, not removed)
+	podman rmi -f "$base" >/dev/null 2>&1 || true
 	say "phase: debootstrap bookworm from $mirror"
 	debootstrap --variant=minbase bookworm "$scratch/rootfs" "$mirror" \
 	    >"$scratch/debootstrap.log" 2>&1 || {
@@ -67,6 +69,7 @@ fi
 
 # 2. soak's image, from the tree's source (the ignore file keeps builds,
 # binaries and node_modules out of the context).
+podman rmi -f "$image" >/dev/null 2>&1 || true
 say "phase: podman build"
 version=$(git -C "$top" describe --always --dirty 2>/dev/null || true)
 # --layers=false: no build stage is left behind as an untagged image.
