@@ -51,6 +51,7 @@ struct wrec {
 	bool		 alive;
 	uint64_t	 lease;		/* 0 = none */
 	uint32_t	 seeds;		/* final verdicts it produced */
+	uint32_t	 results;	/* results accepted from it, any attempt */
 	uint32_t	 infra_run;	/* its own infra outcomes in a row */
 	bool		 bye;		/* it said bye: gone for good */
 	bool		 restored;	/* from the journal, not rejoined yet */
@@ -404,6 +405,7 @@ coord_seed_attempts(const struct coord_seed *s)
  * journal's replay (coord_replay) stops where the run stopped.
  */
 static void	early_halt(struct coord *);
+static void	halt_now(struct coord *);
 static uint32_t	lease_running(const struct lease *);
 static void	seed_return(struct coord *, struct coord_seed *);
 
@@ -455,9 +457,12 @@ seed_final_halted(struct coord *c, struct coord_seed *s)
 	s->worker = (uint32_t)json_integer_value(json_object_get(last, "worker"));
 	s->duration_ms = json_integer_value(json_object_get(last, "duration_ms"));
 	json_decref(s->detail);
-	/* Its first attempt was one of those that stopped the run. */
-	s->detail = json_pack("{s:s, s:o}", "message", msg ? msg : "",
-	    "config_error", cfgerr_json(&c->early_err));
+	/* Stopped for a config error: its first attempt was one of those. */
+	if (c->early_err.kind != CFGERR_NONE)
+		s->detail = json_pack("{s:s, s:o}", "message", msg ? msg : "",
+		    "config_error", cfgerr_json(&c->early_err));
+	else
+		s->detail = json_pack("{s:s}", "message", msg ? msg : "");
 	json_decref(last);
 	c->nfinal++;
 	if ((w = worker_get(c, s->worker)) != NULL)
@@ -477,9 +482,7 @@ static void
 early_halt(struct coord *c)
 {
 	const struct cfg_mark	*m = cfg_mark_find(c->o.cfg, c->early_err.what);
-	uint64_t		 idx;
-	uint32_t		 run, k;
-	size_t			 i, inv;
+	size_t			 inv;
 	int			 line = m ? m->line : 0, col = m ? m->col : 0;
 	char			 tail;
 
@@ -496,6 +499,23 @@ early_halt(struct coord *c)
 		c->halt_why = xasprintf("a config error on the first %u seed(s), which "
 		    "no retry mends: %s: %s", c->early_seen, c->early_err.what,
 		    c->early_err.detail);
+	halt_now(c);
+}
+
+/*
+ * The run stops (c->halt_why set): nothing more is leased (coord_serve
+ * says done), the seeds waiting for a retry keep their last attempt as
+ * their verdict, and every active lease keeps only the seed that may be
+ * running: the rest go back, never to run, so they end the run without a
+ * verdict (missing).
+ */
+static void
+halt_now(struct coord *c)
+{
+	uint64_t	idx;
+	uint32_t	run, k;
+	size_t		i;
+
 	log_debug("the run stops: %s", c->halt_why);
 	while (c->retry.len > 0) {
 		idx = q_at(&c->retry, 0);
@@ -703,6 +723,28 @@ const struct cfgerr *
 coord_halt_cfgerr(const struct coord *c)
 {
 	return c->halt_why != NULL ? &c->early_err : NULL;
+}
+
+void
+coord_halt(struct coord *c, int status, const char *why)
+{
+	if (c->halt_why != NULL || coord_finished(c))
+		return;
+	c->halt_why = xstrdup(why);
+	c->halt_status = status;
+	halt_now(c);
+}
+
+bool
+coord_pid_reported(const struct coord *c, uint32_t pid)
+{
+	size_t	i;
+
+	/* The newest worker of that pid: a pid may come back in a long run. */
+	for (i = c->nworkers; i-- > 0;)
+		if (c->workers[i].pid == pid)
+			return c->workers[i].results > 0;
+	return false;
 }
 
 void
@@ -1050,6 +1092,8 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
 	uint32_t		 k;
 
 	l->reported[i] = 1;
+	if (w != NULL)
+		w->results++;
 	if (confirming)
 		confirm_outcome(c, s, l->worker, why, duration_ms, detail);
 	else

@@ -47,6 +47,7 @@ struct iso {
 	struct backend	 self;		/* conn's backend */
 	struct backend	 stale;		/* a dropped connection's, still to end */
 	char		 ddl_sqlstate[6];	/* the last iso_reset's DDL error */
+	char		 epoch[ISO_EPOCH_LEN];	/* conn's server: pg_postmaster_start_time */
 };
 
 /* libpq prints NOTICEs on stderr by default; they are noise to a run. */
@@ -293,7 +294,8 @@ iso_session(struct iso *iso, char *err)
 	PQsetNoticeProcessor(iso->conn, iso_notice, NULL);
 	sql = xasprintf("SET client_min_messages = warning; "
 	    "SET application_name = 'soak worker %d'; SET search_path TO %s; "
-	    "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint "
+	    "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint, "
+	    "pg_postmaster_start_time()::text "
 	    "FROM pg_stat_activity WHERE pid = pg_backend_pid()",
 	    iso->worker_id, iso->qschema);
 	res = iso_pq_exec(iso->conn, sql, iso->deadline, &expired);
@@ -304,6 +306,7 @@ iso_session(struct iso *iso, char *err)
 		iso->self.pid = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
 		snprintf(iso->self.start, sizeof(iso->self.start), "%s",
 		    PQgetvalue(res, 0, 1));
+		snprintf(iso->epoch, sizeof(iso->epoch), "%s", PQgetvalue(res, 0, 2));
 	}
 	PQclear(res);
 	free(sql);
@@ -323,6 +326,7 @@ iso_forget(struct iso *iso)
 	if (iso->self.pid > 0)
 		iso->stale = iso->self;
 	memset(&iso->self, 0, sizeof(iso->self));
+	iso->epoch[0] = '\0';
 	iso_pq_abandon(iso->conn);
 	iso->conn = NULL;
 }
@@ -423,6 +427,44 @@ iso_probe(struct iso *iso, int timeout_ms, char *err)
 	iso_pq_abandon(c);
 	if (rc == -1) {
 		iso_forget(iso);
+		conn_desc(iso->conninfo, desc, sizeof(desc));
+		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
+		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
+		conninfo_scrub(err, ERR_LEN, iso->conninfo);
+	}
+	return rc;
+}
+
+const char *
+iso_epoch(const struct iso *iso)
+{
+	return iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK ? iso->epoch : "";
+}
+
+int
+iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch, size_t len, char *err)
+{
+	int64_t		 deadline = now_ms() + timeout_ms;
+	PGconn		*c;
+	PGresult	*res = NULL;
+	char		 desc[128], why[ERR_LEN];
+	bool		 expired = false;
+	int		 rc = -1;
+
+	if ((c = iso_pq_connect(iso->conninfo, deadline, why)) != NULL) {
+		res = iso_pq_exec(c, "SELECT pg_postmaster_start_time()::text", deadline,
+		    &expired);
+		if (!expired && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    PQntuples(res) == 1) {
+			snprintf(epoch, len, "%s", PQgetvalue(res, 0, 0));
+			rc = 0;
+		} else
+			snprintf(why, sizeof(why), "%s", query_msg(c, res, expired,
+			    desc, sizeof(desc)));
+	}
+	PQclear(res);
+	iso_pq_abandon(c);
+	if (rc == -1) {
 		conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
 		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);

@@ -197,6 +197,20 @@ int		iso_drop(struct iso *iso, char *err);
 int		iso_probe(struct iso *iso, int timeout_ms, char *err);
 
 /*
+ * Did the database restart?  iso_epoch: pg_postmaster_start_time() (as
+ * text) of the server the control connection is on -- read at connect, the
+ * same for the connection's life, since no connection outlives its server
+ * -- or "" without one.  iso_probe_epoch asks it again on a fresh
+ * connection within timeout_ms: 0 with epoch, or -1 with err ("the
+ * database at ... did not answer within N s: why").  A different answer
+ * is a server restarted in between (worker/seedrun.c's outage check).
+ */
+#define ISO_EPOCH_LEN	48
+const char	*iso_epoch(const struct iso *iso);
+int		iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch,
+		    size_t len, char *err);
+
+/*
  * Workspaces.  iso_seed_dir creates (after removing any leftover)
  * workspace_root/seed-<N>/ and returns its path (heap).  iso_turn_dir
  * creates <seed dir>/r<round>-t<turn>/ with home/, tmp/, and
