@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #define ISO_NAME_MAX		63	/* NAMEDATALEN - 1: longer names get cut */
 /* A reset waiting this long on a lock names the likely culprit. */
 #define ISO_LOCK_TIMEOUT	"30s"
+#define ISO_RECONNECT_MS	5000	/* a reset waits that long for a lost server */
 
 /*
  * A server process, told apart from a later one that got its pid by the
@@ -48,6 +50,7 @@ struct iso {
 	struct backend	 stale;		/* a dropped connection's, still to end */
 	char		 ddl_sqlstate[6];	/* the last iso_reset's DDL error */
 	char		 epoch[ISO_EPOCH_LEN];	/* conn's server: pg_postmaster_start_time */
+	bool		 db_down;	/* a reset waited for the server in vain */
 };
 
 /* libpq prints NOTICEs on stderr by default; they are noise to a run. */
@@ -822,16 +825,42 @@ int
 iso_reset(struct iso *iso, int64_t deadline, char *err)
 {
 	enum cfg_reset	mode = iso->mode;
+	int64_t		until, delay = 50;
+	char		first[ERR_LEN];
 
 	iso->deadline = deadline;
 	iso->ddl_sqlstate[0] = '\0';
 	if (reset_once(iso, mode, err) == 0)
-		return 0;
+		goto ok;
 	if (!iso_lost(iso) || now_ms() >= deadline)
 		return -1;
+	/*
+	 * The server went away (restarted, crashed, its socket gone for a
+	 * moment): wait for it, within ISO_RECONNECT_MS and the seed's
+	 * deadline, instead of burning through seeds that each fail at once.
+	 * Once such a wait has failed, the server is down for longer: later
+	 * resets try once each until one gets through.
+	 */
+	snprintf(first, sizeof(first), "%s", err);
+	until = iso->db_down ? now_ms() : deadline_within(deadline, ISO_RECONNECT_MS);
 	log_warnx("worker %d: lost the database connection during reset (%s); "
-	    "reconnecting once", iso->worker_id, err);
-	return reset_once(iso, mode, err);
+	    "reconnecting%s", iso->worker_id, first, iso->db_down ? " once" :
+	    ", for up to 5 s");
+	for (;;) {
+		if (reset_once(iso, mode, err) == 0)
+			goto ok;
+		if (!iso_lost(iso))
+			return -1;
+		if (now_ms() + delay >= until)
+			break;
+		poll(NULL, 0, (int)delay);	/* backoff: nothing to wait on */
+		delay = delay * 2 > 1000 ? 1000 : delay * 2;
+	}
+	iso->db_down = true;
+	return -1;
+ok:
+	iso->db_down = false;
+	return 0;
 }
 
 int

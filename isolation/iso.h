@@ -171,7 +171,10 @@ PGconn		*iso_conn(struct iso *iso);
  * would (details at restore_sql in iso.c).  iso_drop drops the template too.
  * A DDL error names the file and line: "schema.sql:12: syntax error at or
  * near \"TABL\"" (from PG_DIAG_STATEMENT_POSITION).  If the connection was
- * lost (or dropped by iso_probe) it is re-established before giving up.
+ * lost (or dropped by iso_probe) it is re-established before giving up;
+ * a server that does not take it (restarting, its socket gone) is tried
+ * again with backoff for up to 5 s within the deadline -- once per reset
+ * after such a wait failed, until a reset gets through again.
  * Every call, connecting included, gives up at deadline (a now_ms()
  * instant), leaving the connection mid-query for iso_probe to drop.
  */
