@@ -748,6 +748,24 @@ coord_pid_reported(const struct coord *c, uint32_t pid)
 }
 
 void
+coord_worker_died(struct coord *c, uint32_t pid, const char *why)
+{
+	struct wrec	*w = NULL;
+	struct lease	*l;
+	size_t		 i;
+
+	for (i = c->nworkers; i-- > 0 && w == NULL;)
+		if (c->workers[i].pid == pid)
+			w = &c->workers[i];
+	if (w == NULL)
+		return;
+	w->alive = false;
+	w->bye = true;		/* nobody to wait for at the end */
+	if ((l = lease_get(c, w->lease)) != NULL && l->state == LEASE_ACTIVE)
+		lease_expire(c, l, why);
+}
+
+void
 coord_halt_not_plain(struct coord *c, const char *why)
 {
 	char	*was = c->halt_why;

@@ -193,6 +193,13 @@ void		 coord_halt(struct coord *c, int status, const char *why);
  */
 bool		 coord_pid_reported(const struct coord *c, uint32_t pid);
 /*
+ * The worker process that said HELLO with this pid (the newest of them)
+ * is dead -- `soak run` reaped it -- and can never rejoin: its lease ends
+ * now rather than at its ttl, the seed it was running with an
+ * infra/worker-lost attempt (why), the rest back to the pool.
+ */
+void		 coord_worker_died(struct coord *c, uint32_t pid, const char *why);
+/*
  * The config error is not plainly the config's after all (the caller
  * found the command on the coordinator's machine: the workers' copy of the
  * folder lacks it): exit 2, and the reason says why.

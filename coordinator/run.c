@@ -85,7 +85,6 @@ struct runopts {
 
 struct local_worker {
 	pid_t	pid;		/* 0: dead, waiting for a token to be replaced */
-	int	status;		/* how the last one ended, for the log */
 };
 
 struct runctx {
@@ -198,19 +197,21 @@ supervise(struct runctx *r)
 	int64_t	now = now_ms();
 	int	i, st;
 	bool	reported;
-	char	how[64];
+	char	how[64], why[96];
 
 	refill(r, now);
 	for (i = 0; i < r->nkids; i++) {
 		if (r->kids[i].pid <= 0 || waitpid(r->kids[i].pid, &st, WNOHANG) != r->kids[i].pid)
 			continue;
 		reported = coord_pid_reported(r->coord, (uint32_t)r->kids[i].pid);
+		death_words(st, how, sizeof(how));
+		snprintf(why, sizeof(why), "its process died (%s)", how);
+		/* A local worker never comes back: its lease need not wait for its ttl. */
+		coord_worker_died(r->coord, (uint32_t)r->kids[i].pid, why);
 		r->kids[i].pid = 0;
-		r->kids[i].status = st;
 		r->died++;
 		if (coord_finished(r->coord) || coord_halted(r->coord) || stop_requested)
 			continue;
-		death_words(st, how, sizeof(how));
 		r->failed_starts = reported ? 0 : r->failed_starts + 1;
 		if (r->failed_starts >= RESPAWN_FAILED_STARTS(r->nkids) && !r->gave_up) {
 			r->gave_up = true;
@@ -849,7 +850,7 @@ run_main(struct runopts *o)
 		    "replaced (the restart limit: %d at once, then one a second)\n",
 		    r.died, r.replaced, RESPAWN_BURST(r.nkids));
 	meta.wall_ms = now_ms() - t0;
-	if (journal_close(r.journal, err) == -1)
+	if (journal_close(r.journal, err) == -1 && r.io_why == NULL)
 		log_warnx("%s", err);
 	r.journal = NULL;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
