@@ -83,8 +83,8 @@ iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
  * string: a password that libpq would misread as host, port or database
  * (an unencoded '/' or '@') must not come back through them.
  */
-static void
-conn_desc(const char *conninfo, char *buf, size_t len)
+void
+iso_conn_desc(const char *conninfo, char *buf, size_t len)
 {
 	struct iso_dbparams	 p;
 	char			*red = conninfo_redact(conninfo);
@@ -395,7 +395,7 @@ iso_connect(struct iso *iso, char *err)
 		return 0;
 	iso_forget(iso);
 	if ((iso->conn = iso_pq_connect(iso->conninfo, iso->deadline, why)) == NULL) {
-		conn_desc(iso->conninfo, desc, sizeof(desc));
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "cannot connect to PostgreSQL at %s: %s", desc, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
 		return -1;
@@ -430,7 +430,7 @@ iso_probe(struct iso *iso, int timeout_ms, char *err)
 	iso_pq_abandon(c);
 	if (rc == -1) {
 		iso_forget(iso);
-		conn_desc(iso->conninfo, desc, sizeof(desc));
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
 		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
@@ -468,7 +468,7 @@ iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch, size_t len, char *
 	PQclear(res);
 	iso_pq_abandon(c);
 	if (rc == -1) {
-		conn_desc(iso->conninfo, desc, sizeof(desc));
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
 		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);

@@ -68,7 +68,7 @@ int	iso_db_open(struct iso_db *db, const struct cfg *cfg, int slots,
 void	iso_db_close(struct iso_db *db);
 /*
  * max_connections for `slots` workers of cfg:
- *   slots x (turns x (1 + proxies to the database) + services + 7) + 20
+ *   slots x (turns x (1 + proxies to the database) + services + 8) + 20
  * (the reasons for each term are in isolation/db.c).
  */
 int	iso_db_max_connections(const struct cfg *cfg, int slots);
@@ -212,6 +212,33 @@ int		iso_probe(struct iso *iso, int timeout_ms, char *err);
 const char	*iso_epoch(const struct iso *iso);
 int		iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch,
 		    size_t len, char *err);
+/* host:port/dbname of a conninfo, for messages (from its redacted text). */
+void		iso_conn_desc(const char *conninfo, char *buf, size_t len);
+
+/*
+ * The database watch: a thread with a connection of its own asks the
+ * server pg_postmaster_start_time() every ISO_WATCH_EVERY_MS, each time
+ * within ISO_WATCH_ANSWER_MS.  No answer in time (paused, cut off) or a
+ * connection that fails (stopped, restarting) begins an outage, logged as
+ * a warning; the next answer ends it, logged too; an answer naming
+ * another server start is a restart.  So an outage shorter than a turn --
+ * over before the seed's end, the control connection intact -- is still
+ * seen (worker/seedrun.c's outage check).  One connection per worker
+ * (isolation/db.c counts it).
+ *
+ * iso_watch_outage: 1 with why filled when the latest outage overlapped
+ * [since, now] (since a now_ms() instant: the seed's start), in a
+ * sentence ("soak's watch of the database at H:P/D had no answer for
+ * 3.1 s, from 0.4 s after the seed began: no answer within 1.0 s"); 0
+ * when none did, or w is NULL.
+ */
+#define ISO_WATCH_EVERY_MS	500
+#define ISO_WATCH_ANSWER_MS	1000
+struct iso_watch;
+struct iso_watch *iso_watch_start(const char *conninfo, int worker_id, char *err);
+void		iso_watch_stop(struct iso_watch *w);	/* NULL is fine */
+int		iso_watch_outage(struct iso_watch *w, int64_t since, char *why,
+		    size_t len);
 
 /*
  * Workspaces.  iso_seed_dir creates (after removing any leftover)

@@ -163,7 +163,9 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
  * database went away under the seed.  Asked on a fresh connection within
  * WRK_PROBE_MS: no answer, or a server started after the seed's reset
  * (pg_postmaster_start_time changed: it restarted, and every session of
- * the turns with it), makes the seed infra/db, retried like any infra.
+ * the turns with it), makes the seed infra/db, retried like any infra; so
+ * does an outage the database watch saw during the seed (iso.h: a pause or
+ * a cut shorter than the seed, over by now).
  * Only soak's own observation counts, never a turn's words: a turn that
  * fails on a database that stayed up is still the system's failure, and
  * rows an invariant returned are data, whatever happened to the server.
@@ -182,6 +184,8 @@ outage_check(struct seed_ctx *c, struct seed_result *res)
 		verdict(res, REASON_DB, "%s, and the database restarted during the "
 		    "seed (its server started at %s; at the seed's reset it had "
 		    "started at %s)", was, epoch, c->epoch);
+	else if (iso_watch_outage(c->w->watch, c->start, err, sizeof(err)) == 1)
+		verdict(res, REASON_DB, "%s, and %s", was, err);
 	else
 		return;
 	log_warnx("seed %" PRIu64 ": %s", c->seed, res->message);
