@@ -183,7 +183,9 @@ const struct cfgerr	*coord_halt_cfgerr(const struct coord *c);
  * the early stop, nothing more is leased, a seed waiting for a retry keeps
  * its last attempt as its verdict, the unstarted seeds of every lease go
  * back never to run (missing), and the seed a worker is running may still
- * report.  Nothing if the run was stopped already or is finished.
+ * report.  Nothing if the run was stopped already or is finished.  From
+ * an event or final callback it takes effect at the next coord_handle,
+ * coord_serve, coord_tick or coord_worker_died, when nothing is half done.
  */
 void		 coord_halt(struct coord *c, int status, const char *why);
 /*

@@ -438,9 +438,11 @@ write_report(const char *path, const char *head, const struct report_meta *m,
 		free(rec);
 	}
 	fprintf(f, "%s]\n}\n", first ? "" : "\n  ");
+	errno = 0;
 	ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
 	if (fclose(f) != 0 || !ok || rename(tmp, path) == -1) {
-		errf(err, "cannot write %s", path);
+		errf(err, "cannot write %s: %s", path, errno ? strerror(errno) :
+		    "an I/O error");
 		unlink(tmp);
 		free(tmp);
 		return -1;

@@ -101,7 +101,6 @@ struct runctx {
 	int			 waiting;		/* dead, to be replaced */
 	bool			 gave_up;		/* crash loop: no more replacing */
 	char			*io_why;		/* the output cannot be written */
-	char			*io_pending;		/* io_stop at the next tick */
 	bool			 tty;
 	int64_t			 start_ms, last_line_ms;
 	uint64_t		 last_done;
@@ -310,8 +309,6 @@ tick(void *arg)
 	journal_tick(r->journal);
 	if (journal_failed(r->journal) != NULL)
 		io_stop(r, journal_failed(r->journal));
-	else if (r->io_pending != NULL)
-		io_stop(r, r->io_pending);
 	if (r->o->local) {
 		supervise(r);
 		for (i = 0; i < r->nkids; i++)
@@ -339,6 +336,9 @@ on_event(struct coord *c, const char *type, json_t *e, void *arg)
 
 	(void)c;
 	journal_append(r->journal, type, e);
+	/* At once: the coordinator stops before its next request. */
+	if (journal_failed(r->journal) != NULL)
+		io_stop(r, journal_failed(r->journal));
 }
 
 static int
@@ -441,12 +441,8 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	char			*fp, *words, *line, msg[LOG_ESC_LEN], err[ERR_LEN];
 
 	(void)c;
-	if (report_failure(r->meta, s, err) == -1 && r->io_why == NULL &&
-	    r->io_pending == NULL) {
-		/* Not here, inside the coordinator's bookkeeping: at the next tick. */
-		log_warnx("%s", err);
-		r->io_pending = xstrdup(err);
-	}
+	if (report_failure(r->meta, s, err) == -1)
+		io_stop(r, err);
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
 	words = fp_words(reason_name(s->why), invs);
@@ -883,7 +879,6 @@ out:
 	}
 	free(r.kids);
 	free(r.io_why);
-	free(r.io_pending);
 	free(r.url);
 	free(keep);
 	free(work);

@@ -218,10 +218,11 @@ void		iso_conn_desc(const char *conninfo, char *buf, size_t len);
 /*
  * The database watch: a thread with a connection of its own asks the
  * server pg_postmaster_start_time() every ISO_WATCH_EVERY_MS, each time
- * within ISO_WATCH_ANSWER_MS.  No answer in time (paused, cut off) or a
- * connection that fails (stopped, restarting) begins an outage, logged as
- * a warning; the next answer ends it, logged too; an answer naming
- * another server start is a restart.  So an outage shorter than a turn --
+ * within ISO_WATCH_ANSWER_MS -- the 2 s the probe at a seed's deadline
+ * allows too, so a server slow under load is not an outage.  No answer in
+ * time (paused, cut off) or a connection that fails (stopped, restarting)
+ * begins an outage, logged as a warning; the next answer ends it, logged
+ * too; an answer naming another server start is a restart.  So an outage shorter than a turn --
  * over before the seed's end, the control connection intact -- is still
  * seen (worker/seedrun.c's outage check).  One connection per worker
  * (isolation/db.c counts it).
@@ -229,11 +230,11 @@ void		iso_conn_desc(const char *conninfo, char *buf, size_t len);
  * iso_watch_outage: 1 with why filled when the latest outage overlapped
  * [since, now] (since a now_ms() instant: the seed's start), in a
  * sentence ("soak's watch of the database at H:P/D had no answer for
- * 3.1 s, from 0.4 s after the seed began: no answer within 1.0 s"); 0
+ * 3.1 s, from 0.4 s after the seed began: no answer within 2.0 s"); 0
  * when none did, or w is NULL.
  */
 #define ISO_WATCH_EVERY_MS	500
-#define ISO_WATCH_ANSWER_MS	1000
+#define ISO_WATCH_ANSWER_MS	2000
 struct iso_watch;
 struct iso_watch *iso_watch_start(const char *conninfo, int worker_id, char *err);
 void		iso_watch_stop(struct iso_watch *w);	/* NULL is fine */

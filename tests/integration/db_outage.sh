@@ -78,7 +78,7 @@ expect_eq "pause: exit status (seed 4's domain failure)" 1 "$rc"
 check_report "$T/out-pause" 0 5
 expect_eq "pause: seed 2 history" '["infra/db","pass/"]' "$(attempts "$R" 2)"
 expect_match "pause: seed 2's first attempt says why" \
-    "^only 1 of 2 turns succeeded; the guard wants at least 2, and soak's watch of the database at 127\.0\.0\.1:$port/postgres had no answer for [0-9.]+ s, from [0-9.]+ s after the seed began: no answer within 1\.0 s" \
+    "^only 1 of 2 turns succeeded; the guard wants at least 2, and soak's watch of the database at 127\.0\.0\.1:$port/postgres had no answer for [0-9.]+ s, from [0-9.]+ s after the seed began: no answer within 2\.0 s" \
     "$(jq -r '.results[] | select(.seed==2) | .attempts[0].message' "$R")"
 expect_eq "pause: seed 4, a turn failing with the database up, stays" '["fail/guard"]' "$(attempts "$R" 4)"
 expect_eq "pause: the other seeds passed at once" 4 \

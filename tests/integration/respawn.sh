@@ -34,7 +34,10 @@ invariants:
   - name: nothing
     sql: SELECT 1 WHERE false
 YAML
-soak_rc rc run "$T/die.yaml" --workers 1 --out "$T/out-die" >"$T/die.out" 2>"$T/die.err"
+"$SOAK" run "$T/die.yaml" --workers 1 --out "$T/out-die" >"$T/die.out" 2>"$T/die.err" &
+run_pid=$!
+cleanup_hooks+=("kill $run_pid 2>/dev/null")
+wait_exit rc "$run_pid" 180 "soak run with its workers dying after reporting"
 R=$T/out-die/report.json
 expect_eq "deaths after reporting: exit status" 0 "$rc"
 check_report "$T/out-die" 0 29
@@ -58,7 +61,10 @@ kill -KILL "$PPID"
 SH
 chmod +x "$T/loop.sh"
 sed -e 's/turn.sh/loop.sh/' -e 's/^name: respawn/name: crashloop/' "$T/die.yaml" >"$T/loop.yaml"
-soak_rc rc run "$T/loop.yaml" --workers 2 --out "$T/out-loop" >"$T/loop.out" 2>"$T/loop.err"
+"$SOAK" run "$T/loop.yaml" --workers 2 --out "$T/out-loop" >"$T/loop.out" 2>"$T/loop.err" &
+run_pid=$!
+cleanup_hooks+=("kill $run_pid 2>/dev/null")
+wait_exit rc "$run_pid" 120 "soak run with its workers crash-looping"
 R=$T/out-loop/report.json
 expect_eq "crash loop: exit status" 2 "$rc"
 expect_match "crash loop: said on stderr" \
