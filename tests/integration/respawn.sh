@@ -7,17 +7,17 @@
 # as the OOM killer would.
 . "$(dirname "$0")/lib.sh"
 
-# --- 1. each worker reports a seed, then dies on its next: 10 deaths ---
+# --- 1. each worker reports a seed, then dies on its next: 6 deaths ---
 # With 1 worker the burst is 4, and the old cap was 2.
 cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
-# A worker's first seed passes; on its second, turn 0 kills it -- ten times
+# A worker's first seed passes; on its second, turn 0 kills it -- six times
 # in the run (the marks are atomic: mkdir).
 d=$SOAK_CONFIG_DIR/marks
 mkdir -p "$d"
 [ "$SOAK_TURN" = 0 ] || exit 0
 if mkdir "$d/seen-$SOAK_WORKER" 2>/dev/null; then exit 0; fi
-for i in 1 2 3 4 5 6 7 8 9 10; do
+for i in 1 2 3 4 5 6; do
 	if mkdir "$d/kill-$i" 2>/dev/null; then kill -KILL "$PPID"; exit 0; fi
 done
 exit 0
@@ -41,16 +41,16 @@ wait_exit rc "$run_pid" 180 "soak run with its workers dying after reporting"
 R=$T/out-die/report.json
 expect_eq "deaths after reporting: exit status" 0 "$rc"
 check_report "$T/out-die" 0 29
-expect_eq "workers the turns killed" 10 "$(find "$T/marks" -maxdepth 1 -name 'kill-*' | wc -l)"
+expect_eq "workers the turns killed" 6 "$(find "$T/marks" -maxdepth 1 -name 'kill-*' | wc -l)"
 expect_eq "the run's count of deaths and replacements" \
-    "soak: 10 worker process(es) died during the run, 10 replaced (the restart limit: 4 at once, then one a second)" \
+    "soak: 6 worker process(es) died during the run, 6 replaced (the restart limit: 4 at once, then one a second)" \
     "$(grep '^soak: [0-9]* worker process' "$T/die.err")"
 # Whether a death found the bucket empty depends on how fast workers die
 # here: said, not asserted (the old cap, 2 x workers, ended this run
 # incomplete after 2).
 echo "deaths that waited for a token: $(grep -c 'another starts when the restart limit allows' "$T/die.err" || true)"
-expect_eq "workers that joined (1 + 10 replacements)" 11 "$(jq '.workers | length' "$R")"
-expect_eq "seeds with a worker-lost attempt" 10 \
+expect_eq "workers that joined (1 + 6 replacements)" 7 "$(jq '.workers | length' "$R")"
+expect_eq "seeds with a worker-lost attempt" 6 \
     "$(jq '[.results[] | select(any(.attempts[]; .reason == "worker-lost"))] | length' "$R")"
 
 # --- 2. every worker dies before reporting anything: a crash loop ---
