@@ -699,13 +699,15 @@ run_main(struct runopts *o)
 	struct iso_db		 db = { 0 };
 	struct bundle		 bundle = { 0 };
 	struct sigaction	 sa = { .sa_handler = on_signal };
+	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
-	if (cfg_load_file(o->config, &cfg, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
+	if (cfg_load_file_all(o->config, &cfg, err, &cerrs) == -1) {
+		cfg_errors_print(&cerrs, stderr, "soak");
+		cfg_errors_free(&cerrs);
 		return SOAK_EXIT_CONFIG;
 	}
 	if (coordinator_ships_password(o, &cfg) == -1) {

@@ -8,7 +8,8 @@ libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-d
 libssl-dev openssl
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
-iperf3 haproxy socat"
+iperf3 haproxy socat
+clang libclang-rt-14-dev"
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=

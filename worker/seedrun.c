@@ -710,10 +710,15 @@ done:
 		proxy_set_close(c.proxies);
 		c.proxies = NULL;
 	}
-	/* A service that died under the seed makes the seed unreliable. */
-	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0 &&
-	    wrk_services_check(w, INT64_MAX, &died, err) == 0 && died)
-		verdict(res, REASON_SERVICE, "a service died during the seed");
+	/* A service that died under the seed makes the seed unreliable,
+	 * and one that then would not come back says why. */
+	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0) {
+		if (wrk_services_check(w, INT64_MAX, &died, err) == -1)
+			verdict(res, REASON_SERVICE, "a service died during the "
+			    "seed and did not come back: %s", err);
+		else if (died)
+			verdict(res, REASON_SERVICE, "a service died during the seed");
+	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
 	json_object_set_new(detail, "message", json_string(res->message));
