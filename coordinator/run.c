@@ -545,6 +545,12 @@ usage(FILE *f, bool local)
 		    "                  verdict are not run again\n"
 		    "  -v, --verbose   log every step\n"
 		    "\n"
+		    "A worker process that dies is replaced: 2 x N (at least 4) at once,\n"
+		    "then one a second; N + 3 in a row that die before reporting anything\n"
+		    "end the run.\n"
+		    "An output directory that cannot be written (a full disk) stops the run;\n"
+		    "--resume DIR runs the rest.\n"
+		    "\n"
 		    "Exit status: 0 all passed; 1 a domain failure; 2 incomplete (infra or\n"
 		    "missing verdicts); 64 usage; 78 config error.\n");
 	else
