@@ -26,7 +26,7 @@ SH
 chmod +x "$T/turn.sh"
 cat >"$T/full.yaml" <<'YAML'
 name: outfull
-seeds: 0..79
+seeds: 0..49
 turns: 2
 confirm: false
 turn: {command: [./turn.sh]}
@@ -57,7 +57,7 @@ ok "no report.json, and no half of one"
 jq -c . "$out/journal.jsonl" >/dev/null || fail "journal.jsonl is not whole JSON lines"
 [ "$(tail -c 1 "$out/journal.jsonl" | od -An -c | tr -d ' ')" = '\n' ] || fail "journal.jsonl ends in the middle of a line"
 results=$(grep -c '"t":"result"' "$out/journal.jsonl")
-[ "$results" -ge 6 ] && [ "$results" -lt 80 ] || fail "journal.jsonl has $results results, expected 6..79"
+[ "$results" -ge 6 ] && [ "$results" -lt 50 ] || fail "journal.jsonl has $results results, expected 6..49"
 ok "journal.jsonl: whole lines, $results results"
 
 rm -f "$mnt/fill"
@@ -65,8 +65,8 @@ ok "freed the disk"
 soak_rc rc run "$T/full.yaml" --resume "$out" >"$T/resume.out" 2>"$T/resume.err"
 cat "$T/resume.err"
 expect_eq "resumed: exit status" 0 "$rc"
-expect_match "resumed: from the journal" "soak: resuming run .*: $results of 80 seeds have their verdict" \
+expect_match "resumed: from the journal" "soak: resuming run .*: $results of 50 seeds have their verdict" \
     "$(cat "$T/resume.err")"
-check_report "$out" 0 79
-expect_eq "resumed: every seed passed" 80 "$(jq '.totals.pass' "$out/report.json")"
+check_report "$out" 0 49
+expect_eq "resumed: every seed passed" 50 "$(jq '.totals.pass' "$out/report.json")"
 expect_eq "resumed: not halted" null "$(jq '.halted' "$out/report.json")"
