@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
 BUILD   ?= build
@@ -103,6 +103,11 @@ test: all $(UNIT_BIN) $(TEST_HELPERS)
 proofs: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run proofs
 
+# soak's own failures under chaos (tests/chaos/): workers killed, the
+# database paused and restarted, the output directory full.  Needs root.
+chaos: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run chaos
+
 # Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
 # it names (tests/mutants/run).  Not part of make test.
 mutants:
@@ -132,6 +137,6 @@ uninstall:
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test proofs bench deps clean mutants print-test-bins install uninstall FORCE
+.PHONY: all test proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -139,6 +139,7 @@ struct wrk {
 	char			*run_id;
 	int			 id;
 	struct iso		*iso;
+	struct iso_watch	*watch;		/* the database watch, or NULL */
 	struct iso_dbparams	 db;
 	char			*conninfo;
 	char			*workspace;	/* root of this worker's directories */
