@@ -609,9 +609,10 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 			fprintf(f, " (worker %" JSON_INTEGER_FORMAT ")",
 			    json_integer_value(json_object_get(cf, "worker")));
 		if (json_is_false(rep)) {
-			char *ended = xasprintf("%s %s", jstr(cf, "verdict") ?
-			    jstr(cf, "verdict") : "?", jstr(cf, "reason") ?
-			    jstr(cf, "reason") : "");
+			const char *why = jstr(cf, "reason");
+			char *ended = xasprintf("%s%s%s", jstr(cf, "verdict") ?
+			    jstr(cf, "verdict") : "?", why && *why ? " " : "",
+			    why ? why : "");
 
 			fputs("; it ended ", f);
 			tk_put_code(f, d, ended, TK_CELL_MAX, false);
