@@ -140,15 +140,17 @@ scan_query(const char *s, const char *q, struct ci_secrets *sv)
 /*
  * URI form.  libpq takes the userinfo up to the first '@' met before any
  * '/', the password from its first ':', and the query from the first '?'
- * after the userinfo.  We end the userinfo at the later of that '@' and the
+ * after the userinfo and any host in brackets ("[::1]", which may hold a
+ * '?' of its own).  We end the userinfo at the later of that '@' and the
  * last '@' before the first '?', which holds libpq's password and any
  * password with an unencoded '/' or '@' that libpq would misread as host,
- * port or database; and we read the query from the first '?' as well.
+ * port or database; and we read a query from every '?', so libpq's is
+ * read wherever it starts.
  */
 static void
 scan_uri(const char *s, size_t start, struct ci_secrets *sv)
 {
-	const char	*a = s + start, *p, *end = NULL, *colon, *q, *q2;
+	const char	*a = s + start, *p, *end = NULL, *colon, *q;
 	size_t		 n, len;
 
 	n = strcspn(a, "@/");
@@ -166,10 +168,8 @@ scan_uri(const char *s, size_t start, struct ci_secrets *sv)
 			    pct_decode(colon + 1, len), true);
 		}
 	}
-	if (*q == '?')
-		scan_query(s, q, sv);
-	if (end != NULL && end > q && (q2 = strchr(end, '?')) != NULL)
-		scan_query(s, q2, sv);
+	for (p = q; *p == '?'; p = p + 1 + strcspn(p + 1, "?"))
+		scan_query(s, p, sv);
 }
 
 /*
@@ -270,7 +270,7 @@ redact_once(const char *conninfo)
 	FILE			*f;
 
 	scan(conninfo, &sv);
-	/* A URI's two readings of its query can mark one span twice. */
+	/* A URI's readings of its query can mark one span more than once. */
 	if (sv.n > 1)
 		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_secret);
 	if ((f = open_memstream(&out, &len)) == NULL)
