@@ -1799,7 +1799,7 @@ cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
 	char			 item[CFG_KEY_LEN], key[CFG_KEY_LEN];
 	size_t			 o;
 	long			 k;
-	int			 nl = 0, c = 0, indent = 0;
+	int			 nl = 0, c = 0, indent = 0, kept = 0;
 
 	*line = *col = 0;
 	if (i >= cfg->ninvariants)
@@ -1827,19 +1827,23 @@ cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
 	o = text_offset(t, cfg->text_len, m->line, m->col);
 	if (o < cfg->text_len && t[o] == '|') {
 		/* A literal block: line for line the file's, after the
-		 * indentation of its first line that is not empty. */
+		 * block's indentation: the spaces of its first line that is
+		 * not empty, less those the value keeps (an indentation
+		 * indicator, "|2", lets a block start with spaces). */
 		while (o < cfg->text_len && t[o] != '\n')
 			o++;
 		for (o++; o < cfg->text_len; o++) {
 			if (t[o] == ' ')
 				indent++;
-			else if (t[o] == '\n')
-				indent = 0;
+			else if (t[o] == '\n' || t[o] == '\r')
+				indent = 0;	/* an empty line, "\r\n" or not */
 			else
 				break;
 		}
+		for (p = sql; *p == ' ' || *p == '\n'; p++)
+			kept = *p == ' ' ? kept + 1 : 0;
 		*line = m->line + 1 + nl;
-		*col = indent + c + 1;
+		*col = indent - kept + c + 1;
 	} else if (nl == 0 && strlen(sql) <= cfg->text_len - o &&
 	    strncmp(t + o, sql, strlen(sql)) == 0)
 		*col = m->col + c;	/* plain, as it stands in the file */

@@ -1,11 +1,14 @@
 #!/bin/sh
-# Installs the Debian packages soak builds, tests and benchmarks with.
+# Installs the Debian packages soak builds, tests, fuzzes and benchmarks
+# with (clang and libclang-rt-dev, whose libFuzzer clang does not pull in,
+# are make fuzz's).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
 PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
 libssl-dev openssl
+clang libclang-rt-dev
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat
