@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make test-deploy | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
 BUILD   ?= build
@@ -103,6 +103,12 @@ test: all $(UNIT_BIN) $(TEST_HELPERS)
 proofs: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run proofs
 
+# The deploy/ recipes against real engines (tests/deploy/): a local Slurm,
+# systemd-analyze on the units, the CI files' soak command lines.  Needs
+# root and make deps; .ci/run calls it.
+test-deploy: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run deploy
+
 # Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
 # it names (tests/mutants/run).  Not part of make test.
 mutants:
@@ -132,6 +138,6 @@ uninstall:
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test proofs bench deps clean mutants print-test-bins install uninstall FORCE
+.PHONY: all test test-deploy proofs bench deps clean mutants print-test-bins install uninstall FORCE
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

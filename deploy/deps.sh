@@ -1,5 +1,7 @@
 #!/bin/sh
-# Installs the Debian packages soak builds, tests and benchmarks with.
+# Installs the Debian packages soak builds, tests and benchmarks with
+# (munge and Slurm for make test-deploy's local cluster, which it starts on
+# private paths and ports; systemd for systemd-analyze verify).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
@@ -8,7 +10,8 @@ libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-d
 libssl-dev openssl
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
-iperf3 haproxy socat"
+iperf3 haproxy socat
+munge slurmctld slurmd slurm-client systemd"
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=
