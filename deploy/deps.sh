@@ -12,6 +12,10 @@ postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat
 munge slurmctld slurmd slurm-client systemd"
+# From npm, pinned: the GitHub workflow schema check of make test-deploy
+# (tests/deploy/ci.sh), offline once installed.
+NPM_PKGS="@action-validator/cli@0.6.0 @action-validator/core@0.6.0"
+NPM_CMD=action-validator
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=
@@ -21,19 +25,30 @@ for p in $PKGS; do
 	*) missing="$missing $p" ;;
 	esac
 done
+# npm itself: Debian's, unless a Node.js with its own npm is there.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 missing=${missing# }
-if [ -z "$missing" ]; then
-	echo "make deps: the $(echo $PKGS | wc -w) Debian packages soak needs are installed; nothing to do"
+npm_missing=
+command -v "$NPM_CMD" >/dev/null 2>&1 || npm_missing=$NPM_PKGS
+if [ -z "$missing" ] && [ -z "$npm_missing" ]; then
+	echo "make deps: the $(echo $PKGS | wc -w) Debian packages and the npm tools soak needs are installed; nothing to do"
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "soak needs these Debian packages, not installed here: $missing"
+	echo "soak needs what is not installed here:${missing:+ Debian packages $missing}${npm_missing:+; npm packages $npm_missing}"
 	echo "as root run:"
-	echo "  apt-get update && apt-get install -y $missing"
+	[ -n "$missing" ] && echo "  apt-get update && apt-get install -y $missing"
+	[ -n "$npm_missing" ] && echo "  npm install -g $npm_missing"
 	exit 1
 fi
-echo "make deps: installing $missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# --no-install-recommends keeps the database server's optional extras out.
-apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+	echo "make deps: installing $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# --no-install-recommends keeps the database server's optional extras out.
+	apt-get install -y -qq --no-install-recommends $missing || exit 1
+fi
+if [ -n "$npm_missing" ]; then
+	echo "make deps: installing from npm $npm_missing"
+	npm install -g --no-fund --no-audit $npm_missing || exit 1
+fi
