@@ -604,7 +604,13 @@ struct wopts {
 	int64_t		 reconnect_ms;	/* --reconnect: how long to dial a lost
 					   coordinator (and the first one) */
 	bool		 quiet;		/* --quiet: no connected/done lines */
+	bool		 slot;		/* one of --slots N > 1: its parent
+					   says "the run is over", once */
 };
+
+/* A slot's exit status for "the run was over before it came", which its
+ * parent turns into 0 and one line for all (cmd_worker). */
+#define WORKER_SLOT_LATE	3
 
 /* One worker process's state across its phases. */
 struct worker {
@@ -832,7 +838,7 @@ worker_finished(struct worker *k, struct msg *rep)
 {
 	char	text[LOG_ESC_LEN];
 
-	if (!k->o->quiet)
+	if (!k->o->quiet && !k->o->slot)
 		log_info("the run at %s is over (%s): nothing to do, exiting 0",
 		    k->o->url, log_escape(text, sizeof(text), rep->u.ack.text));
 	msg_clear(rep);
@@ -1235,8 +1241,8 @@ worker_main(const struct wopts *o)
 				    k.refused, draining ? " (drained)" : "");
 		} else if (k.finished)
 			rc = 0;		/* the run ended while we were away */
-	} else if (rc == 2)
-		rc = 0;			/* the run ended before we came */
+	} else if (rc == 2)		/* the run ended before we came */
+		rc = o->slot ? WORKER_SLOT_LATE : 0;
 	worker_teardown(&k);
 	pthread_cond_destroy(&k.beat.cv);
 	return rc;
@@ -1323,7 +1329,7 @@ cmd_worker(int argc, char **argv)
 	struct wopts	 o = { .slots = 1, .reconnect_ms = 5 * 60 * 1000 };
 	int64_t		 ms;
 	pid_t		*kids;
-	int		 ch, i, rc = 0, st;
+	int		 ch, i, rc = 0, st, late = 0;
 	char		*end, err[ERR_LEN], warn[ERR_LEN];
 	const char	*env;
 
@@ -1412,6 +1418,7 @@ cmd_worker(int argc, char **argv)
 	 * A SIGTERM to this one drains them all. */
 	slot_kids = kids = xcalloc(o.slots, sizeof(pid_t));
 	slot_nkids = o.slots;
+	o.slot = true;
 	signal(SIGTERM, forward_sigterm);
 	for (i = 0; i < o.slots; i++) {
 		if ((kids[i] = fork()) == 0) {
@@ -1424,9 +1431,14 @@ cmd_worker(int argc, char **argv)
 			continue;
 		while (waitpid(kids[i], &st, 0) == -1 && errno == EINTR)
 			;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (WIFEXITED(st) && WEXITSTATUS(st) == WORKER_SLOT_LATE)
+			late++;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			rc = 1;
 	}
+	if (late == o.slots && !o.quiet)
+		log_info("the run at %s is over (run finished): nothing to do, "
+		    "exiting 0", o.url);
 	slot_nkids = 0;
 	free(kids);
 	auth_secret_free(&o.auth.secret);

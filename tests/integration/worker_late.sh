@@ -4,7 +4,8 @@
 #    when both are given;
 #  - a worker that arrives after the run finished (a late pod, a slow node)
 #    is told so at its HELLO, after the coordinator proved itself, and
-#    exits 0 with one line, without opening a database or joining the run;
+#    exits 0 with one line (one for all its --slots), without opening a
+#    database or joining the run;
 #  - a worker whose coordinator died waits no longer than --reconnect, then
 #    exits 1 saying it gave up; so does one that never finds a coordinator.
 . "$(dirname "$0")/lib.sh"
@@ -70,6 +71,17 @@ expect_eq "late worker: one line" 1 "$(wc -l <"$T/late.err")"
 expect_match "late worker says the run is over" \
     "^worker: the run at $url is over \(run finished\): nothing to do, exiting 0$" \
     "$(cat "$T/late.err")"
+
+# With --slots, every slot hears it, and one line says it for all.
+set +e
+timeout 60 "$SOAK" worker --connect "$url" --secret-file "$T/secret" --slots 3 \
+    >"$T/late3.out" 2>"$T/late3.err"
+rc=$?
+set -e
+cat "$T/late3.err"
+expect_eq "late worker with 3 slots: exit status" 0 "$rc"
+expect_eq "late worker with 3 slots: one line" \
+    "worker: the run at $url is over (run finished): nothing to do, exiting 0" "$(cat "$T/late3.err")"
 
 exec {HOLD_FD}>&-
 wait_exit rc "$coord" 60 "the coordinator once its last worker left"
