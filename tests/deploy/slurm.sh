@@ -19,6 +19,30 @@ SBATCH_SCRIPT=$ROOT/deploy/slurm/soak.sbatch
 EX=$ROOT/examples/reservations
 D=$T/slurm
 mkdir -p "$D/state" "$D/spool" "$D/log" "$D/run" "$D/munge" "$T/submit"
+# stop_daemon PIDFILE: SIGTERM, then wait (bounded) until it is gone, so
+# nothing writes into $T while it is removed; SIGKILL if it lingers.
+stop_daemon() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null || return 0
+	timeout 30 tail --pid="$pid" -f /dev/null || kill -KILL "$pid" 2>/dev/null || true
+}
+# Jobs first (their processes write into $T), then slurmd, slurmctld and
+# munged: whatever of them was started.
+teardown() {
+	local i
+	if [ -s "$D/run/slurmctld.pid" ]; then
+		scancel --full --signal=KILL --user=root 2>/dev/null || true
+		for ((i = 0; i < 150; i++)); do
+			[ -z "$(squeue -h 2>/dev/null)" ] && break
+			sleep 0.2
+		done
+	fi
+	stop_daemon "$D/run/slurmd.pid"
+	stop_daemon "$D/run/slurmctld.pid"
+	stop_daemon "$D/run/munged.pid"
+}
+cleanup_hooks+=(teardown)
 chmod 0755 "$D" "$D/munge"	# munged wants its socket's folder searchable
 
 # --- munge, with a key of this test's own ---
@@ -26,7 +50,6 @@ mungekey --create --keyfile="$D/munge.key" || fail "mungekey could not make a ke
 munged --force --key-file="$D/munge.key" --socket="$D/munge/munge.sock" \
     --pid-file="$D/run/munged.pid" --log-file="$D/log/munged.log" \
     --seed-file="$D/munge.seed" || fail "munged did not start: $(tail -n 5 "$D/log/munged.log")"
-cleanup_hooks+=("kill \$(cat '$D/run/munged.pid' 2>/dev/null) 2>/dev/null")
 munge -S "$D/munge/munge.sock" -n </dev/null | unmunge -S "$D/munge/munge.sock" >/dev/null ||
     fail "munge round trip failed on $D/munge/munge.sock"
 ok "munged answers on $D/munge/munge.sock"
@@ -71,12 +94,8 @@ NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=soaktest Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF=$D/slurm.conf
-# Jobs first, then the daemons (cleanup hooks run in order).
-cleanup_hooks+=("scancel --full --signal=KILL --user=root 2>/dev/null")
 slurmctld -i -f "$SLURM_CONF" || fail "slurmctld did not start: $(tail -n 5 "$D/log/slurmctld.log")"
-cleanup_hooks+=("kill \$(cat '$D/run/slurmctld.pid' 2>/dev/null) 2>/dev/null")
 slurmd -f "$SLURM_CONF" || fail "slurmd did not start: $(tail -n 5 "$D/log/slurmd.log")"
-cleanup_hooks+=("kill \$(cat '$D/run/slurmd.pid' 2>/dev/null) 2>/dev/null")
 
 # poll COUNT WHAT CMD...: CMD until it succeeds, at most COUNT tries a
 # fifth of a second apart (a watchdog on a readiness condition, for the
@@ -163,7 +182,7 @@ cat "soak-$job.out"
 expect_eq "cancelled job's state" CANCELLED \
     "$(scontrol show job "$job" | grep -oE 'JobState=[A-Z]+' | cut -d= -f2)"
 jq -r 'select(.t == "result" and (.reason == "" or .reason == "invariant")) | .seed' \
-    "$SOAK_OUT/journal.jsonl" | sort -n | uniq >"$T/final-before"
+    "$SOAK_OUT/journal.jsonl" | sort -u >"$T/final-before"
 before=$(wc -l <"$T/final-before")
 ok "cancelled with $before seed(s) final"
 [ "$before" -ge 6 ] && [ "$before" -lt 60 ] || fail "not mid-run: $before of 60 seeds final"
@@ -182,8 +201,8 @@ expect_eq "resumed: fail + infra" 0 "$(jq '.totals.fail + .totals.infra' "$SOAK_
 expect_eq "resume lines in the journal" 1 "$(grep -c '"t":"resume"' "$SOAK_OUT/journal.jsonl")"
 # After the resume line, no result for a seed that was final before it.
 awk '/"t":"resume"/ { on = 1; next } on' "$SOAK_OUT/journal.jsonl" |
-    jq -r 'select(.t == "result") | .seed' | sort -n | uniq >"$T/after"
+    jq -r 'select(.t == "result") | .seed' | sort -u >"$T/after"
 expect_eq "seeds run again after the resume, of those final before" "" \
     "$(comm -12 "$T/final-before" "$T/after" | tr '\n' ' ')"
 expect_eq "seeds run after the resume + before = all" 60 \
-    "$(sort -n -u "$T/final-before" "$T/after" | wc -l)"
+    "$(sort -u "$T/final-before" "$T/after" | wc -l)"
