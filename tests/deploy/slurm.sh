@@ -7,7 +7,9 @@
 #    per CPU of the node, the workers finding the coordinator through
 #    SOAK_COORDINATOR alone, and the secret on no command line;
 #  - a run cancelled (scancel) mid-run, then submitted again with the same
-#    SOAK_OUT: it resumes, and no seed that had its verdict runs again.
+#    SOAK_OUT: it resumes, and no seed that had its verdict runs again;
+#  - a job requeued mid-run (scontrol requeue): the same job id starts
+#    again and resumes its own run.
 # Every daemon started here is stopped at exit.  Needs root.
 . "$(dirname "$0")/../integration/lib.sh"
 
@@ -122,14 +124,14 @@ cd "$T/submit"
 # --- the bug is caught: exit 1 ---
 phase "soak.yaml under sbatch --wait"
 set +e
-job=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/soak.yaml" --seeds 0..19)
+job=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/soak.yaml" --seeds 0..11)
 rc=$?
 set -e
 job=${job%%;*}
 cat "soak-$job.out"
 expect_eq "sbatch --wait exit status (soak.yaml)" 1 "$rc"
 out=$T/submit/soak-out/slurm-$job
-check_report "$out" 0 19
+check_report "$out" 0 11
 expect_ge "failing seeds in the default SOAK_OUT" 1 "$(jq .totals.fail "$out/report.json")"
 expect_match "the job's output has soak's summary" \
     'FAIL  "items_reserved matches reservation events" broken' "$(cat "soak-$job.out")"
@@ -141,14 +143,14 @@ expect_eq "Slurm's record of the exit code" "1:0" \
 # --- the fixed variant passes: exit 0 ---
 phase "fixed.yaml under sbatch --wait"
 set +e
-job=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..29)
+job=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..19)
 rc=$?
 set -e
 job=${job%%;*}
 cat "soak-$job.out"
 expect_eq "sbatch --wait exit status (fixed.yaml)" 0 "$rc"
 out=$T/submit/soak-out/slurm-$job
-check_report "$out" 0 29
+check_report "$out" 0 19
 expect_eq "fixed: fail + infra" 0 "$(jq '.totals.fail + .totals.infra' "$out/report.json")"
 expect_eq "worker slots = the node's CPUs" "$cpus" "$(jq '.workers | length' "$out/report.json")"
 expect_match "workers found the coordinator by SOAK_COORDINATOR (no --connect in the script)" \
@@ -161,7 +163,7 @@ ok "the secret is in neither the job's output nor its results"
 # --- cancelled mid-run, submitted again: resumed, nothing run twice ---
 phase "scancel mid-run, then resubmission with the same SOAK_OUT"
 export SOAK_OUT=$T/resume
-job=$(sbatch --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..59)
+job=$(sbatch --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..39)
 job=${job%%;*}
 wait_line "$SOAK_OUT/journal.jsonl" '"t":"result"' 120 "a first result in the journal" >/dev/null
 # While it runs: its soak processes hold the secret's path, never the secret.
@@ -185,18 +187,18 @@ jq -r 'select(.t == "result" and (.reason == "" or .reason == "invariant")) | .s
     "$SOAK_OUT/journal.jsonl" | sort -u >"$T/final-before"
 before=$(wc -l <"$T/final-before")
 ok "cancelled with $before seed(s) final"
-[ "$before" -ge 6 ] && [ "$before" -lt 60 ] || fail "not mid-run: $before of 60 seeds final"
+[ "$before" -ge 6 ] && [ "$before" -lt 40 ] || fail "not mid-run: $before of 40 seeds final"
 
 set +e
-job2=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..59)
+job2=$(sbatch --wait --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..39)
 rc=$?
 set -e
 job2=${job2%%;*}
 cat "soak-$job2.out"
 expect_eq "resubmitted job exit status" 0 "$rc"
 expect_match "the script resumed" "resuming the run in $SOAK_OUT" "$(cat "soak-$job2.out")"
-expect_match "soak resumed" "resuming run .*: $before of 60 seeds have their verdict" "$(cat "soak-$job2.out")"
-check_report "$SOAK_OUT" 0 59
+expect_match "soak resumed" "resuming run .*: $before of 40 seeds have their verdict" "$(cat "soak-$job2.out")"
+check_report "$SOAK_OUT" 0 39
 expect_eq "resumed: fail + infra" 0 "$(jq '.totals.fail + .totals.infra' "$SOAK_OUT/report.json")"
 expect_eq "resume lines in the journal" 1 "$(grep -c '"t":"resume"' "$SOAK_OUT/journal.jsonl")"
 # After the resume line, no result for a seed that was final before it.
@@ -204,5 +206,34 @@ awk '/"t":"resume"/ { on = 1; next } on' "$SOAK_OUT/journal.jsonl" |
     jq -r 'select(.t == "result") | .seed' | sort -u >"$T/after"
 expect_eq "seeds run again after the resume, of those final before" "" \
     "$(comm -12 "$T/final-before" "$T/after" | tr '\n' ' ')"
-expect_eq "seeds run after the resume + before = all" 60 \
+expect_eq "seeds run after the resume + before = all" 40 \
     "$(sort -u "$T/final-before" "$T/after" | wc -l)"
+
+# --- requeued by Slurm: the same job, its same SOAK_OUT, resumed ---
+phase "scontrol requeue mid-run"
+unset SOAK_OUT
+job=$(sbatch --parsable "$SBATCH_SCRIPT" "$EX/fixed.yaml" --seeds 0..29)
+job=${job%%;*}
+out=$T/submit/soak-out/slurm-$job
+wait_line "$out/journal.jsonl" '"t":"result"' 120 "a first result of job $job" >/dev/null
+results4() { [ "$(grep -c '"t":"result"' "$out/journal.jsonl" || true)" -ge 4 ]; }
+poll 600 "4 results of job $job before the requeue" results4
+scontrol requeue "$job" || fail "scontrol requeue $job failed"
+# A requeued job waits out a delay before it is eligible again (Slurm's
+# BeginTime, two minutes): this test has no reason to.
+pending() { scontrol show job "$job" 2>/dev/null | grep -q 'JobState=PENDING'; }
+poll 600 "job $job pending again after the requeue" pending
+scontrol show job "$job" | grep -oE '(Reason|BeginTime)=[^ ]+' | tr '\n' ' '
+echo
+scontrol update JobId="$job" StartTime=now || fail "cannot make requeued job $job eligible now"
+finished() { scontrol show job "$job" 2>/dev/null | grep -qE 'JobState=(COMPLETED|FAILED|CANCELLED)'; }
+poll 1500 "requeued job $job finished" finished
+cat "soak-$job.out"
+expect_eq "requeued job's state" COMPLETED \
+    "$(scontrol show job "$job" | grep -oE 'JobState=[A-Z]+' | cut -d= -f2)"
+expect_eq "requeued job's restarts" 1 "$(scontrol show job "$job" | grep -oE 'Restarts=[0-9]+' | cut -d= -f2)"
+expect_match "the requeued job resumed its own run" "job $job \(restart 1\): resuming the run in $out" \
+    "$(cat "soak-$job.out")"
+check_report "$out" 0 29
+expect_eq "requeued: fail + infra" 0 "$(jq '.totals.fail + .totals.infra' "$out/report.json")"
+expect_eq "requeued: resume lines in the journal" 1 "$(grep -c '"t":"resume"' "$out/journal.jsonl")"
