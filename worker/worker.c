@@ -1042,6 +1042,29 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 	}
 	if (k->opened)
 		wrk_run_seed(&k->w, s->seed, s->attempt, res);
+	/*
+	 * An engine that stops a worker (scancel, a pod deleted, a unit with
+	 * KillMode=control-group) signals every process, its turns too: a
+	 * turn that died of a signal while this worker drains died of the
+	 * stop, not of the system under test.  That is the environment's
+	 * doing, infra, and the seed runs again elsewhere; a real crash
+	 * crashes there too.  (A stop that reaches the turns before the
+	 * worker can still read as a crash, if the round ends in between.)
+	 */
+	if (draining && res->verdict == VERDICT_FAIL && res->reason == REASON_CRASH) {
+		char	was[sizeof(res->message)];
+
+		snprintf(was, sizeof(was), "%s", res->message);
+		res->verdict = VERDICT_INFRA;
+		res->reason = REASON_WORKER_LOST;
+		snprintf(res->message, sizeof(res->message), "the worker was being "
+		    "stopped (SIGTERM) when %.400s: its engine's stop, retried "
+		    "elsewhere", was);
+		if (json_is_object(res->detail))
+			json_object_set_new(res->detail, "message",
+			    json_string(res->message));
+		log_info("seed %" PRIu64 ": %s", s->seed, res->message);
+	}
 	log_debug("seed %" PRIu64 ": %s%s%s (%lld ms)", s->seed,
 	    msg_verdict_name(res->verdict), res->reason != REASON_NONE ? " " : "",
 	    reason_name(res->reason), (long long)res->duration_ms);
