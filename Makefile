@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make test-deploy | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make test-deploy | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
 BUILD   ?= build
@@ -104,10 +104,16 @@ proofs: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run proofs
 
 # The deploy/ recipes against real engines (tests/deploy/): a local Slurm,
-# systemd-analyze on the units, the CI files' soak command lines.  Needs
-# root and make deps; .ci/run calls it.
+# systemd-analyze on the units, the CI files' soak command lines; and
+# deploy/k8s/test/test.sh, the Kubernetes manifests checked offline.  Needs
+# root and make deps (and node, npm, kubectl for k8s).
 test-deploy: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run deploy
+
+# soak's own failures under chaos (tests/chaos/): workers killed, the
+# database paused and restarted, the output directory full.  Needs root.
+chaos: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run chaos
 
 # Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
 # it names (tests/mutants/run).  Not part of make test.
@@ -138,6 +144,6 @@ uninstall:
 clean:
 	rm -rf build build-san soak $(EXAMPLE_BIN)
 
-.PHONY: all test test-deploy proofs bench deps clean mutants print-test-bins install uninstall FORCE
+.PHONY: all test test-deploy proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

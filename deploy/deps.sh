@@ -11,11 +11,17 @@ libssl-dev openssl
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat
+clang libclang-rt-14-dev
 munge slurmctld slurmd slurm-client systemd"
 # From npm, pinned: the GitHub workflow schema check of make test-deploy
 # (tests/deploy/ci.sh), offline once installed.
 NPM_PKGS="@action-validator/cli@0.6.0 @action-validator/core@0.6.0"
 NPM_CMD=action-validator
+# deploy/k8s/test/test.sh (make test-deploy) also needs node and npm (Node 20)
+# and kubectl for its kustomize: this machine image has them, but not from
+# Debian (Debian 12's kubernetes-client is 1.20, its kustomize too old for the
+# overlays).  deploy/k8s/test/image.sh (make test-image) needs podman, runc and
+# debootstrap (Debian's): add "podman runc debootstrap" here if CI runs it.
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=

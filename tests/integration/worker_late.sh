@@ -131,5 +131,5 @@ expect_eq "worker with no coordinator: exit status" 1 "$rc"
 expect_match "it waited, and said for how long" \
     "waiting for the coordinator at $url \(Connection refused\), for up to 1 s" "$(cat "$T/w4.err")"
 expect_match "it gave up at the end of --reconnect" \
-    "gave up on the coordinator at $url: Connection refused until the end of --reconnect" \
+    "cannot dial coordinator at $url: Connection refused until the end of --reconnect: gave up" \
     "$(cat "$T/w4.err")"
