@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make test-deploy | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
 #          make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="msg http"] | make fuzz-smoke | make fuzz-corpus
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
@@ -139,6 +139,13 @@ test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
 proofs: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run proofs
 
+# The deploy/ recipes against real engines (tests/deploy/): a local Slurm,
+# systemd-analyze on the units, the CI files' soak command lines; and
+# deploy/k8s/test/test.sh, the Kubernetes manifests checked offline.  Needs
+# root and make deps (and node, npm, kubectl for k8s).
+test-deploy: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run deploy
+
 # soak's own failures under chaos (tests/chaos/): workers killed, the
 # database paused and restarted, the output directory full.  Needs root.
 chaos: all $(TEST_HELPERS)
@@ -199,7 +206,7 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)
 
-.PHONY: all test proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
+.PHONY: all test test-deploy proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
 	fuzz fuzz-smoke fuzz-bins fuzz-corpus
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -14,7 +14,7 @@ static const struct {
 	{ "run",	 cmd_run,	  "run CONFIG [--seeds A..B] [--workers N] [--out DIR]" },
 	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]\n"
 	    "                   [--secret-file FILE | --tls-cert PEM --tls-client-ca PEM]" },
-	{ "worker",	 cmd_worker,	  "worker --connect URL [--slots N]\n"
+	{ "worker",	 cmd_worker,	  "worker [--connect URL] [--slots N]\n"
 	    "                   [--secret-file FILE | --tls-ca PEM [--tls-cert PEM]]" },
 	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep]" },
 	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]" },

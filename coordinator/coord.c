@@ -1062,6 +1062,21 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	char		 name[LOG_ESC_LEN];
 
 	/*
+	 * A worker that arrives once every seed has its verdict (a late pod,
+	 * a slow node, the coordinator draining its last workers) has nothing
+	 * to do: it is told so now, as a new worker it would only have
+	 * opened a database to hear it at its first lease request.  DONE
+	 * answers only an authenticated HELLO, like WELCOME (peer.h), and
+	 * the worker exits 0 on it: a Job must not count it as a failure.
+	 */
+	if (coord_finished(c)) {
+		log_debug("a worker said hello after the run finished: \"%s\"",
+		    log_escape(name, sizeof(name), req->u.hello.name));
+		text_reply(rep, MSG_DONE, 1, "run finished");
+		return 1;
+	}
+
+	/*
 	 * A worker of this run that lost its connection (or this coordinator
 	 * restarted, --resume) rejoins as itself: its lease, if still active,
 	 * is its own again.  Only an authenticated connection gets here, and

@@ -80,6 +80,7 @@ struct runopts {
 	int		 heartbeat_ms;
 	int		 lease_ttl_ms;
 	bool		 bundle;	/* coordinator: ship the config folder */
+	bool		 dry_run;	/* --dry-run: check, say, run nothing */
 	struct auth_opts auth;		/* coordinator: who may connect */
 };
 
@@ -530,7 +531,7 @@ usage(FILE *f, bool local)
 	if (local)
 		fprintf(f,
 		    "usage: soak run CONFIG [--seeds A..B] [--workers N] [--out DIR | --resume DIR]\n"
-		    "                [-v]\n"
+		    "                [--dry-run] [-v]\n"
 		    "\n"
 		    "Runs every seed of the range on this machine: a coordinator in this\n"
 		    "process and N worker processes, each with its own schema and workspace.\n"
@@ -543,6 +544,8 @@ usage(FILE *f, bool local)
 		    "  --resume DIR    go on with the killed run whose --out was DIR (its\n"
 		    "                  journal.jsonl), with the same config: seeds with a\n"
 		    "                  verdict are not run again\n"
+		    "  --dry-run       load the config and check the options, say what\n"
+		    "                  would run, and exit 0 without running it\n"
 		    "  -v, --verbose   log every step\n"
 		    "\n"
 		    "A worker process that dies is replaced: 2 x N (at least 4) at once,\n"
@@ -560,7 +563,7 @@ usage(FILE *f, bool local)
 		    "                        [--heartbeat DUR]\n"
 		    "                        [--bundle on|off] [--secret-file FILE]\n"
 		    "                        [--tls-cert PEM [--tls-client-ca PEM]]\n"
-		    "                        [--insecure] [-v]\n"
+		    "                        [--insecure] [--dry-run] [-v]\n"
 		    "\n"
 		    "Hands out the seeds of CONFIG to workers that dial URL\n"
 		    "(tls+tcp://HOST:PORT, tcp://HOST:PORT or ipc://PATH) with\n"
@@ -587,6 +590,9 @@ usage(FILE *f, bool local)
 		    "                        is lost, its seeds run elsewhere (default 5s)\n"
 		    "  --heartbeat DUR       how often workers beat while they hold a lease\n"
 		    "                        (default 500ms; keep it well under --lease-ttl)\n"
+		    "  --dry-run             check the config, the options and the secret or\n"
+		    "                        TLS files, say what would run, and exit 0\n"
+		    "                        without listening\n"
 		    "\n"
 		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
 		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"
@@ -738,6 +744,17 @@ run_main(struct runopts *o)
 	} else {
 		run_id = make_run_id();
 		out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
+	}
+	/* Everything a command line can get wrong is checked by now: a CI
+	 * recipe's command lines are tested this way (tests/deploy/ci.sh). */
+	if (o->dry_run) {
+		printf("soak: dry run: %s would run %" PRIu64 " seed(s), %" PRIu64 "..%"
+		    PRIu64 ", of %s %s, into %s; nothing run\n", o->local ? "run" :
+		    "coordinator", seed_range_count(&co.seeds), co.seeds.first,
+		    co.seeds.last, cfg.name, o->local ? "on this machine" :
+		    "for workers", out);
+		rc = 0;
+		goto out;
 	}
 	if (mkdir_p(out, 0755, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
@@ -914,6 +931,7 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "tls-client-ca",	required_argument, NULL, 'A' },
 		{ "insecure",	no_argument,	   NULL, 'I' },
 		{ "bundle",	required_argument, NULL, 'B' },
+		{ "dry-run",	no_argument,	   NULL, 'D' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -937,6 +955,7 @@ parse(int argc, char **argv, struct runopts *o)
 		case 'C': o->auth.tls_cert = optarg; break;
 		case 'A': o->auth.tls_client_ca = optarg; break;
 		case 'I': o->auth.insecure = true; break;
+		case 'D': o->dry_run = true; break;
 		case 'B':
 			if (o->local) {
 				fprintf(stderr, "soak run: --bundle is for `soak coordinator` "

@@ -1,7 +1,9 @@
 #!/bin/sh
 # Installs the Debian packages soak builds, tests, fuzzes and benchmarks
 # with (clang and libclang-rt-dev, whose libFuzzer clang does not pull in,
-# are make fuzz's).
+# are make fuzz's; munge and Slurm are make test-deploy's local cluster,
+# which it starts on private paths and ports; systemd is for
+# systemd-analyze verify).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
@@ -12,7 +14,11 @@ clang libclang-rt-dev
 postgresql postgresql-client
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat
-clang libclang-rt-14-dev"
+munge slurmctld slurmd slurm-client systemd"
+# From npm, pinned: the GitHub workflow schema check of make test-deploy
+# (tests/deploy/ci.sh), offline once installed.
+NPM_PKGS="@action-validator/cli@0.6.0 @action-validator/core@0.6.0"
+NPM_CMD=action-validator
 # deploy/k8s/test/test.sh (make test-deploy) also needs node and npm (Node 20)
 # and kubectl for its kustomize: this machine image has them, but not from
 # Debian (Debian 12's kubernetes-client is 1.20, its kustomize too old for the
@@ -27,19 +33,30 @@ for p in $PKGS; do
 	*) missing="$missing $p" ;;
 	esac
 done
+# npm itself: Debian's, unless a Node.js with its own npm is there.
+command -v npm >/dev/null 2>&1 || missing="$missing npm"
 missing=${missing# }
-if [ -z "$missing" ]; then
-	echo "make deps: the $(echo $PKGS | wc -w) Debian packages soak needs are installed; nothing to do"
+npm_missing=
+command -v "$NPM_CMD" >/dev/null 2>&1 || npm_missing=$NPM_PKGS
+if [ -z "$missing" ] && [ -z "$npm_missing" ]; then
+	echo "make deps: the $(echo $PKGS | wc -w) Debian packages and the npm tools soak needs are installed; nothing to do"
 	exit 0
 fi
 if [ "$(id -u)" -ne 0 ]; then
-	echo "soak needs these Debian packages, not installed here: $missing"
+	echo "soak needs what is not installed here:${missing:+ Debian packages $missing}${npm_missing:+; npm packages $npm_missing}"
 	echo "as root run:"
-	echo "  apt-get update && apt-get install -y $missing"
+	[ -n "$missing" ] && echo "  apt-get update && apt-get install -y $missing"
+	[ -n "$npm_missing" ] && echo "  npm install -g $npm_missing"
 	exit 1
 fi
-echo "make deps: installing $missing"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-# --no-install-recommends keeps the database server's optional extras out.
-apt-get install -y -qq --no-install-recommends $missing
+if [ -n "$missing" ]; then
+	echo "make deps: installing $missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# --no-install-recommends keeps the database server's optional extras out.
+	apt-get install -y -qq --no-install-recommends $missing || exit 1
+fi
+if [ -n "$npm_missing" ]; then
+	echo "make deps: installing from npm $npm_missing"
+	npm install -g --no-fund --no-audit $npm_missing || exit 1
+fi

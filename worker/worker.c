@@ -264,7 +264,8 @@ link_dial(struct link *l, const struct auth_opts *o, int64_t give_up, char *err)
 		/* At the first refusal: a worker that waits says so at once. */
 		if (!said) {
 			log_info("waiting for the coordinator at %s (%s), for up to %lld s",
-			    l->url, nng_strerror(rv), (long long)(give_up - now_ms()) / 1000);
+			    l->url, nng_strerror(rv),
+			    (long long)(give_up - now_ms() + 999) / 1000);
 			said = true;
 		}
 		poll(drain_fds[0] != -1 ? &(struct pollfd){ .fd = drain_fds[0],
@@ -273,6 +274,12 @@ link_dial(struct link *l, const struct auth_opts *o, int64_t give_up, char *err)
 	}
 	if (auth_url_is_tls(l->url) && !dial_retryable(rv))
 		tlsconf_explain(l->url, o, rv, err);
+	else if (dial_retryable(rv) && draining)
+		errf(err, "stopped waiting for the coordinator at %s (%s): told to "
+		    "stop", l->url, nng_strerror(rv));
+	else if (dial_retryable(rv))
+		errf(err, "cannot dial coordinator at %s: %s until the end of "
+		    "--reconnect: gave up", l->url, nng_strerror(rv));
 	else
 		errf(err, "cannot dial coordinator at %s: %s%s", l->url, nng_strerror(rv),
 		    rv == NNG_ECONNSHUT ? " (does it listen on tls+tcp://?)" : "");
@@ -602,7 +609,13 @@ struct wopts {
 	int64_t		 reconnect_ms;	/* --reconnect: how long to dial a lost
 					   coordinator (and the first one) */
 	bool		 quiet;		/* --quiet: no connected/done lines */
+	bool		 slot;		/* one of --slots N > 1: its parent
+					   says "the run is over", once */
 };
+
+/* A slot's exit status for "the run was over before it came", which its
+ * parent turns into 0 and one line for all (cmd_worker). */
+#define WORKER_SLOT_LATE	3
 
 /* One worker process's state across its phases. */
 struct worker {
@@ -623,6 +636,8 @@ struct worker {
 	 */
 	const char		*trusted_by;
 	uint32_t		 ran, refused;	/* seeds reported, and refused */
+	bool			 finished;	/* told at HELLO that the run is
+						   over: worker_finished */
 };
 
 /* The paths the coordinator chose, or this machine's defaults. */
@@ -712,8 +727,10 @@ fail:
 
 /*
  * HELLO with a fresh nonce and no secret, then whatever the coordinator
- * must do to prove itself.  0 with the WELCOME in *rep, else -1 (logged),
- * or -2 when the connection went away before the end (link_lost).
+ * must do to prove itself.  0 with the WELCOME in *rep; 1 with the DONE
+ * of a run that finished before this worker came (the coordinator told
+ * it instead of a WELCOME); else -1 (logged), or -2 when the connection
+ * went away before the end (link_lost).
  */
 static int
 worker_handshake(struct worker *k, struct msg *rep)
@@ -750,37 +767,35 @@ worker_handshake(struct worker *k, struct msg *rep)
 	/* After a challenge, *rep is the sealed reply to AUTH. */
 	if (rep->type == MSG_CHALLENGE && (rc = worker_prove(k, nw, rep)) != 0)
 		goto out;
-	if (rep->type != MSG_WELCOME)
+	if (rep->type != MSG_WELCOME && rep->type != MSG_DONE)
 		log_warnx("coordinator at %s refused this worker: %s", url,
 		    rep->type == MSG_NACK ? log_escape(text, sizeof(text),
 		    rep->u.ack.text) : msg_type_name(rep->type));
 	else if (k->trusted_by == NULL && k->o->auth.secret.len > 0)
-		log_warnx("the coordinator at %s sent its config without proving it "
+		log_warnx("the coordinator at %s sent its %s without proving it "
 		    "knows the shared secret (it has none, or it is not our "
-		    "coordinator): refusing it, nothing run", url);
+		    "coordinator): refusing it, nothing run", url,
+		    rep->type == MSG_DONE ? "end of run" : "config");
 	else {
 		if (k->trusted_by == NULL)
 			k->trusted_by = trust_without_secret(k->o);
-		rc = 0;
+		/* DONE instead of WELCOME: the run finished before we came. */
+		rc = rep->type == MSG_DONE ? 1 : 0;
 	}
 out:
 	explicit_bzero(nw, sizeof(nw));
-	if (rc != 0)
+	if (rc < 0)
 		msg_clear(rep);
 	return rc;
 }
 
 /*
- * Hello: dial, introduce ourselves, have the coordinator prove itself, and
- * take the run from the WELCOME — the config, the paths, the database.
- * Returns 0, or an exit status.
- */
-/*
  * Dials and runs the handshake until give_up: 0 with the WELCOME of a
- * coordinator that proved itself in *rep; -1 (logged) otherwise.  A
- * connection closed before the handshake ends (the coordinator at its
- * limit of unauthenticated connections, or restarting) is tried again,
- * from HELLO.
+ * coordinator that proved itself in *rep; 1 with its DONE when the run
+ * is over (a trusted coordinator's word: worker_finished); -1 (logged)
+ * otherwise.  A connection closed before the handshake ends (the
+ * coordinator at its limit of unauthenticated connections, or
+ * restarting) is tried again, from HELLO.
  */
 static int
 worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
@@ -803,7 +818,7 @@ worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
 		log_warnx("the coordinator at %s kept closing the connection before this "
 		    "worker could authenticate (at its limit of connections not "
 		    "authenticated yet, or refusing this address)", k->o->url);
-	if (hs != 0)
+	if (hs < 0)
 		return -1;
 	/* The gate: nothing — a config that names commands, paths this worker
 	 * creates and deletes, a database it connects to, a lease — is taken
@@ -815,7 +830,24 @@ worker_connect(struct worker *k, int64_t give_up, struct msg *rep)
 		return -1;
 	}
 	log_debug("the coordinator at %s is trusted by %s", k->o->url, k->trusted_by);
-	return 0;
+	return hs;
+}
+
+/*
+ * The coordinator answered HELLO with DONE: every seed of its run has its
+ * verdict.  One line says so, and the worker exits 0, since arriving late
+ * (a slow node, a pod scheduled after the others finished) is no failure.
+ */
+static void
+worker_finished(struct worker *k, struct msg *rep)
+{
+	char	text[LOG_ESC_LEN];
+
+	if (!k->o->quiet && !k->o->slot)
+		log_info("the run at %s is over (%s): nothing to do, exiting 0",
+		    k->o->url, log_escape(text, sizeof(text), rep->u.ack.text));
+	msg_clear(rep);
+	k->finished = true;
 }
 
 /* Forgets the connection and its session: the next one starts from HELLO. */
@@ -838,23 +870,30 @@ static void	worker_beat_stop(struct worker *);
  * The coordinator is gone (it restarted, or the network between us broke):
  * dial it again, with backoff, for up to --reconnect, and rejoin as the
  * worker this was (HELLO rejoin_id, rejoin_run).  0: back, the same run,
- * the same worker id; -1: gave up, or the coordinator runs another run now.
+ * the same worker id; -1: gave up, or the coordinator runs another run now,
+ * or (k->finished) this run finished while the worker was away.
  */
 static int
 worker_rejoin(struct worker *k, const char *why)
 {
 	struct msg	rep = { 0 };
 	int64_t		give_up = now_ms() + k->o->reconnect_ms;
-	int		rc = -1;
+	int		rc = -1, hs;
 
 	log_warnx("lost the coordinator (%s); dialing %s again for up to %lld s",
 	    why, k->o->url, (long long)k->o->reconnect_ms / 1000);
 	worker_beat_stop(k);
 	worker_disconnect(k);
 	for (;;) {
-		if (worker_connect(k, give_up, &rep) == 0)
+		if ((hs = worker_connect(k, give_up, &rep)) == 0)
 			break;
 		worker_disconnect(k);
+		if (hs == 1) {
+			/* Finished while we were away: every seed has its
+			 * verdict, this worker's lease included. */
+			worker_finished(k, &rep);
+			return -1;
+		}
 		if (now_ms() >= give_up || draining) {
 			log_warnx("gave up on the coordinator at %s", k->o->url);
 			return -1;
@@ -880,6 +919,11 @@ worker_rejoin(struct worker *k, const char *why)
 	return rc;
 }
 
+/*
+ * Hello: dial, introduce ourselves, have the coordinator prove itself, and
+ * take the run from the WELCOME — the config, the paths, the database.
+ * Returns 0; 2 when the run finished before this worker came; 1 on failure.
+ */
 static int
 worker_hello(struct worker *k)
 {
@@ -888,8 +932,13 @@ worker_hello(struct worker *k)
 	int		 rc = 1;
 
 	log_debug("connecting to %s", k->o->url);
-	if (worker_connect(k, now_ms() + k->o->reconnect_ms, &rep) == -1)
+	switch (worker_connect(k, now_ms() + k->o->reconnect_ms, &rep)) {
+	case -1:
 		return 1;
+	case 1:
+		worker_finished(k, &rep);
+		return 2;
+	}
 	k->w.id = (int)rep.u.welcome.worker_id;
 	if (!k->o->quiet)
 		log_info("connected to %s as worker %d (run %s), trusted by %s",
@@ -998,6 +1047,29 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 	}
 	if (k->opened)
 		wrk_run_seed(&k->w, s->seed, s->attempt, res);
+	/*
+	 * An engine that stops a worker (scancel, a pod deleted, a unit with
+	 * KillMode=control-group) signals every process, its turns too: a
+	 * turn that died of a signal while this worker drains died of the
+	 * stop, not of the system under test.  That is the environment's
+	 * doing, infra, and the seed runs again elsewhere; a real crash
+	 * crashes there too.  (A stop that reaches the turns before the
+	 * worker can still read as a crash, if the round ends in between.)
+	 */
+	if (draining && res->verdict == VERDICT_FAIL && res->reason == REASON_CRASH) {
+		char	was[sizeof(res->message)];
+
+		snprintf(was, sizeof(was), "%s", res->message);
+		res->verdict = VERDICT_INFRA;
+		res->reason = REASON_WORKER_LOST;
+		snprintf(res->message, sizeof(res->message), "the worker was being "
+		    "stopped (SIGTERM) when %.400s: its engine's stop, retried "
+		    "elsewhere", was);
+		if (json_is_object(res->detail))
+			json_object_set_new(res->detail, "message",
+			    json_string(res->message));
+		log_info("seed %" PRIu64 ": %s", s->seed, res->message);
+	}
 	log_debug("seed %" PRIu64 ": %s%s%s (%lld ms)", s->seed,
 	    msg_verdict_name(res->verdict), res->reason != REASON_NONE ? " " : "",
 	    reason_name(res->reason), (long long)res->duration_ms);
@@ -1195,8 +1267,10 @@ worker_main(const struct wopts *o)
 			if (!o->quiet)
 				log_info("done: %u seeds, %u refused%s", k.ran,
 				    k.refused, draining ? " (drained)" : "");
-		}
-	}
+		} else if (k.finished)
+			rc = 0;		/* the run ended while we were away */
+	} else if (rc == 2)		/* the run ended before we came */
+		rc = o->slot ? WORKER_SLOT_LATE : 0;
 	worker_teardown(&k);
 	pthread_cond_destroy(&k.beat.cv);
 	return rc;
@@ -1206,7 +1280,7 @@ static void
 worker_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak worker --connect URL [--slots N] [--workspace DIR]\n"
+	    "usage: soak worker [--connect URL] [--slots N] [--workspace DIR]\n"
 	    "                   [--secret-file FILE] [--tls-ca PEM [--tls-server-name NAME]]\n"
 	    "                   [--tls-cert PEM] [--insecure] [--reconnect DUR] [-q | -v]\n"
 	    "\n"
@@ -1214,7 +1288,8 @@ worker_usage(FILE *f)
 	    "ipc://PATH), makes it prove itself, takes the run's config from it, and\n"
 	    "runs leased seeds until the run is done.\n"
 	    "\n"
-	    "  --connect URL          the coordinator's --listen address\n"
+	    "  --connect URL          the coordinator's --listen address (else the\n"
+	    "                         environment's SOAK_COORDINATOR)\n"
 	    "  --slots N              seeds to run at once (N worker processes; default 1)\n"
 	    "  --workspace DIR        where turns' workspaces and cached config folders\n"
 	    "                         live (default /dev/shm)\n"
@@ -1231,6 +1306,8 @@ worker_usage(FILE *f)
 	    "  --reconnect DUR        dial a coordinator that is not up yet, or was lost,\n"
 	    "                         for up to DUR (default 5m), then rejoin the run as\n"
 	    "                         the same worker; past it, exit 1\n"
+	    "                         (a worker that comes after the run is over is\n"
+	    "                         told so and exits 0)\n"
 	    "  -q, --quiet            only warnings: no line when it connects or is done\n"
 	    "                         (how `soak run` starts its local workers)\n"
 	    "  -v, --verbose          also a line per lease and per seed's verdict\n"
@@ -1280,8 +1357,9 @@ cmd_worker(int argc, char **argv)
 	struct wopts	 o = { .slots = 1, .reconnect_ms = 5 * 60 * 1000 };
 	int64_t		 ms;
 	pid_t		*kids;
-	int		 ch, i, rc = 0, st;
+	int		 ch, i, rc = 0, st, late = 0;
 	char		*end, err[ERR_LEN], warn[ERR_LEN];
+	const char	*env;
 
 	while ((ch = getopt_long(argc, argv, "c:s:w:qvh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -1326,7 +1404,24 @@ cmd_worker(int argc, char **argv)
 			return SOAK_EXIT_USAGE;
 		}
 	}
-	if (o.url == NULL || optind != argc) {
+	/* --connect wins; SOAK_COORDINATOR is for engines that start the
+	 * same command everywhere (a Slurm step, a pod template, a unit). */
+	if (o.url == NULL && (env = getenv("SOAK_COORDINATOR")) != NULL) {
+		if (*env == '\0') {
+			fprintf(stderr, "soak worker: SOAK_COORDINATOR is set but "
+			    "empty: set it to the coordinator's --listen URL, or "
+			    "give --connect URL\n");
+			return SOAK_EXIT_USAGE;
+		}
+		o.url = env;
+	}
+	if (o.url == NULL) {
+		fprintf(stderr, "soak worker: no coordinator: give --connect URL "
+		    "or set SOAK_COORDINATOR\n");
+		worker_usage(stderr);
+		return SOAK_EXIT_USAGE;
+	}
+	if (optind != argc) {
 		worker_usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
@@ -1351,6 +1446,7 @@ cmd_worker(int argc, char **argv)
 	 * A SIGTERM to this one drains them all. */
 	slot_kids = kids = xcalloc(o.slots, sizeof(pid_t));
 	slot_nkids = o.slots;
+	o.slot = true;
 	signal(SIGTERM, forward_sigterm);
 	for (i = 0; i < o.slots; i++) {
 		if ((kids[i] = fork()) == 0) {
@@ -1363,9 +1459,14 @@ cmd_worker(int argc, char **argv)
 			continue;
 		while (waitpid(kids[i], &st, 0) == -1 && errno == EINTR)
 			;
-		if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		if (WIFEXITED(st) && WEXITSTATUS(st) == WORKER_SLOT_LATE)
+			late++;
+		else if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
 			rc = 1;
 	}
+	if (late == o.slots && !o.quiet)
+		log_info("the run at %s is over (run finished): nothing to do, "
+		    "exiting 0", o.url);
 	slot_nkids = 0;
 	free(kids);
 	auth_secret_free(&o.auth.secret);

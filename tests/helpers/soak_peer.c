@@ -12,6 +12,12 @@
  *                              coordinator answers; one with a secret
  *                              challenges, and the rest is refused)
  *   soak_peer URL badauth      hello, then an auth with a made-up proof
+ *   soak_peer URL hold         hello (and auth, with SOAK_SECRET), prints
+ *                              "welcome worker=N" (or the reply that came
+ *                              instead), then holds the connection open,
+ *                              asking for nothing, until its stdin ends: a
+ *                              worker the coordinator still awaits after
+ *                              the run finished
  *   soak_peer URL inflight N   with SOAK_SECRET: hello and auth, then N lease
  *                              requests at once (N contexts); prints
  *                              "dropped, K of N answered" when the
@@ -255,6 +261,49 @@ exchange(nng_socket s, const struct msg *m, const struct auth_session *sess,
 		exit(1);
 	}
 	nng_free(rbuf, rlen);
+}
+
+/* A worker that joins and then sits on its connection until stdin ends. */
+static int
+hold(const char *url)
+{
+	struct auth_secret	 k;
+	struct auth_session	 sess;
+	struct msg		 m = hello(), rep;
+	nng_socket		 s = dial(url);
+	uint8_t			 nw[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN];
+	char			 err[ERR_LEN], c;
+	bool			 sealed = false;
+
+	if (auth_secret_load(NULL, &k, err) == -1) {
+		fprintf(stderr, "hold: %s\n", err);
+		return 64;
+	}
+	memcpy(nw, m.u.hello.nonce, AUTH_NONCE_LEN);
+	exchange(s, &m, NULL, &rep);
+	if (rep.type == MSG_CHALLENGE && k.len > 0) {
+		memcpy(nc, rep.u.challenge.nonce, AUTH_NONCE_LEN);
+		msg_clear(&rep);
+		memset(&m, 0, sizeof(m));
+		m.type = MSG_AUTH;
+		auth_proof(&k, AUTH_WORKER, nw, nc, m.u.auth.proof);
+		auth_session_init(&sess, &k, nw, nc);
+		sealed = true;
+		exchange(s, &m, &sess, &rep);
+	}
+	if (rep.type == MSG_WELCOME)
+		printf("welcome worker=%u\n", rep.u.welcome.worker_id);
+	else
+		printf("%s\n", msg_type_name(rep.type));
+	fflush(stdout);
+	msg_clear(&rep);
+	while (read(0, &c, 1) > 0)
+		;
+	if (sealed)
+		auth_session_clear(&sess);
+	auth_secret_free(&k);
+	nng_close(s);
+	return 0;
 }
 
 /*
@@ -848,6 +897,8 @@ main(int argc, char **argv)
 		return fake(argv[1], argv[2], NULL, tls_cert);
 	if (argc == 4 && strcmp(argv[2], "inflight") == 0)
 		return inflight(argv[1], atoi(argv[3]));
+	if (argc == 3 && strcmp(argv[2], "hold") == 0)
+		return hold(argv[1]);
 	if (argc == 3 && strcmp(argv[2], "junk") == 0)
 		return junk(argv[1]);
 	if (argc == 6 && strcmp(argv[2], "stall") == 0)
@@ -858,7 +909,7 @@ main(int argc, char **argv)
 	if (argc == 3)
 		return client(argv[1], argv[2]);
 	fprintf(stderr, "usage: soak_peer URL garbage|version|stranger|forged|badauth\n"
-	    "       soak_peer URL inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
+	    "       soak_peer URL hold | inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
 	    "       soak_peer URL relay LISTEN DUMP [replay|tamper]\n"
 	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n"
 	    "       soak_peer URL fake-nack\n");

@@ -689,6 +689,45 @@ test_bye_hands_back_unstarted(void **state)
 }
 
 /*
+ * A worker that says hello once every seed has its verdict is told the run
+ * is over (DONE, "run finished"), not welcomed: it joins nothing, and its
+ * worker process exits 0 (worker/worker.c).
+ */
+static void
+test_hello_after_the_run_finished(void **state)
+{
+	struct coord	*c = mk(0, 1);
+	struct msg	 r1, req = { .type = MSG_HELLO }, rep;
+	uint32_t	 w1, i;
+
+	(void)state;
+	w1 = hello(c, 1);
+	while (!coord_finished(c)) {
+		assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+		assert_int_equal(r1.type, MSG_LEASE);
+		for (i = 0; i < r1.u.lease.nseeds; i++)
+			assert_int_equal(result(c, w1, 1, r1.u.lease.lease_id,
+			    r1.u.lease.seeds[i].seed, 1, VERDICT_PASS, ""), 1);
+		msg_clear(&r1);
+	}
+	req.u.hello.name = "late";
+	req.u.hello.host = "h";
+	assert_int_equal(coord_handle(c, &req, 2, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_DONE);
+	assert_string_equal(rep.u.ack.text, "run finished");
+	msg_clear(&rep);
+	/* Not a worker of the run: it is not awaited, and speaks for nobody. */
+	assert_int_equal(coord_live_workers(c), 1);
+	/* A worker of the run that rejoins after the end hears the same. */
+	req.u.hello.rejoin_id = w1;
+	req.u.hello.rejoin_run = "r";
+	assert_int_equal(coord_handle(c, &req, 3, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_DONE);
+	msg_clear(&rep);
+	coord_free(c);
+}
+
+/*
  * soak run's view of its local workers (coordinator/run.c): a worker whose
  * process died ends its lease at once, not at its ttl (the seed it ran
  * gets infra/worker-lost, the rest go back); whether a pid ever had a
@@ -1744,6 +1783,7 @@ main(void)
 		cmocka_unit_test(test_early_stop),
 		cmocka_unit_test(test_early_stop_rules),
 		cmocka_unit_test(test_bye_hands_back_unstarted),
+		cmocka_unit_test(test_hello_after_the_run_finished),
 		cmocka_unit_test(test_worker_died_and_halt),
 		cmocka_unit_test(test_replay_rebuilds_the_state),
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),
