@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make test-deploy | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make test-deploy [test-image] | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
 #          make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="msg http"] | make fuzz-smoke | make fuzz-corpus
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
@@ -146,6 +146,13 @@ proofs: all $(TEST_HELPERS)
 test-deploy: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run deploy
 
+# The container image of deploy/k8s/ built here (debootstrap + podman, no
+# registry) and the reservations example and merge-queue pods run in it;
+# about 2-3 minutes.  Needs root and podman, runc, debootstrap (not in make
+# deps: CI does not run it).
+test-image: all
+	@bash deploy/k8s/test/image.sh
+
 # soak's own failures under chaos (tests/chaos/): workers killed, the
 # database paused and restarted, the output directory full.  Needs root.
 chaos: all $(TEST_HELPERS)
@@ -206,7 +213,7 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)
 
-.PHONY: all test test-deploy proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
+.PHONY: all test test-deploy test-image proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
 	fuzz fuzz-smoke fuzz-bins fuzz-corpus
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
