@@ -79,6 +79,7 @@ struct runopts {
 	int		 verbose;
 	int		 heartbeat_ms;
 	int		 lease_ttl_ms;
+	int		 linger_ms;	/* coordinator: answer late workers this long */
 	bool		 bundle;	/* coordinator: ship the config folder */
 	bool		 dry_run;	/* --dry-run: check, say, run nothing */
 	struct auth_opts auth;		/* coordinator: who may connect */
@@ -560,7 +561,7 @@ usage(FILE *f, bool local)
 		fprintf(f,
 		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B]\n"
 		    "                        [--out DIR | --resume DIR] [--lease-ttl DUR]\n"
-		    "                        [--heartbeat DUR]\n"
+		    "                        [--heartbeat DUR] [--linger DUR]\n"
 		    "                        [--bundle on|off] [--secret-file FILE]\n"
 		    "                        [--tls-cert PEM [--tls-client-ca PEM]]\n"
 		    "                        [--insecure] [--dry-run] [-v]\n"
@@ -590,6 +591,10 @@ usage(FILE *f, bool local)
 		    "                        is lost, its seeds run elsewhere (default 5s)\n"
 		    "  --heartbeat DUR       how often workers beat while they hold a lease\n"
 		    "                        (default 500ms; keep it well under --lease-ttl)\n"
+		    "  --linger DUR          after a finished run, stay up DUR more (at most\n"
+		    "                        1h) telling workers that dial late that the run\n"
+		    "                        is over, so they exit 0 (default 0: only the\n"
+		    "                        run's own workers are waited for, up to 10s)\n"
 		    "  --dry-run             check the config, the options and the secret or\n"
 		    "                        TLS files, say what would run, and exit 0\n"
 		    "                        without listening\n"
@@ -887,6 +892,17 @@ run_main(struct runopts *o)
 		tickets_after_run(out, stdout);
 	if (o->local && db.pg == NULL && db.conninfo)
 		drop_run_schemas(db.conninfo, run_id);
+	/*
+	 * Late workers (a pod scheduled after the run, a slow node) hear "run
+	 * finished" and exit 0 instead of waiting out --reconnect and exiting
+	 * 1, which an engine counts as a failed job.  The report is written
+	 * and the summary printed first: only the exit waits.
+	 */
+	if (o->linger_ms > 0 && coord_finished(r.coord) && !stop_requested) {
+		fprintf(stderr, "soak: run over; telling late workers so for %d s "
+		    "(--linger)\n", o->linger_ms / 1000);
+		server_linger(srv, r.coord, o->linger_ms, &stop_requested);
+	}
 out:
 	/* Made at start, 0700, for the workers' kept failures: a run
 	 * without one leaves no empty failures/ behind. */
@@ -925,6 +941,7 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "listen",	required_argument, NULL, 'l' },
 		{ "heartbeat",	required_argument, NULL, 'H' },
 		{ "lease-ttl",	required_argument, NULL, 'T' },
+		{ "linger",	required_argument, NULL, 'L' },
 		{ "resume",	required_argument, NULL, 'R' },
 		{ "secret-file",	required_argument, NULL, 'F' },
 		{ "tls-cert",	required_argument, NULL, 'C' },
@@ -976,6 +993,20 @@ parse(int argc, char **argv, struct runopts *o)
 				fprintf(stderr, "soak: --workers wants 1..1024, got \"%s\"\n", optarg);
 				return -1;
 			}
+			break;
+		case 'L':
+			if (o->local) {
+				fprintf(stderr, "soak run: --linger is for `soak "
+				    "coordinator` (local workers are never late)\n");
+				return -1;
+			}
+			if (parse_duration_ms(optarg, &ms, err) == -1 ||
+			    ms > 3600 * 1000) {
+				fprintf(stderr, "soak coordinator: --linger: %s\n",
+				    ms > 3600 * 1000 ? "at most 1h (60m)" : err);
+				return -1;
+			}
+			o->linger_ms = (int)ms;
 			break;
 		case 'H':
 		case 'T':

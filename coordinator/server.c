@@ -661,3 +661,17 @@ server_drain(struct server *s, struct coord *c, int grace_ms, volatile int *stop
 		expire_peers(s);
 	}
 }
+
+void
+server_linger(struct server *s, struct coord *c, int ms, volatile int *stop)
+{
+	struct event	ev;
+	int64_t		deadline = now_ms() + ms;
+
+	while (now_ms() < deadline && !*stop) {
+		if (wait_event(s, (int)(deadline - now_ms() < 200 ?
+		    deadline - now_ms() : 200), &ev))
+			dispatch(s, c, &ev);
+		expire_peers(s);
+	}
+}

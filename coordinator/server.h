@@ -43,5 +43,11 @@ int		 server_run(struct server *s, struct coord *c, volatile int *stop,
  */
 void		 server_drain(struct server *s, struct coord *c, int grace_ms,
 		    volatile int *stop);
+/*
+ * After a finished run and its drain: serves for ms more, so a worker that
+ * dials late is told the run is over (coord's HELLO answer) and exits 0.
+ */
+void		 server_linger(struct server *s, struct coord *c, int ms,
+		    volatile int *stop);
 
 #endif

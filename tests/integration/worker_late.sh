@@ -92,6 +92,34 @@ expect_eq "workers in report.json (the holder and worker 2, not the late one)" 2
 expect_eq "hellos in the journal" 2 "$(grep -c '"t":"worker"' "$T/out/journal.jsonl")"
 wait_exit rc "$holder" 30 "the holding peer"
 
+# --- --linger: the run's workers are gone and the report written, yet a
+# worker that dials late still hears the run is over (a Job's late pod) ---
+"$SOAK" coordinator "$T/late.yaml" --listen tcp://127.0.0.1:0 --out "$T/out2" \
+    --secret-file "$T/secret" --linger 10m >"$T/l.out" 2>"$T/l.err" &
+coord=$!
+cleanup_hooks+=("kill -KILL $coord 2>/dev/null")
+url=$(wait_line "$T/l.err" 'listening on tcp://' 30 "lingering coordinator listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
+"$SOAK" worker --connect "$url" --secret-file "$T/secret" >"$T/lw.out" 2>"$T/lw.err" &
+lw=$!
+wait_exit rc "$lw" 120 "the lingering coordinator's one worker"
+expect_eq "its worker's exit status" 0 "$rc"
+wait_line "$T/l.err" 'telling late workers so' 60 "the coordinator lingering" >/dev/null
+check_report "$T/out2" 0 3
+set +e
+timeout 60 "$SOAK" worker --connect "$url" --secret-file "$T/secret" \
+    --reconnect 60s >"$T/late4.out" 2>"$T/late4.err"
+rc=$?
+set -e
+expect_eq "a worker after the run's end, under --linger: exit status" 0 "$rc"
+expect_eq "and one line" \
+    "worker: the run at $url is over (run finished): nothing to do, exiting 0" "$(cat "$T/late4.err")"
+kill -TERM "$coord"
+wait_exit rc "$coord" 30 "the lingering coordinator after SIGTERM"
+expect_eq "the run's status, kept through the linger" 0 "$rc"
+expect_eq "the late worker is not in the run" 1 \
+    "$(grep -c '"t":"worker"' "$T/out2/journal.jsonl")"
+
 # --- a coordinator that dies mid-seed: its worker gives up after --reconnect ---
 gate_new
 cat >"$T/held.sh" <<SH
