@@ -228,8 +228,16 @@ link_wait(struct link *l, bool on_drain)
 static bool
 dial_retryable(int rv)
 {
+	/*
+	 * A name that does not resolve yet is retried too: nng says EAGAIN
+	 * for a resolver that could not answer (EAI_AGAIN) and EADDRINVAL for
+	 * a name not found, which is what a Kubernetes Service or a node's
+	 * DNS entry looks like for its first seconds.  A misspelt name waits
+	 * out --reconnect, and says so at once.
+	 */
 	return rv == NNG_ECONNREFUSED || rv == NNG_ENOENT || rv == NNG_ETIMEDOUT ||
-	    rv == NNG_EUNREACHABLE || rv == NNG_ECONNRESET;
+	    rv == NNG_EUNREACHABLE || rv == NNG_ECONNRESET || rv == NNG_EAGAIN ||
+	    rv == NNG_EADDRINVAL;
 }
 
 /*

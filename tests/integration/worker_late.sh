@@ -161,3 +161,17 @@ expect_match "it waited, and said for how long" \
 expect_match "it gave up at the end of --reconnect" \
     "cannot dial coordinator at $url: Connection refused until the end of --reconnect: gave up" \
     "$(cat "$T/w4.err")"
+
+# --- a name that does not resolve (yet): a Service's first seconds in
+# Kubernetes look like this; waited for like a refusal, not fatal ---
+set +e
+timeout 60 "$SOAK" worker --connect tcp://soak-coordinator.invalid:7070 \
+    --secret-file "$T/secret" --reconnect 1s >"$T/w5.out" 2>"$T/w5.err"
+rc=$?
+set -e
+expect_eq "worker with an unresolvable coordinator: exit status" 1 "$rc"
+expect_match "it waited for the name" \
+    "waiting for the coordinator at tcp://soak-coordinator.invalid:7070 \(Address invalid\), for up to 1 s" \
+    "$(cat "$T/w5.err")"
+expect_match "and gave up at the end of --reconnect" \
+    "Address invalid until the end of --reconnect: gave up" "$(cat "$T/w5.err")"
