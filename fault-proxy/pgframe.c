@@ -472,11 +472,8 @@ pg_scan_client(struct pgframe *f, const char *p, size_t n)
 			 * complete only COPY data (and, while starting up,
 			 * authentication) still belongs to this exchange.
 			 */
-			if (f->kind != PGK_NONE && f->req_done &&
-			    f->kind != PGK_STARTUP &&
-			    ty != 'd' && ty != 'c' && ty != 'f')
-				break;
-			if (f->kind == PGK_STARTUP && f->started)
+			if (f->req_done && (f->kind == PGK_STARTUP ?
+			    ty != 'p' : ty != 'd' && ty != 'c' && ty != 'f'))
 				break;
 		}
 		k = tok_feed(f, t, p + used, n - used, false, &head, &end);
