@@ -1,0 +1,160 @@
+/*
+ * libFuzzer target for the fault proxy's PostgreSQL framing
+ * (fault-proxy/pgframe.c).  Input: two length bytes (how much of the rest
+ * is the client's stream), then the client's bytes, then the server's;
+ * the chunk sizes come from the first bytes, recycled.  The streams are
+ * walked the way the engine walks them (exchange by exchange: client bytes
+ * up to the boundary, then server bytes up to ReadyForQuery), once in one
+ * piece and once cut into chunks.
+ *
+ * Invariants: no scan returns more than it was given; after an error
+ * nothing more is consumed; kinds are in range; a statement summary is a
+ * NUL-terminated string of printable ASCII (and the "…"), with no quote
+ * that would start a literal; and the exchanges found — their kinds,
+ * statements, boundaries and transaction states — do not depend on how
+ * the reads were cut.
+ */
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "fault-proxy/pgframe.h"
+
+#define MAX_EX	64
+
+struct walk {
+	size_t		 nex;
+	enum pg_kind	 kind[MAX_EX];
+	char		 sql[MAX_EX][PG_SQL_LEN];
+	size_t		 cend[MAX_EX];	/* client offset after the exchange */
+	size_t		 send[MAX_EX];	/* server offset after it */
+	char		 tx[MAX_EX];
+	bool		 error;
+};
+
+static void
+check_sql(const char *s)
+{
+	size_t	n = strnlen(s, PG_SQL_LEN), i;
+
+	assert(n < PG_SQL_LEN);
+	for (i = 0; i < n; i++) {
+		unsigned char	ch = (unsigned char)s[i];
+
+		if (ch == 0xe2) {	/* the one multi-byte sequence: "…" */
+			assert(i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
+			    (unsigned char)s[i + 2] == 0xa6 && i + 3 == n);
+			break;
+		}
+		assert(ch >= 0x20 && ch < 0x7f && ch != '\'');
+	}
+}
+
+/* Feeds at most `chunk(k)` bytes per call. */
+static size_t
+step(const uint8_t *cuts, size_t ncuts, size_t *k)
+{
+	size_t	c = ncuts ? (size_t)cuts[*k % ncuts] % 64 + 1 : SIZE_MAX;
+
+	(*k)++;
+	return c;
+}
+
+static void
+walk(const char *cs, size_t cn, const char *ss, size_t sn,
+    const uint8_t *cuts, size_t ncuts, struct walk *w)
+{
+	static struct pgframe	f;
+	size_t			co = 0, so = 0, k = 0, lim, got, avail;
+
+	memset(w, 0, sizeof(*w));
+	pg_init(&f);
+	while (w->nex < MAX_EX && !f.error && (co < cn || so < sn)) {
+		/* the client's side of one exchange, up to its boundary */
+		for (;;) {
+			lim = step(cuts, ncuts, &k);
+			avail = cn - co < lim ? cn - co : lim;
+			if (avail == 0)
+				break;
+			got = pg_scan_client(&f, cs + co, avail);
+			assert(got <= avail);
+			co += got;
+			if (f.error || got < avail)
+				break;
+		}
+		if (f.error)
+			break;
+		/* then the server's, up to ReadyForQuery */
+		while (so < sn && !f.ready && !f.error) {
+			lim = step(cuts, ncuts, &k);
+			avail = sn - so < lim ? sn - so : lim;
+			got = pg_scan_server(&f, ss + so, avail);
+			assert(got <= avail);
+			so += got;
+		}
+		if (f.error)
+			break;
+		assert((unsigned)f.kind < PGK_MAX);
+		assert(pg_kind_name(f.kind) != NULL);
+		check_sql(f.sql);
+		w->kind[w->nex] = f.kind;
+		memcpy(w->sql[w->nex], f.sql, PG_SQL_LEN);
+		w->cend[w->nex] = co;
+		w->send[w->nex] = so;
+		w->tx[w->nex] = f.ready ? f.tx : 0;
+		w->nex++;
+		if (!f.ready && co == cn)
+			break;		/* neither side can say more */
+		pg_exchange_next(&f);
+	}
+	if (f.error) {
+		/* refused: nothing more is taken, and the reason is a sentence */
+		assert(pg_scan_client(&f, "Q", 1) == 0);
+		assert(pg_scan_server(&f, "Z", 1) == 0);
+		assert(strnlen(f.why, sizeof(f.why)) < sizeof(f.why));
+		assert(f.why[0] != '\0');
+	}
+	w->error = f.error;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct walk	one, cut;
+	char			sum[PG_SQL_LEN], esc[64];
+	size_t			cn, i;
+	const char		*cs, *ss;
+
+	if (size < 2)
+		return 0;
+	cn = ((size_t)data[0] << 8 | data[1]);
+	data += 2;
+	size -= 2;
+	if (cn > size)
+		cn = size;
+	cs = (const char *)data;
+	ss = (const char *)data + cn;
+
+	walk(cs, cn, ss, size - cn, NULL, 0, &one);
+	walk(cs, cn, ss, size - cn, data, size < 16 ? size : 16, &cut);
+	/* framing does not depend on where reads are cut */
+	assert(one.error == cut.error);
+	assert(one.nex == cut.nex);
+	for (i = 0; i < one.nex; i++) {
+		assert(one.kind[i] == cut.kind[i]);
+		assert(strcmp(one.sql[i], cut.sql[i]) == 0);
+		assert(one.cend[i] == cut.cend[i]);
+		assert(one.send[i] == cut.send[i]);
+		assert(one.tx[i] == cut.tx[i]);
+	}
+
+	/* the summary and the escaper on raw bytes */
+	pg_sql_summary(cs, cn, sum);
+	check_sql(sum);
+	pg_escape(cs, cn, esc, sizeof(esc));
+	assert(strlen(esc) < sizeof(esc));
+	return 0;
+}
