@@ -1097,8 +1097,9 @@ pg_reply(struct conn *c, const char *p, size_t n)
 			set_state(c, CS_REPLY);
 		}
 		if (f->tls_required && !tls_before) {
+			/* down may now hold the proxy's words, not p's bytes */
 			pg_tls_refused(c, n);
-			tls_before = true;
+			return;
 		}
 		if (f->ready) {
 			f->ready = false;

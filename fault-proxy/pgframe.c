@@ -52,8 +52,18 @@ pg_first(const char *p, size_t n)
 {
 	uint32_t	len, code;
 
-	if (n >= 1 && p[0] != 0)
-		return PGF_NOT_PG;	/* a length under 16 MB starts with 0 */
+	/*
+	 * Each byte already here can rule PostgreSQL out: a start-up length
+	 * is 8..10000, so its first two bytes are 0 (auto waits for 8 bytes
+	 * only while they might still be one).
+	 */
+	if ((n >= 1 && p[0] != 0) || (n >= 2 && p[1] != 0))
+		return PGF_NOT_PG;
+	if (n >= 4) {
+		len = be32((const unsigned char *)p);
+		if (len < 8 || len > PG_STARTUP_MAX)
+			return PGF_NOT_PG;
+	}
 	if (n < 8)
 		return PGF_MORE;
 	len = be32((const unsigned char *)p);

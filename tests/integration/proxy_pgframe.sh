@@ -8,6 +8,7 @@
 #    literal values, and the transaction state after it;
 #  - `--match '^COMMIT'` with lost_reply at rate 1 faults the COMMIT only:
 #    the row is committed, the client saw an error;
+#  - a duplicated INSERT lands twice (start-up replayed on a new session);
 #  - a database that requires TLS is refused with the proxy's own
 #    ErrorResponse naming the reason, and a log line, never a hang;
 #  - garbage from the client is refused and logged escaped.
@@ -136,6 +137,22 @@ assert c["fault"] == "lost_reply" and c["upstream_saw"] and not c["client_got_re
 assert all(r["latency_ms"] == 0 for r in recs), recs
 EOF
 echo "match: ok"
+
+# duplicate: the statement runs again on a session of its own (exchange 0's
+# start-up replayed first; trust authentication here)
+sql "CREATE TABLE d (v int)"
+run_proxy dup "$unix" --protocol postgres --rate 1 --duplicate 1 --match '^INSERT'
+"$H/proxy_pgclient" "$(ci disable)" "INSERT INTO d VALUES (1)" >"$dir/dup.txt" ||
+    { cat "$dir/dup.txt"; die "dup: the client saw an error"; }
+deadline=$((SECONDS + 10))
+until [ "$(sql 'SELECT count(*) FROM d')" = 2 ]; do
+	[ $SECONDS -lt $deadline ] || die "watchdog: the duplicate INSERT did not land within 10 s"
+	read -rt 0.02 <> <(:) || true
+done
+stop_proxy
+grep -q '"exchange":1,"fault":"duplicate".*"sql":"INSERT INTO d VALUES (' "$dir/dup.jsonl" ||
+    { cat "$dir/dup.jsonl"; die "dup: no trace line for the duplicated INSERT"; }
+echo "duplicate: ok"
 
 # a database that requires TLS (hostssl only over TCP): refused, named, no hang
 run_proxy tls "127.0.0.1:$port" --protocol postgres

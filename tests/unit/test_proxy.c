@@ -687,6 +687,10 @@ test_pg_framer(void **state)
 	assert_int_equal(pg_first("\0\0\0\x08\x04\xd2\x16\x30", 8),
 	    PGF_GSSENC);
 	assert_int_equal(pg_first("\0\0\0", 3), PGF_MORE);
+	/* auto waits for 8 bytes only while they can still be a start-up */
+	assert_int_equal(pg_first("\0\x05", 2), PGF_NOT_PG);
+	assert_int_equal(pg_first("\0\0\0\x04", 4), PGF_NOT_PG);
+	assert_int_equal(pg_first("\0\0\x27\x11", 4), PGF_NOT_PG);	/* 10001 */
 	assert_int_equal(pg_first("GET / HTTP/1.1", 14), PGF_NOT_PG);
 
 	/* summaries: words, comments, and never a literal */
