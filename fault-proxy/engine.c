@@ -90,7 +90,8 @@ enum conn_state {
 };
 
 static const char *const conn_state_names[CS_MAX] = {
-	[CS_IDLE] = "idle", [CS_PENDING] = "pending", [CS_DELAY] = "delay", [CS_CONNECTING] = "connecting",
+	[CS_IDLE] = "idle", [CS_PENDING] = "pending", [CS_DELAY] = "delay",
+	[CS_CONNECTING] = "connecting",
 	[CS_REQUEST] = "request", [CS_REPLY] = "reply", [CS_HOLD] = "hold",
 	[CS_BLACKHOLE] = "blackhole", [CS_CLOSED] = "closed",
 };

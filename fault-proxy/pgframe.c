@@ -42,7 +42,8 @@ pg_escape(const char *p, size_t n, char *out, size_t outlen)
 		if (ch >= 0x20 && ch < 0x7f && ch != '\\')
 			out[o++] = (char)ch;
 		else
-			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", ch);
+			o += (size_t)snprintf(out + o, outlen - o, "\\x%02x",
+			    ch);
 	}
 	out[o] = '\0';
 }
@@ -154,7 +155,8 @@ tok_head(struct pgframe *f, struct pg_tok *t, bool server)
 		t->code = be32(t->hdr + 4);
 		t->type = '\0';
 		if (len < 8 || len > PG_STARTUP_MAX) {
-			bad(f, side, "startup packet length out of range", t->hdr, 8);
+			bad(f, side, "startup packet length out of range",
+			    t->hdr, 8);
 			return false;
 		}
 		if (t->code != PG_CODE_PROTO3 && !(t->code == PG_CODE_CANCEL &&
@@ -213,8 +215,10 @@ tok_feed(struct pgframe *f, struct pg_tok *t, const char *p, size_t n,
 	if (k > t->left)
 		k = t->left;
 	if (t->keep && t->caplen < PG_CAP) {
-		size_t	c = k < PG_CAP - t->caplen ? k : PG_CAP - t->caplen;
+		size_t	c = PG_CAP - t->caplen;
 
+		if (c > k)
+			c = k;
 		memcpy(t->cap + t->caplen, p + used, c);
 		t->caplen += c;
 	}
@@ -274,7 +278,8 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 		/* the first literal ends the summary: no values in traces */
 		if (ch == '\'' || (ch == '$' && i + 1 < n &&
 		    (sql[i + 1] == '$' || (!(sql[i + 1] >= '0' &&
-		    sql[i + 1] <= '9') && is_word((unsigned char)sql[i + 1])))) ||
+		    sql[i + 1] <= '9') &&
+		    is_word((unsigned char)sql[i + 1])))) ||
 		    (!inword && ch >= '0' && ch <= '9') ||
 		    (!inword && (ch == 'E' || ch == 'e' || ch == 'B' ||
 		    ch == 'b' || ch == 'X' || ch == 'x' || ch == 'U' ||
@@ -304,7 +309,7 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 		i++;
 	}
 	if (i >= n && n > 0 && sql[n - 1] != '\0' && !cut)
-		cut = n >= PG_CAP;	/* the captured head ended mid-statement */
+		cut = n >= PG_CAP;	/* the kept head ended mid-statement */
 	if (cut) {
 		/* "VALUES (…" when cut inside a word, "SELECT …" between */
 		if (o > 0 && space)
@@ -343,7 +348,7 @@ stmt_remember(struct pgframe *f, const char *name, size_t nl, const char *sql)
 			break;
 	if (i == f->nstmts) {
 		if (f->nstmts == PG_STMTS)
-			i = f->nstmts - 1;	/* the last slot is recycled */
+			i = f->nstmts - 1;	/* the last slot recycled */
 		else
 			f->nstmts++;
 	}
