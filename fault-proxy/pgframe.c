@@ -506,6 +506,18 @@ pg_scan_client(struct pgframe *f, const char *p, size_t n)
 	return used;
 }
 
+/* Whether needle (NUL-terminated) occurs in the n bytes at p. */
+static bool
+has_sub(const char *p, size_t n, const char *needle)
+{
+	size_t	l = strlen(needle), i;
+
+	for (i = 0; i + l <= n; i++)
+		if (memcmp(p + i, needle, l) == 0)
+			return true;
+	return false;
+}
+
 /* The ErrorResponse of a failed startup: its code, and whether TLS is why. */
 static void
 be_error(struct pgframe *f, const struct pg_tok *t)
@@ -521,7 +533,7 @@ be_error(struct pgframe *f, const struct pg_tok *t)
 			f->sqlstate[5] = '\0';
 		}
 		/* pg_hba: "no pg_hba.conf entry for ..., no encryption" */
-		if (field == 'M' && memmem(t->cap + i, l, "no encryption", 13))
+		if (field == 'M' && has_sub(t->cap + i, l, "no encryption"))
 			f->tls_required = true;
 		i += l + 1;
 	}
