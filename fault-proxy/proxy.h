@@ -41,6 +41,14 @@
  *    forwarded) once its statement's head is known.
  *  - tcp: the client's bytes up to the first upstream reply byte, plus the
  *    reply up to the client's next bytes (or a close).
+ *  - An exchange's life: it begins (is numbered and rolled) at the first
+ *    byte of its first message, sits in CS_PENDING until its statement's
+ *    head is known, and is admitted by exchange_admit() (engine.c) before
+ *    any byte of it goes upstream.  A scheduler that orders exchanges
+ *    across connections (issue 15, part 3) plugs in there: it keeps an
+ *    exchange pending until its turn, then admits it; the bytes wait in
+ *    the connection's buffer, and the client, waiting for a reply, sends
+ *    nothing that could overtake them.
  *  - match (cfg_faults): an exchange whose statement or request line does
  *    not match, or that has none (tcp, a PostgreSQL startup), gets no
  *    fault and no latency.  Its roll is drawn all the same, so match
