@@ -1286,6 +1286,12 @@ io:
 		}
 		if (c->client_eof && c->up.len == 0 && !c->in_exchange &&
 		    c->state == CS_IDLE && c->down.len == 0) {
+			if (c->pg && c->tls_asked && c->pgf->fe.startup)
+				log_warnx("%s/%d conn %u: the client asked for TLS "
+				    "and hung up on the proxy's N: it requires TLS "
+				    "(sslmode=require?), and the proxy keeps "
+				    "PostgreSQL traffic plain", c->l->name,
+				    c->l->turn, c->no);
 			conn_close(c, false);
 			return;
 		}

@@ -39,7 +39,7 @@
 
 #define PG_MSG_MAX	(1024u * 1024 * 1024)	/* the server's own limit */
 #define PG_STARTUP_MAX	10000			/* as MAX_STARTUP_PACKET_LENGTH */
-#define PG_CAP		256			/* body bytes kept per message */
+#define PG_CAP		512			/* body bytes kept per message */
 #define PG_SQL_LEN	96			/* statement summary, with "…" */
 #define PG_SQL_WORDS	8			/* at most this many words */
 #define PG_STMTS	32			/* named statements remembered */

@@ -162,6 +162,12 @@ grep -q 'requires TLS' "$dir/tls.txt" || { cat "$dir/tls.txt"; die "tls: the cli
 wait_line "$dir/tls.err" 'requires TLS' "the proxy's log line about TLS"
 stop_proxy
 grep -q '"note":"refused: the database requires TLS"' "$dir/tls.jsonl" || { cat "$dir/tls.jsonl"; die "tls: no trace note"; }
+# a client that requires TLS hangs up on the proxy's N: refused, said why
+run_proxy tlsclient "$unix" --protocol postgres
+if "$H/proxy_pgclient" "$(ci require)" "SELECT 1" >"$dir/tlsclient.txt"; then
+	cat "$dir/tlsclient.txt"; die "tls: an sslmode=require client got through"; fi
+wait_line "$dir/tlsclient.err" 'asked for TLS and hung up' "the proxy's log line about the client's TLS"
+stop_proxy
 echo "tls: ok"
 
 # garbage from the client: refused, logged escaped, the proxy lives on
