@@ -1724,7 +1724,8 @@ trace_write(struct proxy_set *ps)
 
 	if (ps->trace == NULL)
 		return;
-	qsort(ps->recs, ps->nrecs, sizeof(*ps->recs), rec_cmp);
+	if (ps->nrecs > 0)	/* recs is NULL when nothing was recorded */
+		qsort(ps->recs, ps->nrecs, sizeof(*ps->recs), rec_cmp);
 	for (i = 0; i < ps->nrecs; i++)
 		if ((n = proxy_trace_format(&ps->recs[i], line, sizeof(line))) > 0)
 			fwrite(line, 1, (size_t)n, ps->trace);
