@@ -5,7 +5,8 @@
 #    out, a 2 MB result, a notification, a pipeline of three Syncs) gets
 #    exactly what it gets directly, through `protocol: postgres` and `auto`;
 #    the trace has one exchange per statement with its first words, no
-#    literal values, and the transaction state after it;
+#    literal values, and the transaction state after it; a raw client gets
+#    the very same bytes back directly and through the proxy;
 #  - `--match '^COMMIT'` with lost_reply at rate 1 faults the COMMIT only:
 #    the row is committed, the client saw an error;
 #  - a duplicated INSERT lands twice (start-up replayed on a new session);
@@ -118,6 +119,39 @@ EOF
 	! grep -Eq "'lit'|hello|copied-" "$dir/$proto.jsonl" || die "$proto: a literal value in the trace"
 done
 echo "framing: ok"
+
+# byte for byte: what a raw client gets back after its start-up, directly
+# and through the proxy, is the same (a 2 MB result, two pipelined extended
+# batches, an error), however the kernel cut the reads
+run_proxy raw "$unix" --protocol postgres
+python3 - "$dir/.s.PGSQL.$port" "${px#*:}" <<'PY' || die "raw: the proxy changed the bytes"
+import socket, struct, sys
+def msg(t, body): return t + struct.pack("!I", len(body) + 4) + body
+def session(sock):
+    body = b"\x00\x03\x00\x00user\x00postgres\x00database\x00postgres\x00\x00"
+    sock.sendall(struct.pack("!I", len(body) + 4) + body)
+    got = b""
+    while not got.endswith(b"Z\x00\x00\x00\x05I"):
+        c = sock.recv(65536); assert c, "closed in start-up"; got += c
+    q = msg(b"Q", b"SELECT i, repeat('x', 100000) FROM generate_series(1, 20) i\x00")
+    ext = (msg(b"P", b"\x00SELECT $1::int * 3\x00\x00\x00") +
+           msg(b"B", b"\x00\x00\x00\x00\x00\x01\x00\x00\x00\x0214\x00\x00") +
+           msg(b"E", b"\x00\x00\x00\x00\x00") + msg(b"S", b""))
+    bad = msg(b"Q", b"SELECT 1/0\x00")
+    sock.sendall(q + ext + ext + bad)		# all in flight at once
+    got = b""
+    while got.count(b"Z\x00\x00\x00\x05") < 4 or got[-6:-1] != b"Z\x00\x00\x00\x05":
+        c = sock.recv(65536); assert c, "closed"; got += c
+    sock.sendall(msg(b"X", b""))
+    return got
+d = socket.socket(socket.AF_UNIX); d.connect(sys.argv[1])
+p = socket.create_connection(("127.0.0.1", int(sys.argv[2])))
+a, b = session(d), session(p)
+assert len(a) > 2000000, len(a)
+assert a == b, (len(a), len(b))
+PY
+stop_proxy
+echo "bytes: ok"
 
 # match: lost_reply on every exchange the regex picks, here only the COMMIT
 sql "TRUNCATE t"
