@@ -1,4 +1,5 @@
-# soak — one Makefile.  make | make test | make proofs | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
+#          make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="msg http"] | make fuzz-smoke | make fuzz-corpus
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
 BUILD   ?= build
@@ -24,6 +25,17 @@ ifeq ($(SANITIZE),1)
 BUILD    = build-san
 CFLAGS   = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS += -fsanitize=address,undefined
+endif
+# make fuzz's own build: clang, libFuzzer's coverage hooks, ASan and UBSan
+# in every object, the library compiled again (gcc's sanitizer objects
+# cannot go into a clang fuzz target).  Only the fuzz targets link here.
+FUZZ_CC ?= clang
+ifeq ($(FUZZ),1)
+BUILD    = build-fuzz
+CC       = $(FUZZ_CC)
+CFLAGS   = -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+	   -fno-sanitize-recover=undefined -DSOAK_LIBFUZZER
+LDFLAGS += -fsanitize=fuzzer,address,undefined
 endif
 DEPFLAGS = -MMD -MP
 
@@ -51,6 +63,13 @@ EXAMPLE_SRC = $(wildcard examples/*/*.c)
 EXAMPLE_BIN = $(EXAMPLE_SRC:%.c=%)
 BENCH_SRC = $(wildcard bench/*.c)
 BENCH_BIN = $(BENCH_SRC:bench/%.c=$(BUILD)/bench/%)
+# Every tests/fuzz/fuzz_NAME.c is a target: a libFuzzer binary in
+# build-fuzz/fuzz/ (make fuzz), and in the plain and sanitizer builds a
+# replay driver of its regress and corpus inputs that make test runs.
+FUZZ_SRC = $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_REPLAY = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/tests/fuzz/%)
+FUZZ_SECONDS ?= 60
 
 # ./soak is always the plain build; the sanitizer build is build-san/soak.
 all: $(BUILD)/soak $(if $(filter 1,$(SANITIZE)),,soak) $(EXAMPLE_BIN)
@@ -89,19 +108,41 @@ $(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
+# A fuzz target with tests/fuzz/replay.c's main(): runs the files it is
+# given once each, no libFuzzer.
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/tests/fuzz/replay.o $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+
+# The fuzz build links its targets against an archive, so each one holds
+# (and libFuzzer counts the coverage of) only the objects it calls.  q, not
+# r: two modules may one day hold files of the same name.
+$(BUILD)/libsoak.a: $(LIB_OBJ)
+	rm -f $@
+	$(AR) qcs $@ $^
+
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/libsoak.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+
 # Example systems under test are built with the same flags.  --as-needed
 # keeps each binary to the libraries it calls: a turn is exec'd thousands
 # of times, and every needless shared library is paid at every exec.
 examples/%: examples/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) -Wl,--as-needed $(LDLIBS)
 
-test: all $(UNIT_BIN) $(TEST_HELPERS)
+test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
 	@BUILD=$(BUILD) tests/run test
 
 # The examples' long proofs: each fixed variant over 200 seeds, each mutant
 # caught.  Plain build; .ci/run calls it after make test.
 proofs: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run proofs
+
+# soak's own failures under chaos (tests/chaos/): workers killed, the
+# database paused and restarted, the output directory full.  Needs root.
+chaos: all $(TEST_HELPERS)
+	@BUILD=$(BUILD) tests/run chaos
 
 # Each deliberate bug of tests/mutants/ in a scratch copy, against the tests
 # it names (tests/mutants/run).  Not part of make test.
@@ -110,13 +151,39 @@ mutants:
 
 # The test binaries and helpers, for tests/mutants/run.
 print-test-bins:
-	@echo $(UNIT_BIN) $(TEST_HELPERS)
+	@echo $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
 
 bench: all $(BENCH_BIN) $(TEST_HELPERS)
 	@BUILD=$(BUILD) bench/run
 
 deps:
 	@sh deploy/deps.sh
+
+# Each fuzz target's regress inputs, then FUZZ_SECONDS of fuzzing from its
+# committed corpus (new inputs go to build-fuzz/corpus/, never the tree);
+# exits non-zero and names the saved input when one crashes (tests/fuzz/run).
+fuzz:
+	@command -v $(FUZZ_CC) >/dev/null || { echo "make fuzz: no $(FUZZ_CC) here" \
+	    "(make deps installs clang and libclang-rt-dev, its libFuzzer)"; exit 1; }
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(FUZZ_TARGETS)
+
+# What CI runs: the same, 15 s a target.
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=15
+
+fuzz-bins: $(FUZZ_BIN)
+
+# Writes the seed inputs that come from code (tests/fuzz/mkcorpus.c: msg's
+# messages, http's exchanges) into tests/fuzz/corpus/; after a change to
+# the wire format, run it and commit what changed.
+fuzz-corpus: $(BUILD)/tests/fuzz-mkcorpus
+	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http
+	$(BUILD)/tests/fuzz-mkcorpus tests/fuzz/corpus examples/refunds/soak.yaml
+
+$(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
 # One binary is all soak needs at run time (workers are itself, the
 # embedded PostgreSQL is the system's); the documents go beside it.
@@ -130,8 +197,9 @@ uninstall:
 	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
 
 clean:
-	rm -rf build build-san soak $(EXAMPLE_BIN)
+	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)
 
-.PHONY: all test proofs bench deps clean mutants print-test-bins install uninstall FORCE
+.PHONY: all test proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
+	fuzz fuzz-smoke fuzz-bins fuzz-corpus
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

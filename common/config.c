@@ -35,6 +35,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <regex.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,20 +54,55 @@
 #define CFG_KEY_LEN	128		/* dotted key path */
 #define CFG_MAX_KEYS	20		/* most keys any one section knows */
 #define CFG_BAND_EPS	1e-9		/* 0.4 + 0.3 + 0.3 is not > 1 */
+#define CFG_MAX_ERRS	20		/* messages kept; the rest are counted */
 
 struct cfg_ctx {
 	const char	*file;		/* for messages: the path as given */
 	const char	*dir;		/* absolute folder, for relative paths */
 	yaml_document_t	*doc;
 	struct cfg	*cfg;
-	char		*err;
+	char		*err;		/* the first message */
 	size_t		 marks_cap;	/* of cfg->marks */
+	struct cfg_errors *errs;	/* every message, or NULL */
+	size_t		 nerr;		/* messages so far */
+	bool		 services_bad;	/* a service failed: names may be missing */
 };
 
 /* ---- messages ---------------------------------------------------------- */
 
 static int fail_at(struct cfg_ctx *, const yaml_node_t *, const char *,
     const char *, ...) __attribute__((format(printf, 4, 5)));
+
+static int fail_msg(struct cfg_ctx *, const char *, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/*
+ * Keeps one message: the first goes to err (what cfg_load_* callers
+ * print), each one to cx->errs while there is room.  Loading goes on after
+ * a message where what follows does not depend on what failed, so a user
+ * hears every mistake of a file at once, as a compiler says them.
+ */
+static int
+fail_msg(struct cfg_ctx *cx, const char *fmt, ...)
+{
+	char		 msg[ERR_LEN];
+	struct cfg_errors *e = cx->errs;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cx->nerr++ == 0)
+		snprintf(cx->err, ERR_LEN, "%s", msg);
+	if (e != NULL) {
+		if (e->n < CFG_MAX_ERRS) {
+			e->msg = xreallocarray(e->msg, e->n + 1, sizeof(*e->msg));
+			e->msg[e->n++] = xstrdup(msg);
+		}
+		e->total++;
+	}
+	return -1;
+}
 
 /* Every message goes through here, so every message has the same shape. */
 static int
@@ -79,7 +115,7 @@ fail_at(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return errf(cx->err, "%s:%zu:%zu: %s: %s", cx->file,
+	return fail_msg(cx, "%s:%zu:%zu: %s: %s", cx->file,
 	    n->start_mark.line + 1, n->start_mark.column + 1, key, msg);
 }
 
@@ -218,6 +254,55 @@ mark_add(struct cfg_ctx *cx, const char *key, const yaml_node_t *n)
 }
 
 /*
+ * Edit distance with transpositions (optimal string alignment), for "did
+ * you mean": "tunrs" is one step from "turns".  Keys are short; longer
+ * words than CFG_KEY_LEN are too far from any key anyway.
+ */
+static size_t
+key_distance(const char *a, const char *b)
+{
+	size_t	la = strlen(a), lb = strlen(b), i, j, c, d[3][CFG_KEY_LEN + 1];
+
+	if (la >= CFG_KEY_LEN || lb >= CFG_KEY_LEN)
+		return SIZE_MAX;
+	for (j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (i = 1; i <= la; i++) {
+		size_t	*cur = d[i % 3], *prev = d[(i + 2) % 3], *pp = d[(i + 1) % 3];
+
+		cur[0] = i;
+		for (j = 1; j <= lb; j++) {
+			c = a[i - 1] == b[j - 1] ? 0 : 1;
+			cur[j] = prev[j] + 1;
+			if (cur[j - 1] + 1 < cur[j])
+				cur[j] = cur[j - 1] + 1;
+			if (prev[j - 1] + c < cur[j])
+				cur[j] = prev[j - 1] + c;
+			if (i > 1 && j > 1 && a[i - 1] == b[j - 2] &&
+			    a[i - 2] == b[j - 1] && pp[j - 2] + 1 < cur[j])
+				cur[j] = pp[j - 2] + 1;
+		}
+	}
+	return d[la % 3][lb];
+}
+
+/* The known key word is most likely a typo of, or NULL when none is near. */
+static const char *
+key_near(const char *word, const char *const *keys, size_t nkeys)
+{
+	const char	*best = NULL;
+	size_t		 i, dist, bestd = SIZE_MAX, limit;
+
+	limit = strlen(word) <= 4 ? 1 : 2;
+	for (i = 0; i < nkeys; i++)
+		if ((dist = key_distance(word, keys[i])) < bestd) {
+			bestd = dist;
+			best = keys[i];
+		}
+	return bestd <= limit ? best : NULL;
+}
+
+/*
  * Spreads a mapping over vals[], indexed like keys[].  Duplicate, unknown and
  * non-scalar keys fail here.  A null value (a section written as "key:")
  * counts as an empty mapping.
@@ -231,6 +316,7 @@ take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	const yaml_node_t	*first[CFG_MAX_KEYS];
 	char			 path[CFG_KEY_LEN], list[ERR_LEN];
 	size_t			 i;
+	int			 rc = 0;
 
 	memset(vals, 0, nkeys * sizeof(*vals));
 	memset(first, 0, sizeof(first));
@@ -239,32 +325,43 @@ take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix && *prefix ? prefix : "config",
 		    "a mapping");
+	/* Every bad key of the mapping is told, not only the first. */
 	for (p = map->data.mapping.pairs.start;
 	    p < map->data.mapping.pairs.top; p++) {
 		kn = node_at(cx, p->key);
 		if (kn->type != YAML_SCALAR_NODE) {
 			key_join(path, prefix, "?");
-			return fail_at(cx, kn, path,
+			rc = fail_at(cx, kn, path,
 			    "a key must be a plain word, not %s", kind_of(kn));
+			continue;
 		}
 		key_join(path, prefix, scalar(kn));
 		for (i = 0; i < nkeys; i++)
 			if (strcmp(keys[i], scalar(kn)) == 0)
 				break;
 		if (i == nkeys) {
+			const char	*near = key_near(scalar(kn), keys, nkeys);
+
 			join_names(keys, nkeys, ", ", list, sizeof(list));
-			return fail_at(cx, kn, path,
-			    "unknown key (expected %s)", list);
+			if (near != NULL)
+				rc = fail_at(cx, kn, path, "unknown key, did you "
+				    "mean %s?", near);
+			else
+				rc = fail_at(cx, kn, path,
+				    "unknown key (expected %s)", list);
+			continue;
 		}
-		if (first[i] != NULL)
-			return fail_at(cx, kn, path,
+		if (first[i] != NULL) {
+			rc = fail_at(cx, kn, path,
 			    "duplicate key (first at line %zu)",
 			    first[i]->start_mark.line + 1);
+			continue;
+		}
 		first[i] = kn;
 		vals[i] = node_at(cx, p->value);
 		mark_add(cx, path, vals[i]);
 	}
-	return 0;
+	return rc;
 }
 
 static int
@@ -652,33 +749,34 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	yaml_node_t	*v[nitems(keys)];
 	char		 b[QUOTE_LEN];
 	struct stat	 st;
-	int		 reset = 0;
+	int		 reset = 0, rc;
 
-	if (take_keys(cx, map, "database", keys, nitems(keys), v) == -1)
-		return -1;
+	rc = take_keys(cx, map, "database", keys, nitems(keys), v);
 	if (v[0] && get_str(cx, v[0], "database.url", 0, &cfg->db_url) == -1)
-		return -1;
-	if (v[1]) {
-		if (get_str(cx, v[1], "database.schema", 1, &cfg->db_schema) == -1)
-			return -1;
+		rc = -1;
+	if (v[1] && get_str(cx, v[1], "database.schema", 1,
+	    &cfg->db_schema) == 0) {
 		quote_value(cfg->db_schema, b, sizeof(b));
 		free(cfg->db_schema);
 		cfg->db_schema = resolve(cx, scalar(v[1]));
 		if (stat(cfg->db_schema, &st) == -1)
-			return fail_at(cx, v[1], "database.schema",
+			rc = fail_at(cx, v[1], "database.schema",
 			    "%s: %s (looked at %s)", b, strerror(errno),
 			    cfg->db_schema);
-		if (!S_ISREG(st.st_mode))
-			return fail_at(cx, v[1], "database.schema",
+		else if (!S_ISREG(st.st_mode))
+			rc = fail_at(cx, v[1], "database.schema",
 			    "%s is not a regular file", b);
-	}
+	} else if (v[1])
+		rc = -1;
 	if (v[2]) {
 		if (get_enum(cx, v[2], "database.reset", resets, nitems(resets),
 		    &reset) == -1)
-			return -1;
-		cfg->db_reset = reset == 0 ? CFG_RESET_RECREATE : CFG_RESET_TRUNCATE;
+			rc = -1;
+		else
+			cfg->db_reset = reset == 0 ? CFG_RESET_RECREATE :
+			    CFG_RESET_TRUNCATE;
 	}
-	return 0;
+	return rc;
 }
 
 static int
@@ -686,14 +784,16 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_service *svc, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "command", "ready",
-	    "ready_timeout" };
+	    "ready_timeout", "listen" };
 	static const char *const readies[] = { "tcp", "none" };
+	static const char *const listens[] = { "port", "socket" };
 	yaml_node_t	*v[nitems(keys)];
 	char		 path[CFG_KEY_LEN];
-	int		 ready = 0;
+	int		 ready = 0, listen = 0;
 
 	svc->ready = CFG_READY_TCP;
 	svc->ready_timeout_ms = 10 * 1000;
+	svc->listen = CFG_LISTEN_PORT;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix, "a mapping");
 	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
@@ -718,6 +818,13 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "ready_timeout");
 	if (v[3] && get_duration(cx, v[3], path, 1, &svc->ready_timeout_ms) == -1)
 		return -1;
+	key_join(path, prefix, "listen");
+	if (v[4]) {
+		if (get_enum(cx, v[4], path, listens, nitems(listens),
+		    &listen) == -1)
+			return -1;
+		svc->listen = listen == 0 ? CFG_LISTEN_PORT : CFG_LISTEN_SOCKET;
+	}
 	return 0;
 }
 
@@ -729,29 +836,35 @@ parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 	yaml_node_t		*item, *name = NULL;
 	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	size_t			 i, j, count;
+	int			 rc = 0;
 
 	if (take_list(cx, n, "services", &items, &count) == -1)
 		return -1;
 	if (count == 0)
 		return 0;
 	cfg->services = xcalloc(count, sizeof(*cfg->services));
+	/* Each item is looked at, whatever the one before it said. */
 	for (i = 0; i < count; i++) {
 		cfg->nservices = i + 1;
 		item = node_at(cx, items[i]);
 		key_index(prefix, "services", i);
 		if (parse_service(cx, item, prefix, &cfg->services[i],
-		    &name) == -1)
-			return -1;
+		    &name) == -1) {
+			rc = -1;
+			continue;
+		}
 		for (j = 0; j < i; j++)
-			if (strcasecmp(cfg->services[j].name,
+			if (cfg->services[j].name != NULL &&
+			    strcasecmp(cfg->services[j].name,
 			    cfg->services[i].name) == 0) {
 				key_join(path, prefix, "name");
-				return fail_at(cx, name, path,
+				rc = fail_at(cx, name, path,
 				    "%s is already used by services[%zu]",
 				    quote_value(cfg->services[i].name, b, sizeof(b)), j);
+				break;
 			}
 	}
-	return 0;
+	return rc;
 }
 
 static int
@@ -783,8 +896,12 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	}
 	if (strncmp(s, "service:", 8) == 0) {
 		for (i = 0; i < cfg->nservices; i++)
-			if (strcmp(cfg->services[i].name, s + 8) == 0)
+			if (cfg->services[i].name != NULL &&
+			    strcmp(cfg->services[i].name, s + 8) == 0)
 				break;
+		/* A service that failed to load is not this one's fault. */
+		if (i == cfg->nservices && cx->services_bad)
+			return 0;
 		if (i == cfg->nservices)
 			return fail_at(cx, n, key,
 			    "%s names no service declared under services", b);
@@ -945,6 +1062,7 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 	yaml_node_t		*item, *name = NULL;
 	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	size_t			 i, j, count;
+	int			 rc = 0;
 
 	if (take_list(cx, n, "proxies", &items, &count) == -1)
 		return -1;
@@ -955,19 +1073,23 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 		cfg->nproxies = i + 1;
 		item = node_at(cx, items[i]);
 		key_index(prefix, "proxies", i);
-		if (parse_proxy(cx, item, prefix, &cfg->proxies[i], &name) == -1)
-			return -1;
+		if (parse_proxy(cx, item, prefix, &cfg->proxies[i], &name) == -1) {
+			rc = -1;
+			continue;
+		}
 		/* Ignoring case: both would be SOAK_PROXY_<NAME upper>. */
 		for (j = 0; j < i; j++)
-			if (strcasecmp(cfg->proxies[j].name,
+			if (cfg->proxies[j].name != NULL &&
+			    strcasecmp(cfg->proxies[j].name,
 			    cfg->proxies[i].name) == 0) {
 				key_join(path, prefix, "name");
-				return fail_at(cx, name, path,
+				rc = fail_at(cx, name, path,
 				    "%s is already used by proxies[%zu]",
 				    quote_value(cfg->proxies[i].name, b, sizeof(b)), j);
+				break;
 			}
 	}
-	return 0;
+	return rc;
 }
 
 static int
@@ -975,30 +1097,72 @@ parse_turn(struct cfg_ctx *cx, yaml_node_t *map)
 {
 	static const char *const keys[] = { "command", "timeout" };
 	yaml_node_t	*v[nitems(keys)];
+	int		 rc;
 
-	if (take_keys(cx, map, "turn", keys, nitems(keys), v) == -1)
-		return -1;
-	if (v[0] == NULL)
-		return fail_missing(cx, map, "turn", "command");
-	if (get_command(cx, v[0], "turn.command", &cx->cfg->turn_command) == -1)
-		return -1;
+	rc = take_keys(cx, map, "turn", keys, nitems(keys), v);
+	if (v[0] == NULL && (map->type == YAML_MAPPING_NODE || is_null(map)))
+		rc = fail_missing(cx, map, "turn", "command");
+	if (v[0] && get_command(cx, v[0], "turn.command",
+	    &cx->cfg->turn_command) == -1)
+		rc = -1;
 	if (v[1] && get_duration(cx, v[1], "turn.timeout", 1,
 	    &cx->cfg->turn_timeout_ms) == -1)
+		rc = -1;
+	return rc;
+}
+
+/* invariants[i]; the names before it are all set or NULL (failed). */
+static int
+parse_invariant(struct cfg_ctx *cx, yaml_node_t *item, size_t i)
+{
+	static const char *const keys[] = { "name", "sql" };
+	struct cfg		*cfg = cx->cfg;
+	struct cfg_invariant	*inv = &cfg->invariants[i];
+	yaml_node_t		*v[nitems(keys)];
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
+	const char		*p;
+	size_t			 j;
+	int			 rc;
+
+	key_index(prefix, "invariants", i);
+	inv->line = (int)item->start_mark.line + 1;
+	if (item->type != YAML_MAPPING_NODE)
+		return fail_type(cx, item, prefix, "a mapping");
+	rc = take_keys(cx, item, prefix, keys, nitems(keys), v);
+	if (v[0] == NULL)
+		rc = fail_missing(cx, item, prefix, "name");
+	if (v[1] == NULL)
+		rc = fail_missing(cx, item, prefix, "sql");
+	key_join(path, prefix, "name");
+	if (v[0] && get_str(cx, v[0], path, 1, &inv->name) == -1)
+		rc = -1;
+	for (j = 0; inv->name != NULL && j < i; j++)
+		if (cfg->invariants[j].name != NULL &&
+		    strcmp(cfg->invariants[j].name, inv->name) == 0) {
+			rc = fail_at(cx, v[0], path,
+			    "%s is already used by invariants[%zu]",
+			    quote_value(inv->name, b, sizeof(b)), j);
+			break;
+		}
+	key_join(path, prefix, "sql");
+	if (v[1] == NULL)
+		return rc;
+	if (get_str(cx, v[1], path, 0, &inv->sql) == -1)
 		return -1;
-	return 0;
+	for (p = inv->sql; *p == ' ' || (*p >= '\t' && *p <= '\r'); p++)
+		;
+	if (*p == '\0')
+		return fail_at(cx, v[1], path, "must not be empty");
+	return rc;
 }
 
 static int
 parse_invariants(struct cfg_ctx *cx, yaml_node_t *top, yaml_node_t *n)
 {
-	static const char *const keys[] = { "name", "sql" };
 	struct cfg		*cfg = cx->cfg;
-	struct cfg_invariant	*inv;
 	yaml_node_item_t	*items;
-	yaml_node_t		*item, *v[nitems(keys)];
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
-	const char		*p;
-	size_t			 i, j, count;
+	size_t			 i, count;
+	int			 rc = 0;
 
 	if (take_list(cx, n, "invariants", &items, &count) == -1)
 		return -1;
@@ -1009,35 +1173,10 @@ parse_invariants(struct cfg_ctx *cx, yaml_node_t *top, yaml_node_t *n)
 	cfg->invariants = xcalloc(count, sizeof(*cfg->invariants));
 	for (i = 0; i < count; i++) {
 		cfg->ninvariants = i + 1;
-		inv = &cfg->invariants[i];
-		item = node_at(cx, items[i]);
-		key_index(prefix, "invariants", i);
-		inv->line = (int)item->start_mark.line + 1;
-		if (item->type != YAML_MAPPING_NODE)
-			return fail_type(cx, item, prefix, "a mapping");
-		if (take_keys(cx, item, prefix, keys, nitems(keys), v) == -1)
-			return -1;
-		if (v[0] == NULL)
-			return fail_missing(cx, item, prefix, "name");
-		if (v[1] == NULL)
-			return fail_missing(cx, item, prefix, "sql");
-		key_join(path, prefix, "name");
-		if (get_str(cx, v[0], path, 1, &inv->name) == -1)
-			return -1;
-		for (j = 0; j < i; j++)
-			if (strcmp(cfg->invariants[j].name, inv->name) == 0)
-				return fail_at(cx, v[0], path,
-				    "%s is already used by invariants[%zu]",
-				    quote_value(inv->name, b, sizeof(b)), j);
-		key_join(path, prefix, "sql");
-		if (get_str(cx, v[1], path, 0, &inv->sql) == -1)
-			return -1;
-		for (p = inv->sql; *p == ' ' || (*p >= '\t' && *p <= '\r'); p++)
-			;
-		if (*p == '\0')
-			return fail_at(cx, v[1], path, "must not be empty");
+		if (parse_invariant(cx, node_at(cx, items[i]), i) == -1)
+			rc = -1;
 	}
-	return 0;
+	return rc;
 }
 
 static int
@@ -1130,29 +1269,30 @@ parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 	yaml_node_t	*v[NKEYS];
 	char		 path[CFG_KEY_LEN];
 	size_t		 i;
-	int		 sink = 0;
+	int		 sink = 0, rc;
 
 	t->enabled = true;
-	if (take_keys(cx, map, "tickets", keys, NKEYS, v) == -1)
-		return -1;
+	rc = take_keys(cx, map, "tickets", keys, NKEYS, v);
 	if (v[SINK]) {
 		if (get_enum(cx, v[SINK], "tickets.sink", sinks, nitems(sinks),
 		    &sink) == -1)
-			return -1;
+			return -1;	/* what else is needed rests on the sink */
 		free(t->sink);
 		t->sink = xstrdup(sinks[sink]);
 	}
 	for (i = URL; i <= ISSUE_TYPE; i++) {
 		key_join(path, "tickets", keys[i]);
 		if (v[i] && get_str(cx, v[i], path, 1, strs[i]) == -1)
-			return -1;
+			rc = -1;
 	}
 	if (v[LABELS] && parse_labels(cx, v[LABELS], &t->labels) == -1)
-		return -1;
+		rc = -1;
 	if (v[INFRA] && get_bool(cx, v[INFRA], "tickets.infra", &t->infra) == -1)
-		return -1;
+		rc = -1;
 	if (v[INSECURE_HTTP] && get_bool(cx, v[INSECURE_HTTP],
 	    "tickets.insecure_http", &t->insecure_http) == -1)
+		rc = -1;
+	if (rc == -1)
 		return -1;
 	for (i = 0; i < nitems(needs); i++)
 		if (strcmp(t->sink, needs[i].sink) == 0 && v[needs[i].key] == NULL) {
@@ -1188,66 +1328,76 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[NKEYS];
 	char		 why[ERR_LEN];
+	size_t		 before;
+	int		 rc = 0, counts_ok = 1;
 
 	if (top->type != YAML_MAPPING_NODE)
 		return fail_at(cx, top, "config", "expected a mapping of keys "
 		    "(name, turn, invariants, ...), got %s", kind_of(top));
+	/*
+	 * Every section is looked at even after one failed, so one run of
+	 * soak check tells every mistake; a section is skipped only where its
+	 * checks rest on one that failed (the guard on turns and rounds; a
+	 * proxy's service:NAME on the services, parse_upstream).
+	 */
 	if (take_keys(cx, top, "", keys, NKEYS, v) == -1)
-		return -1;
+		rc = -1;
 	if (v[NAME] == NULL)
-		return fail_missing(cx, top, "", "name");
+		rc = fail_missing(cx, top, "", "name");
 	if (v[TURN] == NULL)
-		return fail_missing(cx, top, "", "turn");
+		rc = fail_missing(cx, top, "", "turn");
 	if (v[INVARIANTS] == NULL)
-		return fail_missing(cx, top, "", "invariants");
+		rc = fail_missing(cx, top, "", "invariants");
 
-	if (get_str(cx, v[NAME], "name", 1, &cfg->name) == -1)
-		return -1;
+	if (v[NAME] && get_str(cx, v[NAME], "name", 1, &cfg->name) == -1)
+		rc = -1;
 	if (v[SEEDS]) {
 		if (v[SEEDS]->type != YAML_SCALAR_NODE || is_null(v[SEEDS]))
-			return fail_type(cx, v[SEEDS], "seeds",
+			rc = fail_type(cx, v[SEEDS], "seeds",
 			    "a seed range (A..B or a count N)");
-		if (seed_range_parse(scalar(v[SEEDS]), &cfg->seeds, why) == -1)
-			return fail_parser(cx, v[SEEDS], "seeds", why);
+		else if (seed_range_parse(scalar(v[SEEDS]), &cfg->seeds, why) == -1)
+			rc = fail_parser(cx, v[SEEDS], "seeds", why);
 	}
 	if (v[TURNS] && get_int32(cx, v[TURNS], "turns", 1, 1024,
 	    &cfg->turns) == -1)
-		return -1;
+		rc = counts_ok = -1;
 	if (v[ROUNDS] && get_int32(cx, v[ROUNDS], "rounds", 1, 10000,
 	    &cfg->rounds) == -1)
-		return -1;
+		rc = counts_ok = -1;
 	if (v[SEED_TIMEOUT] && get_duration(cx, v[SEED_TIMEOUT], "seed_timeout",
 	    1, &cfg->seed_timeout_ms) == -1)
-		return -1;
+		rc = -1;
 	if (v[RETRIES] && get_int32(cx, v[RETRIES], "retries", 0, 10,
 	    &cfg->retries) == -1)
-		return -1;
+		rc = -1;
 	if (v[CONFIRM] && get_bool(cx, v[CONFIRM], "confirm", &cfg->confirm) == -1)
-		return -1;
+		rc = -1;
 	if (v[DATABASE] && parse_database(cx, v[DATABASE]) == -1)
-		return -1;
+		rc = -1;
+	before = cx->nerr;
 	if (v[SERVICES] && parse_services(cx, v[SERVICES]) == -1)
-		return -1;
+		rc = -1;
+	cx->services_bad = cx->nerr != before;
 	if (v[PROXIES] && parse_proxies(cx, v[PROXIES]) == -1)
-		return -1;
+		rc = -1;
 	if (v[SETUP] && !is_null(v[SETUP]) &&
 	    get_command(cx, v[SETUP], "setup", &cfg->setup) == -1)
-		return -1;
+		rc = -1;
 	if (v[SETUP_TIMEOUT] && get_duration(cx, v[SETUP_TIMEOUT],
 	    "setup_timeout", 1, &cfg->setup_timeout_ms) == -1)
-		return -1;
-	if (parse_turn(cx, v[TURN]) == -1)
-		return -1;
-	if (parse_invariants(cx, top, v[INVARIANTS]) == -1)
-		return -1;
+		rc = -1;
+	if (v[TURN] && parse_turn(cx, v[TURN]) == -1)
+		rc = -1;
+	if (v[INVARIANTS] && parse_invariants(cx, top, v[INVARIANTS]) == -1)
+		rc = -1;
 	if (v[INVARIANT_TIMEOUT] && get_duration(cx, v[INVARIANT_TIMEOUT],
 	    "invariant_timeout", 1, &cfg->invariant_timeout_ms) == -1)
-		return -1;
-	if (v[GUARD] && parse_guard(cx, v[GUARD]) == -1)
-		return -1;
+		rc = -1;
+	if (v[GUARD] && counts_ok == 1 && parse_guard(cx, v[GUARD]) == -1)
+		rc = -1;
 	if (v[TICKETS] && parse_tickets(cx, v[TICKETS]) == -1)
-		return -1;
-	return 0;
+		rc = -1;
+	return rc;
 }
 
 static void
@@ -1380,7 +1530,7 @@ fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
 	size_t		 line, col, i;
 
 	if (parser->error == YAML_MEMORY_ERROR)
-		return errf(cx->err, "%s: YAML: out of memory", cx->file);
+		return fail_msg(cx, "%s: YAML: out of memory", cx->file);
 	line = parser->problem_mark.line + 1;
 	col = parser->problem_mark.column + 1;
 	if (parser->error == YAML_READER_ERROR) {
@@ -1399,14 +1549,78 @@ fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
 	} else
 		problem = yaml_explain(parser, cx->cfg->text, cx->cfg->text_len,
 		    &line, &col, buf, sizeof(buf));
-	return errf(cx->err, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
+	return fail_msg(cx, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
+}
+
+/*
+ * Aliases ("*name") are refused before the file is composed.  libyaml
+ * shares an aliased node rather than copying it, but every walk of the
+ * tree -- ours, the redaction's -- goes down each reference, so a few
+ * nested aliases make a small file cost gigabytes (a "billion laughs").
+ * A config has no need of them.  Anchors alone are harmless.  Returns -1
+ * at the first alias, 0 when there is none.  For text yaml_parser_load
+ * took: composing shares the aliased node, so that much is cheap.
+ */
+static int
+refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
+{
+	yaml_parser_t	p;
+	yaml_event_t	ev;
+	int		rc = 0, done = 0;
+
+	if (memchr(text, '*', len) == NULL || !yaml_parser_initialize(&p))
+		return 0;
+	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
+	while (!done && yaml_parser_parse(&p, &ev)) {
+		if (ev.type == YAML_ALIAS_EVENT) {
+			rc = fail_msg(cx, "%s:%zu:%zu: YAML: an alias (*%s): soak "
+			    "does not expand aliases (a few nested ones make a "
+			    "small file gigabytes); write the value out, or quote "
+			    "a value that starts with \"*\"", cx->file,
+			    ev.start_mark.line + 1, ev.start_mark.column + 1,
+			    (const char *)ev.data.alias.anchor);
+			done = 1;
+		}
+		if (ev.type == YAML_STREAM_END_EVENT)
+			done = 1;
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&p);
+	return rc;
+}
+
+/* The line and column a message names after "path:", 0 when none. */
+static void
+msg_where(const char *msg, size_t plen, unsigned long *line, unsigned long *col)
+{
+	char	*end;
+
+	*line = *col = 0;
+	if (strlen(msg) <= plen || msg[plen] != ':')
+		return;
+	*line = strtoul(msg + plen + 1, &end, 10);
+	if (*end == ':')
+		*col = strtoul(end + 1, NULL, 10);
+}
+
+static int
+cmp_where(const void *a, const void *b, void *arg)
+{
+	size_t		plen = *(const size_t *)arg;
+	unsigned long	la, ca, lb, cb;
+
+	msg_where(*(char *const *)a, plen, &la, &ca);
+	msg_where(*(char *const *)b, plen, &lb, &cb);
+	if (la != lb)
+		return la < lb ? -1 : 1;
+	return ca < cb ? -1 : ca > cb;
 }
 
 /* ---- public ------------------------------------------------------------ */
 
-int
-cfg_load_text(const char *path, const char *text, size_t len,
-    struct cfg *cfg, char *err)
+static int
+load_text(const char *path, const char *text, size_t len, struct cfg *cfg,
+    char *err, struct cfg_errors *errs)
 {
 	yaml_parser_t	 parser;
 	yaml_document_t	 doc, extra;
@@ -1420,18 +1634,22 @@ cfg_load_text(const char *path, const char *text, size_t len,
 	memcpy(cfg->text, text, len);
 	cfg->text_len = len;
 	set_defaults(cfg);
-	if ((cfg->dir = config_dir(path, err)) == NULL)
-		goto fail;
 
 	memset(&cx, 0, sizeof(cx));
 	cx.file = path;
-	cx.dir = cfg->dir;
 	cx.doc = &doc;
 	cx.cfg = cfg;
 	cx.err = err;
+	cx.errs = errs;
+	if ((cfg->dir = config_dir(path, err)) == NULL) {
+		fail_msg(&cx, "%s", err);
+		goto fail;
+	}
+	cx.dir = cfg->dir;
 
 	if (!yaml_parser_initialize(&parser)) {
-		errf(err, "%s: YAML: cannot start the parser (out of memory)", path);
+		fail_msg(&cx, "%s: YAML: cannot start the parser (out of memory)",
+		    path);
 		goto fail;
 	}
 	parser_ok = 1;
@@ -1443,8 +1661,8 @@ cfg_load_text(const char *path, const char *text, size_t len,
 	}
 	doc_ok = 1;
 	if ((top = yaml_document_get_root_node(&doc)) == NULL) {
-		errf(err, "%s:1:1: config: the file is empty (it needs at least "
-		    "name, turn and invariants)", path);
+		fail_msg(&cx, "%s:1:1: config: the file is empty (it needs at "
+		    "least name, turn and invariants)", path);
 		goto fail;
 	}
 	/* A second document would be silently ignored otherwise. */
@@ -1453,17 +1671,27 @@ cfg_load_text(const char *path, const char *text, size_t len,
 		goto fail;
 	}
 	if (yaml_document_get_root_node(&extra) != NULL) {
-		errf(err, "%s:%zu:%zu: YAML: only one document is allowed",
+		fail_msg(&cx, "%s:%zu:%zu: YAML: only one document is allowed",
 		    path, extra.start_mark.line + 1, extra.start_mark.column + 1);
 		yaml_document_delete(&extra);
 		goto fail;
 	}
 	yaml_document_delete(&extra);
-	if (parse_top(&cx, top) == -1)
+	/* After the load, which names an alias to no anchor in its words. */
+	if (refuse_aliases(&cx, cfg->text, len) == -1)
+		goto fail;
+	if (parse_top(&cx, top) == -1 || cx.nerr > 0)
 		goto fail;
 	rc = 0;
 	goto out;
 fail:
+	/* Sections are read in dependency order; a person reads top down. */
+	if (errs != NULL && errs->n > 1) {
+		size_t	plen = strlen(path);
+
+		qsort_r(errs->msg, errs->n, sizeof(*errs->msg), cmp_where, &plen);
+		snprintf(err, ERR_LEN, "%s", errs->msg[0]);
+	}
 	cfg_free(cfg);
 out:
 	if (doc_ok)
@@ -1474,18 +1702,63 @@ out:
 }
 
 int
+cfg_load_text(const char *path, const char *text, size_t len,
+    struct cfg *cfg, char *err)
+{
+	return load_text(path, text, len, cfg, err, NULL);
+}
+
+int
 cfg_load_file(const char *path, struct cfg *cfg, char *err)
+{
+	return cfg_load_file_all(path, cfg, err, NULL);
+}
+
+int
+cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
+    struct cfg_errors *errs)
 {
 	char	*text;
 	size_t	 len;
 	int	 rc;
 
 	memset(cfg, 0, sizeof(*cfg));
-	if ((text = read_file(path, CFG_MAX_BYTES, &len, err)) == NULL)
+	if ((text = read_file(path, CFG_MAX_BYTES, &len, err)) == NULL) {
+		if (errs != NULL) {
+			errs->msg = xreallocarray(errs->msg, errs->n + 1,
+			    sizeof(*errs->msg));
+			errs->msg[errs->n++] = xstrdup(err);
+			errs->total++;
+		}
 		return -1;
-	rc = cfg_load_text(path, text, len, cfg, err);
+	}
+	rc = load_text(path, text, len, cfg, err, errs);
 	free(text);
 	return rc;
+}
+
+int
+cfg_errors_print(const struct cfg_errors *errs, FILE *f, const char *who)
+{
+	size_t	i;
+
+	for (i = 0; i < errs->n; i++)
+		fprintf(f, "%s: %s\n", who, errs->msg[i]);
+	if (errs->total > errs->n)
+		fprintf(f, "%s: ... and %zu more error(s) not shown\n", who,
+		    errs->total - errs->n);
+	return (int)errs->total;
+}
+
+void
+cfg_errors_free(struct cfg_errors *errs)
+{
+	size_t	i;
+
+	for (i = 0; i < errs->n; i++)
+		free(errs->msg[i]);
+	free(errs->msg);
+	memset(errs, 0, sizeof(*errs));
 }
 
 void
@@ -1555,7 +1828,7 @@ cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
 	char			 item[CFG_KEY_LEN], key[CFG_KEY_LEN];
 	size_t			 o;
 	long			 k;
-	int			 nl = 0, c = 0, indent = 0;
+	int			 nl = 0, c = 0, indent = 0, kept = 0;
 
 	*line = *col = 0;
 	if (i >= cfg->ninvariants)
@@ -1583,19 +1856,23 @@ cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
 	o = text_offset(t, cfg->text_len, m->line, m->col);
 	if (o < cfg->text_len && t[o] == '|') {
 		/* A literal block: line for line the file's, after the
-		 * indentation of its first line that is not empty. */
+		 * block's indentation: the spaces of its first line that is
+		 * not empty, less those the value keeps (an indentation
+		 * indicator, "|2", lets a block start with spaces). */
 		while (o < cfg->text_len && t[o] != '\n')
 			o++;
 		for (o++; o < cfg->text_len; o++) {
 			if (t[o] == ' ')
 				indent++;
-			else if (t[o] == '\n')
-				indent = 0;
+			else if (t[o] == '\n' || t[o] == '\r')
+				indent = 0;	/* an empty line, "\r\n" or not */
 			else
 				break;
 		}
+		for (p = sql; *p == ' ' || *p == '\n'; p++)
+			kept = *p == ' ' ? kept + 1 : 0;
 		*line = m->line + 1 + nl;
-		*col = indent + c + 1;
+		*col = indent - kept + c + 1;
 	} else if (nl == 0 && strlen(sql) <= cfg->text_len - o &&
 	    strncmp(t + o, sql, strlen(sql)) == 0)
 		*col = m->col + c;	/* plain, as it stands in the file */

@@ -27,11 +27,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/seed.h"
 
 enum cfg_reset	{ CFG_RESET_RECREATE, CFG_RESET_TRUNCATE };
 enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
+/* Who binds a service's port: the service (SOAK_PORT) or soak (LISTEN_FDS). */
+enum cfg_listen	{ CFG_LISTEN_PORT, CFG_LISTEN_SOCKET };
 enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
 enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 
@@ -44,6 +47,7 @@ struct cfg_service {
 	char		**command;		/* argv, NULL-terminated, argv[0] resolved */
 	enum cfg_ready	  ready;		/* default CFG_READY_TCP */
 	int64_t		  ready_timeout_ms;	/* default 10s */
+	enum cfg_listen	  listen;		/* default CFG_LISTEN_PORT */
 };
 
 struct cfg_faults {
@@ -161,7 +165,25 @@ struct cfg {
 	size_t			  ncommands;
 };
 
+/*
+ * Every message of one load, for a person to read (soak check, run,
+ * coordinator, replay): the loader goes on after a mistake where what
+ * follows does not rest on it, so one look tells them all.  msg[] holds
+ * the first 20 (err always gets the first); total counts them all.
+ */
+struct cfg_errors {
+	char	**msg;
+	size_t	  n, total;
+};
+
 int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
+/* cfg_load_file, keeping every message in *errs (NULL: only err). */
+int	cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
+	    struct cfg_errors *errs);
+/* "who: message" a line each, and how many more; returns the total. */
+int	cfg_errors_print(const struct cfg_errors *errs, FILE *f,
+	    const char *who);
+void	cfg_errors_free(struct cfg_errors *errs);
 int	cfg_load_text(const char *path, const char *text, size_t len,
 	    struct cfg *cfg, char *err);
 void	cfg_free(struct cfg *cfg);

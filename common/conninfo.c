@@ -3,9 +3,12 @@
  * conninfo.h).  The scanner mirrors libpq's parser (fe-connect.c:
  * conninfo_parse, conninfo_uri_parse_options, conninfo_uri_parse_params)
  * and marks spans of the string; redaction replaces the spans, scrubbing
- * replaces their text wherever a message repeats it.  No libpq call: the
- * redactor must work on strings libpq refuses, and their error messages
- * are exactly what must be scrubbed.
+ * replaces their text wherever a message repeats it.  The scanner calls no
+ * libpq: the redactor must work on strings libpq refuses, and their error
+ * messages are exactly what must be scrubbed.  Its spans hold more than
+ * libpq's password where a string is malformed (a second '@', a '?' in
+ * brackets), so scrubbing, which looks for the password as libpq read it,
+ * also asks libpq (PQconninfoParse) when libpq takes the string.
  */
 #include "common/conninfo.h"
 
@@ -13,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+
+#include <libpq-fe.h>
 
 #include "common/util.h"
 
@@ -135,15 +140,17 @@ scan_query(const char *s, const char *q, struct ci_secrets *sv)
 /*
  * URI form.  libpq takes the userinfo up to the first '@' met before any
  * '/', the password from its first ':', and the query from the first '?'
- * after the userinfo.  We end the userinfo at the later of that '@' and the
+ * after the userinfo and any host in brackets ("[::1]", which may hold a
+ * '?' of its own).  We end the userinfo at the later of that '@' and the
  * last '@' before the first '?', which holds libpq's password and any
  * password with an unencoded '/' or '@' that libpq would misread as host,
- * port or database; and we read the query from the first '?' as well.
+ * port or database; and we read a query from every '?', so libpq's is
+ * read wherever it starts.
  */
 static void
 scan_uri(const char *s, size_t start, struct ci_secrets *sv)
 {
-	const char	*a = s + start, *p, *end = NULL, *colon, *q, *q2;
+	const char	*a = s + start, *p, *end = NULL, *colon, *q;
 	size_t		 n, len;
 
 	n = strcspn(a, "@/");
@@ -161,10 +168,8 @@ scan_uri(const char *s, size_t start, struct ci_secrets *sv)
 			    pct_decode(colon + 1, len), true);
 		}
 	}
-	if (*q == '?')
-		scan_query(s, q, sv);
-	if (end != NULL && end > q && (q2 = strchr(end, '?')) != NULL)
-		scan_query(s, q2, sv);
+	for (p = q; *p == '?'; p = p + 1 + strcspn(p + 1, "?"))
+		scan_query(s, p, sv);
 }
 
 /*
@@ -255,18 +260,17 @@ cmp_secret(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-char *
-conninfo_redact(const char *conninfo)
+/* One pass: every span scan() finds replaced by the mark. */
+static char *
+redact_once(const char *conninfo)
 {
 	struct ci_secrets	 sv;
 	size_t			 i, at = 0, end, len;
 	char			*out;
 	FILE			*f;
 
-	if (conninfo == NULL)
-		return NULL;
 	scan(conninfo, &sv);
-	/* A URI's two readings of its query can mark one span twice. */
+	/* A URI's readings of its query can mark one span more than once. */
 	if (sv.n > 1)
 		qsort(sv.v, sv.n, sizeof(*sv.v), cmp_secret);
 	if ((f = open_memstream(&out, &len)) == NULL)
@@ -286,6 +290,36 @@ conninfo_redact(const char *conninfo)
 	fputs(conninfo + at, f);
 	fclose(f);
 	secrets_free(&sv);
+	return out;
+}
+
+/*
+ * The spans of a malformed string can overlap (a query that starts inside
+ * the userinfo, a '?' inside a password): once marked, the string may read
+ * otherwise, its '&', '?' or '@' gone with the password, and show a new
+ * password.  So it is marked again until it shows none; a string that
+ * still does after a few passes becomes the mark alone.
+ */
+#define CI_PASSES	8
+
+char *
+conninfo_redact(const char *conninfo)
+{
+	char	*out, *next;
+	int	 pass;
+
+	if (conninfo == NULL)
+		return NULL;
+	out = redact_once(conninfo);
+	for (pass = 1; pass < CI_PASSES && conninfo_has_password(out); pass++) {
+		next = redact_once(out);
+		free(out);
+		out = next;
+	}
+	if (conninfo_has_password(out)) {
+		free(out);
+		out = xstrdup(CONNINFO_MARK);
+	}
 	return out;
 }
 
@@ -337,6 +371,25 @@ cmp_longer(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
+/* The password libpq reads in conninfo: heap, or NULL (none, or refused). */
+static char *
+libpq_password(const char *conninfo)
+{
+	PQconninfoOption	*opts, *o;
+	char			*errmsg = NULL, *pw = NULL;
+
+	if ((opts = PQconninfoParse(conninfo, &errmsg)) == NULL) {
+		PQfreemem(errmsg);
+		return NULL;
+	}
+	for (o = opts; o->keyword != NULL; o++)
+		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
+		    *o->val != '\0')
+			pw = xstrdup(o->val);
+	PQconninfoFree(opts);
+	return pw;
+}
+
 void
 conninfo_scrub(char *msg, size_t size, const char *conninfo)
 {
@@ -346,6 +399,10 @@ conninfo_scrub(char *msg, size_t size, const char *conninfo)
 
 	if (msg == NULL || size == 0 || conninfo == NULL)
 		return;
+	if ((w = libpq_password(conninfo)) != NULL) {
+		needles = xreallocarray(needles, n + 1, sizeof(*needles));
+		needles[n++] = w;
+	}
 	scan(conninfo, &sv);
 	for (i = 0; i < sv.n; i++) {
 		raw = xasprintf("%.*s", (int)sv.v[i].len,

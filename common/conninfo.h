@@ -35,7 +35,7 @@
 /*
  * A heap copy of conninfo with every password replaced by CONNINFO_MARK,
  * everything else byte for byte; NULL for NULL.  Idempotent: the redacted
- * string redacts to itself.
+ * string redacts to itself, and conninfo_has_password says no of it.
  */
 char	*conninfo_redact(const char *conninfo);
 

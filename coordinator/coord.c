@@ -51,6 +51,7 @@ struct wrec {
 	bool		 alive;
 	uint64_t	 lease;		/* 0 = none */
 	uint32_t	 seeds;		/* final verdicts it produced */
+	uint32_t	 results;	/* results accepted from it, any attempt */
 	uint32_t	 infra_run;	/* its own infra outcomes in a row */
 	bool		 bye;		/* it said bye: gone for good */
 	bool		 restored;	/* from the journal, not rejoined yet */
@@ -84,6 +85,9 @@ struct coord {
 	bool			 early_off;	/* another outcome came: never stop */
 	struct cfgerr		 early_err;
 	char			*halt_why;	/* why the run stopped, or NULL */
+	int			 in_cb;		/* inside an event or final callback */
+	char			*halt_asked;	/* coord_halt from a callback: at the next entry */
+	int			 halt_asked_status;
 	int			 halt_status;	/* its exit status: 78 or 2 */
 };
 
@@ -152,6 +156,7 @@ coord_free(struct coord *c)
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
 	free(c->halt_why);
+	free(c->halt_asked);
 	free(c->leases);
 	free(c->workers);
 	free(c->seeds);
@@ -267,6 +272,28 @@ plan_confirms(struct coord *c)
 }
 
 /*
+ * The callbacks (coord_on_event, coord_on_final) run in the middle of the
+ * coordinator's bookkeeping: a coord_halt from one of them is kept in
+ * halt_asked and applied at the next entry (halt_apply), when no lease or
+ * seed is half updated.
+ */
+static void
+emit(struct coord *c, const char *type, json_t *e)
+{
+	c->in_cb++;
+	c->event_cb(c, type, e, c->event_arg);
+	c->in_cb--;
+}
+
+static void
+final_call(struct coord *c, const struct coord_seed *s)
+{
+	c->in_cb++;
+	c->final_cb(c, s, c->final_arg);
+	c->in_cb--;
+}
+
+/*
  * The confirming re-run's outcome: "reproduced" is whether it failed with
  * the same fingerprint; an infra re-run leaves it unknown.  The verdict
  * stands either way.  detail is consumed.
@@ -301,7 +328,7 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	free(fp);
 	json_decref(detail);
 	if (c->final_cb && !c->replaying)
-		c->final_cb(c, s, c->final_arg);
+		final_call(c, s);
 }
 
 /*
@@ -404,6 +431,8 @@ coord_seed_attempts(const struct coord_seed *s)
  * journal's replay (coord_replay) stops where the run stopped.
  */
 static void	early_halt(struct coord *);
+static void	halt_now(struct coord *);
+static void	halt_apply(struct coord *);
 static uint32_t	lease_running(const struct lease *);
 static void	seed_return(struct coord *, struct coord_seed *);
 
@@ -455,15 +484,18 @@ seed_final_halted(struct coord *c, struct coord_seed *s)
 	s->worker = (uint32_t)json_integer_value(json_object_get(last, "worker"));
 	s->duration_ms = json_integer_value(json_object_get(last, "duration_ms"));
 	json_decref(s->detail);
-	/* Its first attempt was one of those that stopped the run. */
-	s->detail = json_pack("{s:s, s:o}", "message", msg ? msg : "",
-	    "config_error", cfgerr_json(&c->early_err));
+	/* Stopped for a config error: its first attempt was one of those. */
+	if (c->early_err.kind != CFGERR_NONE)
+		s->detail = json_pack("{s:s, s:o}", "message", msg ? msg : "",
+		    "config_error", cfgerr_json(&c->early_err));
+	else
+		s->detail = json_pack("{s:s}", "message", msg ? msg : "");
 	json_decref(last);
 	c->nfinal++;
 	if ((w = worker_get(c, s->worker)) != NULL)
 		w->seeds++;
 	if (c->final_cb && !c->replaying)
-		c->final_cb(c, s, c->final_arg);
+		final_call(c, s);
 }
 
 /*
@@ -477,9 +509,7 @@ static void
 early_halt(struct coord *c)
 {
 	const struct cfg_mark	*m = cfg_mark_find(c->o.cfg, c->early_err.what);
-	uint64_t		 idx;
-	uint32_t		 run, k;
-	size_t			 i, inv;
+	size_t			 inv;
 	int			 line = m ? m->line : 0, col = m ? m->col : 0;
 	char			 tail;
 
@@ -496,6 +526,23 @@ early_halt(struct coord *c)
 		c->halt_why = xasprintf("a config error on the first %u seed(s), which "
 		    "no retry mends: %s: %s", c->early_seen, c->early_err.what,
 		    c->early_err.detail);
+	halt_now(c);
+}
+
+/*
+ * The run stops (c->halt_why set): nothing more is leased (coord_serve
+ * says done), the seeds waiting for a retry keep their last attempt as
+ * their verdict, and every active lease keeps only the seed that may be
+ * running: the rest go back, never to run, so they end the run without a
+ * verdict (missing).
+ */
+static void
+halt_now(struct coord *c)
+{
+	uint64_t	idx;
+	uint32_t	run, k;
+	size_t		i;
+
 	log_debug("the run stops: %s", c->halt_why);
 	while (c->retry.len > 0) {
 		idx = q_at(&c->retry, 0);
@@ -561,7 +608,7 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	if (w)
 		w->seeds++;
 	if (c->final_cb && !c->replaying)
-		c->final_cb(c, s, c->final_arg);
+		final_call(c, s);
 	if (c->nfinal == c->nseeds)
 		plan_confirms(c);
 }
@@ -606,8 +653,8 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 	if (l->state != LEASE_ACTIVE)
 		return;
 	if (c->event_cb && !c->replaying)
-		c->event_cb(c, "lease_end", json_pack("{s:I, s:b, s:s}", "id",
-		    (json_int_t)l->id, "running", running, "why", why), c->event_arg);
+		emit(c, "lease_end", json_pack("{s:I, s:b, s:s}", "id",
+		    (json_int_t)l->id, "running", running, "why", why));
 	set_lease_state(l, LEASE_EXPIRED);
 	if (w && w->lease == l->id)
 		w->lease = 0;
@@ -703,6 +750,67 @@ const struct cfgerr *
 coord_halt_cfgerr(const struct coord *c)
 {
 	return c->halt_why != NULL ? &c->early_err : NULL;
+}
+
+void
+coord_halt(struct coord *c, int status, const char *why)
+{
+	if (c->in_cb > 0) {
+		if (c->halt_asked == NULL) {
+			c->halt_asked = xstrdup(why);
+			c->halt_asked_status = status;
+		}
+		return;
+	}
+	halt_apply(c);
+	if (c->halt_why != NULL || coord_finished(c))
+		return;
+	c->halt_why = xstrdup(why);
+	c->halt_status = status;
+	halt_now(c);
+}
+
+static void
+halt_apply(struct coord *c)
+{
+	char	*why = c->halt_asked;
+
+	if (why == NULL || c->in_cb > 0)
+		return;
+	c->halt_asked = NULL;
+	coord_halt(c, c->halt_asked_status, why);
+	free(why);
+}
+
+bool
+coord_pid_reported(const struct coord *c, uint32_t pid)
+{
+	size_t	i;
+
+	/* The newest worker of that pid: a pid may come back in a long run. */
+	for (i = c->nworkers; i-- > 0;)
+		if (c->workers[i].pid == pid)
+			return c->workers[i].results > 0;
+	return false;
+}
+
+void
+coord_worker_died(struct coord *c, uint32_t pid, const char *why)
+{
+	struct wrec	*w = NULL;
+	struct lease	*l;
+	size_t		 i;
+
+	halt_apply(c);
+	for (i = c->nworkers; i-- > 0 && w == NULL;)
+		if (c->workers[i].pid == pid)
+			w = &c->workers[i];
+	if (w == NULL)
+		return;
+	w->alive = false;
+	w->bye = true;		/* nobody to wait for at the end */
+	if ((l = lease_get(c, w->lease)) != NULL && l->state == LEASE_ACTIVE)
+		lease_expire(c, l, why);
 }
 
 void
@@ -808,10 +916,9 @@ lease_event(struct coord *c, const struct lease *l)
 	for (i = 0; i < l->n; i++)
 		json_array_append_new(seeds, json_pack("[I, i]",
 		    (json_int_t)l->seeds[i].seed, (int)l->seeds[i].attempt));
-	c->event_cb(c, "lease", json_pack("{s:I, s:i, s:I, s:b, s:o}",
+	emit(c, "lease", json_pack("{s:I, s:i, s:I, s:b, s:o}",
 	    "id", (json_int_t)l->id, "worker", (int)l->worker,
-	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds),
-	    c->event_arg);
+	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds));
 }
 
 /*
@@ -870,6 +977,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	int		 live;
 	size_t		 i;
 
+	halt_apply(c);
 	if (coord_finished(c)) {
 		text_reply(rep, MSG_DONE, 1, "run finished");
 		return 1;
@@ -982,8 +1090,8 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	w->alive = true;
 	log_debug("worker %u is %s", w->id, log_escape(name, sizeof(name), w->name));
 	if (c->event_cb)
-		c->event_cb(c, "worker", json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
-		    "name", w->name, "host", w->host, "pid", (int)w->pid), c->event_arg);
+		emit(c, "worker", json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
+		    "name", w->name, "host", w->host, "pid", (int)w->pid));
 welcome:
 	memset(rep, 0, sizeof(*rep));
 	rep->type = MSG_WELCOME;
@@ -1050,6 +1158,8 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
 	uint32_t		 k;
 
 	l->reported[i] = 1;
+	if (w != NULL)
+		w->results++;
 	if (confirming)
 		confirm_outcome(c, s, l->worker, why, duration_ms, detail);
 	else
@@ -1138,11 +1248,11 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		why = REASON_WORKER_LOST;
 	}
 	if (c->event_cb && !c->replaying)
-		c->event_cb(c, "result", json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
+		emit(c, "result", json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
 		    "lease", (json_int_t)l->id, "seed", (json_int_t)seed,
 		    "attempt", (int)req->u.result.attempt, "reason", reason_name(why),
 		    "duration_ms", (json_int_t)req->u.result.duration_ms,
-		    "detail", detail), c->event_arg);
+		    "detail", detail));
 	result_apply(c, l, i, confirming, why, req->u.result.duration_ms, detail);
 	text_reply(rep, MSG_ACK, 1, "ok");
 	rep->u.ack.keep = l->keep;
@@ -1157,6 +1267,7 @@ coord_handle(struct coord *c, const struct msg *req, uint32_t pipe, int64_t now,
 	struct lease	*l;
 	uint32_t	 wid = 0;
 
+	halt_apply(c);
 	switch (req->type) {
 	case MSG_HELLO:
 		return handle_hello(c, req, pipe, rep);
@@ -1266,6 +1377,7 @@ coord_tick(struct coord *c, int64_t now)
 	int64_t	next = -1;
 	size_t	i;
 
+	halt_apply(c);
 	for (i = 0; i < c->nworkers; i++) {
 		struct lease	*l = lease_get(c, c->workers[i].lease);
 

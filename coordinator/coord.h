@@ -178,6 +178,30 @@ int		 coord_halt_status(const struct coord *c);
 /* The config error that stopped the run, or NULL. */
 const struct cfgerr	*coord_halt_cfgerr(const struct coord *c);
 /*
+ * Stops the run from outside (the output directory cannot be written):
+ * why becomes coord_halt_reason, status coord_halt_status (2).  As for
+ * the early stop, nothing more is leased, a seed waiting for a retry keeps
+ * its last attempt as its verdict, the unstarted seeds of every lease go
+ * back never to run (missing), and the seed a worker is running may still
+ * report.  Nothing if the run was stopped already or is finished.  From
+ * an event or final callback it takes effect at the next coord_handle,
+ * coord_serve, coord_tick or coord_worker_died, when nothing is half done.
+ */
+void		 coord_halt(struct coord *c, int status, const char *why);
+/*
+ * Whether the worker that said HELLO with this pid (the newest of them)
+ * had a result accepted: a local worker that died before that is a failed
+ * start (coordinator/run.c's respawn limit).
+ */
+bool		 coord_pid_reported(const struct coord *c, uint32_t pid);
+/*
+ * The worker process that said HELLO with this pid (the newest of them)
+ * is dead -- `soak run` reaped it -- and can never rejoin: its lease ends
+ * now rather than at its ttl, the seed it was running with an
+ * infra/worker-lost attempt (why), the rest back to the pool.
+ */
+void		 coord_worker_died(struct coord *c, uint32_t pid, const char *why);
+/*
  * The config error is not plainly the config's after all (the caller
  * found the command on the coordinator's machine: the workers' copy of the
  * folder lacks it): exit 2, and the reason says why.

@@ -16,7 +16,8 @@ struct journal {
 	char	*path;
 	int	 pending;	/* lines written, not yet fsync'd */
 	int64_t	 first_pending;	/* when the oldest of them was written */
-	bool	 failed;	/* a write failed: said once, kept for close */
+	off_t	 end;		/* bytes of whole lines written */
+	bool	 failed;	/* a write failed: nothing more is written */
 	char	 why[ERR_LEN];
 };
 
@@ -28,24 +29,27 @@ j_sync(struct journal *j)
 	if (fsync(j->fd) == -1 && !j->failed) {
 		j->failed = true;
 		errf(j->why, "cannot fsync %s: %s", j->path, strerror(errno));
-		log_warnx("%s; the run goes on, but a restart may lose verdicts", j->why);
 	}
 	j->pending = 0;
 }
 
+/*
+ * A line that cannot be written whole (ENOSPC, EIO) is cut off again, so
+ * the journal ends with its last whole line, and nothing more is written:
+ * a later line after a hole would make the journal lie about the order.
+ */
 static void
 j_write(struct journal *j, json_t *line)
 {
-	char	*text = json_dumps(line, JSON_COMPACT);
+	char	*text;
 	size_t	 len, off = 0;
 	ssize_t	 n;
 
-	if (text == NULL) {
-		if (!j->failed) {
-			j->failed = true;
-			errf(j->why, "cannot encode a line of %s", j->path);
-			log_warnx("%s", j->why);
-		}
+	if (j->failed)
+		return;
+	if ((text = json_dumps(line, JSON_COMPACT)) == NULL) {
+		j->failed = true;
+		errf(j->why, "cannot encode a line of %s", j->path);
 		return;
 	}
 	len = strlen(text);
@@ -54,17 +58,18 @@ j_write(struct journal *j, json_t *line)
 		if ((n = write(j->fd, text + off, len - off)) == -1) {
 			if (errno == EINTR)
 				continue;
-			if (!j->failed) {
-				j->failed = true;
-				errf(j->why, "cannot write %s: %s", j->path, strerror(errno));
-				log_warnx("%s; the run goes on, but a restart may lose "
-				    "verdicts", j->why);
-			}
+			j->failed = true;
+			errf(j->why, "cannot write %s: %s", j->path, strerror(errno));
+			if (off > 0 && ftruncate(j->fd, j->end) == -1)
+				log_warn("cannot cut the last line of %s off again", j->path);
 			break;
 		}
 		off += (size_t)n;
 	}
 	free(text);
+	if (j->failed)
+		return;
+	j->end += (off_t)len;
 	if (j->pending++ == 0)
 		j->first_pending = now_ms();
 	if (j->pending >= JOURNAL_SYNC_LINES)
@@ -108,6 +113,12 @@ journal_create(const char *dir, json_t *head, char *err)
 	j_write(j, head);
 	json_decref(head);
 	j_sync(j);
+	if (j->failed) {
+		errf(err, "%s", j->why);
+		unlink(j->path);	/* no head: no run to resume */
+		j_free(j);
+		return NULL;
+	}
 	fsync_dir(dir);
 	return j;
 }
@@ -179,11 +190,18 @@ journal_resume(const char *dir, json_t **head,
 		goto fail;
 	}
 	free(line);
+	line = NULL;
 	fclose(f);
+	f = NULL;
+	j->end = good;
 	e = json_pack("{s:s, s:I}", "t", "resume", "at_ms", (json_int_t)wall_ms());
 	j_write(j, e);
 	json_decref(e);
 	j_sync(j);
+	if (j->failed) {
+		errf(err, "%s", j->why);
+		goto fail;
+	}
 	return j;
 fail:
 	free(line);
@@ -241,6 +259,12 @@ journal_tick(struct journal *j)
 {
 	if (j != NULL && j->pending > 0 && now_ms() - j->first_pending >= JOURNAL_SYNC_MS)
 		j_sync(j);
+}
+
+const char *
+journal_failed(const struct journal *j)
+{
+	return j != NULL && j->failed ? j->why : NULL;
 }
 
 int

@@ -18,7 +18,9 @@
  * JOURNAL_SYNC_MS, whichever first, and at the end), so a machine that
  * loses power loses at most that much — results a resumed coordinator then
  * does not know are run again, by the rule that a seed without a verdict
- * is run.  A torn last line (the process died mid-write) is cut off when
+ * is run.  A line that cannot be written (ENOSPC, EIO) is cut off again
+ * and nothing more is written (journal_failed says why: `soak run` then
+ * stops the run).  A torn last line (the process died mid-write) is cut off when
  * the journal is resumed; a bad line anywhere else is an error naming it.
  */
 #ifndef SOAK_JOURNAL_H
@@ -52,6 +54,13 @@ json_t		*journal_head(const char *dir, char *err);
 void		 journal_append(struct journal *j, const char *type, json_t *e);
 /* fsyncs what is pending if it has waited JOURNAL_SYNC_MS. */
 void		 journal_tick(struct journal *j);
+/*
+ * Why the journal cannot be written (a write or fsync failed: ENOSPC,
+ * EIO), or NULL.  After the first failure nothing more is written, and a
+ * line written in part is cut off again: the journal stays a valid one
+ * of the run so far, for --resume once the cause is mended.
+ */
+const char	*journal_failed(const struct journal *j);
 /* fsyncs and closes; -1 with err if any write failed during the run. */
 int		 journal_close(struct journal *j, char *err);
 

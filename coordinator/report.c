@@ -1,6 +1,7 @@
 #include "coordinator/report.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,35 +211,43 @@ report_config_copy(const struct cfg *cfg, const char *out_dir, char *err)
 	return rc;
 }
 
-void
-report_failure(const struct report_meta *m, const struct coord_seed *s)
+int
+report_failure(const struct report_meta *m, const struct coord_seed *s, char *err)
 {
-	char	 err[ERR_LEN], *dir, *path;
+	char	*dir, *path;
 	json_t	*rec, *trace;
+	int	 rc = 0;
 
 	if (s->verdict == VERDICT_PASS)
-		return;
+		return 0;
 	dir = xasprintf("%s/failures/%" PRIu64, m->out_dir, s->seed);
 	if (mkdir_p(dir, 0755, err) == -1) {
-		log_warnx("%s", err);
 		free(dir);
-		return;
+		return -1;
 	}
 	rec = seed_record(m, s, true);
 	path = xasprintf("%s/result.json", dir);
-	if (json_dump_file(rec, path, JSON_INDENT(2)) == -1)
-		log_warnx("cannot write %s", path);
+	/* Written whole or not at all: a full disk leaves no half a file. */
+	errno = 0;
+	if (json_dump_file(rec, path, JSON_INDENT(2)) == -1) {
+		rc = errf(err, "cannot write %s: %s", path,
+		    errno ? strerror(errno) : "an I/O error");
+		unlink(path);
+	}
 	free(path);
 	json_decref(rec);
 	trace = json_object_get(s->detail, "trace");
-	if (json_is_string(trace)) {
+	if (rc == 0 && json_is_string(trace)) {
 		path = xasprintf("%s/trace.jsonl", dir);
 		if (write_file(path, json_string_value(trace), json_string_length(trace),
-		    err) == -1)
-			log_warnx("%s", err);
+		    err) == -1) {
+			unlink(path);
+			rc = -1;
+		}
 		free(path);
 	}
 	free(dir);
+	return rc;
 }
 
 int
@@ -429,9 +438,11 @@ write_report(const char *path, const char *head, const struct report_meta *m,
 		free(rec);
 	}
 	fprintf(f, "%s]\n}\n", first ? "" : "\n  ");
+	errno = 0;
 	ok = !ferror(f) && fflush(f) == 0 && fsync(fileno(f)) == 0;
 	if (fclose(f) != 0 || !ok || rename(tmp, path) == -1) {
-		errf(err, "cannot write %s", path);
+		errf(err, "cannot write %s: %s", path, errno ? strerror(errno) :
+		    "an I/O error");
 		unlink(tmp);
 		free(tmp);
 		return -1;

@@ -48,8 +48,13 @@ char	*report_replay_here(const char *cfg_path, uint64_t seed);
  * redacted (cfg_text_redact), mode 0600, replaced in one rename.
  */
 int	 report_config_copy(const struct cfg *cfg, const char *out_dir, char *err);
-/* failures/<seed>/{result.json,trace.jsonl}; called as each verdict is final. */
-void	 report_failure(const struct report_meta *m, const struct coord_seed *s);
+/*
+ * failures/<seed>/{result.json,trace.jsonl}; called as each verdict is
+ * final.  -1 with err when they cannot be written (a full disk): the
+ * caller stops the run; a file written in part is removed.
+ */
+int	 report_failure(const struct report_meta *m, const struct coord_seed *s,
+	    char *err);
 /* Writes report.json and junit.xml; returns the run's exit status. */
 int	 report_write(const struct report_meta *m, const struct coord *c, char *err);
 /* Exit status from counts (DESIGN.md §4). */

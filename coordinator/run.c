@@ -42,6 +42,21 @@
 #include "worker/wrk.h"
 
 #define COORD_SLOTS	2048	/* requests `soak coordinator` can hold at once */
+/*
+ * Replacing dead local workers (supervise): a token bucket, as systemd's
+ * StartLimitBurst/StartLimitIntervalSec and runit's pause between restarts.
+ * RESPAWN_BURST(workers) replacements at once, then one per
+ * RESPAWN_REFILL_MS: a run whose workers keep being killed (the OOM
+ * killer, a chaos monkey) goes on at that pace instead of ending after a
+ * fixed number of deaths.  A worker that dies before a result of it was
+ * accepted is a failed start: RESPAWN_FAILED_STARTS of them in a row (no
+ * worker with a result dying in between) is a worker that cannot work
+ * here -- a broken binary, a machine that kills it at once -- and ends the
+ * run (exit 2), saying so.
+ */
+#define RESPAWN_BURST(n)	((n) * 2 > 4 ? (n) * 2 : 4)
+#define RESPAWN_REFILL_MS	1000
+#define RESPAWN_FAILED_STARTS(n)	((n) + 3)
 #define CI_SEEDS_LISTED	3	/* failing seeds named in a CI log per fingerprint */
 
 static volatile int	stop_requested;
@@ -69,7 +84,7 @@ struct runopts {
 };
 
 struct local_worker {
-	pid_t	pid;
+	pid_t	pid;		/* 0: dead, waiting for a token to be replaced */
 };
 
 struct runctx {
@@ -79,7 +94,13 @@ struct runctx {
 	char			*url;
 	struct local_worker	*kids;
 	int			 nkids;
-	int			 respawns;
+	int			 tokens;		/* replacements allowed now */
+	int64_t			 refill_at;		/* when the next token comes */
+	int			 failed_starts;		/* in a row */
+	int			 died, replaced;	/* totals, for the summary */
+	int			 waiting;		/* dead, to be replaced */
+	bool			 gave_up;		/* crash loop: no more replacing */
+	char			*io_why;		/* the output cannot be written */
 	bool			 tty;
 	int64_t			 start_ms, last_line_ms;
 	uint64_t		 last_done;
@@ -145,27 +166,103 @@ progress(struct runctx *r, bool final)
 	    n.infra, rate);
 }
 
-/* Reaps local workers; a worker that died while work remains is replaced. */
+static void
+refill(struct runctx *r, int64_t now)
+{
+	int	burst = RESPAWN_BURST(r->nkids);
+
+	while (r->tokens < burst && now >= r->refill_at) {
+		r->tokens++;
+		r->refill_at += RESPAWN_REFILL_MS;
+	}
+	if (r->tokens >= burst)
+		r->refill_at = now + RESPAWN_REFILL_MS;
+}
+
+static void
+death_words(int st, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %d", WIFSIGNALED(st) ? "signal" : "exit status",
+	    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
+/*
+ * Reaps local workers; one that died while work remains is replaced when
+ * the bucket has a token (RESPAWN_BURST), else when the next one comes.
+ */
 static void
 supervise(struct runctx *r)
 {
+	int64_t	now = now_ms();
 	int	i, st;
+	bool	reported;
+	char	how[64], why[96];
 
+	refill(r, now);
 	for (i = 0; i < r->nkids; i++) {
 		if (r->kids[i].pid <= 0 || waitpid(r->kids[i].pid, &st, WNOHANG) != r->kids[i].pid)
 			continue;
+		reported = coord_pid_reported(r->coord, (uint32_t)r->kids[i].pid);
+		death_words(st, how, sizeof(how));
+		snprintf(why, sizeof(why), "its process died (%s)", how);
+		/* A local worker never comes back: its lease need not wait for its ttl. */
+		coord_worker_died(r->coord, (uint32_t)r->kids[i].pid, why);
 		r->kids[i].pid = 0;
-		if (coord_finished(r->coord) || stop_requested)
+		r->died++;
+		if (coord_finished(r->coord) || coord_halted(r->coord) || stop_requested)
 			continue;
-		log_warnx("worker process died (%s %d)%s",
-		    WIFSIGNALED(st) ? "signal" : "exit status",
-		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st),
-		    r->respawns < 2 * r->nkids ? "; starting another" : "");
-		if (r->respawns < 2 * r->nkids) {
-			r->respawns++;
-			r->kids[i].pid = spawn_worker(r);
+		r->failed_starts = reported ? 0 : r->failed_starts + 1;
+		if (r->failed_starts >= RESPAWN_FAILED_STARTS(r->nkids) && !r->gave_up) {
+			r->gave_up = true;
+			log_warnx("%d worker processes in a row died before reporting "
+			    "anything (the last: %s): not starting more; `soak worker` "
+			    "cannot work here (run it by hand with -v to see why)",
+			    r->failed_starts, how);
+		} else if (!r->gave_up)
+			log_warnx("worker process died (%s)%s", how, r->tokens > 0 ?
+			    "; starting another" : "; another starts when the "
+			    "restart limit allows (one a second)");
+		r->waiting++;
+	}
+	for (i = 0; i < r->nkids && !r->gave_up && !stop_requested &&
+	    !coord_finished(r->coord) && !coord_halted(r->coord); i++) {
+		pid_t	pid;
+
+		if (r->kids[i].pid != 0 || r->tokens == 0)
+			continue;
+		r->tokens--;
+		/* A failed fork said why; the next token tries again. */
+		if ((pid = spawn_worker(r)) > 0) {
+			r->kids[i].pid = pid;
+			r->waiting--;
+			r->replaced++;
 		}
 	}
+}
+
+/*
+ * The output directory (the journal, failures/) cannot be written: a full
+ * disk, an I/O error.  Nothing more is leased; what was recorded stays
+ * (the journal ends with its last whole line), report.json says why when
+ * it can be written, and --resume runs the rest once that is mended.
+ */
+static void
+io_stop(struct runctx *r, const char *why)
+{
+	char	*msg;
+
+	if (r->io_why != NULL || coord_finished(r->coord))
+		return;
+	r->io_why = xstrdup(why);
+	msg = xasprintf("the output directory cannot be written (%s): seeds not "
+	    "run are missing; free space, then `soak %s --resume %s` runs them",
+	    why, r->o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
+	    r->meta->out_dir);
+	coord_halt(r->coord, SOAK_EXIT_INCOMPLETE, msg);
+	fprintf(stderr, "%ssoak: %s: no more seeds are leased; every verdict "
+	    "recorded so far stays in %s/%s\n", r->tty ? "\r\033[K" : "", why,
+	    r->meta->out_dir, JOURNAL_NAME);
+	free(msg);
 }
 
 /*
@@ -209,16 +306,25 @@ tick(void *arg)
 	struct runctx	*r = arg;
 	int		 i, alive = 0;
 
+	journal_tick(r->journal);
+	if (journal_failed(r->journal) != NULL)
+		io_stop(r, journal_failed(r->journal));
 	if (r->o->local) {
 		supervise(r);
 		for (i = 0; i < r->nkids; i++)
 			alive += r->kids[i].pid > 0;
-		if (alive == 0 && !coord_finished(r->coord)) {
+		/* Dead workers waiting for a token are still to come. */
+		if (alive == 0 && r->gave_up && !coord_finished(r->coord)) {
+			coord_halt(r->coord, SOAK_EXIT_INCOMPLETE, "worker processes kept "
+			    "dying before reporting anything (see the log above)");
+			return 1;
+		}
+		if (alive == 0 && !coord_finished(r->coord) &&
+		    (coord_halted(r->coord) || r->waiting == 0)) {
 			log_warnx("every worker process is gone; ending the run incomplete");
 			return 1;
 		}
 	}
-	journal_tick(r->journal);
 	progress(r, false);
 	return 0;
 }
@@ -230,6 +336,9 @@ on_event(struct coord *c, const char *type, json_t *e, void *arg)
 
 	(void)c;
 	journal_append(r->journal, type, e);
+	/* At once: the coordinator stops before its next request. */
+	if (journal_failed(r->journal) != NULL)
+		io_stop(r, journal_failed(r->journal));
 }
 
 static int
@@ -329,10 +438,11 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	struct fp_group		*g;
 	json_t			*invs = json_object_get(s->detail, "invariants");
 	json_t			*msgj = json_object_get(s->detail, "message");
-	char			*fp, *words, *line, msg[LOG_ESC_LEN];
+	char			*fp, *words, *line, msg[LOG_ESC_LEN], err[ERR_LEN];
 
 	(void)c;
-	report_failure(r->meta, s);
+	if (report_failure(r->meta, s, err) == -1)
+		io_stop(r, err);
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
 	words = fp_words(reason_name(s->why), invs);
@@ -434,6 +544,12 @@ usage(FILE *f, bool local)
 		    "                  journal.jsonl), with the same config: seeds with a\n"
 		    "                  verdict are not run again\n"
 		    "  -v, --verbose   log every step\n"
+		    "\n"
+		    "A worker process that dies is replaced: 2 x N (at least 4) at once,\n"
+		    "then one a second; N + 3 in a row that die before reporting anything\n"
+		    "end the run.\n"
+		    "An output directory that cannot be written (a full disk) stops the run;\n"
+		    "--resume DIR runs the rest.\n"
 		    "\n"
 		    "Exit status: 0 all passed; 1 a domain failure; 2 incomplete (infra or\n"
 		    "missing verdicts); 64 usage; 78 config error.\n");
@@ -589,13 +705,15 @@ run_main(struct runopts *o)
 	struct iso_db		 db = { 0 };
 	struct bundle		 bundle = { 0 };
 	struct sigaction	 sa = { .sa_handler = on_signal };
+	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
-	if (cfg_load_file(o->config, &cfg, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
+	if (cfg_load_file_all(o->config, &cfg, err, &cerrs) == -1) {
+		cfg_errors_print(&cerrs, stderr, "soak");
+		cfg_errors_free(&cerrs);
 		return SOAK_EXIT_CONFIG;
 	}
 	if (coordinator_ships_password(o, &cfg) == -1) {
@@ -714,6 +832,8 @@ run_main(struct runopts *o)
 	if (o->local) {
 		r.nkids = o->workers;
 		r.kids = xcalloc(r.nkids, sizeof(*r.kids));
+		r.tokens = RESPAWN_BURST(r.nkids);
+		r.refill_at = now_ms() + RESPAWN_REFILL_MS;
 		for (i = 0; i < r.nkids; i++)
 			r.kids[i].pid = spawn_worker(&r);
 	} else
@@ -729,12 +849,19 @@ run_main(struct runopts *o)
 	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
 	progress(&r, true);
 	reap_workers(&r, meta.interrupted ? 0 : 10000);
+	if (r.died > 0)
+		fprintf(stderr, "soak: %d worker process(es) died during the run, %d "
+		    "replaced (the restart limit: %d at once, then one a second)\n",
+		    r.died, r.replaced, RESPAWN_BURST(r.nkids));
 	meta.wall_ms = now_ms() - t0;
-	if (journal_close(r.journal, err) == -1)
+	if (journal_close(r.journal, err) == -1 && r.io_why == NULL)
 		log_warnx("%s", err);
 	r.journal = NULL;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
+		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
+		    "--resume %s` writes the report once there is room\n", err, out,
+		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
+		    out);
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
 	report_summary(stdout, &meta, r.coord);
@@ -759,6 +886,7 @@ out:
 		free(ipcdir);
 	}
 	free(r.kids);
+	free(r.io_why);
 	free(r.url);
 	free(keep);
 	free(work);

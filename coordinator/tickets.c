@@ -20,7 +20,6 @@
 
 #define TK_REPORT_CAP	(256u << 20)	/* report.json of a 100k-seed sweep fits */
 #define TK_SIDE_CAP	(16u << 20)	/* result.json, trace.jsonl */
-#define TK_CELL_MAX	160		/* characters of one table cell */
 #define TK_SEEDS_LISTED	2000		/* trackers cap bodies near 64 KiB */
 
 static const char *
@@ -109,27 +108,20 @@ config_clear(struct tk_config *c)
 	memset(c, 0, sizeof(*c));
 }
 
-int
-tk_run_load(const char *run_dir, struct tk_run *run, char *err)
+/* Takes a reference to report; label names it in errors. */
+static int
+run_from_json(json_t *report, const char *run_dir, const char *label,
+    struct tk_run *run, char *err)
 {
-	json_error_t	 jerr;
 	const json_t	*config, *results;
-	char		*path, *text = NULL;
-	size_t		 i, len;
+	size_t		 i;
 
 	memset(run, 0, sizeof(*run));
-	run->run_dir = xstrdup(run_dir);
-	path = path_join(run_dir, "report.json");
-	if ((text = read_file(path, TK_REPORT_CAP, &len, err)) == NULL)
-		goto fail;
-	if ((run->report = json_loadb(text, len, 0, &jerr)) == NULL) {
-		errf(err, "%s:%d:%d: not valid JSON: %s", path, jerr.line,
-		    jerr.column, jerr.text);
-		goto fail;
-	}
+	run->run_dir = run_dir != NULL ? xstrdup(run_dir) : NULL;
+	run->report = json_incref(report);
 	if (!json_is_object(run->report) ||
 	    json_integer_value(json_object_get(run->report, "format")) != 1) {
-		errf(err, "%s: not a soak report (want \"format\": 1)", path);
+		errf(err, "%s: not a soak report (want \"format\": 1)", label);
 		goto fail;
 	}
 	config = json_object_get(run->report, "config");
@@ -138,7 +130,7 @@ tk_run_load(const char *run_dir, struct tk_run *run, char *err)
 	run->config_name = jstr(config, "name");
 	if (run->run_id == NULL || run->config_name == NULL ||
 	    !json_is_array(results)) {
-		errf(err, "%s: missing run_id, config.name or results[]", path);
+		errf(err, "%s: missing run_id, config.name or results[]", label);
 		goto fail;
 	}
 	for (i = 0; i < json_array_size(results); i++) {
@@ -147,7 +139,7 @@ tk_run_load(const char *run_dir, struct tk_run *run, char *err)
 		if (!json_is_integer(json_object_get(r, "seed")) ||
 		    jstr(r, "verdict") == NULL) {
 			errf(err, "%s: results[%zu] has no integer seed or no "
-			    "verdict", path, i);
+			    "verdict", label, i);
 			goto fail;
 		}
 	}
@@ -162,14 +154,43 @@ tk_run_load(const char *run_dir, struct tk_run *run, char *err)
 		run->sut_revision = getenv("SOAK_SUT_REVISION");
 	if (config_load(json_object_get(config, "tickets"), &run->cfg, err) == -1)
 		goto fail;
-	free(path);
-	free(text);
 	return 0;
 fail:
-	free(path);
-	free(text);
 	tk_run_free(run);
 	return -1;
+}
+
+int
+tk_run_from_json(json_t *report, const char *run_dir, struct tk_run *run,
+    char *err)
+{
+	return run_from_json(report, run_dir, "report.json", run, err);
+}
+
+int
+tk_run_load(const char *run_dir, struct tk_run *run, char *err)
+{
+	json_error_t	 jerr;
+	json_t		*report = NULL;
+	char		*path, *text = NULL;
+	size_t		 len;
+	int		 rc = -1;
+
+	memset(run, 0, sizeof(*run));
+	path = path_join(run_dir, "report.json");
+	if ((text = read_file(path, TK_REPORT_CAP, &len, err)) == NULL)
+		goto out;
+	if ((report = json_loadb(text, len, 0, &jerr)) == NULL) {
+		errf(err, "%s:%d:%d: not valid JSON: %s", path, jerr.line,
+		    jerr.column, jerr.text);
+		goto out;
+	}
+	rc = run_from_json(report, run_dir, path, run, err);
+out:
+	json_decref(report);
+	free(path);
+	free(text);
+	return rc;
 }
 
 void
@@ -185,26 +206,72 @@ tk_run_free(struct tk_run *run)
 
 /* ---- rendering ---- */
 
-/* A markdown table cell: one line, pipes escaped, bounded. */
-static void
-put_cell(FILE *f, const char *s)
-{
-	size_t	n = 0;
+/*
+ * Every string from the run is untrusted (tickets_text.c): it reaches the
+ * body only through tk_put_text, tk_put_code or tk_put_block, which repair
+ * its UTF-8, cut it on a character boundary and make it inert in the
+ * ticket's dialect.  Only soak's own words and numbers are printed raw.
+ */
 
-	if (s == NULL) {
-		fputs("NULL", f);
-		return;
+static void
+put_h(FILE *f, enum tk_dialect d, int level)
+{
+	if (d == TK_JIRA)
+		fprintf(f, "h%d. ", level);
+	else
+		fprintf(f, "%.*s ", level, "######");
+}
+
+/* Table rows: "| a | b |"; a Jira row of header cells is "|| a || b ||". */
+static void
+row_open(FILE *f, enum tk_dialect d, bool head)
+{
+	fputs(head && d == TK_JIRA ? "|| " : "| ", f);
+}
+
+static void
+cell_sep(FILE *f, enum tk_dialect d, bool head)
+{
+	fputs(head && d == TK_JIRA ? " || " : " | ", f);
+}
+
+static void
+row_close(FILE *f, enum tk_dialect d, bool head)
+{
+	fputs(head && d == TK_JIRA ? " ||\n" : " |\n", f);
+}
+
+/* A header row of soak's own words, with markdown's delimiter row. */
+static void
+put_thead(FILE *f, enum tk_dialect d, const char *const *cols)
+{
+	size_t	i;
+
+	row_open(f, d, true);
+	for (i = 0; cols[i] != NULL; i++) {
+		if (i > 0)
+			cell_sep(f, d, true);
+		fputs(cols[i], f);
 	}
-	for (; *s != '\0' && n < TK_CELL_MAX; s++, n++) {
-		if (*s == '|')
-			fputs("\\|", f);
-		else if (*s == '\n' || *s == '\r' || *s == '\t')
-			fputc(' ', f);
-		else
-			fputc(*s, f);
+	row_close(f, d, true);
+	if (d == TK_MD) {
+		fputc('|', f);
+		for (i = 0; cols[i] != NULL; i++)
+			fputs("---|", f);
+		fputc('\n', f);
 	}
-	if (*s != '\0')
-		fputs("…", f);
+}
+
+static void
+put_cell(FILE *f, enum tk_dialect d, const char *s)
+{
+	tk_put_text(f, d, s, TK_CELL_MAX);
+}
+
+static void
+put_bold_u64(FILE *f, enum tk_dialect d, uint64_t v)
+{
+	fprintf(f, d == TK_JIRA ? "*%" PRIu64 "*" : "**%" PRIu64 "**", v);
 }
 
 static void
@@ -221,15 +288,7 @@ put_seeds(FILE *f, const struct tk_ticket *t)
 }
 
 static void
-put_fence(FILE *f, const char *lang, const char *text)
-{
-	/* Four tildes: an SQL comment or stderr tail can hold ``` but not this. */
-	fprintf(f, "~~~~%s\n%s%s~~~~\n", lang, text,
-	    text[0] != '\0' && text[strlen(text) - 1] == '\n' ? "" : "\n");
-}
-
-static void
-put_invariant(FILE *f, const json_t *inv)
+put_invariant(FILE *f, enum tk_dialect d, const json_t *inv)
 {
 	const json_t	*cols = json_object_get(inv, "columns");
 	const json_t	*rows = json_object_get(inv, "rows");
@@ -237,48 +296,53 @@ put_invariant(FILE *f, const json_t *inv)
 	json_int_t	 total = json_integer_value(json_object_get(inv, "row_count"));
 	size_t		 i, j, shown;
 
-	fprintf(f, "### Invariant: ");
-	put_cell(f, jstr(inv, "name"));
+	put_h(f, d, 3);
+	fputs("Invariant: ", f);
+	put_cell(f, d, jstr(inv, "name"));
 	fprintf(f, "\n\n");
 	if (sql != NULL)
-		put_fence(f, "sql", sql);
+		tk_put_block(f, d, "sql", sql);
 	shown = json_array_size(rows);
 	if (shown > TK_MAX_ROWS)
 		shown = TK_MAX_ROWS;
-	if ((size_t)total < shown)
+	if (total < 0 || (size_t)total < shown)
 		total = (json_int_t)shown;
 	if (shown == 0 || json_array_size(cols) == 0) {
 		fprintf(f, "\n%" JSON_INTEGER_FORMAT " violating row(s).\n\n", total);
 		return;
 	}
-	fprintf(f, "\nViolating rows (%zu of %" JSON_INTEGER_FORMAT " shown):\n\n|",
+	fprintf(f, "\nViolating rows (%zu of %" JSON_INTEGER_FORMAT " shown):\n\n",
 	    shown, total);
+	row_open(f, d, true);
 	for (j = 0; j < json_array_size(cols); j++) {
-		fputc(' ', f);
-		put_cell(f, json_string_value(json_array_get(cols, j)));
-		fputs(" |", f);
+		if (j > 0)
+			cell_sep(f, d, true);
+		put_cell(f, d, json_string_value(json_array_get(cols, j)));
 	}
-	fputs("\n|", f);
-	for (j = 0; j < json_array_size(cols); j++)
-		fputs("---|", f);
-	fputc('\n', f);
+	row_close(f, d, true);
+	if (d == TK_MD) {
+		fputc('|', f);
+		for (j = 0; j < json_array_size(cols); j++)
+			fputs("---|", f);
+		fputc('\n', f);
+	}
 	for (i = 0; i < shown; i++) {
 		const json_t *row = json_array_get(rows, i);
 
-		fputc('|', f);
+		row_open(f, d, false);
 		for (j = 0; j < json_array_size(cols); j++) {
-			fputc(' ', f);
-			put_cell(f, json_string_value(json_array_get(row, j)));
-			fputs(" |", f);
+			if (j > 0)
+				cell_sep(f, d, false);
+			put_cell(f, d, json_string_value(json_array_get(row, j)));
 		}
-		fputc('\n', f);
+		row_close(f, d, false);
 	}
 	fputc('\n', f);
 }
 
 /* The last non-empty line of a stderr tail: enough to recognise a panic. */
 static void
-put_tail_line(FILE *f, const char *s)
+put_tail_line(FILE *f, enum tk_dialect d, const char *s)
 {
 	const char	*end, *start;
 
@@ -295,31 +359,23 @@ put_tail_line(FILE *f, const char *s)
 
 		if (line == NULL)
 			abort();
-		put_cell(f, line);
+		put_cell(f, d, line);
 		free(line);
 	}
 }
 
 static void
-put_turns(FILE *f, const struct tk_run *run, const json_t *first)
+put_turns(FILE *f, enum tk_dialect d, const json_t *res, const char *trace)
 {
-	const json_t	*turns;
-	json_t		*res = NULL;
-	const char	*fdir = jstr(first, "failure_dir");
-	char		*dir = NULL, *path = NULL, *text = NULL, err[ERR_LEN];
-	size_t		 i, len;
+	static const char *const head[] = { "round", "turn", "status", "exit",
+	    "ms", "stderr (last line)", NULL };
+	const json_t	*turns = json_object_get(res, "turns");
+	size_t		 i;
 
-	if (fdir == NULL)
-		return;
-	dir = path_join(run->run_dir, fdir);
-
-	path = path_join(dir, "result.json");
-	if ((text = read_file(path, TK_SIDE_CAP, &len, err)) != NULL &&
-	    (res = json_loadb(text, len, 0, NULL)) != NULL &&
-	    json_array_size(turns = json_object_get(res, "turns")) > 0) {
-		fprintf(f, "#### Turn outcomes\n\n"
-		    "| round | turn | status | exit | ms | stderr (last line) |\n"
-		    "|---|---|---|---|---|---|\n");
+	if (json_array_size(turns) > 0) {
+		put_h(f, d, 4);
+		fputs("Turn outcomes\n\n", f);
+		put_thead(f, d, head);
 		for (i = 0; i < json_array_size(turns); i++) {
 			const json_t	*t = json_array_get(turns, i);
 			const json_t	*code = json_object_get(t, "exit_code");
@@ -330,33 +386,33 @@ put_turns(FILE *f, const struct tk_run *run, const json_t *first)
 				code = json_object_get(t, "exit");
 			if (st == NULL)
 				st = jstr(t, "stderr");
-			fprintf(f, "| %" JSON_INTEGER_FORMAT " | %" JSON_INTEGER_FORMAT
-			    " | ", json_integer_value(json_object_get(t, "round")),
+			row_open(f, d, false);
+			fprintf(f, "%" JSON_INTEGER_FORMAT,
+			    json_integer_value(json_object_get(t, "round")));
+			cell_sep(f, d, false);
+			fprintf(f, "%" JSON_INTEGER_FORMAT,
 			    json_integer_value(json_object_get(t, "turn")));
-			put_cell(f, jstr(t, "status"));
+			cell_sep(f, d, false);
+			put_cell(f, d, jstr(t, "status"));
+			cell_sep(f, d, false);
 			if (json_is_integer(sig) && json_integer_value(sig) != 0)
-				fprintf(f, " | signal %" JSON_INTEGER_FORMAT,
+				fprintf(f, "signal %" JSON_INTEGER_FORMAT,
 				    json_integer_value(sig));
 			else if (json_is_integer(code))
-				fprintf(f, " | %" JSON_INTEGER_FORMAT,
+				fprintf(f, "%" JSON_INTEGER_FORMAT,
 				    json_integer_value(code));
-			else
-				fputs(" | ", f);
-			fprintf(f, " | %" JSON_INTEGER_FORMAT " | ",
+			cell_sep(f, d, false);
+			fprintf(f, "%" JSON_INTEGER_FORMAT,
 			    json_integer_value(json_object_get(t, "duration_ms")));
-			put_tail_line(f, st);
-			fputs(" |\n", f);
+			cell_sep(f, d, false);
+			put_tail_line(f, d, st);
+			row_close(f, d, false);
 		}
 		fputc('\n', f);
 	}
-	json_decref(res);
-	free(text);
-	free(path);
-
-	path = path_join(dir, "trace.jsonl");
-	if ((text = read_file(path, TK_SIDE_CAP, &len, err)) != NULL && len > 0) {
-		size_t	lines = 0, total = 0;
-		char	*p, *cut = NULL;
+	if (trace != NULL && *trace != '\0') {
+		char		*text = xstrdup(trace), *p, *cut = NULL;
+		size_t		 lines, total = 0;
 
 		for (p = text; *p != '\0'; p++)
 			if (*p == '\n' || p[1] == '\0') {
@@ -367,42 +423,77 @@ put_turns(FILE *f, const struct tk_run *run, const json_t *first)
 		lines = total < TK_TRACE_LINES ? total : TK_TRACE_LINES;
 		if (cut != NULL)
 			*cut = '\0';
-		fprintf(f, "#### Fault trace (first %zu of %zu exchanges)\n\n",
-		    lines, total);
-		put_fence(f, "json", text);
+		put_h(f, d, 4);
+		fprintf(f, "Fault trace (first %zu of %zu exchanges)\n\n", lines,
+		    total);
+		tk_put_block(f, d, "json", text);
+		fputc('\n', f);
+		free(text);
+	}
+}
+
+/* One row of the run table: a label of soak's own and an untrusted value. */
+static void
+meta_row(FILE *f, enum tk_dialect d, const char *label, const char *value)
+{
+	if (d == TK_JIRA)
+		fprintf(f, "|| %s | ", label);
+	else
+		fprintf(f, "| %s | ", label);
+	put_cell(f, d, value);
+}
+
+static void
+put_run_meta(FILE *f, enum tk_dialect d, const struct tk_run *run,
+    const struct tk_ticket *t)
+{
+	put_h(f, d, 3);
+	fputs(d == TK_JIRA ? "Run\n\n" : "Run\n\n| | |\n|---|---|\n", f);
+	meta_row(f, d, "run", run->run_id);
+	fputs(" |\n", f);
+	meta_row(f, d, "config", run->config_name);
+	if (run->config_hash != NULL) {
+		fputs(" (", f);
+		tk_put_code(f, d, run->config_hash, TK_CELL_MAX, true);
+		fputc(')', f);
+	}
+	fputs(" |\n", f);
+	meta_row(f, d, "soak version", run->soak_version ? run->soak_version :
+	    SOAK_VERSION);
+	fputs(" |\n", f);
+	meta_row(f, d, "system under test", run->sut_revision ?
+	    run->sut_revision : "unknown (set SOAK_SUT_REVISION)");
+	fputs(" |\n", f);
+	meta_row(f, d, "host", run->host ? run->host : "unknown");
+	fputs(" |\n", f);
+	if (d == TK_JIRA)
+		fputs("|| fingerprint | ", f);
+	else
+		fputs("| fingerprint | ", f);
+	tk_put_code(f, d, t->fingerprint, 2 * TK_CELL_MAX, true);
+	fputs(" |\n", f);
+}
+
+/*
+ * The dedupe marker: an HTML comment in markdown (invisible), a plain line
+ * in Jira (which shows HTML comments as text; its dedupe is the label).
+ */
+static void
+put_markers(FILE *f, enum tk_dialect d, const struct tk_run *run,
+    const struct tk_ticket *t)
+{
+	char	*id = tk_marker_id(run->run_id);
+
+	if (d == TK_JIRA)
+		fprintf(f, "soak\\-fingerprint: %s, soak\\-run: ", t->hash);
+	else
+		fprintf(f, "<!-- soak-fingerprint: %s -->\n<!-- soak-run: %s -->\n",
+		    t->hash, id);
+	if (d == TK_JIRA) {
+		tk_put_text(f, d, id, TK_CELL_MAX);
 		fputc('\n', f);
 	}
-	free(text);
-	free(path);
-	free(dir);
-}
-
-static void
-put_run_meta(FILE *f, const struct tk_run *run, const struct tk_ticket *t)
-{
-	fprintf(f, "### Run\n\n| | |\n|---|---|\n| run | ");
-	put_cell(f, run->run_id);
-	fprintf(f, " |\n| config | ");
-	put_cell(f, run->config_name);
-	if (run->config_hash != NULL)
-		fprintf(f, " (`%s`)", run->config_hash);
-	fprintf(f, " |\n| soak version | ");
-	put_cell(f, run->soak_version ? run->soak_version : SOAK_VERSION);
-	fprintf(f, " |\n| system under test | ");
-	put_cell(f, run->sut_revision ? run->sut_revision : "unknown "
-	    "(set SOAK_SUT_REVISION)");
-	fprintf(f, " |\n| host | ");
-	put_cell(f, run->host ? run->host : "unknown");
-	fprintf(f, " |\n| fingerprint | `");
-	put_cell(f, t->fingerprint);
-	fprintf(f, "` |\n");
-}
-
-static void
-put_markers(FILE *f, const struct tk_run *run, const struct tk_ticket *t)
-{
-	fprintf(f, "<!-- soak-fingerprint: %s -->\n<!-- soak-run: %s -->\n",
-	    t->hash, run->run_id);
+	free(id);
 }
 
 /*
@@ -422,52 +513,73 @@ replay_from_top(const char *replay)
 	return *p != '/' && *p != '\0';
 }
 
+/* soak: "a", "b" broken — seed N (+k); the names part is bounded. */
+static char *
+bug_title(const struct tk_run *run, const struct tk_ticket *t,
+    const char *reason, const json_t *invs)
+{
+	size_t	 i, n, len, others = t->nseeds - 1;
+	char	*what = NULL, *plain, *title;
+	FILE	*f;
+
+	if ((f = open_memstream(&what, &len)) == NULL)
+		abort();
+	/* The invariant names in fingerprint order, so the title is stable. */
+	if (reason_parse(reason) == REASON_INVARIANT && json_array_size(invs) > 0) {
+		const char	**names = fp_names(invs, &n);
+
+		for (i = 0; i < n; i++)
+			fprintf(f, "%s\"%s\"", i ? ", " : "", names[i]);
+		free(names);
+		fputs(" broken", f);
+	} else
+		fprintf(f, "%s %s", run->config_name, reason);
+	fclose(f);
+	/* What follows the names (" — seed N (+k)") always fits. */
+	plain = tk_plain(what, TK_TITLE_MAX - 64);
+	if (others > 0)
+		title = xasprintf("soak: %s — seed %" PRIu64 " (+%zu)", plain,
+		    t->seeds[0], others);
+	else
+		title = xasprintf("soak: %s — seed %" PRIu64, plain, t->seeds[0]);
+	free(plain);
+	free(what);
+	return title;
+}
+
 static void
-render_bug(const struct tk_run *run, struct tk_ticket *t)
+render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
+    const json_t *result, const char *trace)
 {
 	const json_t	*first = t->first, *invs = json_object_get(first, "invariants");
 	const json_t	*rep = json_object_get(first, "reproduced");
 	const char	*reason = jstr(first, "reason"), *replay = jstr(first, "replay");
 	const char	*msg = jstr(first, "message");
-	size_t		 i, n, len, others = t->nseeds - 1;
+	size_t		 i, len;
 	FILE		*f;
 
 	if (reason == NULL)
 		reason = "unknown";
-	/* Title: the invariant names in fingerprint order, so it is stable. */
-	if (reason_parse(reason) == REASON_INVARIANT && json_array_size(invs) > 0) {
-		const char	**names = fp_names(invs, &n);
-
-		if ((f = open_memstream(&t->title, &len)) == NULL)
-			abort();
-		fputs("soak: ", f);
-		for (i = 0; i < n; i++)
-			fprintf(f, "%s\"%s\"", i ? ", " : "", names[i]);
-		fprintf(f, " broken — seed %" PRIu64, t->seeds[0]);
-		if (others > 0)
-			fprintf(f, " (+%zu)", others);
-		fclose(f);
-		free(names);
-	}
-	if (t->title == NULL)
-		t->title = others > 0 ?
-		    xasprintf("soak: %s %s — seed %" PRIu64 " (+%zu)",
-		    run->config_name, reason, t->seeds[0], others) :
-		    xasprintf("soak: %s %s — seed %" PRIu64, run->config_name,
-		    reason, t->seeds[0]);
+	t->title = bug_title(run, t, reason, invs);
 
 	if ((f = open_memstream(&t->body, &len)) == NULL)
 		abort();
-	put_markers(f, run, t);
-	fprintf(f, "\nsoak found a domain failure (`%s`) in config `%s`: "
-	    "%zu failing seed(s) share this fingerprint; the smallest is **%"
-	    PRIu64 "**.\n\n", reason, run->config_name, t->nseeds, t->seeds[0]);
+	put_markers(f, d, run, t);
+	fputs("\nsoak found a domain failure (", f);
+	tk_put_code(f, d, reason, TK_CELL_MAX, false);
+	fputs(") in config ", f);
+	tk_put_code(f, d, run->config_name, TK_CELL_MAX, false);
+	fprintf(f, ": %zu failing seed(s) share this fingerprint; the smallest "
+	    "is ", t->nseeds);
+	put_bold_u64(f, d, t->seeds[0]);
+	fputs(".\n\n", f);
 	for (i = 0; i < json_array_size(invs); i++)
-		put_invariant(f, json_array_get(invs, i));
-	fprintf(f, "### Smallest seed: %" PRIu64 "\n\n", t->seeds[0]);
+		put_invariant(f, d, json_array_get(invs, i));
+	put_h(f, d, 3);
+	fprintf(f, "Smallest seed: %" PRIu64 "\n\n", t->seeds[0]);
 	if (msg != NULL) {
 		fputs("Message: ", f);
-		put_cell(f, msg);
+		put_cell(f, d, msg);
 		fputs("\n\n", f);
 	}
 	if (json_is_integer(json_object_get(first, "total_turns")))
@@ -475,92 +587,202 @@ render_bug(const struct tk_run *run, struct tk_ticket *t)
 		    JSON_INTEGER_FORMAT ".\n\n",
 		    json_integer_value(json_object_get(first, "ok_turns")),
 		    json_integer_value(json_object_get(first, "total_turns")));
-	put_turns(f, run, first);
+	put_turns(f, d, result, trace);
 	if (replay != NULL) {
-		fputs("### Replay\n\n", f);
+		put_h(f, d, 3);
+		fputs("Replay\n\n", f);
 		if (replay_from_top(replay))
 			fputs("From the top folder of the repository that holds the "
 			    "config:\n\n", f);
-		put_fence(f, "sh", replay);
+		tk_put_block(f, d, "sh", replay);
 		fputc('\n', f);
 	}
 	if (json_is_boolean(rep)) {
 		const json_t	*cf = json_object_get(first, "confirm");
 		const char	*cfp = jstr(cf, "fingerprint");
 
-		fprintf(f, "Confirming re-run of seed %" PRIu64 ": **%s**", t->seeds[0],
-		    json_is_true(rep) ? "reproduced" : "did not reproduce");
+		fprintf(f, "Confirming re-run of seed %" PRIu64 ": ", t->seeds[0]);
+		fputs(d == TK_JIRA ? "*" : "**", f);
+		fputs(json_is_true(rep) ? "reproduced" : "did not reproduce", f);
+		fputs(d == TK_JIRA ? "*" : "**", f);
 		if (json_is_integer(json_object_get(cf, "worker")))
 			fprintf(f, " (worker %" JSON_INTEGER_FORMAT ")",
 			    json_integer_value(json_object_get(cf, "worker")));
-		if (json_is_false(rep))
-			fprintf(f, "; it ended `%s %s`%s%s%s. The failure depends on "
-			    "more than the seed (timing, most often): a replay may need "
-			    "a few tries", jstr(cf, "verdict") ?
-			    jstr(cf, "verdict") : "?", jstr(cf, "reason") ? jstr(cf, "reason") : "",
-			    cfp ? " (fingerprint `" : "", cfp ? cfp : "", cfp ? "`)" : "");
+		if (json_is_false(rep)) {
+			const char *why = jstr(cf, "reason");
+			char *ended = xasprintf("%s%s%s", jstr(cf, "verdict") ?
+			    jstr(cf, "verdict") : "?", why && *why ? " " : "",
+			    why ? why : "");
+
+			fputs("; it ended ", f);
+			tk_put_code(f, d, ended, TK_CELL_MAX, false);
+			free(ended);
+			if (cfp != NULL) {
+				fputs(" (fingerprint ", f);
+				tk_put_code(f, d, cfp, 2 * TK_CELL_MAX, false);
+				fputc(')', f);
+			}
+			fputs(". The failure depends on more than the seed "
+			    "(timing, most often): a replay may need a few tries", f);
+		}
 		fputs(".\n\n", f);
 	}
-	fprintf(f, "### Failing seeds (%zu)\n\n", t->nseeds);
+	put_h(f, d, 3);
+	fprintf(f, "Failing seeds (%zu)\n\n", t->nseeds);
 	put_seeds(f, t);
 	fputc('\n', f);
-	put_run_meta(f, run, t);
+	put_run_meta(f, d, run, t);
 	fclose(f);
 
 	if ((f = open_memstream(&t->comment, &len)) == NULL)
 		abort();
-	put_markers(f, run, t);
-	fprintf(f, "\nSeen again in run `%s` (soak %s, system under test %s, "
-	    "host %s): %zu failing seed(s), the smallest is **%" PRIu64 "**.\n\n"
-	    "Seeds: ", run->run_id,
-	    run->soak_version ? run->soak_version : SOAK_VERSION,
-	    run->sut_revision ? run->sut_revision : "unknown",
-	    run->host ? run->host : "unknown", t->nseeds, t->seeds[0]);
+	put_markers(f, d, run, t);
+	fputs("\nSeen again in run ", f);
+	tk_put_code(f, d, run->run_id, TK_CELL_MAX, false);
+	fputs(" (soak ", f);
+	tk_put_text(f, d, run->soak_version ? run->soak_version : SOAK_VERSION,
+	    TK_CELL_MAX);
+	fputs(", system under test ", f);
+	tk_put_text(f, d, run->sut_revision ? run->sut_revision : "unknown",
+	    TK_CELL_MAX);
+	fputs(", host ", f);
+	tk_put_text(f, d, run->host ? run->host : "unknown", TK_CELL_MAX);
+	fprintf(f, "): %zu failing seed(s), the smallest is ", t->nseeds);
+	put_bold_u64(f, d, t->seeds[0]);
+	fputs(".\n\nSeeds: ", f);
 	put_seeds(f, t);
 	if (replay != NULL) {
 		fputs(replay_from_top(replay) ? "\nReplay, from the top folder of "
 		    "the repository that holds the config:\n\n" : "\nReplay:\n\n", f);
-		put_fence(f, "sh", replay);
+		tk_put_block(f, d, "sh", replay);
 	}
 	fclose(f);
 }
 
 static void
-render_infra(const struct tk_run *run, struct tk_ticket *t,
-    const json_t *results)
+render_infra(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d)
 {
-	size_t	i, len;
-	FILE	*f;
+	static const char *const head[] = { "seed", "reason", "attempts",
+	    "message", NULL };
+	const json_t	*results = json_object_get(run->report, "results");
+	char		*id = tk_plain(run->run_id, TK_TITLE_MAX - 64);
+	size_t		 i, len;
+	FILE		*f;
 
-	t->title = xasprintf("soak: infra failures in run %s (%zu seeds)",
-	    run->run_id, t->nseeds);
+	t->title = xasprintf("soak: infra failures in run %s (%zu seeds)", id,
+	    t->nseeds);
+	free(id);
 	if ((f = open_memstream(&t->body, &len)) == NULL)
 		abort();
-	put_markers(f, run, t);
-	fprintf(f, "\n%zu seed(s) of run `%s` (config `%s`) ended `infra` after "
-	    "their retries: the environment broke, not the system under test. "
-	    "The run is incomplete.\n\n| seed | reason | attempts | message |\n"
-	    "|---|---|---|---|\n", t->nseeds, run->run_id, run->config_name);
+	put_markers(f, d, run, t);
+	fprintf(f, "\n%zu seed(s) of run ", t->nseeds);
+	tk_put_code(f, d, run->run_id, TK_CELL_MAX, false);
+	fputs(" (config ", f);
+	tk_put_code(f, d, run->config_name, TK_CELL_MAX, false);
+	fputs(") ended infra after their retries: the environment broke, not the "
+	    "system under test. The run is incomplete.\n\n", f);
+	put_thead(f, d, head);
 	for (i = 0; i < json_array_size(results); i++) {
 		const json_t *r = json_array_get(results, i);
 
 		if (strcmp(jstr(r, "verdict"), "infra") != 0)
 			continue;
-		fprintf(f, "| %" PRIu64 " | ", rec_seed(r));
-		put_cell(f, jstr(r, "reason"));
-		fprintf(f, " | %zu | ", json_array_size(json_object_get(r,
-		    "attempts")));
-		put_cell(f, jstr(r, "message"));
-		fputs(" |\n", f);
+		row_open(f, d, false);
+		fprintf(f, "%" PRIu64, rec_seed(r));
+		cell_sep(f, d, false);
+		put_cell(f, d, jstr(r, "reason"));
+		cell_sep(f, d, false);
+		fprintf(f, "%zu", json_array_size(json_object_get(r, "attempts")));
+		cell_sep(f, d, false);
+		put_cell(f, d, jstr(r, "message"));
+		row_close(f, d, false);
 	}
 	fputc('\n', f);
-	put_run_meta(f, run, t);
+	put_run_meta(f, d, run, t);
 	fclose(f);
 	/* One infra ticket per run: its fingerprint holds the run id, so a
 	 * comment only happens when the same run is filed twice. */
-	t->comment = xasprintf("<!-- soak-fingerprint: %s -->\n"
-	    "<!-- soak-run: %s -->\n\nFiled again for the same run.\n",
-	    t->hash, run->run_id);
+	if ((f = open_memstream(&t->comment, &len)) == NULL)
+		abort();
+	put_markers(f, d, run, t);
+	fputs("\nFiled again for the same run.\n", f);
+	fclose(f);
+}
+
+void
+tk_render(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
+    const json_t *result, const char *trace)
+{
+	free(t->title);
+	free(t->body);
+	free(t->comment);
+	t->title = t->body = t->comment = NULL;
+	t->dialect = d;
+	if (t->infra)
+		render_infra(run, t, d);
+	else
+		render_bug(run, t, d, result, trace);
+}
+
+int
+tk_ticket_check(const struct tk_ticket *t, char *err)
+{
+	const char	*what = NULL;
+	json_t		*j;
+
+	if (t->title == NULL || !tk_utf8_valid(t->title, strlen(t->title)))
+		what = "title";
+	else if (t->body == NULL || !tk_utf8_valid(t->body, strlen(t->body)))
+		what = "body";
+	else if (t->comment == NULL ||
+	    !tk_utf8_valid(t->comment, strlen(t->comment)))
+		what = "comment";
+	if (what == NULL) {
+		j = json_pack("{s:s, s:s, s:s}", "title", t->title, "body",
+		    t->body, "comment", t->comment);
+		if (j == NULL)
+			what = "JSON request";
+		json_decref(j);
+	}
+	if (what == NULL)
+		return 0;
+	/* The title may be the broken part: quote it repaired. */
+	{
+		char *title = tk_plain(t->title, 120);
+
+		errf(err, "ticket %s (%s): the %s is not valid UTF-8 and cannot "
+		    "be sent; not filed", t->hash, title, what);
+		free(title);
+	}
+	return -1;
+}
+
+/*
+ * The smallest seed's failures/<seed>/ files, when the run left them:
+ * result.json (turn outcomes) and trace.jsonl (the fault trace).
+ */
+static void
+load_side(const struct tk_run *run, const json_t *first, json_t **result,
+    char **trace)
+{
+	const char	*fdir = jstr(first, "failure_dir");
+	char		*dir, *path, *text, err[ERR_LEN];
+	size_t		 len;
+
+	*result = NULL;
+	*trace = NULL;
+	if (fdir == NULL || run->run_dir == NULL)
+		return;
+	dir = path_join(run->run_dir, fdir);
+	path = path_join(dir, "result.json");
+	if ((text = read_file(path, TK_SIDE_CAP, &len, err)) != NULL)
+		*result = json_loadb(text, len, 0, NULL);
+	free(text);
+	free(path);
+	path = path_join(dir, "trace.jsonl");
+	*trace = read_file(path, TK_SIDE_CAP, &len, err);
+	free(path);
+	free(dir);
 }
 
 static int
@@ -629,11 +851,15 @@ tk_build(const struct tk_run *run, struct tk_ticket **tvp, size_t *ntp,
 	for (i = 0; i < nt; i++) {
 		struct tk_ticket *t = &tv[i];
 		size_t n = strv_len(run->cfg.labels);
+		json_t	*result = NULL;
+		char	*trace = NULL;
 
-		if (t->infra)
-			render_infra(run, t, results);
-		else
-			render_bug(run, t);
+		if (!t->infra)
+			load_side(run, t->first, &result, &trace);
+		tk_render(run, t, strcmp(run->cfg.sink, "jira") == 0 ?
+		    TK_JIRA : TK_MD, result, trace);
+		json_decref(result);
+		free(trace);
 		t->labels = xcalloc(n + 2, sizeof(char *));
 		for (j = 0; j < n; j++)
 			t->labels[j] = xstrdup(run->cfg.labels[j]);
@@ -733,7 +959,7 @@ tickets_file_run(const char *run_dir, const struct tickets_opts *opts,
 	FILE			*out = opts && opts->out ? opts->out : stdout;
 	bool			 dry = opts && opts->dry_run;
 	size_t			 i, nt = 0;
-	int			 failed = 0, rc = -1;
+	int			 failed = 0, broken = 0, rc = -1;
 	char			 serr[ERR_LEN];
 
 	memset(&ctx, 0, sizeof(ctx));
@@ -768,7 +994,12 @@ tickets_file_run(const char *run_dir, const struct tickets_opts *opts,
 			print_dry_run(out, sink, &ctx, &tv[i]);
 			continue;
 		}
-		if (file_one(sink, &ctx, &tv[i], out, serr) == -1) {
+		/* A ticket that cannot travel is never sent half or empty. */
+		if (tk_ticket_check(&tv[i], serr) == -1) {
+			log_warnx("tickets: %s", serr);
+			failed++;
+			broken++;
+		} else if (file_one(sink, &ctx, &tv[i], out, serr) == -1) {
 			log_warnx("tickets: not filed (%s): %s", tv[i].title, serr);
 			failed++;
 		}
@@ -778,7 +1009,7 @@ tickets_file_run(const char *run_dir, const struct tickets_opts *opts,
 	if (failed > 0)
 		log_warnx("tickets: %d of %zu ticket(s) not filed; the run's "
 		    "verdicts and exit status are unchanged", failed, nt);
-	rc = 0;
+	rc = broken > 0 ? 1 : 0;
 out:
 	fflush(out);
 	if (nfailed != NULL)

@@ -35,8 +35,11 @@ struct tickets_opts {
  * Returns 0 when every ticket was filed or there was nothing to file, and
  * also when a sink failed: a failed filing is a logged warning naming the
  * sink, the request and the HTTP status, counted in *nfailed (may be NULL),
- * and never changes a verdict or a run's exit status.  Returns -1 with err
- * set when report.json cannot be read or is malformed.
+ * and never changes a verdict or a run's exit status.  Returns 1 when a
+ * ticket could not be made into a request (its title or body is not valid
+ * UTF-8: a soak bug, warned naming the ticket, counted in *nfailed, and
+ * nothing sent for it).  Returns -1 with err set when report.json cannot
+ * be read or is malformed.
  */
 int	tickets_file_run(const char *run_dir, const struct tickets_opts *opts,
 	    int *nfailed, char *err);

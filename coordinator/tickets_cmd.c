@@ -12,6 +12,7 @@
 
 #define EX_DATAERR	65
 #define EX_NOINPUT	66
+#define EX_SOFTWARE	70
 
 static int
 tickets_usage(FILE *f)
@@ -29,7 +30,9 @@ tickets_usage(FILE *f)
 	    "  --help      this text\n"
 	    "\n"
 	    "Exit: 0 filed, nothing to file, or a sink failed (printed as a\n"
-	    "warning); 64 usage; 65 malformed report.json; 66 no report.json.\n");
+	    "warning); 64 usage; 65 malformed report.json; 66 no report.json;\n"
+	    "70 a ticket could not be made into a request (nothing was sent\n"
+	    "for it; the warning names it).\n");
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 
@@ -73,9 +76,12 @@ cmd_tickets(int argc, char **argv)
 		    argv[optind], argv[optind]);
 		return EX_NOINPUT;
 	}
-	if (tickets_file_run(argv[optind], &opts, &nfailed, err) == -1) {
+	switch (tickets_file_run(argv[optind], &opts, &nfailed, err)) {
+	case -1:
 		fprintf(stderr, "soak tickets: %s\n", err);
 		return EX_DATAERR;
+	case 1:
+		return EX_SOFTWARE;
 	}
 	return 0;
 }

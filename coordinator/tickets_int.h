@@ -47,6 +47,15 @@ struct tk_run {
 	struct tk_config	 cfg;
 };
 
+/*
+ * The markup a ticket body is written in: markdown for github, gitlab,
+ * webhook and file; Jira wiki markup (REST v2 description) for jira.
+ */
+enum tk_dialect {
+	TK_MD,
+	TK_JIRA
+};
+
 /* One ticket: a fingerprint group of the run, rendered. */
 struct tk_ticket {
 	char		 *fingerprint;	/* text, e.g. "cfg|invariant|a|b" */
@@ -56,7 +65,8 @@ struct tk_ticket {
 	size_t		  nseeds;
 	const json_t	 *first;	/* record of seeds[0], borrowed from the report */
 	char		 *title;
-	char		 *body;		/* markdown, with the fingerprint marker */
+	enum tk_dialect	  dialect;	/* of body and comment */
+	char		 *body;		/* with the fingerprint marker */
 	char		 *comment;	/* what goes on an open ticket instead */
 	char		**labels;	/* config labels + "soak:<hash>" */
 };
@@ -66,10 +76,65 @@ struct tk_ticket {
 char	*tk_fingerprint(const char *config_name, const json_t *rec);
 int	 tk_run_load(const char *run_dir, struct tk_run *run, char *err);
 void	 tk_run_free(struct tk_run *run);
+/*
+ * tk_run_load without a file: takes a reference to report (the run's
+ * report.json, parsed).  run_dir may be NULL: the smallest seed's
+ * failures/ folder (turn outcomes, fault trace) is then not read.
+ */
+int	 tk_run_from_json(json_t *report, const char *run_dir,
+	    struct tk_run *run, char *err);
 /* Groups the run's failures into rendered tickets, ordered by smallest seed. */
 int	 tk_build(const struct tk_run *run, struct tk_ticket **tv, size_t *nt,
 	    char *err);
+/*
+ * Renders t's title, body and comment in dialect d from t->fingerprint,
+ * t->seeds and t->first; result (the smallest seed's result.json, with
+ * turns[]) and trace (its trace.jsonl) may be NULL.  Pure: no file is
+ * read, so it can be driven from memory (tests/fuzz/fuzz_tickets.c).
+ * Whatever bytes the run holds, title, body and comment come out valid
+ * UTF-8 with every untrusted string inert in d (tickets_text.c).
+ */
+void	 tk_render(const struct tk_run *run, struct tk_ticket *t,
+	    enum tk_dialect d, const json_t *result, const char *trace);
+/*
+ * Checks that t's title, body and comment are valid UTF-8 that JSON can
+ * carry; 0, or -1 with err naming the ticket (hash and title).
+ */
+int	 tk_ticket_check(const struct tk_ticket *t, char *err);
 void	 tk_tickets_free(struct tk_ticket *tv, size_t nt);
+
+/* tickets_text.c — untrusted text made safe for UTF-8 JSON and markup. */
+#define TK_CELL_MAX	160	/* bytes of one table cell or inline value */
+#define TK_TITLE_MAX	240	/* bytes of a title */
+#define TK_JIRA_SUMMARY_MAX 255	/* Jira refuses a longer summary */
+
+/* Whether s[0..n) is well-formed UTF-8 (RFC 3629, as jansson checks it). */
+bool	 tk_utf8_valid(const char *s, size_t n);
+/*
+ * s[0..n) with every byte that does not start a well-formed sequence, and
+ * every C0 control but tab, newline and CR, replaced by U+FFFD; heap.
+ */
+char	*tk_utf8_clean(const char *s, size_t n);
+/* The longest prefix of valid UTF-8 s within max bytes that ends on a
+ * character boundary. */
+size_t	 tk_utf8_cut(const char *s, size_t max);
+/* Inline text, one line (newlines become spaces), cut to cap bytes on a
+ * character boundary ("…" marks a cut), every markup character inert. */
+void	 tk_put_text(FILE *f, enum tk_dialect d, const char *s, size_t cap);
+/* Inline code: markdown `...` with a fence longer than any backtick run
+ * inside ("|" escaped when in_table); in Jira, escaped text. */
+void	 tk_put_code(FILE *f, enum tk_dialect d, const char *s, size_t cap,
+	    bool in_table);
+/* A block shown verbatim: markdown fence of tildes longer than any run of
+ * tildes inside; Jira {noformat} that the text cannot close. */
+void	 tk_put_block(FILE *f, enum tk_dialect d, const char *lang,
+	    const char *text);
+/* s with everything but [A-Za-z0-9._:-] (and "--") replaced by "_", for
+ * an HTML comment marker; heap. */
+char	*tk_marker_id(const char *s);
+/* Plain text (a title, a Jira summary): cleaned, one line, cut to cap
+ * bytes on a character boundary with "…" appended when cut; heap. */
+char	*tk_plain(const char *s, size_t cap);
 
 /* tickets_http.c — one JSON request with timeouts and retries. */
 struct tk_http {

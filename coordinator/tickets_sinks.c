@@ -1,5 +1,6 @@
 /*
- * Ticket sinks: GitHub Issues, GitLab Issues, Jira (REST v2), a JSON
+ * Ticket sinks: GitHub Issues, GitLab Issues, Jira (REST v2 issues in wiki
+ * markup, v3 enhanced JQL search), a JSON
  * webhook, and markdown files.  Each speaks the tracker's documented REST
  * shapes; dedupe is by the label "soak:<hash>" (see tickets.h), looked up
  * among open tickets only, so a closed bug that comes back gets a new one.
@@ -121,16 +122,23 @@ redact(char *err, const char *secret)
 	}
 }
 
-/* Sends req with ctx's credentials; parses a JSON reply into *reply. */
+/*
+ * Sends a request with ctx's credentials; parses a JSON reply into *reply.
+ * For a write on behalf of ticket t (non-NULL), body NULL means the body
+ * could not be built: an error naming the ticket, and nothing is sent.
+ */
 static int
-call(struct tk_sink_ctx *ctx, const char *method, const char *url,
-    json_t *body, const char *const *headers, json_t **reply, char *err)
+call(struct tk_sink_ctx *ctx, const struct tk_ticket *t, const char *method,
+    const char *url, json_t *body, const char *const *headers, json_t **reply,
+    long *status, char *err)
 {
 	struct tk_http	 req;
 	char		*text = NULL, *resp = NULL;
-	long		 status;
+	long		 code = 0;
 	int		 rc = -1;
 
+	if (status != NULL)
+		*status = 0;
 	memset(&req, 0, sizeof(req));
 	req.sink = ctx->cfg->sink;
 	req.method = method;
@@ -139,18 +147,33 @@ call(struct tk_sink_ctx *ctx, const char *method, const char *url,
 	req.userpwd = ctx->userpwd;
 	req.headers = headers;
 	req.insecure_http = ctx->cfg->insecure_http;
+	if (t != NULL && body == NULL) {
+		/* json_pack refuses a string that is not UTF-8: never POST "". */
+		errf(err, "%s: %s %s: the request body for ticket %s could not be "
+		    "built (a string in it is not valid UTF-8); nothing sent",
+		    req.sink, method, url, t->hash);
+		goto out;
+	}
 	if (body != NULL &&
-	    (text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL)
-		abort();
+	    (text = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL) {
+		errf(err, "%s: %s %s: the request body for ticket %s could not be "
+		    "serialised; nothing sent", req.sink, method, url,
+		    t != NULL ? t->hash : "-");
+		goto out;
+	}
 	req.body = text;
-	if (tk_http_do(&req, &status, &resp, err) == -1) {
+	rc = tk_http_do(&req, &code, &resp, err);
+	if (status != NULL)
+		*status = code;
+	if (rc == -1) {
 		redact(err, ctx->token);
 		goto out;
 	}
+	rc = -1;
 	if (reply != NULL && (*reply = json_loads(resp, JSON_DECODE_ANY,
 	    NULL)) == NULL) {
 		errf(err, "%s: %s %s: HTTP %ld but the reply is not JSON",
-		    req.sink, method, url, status);
+		    req.sink, method, url, code);
 		goto out;
 	}
 	rc = 0;
@@ -214,7 +237,7 @@ github_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	int	 rc = -1;
 
 	*ref = NULL;
-	if (call(ctx, "GET", url, NULL, github_headers, &reply, err) == -1)
+	if (call(ctx, NULL, "GET", url, NULL, github_headers, &reply, NULL, err) == -1)
 		goto out;
 	if (!json_is_array(reply)) {
 		errf(err, "github: GET %s: the reply is not a list of issues", url);
@@ -245,7 +268,7 @@ github_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	char	*url = xasprintf("%s/repos/%s/issues", ctx->base, ctx->cfg->repo);
 	int	 rc = -1;
 
-	if (call(ctx, "POST", url, body, github_headers, &reply, err) == -1)
+	if (call(ctx, t, "POST", url, body, github_headers, &reply, NULL, err) == -1)
 		goto out;
 	*ref = id_string(json_object_get(reply, "number"));
 	rc = 0;
@@ -265,7 +288,7 @@ github_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
 	    ctx->cfg->repo, ref);
 	int	 rc;
 
-	rc = call(ctx, "POST", url, body, github_headers, NULL, err);
+	rc = call(ctx, t, "POST", url, body, github_headers, NULL, NULL, err);
 	json_decref(body);
 	free(url);
 	return rc;
@@ -302,7 +325,7 @@ gitlab_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	int	 rc = -1;
 
 	*ref = NULL;
-	if (call(ctx, "GET", url, NULL, NULL, &reply, err) == -1)
+	if (call(ctx, NULL, "GET", url, NULL, NULL, &reply, NULL, err) == -1)
 		goto out;
 	if (!json_is_array(reply)) {
 		errf(err, "gitlab: GET %s: the reply is not a list of issues", url);
@@ -339,7 +362,7 @@ gitlab_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	fclose(f);
 	body = json_pack("{s:s, s:s, s:s}", "title", t->title, "description",
 	    t->body, "labels", labels);
-	if (call(ctx, "POST", url, body, NULL, &reply, err) == -1)
+	if (call(ctx, t, "POST", url, body, NULL, &reply, NULL, err) == -1)
 		goto out;
 	*ref = id_string(json_object_get(reply, "iid"));
 	rc = 0;
@@ -361,7 +384,7 @@ gitlab_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
 	char	*url = xasprintf("%s/issues/%s/notes", pu, ref);
 	int	 rc;
 
-	rc = call(ctx, "POST", url, body, NULL, NULL, err);
+	rc = call(ctx, t, "POST", url, body, NULL, NULL, NULL, err);
 	json_decref(body);
 	free(url);
 	free(pu);
@@ -384,28 +407,58 @@ static const char *const jira_headers[] = {
 	NULL
 };
 
+/*
+ * Dedupe by label through the enhanced JQL search, POST
+ * /rest/api/3/search/jql {jql, maxResults, fields} -> {issues: [{id, key,
+ * fields}], nextPageToken?, isLast}: Jira Cloud answers the old
+ * /rest/api/2/search with 410 Gone (CHANGE-2046).  Jira Data Center has
+ * no such endpoint (404) and keeps /rest/api/2/search, so a 404 there, and
+ * only a 404, falls back to it.  One page of one issue is all we need: the
+ * oldest open ticket with the label.
+ */
 static int
 jira_find(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
-	json_t	*reply = NULL, *body;
-	char	*jql = xasprintf("project = \"%s\" AND labels = \"soak:%s\" AND "
-	    "statusCategory != Done ORDER BY created ASC", ctx->cfg->project,
+	json_t		*reply = NULL, *body, *issues, *first;
+	char		*jql = xasprintf("project = \"%s\" AND labels = \"soak:%s\" "
+	    "AND statusCategory != Done ORDER BY created ASC", ctx->cfg->project,
 	    t->hash);
-	char	*url = xasprintf("%s/rest/api/2/search", ctx->base);
-	int	 rc = -1;
+	char		*url = xasprintf("%s/rest/api/3/search/jql", ctx->base);
+	char		 err3[ERR_LEN];
+	long		 status = 0;
+	int		 rc = -1;
 
 	*ref = NULL;
 	body = json_pack("{s:s, s:i, s:[s]}", "jql", jql, "maxResults", 1,
 	    "fields", "summary");
-	if (call(ctx, "POST", url, body, jira_headers, &reply, err) == -1)
-		goto out;
-	if (!json_is_array(json_object_get(reply, "issues"))) {
+	if (call(ctx, t, "POST", url, body, jira_headers, &reply, &status,
+	    err3) == -1) {
+		if (status != 404) {
+			snprintf(err, ERR_LEN, "%s", err3);
+			goto out;
+		}
+		free(url);
+		url = xasprintf("%s/rest/api/2/search", ctx->base);
+		log_info("tickets: jira: %s; Jira Data Center: searching %s",
+		    err3, url);
+		if (call(ctx, t, "POST", url, body, jira_headers, &reply, NULL,
+		    err) == -1)
+			goto out;
+	}
+	if (!json_is_array(issues = json_object_get(reply, "issues"))) {
 		errf(err, "jira: POST %s: the reply has no issues[]", url);
 		goto out;
 	}
-	*ref = id_string(json_object_get(json_array_get(json_object_get(reply,
-	    "issues"), 0), "key"));
+	if ((first = json_array_get(issues, 0)) != NULL) {
+		/* The key when the reply has one; the numeric id works too. */
+		if ((*ref = id_string(json_object_get(first, "key"))) == NULL &&
+		    (*ref = id_string(json_object_get(first, "id"))) == NULL) {
+			errf(err, "jira: POST %s: issues[0] has neither key nor id",
+			    url);
+			goto out;
+		}
+	}
 	rc = 0;
 out:
 	json_decref(reply);
@@ -421,22 +474,25 @@ jira_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 {
 	json_t	*reply = NULL, *body;
 	char	*url = xasprintf("%s/rest/api/2/issue", ctx->base);
-	char	 summary[256];
+	/*
+	 * Jira refuses a summary over 255 characters: cut it to 255 bytes,
+	 * which is never more characters, on a character boundary.
+	 */
+	char	*summary = tk_plain(t->title, TK_JIRA_SUMMARY_MAX - strlen("…"));
 	int	 rc = -1;
 
-	/* Jira refuses a summary over 255 characters. */
-	snprintf(summary, sizeof(summary), "%s", t->title);
 	body = json_pack("{s:{s:{s:s}, s:s, s:s, s:{s:s}, s:o}}", "fields",
 	    "project", "key", ctx->cfg->project, "summary", summary,
 	    "description", t->body, "issuetype", "name", ctx->cfg->issue_type,
 	    "labels", labels_json(t, true));
-	if (call(ctx, "POST", url, body, jira_headers, &reply, err) == -1)
+	if (call(ctx, t, "POST", url, body, jira_headers, &reply, NULL, err) == -1)
 		goto out;
 	*ref = id_string(json_object_get(reply, "key"));
 	rc = 0;
 out:
 	json_decref(reply);
 	json_decref(body);
+	free(summary);
 	free(url);
 	return rc;
 }
@@ -450,7 +506,7 @@ jira_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
 	char	*url = xasprintf("%s/rest/api/2/issue/%s/comment", ctx->base, eref);
 	int	 rc;
 
-	rc = call(ctx, "POST", url, body, jira_headers, NULL, err);
+	rc = call(ctx, t, "POST", url, body, jira_headers, NULL, NULL, err);
 	json_decref(body);
 	free(url);
 	free(eref);
@@ -487,9 +543,7 @@ webhook_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	    "config", "name", run->config_name, "hash", run->config_hash,
 	    "soak_version", run->soak_version, "sut_revision", run->sut_revision,
 	    "host", run->host);
-	if (body == NULL)
-		abort();
-	rc = call(ctx, "POST", ctx->base, body, NULL, NULL, err);
+	rc = call(ctx, t, "POST", ctx->base, body, NULL, NULL, NULL, err);
 	json_decref(body);
 	*ref = NULL;
 	return rc;
@@ -566,6 +620,23 @@ file_replace(const char *path, const char *text, char *err)
 	return errf(err, "file: %s", tmp);
 }
 
+/* "# title" and the body; the title is markdown here, so made inert. */
+static char *
+file_text(const struct tk_ticket *t)
+{
+	char	*text = NULL;
+	size_t	 len;
+	FILE	*f;
+
+	if ((f = open_memstream(&text, &len)) == NULL)
+		abort();
+	fputs("# ", f);
+	tk_put_text(f, TK_MD, t->title, 2 * TK_TITLE_MAX);
+	fprintf(f, "\n\n%s", t->body);
+	fclose(f);
+	return text;
+}
+
 static int
 file_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
@@ -576,7 +647,7 @@ file_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	if (mkdir_p(dir, 0755, err) == -1)
 		goto out;
 	p = file_path(ctx, t);
-	text = xasprintf("# %s\n\n%s", t->title, t->body);
+	text = file_text(t);
 	if (file_replace(p, text, err) == -1)
 		goto out;
 	*ref = p;
@@ -599,12 +670,14 @@ static int
 file_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
     const char *ref, char *err)
 {
-	char	*old = NULL, *mark = NULL, *text = NULL;
+	char	*old = NULL, *mark = NULL, *text = NULL, *id;
 	int	 rc = -1;
 
 	if ((old = read_file(ref, 64u << 20, NULL, err)) == NULL)
 		goto out;
-	mark = xasprintf("<!-- soak-run: %s -->", ctx->run->run_id);
+	id = tk_marker_id(ctx->run->run_id);	/* as put_markers writes it */
+	mark = xasprintf("<!-- soak-run: %s -->", id);
+	free(id);
 	if (strstr(old, mark) != NULL) {
 		rc = 1;
 		goto out;

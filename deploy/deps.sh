@@ -1,14 +1,23 @@
 #!/bin/sh
-# Installs the Debian packages soak builds, tests and benchmarks with.
+# Installs the Debian packages soak builds, tests, fuzzes and benchmarks
+# with (clang and libclang-rt-dev, whose libFuzzer clang does not pull in,
+# are make fuzz's).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
 PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
 libssl-dev openssl
+clang libclang-rt-dev
 postgresql postgresql-client postgresql-contrib
 libxml2-utils jq curl python3 procps iproute2 nftables
-iperf3 haproxy socat"
+iperf3 haproxy socat
+clang libclang-rt-14-dev"
+# deploy/k8s/test/test.sh (make test-deploy) also needs node and npm (Node 20)
+# and kubectl for its kustomize: this machine image has them, but not from
+# Debian (Debian 12's kubernetes-client is 1.20, its kustomize too old for the
+# overlays).  deploy/k8s/test/image.sh (make test-image) needs podman, runc and
+# debootstrap (Debian's): add "podman runc debootstrap" here if CI runs it.
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=

@@ -383,6 +383,7 @@ cmd_check(int argc, char **argv)
 	const char		*db = NULL, *schema = NULL;
 	PGconn			*conn = NULL;
 	char			 err[ERR_LEN];
+	struct cfg_errors	 cerrs = { 0 };
 	int64_t			 deadline;
 	bool			 expired;
 	int			 ch, json = 0, n, rc = SOAK_EXIT_INCOMPLETE;
@@ -400,8 +401,9 @@ cmd_check(int argc, char **argv)
 		usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
-	if (cfg_load_file(argv[optind], &cfg, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
+	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
+		cfg_errors_print(&cerrs, stderr, "soak");
+		cfg_errors_free(&cerrs);
 		return SOAK_EXIT_CONFIG;
 	}
 	if (db == NULL) {

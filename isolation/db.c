@@ -22,8 +22,9 @@
  *      process has gone
  *   1  the probe at a seed's deadline (iso_probe), which must not find the
  *      server full of the killed turns' backends and call it dead
+ *   1  the database watch (iso_watch_start)
  */
-#define ISO_DB_SLOT_SPARE	7
+#define ISO_DB_SLOT_SPARE	8
 /*
  * Once per cluster: superuser_reserved_connections (3, and soak connects
  * as the superuser, so they count), psql by hand, a coordinator's sweep
@@ -37,7 +38,7 @@
  * through it as well, or a duplicate delivery's fresh upstream
  * connection); every service may hold one.  So:
  *
- *   slots x (turns x (1 + proxies to the database) + services + 7) + 20
+ *   slots x (turns x (1 + proxies to the database) + services + 8) + 20
  *
  * which is never below what the three callers asked for before it was one
  * formula (soak run: workers x (turns + 6) + 20; a worker slot and a

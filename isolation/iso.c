@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #define ISO_NAME_MAX		63	/* NAMEDATALEN - 1: longer names get cut */
 /* A reset waiting this long on a lock names the likely culprit. */
 #define ISO_LOCK_TIMEOUT	"30s"
+#define ISO_RECONNECT_MS	5000	/* a reset waits that long for a lost server */
 
 /*
  * A server process, told apart from a later one that got its pid by the
@@ -47,6 +49,8 @@ struct iso {
 	struct backend	 self;		/* conn's backend */
 	struct backend	 stale;		/* a dropped connection's, still to end */
 	char		 ddl_sqlstate[6];	/* the last iso_reset's DDL error */
+	char		 epoch[ISO_EPOCH_LEN];	/* conn's server: pg_postmaster_start_time */
+	bool		 db_down;	/* a reset waited for the server in vain */
 };
 
 /* libpq prints NOTICEs on stderr by default; they are noise to a run. */
@@ -79,8 +83,8 @@ iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
  * string: a password that libpq would misread as host, port or database
  * (an unencoded '/' or '@') must not come back through them.
  */
-static void
-conn_desc(const char *conninfo, char *buf, size_t len)
+void
+iso_conn_desc(const char *conninfo, char *buf, size_t len)
 {
 	struct iso_dbparams	 p;
 	char			*red = conninfo_redact(conninfo);
@@ -293,7 +297,8 @@ iso_session(struct iso *iso, char *err)
 	PQsetNoticeProcessor(iso->conn, iso_notice, NULL);
 	sql = xasprintf("SET client_min_messages = warning; "
 	    "SET application_name = 'soak worker %d'; SET search_path TO %s; "
-	    "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint "
+	    "SELECT pid, (extract(epoch FROM backend_start) * 1000000)::bigint, "
+	    "pg_postmaster_start_time()::text "
 	    "FROM pg_stat_activity WHERE pid = pg_backend_pid()",
 	    iso->worker_id, iso->qschema);
 	res = iso_pq_exec(iso->conn, sql, iso->deadline, &expired);
@@ -304,6 +309,7 @@ iso_session(struct iso *iso, char *err)
 		iso->self.pid = (int)strtol(PQgetvalue(res, 0, 0), NULL, 10);
 		snprintf(iso->self.start, sizeof(iso->self.start), "%s",
 		    PQgetvalue(res, 0, 1));
+		snprintf(iso->epoch, sizeof(iso->epoch), "%s", PQgetvalue(res, 0, 2));
 	}
 	PQclear(res);
 	free(sql);
@@ -323,6 +329,7 @@ iso_forget(struct iso *iso)
 	if (iso->self.pid > 0)
 		iso->stale = iso->self;
 	memset(&iso->self, 0, sizeof(iso->self));
+	iso->epoch[0] = '\0';
 	iso_pq_abandon(iso->conn);
 	iso->conn = NULL;
 }
@@ -388,7 +395,7 @@ iso_connect(struct iso *iso, char *err)
 		return 0;
 	iso_forget(iso);
 	if ((iso->conn = iso_pq_connect(iso->conninfo, iso->deadline, why)) == NULL) {
-		conn_desc(iso->conninfo, desc, sizeof(desc));
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "cannot connect to PostgreSQL at %s: %s", desc, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
 		return -1;
@@ -423,7 +430,45 @@ iso_probe(struct iso *iso, int timeout_ms, char *err)
 	iso_pq_abandon(c);
 	if (rc == -1) {
 		iso_forget(iso);
-		conn_desc(iso->conninfo, desc, sizeof(desc));
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
+		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
+		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
+		conninfo_scrub(err, ERR_LEN, iso->conninfo);
+	}
+	return rc;
+}
+
+const char *
+iso_epoch(const struct iso *iso)
+{
+	return iso->conn != NULL && PQstatus(iso->conn) == CONNECTION_OK ? iso->epoch : "";
+}
+
+int
+iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch, size_t len, char *err)
+{
+	int64_t		 deadline = now_ms() + timeout_ms;
+	PGconn		*c;
+	PGresult	*res = NULL;
+	char		 desc[128], why[ERR_LEN];
+	bool		 expired = false;
+	int		 rc = -1;
+
+	if ((c = iso_pq_connect(iso->conninfo, deadline, why)) != NULL) {
+		res = iso_pq_exec(c, "SELECT pg_postmaster_start_time()::text", deadline,
+		    &expired);
+		if (!expired && PQresultStatus(res) == PGRES_TUPLES_OK &&
+		    PQntuples(res) == 1) {
+			snprintf(epoch, len, "%s", PQgetvalue(res, 0, 0));
+			rc = 0;
+		} else
+			snprintf(why, sizeof(why), "%s", query_msg(c, res, expired,
+			    desc, sizeof(desc)));
+	}
+	PQclear(res);
+	iso_pq_abandon(c);
+	if (rc == -1) {
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
 		errf(err, "the database at %s did not answer within %d.%d s: %s", desc,
 		    timeout_ms / 1000, timeout_ms % 1000 / 100, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
@@ -780,16 +825,42 @@ int
 iso_reset(struct iso *iso, int64_t deadline, char *err)
 {
 	enum cfg_reset	mode = iso->mode;
+	int64_t		until, delay = 50;
+	char		first[ERR_LEN];
 
 	iso->deadline = deadline;
 	iso->ddl_sqlstate[0] = '\0';
 	if (reset_once(iso, mode, err) == 0)
-		return 0;
+		goto ok;
 	if (!iso_lost(iso) || now_ms() >= deadline)
 		return -1;
+	/*
+	 * The server went away (restarted, crashed, its socket gone for a
+	 * moment): wait for it, within ISO_RECONNECT_MS and the seed's
+	 * deadline, instead of burning through seeds that each fail at once.
+	 * Once such a wait has failed, the server is down for longer: later
+	 * resets try once each until one gets through.
+	 */
+	snprintf(first, sizeof(first), "%s", err);
+	until = iso->db_down ? now_ms() : deadline_within(deadline, ISO_RECONNECT_MS);
 	log_warnx("worker %d: lost the database connection during reset (%s); "
-	    "reconnecting once", iso->worker_id, err);
-	return reset_once(iso, mode, err);
+	    "reconnecting%s", iso->worker_id, first, iso->db_down ? " once" :
+	    ", for up to 5 s");
+	for (;;) {
+		if (reset_once(iso, mode, err) == 0)
+			goto ok;
+		if (!iso_lost(iso))
+			return -1;
+		if (now_ms() + delay >= until)
+			break;
+		poll(NULL, 0, (int)delay);	/* backoff: nothing to wait on */
+		delay = delay * 2 > 1000 ? 1000 : delay * 2;
+	}
+	iso->db_down = true;
+	return -1;
+ok:
+	iso->db_down = false;
+	return 0;
 }
 
 int

@@ -68,7 +68,7 @@ int	iso_db_open(struct iso_db *db, const struct cfg *cfg, int slots,
 void	iso_db_close(struct iso_db *db);
 /*
  * max_connections for `slots` workers of cfg:
- *   slots x (turns x (1 + proxies to the database) + services + 7) + 20
+ *   slots x (turns x (1 + proxies to the database) + services + 8) + 20
  * (the reasons for each term are in isolation/db.c).
  */
 int	iso_db_max_connections(const struct cfg *cfg, int slots);
@@ -171,7 +171,10 @@ PGconn		*iso_conn(struct iso *iso);
  * would (details at restore_sql in iso.c).  iso_drop drops the template too.
  * A DDL error names the file and line: "schema.sql:12: syntax error at or
  * near \"TABL\"" (from PG_DIAG_STATEMENT_POSITION).  If the connection was
- * lost (or dropped by iso_probe) it is re-established before giving up.
+ * lost (or dropped by iso_probe) it is re-established before giving up;
+ * a server that does not take it (restarting, its socket gone) is tried
+ * again with backoff for up to 5 s within the deadline -- once per reset
+ * after such a wait failed, until a reset gets through again.
  * Every call, connecting included, gives up at deadline (a now_ms()
  * instant), leaving the connection mid-query for iso_probe to drop.
  */
@@ -195,6 +198,48 @@ int		iso_drop(struct iso *iso, char *err);
  * then, if the server has come back).
  */
 int		iso_probe(struct iso *iso, int timeout_ms, char *err);
+
+/*
+ * Did the database restart?  iso_epoch: pg_postmaster_start_time() (as
+ * text) of the server the control connection is on -- read at connect, the
+ * same for the connection's life, since no connection outlives its server
+ * -- or "" without one.  iso_probe_epoch asks it again on a fresh
+ * connection within timeout_ms: 0 with epoch, or -1 with err ("the
+ * database at ... did not answer within N s: why").  A different answer
+ * is a server restarted in between (worker/seedrun.c's outage check).
+ */
+#define ISO_EPOCH_LEN	48
+const char	*iso_epoch(const struct iso *iso);
+int		iso_probe_epoch(struct iso *iso, int timeout_ms, char *epoch,
+		    size_t len, char *err);
+/* host:port/dbname of a conninfo, for messages (from its redacted text). */
+void		iso_conn_desc(const char *conninfo, char *buf, size_t len);
+
+/*
+ * The database watch: a thread with a connection of its own asks the
+ * server pg_postmaster_start_time() every ISO_WATCH_EVERY_MS, each time
+ * within ISO_WATCH_ANSWER_MS -- the 2 s the probe at a seed's deadline
+ * allows too, so a server slow under load is not an outage.  No answer in
+ * time (paused, cut off) or a connection that fails (stopped, restarting)
+ * begins an outage, logged as a warning; the next answer ends it, logged
+ * too; an answer naming another server start is a restart.  So an outage shorter than a turn --
+ * over before the seed's end, the control connection intact -- is still
+ * seen (worker/seedrun.c's outage check).  One connection per worker
+ * (isolation/db.c counts it).
+ *
+ * iso_watch_outage: 1 with why filled when the latest outage overlapped
+ * [since, now] (since a now_ms() instant: the seed's start), in a
+ * sentence ("soak's watch of the database at H:P/D had no answer for
+ * 3.1 s, from 0.4 s after the seed began: no answer within 2.0 s"); 0
+ * when none did, or w is NULL.
+ */
+#define ISO_WATCH_EVERY_MS	500
+#define ISO_WATCH_ANSWER_MS	2000
+struct iso_watch;
+struct iso_watch *iso_watch_start(const char *conninfo, int worker_id, char *err);
+void		iso_watch_stop(struct iso_watch *w);	/* NULL is fine */
+int		iso_watch_outage(struct iso_watch *w, int64_t since, char *why,
+		    size_t len);
 
 /*
  * Workspaces.  iso_seed_dir creates (after removing any leftover)

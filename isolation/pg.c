@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -262,6 +263,48 @@ stop_postgres(pid_t pm)
 	}
 }
 
+/*
+ * Somebody restarted the cluster behind our back (pg_ctl restart, as the
+ * chaos test does): the postmaster now running is not our child, and
+ * would outlive the directory we remove.  postmaster.pid names it; it is
+ * ours if its working directory is our data directory (a postmaster
+ * chdirs there), so a stale pid taken by another process is left alone.
+ */
+static void
+stop_restarted(const struct pg_plan *pl, pid_t pm)
+{
+	char	*path = xasprintf("%s/postmaster.pid", pl->datadir), *text;
+	char		 proc[64], cwd[PATH_MAX];
+	struct pollfd	 pfd;
+	ssize_t		 n;
+	long		 pid;
+	int		 fd;
+
+	text = read_file(path, 4096, NULL, NULL);
+	free(path);
+	if (text == NULL)
+		return;
+	pid = strtol(text, NULL, 10);
+	free(text);
+	if (pid <= 1 || pid == (long)pm)
+		return;
+	snprintf(proc, sizeof(proc), "/proc/%ld/cwd", pid);
+	if ((n = readlink(proc, cwd, sizeof(cwd) - 1)) <= 0)
+		return;
+	cwd[n] = '\0';
+	if (strcmp(cwd, pl->datadir) != 0)
+		return;
+	/* Not our child: its pidfd says when it is gone. */
+	fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	kill((pid_t)pid, SIGQUIT);
+	if (fd != -1) {
+		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (poll(&pfd, 1, PG_STOP_TIMEOUT_MS) == 0)
+			kill((pid_t)pid, SIGKILL);
+		close(fd);
+	}
+}
+
 static int
 run_initdb(const struct pg_plan *pl, char *err)
 {
@@ -424,6 +467,8 @@ report:
 			break;
 	}
 	stop_postgres(pm);
+	if (pm > 0)
+		stop_restarted(pl, pm);
 	rm_rf(pl->root);
 	_exit(0);
 }

@@ -174,6 +174,7 @@ cmd_replay(int argc, char **argv)
 	struct seed_result	 res = { 0 };
 	struct iso_db		 db = { 0 };
 	const char		*out = "soak-replay", *seedarg = NULL;
+	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
 	bool			 keep = false, shell = false;
@@ -200,8 +201,9 @@ cmd_replay(int argc, char **argv)
 		fprintf(stderr, "soak replay: --seed wants an integer, got \"%s\"\n", seedarg);
 		return SOAK_EXIT_USAGE;
 	}
-	if (cfg_load_file(argv[optind], &cfg, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
+	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
+		cfg_errors_print(&cerrs, stderr, "soak");
+		cfg_errors_free(&cerrs);
 		return SOAK_EXIT_CONFIG;
 	}
 	signal(SIGPIPE, SIG_IGN);

@@ -39,6 +39,7 @@ struct seed_ctx {
 	int			 ok_turns, total_turns, crashed;
 	int			 round;		/* the round that failed, or -1 */
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
+	char			 epoch[ISO_EPOCH_LEN];	/* the server's start, at reset */
 };
 
 static void
@@ -154,6 +155,41 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
 	    where, err);
 	log_warnx("seed %" PRIu64 ": %s", c->seed, res->message);
 	timeline(c, "probe: %s", err);
+}
+
+/*
+ * Turns failed (the guard), or the seed hung with the database answering:
+ * the system under test's failure -- unless soak itself sees that the
+ * database went away under the seed.  Asked on a fresh connection within
+ * WRK_PROBE_MS: no answer, or a server started after the seed's reset
+ * (pg_postmaster_start_time changed: it restarted, and every session of
+ * the turns with it), makes the seed infra/db, retried like any infra; so
+ * does an outage the database watch saw during the seed (iso.h: a pause or
+ * a cut shorter than the seed, over by now).
+ * Only soak's own observation counts, never a turn's words: a turn that
+ * fails on a database that stayed up is still the system's failure, and
+ * rows an invariant returned are data, whatever happened to the server.
+ */
+static void
+outage_check(struct seed_ctx *c, struct seed_result *res)
+{
+	char	epoch[ISO_EPOCH_LEN], err[ERR_LEN], was[sizeof(res->message)];
+
+	if (c->epoch[0] == '\0')
+		return;
+	snprintf(was, sizeof(was), "%s", res->message);
+	if (iso_probe_epoch(c->w->iso, WRK_PROBE_MS, epoch, sizeof(epoch), err) == -1)
+		verdict(res, REASON_DB, "%s, and then %s", was, err);
+	else if (strcmp(epoch, c->epoch) != 0)
+		verdict(res, REASON_DB, "%s, and the database restarted during the "
+		    "seed (its server started at %s; at the seed's reset it had "
+		    "started at %s)", was, epoch, c->epoch);
+	else if (iso_watch_outage(c->w->watch, c->start, err, sizeof(err)) == 1)
+		verdict(res, REASON_DB, "%s, and %s", was, err);
+	else
+		return;
+	log_warnx("seed %" PRIu64 ": %s", c->seed, res->message);
+	timeline(c, "outage: %s", res->message);
 }
 
 /*
@@ -623,6 +659,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 
 	if (seed_begin(&c, res) == -1)
 		goto done;
+	snprintf(c.epoch, sizeof(c.epoch), "%s", iso_epoch(w->iso));
 	if (cfg->nproxies > 0) {
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
@@ -667,14 +704,21 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		verdict(res, REASON_NONE, "%d of %d turns ok", c.ok_turns, c.total_turns);
 done:
 	set_state(&c, RUN_VERDICT, -1);
+	if (res->reason == REASON_GUARD || res->reason == REASON_HANG)
+		outage_check(&c, res);
 	if (c.proxies) {
 		proxy_set_close(c.proxies);
 		c.proxies = NULL;
 	}
-	/* A service that died under the seed makes the seed unreliable. */
-	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0 &&
-	    wrk_services_check(w, INT64_MAX, &died, err) == 0 && died)
-		verdict(res, REASON_SERVICE, "a service died during the seed");
+	/* A service that died under the seed makes the seed unreliable,
+	 * and one that then would not come back says why. */
+	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0) {
+		if (wrk_services_check(w, INT64_MAX, &died, err) == -1)
+			verdict(res, REASON_SERVICE, "a service died during the "
+			    "seed and did not come back: %s", err);
+		else if (died)
+			verdict(res, REASON_SERVICE, "a service died during the seed");
+	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
 	json_object_set_new(detail, "message", json_string(res->message));

@@ -1,11 +1,33 @@
 /*
  * Services of the system under test (an HTTP API, a mock provider): started
- * once per worker beside the turns, on a port soak picks (SOAK_PORT),
- * restarted when they die, stopped with the worker.
+ * once per worker beside the turns, restarted when they die, stopped with
+ * the worker.
+ *
+ * Every service's port is chosen before the first one starts, and never
+ * changes for the worker's life, so every service, setup command and turn
+ * sees every SOAK_SERVICE_<NAME>, and a restarted service is where the
+ * others last saw it.  Two ways to listen on it (services[].listen):
+ *
+ *  - socket: soak binds and listens, and hands the socket over as
+ *    systemd's socket activation does (fd 3, LISTEN_FDS=1, LISTEN_PID,
+ *    LISTEN_FDNAMES).  The socket is ours for the worker's life: no
+ *    window in which another process could take the port, and a restart
+ *    gets the same socket, with whatever connected meanwhile still queued.
+ *  - port: the service binds SOAK_PORT itself.  Until it starts soak holds
+ *    the port with a bound socket that does not listen (connects are
+ *    refused, bind(0) and connect()'s ephemeral ports pass it by), and
+ *    lets go just before the spawn: the window is from there to the
+ *    service's own bind.  Were soak to hold it longer, a service that
+ *    binds without SO_REUSEADDR would fail.  A restart first holds the
+ *    port again (waiting, within its ready_timeout, for a dead life's
+ *    processes to let go of it); after a restart that failed it stays
+ *    held.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +46,10 @@ struct svc {
 	pid_t				 pid;
 	int				 pidfd;
 	int				 port;
+	int				 sock;	/* listen: socket, the listening
+						   socket, always; listen: port,
+						   the reservation while the
+						   service is not running, or -1 */
 	int				 starts;
 };
 
@@ -34,44 +60,176 @@ struct wrk_services {
 };
 
 /*
- * The kernel picks a free port; we close it and hand the number to the
- * service.  Another process could take it in between; on loopback with
- * ephemeral ports that is rare, and a service that fails to bind shows up
- * as "not ready", which is an infra verdict, never a wrong pass.
+ * A socket on 127.0.0.1:port (0: the kernel picks, and s->port says
+ * which), close-on-exec and at fd 3 or above, listening or not.
+ * SO_REUSEADDR so that a port left in TIME_WAIT by a dead service can be
+ * held again.
  */
 static int
-free_port(char *err)
+svc_bind(struct svc *s, bool listening, char *err)
 {
 	struct sockaddr_in	sin = { .sin_family = AF_INET };
 	socklen_t		len = sizeof(sin);
-	int			fd, port;
+	int			fd, low = -1, one = 1, e;
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(s->port);
 	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
-		return errf(err, "socket: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1) {
-		close(fd);
-		return errf(err, "cannot find a free port: %s", strerror(errno));
+		return errf(err, "service %s: socket: %s", s->c->name, strerror(errno));
+	/* fd 0..2 would be clobbered by the child's redirections (the worker
+	 * may have started with one closed). */
+	if (fd < 3) {
+		low = fd;
+		if ((fd = fcntl(low, F_DUPFD_CLOEXEC, 3)) == -1) {
+			errf(err, "service %s: fcntl: %s", s->c->name, strerror(errno));
+			goto fail;
+		}
+		close(low);
+		low = -1;
 	}
-	port = ntohs(sin.sin_port);
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == -1 ||
+	    bind(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1 ||
+	    getsockname(fd, (struct sockaddr *)&sin, &len) == -1 ||
+	    (listening && listen(fd, SOMAXCONN) == -1)) {
+		if (s->port == 0)
+			errf(err, "service %s: cannot find a free port on 127.0.0.1: %s",
+			    s->c->name, strerror(errno));
+		else
+			errf(err, "service %s: cannot hold its port 127.0.0.1:%d: %s",
+			    s->c->name, s->port, strerror(errno));
+		goto fail;
+	}
+	s->port = ntohs(sin.sin_port);
+	s->sock = fd;
+	return 0;
+fail:
+	e = errno;
+	if (low != -1)
+		close(low);
 	close(fd);
-	return port;
+	errno = e;
+	return -1;
+}
+
+/*
+ * listen: port, before a start: the port held, waiting while it is in use
+ * (a dead service's process group, SIGKILLed, lets go of its sockets when
+ * the kernel gets to it; a prefork server's children are many), until
+ * deadline.  Then the start can hand it over, rather than the service
+ * failing its own bind.
+ */
+static int
+svc_hold(struct svc *s, int64_t deadline, char *err)
+{
+	int	delay = 1, e;
+
+	while (s->sock == -1) {
+		if (svc_bind(s, false, err) == 0)
+			break;
+		e = errno;
+		if (e != EADDRINUSE)
+			return -1;
+		if (now_ms() >= deadline)
+			return errf(err, "service %s: its port 127.0.0.1:%d is still "
+			    "in use (by its last life's processes, or another "
+			    "program's)", s->c->name, s->port);
+		poll(NULL, 0, delay);
+		delay = delay < 50 ? delay * 2 : 50;
+	}
+	return 0;
+}
+
+/* listen: port, while the service is not running: hold its port again. */
+static void
+svc_reserve(struct svc *s)
+{
+	char	err[ERR_LEN];
+
+	if (s->c->listen != CFG_LISTEN_PORT || s->sock != -1)
+		return;
+	if (svc_bind(s, false, err) == -1)
+		log_warnx("%s (its restart may find the port taken)", err);
+}
+
+static void
+svc_release(struct svc *s)
+{
+	if (s->c->listen != CFG_LISTEN_PORT || s->sock == -1)
+		return;
+	close(s->sock);
+	s->sock = -1;
+}
+
+static int
+tcp_connect(int port)
+{
+	struct sockaddr_in	sin = { .sin_family = AF_INET };
+	int			fd;
+
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sin.sin_port = htons(port);
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 static int
 tcp_accepts(int port)
 {
-	struct sockaddr_in	sin = { .sin_family = AF_INET };
-	int			fd, ok;
+	int	fd;
 
-	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	sin.sin_port = htons(port);
-	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+	if ((fd = tcp_connect(port)) == -1)
 		return 0;
-	ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
 	close(fd);
-	return ok;
+	return 1;
+}
+
+/*
+ * Connections on a listening socket waiting for accept(2): TCP_INFO's
+ * tcpi_unacked is the accept queue's length on a listener (tcp_get_info).
+ */
+static int
+accept_queue(int fd)
+{
+	struct tcp_info	ti;
+	socklen_t	len = sizeof(ti);
+
+	memset(&ti, 0, sizeof(ti));
+	if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &ti, &len) == -1)
+		return -1;
+	return (int)ti.tcpi_unacked;
+}
+
+/*
+ * listen: socket, ready: tcp.  The socket listens before the service runs,
+ * so a connect proves nothing; what does is the service taking a
+ * connection off it.  Before the spawn, a probe connects and we wait (on
+ * poll, an event) until it is in the accept queue; nobody else holds the
+ * socket, so nobody can take it.  The service is ready once the queue is
+ * shorter than that: it has called accept(2).  -1 with err; else the
+ * probe's descriptor, and *queued the queue's length.
+ */
+static int
+svc_probe(struct svc *s, int64_t deadline, int *queued, char *err)
+{
+	struct pollfd	pfd = { .fd = s->sock, .events = POLLIN };
+	int		fd;
+
+	if ((fd = tcp_connect(s->port)) == -1)
+		return errf(err, "service %s: cannot connect to its own socket "
+		    "on port %d: %s", s->c->name, s->port, strerror(errno));
+	while (poll(&pfd, 1, ms_until(deadline)) == -1 && errno == EINTR)
+		;
+	if ((pfd.revents & POLLIN) == 0 || (*queued = accept_queue(s->sock)) < 1) {
+		close(fd);
+		return errf(err, "service %s: the probe of its socket on port %d "
+		    "never reached the accept queue", s->c->name, s->port);
+	}
+	return fd;
 }
 
 /* A service's program that exec cannot start: a config error (cfgerr.h). */
@@ -90,6 +248,19 @@ svc_exec_error(struct wrk *w, const struct svc *s, int errnum)
 	cfgerr_exec(&w->open_cfgerr, key, errnum, why);
 }
 
+/* Is it ready?  1 yes, 0 not yet, -1 the socket says nothing. */
+static int
+svc_ready(const struct svc *s, int queued)
+{
+	int	q;
+
+	if (s->c->listen == CFG_LISTEN_PORT)
+		return tcp_accepts(s->port);
+	if ((q = accept_queue(s->sock)) == -1)
+		return -1;
+	return q < queued;
+}
+
 static int
 svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 {
@@ -97,24 +268,41 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	struct env		 env;
 	char			*dir = NULL, *out = NULL, *errp = NULL;
 	int64_t			 started, deadline;
-	int			 rc = -1, e;
+	int			 rc = -1, e, probe = -1, queued = 0, ready;
+	bool			 activated = s->c->listen == CFG_LISTEN_SOCKET;
 
 	env_init(&env);
-	if ((s->port = free_port(err)) == -1)
-		goto out;
+	started = now_ms();
+	/* Its ready_timeout, or what is left of the seed's. */
+	deadline = deadline_within(limit, s->c->ready_timeout_ms);
 	dir = xasprintf("%s/services/%s", w->workspace, s->c->name);
 	if (mkdir_p(dir, 0700, err) == -1)
 		goto out;
 	env_make_dirs(dir);
 	out = xasprintf("%s/stdout.log", dir);
 	errp = xasprintf("%s/stderr.log", dir);
-	w->services->ports[s - w->services->s].port = s->port;
 	env_base(&env, w, w->services->ports, w->services->n, dir);
 	env_addf(&env, "SOAK_PORT", "%d", s->port);
 	env_addf(&env, "SOAK_SERVICE", "%s", s->c->name);
 	req = (struct spawn_req){ .argv = s->c->command, .envp = env.v, .dir = dir,
-	    .stdout_path = out, .stderr_path = errp };
+	    .stdout_path = out, .stderr_path = errp, .listen_fd = -1 };
+	if (activated) {
+		env_addf(&env, "LISTEN_FDS", "1");
+		env_addf(&env, "LISTEN_FDNAMES", "%s", s->c->name);
+		/* Room for any pid; the child writes its own (spawn.c). */
+		env_addf(&env, "LISTEN_PID", "%020d", 0);
+		req.envp = env.v;
+		req.listen_pid = env.v[env.n - 1];
+		req.listen_fd = s->sock;
+		if (s->c->ready == CFG_READY_TCP &&
+		    (probe = svc_probe(s, deadline, &queued, err)) == -1)
+			goto out;
+	}
+	if (!activated && svc_hold(s, deadline, err) == -1)
+		goto out;
+	svc_release(s);
 	if (wrk_spawn(&req, &s->pid, &s->pidfd, &e, err) == -1) {
+		s->pid = 0;
 		svc_exec_error(w, s, e);
 		goto out;
 	}
@@ -123,27 +311,32 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 		rc = 0;
 		goto out;
 	}
-	/* Readiness: the port accepts.  Between attempts wait on the pidfd, so
-	 * a service that dies is noticed at once rather than at the deadline. */
-	/* Its ready_timeout, or what is left of the seed's. */
-	started = now_ms();
-	deadline = deadline_within(limit, s->c->ready_timeout_ms);
+	/* Readiness: the port accepts (listen: port), or the service took a
+	 * connection off its socket (listen: socket).  Between attempts wait
+	 * on the pidfd, so a service that dies is noticed at once rather than
+	 * at the deadline. */
 	for (int delay = 2;; delay = delay < 50 ? delay * 2 : 50) {
 		struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
 
-		if (tcp_accepts(s->port)) {
+		if ((ready = svc_ready(s, queued)) == 1) {
 			rc = 0;
 			break;
 		}
+		if (ready == -1) {
+			errf(err, "service %s: TCP_INFO on its socket: %s",
+			    s->c->name, strerror(errno));
+			break;
+		}
 		if (poll(&pfd, 1, delay) == 1) {
-			errf(err, "service %s exited before it listened on port %d "
-			    "(see %s)", s->c->name, s->port, errp);
+			errf(err, "service %s exited before it %s port %d (see %s)",
+			    s->c->name, activated ? "accepted on its socket on" :
+			    "listened on", s->port, errp);
 			break;
 		}
 		if (now_ms() >= deadline) {
-			errf(err, "service %s did not accept on port %d within %lld ms "
-			    "(see %s)", s->c->name, s->port,
-			    (long long)(deadline - started), errp);
+			errf(err, "service %s did not accept on %s %d within %lld ms "
+			    "(see %s)", s->c->name, activated ? "its socket on port" :
+			    "port", s->port, (long long)(deadline - started), errp);
 			break;
 		}
 	}
@@ -155,6 +348,10 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 		s->pidfd = -1;
 	}
 out:
+	if (rc == -1)
+		svc_reserve(s);
+	if (probe != -1)
+		close(probe);
 	env_free(&env);
 	free(dir);
 	free(out);
@@ -165,20 +362,21 @@ out:
 static void
 svc_stop(struct svc *s)
 {
-	if (s->pid <= 0)
-		return;
-	kill(-s->pid, SIGTERM);
-	{
+	if (s->pid > 0) {
 		struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
 
+		kill(-s->pid, SIGTERM);
 		if (poll(&pfd, 1, 2000) != 1)
 			kill(-s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+		kill(-s->pid, SIGKILL);
+		close(s->pidfd);
+		s->pid = 0;
+		s->pidfd = -1;
 	}
-	waitpid(s->pid, NULL, 0);
-	kill(-s->pid, SIGKILL);
-	close(s->pidfd);
-	s->pid = 0;
-	s->pidfd = -1;
+	if (s->sock != -1)
+		close(s->sock);
+	s->sock = -1;
 }
 
 int
@@ -192,9 +390,21 @@ wrk_services_start(struct wrk *w, char *err)
 	w->services->s = xcalloc(cfg->nservices, sizeof(struct svc));
 	w->services->ports = xcalloc(cfg->nservices, sizeof(struct env_port));
 	for (i = 0; i < cfg->nservices; i++) {
-		w->services->ports[i].name = cfg->services[i].name;
 		w->services->s[i].c = &cfg->services[i];
 		w->services->s[i].pidfd = -1;
+		w->services->s[i].sock = -1;
+	}
+	/* Every port first, so the first service's environment names the
+	 * last one's. */
+	for (i = 0; i < cfg->nservices; i++) {
+		struct svc	*s = &w->services->s[i];
+
+		if (svc_bind(s, s->c->listen == CFG_LISTEN_SOCKET, err) == -1)
+			return -1;
+		w->services->ports[i].name = cfg->services[i].name;
+		w->services->ports[i].port = s->port;
+	}
+	for (i = 0; i < cfg->nservices; i++) {
 		if (svc_start(w, &w->services->s[i], INT64_MAX, err) == -1)
 			return -1;
 		log_debug("service %s ready on port %d", cfg->services[i].name,
@@ -223,6 +433,7 @@ wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err)
 			kill(-s->pid, SIGKILL);
 			close(s->pidfd);
 			s->pid = 0;
+			s->pidfd = -1;
 		}
 		if (svc_start(w, s, deadline, err) == -1)
 			return -1;

@@ -73,11 +73,12 @@ turn_status_name(enum turn_status s)
 
 #define CHILD_STACK	(64 * 1024)	/* execvpe builds PATH candidates on it */
 
-enum child_step { STEP_NONE, STEP_PDEATHSIG, STEP_STDIN, STEP_STDOUT, STEP_STDERR,
-	STEP_CHDIR, STEP_EXEC };
+enum child_step { STEP_NONE, STEP_PDEATHSIG, STEP_LISTEN, STEP_STDIN, STEP_STDOUT,
+	STEP_STDERR, STEP_CHDIR, STEP_EXEC };
 
 static const char *const child_step_names[] = {
 	[STEP_NONE] = "", [STEP_PDEATHSIG] = "the worker exited",
+	[STEP_LISTEN] = "hand over its listening socket as fd 3",
 	[STEP_STDIN] = "open /dev/null", [STEP_STDOUT] = "open its stdout file",
 	[STEP_STDERR] = "open its stderr file", [STEP_CHDIR] = "chdir",
 	[STEP_EXEC] = "exec",
@@ -116,6 +117,36 @@ child_redirect(const char *path, int flags, int target)
 	return 0;
 }
 
+/*
+ * Socket activation, in the child: the socket onto fd 3 without
+ * FD_CLOEXEC, and our pid into the LISTEN_PID=... string (no stdio here).
+ * First of the descriptor steps, so that a socket on 0..2 (the worker
+ * started with one closed) is moved before the redirections take it.
+ */
+static int
+child_listen(const struct spawn_req *req)
+{
+	char	digits[24], *p;
+	size_t	n = 0;
+	long	pid;
+
+	if (req->listen_fd == 3) {
+		if (fcntl(3, F_SETFD, 0) == -1)
+			return -1;
+	} else if (dup2(req->listen_fd, 3) == -1)	/* dup2 clears FD_CLOEXEC */
+		return -1;
+	pid = syscall(SYS_getpid);	/* ours, not the worker's (no cache) */
+	do
+		digits[n++] = (char)('0' + pid % 10);
+	while ((pid /= 10) > 0 && n < sizeof(digits));
+	/* With CLONE_VM this writes the worker's copy of the string, which
+	 * is this spawn's alone. */
+	for (p = req->listen_pid + sizeof("LISTEN_PID=") - 1; n > 0; )
+		*p++ = digits[--n];
+	*p = '\0';
+	return 0;
+}
+
 /* In the child: only plain system calls until execve. */
 static int
 child_main(void *arg)
@@ -139,6 +170,9 @@ child_main(void *arg)
 	for (sig = 1; sig < NSIG; sig++)
 		if (sig != SIGKILL && sig != SIGSTOP)
 			syscall(SYS_rt_sigaction, sig, &dfl, NULL, sizeof(uint64_t));
+	a->step = STEP_LISTEN;
+	if (req->listen_pid != NULL && child_listen(req) == -1)
+		goto fail;
 	a->step = STEP_STDIN;
 	if (child_redirect("/dev/null", O_RDONLY, 0) == -1)
 		goto fail;

@@ -56,6 +56,9 @@ wrk_open(struct wrk *w, char *err)
 	if ((w->iso = iso_open(w->cfg, w->conninfo, w->run_id, w->id, w->workspace,
 	    err)) == NULL)
 		return -1;
+	/* Without it only outages that outlast a seed are seen: go on. */
+	if ((w->watch = iso_watch_start(w->conninfo, w->id, err)) == NULL)
+		log_warnx("%s", err);
 	w->open_failed = REASON_SERVICE;
 	if (wrk_services_start(w, err) == -1)
 		return -1;
@@ -69,6 +72,8 @@ wrk_close(struct wrk *w, bool drop_schema)
 	char	err[ERR_LEN];
 
 	wrk_services_stop(w);
+	iso_watch_stop(w->watch);
+	w->watch = NULL;
 	if (w->iso && drop_schema && iso_drop(w->iso, err) == -1)
 		log_warnx("%s", err);
 	iso_close(w->iso);

@@ -59,6 +59,16 @@ struct spawn_req {
 	const char	*dir;
 	const char	*stdout_path;
 	const char	*stderr_path;
+	/*
+	 * Socket activation (a service with listen: socket): when listen_pid
+	 * is not NULL, listen_fd becomes the child's fd 3 (without
+	 * FD_CLOEXEC; every other descriptor of ours is close-on-exec), and
+	 * listen_pid, one of envp's strings, "LISTEN_PID=" followed by room
+	 * for 20 digits, gets the child's own pid, written by the child
+	 * before exec (sd_listen_fds(3) checks it).
+	 */
+	int		 listen_fd;
+	char		*listen_pid;
 };
 
 /*
@@ -101,20 +111,26 @@ void	wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 	    int64_t deadline_ms, struct turn_outcome *out, bool *hung);
 void	turn_outcome_clear(struct turn_outcome *t);
 
-/* Worker-scoped services of the system under test. */
+/*
+ * Worker-scoped services of the system under test (services.c).  Every
+ * service's port is chosen (bound) before the first one starts and stays
+ * the same for the worker's life, restarts included.
+ */
 struct wrk_services;
 struct wrk;
 
+/* Binds every port, then starts the services in order, each ready. */
 int	wrk_services_start(struct wrk *w, char *err);
 /*
- * Restarts any that died, each ready within its ready_timeout and
- * deadline (a now_ms() instant; INT64_MAX: none); *died says whether one
- * had.  -1 if one can't come back.
+ * Restarts any that died, on its port, each ready within its ready_timeout
+ * and deadline (a now_ms() instant; INT64_MAX: none); *died says whether
+ * one had.  -1 if one can't come back.
  */
 int	wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err);
 void	wrk_services_stop(struct wrk *w);
 int	wrk_service_port(const struct wrk *w, const char *name);
-/* Every service's name and current port, for env_base. */
+/* Every service's name and port, for env_base; the same from
+ * wrk_services_start to wrk_services_stop. */
 const struct env_port	*wrk_service_ports(const struct wrk *w, size_t *n);
 
 /* Everything constant for one worker. */
@@ -123,6 +139,7 @@ struct wrk {
 	char			*run_id;
 	int			 id;
 	struct iso		*iso;
+	struct iso_watch	*watch;		/* the database watch, or NULL */
 	struct iso_dbparams	 db;
 	char			*conninfo;
 	char			*workspace;	/* root of this worker's directories */

@@ -4,7 +4,12 @@
   tickets_report.py RUN_DIR --run-id ID [--sink S --url U --repo R --project P
       --token-env E --user-env E --infra --insecure-http] [--pass N]
       [--fail SEED:invariant:NAME[,NAME..] | SEED:guard|hang|crash]...
-      [--infra-seed SEED:REASON]...
+      [--infra-seed SEED:REASON]... [--row TEXT]... [--stderr TEXT]
+      [--message TEXT]
+
+--row adds a violating row [TEXT, "ok", "x|y"] to every invariant, --stderr
+is turn 0's stderr tail and --message each failure's message: untrusted
+text, as a system under test may write it.
 
 Each invariant failure also gets failures/<seed>/result.json (with turns)
 and trace.jsonl, as the coordinator leaves them.
@@ -27,6 +32,9 @@ ap.add_argument("--insecure-http", action="store_true")
 ap.add_argument("--pass", dest="npass", type=int, default=0)
 ap.add_argument("--fail", action="append", default=[])
 ap.add_argument("--infra-seed", action="append", default=[])
+ap.add_argument("--row", action="append", default=[])
+ap.add_argument("--stderr")
+ap.add_argument("--message")
 a = ap.parse_args()
 
 SQL = {"items_reserved matches reservation events":
@@ -47,19 +55,20 @@ for i in range(a.npass):
                                   "duration_ms": 90, "message": None}],
                     "reproduced": None, "replay": None, "failure_dir": None})
 for spec in a.fail:
-    parts = spec.split(":")
+    parts = spec.split(":", 2)
     seed, reason = int(parts[0]), parts[1]
     names = parts[2].split(",") if reason == "invariant" else []
     invs = []
     for n in names:
         invs.append({"name": n, "sql": SQL.get(n, "SELECT 1 WHERE false"),
                      "columns": ["order_id", "items_reserved", "events"],
-                     "rows": [[str(seed), "3", "4"], [str(seed + 1), None, "0|1"]],
-                     "row_count": 2})
+                     "rows": [[str(seed), "3", "4"], [str(seed + 1), None, "0|1"]]
+                     + [[r, "ok", "x|y"] for r in a.row],
+                     "row_count": 2 + len(a.row)})
     fp = "|".join([a.config, reason] + sorted(names))
     fdir = "failures/%d" % seed
     rec = {"seed": seed, "verdict": "fail", "reason": reason,
-           "message": "%s failure on seed %d" % (reason, seed), "worker": 2,
+           "message": a.message or "%s failure on seed %d" % (reason, seed), "worker": 2,
            "duration_ms": 131, "round": 0, "ok_turns": 7, "total_turns": 8,
            "fingerprint": fp, "invariants": invs,
            "attempts": [{"worker": 2, "verdict": "fail", "reason": reason,
@@ -72,7 +81,8 @@ for spec in a.fail:
     full = dict(rec)
     full["turns"] = [{"round": 0, "turn": t, "status": "ok" if t else "error",
                       "exit_code": 0 if t else 1, "signal": None, "duration_ms": 10 + t,
-                      "stderr_tail": "" if t else "connect: reset by peer\npanic: boom | x\n"}
+                      "stderr_tail": "" if t else (a.stderr if a.stderr is not None
+                                                   else "connect: reset by peer\npanic: boom | x\n")}
                      for t in range(8)]
     with open(os.path.join(a.run_dir, fdir, "result.json"), "w") as f:
         json.dump(full, f)

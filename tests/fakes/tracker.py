@@ -11,11 +11,24 @@ Implements the documented request/response shapes of the calls soak makes:
            POST /api/v4/projects/{id}/issues {title, description, labels:"a,b"}
            POST /api/v4/projects/{id}/issues/{iid}/notes {body}
            auth: "PRIVATE-TOKEN: TOKEN"
-  jira     POST /rest/api/2/search {jql, maxResults, fields}  -> {issues:[{key}]}
+  jira     POST /rest/api/3/search/jql {jql, maxResults?, fields?, nextPageToken?}
+           GET  /rest/api/3/search/jql?jql=..&maxResults=..&fields=a,b
+                -> {issues:[{id, key, self, fields}], isLast, nextPageToken?}
+                (Jira Cloud's enhanced search; an unknown request field, a
+                missing jql or a maxResults outside 0..5000 is 400)
+           GET|POST /rest/api/{2,3}/search -> 410 Gone, as Jira Cloud answers
+                since CHANGE-2046 (--jira-dc: /rest/api/2/search works and
+                /rest/api/3/search/jql is 404, as on Jira Data Center)
            POST /rest/api/2/issue {fields:{project:{key}, summary, description,
                 issuetype:{name}, labels}}                    -> 201 {id, key, self}
+                (summary: a string of at most 255 characters, one line;
+                description: a string (wiki markup); labels without spaces;
+                else 400 {errorMessages, errors})
            POST /rest/api/2/issue/{key}/comment {body}        -> 201
            auth: Basic base64(user:TOKEN)
+
+Every tracker answers a POST whose body is not a JSON object in UTF-8
+(an empty body included) with 400, as they do ("Problems parsing JSON").
   webhook  POST /hook  (any JSON object)                      -> 200
 
 Prints "PORT" on stdout once listening.  After every request it rewrites
@@ -36,6 +49,8 @@ ap.add_argument("--record", required=True)
 ap.add_argument("--token", default="")
 ap.add_argument("--user", default="")
 ap.add_argument("--fail", default="")
+ap.add_argument("--jira-dc", action="store_true",
+                help="behave as Jira Data Center: no /rest/api/3/search/jql")
 ap.add_argument("--echo", action="store_true",
                 help="a --fail reply quotes the request's credentials back, "
                      "as a careless proxy might")
@@ -96,19 +111,25 @@ class H(BaseHTTPRequestHandler):
         u = urlsplit(self.path)
         n = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(n) if n else b""
+        bad_json = False
         try:
-            body = json.loads(raw) if raw else None
+            # Strict: the bytes must be UTF-8 (RFC 8259 8.1) and JSON.
+            body = json.loads(raw.decode("utf-8")) if raw else None
         except ValueError:
+            bad_json = True
             body = {"_invalid_json": raw.decode("utf-8", "replace")}
         with lock:
             rec = {"method": method, "path": u.path, "query": parse_qs(u.query),
-                   "body": body, "auth_ok": self.auth_ok(),
+                   "body": body, "raw_len": len(raw), "auth_ok": self.auth_ok(),
                    "user_agent": self.headers.get("User-Agent"),
                    "accept": self.headers.get("Accept"),
                    "api_version": self.headers.get("X-GitHub-Api-Version"),
                    "content_type": self.headers.get("Content-Type")}
             state["requests"].append(rec)
-            status, obj, extra = self.route(method, u, body, rec)
+            if method == "POST" and rec["auth_ok"] and (bad_json or not isinstance(body, dict)):
+                status, obj, extra = 400, {"message": "Problems parsing JSON"}, None
+            else:
+                status, obj, extra = self.route(method, u, body, rec)
             rec["status"] = status
             save()
         self.reply(status, obj, extra)
@@ -143,7 +164,8 @@ class H(BaseHTTPRequestHandler):
                         and (not open_ or i["state"] == "open")]
                 return 200, [self.gh_issue(i) for i in hits], None
             if m and method == "POST":
-                if not body or "title" not in body or "body" not in body:
+                if not isinstance(body.get("title"), str) or not body["title"] \
+                        or not isinstance(body.get("body"), str):
                     return 422, {"message": "Validation Failed"}, None
                 num = len(state["issues"]) + 1
                 i = {"number": num, "title": body["title"], "body": body["body"],
@@ -166,6 +188,8 @@ class H(BaseHTTPRequestHandler):
                         and i["project"] == unquote(m.group(1))]
                 return 200, hits, None
             if m and method == "POST":
+                if not isinstance(body.get("title"), str) or not body["title"]:
+                    return 400, {"message": {"title": ["can't be blank"]}}, None
                 iid = len(state["issues"]) + 1
                 i = {"iid": iid, "project": unquote(m.group(1)), "title": body["title"],
                      "description": body["description"],
@@ -179,26 +203,114 @@ class H(BaseHTTPRequestHandler):
                 state["comments"].append(c)
                 return 201, {"id": len(state["comments"]), "body": c["body"]}, None
         if k == "jira":
-            if p == "/rest/api/2/search" and method == "POST":
-                jql = body.get("jql", "")
-                m = re.search(r'labels = "([^"]+)"', jql)
-                hits = [i for i in state["issues"] if m and m.group(1) in i["fields"]["labels"]]
-                return 200, {"startAt": 0, "maxResults": body.get("maxResults", 50),
-                             "total": len(hits),
-                             "issues": [{"key": i["key"], "fields": {"summary": i["fields"]["summary"]}}
-                                        for i in hits[:body.get("maxResults", 50)]]}, None
+            if p in ("/rest/api/2/search", "/rest/api/3/search"):
+                if args.jira_dc and p == "/rest/api/2/search" and method == "POST":
+                    return self.jira_search_v2(body)
+                if not args.jira_dc:
+                    return 410, {"errorMessages": [
+                        "The requested API has been removed. Please migrate to "
+                        "the /rest/api/3/search/jql API. A full migration "
+                        "guideline is available at "
+                        "https://developer.atlassian.com/changelog/#CHANGE-2046"],
+                        "errors": {}}, None
+            if p == "/rest/api/3/search/jql" and not args.jira_dc:
+                if method == "GET":
+                    req = {}
+                    for key, v in q.items():
+                        req[key] = v[0]
+                    if "maxResults" in req:
+                        try:
+                            req["maxResults"] = int(req["maxResults"])
+                        except ValueError:
+                            return 400, {"errorMessages": ["maxResults is not a number"], "errors": {}}, None
+                    if "fields" in req:
+                        req["fields"] = req["fields"].split(",")
+                    return self.jira_search_jql(req)
+                if method == "POST":
+                    return self.jira_search_jql(body)
             if p == "/rest/api/2/issue" and method == "POST":
-                f = body["fields"]
+                f = body.get("fields")
+                errs = {}
+                if not isinstance(f, dict):
+                    return 400, {"errorMessages": ["fields is required"], "errors": {}}, None
+                sm = f.get("summary")
+                if not isinstance(sm, str) or not sm:
+                    errs["summary"] = "You must specify a summary of the issue."
+                elif len(sm) > 255:
+                    errs["summary"] = "Summary must be less than 255 characters."
+                elif "\n" in sm or "\r" in sm:
+                    errs["summary"] = "The summary is invalid because it contains newline characters."
+                if not isinstance(f.get("description", ""), str):
+                    errs["description"] = "Operation value must be a string"
+                if any(not isinstance(l, str) or " " in l for l in f.get("labels", [])):
+                    errs["labels"] = "The label can't contain spaces."
+                if errs:
+                    return 400, {"errorMessages": [], "errors": errs}, None
                 key = "%s-%d" % (f["project"]["key"], len(state["issues"]) + 1)
-                state["issues"].append({"key": key, "fields": f})
-                return 201, {"id": str(10000 + len(state["issues"])), "key": key,
+                state["issues"].append({"key": key, "id": str(10000 + len(state["issues"]) + 1),
+                                        "fields": f})
+                return 201, {"id": state["issues"][-1]["id"], "key": key,
                              "self": "http://127.0.0.1/rest/api/2/issue/" + key}, None
             m = re.fullmatch(r"/rest/api/2/issue/([^/]+)/comment", p)
             if m and method == "POST":
+                if not isinstance(body.get("body"), str):
+                    return 400, {"errorMessages": [], "errors": {"comment": "Comment body can not be empty!"}}, None
                 c = {"issue": m.group(1), "body": body["body"]}
                 state["comments"].append(c)
                 return 201, {"id": str(len(state["comments"])), "body": c["body"]}, None
         return 404, {"message": "Not Found"}, None
+
+    def jira_hits(self, jql):
+        m = re.search(r'labels = "([^"]+)"', jql)
+        return [i for i in state["issues"] if m and m.group(1) in i["fields"]["labels"]]
+
+    def jira_issue(self, i, fields):
+        out = {"id": i["id"], "key": i["key"],
+               "self": "http://127.0.0.1/rest/api/3/issue/" + i["id"]}
+        if fields:
+            out["fields"] = {f: i["fields"].get(f) for f in fields
+                             if f in i["fields"]}
+        return out
+
+    def jira_search_jql(self, req):
+        """Enhanced search: {jql, maxResults, fields, nextPageToken, ...}."""
+        allowed = {"jql", "maxResults", "fields", "nextPageToken", "expand",
+                   "properties", "fieldsByKeys", "failFast", "reconcileIssues"}
+        if not isinstance(req, dict) or set(req) - allowed:
+            return 400, {"errorMessages": ["Invalid request payload: unknown "
+                         "field(s) %s" % sorted(set(req or {}) - allowed)], "errors": {}}, None
+        jql = req.get("jql")
+        if not isinstance(jql, str) or not jql.strip():
+            return 400, {"errorMessages": ["Unbounded JQL queries are not "
+                         "allowed here. Please add a search restriction to "
+                         "your query."], "errors": {}}, None
+        mr = req.get("maxResults", 50)
+        if not isinstance(mr, int) or isinstance(mr, bool) or not 0 <= mr <= 5000:
+            return 400, {"errorMessages": ["maxResults must be between 0 and 5000"], "errors": {}}, None
+        fields = req.get("fields", [])
+        if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+            return 400, {"errorMessages": ["fields must be a list of strings"], "errors": {}}, None
+        start = 0
+        if "nextPageToken" in req:
+            try:
+                start = int(req["nextPageToken"])
+            except (TypeError, ValueError):
+                return 400, {"errorMessages": ["Invalid nextPageToken"], "errors": {}}, None
+        hits = self.jira_hits(jql)
+        page = hits[start:start + mr]
+        out = {"issues": [self.jira_issue(i, fields) for i in page],
+               "isLast": start + mr >= len(hits)}
+        if not out["isLast"]:
+            out["nextPageToken"] = str(start + mr)
+        return 200, out, None
+
+    def jira_search_v2(self, body):
+        """Jira Data Center's /rest/api/2/search (--jira-dc only)."""
+        hits = self.jira_hits(body.get("jql", ""))
+        mr = body.get("maxResults", 50)
+        return 200, {"startAt": 0, "maxResults": mr, "total": len(hits),
+                     "issues": [{"key": i["key"], "fields": {"summary": i["fields"]["summary"]}}
+                                for i in hits[:mr]]}, None
 
     def gh_issue(self, i):
         return {"number": i["number"], "title": i["title"], "body": i["body"],

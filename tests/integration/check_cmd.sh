@@ -107,6 +107,49 @@ expect_eq "check of a tab in the indentation" 78 "$rc"
 has "the tab, said as such" \
     'soak: tab.yaml:3:1: YAML: a tab in the indentation: YAML indents with spaces only' tab.err
 
+# --- YAML-level mistakes: every one at once, in file order ---
+cat >keys.yaml <<'YAML'
+name: keys
+turns: many
+sedes: 4
+turn:
+  command: [./turn.sh]
+  timout: 5s
+invariants:
+  - name: i
+    sql: SELECT 1
+tickets:
+  infra: maybe
+YAML
+soak_rc rc check keys.yaml 2>keys.err
+expect_eq "check of four wrong keys and values" 78 "$rc"
+expect_eq "all four told, in file order" \
+    "soak: keys.yaml:2:8: turns: expected an integer, got \"many\"
+soak: keys.yaml:3:1: sedes: unknown key, did you mean seeds?
+soak: keys.yaml:6:3: turn.timout: unknown key, did you mean timeout?
+soak: keys.yaml:11:10: tickets.infra: expected true or false, got \"maybe\"" \
+    "$(cat keys.err)"
+# soak run reads the config the same way: the same four, nothing started.
+soak_rc rc run keys.yaml --out keys.out 2>keys.run.err
+expect_eq "run of the same config" 78 "$rc"
+expect_eq "run tells the same four" "$(cat keys.err)" "$(cat keys.run.err)"
+
+# --- an alias bomb: refused at the first alias, before anything walks it ---
+{
+	printf 'name: bomb\nturn: {command: [./turn.sh]}\ninvariants: [{name: i, sql: SELECT 1}]\n'
+	printf 'l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n'
+	for i in 1 2 3 4 5 6 7 8 9; do
+		p=$((i - 1))
+		printf 'l%d: &l%d [*l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d, *l%d]\n' \
+		    "$i" "$i" "$p" "$p" "$p" "$p" "$p" "$p" "$p" "$p" "$p" "$p"
+	done
+} >bomb.yaml
+# 10^10 values if walked: a watchdog, not a clock, tells a walk from a refusal.
+rc=0; timeout 60 "$SOAK_BIN" check bomb.yaml 2>bomb.err || rc=$?
+expect_eq "check of an alias bomb (124: still walking it after 60 s)" 78 "$rc"
+expect_match "the first alias, where it stands" \
+    '^soak: bomb\.yaml:5:10: YAML: an alias \(\*l0\): soak does not expand aliases' "$(cat bomb.err)"
+
 # --- --db: a production database, read only ---
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 pgdir=$(mktemp -d /tmp/soak-check-pg.XXXXXX)

@@ -111,7 +111,7 @@ expect_eq "flaky verdicts" '["fail/crash"]' "$(verdicts)"
 expect_eq "flaky re-run did not reproduce" 'false' "$(jq '.results[0].reproduced' "$R")"
 expect_eq "flaky re-run passed" 'pass' "$(jq -r '.results[0].confirm.verdict' "$R")"
 expect_match "summary says it did not reproduce" 'did NOT reproduce it' "$(cat "$T/flaky.out")"
-expect_match "the ticket says so" 'Confirming re-run of seed 0: \*\*did not reproduce\*\* \(worker [12]\); it ended `pass `' \
+expect_match "the ticket says so" 'Confirming re-run of seed 0: \*\*did not reproduce\*\* \(worker [12]\); it ended `pass`' \
     "$(cat "$T/out-flaky/tickets"/*.md)"
 
 # confirm: false runs no re-run.

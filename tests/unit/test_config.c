@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -39,6 +40,7 @@ static const char full_yaml[] =
 "    command: [./bin/provider, --port, \"0\"]\n"
 "    ready: none\n"
 "    ready_timeout: 250ms\n"
+"    listen: socket\n"
 "  - name: api\n"
 "    command: python3\n"
 "proxies:\n"
@@ -194,11 +196,13 @@ test_full(void **state)
 	assert_null(cfg.services[0].command[3]);
 	assert_int_equal(cfg.services[0].ready, CFG_READY_NONE);
 	assert_int_equal(cfg.services[0].ready_timeout_ms, 250);
+	assert_int_equal(cfg.services[0].listen, CFG_LISTEN_SOCKET);
 	assert_string_equal(cfg.services[1].name, "api");
 	assert_string_equal(cfg.services[1].command[0], "python3");	/* PATH */
 	assert_null(cfg.services[1].command[1]);
 	assert_int_equal(cfg.services[1].ready, CFG_READY_TCP);
 	assert_int_equal(cfg.services[1].ready_timeout_ms, 10000);
+	assert_int_equal(cfg.services[1].listen, CFG_LISTEN_PORT);
 
 	assert_int_equal(cfg.nproxies, 4);
 	assert_string_equal(cfg.proxies[0].name, "provider");
@@ -248,10 +252,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 53);
+	assert_int_equal(cfg.invariants[0].line, 54);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 57);
+	assert_int_equal(cfg.invariants[1].line, 58);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -377,6 +381,7 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 		assert_int_equal(a->services[i].ready, b->services[i].ready);
 		assert_int_equal(a->services[i].ready_timeout_ms,
 		    b->services[i].ready_timeout_ms);
+		assert_int_equal(a->services[i].listen, b->services[i].listen);
 	}
 	assert_int_equal(a->nproxies, b->nproxies);
 	for (i = 0; i < a->nproxies; i++) {
@@ -478,15 +483,24 @@ struct bad {
 
 static const struct bad bads[] = {
 	/* unknown keys, top level and nested */
+	/* ... a typo near one key is told which; else every key is listed */
 	{ BASE "tunrs: 8\n",
-	  "soak.yaml:7:1: tunrs: unknown key (expected name, seeds, turns, "
+	  "soak.yaml:7:1: tunrs: unknown key, did you mean turns?" },
+	{ BASE "colour: 8\n",
+	  "soak.yaml:7:1: colour: unknown key (expected name, seeds, turns, "
 	  "rounds, seed_timeout, retries, confirm, database, services, proxies, setup, "
 	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets)" },
 	{ "name: n\n" INV "turn:\n  command: t\n  timout: 5s\n",
-	  "soak.yaml:7:3: turn.timout: unknown key (expected command, timeout)" },
+	  "soak.yaml:7:3: turn.timout: unknown key, did you mean timeout?" },
+	{ "name: n\n" INV "turn:\n  command: t\n  env: {}\n",
+	  "soak.yaml:7:3: turn.env: unknown key (expected command, timeout)" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      rates: 0.1\n",
-	  "soak.yaml:11:7: proxies[0].faults.rates: unknown key (expected rate, "
+	  "soak.yaml:11:7: proxies[0].faults.rates: unknown key, did you mean "
+	  "rate?" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      jitter: 0.1\n",
+	  "soak.yaml:11:7: proxies[0].faults.jitter: unknown key (expected rate, "
 	  "lost_reply, reset, duplicate, blackhole, latency, hold, bandwidth, "
 	  "bandwidth_up, bandwidth_down, slice, slice_up, slice_down, "
 	  "slice_delay, close_after, close_after_up, close_after_down, " },
@@ -625,6 +639,8 @@ static const struct bad bads[] = {
 	{ BASE "services:\n  - name: s\n    command: [a, {b: c}]\n",
 	  "soak.yaml:9:18: services[0].command[1]: expected a string, got a "
 	  "mapping" },
+	{ BASE "services:\n  - name: s\n    command: a\n    listen: fd\n",
+	  "soak.yaml:10:13: services[0].listen: expected port or socket, got \"fd\"" },
 	{ BASE "services: provider\n",
 	  "soak.yaml:7:11: services: expected a list, got \"provider\"" },
 	/* required keys */
@@ -727,6 +743,11 @@ static const struct bad bads[] = {
 	{ "name: *nope\n",
 	  "soak.yaml:1:7: YAML: \"*\" starts a YAML alias: put a value that "
 	  "starts with \"*\" in quotes" },
+	/* aliases: refused where they stand, before anything walks them */
+	{ "name: &n x\n" TURN INV "rounds: *n\n",
+	  "soak.yaml:7:9: YAML: an alias (*n): soak does not expand aliases (a "
+	  "few nested ones make a small file gigabytes); write the value out, or "
+	  "quote a value that starts with \"*\"" },
 };
 
 static void
@@ -888,6 +909,147 @@ test_guard_floor(void **state)
 	assert_int_equal(cfg_guard_floor(&cfg), 0);
 }
 
+/*
+ * One load tells every mistake of a file, in file order, with the first
+ * in err too; what rests on a section that failed is not blamed twice.
+ */
+static void
+test_all_errors(void **state)
+{
+	static const char yaml[] =
+	    "name: n\n"				/* 1 */
+	    "turns: many\n"				/* 2 */
+	    "sedes: 4\n"				/* 3 */
+	    "database:\n"				/* 4 */
+	    "  reset: sometimes\n"			/* 5 */
+	    "  shcema: s.sql\n"			/* 6 */
+	    "services:\n"				/* 7 */
+	    "  - name: api\n"				/* 8: no command */
+	    "proxies:\n"				/* 9 */
+	    "  - {name: p, upstream: \"service:api\"}\n"	/* 10: not blamed */
+	    "  - {name: q, upstream: nowhere}\n"	/* 11 */
+	    "turn:\n"					/* 12 */
+	    "  command: [./t]\n"			/* 13 */
+	    "invariants:\n"				/* 14 */
+	    "  - name: a\n"				/* 15 */
+	    "    sql: select 1\n"			/* 16 */
+	    "  - name: a\n"				/* 17 */
+	    "    sql: ''\n"				/* 18 */
+	    "guard:\n"					/* 19: turns failed: */
+	    "  min_ok_turns: 999\n"			/* 20: not checked */
+	    "tickets:\n"				/* 21 */
+	    "  infra: maybe\n";			/* 22 */
+	static const char *const want[] = {
+		"soak.yaml:2:8: turns: expected an integer, got \"many\"",
+		"soak.yaml:3:1: sedes: unknown key, did you mean seeds?",
+		"soak.yaml:5:10: database.reset: expected recreate or truncate, "
+		    "got \"sometimes\"",
+		"soak.yaml:6:3: database.shcema: unknown key, did you mean schema?",
+		"soak.yaml:8:5: services[0].command: required key is missing",
+		"soak.yaml:11:25: proxies[1].upstream: \"nowhere\" is not an "
+		    "upstream (use host:port, unix:PATH, service:NAME or database)",
+		"soak.yaml:17:11: invariants[1].name: \"a\" is already used by "
+		    "invariants[0]",
+		"soak.yaml:18:10: invariants[1].sql: must not be empty",
+		"soak.yaml:22:10: tickets.infra: expected true or false, got "
+		    "\"maybe\"",
+	};
+	struct cfg		cfg;
+	struct cfg_errors	errs = { 0 };
+	char			err[ERR_LEN], *path, *text;
+	FILE			*f;
+	size_t			i, len;
+
+	(void)state;
+	path = xasprintf("/tmp/test_config_all.%d", (int)getpid());
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(chdir(path), 0);
+	assert_non_null(f = fopen("soak.yaml", "w"));
+	assert_int_equal(fwrite(yaml, 1, sizeof(yaml) - 1, f), sizeof(yaml) - 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cfg_load_file_all("soak.yaml", &cfg, err, &errs), -1);
+	assert_null(cfg.name);
+	for (i = 0; i < errs.n && i < nitems(want); i++)
+		if (strcmp(errs.msg[i], want[i]) != 0)
+			print_error("%zu:\n  got:  %s\n  want: %s\n", i,
+			    errs.msg[i], want[i]);
+	assert_int_equal(errs.n, nitems(want));
+	assert_int_equal(errs.total, nitems(want));
+	for (i = 0; i < nitems(want); i++)
+		assert_string_equal(errs.msg[i], want[i]);
+	assert_string_equal(err, want[0]);
+	cfg_errors_free(&errs);
+
+	/* Past CFG_MAX_ERRS messages, the rest are counted, not kept. */
+	text = xstrdup("name: n\nturn: {command: t}\ninvariants: [{name: i, sql: x}]\n"
+	    "database:\n");
+	for (i = 0; i < 25; i++) {
+		char	*t = xasprintf("%s  k%zu: 1\n", text, i);
+
+		free(text);
+		text = t;
+	}
+	len = strlen(text);
+	assert_non_null(f = fopen("many.yaml", "w"));
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cfg_load_file_all("many.yaml", &cfg, err, &errs), -1);
+	assert_int_equal(errs.n, 20);
+	assert_int_equal(errs.total, 25);
+	assert_non_null(strstr(errs.msg[0], "many.yaml:5:3: database.k0: "
+	    "unknown key"));
+	assert_non_null(f = tmpfile());
+	assert_int_equal(cfg_errors_print(&errs, f, "soak"), 25);
+	rewind(f);
+	{
+		char	line[512];
+		int	lines = 0, more = 0;
+
+		while (fgets(line, sizeof(line), f) != NULL) {
+			lines++;
+			if (strstr(line, "soak: ... and 5 more error(s) not shown"))
+				more = 1;
+		}
+		assert_int_equal(lines, 21);
+		assert_true(more);
+	}
+	fclose(f);
+	cfg_errors_free(&errs);
+	free(text);
+	unlink("many.yaml");
+	unlink("soak.yaml");
+	assert_int_equal(chdir("/"), 0);
+	assert_int_equal(rmdir(path), 0);
+	free(path);
+}
+
+/*
+ * A billion laughs: ten levels of ten aliases each would be 10^10 values
+ * to walk.  It is refused at the first alias, without walking anything.
+ */
+static void
+test_alias_bomb(void **state)
+{
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *text, *t;
+	int		 i;
+
+	(void)state;
+	text = xstrdup("name: n\nturn: {command: t}\n"
+	    "invariants: [{name: i, sql: x}]\nl0: &l0 [lol]\n");
+	for (i = 1; i < 10; i++) {
+		t = xasprintf("%sl%d: &l%d [*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,*l%d,"
+		    "*l%d,*l%d]\n", text, i, i, i - 1, i - 1, i - 1, i - 1, i - 1,
+		    i - 1, i - 1, i - 1, i - 1, i - 1);
+		free(text);
+		text = t;
+	}
+	assert_int_equal(cfg_load_text("bomb.yaml", text, strlen(text), &cfg,
+	    err), -1);
+	assert_non_null(strstr(err, "bomb.yaml:5:10: YAML: an alias (*l0)"));
+	free(text);
+}
+
 int
 main(void)
 {
@@ -901,6 +1063,8 @@ main(void)
 		cmocka_unit_test(test_null_sections),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_all_errors),
+		cmocka_unit_test(test_alias_bomb),
 		cmocka_unit_test(test_tickets_http),
 		cmocka_unit_test(test_guard_floor),
 		cmocka_unit_test(test_marks),

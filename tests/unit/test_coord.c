@@ -688,6 +688,89 @@ test_bye_hands_back_unstarted(void **state)
 	coord_free(c);
 }
 
+/*
+ * soak run's view of its local workers (coordinator/run.c): a worker whose
+ * process died ends its lease at once, not at its ttl (the seed it ran
+ * gets infra/worker-lost, the rest go back); whether a pid ever had a
+ * result accepted tells a failed start.  coord_halt (the output directory
+ * cannot be written) leases nothing more, lets the running seed report,
+ * ends the seed waiting for a retry with its last attempt, and leaves the
+ * rest without a verdict.
+ */
+static void
+test_worker_died_and_halt(void **state)
+{
+	struct coord		*c = mk(0, 99);
+	struct msg		 req = { .type = MSG_HELLO }, rep, r1, r2, r3;
+	const struct coord_seed	*s;
+	struct coord_counts	 n;
+	uint32_t		 w1, w2, i;
+	uint64_t		 ns, run2;
+
+	(void)state;
+	req.u.hello.name = "w";
+	req.u.hello.host = "h";
+	req.u.hello.pid = 101;
+	assert_int_equal(coord_handle(c, &req, 1, 0, &rep), 1);
+	w1 = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	req.u.hello.pid = 102;
+	assert_int_equal(coord_handle(c, &req, 2, 0, &rep), 1);
+	w2 = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_true(r2.u.lease.nseeds >= 2);
+	assert_false(coord_pid_reported(c, 101));
+	assert_int_equal(result(c, w1, 1, r1.u.lease.lease_id, r1.u.lease.seeds[0].seed,
+	    1, VERDICT_PASS, ""), 1);
+	assert_true(coord_pid_reported(c, 101));
+	assert_false(coord_pid_reported(c, 102));
+	assert_false(coord_pid_reported(c, 999));
+
+	/* w2's process died: its lease ends now (time 0), far before its ttl. */
+	coord_worker_died(c, 102, "its process died (signal 9)");
+	coord_worker_died(c, 999, "nobody");	/* unknown pid: nothing */
+	assert_int_equal(coord_live_workers(c), 1);
+	s = coord_seeds(c, &ns);
+	run2 = r2.u.lease.seeds[0].seed;
+	assert_int_equal(s[run2].state, CSEED_PENDING);
+	assert_int_equal(nattempts(&s[run2]), 1);
+	assert_string_equal(hist(&s[run2], 0, "reason"), "worker-lost");
+	assert_string_equal(hist(&s[run2], 0, "message"), "its process died (signal 9)");
+	for (i = 1; i < r2.u.lease.nseeds; i++) {
+		assert_int_equal(s[r2.u.lease.seeds[i].seed].state, CSEED_PENDING);
+		assert_int_equal(nattempts(&s[r2.u.lease.seeds[i].seed]), 0);
+	}
+
+	/* The disk is full: nothing more is leased, w1's running seed reports. */
+	coord_halt(c, 2, "the output directory cannot be written (disk full)");
+	assert_true(coord_halted(c));
+	assert_string_equal(coord_halt_reason(c),
+	    "the output directory cannot be written (disk full)");
+	assert_int_equal(coord_halt_status(c), 2);
+	assert_int_equal(result(c, w1, 1, r1.u.lease.lease_id, r1.u.lease.seeds[1].seed,
+	    1, VERDICT_PASS, ""), 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r3), 1);
+	assert_int_equal(r3.type, MSG_DONE);
+	msg_clear(&r3);
+	s = coord_seeds(c, &ns);
+	assert_int_equal(s[run2].state, CSEED_FINAL);
+	assert_int_equal(s[run2].verdict, VERDICT_INFRA);
+	assert_int_equal(s[run2].why, REASON_WORKER_LOST);
+	coord_counts(c, &n);
+	assert_int_equal(n.pass, 2);
+	assert_int_equal(n.infra, 1);
+	assert_int_equal(n.done, 3);
+	assert_false(coord_finished(c));
+	/* A second stop changes nothing. */
+	coord_halt(c, 78, "again");
+	assert_int_equal(coord_halt_status(c), 2);
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
 /* --- the journal's replay rebuilds the state exactly --- */
 
 static void
@@ -1661,6 +1744,7 @@ main(void)
 		cmocka_unit_test(test_early_stop),
 		cmocka_unit_test(test_early_stop_rules),
 		cmocka_unit_test(test_bye_hands_back_unstarted),
+		cmocka_unit_test(test_worker_died_and_halt),
 		cmocka_unit_test(test_replay_rebuilds_the_state),
 		cmocka_unit_test(test_expiry_refuses_late_result_and_retries_elsewhere),
 		cmocka_unit_test(test_late_result_after_release_refused),

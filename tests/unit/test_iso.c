@@ -1038,11 +1038,11 @@ test_db_max_connections(void **state)
 	(void)state;
 	memset(px, 0, sizeof(px));
 	cfg.turns = 8;
-	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 7 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 7 + 20);
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 7) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 1), 8 + 8 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 0), 8 + 8 + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 8) + 20);
 	cfg.nservices = 2;
-	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 7) + 20);
+	assert_int_equal(iso_db_max_connections(&cfg, 4), 4 * (8 + 2 + 8) + 20);
 	/* Only proxies in front of the database add per-turn connections. */
 	px[0].upstream_kind = CFG_UP_SERVICE;
 	px[1].upstream_kind = CFG_UP_DATABASE;
@@ -1050,7 +1050,7 @@ test_db_max_connections(void **state)
 	cfg.proxies = px;
 	cfg.nproxies = 3;
 	assert_int_equal(iso_db_max_connections(&cfg, 4),
-	    4 * (8 * 3 + 2 + 7) + 20);
+	    4 * (8 * 3 + 2 + 8) + 20);
 	/* Never below what soak run and soak worker asked for before. */
 	cfg.nproxies = 0;
 	cfg.nservices = 0;
@@ -1060,7 +1060,7 @@ test_db_max_connections(void **state)
 	cfg.nproxies = 3;
 	cfg.proxies = px;
 	assert_int_equal(iso_db_max_connections(&cfg, 1024),
-	    1024 * (1024 * 3 + 7) + 20);
+	    1024 * (1024 * 3 + 8) + 20);
 }
 
 /* chosen, else SOAK_DATABASE_URL, else database.url; nothing started. */
@@ -1117,7 +1117,7 @@ test_db_embedded(void **state)
 	assert_int_equal(query_long(c, "SHOW max_connections"),
 	    iso_db_max_connections(&cfg, 2));
 	assert_int_equal(query_long(c, "SHOW max_connections"),
-	    2 * (3 + 1 + 7) + 20);
+	    2 * (3 + 1 + 8) + 20);
 	PQfinish(c);
 	pm = pg_facts(db.conninfo, datadir, sizeof(datadir));
 	iso_db_close(&db);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -410,6 +411,76 @@ test_tails_and_stamps(void **state)
 		turn_outcome_clear(&out[i]);
 }
 
+/*
+ * Socket activation (services' listen: socket): the socket is the child's
+ * fd 3 and its only socket (another close-on-exec one of ours stays out),
+ * and LISTEN_PID is the child's own pid, not the worker's.  Twice: from a
+ * high descriptor (dup2), and from fd 3 itself (FD_CLOEXEC cleared).
+ */
+static void
+run_listen(struct fixture *f, int fd, int other)
+{
+	char			*prog[] = { "sh", "-c",
+				    "echo \"$LISTEN_PID $$\"; "
+				    "for d in /proc/$$/fd/*; do l=$(readlink \"$d\"); "
+				    "case $l in socket:*) echo \"${d##*/} $l\";; esac; "
+				    "done", NULL };
+	char			 lp[] = "LISTEN_PID=00000000000000000000";
+	char			*envp[] = { "PATH=/usr/bin:/bin", lp, NULL };
+	struct spawn_req	 req = sh(f, prog);
+	struct turn_outcome	 out = { 0 };
+	struct stat		 st;
+	char			*o, want[64];
+	long			 a, b;
+	int			 n;
+	bool			 hung;
+
+	req.envp = envp;
+	req.listen_fd = fd;
+	req.listen_pid = lp;
+	assert_int_equal(fstat(fd, &st), 0);
+	wrk_run_batch(&req, 1, 10000, now_ms() + 20000, &out, &hung);
+	assert_int_equal(out.status, TURN_OK);
+	o = slurp(f->out);
+	print_message("%s", o);
+	assert_int_equal(sscanf(o, "%ld %ld\n%n", &a, &b, &n), 2);
+	assert_true(a > 0);
+	assert_int_equal(a, b);
+	assert_true(a != (long)getpid());
+	snprintf(want, sizeof(want), "3 socket:[%lu]\n", (unsigned long)st.st_ino);
+	assert_string_equal(o + n, want);
+	/* Still close-on-exec on our side: dup2 changed only the child's. */
+	assert_int_equal(fcntl(fd, F_GETFD), FD_CLOEXEC);
+	assert_int_equal(fcntl(other, F_GETFD), FD_CLOEXEC);
+	free(o);
+	turn_outcome_clear(&out);
+}
+
+static void
+test_listen_fd(void **state)
+{
+	struct fixture	*f = *state;
+	int		 sv[2], high, other, saved;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	assert_true((high = fcntl(sv[0], F_DUPFD_CLOEXEC, 20)) >= 20);
+	assert_true((other = fcntl(sv[1], F_DUPFD_CLOEXEC, 20)) >= 20);
+	close(sv[0]);
+	close(sv[1]);
+	run_listen(f, high, other);
+	/* The same from fd 3, whatever was there kept aside. */
+	saved = fcntl(3, F_DUPFD_CLOEXEC, 30);
+	assert_int_equal(dup3(high, 3, O_CLOEXEC), 3);
+	run_listen(f, 3, other);
+	if (saved != -1) {
+		assert_int_equal(dup3(saved, 3, O_CLOEXEC), 3);
+		close(saved);
+	} else
+		close(3);
+	close(high);
+	close(other);
+}
+
 /* Many small batches: no pidfd or descriptor leaks, no zombies. */
 static void
 test_no_leaks(void **state)
@@ -448,6 +519,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_command_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_child_environment, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tails_and_stamps, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listen_fd, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_leaks, setup, teardown),
 	};
 

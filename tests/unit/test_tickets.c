@@ -276,9 +276,10 @@ test_build_groups(void **state)
 	assert_int_equal(tv[1].seeds[0], 7);
 	assert_int_equal(tv[1].seeds[2], 90);
 	assert_non_null(strstr(tv[1].body, "7, 40, 90\n"));
-	assert_non_null(strstr(tv[1].body, "| x\\|y |"));
+	assert_non_null(strstr(tv[1].body, "| x&#124;y |"));
 	assert_non_null(strstr(tv[1].body, "| NULL |"));
 	assert_non_null(strstr(tv[1].body, "~~~~sql\nSELECT 1\n~~~~"));
+	assert_int_equal(tv[1].dialect, TK_MD);
 	assert_non_null(strstr(tv[1].body, "rev9"));
 	assert_non_null(strstr(tv[1].body, "soak replay c.yaml --seed 7"));
 	assert_string_equal(tv[2].title, "soak: cfg hang — seed 8");
@@ -445,6 +446,359 @@ test_after_run_hook(void **state)
 	free(recs[0]);
 }
 
+
+/* The cuts and the repair that keep every body valid UTF-8. */
+static void
+test_utf8(void **state)
+{
+	char	*c;
+
+	(void)state;
+	assert_true(tk_utf8_valid("a\xc3\xa9\xe2\x80\x94\xf0\x9f\x98\x80", 10));
+	assert_false(tk_utf8_valid("\xc3", 1));		/* cut short */
+	assert_false(tk_utf8_valid("\xc0\xaf", 2));	/* overlong "/" */
+	assert_false(tk_utf8_valid("\xed\xa0\x80", 3));	/* a surrogate */
+	assert_false(tk_utf8_valid("\xf4\x90\x80\x80", 4)); /* > U+10FFFF */
+	assert_false(tk_utf8_valid("\xff", 1));
+	c = tk_utf8_clean("a\xff" "b\xc3\xa9\xe2\x80", 7);
+	assert_string_equal(c, "a\xef\xbf\xbd" "b\xc3\xa9\xef\xbf\xbd\xef\xbf\xbd");
+	free(c);
+	c = tk_utf8_clean("x\x1b[31my\n", 8);	/* a terminal escape */
+	assert_string_equal(c, "x\xef\xbf\xbd[31my\n");
+	free(c);
+	/* "aé…": never inside the two bytes of "é". */
+	assert_int_equal(tk_utf8_cut("a\xc3\xa9\xc3\xa9", 2), 1);
+	assert_int_equal(tk_utf8_cut("a\xc3\xa9\xc3\xa9", 3), 3);
+	assert_int_equal(tk_utf8_cut("\xe2\x80\x94\xe2\x80\x94", 5), 3);
+	assert_int_equal(tk_utf8_cut("abc", 10), 3);
+	c = tk_plain("x\xe2\x80\x94y", 3);
+	assert_string_equal(c, "x…");
+	free(c);
+	c = tk_marker_id("r-1 --> <b>");
+	assert_string_equal(c, "r-1______b_");
+	assert_null(strstr(c, "--"));
+	free(c);
+}
+
+/* A run whose rows, names, SQL and stderr are hostile, on disk. */
+static char *
+hostile_run(const char *sink, const char *row1, size_t nrows)
+{
+	json_t	*rep, *rows, *res, *inv, *r;
+	char	*dir, *fdir, *p, err[ERR_LEN], *text, tmpl[] =
+	    "/tmp/soak-tickets-unit.XXXXXX";
+	size_t	 i;
+
+	assert_non_null(mkdtemp(tmpl));
+	dir = xstrdup(tmpl);
+	rows = json_array();
+	json_array_append_new(rows, json_pack("[s, s]", row1, "ok"));
+	for (i = 1; i < nrows; i++)
+		json_array_append_new(rows, json_pack("[s, s]",
+		    i == 1 ? "<img src=x onerror=alert(1)>" :
+		    i == 2 ? "[click](http://evil)" :
+		    i == 3 ? "@team please look" : "a ` b `` c ```` d",
+		    "x|y"));
+	inv = json_pack("{s:s, s:s, s:[s, s], s:o, s:i}",
+	    "name", "no <b>dup</b> @team [x](http://evil) — refunds",
+	    "sql", "SELECT 1\n~~~~~\n{noformat}\n-- ```\n",
+	    "columns", "id", "@col", "rows", rows, "row_count", 7);
+	r = json_pack("{s:i, s:s, s:s, s:s, s:[o], s:s, s:s}", "seed", 5,
+	    "verdict", "fail", "reason", "invariant", "message",
+	    "boom <script>x</script> @ops _em_ a_ _b", "invariants", inv,
+	    "replay", "soak replay c.yaml --seed 5", "failure_dir", "failures/5");
+	rep = json_pack("{s:i, s:s, s:s, s:{s:s, s:{s:s, s:s, s:s, s:s}}, "
+	    "s:[o]}", "format", 1, "run_id", "r-1", "host", "h<i>",
+	    "config", "name", "cfg", "tickets", "sink", sink, "repo", "o/r",
+	    "project", "P", "url", "https://tracker.invalid", "results", r);
+	assert_non_null(rep);
+	text = json_dumps(rep, 0);
+	p = path_join(dir, "report.json");
+	assert_int_equal(write_file(p, text, strlen(text), err), 0);
+	free(p);
+	free(text);
+	fdir = path_join(dir, "failures/5");
+	assert_int_equal(mkdir_p(fdir, 0755, err), 0);
+	res = json_pack("{s:[{s:i, s:i, s:s, s:i, s:i, s:s}]}", "turns",
+	    "round", 0, "turn", 1, "status", "error", "exit_code", 1,
+	    "duration_ms", 3, "stderr_tail", "x\npanic: <img src=y> @here [a](b)\n");
+	text = json_dumps(res, 0);
+	p = path_join(fdir, "result.json");
+	assert_int_equal(write_file(p, text, strlen(text), err), 0);
+	free(p);
+	free(text);
+	/* trace.jsonl is read raw: a byte that is not UTF-8 reaches us. */
+	p = path_join(fdir, "trace.jsonl");
+	text = "{\"x\": \"\xff\xfe\"}\n~~~~~~~~\n";
+	assert_int_equal(write_file(p, text, strlen(text), err), 0);
+	free(p);
+	free(fdir);
+	json_decref(res);
+	json_decref(rep);
+	return dir;
+}
+
+/* Whether every "@" and "<" of the markdown body is inside code. */
+static void
+assert_md_inert(const char *body)
+{
+	const char	*p = body, *line;
+	size_t		 fence = 0, n;
+
+	/* Skip the two marker lines: soak's own HTML comments. */
+	while (strncmp(p, "<!-- soak-", 10) == 0)
+		p = strchr(p, '\n') + 1;
+	for (line = p; *line != '\0'; line = p) {
+		const char *end = strchr(line, '\n');
+
+		p = end ? end + 1 : line + strlen(line);
+		for (n = 0; line[n] == '~'; n++)
+			;
+		if (fence == 0 && n >= 3) {
+			fence = n;
+			continue;
+		}
+		if (fence > 0) {
+			if (n >= fence)
+				fence = 0;
+			continue;
+		}
+		{
+			const char	*q = line;
+			size_t		 ticks, k;
+
+			while (q < p) {
+				if (*q == '`') {
+					for (ticks = 0; q[ticks] == '`'; ticks++)
+						;
+					q += ticks;
+					/* the closing run of the same length */
+					for (;;) {
+						assert_true(q < p);
+						if (*q == '`') {
+							for (k = 0; q[k] == '`'; k++)
+								;
+							q += k;
+							if (k == ticks)
+								break;
+						} else
+							q++;
+					}
+					continue;
+				}
+				if (*q == '<' || *q == '@')
+					fail_msg("raw '%c' outside code: %.*s", *q,
+					    (int)(p - line), line);
+				q++;
+			}
+		}
+	}
+	assert_int_equal(fence, 0);
+}
+
+static void
+test_render_hostile_md(void **state)
+{
+	char		 row[256], *dir, err[ERR_LEN], *cut;
+	struct tk_run	 run;
+	struct tk_ticket *tv = NULL;
+	size_t		 nt = 0, i;
+
+	(void)state;
+	/* "a" and 100 "é": 201 bytes, cut at 160 lands inside an "é". */
+	row[0] = 'a';
+	for (i = 0; i < 100; i++)
+		memcpy(row + 1 + 2 * i, "\xc3\xa9", 2);
+	row[201] = '\0';
+	dir = hostile_run("github", row, 5);
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_int_equal(tk_build(&run, &tv, &nt, err), 0);
+	assert_int_equal(nt, 1);
+	assert_int_equal(tv[0].dialect, TK_MD);
+	assert_int_equal(tk_ticket_check(&tv[0], err), 0);
+	assert_true(tk_utf8_valid(tv[0].body, strlen(tv[0].body)));
+	/* 1 + 79 * 2 = 159 bytes kept, then the mark of the cut. */
+	cut = xasprintf("| a%.158s… | ok |", row + 1);
+	assert_non_null(strstr(tv[0].body, cut));
+	free(cut);
+	assert_md_inert(tv[0].body);
+	assert_md_inert(tv[0].comment);
+	assert_null(strstr(tv[0].body, "<img"));
+	assert_null(strstr(tv[0].body, "<script"));
+	assert_null(strstr(tv[0].body, "[click]"));
+	/* A link only in the fingerprint's code span (the invariant name). */
+	assert_ptr_equal(strstr(tv[0].body, "](http"), strstr(strstr(tv[0].body,
+	    "| fingerprint | `cfg\\|invariant\\|no <b>dup</b> @team "), "[x]") + 2);
+	assert_non_null(strstr(tv[0].body, "| &lt;img src=x onerror=alert(1)&gt; | "
+	    "x&#124;y |"));
+	assert_non_null(strstr(tv[0].body, "| &#91;click&#93;(http://evil) |"));
+	assert_non_null(strstr(tv[0].body, "| &#64;&#8203;team please look |"));
+	assert_non_null(strstr(tv[0].body, "| a &#96; b &#96;&#96; c "));
+	assert_non_null(strstr(tv[0].body, "### Invariant: no &lt;b&gt;dup&lt;/b&gt; "
+	    "&#64;&#8203;team &#91;x&#93;(http://evil) — refunds\n"));
+	assert_non_null(strstr(tv[0].body, "| &#64;&#8203;col |"));
+	/* snake_case stays; an "_" that could start emphasis does not. */
+	assert_non_null(strstr(tv[0].body, "unknown (set SOAK_SUT_REVISION)"));
+	assert_non_null(strstr(tv[0].body, "Message: boom &lt;script&gt;x&lt;/script&gt; "
+	    "&#64;&#8203;ops &#95;em&#95; a&#95; &#95;b\n"));
+	assert_non_null(strstr(tv[0].body, "Message: boom &lt;script&gt;"));
+	assert_non_null(strstr(tv[0].body, "panic: &lt;img src=y&gt; "
+	    "&#64;&#8203;here &#91;a&#93;(b) |"));
+	/* The SQL holds a run of 5 tildes: its fence is 6, and it is whole. */
+	assert_non_null(strstr(tv[0].body, "~~~~~~sql\nSELECT 1\n~~~~~\n"
+	    "{noformat}\n-- ```\n~~~~~~\n"));
+	/* The trace's bad bytes are repaired, its 8 tildes out-fenced. */
+	assert_non_null(strstr(tv[0].body, "~~~~~~~~~json\n{\"x\": \""
+	    "\xef\xbf\xbd\xef\xbf\xbd\"}\n~~~~~~~~\n~~~~~~~~~\n"));
+	/* The fingerprint holds the names: a code span, "|" escaped. */
+	assert_non_null(strstr(tv[0].body, "| fingerprint | `cfg\\|invariant\\|"
+	    "no <b>dup</b> @team"));
+	/* A title is plain text: the names as they are, but valid. */
+	assert_string_equal(tv[0].title, "soak: \"no <b>dup</b> @team "
+	    "[x](http://evil) — refunds\" broken — seed 5");
+	tk_tickets_free(tv, nt);
+	tk_run_free(&run);
+	rm_rf(dir);
+	free(dir);
+}
+
+/* Jira gets wiki markup: {noformat} the text cannot close, Jira tables. */
+static void
+test_render_hostile_jira(void **state)
+{
+	char		 *dir, err[ERR_LEN], *p;
+	struct tk_run	 run;
+	struct tk_ticket *tv = NULL;
+	size_t		 nt = 0, n;
+
+	(void)state;
+	dir = hostile_run("jira", "[~admin] *bold* {code}x{code} -strike- a\\b", 5);
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_int_equal(tk_build(&run, &tv, &nt, err), 0);
+	assert_int_equal(nt, 1);
+	assert_int_equal(tv[0].dialect, TK_JIRA);
+	assert_int_equal(tk_ticket_check(&tv[0], err), 0);
+	/* No markdown at all. */
+	assert_null(strstr(tv[0].body, "~~~~sql"));
+	assert_null(strstr(tv[0].body, "###"));
+	assert_null(strstr(tv[0].body, "<!--"));
+	assert_null(strstr(tv[0].body, "|---|"));
+	assert_non_null(strstr(tv[0].body, "h3. Invariant: no <b>dup</b> "
+	    "@\xe2\x80\x8bteam \\[x\\]\\(http://evil\\) — refunds\n"));
+	assert_non_null(strstr(tv[0].body, "|| id || @\xe2\x80\x8b" "col ||\n"));
+	assert_non_null(strstr(tv[0].body, "| \\[\\~admin\\] \\*bold\\* \\{code\\}x"
+	    "\\{code\\} \\-strike\\- a\xef\xbc\xbc" "b | ok |\n"));
+	assert_non_null(strstr(tv[0].body, "| \\[click\\]\\(http://evil\\) | "
+	    "x\\|y |\n"));
+	/* The SQL says {noformat}: a zero width space keeps the block whole. */
+	assert_non_null(strstr(tv[0].body, "{noformat}\nSELECT 1\n~~~~~\n"
+	    "{\xe2\x80\x8bnoformat}\n-- ```\n{noformat}\n"));
+	/* Three blocks (SQL, trace, replay): six delimiters, no more. */
+	for (n = 0, p = tv[0].body; (p = strstr(p, "{noformat}")) != NULL; p++)
+		n++;
+	assert_int_equal(n, 6);
+	assert_non_null(strstr(tv[0].body, "|| fingerprint | cfg\\|invariant\\|"));
+	assert_non_null(strstr(tv[0].body, "soak\\-fingerprint: "));
+	assert_non_null(strstr(tv[0].comment, "Seen again in run r\\-1 "));
+	tk_tickets_free(tv, nt);
+	tk_run_free(&run);
+	rm_rf(dir);
+	free(dir);
+}
+
+/*
+ * A body that cannot be built is an error naming the ticket, and nothing
+ * is sent: not an empty POST (the tracker here is a closed port, so a
+ * request would fail differently).
+ */
+static void
+test_body_not_built(void **state)
+{
+	struct tk_ticket	 t;
+	struct tk_run		 run;
+	struct tk_sink_ctx	 ctx;
+	char			*labels[] = { "soak:0123456789abcdef", NULL };
+	char			*recs[2], *report, *dir, err[ERR_LEN], *ref = NULL;
+	uint64_t		 seed = 3;
+
+	(void)state;
+	recs[0] = rec(3, "fail", "crash", NULL, "[]");
+	recs[1] = NULL;
+	report = report_with("{\"sink\": \"github\", \"repo\": \"o/r\", \"url\": "
+	    "\"http://127.0.0.1:1\", \"insecure_http\": true}", recs);
+	dir = make_run(report);
+	assert_int_equal(tk_run_load(dir, &run, err), 0);
+	assert_int_equal(tk_sink_ctx_init(&ctx, &run, false, err), 0);
+	memset(&t, 0, sizeof(t));
+	t.fingerprint = "cfg|crash";
+	memcpy(t.hash, "0123456789abcdef", FP_HASH_LEN);
+	t.seeds = &seed;
+	t.nseeds = 1;
+	t.title = "soak: cfg crash \xe2\x80 seed 3";	/* "—" cut in half */
+	t.body = "body";
+	t.comment = "comment";
+	t.labels = labels;
+	assert_int_equal(tk_ticket_check(&t, err), -1);
+	assert_string_equal(err, "ticket 0123456789abcdef (soak: cfg crash "
+	    "\xef\xbf\xbd\xef\xbf\xbd seed 3): the title is not valid UTF-8 and cannot be "
+	    "sent; not filed");
+	t.title = "soak: cfg crash";
+	t.body = "| a\xc3 |";
+	assert_int_equal(tk_ticket_check(&t, err), -1);
+	assert_non_null(strstr(err, "the body is not valid UTF-8"));
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	assert_int_equal(tk_sink_lookup("github")->create(&ctx, &t, &ref, err), -1);
+	assert_null(ref);
+	assert_string_equal(err, "github: POST http://127.0.0.1:1/repos/o/r/issues: "
+	    "the request body for ticket 0123456789abcdef could not be built (a "
+	    "string in it is not valid UTF-8); nothing sent");
+	t.comment = "c\xff";
+	assert_int_equal(tk_sink_lookup("github")->comment(&ctx, &t, "1", err), -1);
+	assert_non_null(strstr(err, "could not be built"));
+	curl_global_cleanup();
+	tk_sink_ctx_clear(&ctx);
+	tk_run_free(&run);
+	rm_rf(dir);
+	free(dir);
+	free(report);
+	free(recs[0]);
+}
+
+/* tk_render from memory: no run directory, no file read. */
+static void
+test_render_in_memory(void **state)
+{
+	json_t			*rep;
+	struct tk_run		 run;
+	struct tk_ticket	 t;
+	char			 err[ERR_LEN];
+	uint64_t		 seeds[] = { 4, 9 };
+
+	(void)state;
+	rep = json_pack("{s:i, s:s, s:{s:s}, s:[{s:i, s:s, s:s, s:[{s:s}]}]}",
+	    "format", 1, "run_id", "m-1", "config", "name", "cfg", "results",
+	    "seed", 4, "verdict", "fail", "reason", "invariant", "invariants",
+	    "name", "A");
+	assert_int_equal(tk_run_from_json(rep, NULL, &run, err), 0);
+	json_decref(rep);
+	memset(&t, 0, sizeof(t));
+	t.fingerprint = xstrdup("cfg|invariant|A");
+	t.seeds = seeds;
+	t.nseeds = 2;
+	t.first = json_array_get(json_object_get(run.report, "results"), 0);
+	tk_render(&run, &t, TK_MD, NULL, "{\"t\": 1}\n");
+	assert_string_equal(t.title, "soak: \"A\" broken — seed 4 (+1)");
+	assert_non_null(strstr(t.body, "#### Fault trace (first 1 of 1 exchanges)"));
+	tk_render(&run, &t, TK_JIRA, NULL, NULL);
+	assert_non_null(strstr(t.body, "h3. Invariant: A\n"));
+	assert_null(strstr(t.body, "Fault trace"));
+	free(t.fingerprint);
+	free(t.title);
+	free(t.body);
+	free(t.comment);
+	tk_run_free(&run);
+}
+
 int
 main(void)
 {
@@ -461,6 +815,11 @@ main(void)
 		cmocka_unit_test(test_bad_reports),
 		cmocka_unit_test(test_dry_run_and_secret),
 		cmocka_unit_test(test_after_run_hook),
+		cmocka_unit_test(test_utf8),
+		cmocka_unit_test(test_render_hostile_md),
+		cmocka_unit_test(test_render_hostile_jira),
+		cmocka_unit_test(test_body_not_built),
+		cmocka_unit_test(test_render_in_memory),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

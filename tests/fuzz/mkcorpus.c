@@ -1,0 +1,256 @@
+/*
+ * Writes the seed inputs that come from code (make fuzz-corpus):
+ * CORPUS/msg/ real messages of every type, encoded by msg_encode, and
+ * CORPUS/http/ requests and responses with fuzz_http's prefix (flags,
+ * split sizes).  Run it after a change to the wire format and commit what
+ * changed; tests/fuzz/corpus/config/ is written by hand.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/msg.h"
+#include "common/util.h"
+
+static const char	*corpus;
+
+static void
+put(const char *dir, const char *name, const void *data, size_t len)
+{
+	char	*path = xasprintf("%s/%s/%s", corpus, dir, name);
+	FILE	*f;
+
+	if ((f = fopen(path, "wb")) == NULL ||
+	    fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+		fprintf(stderr, "mkcorpus: %s: %s\n", path, strerror(errno));
+		exit(1);
+	}
+	free(path);
+}
+
+static void
+put_msg(const char *name, const struct msg *m)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	size_t	 len;
+
+	if (msg_encode(m, &buf, &len, err) == -1) {
+		fprintf(stderr, "mkcorpus: %s: %s\n", name, err);
+		exit(1);
+	}
+	put("msg", name, buf, len);
+	free(buf);
+}
+
+static void
+msgs(char *cfg_text)
+{
+	static struct msg_seed	 seeds[3] = { { 17, 1 }, { 18, 1 }, { 4096, 2 } };
+	static uint8_t		 blob[] = { 0x1f, 0x8b, 0, 0, 'p', 'a', 'x', 0 };
+	struct msg		 m;
+	size_t			 i;
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_HELLO;
+	m.u.hello.name = "worker-3:4242";
+	m.u.hello.host = "worker-3";
+	m.u.hello.pid = 4242;
+	m.u.hello.slots = 4;
+	for (i = 0; i < MSG_B32; i++)
+		m.u.hello.nonce[i] = (uint8_t)(i * 7 + 1);
+	m.u.hello.rejoin_run = "";
+	put_msg("hello", &m);
+	m.u.hello.rejoin_id = 3;
+	m.u.hello.rejoin_run = "20250101T000000-ab12";
+	put_msg("hello-rejoin", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_CHALLENGE;
+	for (i = 0; i < MSG_B32; i++) {
+		m.u.challenge.nonce[i] = (uint8_t)(0xc0 + i);
+		m.u.challenge.proof[i] = (uint8_t)(0x33 ^ i);
+	}
+	put_msg("challenge", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	for (i = 0; i < MSG_B32; i++)
+		m.u.auth.proof[i] = (uint8_t)(0x5a + i);
+	put_msg("auth", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_WELCOME;
+	m.u.welcome.worker_id = 3;
+	m.u.welcome.run_id = "20250101T000000-ab12";
+	m.u.welcome.cfg_path = "/srv/soak/examples/refunds/soak.yaml";
+	m.u.welcome.cfg_text = cfg_text;
+	m.u.welcome.db_conninfo = "host=db.internal port=5432 user=soak password=***";
+	m.u.welcome.keep_dir = "";
+	m.u.welcome.workspace = "/var/tmp/soak";
+	m.u.welcome.heartbeat_ms = 2000;
+	m.u.welcome.bundle_hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	put_msg("welcome", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = 3;
+	put_msg("lease-request", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE;
+	m.u.lease.lease_id = 0x0102030405060708ULL;
+	m.u.lease.ttl_ms = 30000;
+	m.u.lease.nseeds = 3;
+	m.u.lease.seeds = seeds;
+	put_msg("lease", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_RESULT;
+	m.u.result.worker_id = 3;
+	m.u.result.lease_id = 9;
+	m.u.result.seed = 17;
+	m.u.result.attempt = 1;
+	m.u.result.verdict = VERDICT_FAIL;
+	m.u.result.reason = "invariant: at most one settled refund per dispute";
+	m.u.result.duration_ms = 1834;
+	m.u.result.detail = "{\"rows\":[[\"d-1\",2,\"40.00\",\"a1 a2\"]],"
+	    "\"turns\":[{\"turn\":0,\"status\":0}]}";
+	put_msg("result-fail", &m);
+	m.u.result.verdict = VERDICT_PASS;
+	m.u.result.reason = "";
+	m.u.result.detail = "{}";
+	put_msg("result-pass", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_HEARTBEAT;
+	m.u.heartbeat.worker_id = 3;
+	m.u.heartbeat.lease_id = 9;
+	m.u.heartbeat.seed = 18;
+	put_msg("heartbeat", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_ACK;
+	m.u.ack.ok = 1;
+	m.u.ack.text = "ok";
+	m.u.ack.keep = 2;
+	put_msg("ack", &m);
+	m.type = MSG_NACK;
+	m.u.ack.ok = 0;
+	m.u.ack.text = "lease 9 expired";
+	m.u.ack.keep = 0;
+	put_msg("nack", &m);
+	m.type = MSG_DONE;
+	m.u.ack.text = "run over";
+	put_msg("done", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_BYE;
+	m.u.bye.worker_id = 3;
+	m.u.bye.drain = 1;
+	put_msg("bye", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_BUNDLE_REQ;
+	m.u.bundle_req.worker_id = 3;
+	m.u.bundle_req.hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	put_msg("bundle-request", &m);
+
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_BUNDLE;
+	m.u.bundle.hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	m.u.bundle.data = blob;
+	m.u.bundle.len = sizeof(blob);
+	put_msg("bundle", &m);
+}
+
+/* flags (bit 0 responses, bit 1 to HEAD), split sizes, then the stream. */
+static void
+put_http(const char *name, unsigned flags, const char *sizes, size_t ns,
+    const char *stream)
+{
+	size_t	 n = strlen(stream);
+	char	*buf = xcalloc(1, 2 + ns + n);
+
+	buf[0] = (char)flags;
+	buf[1] = (char)ns;
+	memcpy(buf + 2, sizes, ns);
+	memcpy(buf + 2 + ns, stream, n);
+	put("http", name, buf, 2 + ns + n);
+	free(buf);
+}
+
+#define SIZES(s)	s, sizeof(s) - 1
+
+static void
+http(void)
+{
+	/* Split sizes as bytes: "\x05\x01" feeds 5 bytes, then 1, then 5...;
+	 * 0 is an empty read, then one byte. */
+	put_http("req-get", 0, SIZES("\x07"),
+	    "GET /v1/refunds?dispute=d-1 HTTP/1.1\r\nHost: provider\r\n"
+	    "Accept: */*\r\n\r\n");
+	put_http("req-post-length", 0, SIZES("\x03\x11\x00"),
+	    "POST /v1/refunds HTTP/1.1\r\nHost: provider\r\n"
+	    "Content-Type: application/json\r\nContent-Length: 27\r\n\r\n"
+	    "{\"dispute\":\"d-1\",\"eur\":20}\n");
+	put_http("req-post-chunked", 0, SIZES("\x0d\x02"),
+	    "POST /upload HTTP/1.1\r\nHost: x\r\n"
+	    "Transfer-Encoding: gzip, chunked\r\n\r\n"
+	    "5;ext=1\r\nhello\r\n1A\r\nabcdefghijklmnopqrstuvwxyz\r\n"
+	    "0\r\nX-Checksum: 42\r\n\r\n");
+	put_http("req-pipelined", 0, SIZES("\x20"),
+	    "\r\nHEAD / HTTP/1.1\r\nHost: a\r\n\r\n"
+	    "PUT /k HTTP/1.1\r\ncontent-length: 3\r\n\r\nabc"
+	    "DELETE /k HTTP/1.1\r\nHost: a\r\n\r\n"
+	    "OPTIONS * HTTP/1.1\r\n\r\n");
+	put_http("req-not-http", 0, SIZES(""),
+	    "SSH-2.0-OpenSSH_9.2\r\n\r\n");
+	put_http("resp-length", 1, SIZES("\x01\x40"),
+	    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 17\r\n\r\n{\"refunded\":true}");
+	put_http("resp-chunked", 1, SIZES("\x09\x09\x01"),
+	    "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n"
+	    "4\r\nWiki\r\n5\r\npedia\r\nE\r\n in\r\n\r\nchunks.\r\n0\r\n\r\n"
+	    "HTTP/1.1 204 No Content\r\n\r\n"
+	    "HTTP/1.1 304 Not Modified\r\nContent-Length: 99\r\n\r\n");
+	put_http("resp-continue", 1, SIZES("\x0b"),
+	    "HTTP/1.1 100 Continue\r\n\r\n"
+	    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+	put_http("resp-upgrade", 1, SIZES(""),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\n\r\n\x81\x05hello");
+	put_http("resp-close", 1, SIZES("\x10\x00"),
+	    "HTTP/1.0 200 OK\r\nServer: old\r\n\r\nuntil the connection closes");
+	put_http("resp-head", 3, SIZES("\x05"),
+	    "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"
+	    "HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n");
+	put_http("resp-bad-length", 1, SIZES(""),
+	    "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"
+	    "hello!");
+}
+
+int
+main(int argc, char **argv)
+{
+	char	 err[ERR_LEN], *cfg;
+	size_t	 len;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: mkcorpus CORPUS_DIR CONFIG_FOR_WELCOME\n");
+		return 64;
+	}
+	corpus = argv[1];
+	if ((cfg = read_file(argv[2], 64 * 1024, &len, err)) == NULL) {
+		fprintf(stderr, "mkcorpus: %s\n", err);
+		return 1;
+	}
+	msgs(cfg);
+	http();
+	free(cfg);
+	return 0;
+}
