@@ -14,12 +14,11 @@
  * statements, boundaries and transaction states — do not depend on how
  * the reads were cut.
  */
-#include <assert.h>
-#include <stddef.h>
-#include <stdint.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "fault-proxy/pgframe.h"
+#include "tests/fuzz/fuzz.h"
 
 #define MAX_EX	64
 
@@ -38,16 +37,18 @@ check_sql(const char *s)
 {
 	size_t	n = strnlen(s, PG_SQL_LEN), i;
 
-	assert(n < PG_SQL_LEN);
+	FUZZ_CHECK(n < PG_SQL_LEN, "summary not terminated");
 	for (i = 0; i < n; i++) {
 		unsigned char	ch = (unsigned char)s[i];
 
 		if (ch == 0xe2) {	/* the one multi-byte sequence: "…" */
-			assert(i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-			    (unsigned char)s[i + 2] == 0xa6 && i + 3 == n);
+			FUZZ_CHECK(i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
+			    (unsigned char)s[i + 2] == 0xa6 && i + 3 == n,
+			    "a stray 0xe2 at %zu of \"%s\"", i, s);
 			break;
 		}
-		assert(ch >= 0x20 && ch < 0x7f && ch != '\'');
+		FUZZ_CHECK(ch >= 0x20 && ch < 0x7f && ch != '\'',
+		    "byte 0x%02x at %zu of summary \"%s\"", ch, i, s);
 	}
 }
 
@@ -78,7 +79,7 @@ walk(const char *cs, size_t cn, const char *ss, size_t sn,
 			if (avail == 0)
 				break;
 			got = pg_scan_client(&f, cs + co, avail);
-			assert(got <= avail);
+			FUZZ_CHECK(got <= avail, "consumed %zu of %zu", got, avail);
 			co += got;
 			if (f.error || got < avail)
 				break;
@@ -90,13 +91,14 @@ walk(const char *cs, size_t cn, const char *ss, size_t sn,
 			lim = step(cuts, ncuts, &k);
 			avail = sn - so < lim ? sn - so : lim;
 			got = pg_scan_server(&f, ss + so, avail);
-			assert(got <= avail);
+			FUZZ_CHECK(got <= avail, "consumed %zu of %zu", got, avail);
 			so += got;
 		}
 		if (f.error)
 			break;
-		assert((unsigned)f.kind < PGK_MAX);
-		assert(pg_kind_name(f.kind) != NULL);
+		FUZZ_CHECK((unsigned)f.kind < PGK_MAX, "kind %d", (int)f.kind);
+		FUZZ_CHECK(pg_kind_name(f.kind) != NULL, "kind %d unnamed",
+		    (int)f.kind);
 		check_sql(f.sql);
 		w->kind[w->nex] = f.kind;
 		memcpy(w->sql[w->nex], f.sql, PG_SQL_LEN);
@@ -110,15 +112,16 @@ walk(const char *cs, size_t cn, const char *ss, size_t sn,
 	}
 	if (f.error) {
 		/* refused: nothing more is taken, and the reason is a sentence */
-		assert(pg_scan_client(&f, "Q", 1) == 0);
-		assert(pg_scan_server(&f, "Z", 1) == 0);
-		assert(strnlen(f.why, sizeof(f.why)) < sizeof(f.why));
-		assert(f.why[0] != '\0');
+		FUZZ_CHECK(pg_scan_client(&f, "Q", 1) == 0,
+		    "client bytes taken after a refusal");
+		FUZZ_CHECK(pg_scan_server(&f, "Z", 1) == 0,
+		    "server bytes taken after a refusal");
+		FUZZ_CHECK(strnlen(f.why, sizeof(f.why)) < sizeof(f.why),
+		    "reason not terminated");
+		FUZZ_CHECK(f.why[0] != '\0', "refused without a reason");
 	}
 	w->error = f.error;
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -141,20 +144,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	walk(cs, cn, ss, size - cn, NULL, 0, &one);
 	walk(cs, cn, ss, size - cn, data, size < 16 ? size : 16, &cut);
 	/* framing does not depend on where reads are cut */
-	assert(one.error == cut.error);
-	assert(one.nex == cut.nex);
+	FUZZ_CHECK(one.error == cut.error, "refused in one piece: %d, cut: %d",
+	    one.error, cut.error);
+	FUZZ_CHECK(one.nex == cut.nex, "%zu exchanges in one piece, %zu cut",
+	    one.nex, cut.nex);
 	for (i = 0; i < one.nex; i++) {
-		assert(one.kind[i] == cut.kind[i]);
-		assert(strcmp(one.sql[i], cut.sql[i]) == 0);
-		assert(one.cend[i] == cut.cend[i]);
-		assert(one.send[i] == cut.send[i]);
-		assert(one.tx[i] == cut.tx[i]);
+		FUZZ_CHECK(one.kind[i] == cut.kind[i], "exchange %zu: kind", i);
+		FUZZ_CHECK(strcmp(one.sql[i], cut.sql[i]) == 0, "exchange %zu: \"%s\" vs \"%s\"",
+		    i, one.sql[i], cut.sql[i]);
+		FUZZ_CHECK(one.cend[i] == cut.cend[i], "exchange %zu: client end "
+		    "%zu vs %zu", i, one.cend[i], cut.cend[i]);
+		FUZZ_CHECK(one.send[i] == cut.send[i], "exchange %zu: server end "
+		    "%zu vs %zu", i, one.send[i], cut.send[i]);
+		FUZZ_CHECK(one.tx[i] == cut.tx[i], "exchange %zu: tx", i);
 	}
 
 	/* the summary and the escaper on raw bytes */
 	pg_sql_summary(cs, cn, sum);
 	check_sql(sum);
 	pg_escape(cs, cn, esc, sizeof(esc));
-	assert(strlen(esc) < sizeof(esc));
+	FUZZ_CHECK(strlen(esc) < sizeof(esc), "escape overflow");
 	return 0;
 }
