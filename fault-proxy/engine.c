@@ -108,6 +108,7 @@ struct conn {
 	bool			 mode_known;
 	bool			 tls_asked;	/* the client sent SSLRequest/GSSENCRequest */
 	struct pgframe		*pgf;
+	uint64_t		 notifies0;	/* pgf->notifies as the exchange began */
 	char			*hello;		/* pg: exchange 0's bytes, for duplicate */
 	size_t			 hello_len;
 	struct http_frame	 req, resp;
@@ -408,7 +409,11 @@ exchange_end(struct conn *c)
 		c->rec.pg = pg_kind_name(c->pgf->kind);
 		if (c->pgf->has_sql && c->rec.sql[0] == '\0')
 			memcpy(c->rec.sql, c->pgf->sql, sizeof(c->rec.sql));
-		if (c->pgf->copy)
+		if (c->pgf->notifies > c->notifies0)
+			c->rec.note = c->pgf->copy ? "copy and notification "
+			    "passed through unframed" :
+			    "notification passed through unframed";
+		else if (c->pgf->copy)
 			c->rec.note = "copy passed through unframed";
 		pg_exchange_next(c->pgf);
 	}
@@ -743,6 +748,8 @@ exchange_begin(struct conn *c)
 	c->rec.turn = l->turn;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
+	if (c->pg)
+		c->notifies0 = c->pgf->notifies;
 	if (c->pg || (c->http && l->has_re))
 		set_state(c, CS_PENDING);
 	else

@@ -97,7 +97,7 @@ want = [
     (10, "simple", "COPY (SELECT * FROM t ORDER BY id) \u2026", "I", "copy passed through unframed"),
     (11, "simple", "SELECT i, repeat(md5(i::text), \u2026", "I", None),
     (12, "simple", "LISTEN soak_ch", "I", None),
-    (13, "simple", "NOTIFY soak_ch, \u2026", "I", None),
+    (13, "simple", "NOTIFY soak_ch, \u2026", "I", "notification passed through unframed"),
     (14, "extended", "SELECT $1::int * \u2026", "I", None),
     (15, "extended", "SELECT $1::int * \u2026", "I", None),
     (16, "extended", "SELECT $1::int * \u2026", "I", None),

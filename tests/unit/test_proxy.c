@@ -766,6 +766,72 @@ test_match_http(void **state)
 	up_stop(u);
 }
 
+/*
+ * match masks rolls, it does not redraw them: six requests, GET and POST
+ * in turn, each rolling a latency of 1..20 ms; with match '^POST' every
+ * POST keeps exactly the latency it drew without match, every GET gets 0.
+ */
+static char *
+latency_trace(char *match, const char *name)
+{
+	struct cfg_faults	 f = { .latency_min_ms = 1, .latency_max_ms = 20,
+	    .hold_ms = 30, .match = match };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	char			 out[4096], path[PATH_MAX], *trace;
+	int			 fd, i;
+
+	snprintf(path, sizeof(path), "%s/%s.jsonl", tmpdir, name);
+	ps = px_start(u->addr, &f, 1, 11, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	for (i = 0; i < 6; i++)
+		assert_int_equal(cli_exchange(fd, i % 2 ?
+		    "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" :
+		    "GET /g HTTP/1.1\r\nHost: x\r\n\r\n", 0, out, sizeof(out)),
+		    (ssize_t)sizeof(up_resp) - 1);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	up_stop(u);
+	trace = slurp(path);
+	return trace;
+}
+
+static void
+test_match_keeps_rolls(void **state)
+{
+	char		*all, *posts, *a, *p, *la, *lp;
+	long		 ma, mp;
+	int		 i, differ = 0;
+
+	(void)state;
+	all = latency_trace(NULL, "rolls-all");
+	posts = latency_trace("^POST ", "rolls-post");
+	la = all;
+	lp = posts;
+	for (i = 0; i < 6; i++) {
+		a = strstr(la, "\"latency_ms\":");
+		p = strstr(lp, "\"latency_ms\":");
+		assert_non_null(a);
+		assert_non_null(p);
+		ma = strtol(a + 13, NULL, 10);
+		mp = strtol(p + 13, NULL, 10);
+		assert_true(ma >= 1 && ma <= 20);
+		if (i % 2)
+			assert_int_equal(mp, ma);	/* the POST's own roll */
+		else
+			assert_int_equal(mp, 0);	/* masked */
+		if (i > 1 && ma != strtol(strstr(all, "\"latency_ms\":") + 13,
+		    NULL, 10))
+			differ++;
+		la = strchr(a, '\n');
+		lp = strchr(p, '\n');
+	}
+	assert_true(differ > 0);	/* the rolls are not all one value */
+	free(all);
+	free(posts);
+}
+
 /* A bad match never opens a listener. */
 static void
 test_match_bad(void **state)
@@ -1383,6 +1449,7 @@ main(void)
 		cmocka_unit_test(test_pg_framer),
 		cmocka_unit_test(test_trace_format_pg),
 		cmocka_unit_test(test_match_http),
+		cmocka_unit_test(test_match_keeps_rolls),
 		cmocka_unit_test(test_match_bad),
 		cmocka_unit_test(test_bands_http),
 		cmocka_unit_test(test_bands_tcp),
