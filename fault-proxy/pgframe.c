@@ -466,6 +466,12 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 	case 'f':
 		f->req_done = true;
 		break;
+	case 'd':
+	case 'p':
+		/* outside COPY or authentication: one message, unanswered */
+		if (f->kind == PGK_COPY)
+			f->req_done = true;
+		break;
 	default:
 		break;
 	}

@@ -635,11 +635,13 @@ test_pg_framer(void **state)
 	n += pg_msg(cs + n, 'Q', 0, "COPY t FROM STDIN", 18);
 	n += pg_msg(cs + n, 'd', 0, "1\n", 2);
 	n += pg_msg(cs + n, 'c', 0, "", 0);
+	/* COPY data after its COPY ended (the server discards it): alone */
+	n += pg_msg(cs + n, 'd', 0, "2\n", 2);
 	n += pg_msg(cs + n, 'X', 0, "", 0);
 	/* however the reads are cut, the same exchanges */
 	for (step = 1; step <= n; step += step < 16 ? 1 : 37) {
 		ex = pg_walk(cs, n, step, kinds, sqls, 8);
-		assert_int_equal(ex, 6);
+		assert_int_equal(ex, 7);
 		assert_int_equal(kinds[0], PGK_STARTUP);
 		assert_string_equal(sqls[0], "-");
 		assert_int_equal(kinds[1], PGK_SIMPLE);
@@ -652,7 +654,8 @@ test_pg_framer(void **state)
 		assert_string_equal(sqls[3], sqls[2]);
 		assert_int_equal(kinds[4], PGK_SIMPLE);
 		assert_string_equal(sqls[4], "COPY t FROM STDIN");
-		assert_int_equal(kinds[5], PGK_TERMINATE);
+		assert_int_equal(kinds[5], PGK_COPY);
+		assert_int_equal(kinds[6], PGK_TERMINATE);
 	}
 
 	/* lengths off the network are not trusted */
