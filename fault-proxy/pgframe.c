@@ -97,6 +97,7 @@ pg_exchange_next(struct pgframe *f)
 	f->noreply = false;
 	f->ident = false;
 	f->has_sql = false;
+	f->copy_ended = false;
 	f->sql[0] = '\0';
 	f->ready = false;
 	f->tx = '\0';
@@ -281,6 +282,8 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 		    sql[i + 1] <= '9') &&
 		    is_word((unsigned char)sql[i + 1])))) ||
 		    (!inword && ch >= '0' && ch <= '9') ||
+		    (!inword && (ch == '-' || ch == '+') && i + 1 < n &&
+		    sql[i + 1] >= '0' && sql[i + 1] <= '9') ||
 		    (!inword && (ch == 'E' || ch == 'e' || ch == 'B' ||
 		    ch == 'b' || ch == 'X' || ch == 'x' || ch == 'U' ||
 		    ch == 'u') && i + 1 < n && sql[i + 1] == '\'')) {
@@ -461,9 +464,12 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 		f->ident = true;
 		f->req_done = true;
 		break;
-	case 'X':
 	case 'c':
 	case 'f':
+		f->copy_ended = true;
+		f->req_done = true;
+		break;
+	case 'X':
 		f->req_done = true;
 		break;
 	case 'd':
@@ -494,7 +500,8 @@ pg_scan_client(struct pgframe *f, const char *p, size_t n)
 			 * authentication) still belongs to this exchange.
 			 */
 			if (f->req_done && (f->kind == PGK_STARTUP ?
-			    ty != 'p' : ty != 'd' && ty != 'c' && ty != 'f'))
+			    ty != 'p' : f->copy_ended ||
+			    (ty != 'd' && ty != 'c' && ty != 'f')))
 				break;
 		}
 		k = tok_feed(f, t, p + used, n - used, false, &head, &end);

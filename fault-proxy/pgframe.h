@@ -85,6 +85,7 @@ struct pgframe {
 	bool		 noreply;	/* nothing will answer it */
 	bool		 ident;		/* kind and sql known: it can be admitted */
 	bool		 has_sql;	/* a statement (match applies) */
+	bool		 copy_ended;	/* the client sent CopyDone or CopyFail */
 	char		 sql[PG_SQL_LEN];
 
 	/* the current exchange, server side */

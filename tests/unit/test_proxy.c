@@ -704,7 +704,9 @@ test_pg_framer(void **state)
 	pg_sql_summary("SELECT $$x$$", 12, sum);
 	assert_string_equal(sum, "SELECT \xe2\x80\xa6");
 	pg_sql_summary("SELECT t1.a FROM t1 WHERE x = -42", 33, sum);
-	assert_string_equal(sum, "SELECT t1.a FROM t1 WHERE x = -\xe2\x80\xa6");
+	assert_string_equal(sum, "SELECT t1.a FROM t1 WHERE x = \xe2\x80\xa6");
+	pg_sql_summary("SELECT a-1 FROM t", 17, sum);
+	assert_string_equal(sum, "SELECT a-\xe2\x80\xa6");
 	pg_sql_summary("a b c d e f g h i j", 19, sum);
 	assert_string_equal(sum, "a b c d e f g h \xe2\x80\xa6");
 	pg_sql_summary("SELECT \"q\x01\" FROM t", 18, sum);
