@@ -328,10 +328,11 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 static const char *
 cap_str(const struct pg_tok *t, size_t *off, size_t *len)
 {
-	const char	*s = t->cap + *off, *z;
+	const char	*s, *z;
 
 	if (*off >= t->caplen)
 		return NULL;
+	s = t->cap + *off;
 	z = memchr(s, '\0', t->caplen - *off);
 	*len = z ? (size_t)(z - s) : t->caplen - *off;
 	*off += *len + 1;
