@@ -34,6 +34,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -920,17 +921,40 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	return 0;
 }
 
+/*
+ * A fault's match: a POSIX extended regex, compiled here so a bad one is
+ * reported at load with its place; the proxy compiles its own copy.
+ */
+static int
+get_match(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
+{
+	regex_t	re;
+	char	why[ERR_LEN];
+	int	rc;
+
+	if (get_str(cx, n, key, 1, out) == -1)
+		return -1;
+	if ((rc = regcomp(&re, *out, REG_EXTENDED | REG_NOSUB)) != 0) {
+		regerror(rc, &re, why, sizeof(why));
+		regfree(&re);
+		return fail_at(cx, n, key, "not a POSIX extended regex: %s", why);
+	}
+	regfree(&re);
+	return 0;
+}
+
 static int
 parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_faults *f)
 {
 	enum { RATE, LOST, RESET, DUP, BLACKHOLE, LATENCY, HOLD, BW, BW_UP,
 	    BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY, CLOSE,
-	    CLOSE_UP, CLOSE_DOWN, NKEYS };
+	    CLOSE_UP, CLOSE_DOWN, MATCH, NKEYS };
 	static const char *const keys[NKEYS] = { "rate", "lost_reply", "reset",
 	    "duplicate", "blackhole", "latency", "hold", "bandwidth",
 	    "bandwidth_up", "bandwidth_down", "slice", "slice_up", "slice_down",
-	    "slice_delay", "close_after", "close_after_up", "close_after_down" };
+	    "slice_delay", "close_after", "close_after_up", "close_after_down",
+	    "match" };
 	/* Generic key first, so _up/_down override it whatever the file order. */
 	static const struct { int key, dir; } bytes[] = {
 		{ BW, -1 }, { BW_UP, CFG_UP }, { BW_DOWN, CFG_DOWN },
@@ -981,6 +1005,9 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		else
 			field[bytes[i].dir] = n;
 	}
+	key_join(path, prefix, "match");
+	if (v[MATCH] && get_match(cx, v[MATCH], path, &f->match) == -1)
+		return -1;
 	return 0;
 }
 
@@ -990,9 +1017,10 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 {
 	static const char *const keys[] = { "name", "upstream", "protocol",
 	    "faults" };
-	static const char *const protos[] = { "auto", "http", "tcp" };
+	static const char *const protos[] = { "auto", "http", "tcp",
+	    "postgres" };
 	static const enum cfg_protocol proto_vals[] = { CFG_PROTO_AUTO,
-	    CFG_PROTO_HTTP, CFG_PROTO_TCP };
+	    CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 	yaml_node_t	*v[nitems(keys)];
 	char		 path[CFG_KEY_LEN];
 	int		 proto = 0;
@@ -1754,6 +1782,7 @@ cfg_free(struct cfg *cfg)
 	for (i = 0; i < cfg->nproxies; i++) {
 		free(cfg->proxies[i].name);
 		free(cfg->proxies[i].upstream);
+		free(cfg->proxies[i].faults.match);
 	}
 	free(cfg->proxies);
 	strv_free(cfg->setup);

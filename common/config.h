@@ -36,7 +36,7 @@ enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
 /* Who binds a service's port: the service (SOAK_PORT) or soak (LISTEN_FDS). */
 enum cfg_listen	{ CFG_LISTEN_PORT, CFG_LISTEN_SOCKET };
 enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
-enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP };
+enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 
 /* Direction index for per-direction stream faults. */
 #define CFG_UP		0	/* client -> upstream */
@@ -63,6 +63,14 @@ struct cfg_faults {
 	int64_t		 slice[2];		/* max bytes per write; 0 = off */
 	int64_t		 slice_delay_ms;	/* pause between slices */
 	int64_t		 close_after[2];	/* close after N bytes; 0 = off */
+	/*
+	 * POSIX extended regex on an exchange's statement (PostgreSQL) or
+	 * request line (HTTP); NULL = every exchange.  Exchanges that do not
+	 * match get neither a fault nor latency; the rolls stay keyed by
+	 * exchange, so it never reshuffles the others.  Checked by regcomp
+	 * at load; the proxy compiles its own copy.
+	 */
+	char		*match;
 };
 
 struct cfg_proxy {

@@ -11,7 +11,7 @@ PKGS="build-essential pkg-config
 libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-dev
 libssl-dev openssl
 clang libclang-rt-dev
-postgresql postgresql-client
+postgresql postgresql-client postgresql-contrib
 libxml2-utils jq curl python3 procps iproute2 nftables
 iperf3 haproxy socat
 munge slurmctld slurmd slurm-client systemd"

@@ -52,7 +52,7 @@ usage(FILE *f)
 "  --seed N                every decision derives from it\n"
 "  --turn K                the turn these rolls belong to (default 0)\n"
 "  --name NAME             proxy name, part of the roll key (default proxy)\n"
-"  --protocol P            auto | http | tcp (default auto)\n"
+"  --protocol P            auto | http | tcp | postgres (default auto)\n"
 "\n"
 "  --rate SHARE            share of exchanges faulted (0.15 or 15%%)\n"
 "  --lost-reply SHARE      bands, as shares of the rate; with --rate alone\n"
@@ -69,6 +69,9 @@ usage(FILE *f)
 "  --slice-delay DUR       pause between slices\n"
 "  --close-after-up BYTES  close the connection after this many bytes\n"
 "  --close-after-down BYTES\n"
+"  --match REGEX           faults and latency only for exchanges whose\n"
+"                          statement (postgres) or request line (http)\n"
+"                          matches this POSIX extended regex\n"
 "\n"
 "  Durations take a unit (250ms, 5s, 2m): a bare number is an error.\n"
 "\n"
@@ -97,6 +100,7 @@ enum {
 	O_LISTEN = 256, O_UPSTREAM, O_SEED, O_TURN, O_NAME, O_PROTOCOL, O_RATE,
 	O_LOST, O_RESET, O_DUP, O_BLACKHOLE, O_LATENCY, O_HOLD, O_BW_UP,
 	O_BW_DOWN, O_SLICE_UP, O_SLICE_DOWN, O_SLICE_DELAY, O_CA_UP, O_CA_DOWN,
+	O_MATCH,
 	O_TRACE
 };
 
@@ -121,6 +125,7 @@ static const struct option longopts[] = {
 	{ "slice-delay", required_argument, NULL, O_SLICE_DELAY },
 	{ "close-after-up", required_argument, NULL, O_CA_UP },
 	{ "close-after-down", required_argument, NULL, O_CA_DOWN },
+	{ "match", required_argument, NULL, O_MATCH },
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -200,9 +205,10 @@ fault_option(struct proxy_opts *o, const struct fault_opt *fo,
 static int
 protocol_option(const char *arg, enum cfg_protocol *proto, char *err)
 {
-	static const char *const names[] = { "auto", "http", "tcp" };
+	static const char *const names[] = { "auto", "http", "tcp",
+	    "postgres" };
 	static const enum cfg_protocol vals[] = { CFG_PROTO_AUTO,
-	    CFG_PROTO_HTTP, CFG_PROTO_TCP };
+	    CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 	size_t	i;
 
 	for (i = 0; i < nitems(names); i++)
@@ -210,7 +216,7 @@ protocol_option(const char *arg, enum cfg_protocol *proto, char *err)
 			*proto = vals[i];
 			return 0;
 		}
-	return errf(err, "bad protocol \"%s\" (auto, http or tcp)", arg);
+	return errf(err, "bad protocol \"%s\" (auto, http, tcp or postgres)", arg);
 }
 
 /* The options that are not faults; 1 when ch is none of them. */
@@ -239,6 +245,9 @@ plain_option(struct proxy_opts *o, int ch, const char *arg, char *err)
 		return protocol_option(arg, &o->protocol, err);
 	case O_TRACE:
 		o->trace = arg;
+		return 0;
+	case O_MATCH:
+		o->faults.match = (char *)(uintptr_t)arg;	/* argv outlives o */
 		return 0;
 	case 'v':
 		o->verbose++;

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <pthread.h>
+#include <regex.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +31,15 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "fault-proxy/http.h"
+#include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
 
 #define DIR_UP		CFG_UP
 #define DIR_DOWN	CFG_DOWN
 #define MAX_EVENTS	64
+#define REQLINE_LEN	512		/* an HTTP request line, for match */
+
+_Static_assert(PG_SQL_LEN == PROXY_SQL_LEN, "statement summary sizes differ");
 
 enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DUP, EP_WAKE };
 
@@ -59,7 +64,10 @@ struct listener {
 	size_t			 proxy;
 	int			 turn;
 	enum cfg_protocol	 protocol;
-	struct cfg_faults	 faults;
+	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
+	regex_t			 re;		/* the faults' match */
+	bool			 has_re;
+	bool			 tls_warned;	/* said once: the database wants TLS */
 	struct sockaddr_storage	 up_addr;
 	socklen_t		 up_len;
 	char			*upstream;
@@ -70,6 +78,7 @@ struct listener {
 
 enum conn_state {
 	CS_IDLE,		/* between exchanges */
+	CS_PENDING,		/* exchange begun, its statement not yet known */
 	CS_DELAY,		/* exchange rolled, latency running */
 	CS_CONNECTING,		/* dialling the upstream */
 	CS_REQUEST,		/* forwarding the request */
@@ -81,7 +90,8 @@ enum conn_state {
 };
 
 static const char *const conn_state_names[CS_MAX] = {
-	[CS_IDLE] = "idle", [CS_DELAY] = "delay", [CS_CONNECTING] = "connecting",
+	[CS_IDLE] = "idle", [CS_PENDING] = "pending", [CS_DELAY] = "delay",
+	[CS_CONNECTING] = "connecting",
 	[CS_REQUEST] = "request", [CS_REPLY] = "reply", [CS_HOLD] = "hold",
 	[CS_BLACKHOLE] = "blackhole", [CS_CLOSED] = "closed",
 };
@@ -94,7 +104,13 @@ struct conn {
 	uint32_t		 no;
 	enum conn_state		 state;
 	bool			 http;		/* framing of the current exchange */
+	bool			 pg;		/* PostgreSQL v3 framing: pgf */
 	bool			 mode_known;
+	bool			 tls_asked;	/* the client sent SSLRequest/GSSENCRequest */
+	struct pgframe		*pgf;
+	uint64_t		 notifies0;	/* pgf->notifies as the exchange began */
+	char			*hello;		/* pg: exchange 0's bytes, for duplicate */
+	size_t			 hello_len;
 	struct http_frame	 req, resp;
 	struct buf		 up, down;
 	size_t			 up_scan;	/* head of `up` forwardable now */
@@ -123,6 +139,8 @@ struct dup {
 	bool			 connected;
 	bool			 http;
 	struct http_frame	 resp;
+	struct pgframe		*pgf;		/* pg: counts ReadyForQuery */
+	int			 ready_left;
 	char			*req;
 	size_t			 len, off;
 	int64_t			 deadline;
@@ -154,6 +172,7 @@ struct proxy_set {
 
 static void	conn_process(struct conn *);
 static void	conn_close(struct conn *, bool);
+static void	exchange_admit(struct conn *, const char *);
 
 /* ---- small socket helpers ---- */
 
@@ -386,6 +405,18 @@ exchange_end(struct conn *c)
 	if (!c->in_exchange)
 		return;
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
+	if (c->pg) {
+		c->rec.pg = pg_kind_name(c->pgf->kind);
+		if (c->pgf->has_sql && c->rec.sql[0] == '\0')
+			memcpy(c->rec.sql, c->pgf->sql, sizeof(c->rec.sql));
+		if (c->pgf->notifies > c->notifies0)
+			c->rec.note = c->pgf->copy ? "copy and notification "
+			    "passed through unframed" :
+			    "notification passed through unframed";
+		else if (c->pgf->copy)
+			c->rec.note = "copy passed through unframed";
+		pg_exchange_next(c->pgf);
+	}
 	trace_add(c->l->ps, &c->rec);
 	c->in_exchange = false;
 	c->req_done = false;
@@ -410,6 +441,7 @@ dup_free(struct dup *d)
 	if (d->next)
 		d->next->prev = d->prev;
 	http_frame_free(&d->resp);
+	free(d->pgf);
 	free(d->req);
 	free(d);
 	live_release(ps);
@@ -429,6 +461,12 @@ dup_start(struct conn *c)
 		    c->no, c->rec.exchange, PROXY_DUP_CAP);
 		return;
 	}
+	if (c->pg && c->hello == NULL) {
+		log_warnx("%s/%d conn %u exchange %u: duplicate not sent "
+		    "(the session's start-up was over %d bytes)", c->l->name,
+		    c->l->turn, c->no, c->rec.exchange, PROXY_HELLO_CAP);
+		return;
+	}
 	if ((fd = socket(c->l->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0)) == -1) {
 		log_warn("%s: socket", __func__);
@@ -443,6 +481,25 @@ dup_start(struct conn *c)
 	c->dupreq = NULL;
 	c->duplen = 0;
 	d->http = c->http;
+	if (c->pg && c->rec.exchange > 0) {
+		/*
+		 * A new session: exchange 0's bytes again (start-up and any
+		 * password), then the request; done at the ReadyForQuery
+		 * after it.  Challenge-response authentication (SCRAM, md5)
+		 * cannot be replayed: the server refuses and the duplicate
+		 * ends there, with a warning.
+		 */
+		char	*r = xcalloc(1, c->hello_len + d->len);
+
+		memcpy(r, c->hello, c->hello_len);
+		memcpy(r + c->hello_len, d->req, d->len);
+		free(d->req);
+		d->req = r;
+		d->len += c->hello_len;
+		d->pgf = xcalloc(1, sizeof(*d->pgf));
+		pg_init(d->pgf);
+		d->ready_left = 2;
+	}
 	http_frame_init(&d->resp, true, c->req.is_head);
 	d->deadline = now_ms() + PROXY_DUP_MS;
 	d->next = ps->dups;
@@ -502,7 +559,25 @@ dup_event(struct dup *d, uint32_t ev)
 		return;
 	}
 	/* tcp: the first reply bytes end the exchange; http: the framed reply */
-	if (d->http) {
+	if (d->pgf != NULL) {
+		size_t	off = 0;
+
+		while (off < (size_t)n && d->ready_left > 0 && !d->pgf->error &&
+		    !d->pgf->auth_error) {
+			off += pg_scan_server(d->pgf, ps->scratch + off,
+			    (size_t)n - off);
+			if (d->pgf->ready) {
+				d->pgf->ready = false;
+				d->ready_left--;
+			}
+		}
+		if (d->pgf->auth_error)
+			log_warnx("duplicate: the database refused the replayed "
+			    "start-up (SQLSTATE %s); challenge-response "
+			    "authentication cannot be replayed", d->pgf->sqlstate);
+		if (d->ready_left > 0 && !d->pgf->error && !d->pgf->auth_error)
+			return;
+	} else if (d->http) {
 		http_feed(&d->resp, ps->scratch, (size_t)n);
 		if (d->resp.state != HF_DONE && d->resp.state != HF_ERROR)
 			return;
@@ -518,6 +593,8 @@ conn_free(struct conn *c)
 	live_release(c->l->ps);
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
+	free(c->pgf);
+	free(c->hello);
 	free(c->up.data);
 	free(c->down.data);
 	free(c->dupreq);
@@ -596,25 +673,73 @@ exchange_go(struct conn *c)
 		set_state(c, CS_REQUEST);
 }
 
+/*
+ * The connection's first bytes decide its framing.  For PostgreSQL, the
+ * proxy answers SSLRequest and GSSENCRequest itself ('N': traffic stays
+ * plain, so the proxy can read it) before the start-up packet, which is
+ * exchange 0.  Returns 1 when the next exchange may begin, 0 while more
+ * bytes are needed.
+ */
+static int
+conn_hello(struct conn *c)
+{
+	struct listener	*l = c->l;
+	enum pg_first	 first;
+	size_t		 space;
+
+	for (;;) {
+		if (c->mode_known && (!c->pg || !c->pgf->fe.startup))
+			return 1;
+		first = pg_first(c->up.data + c->up.off, c->up.len);
+		if (!c->mode_known) {
+			if (first == PGF_MORE && !c->client_eof &&
+			    l->protocol == CFG_PROTO_AUTO)
+				return 0;
+			c->mode_known = true;
+			if (l->protocol == CFG_PROTO_POSTGRES ||
+			    (l->protocol == CFG_PROTO_AUTO &&
+			    first != PGF_NOT_PG && first != PGF_MORE)) {
+				c->pg = true;
+				c->pgf = xcalloc(1, sizeof(*c->pgf));
+				pg_init(c->pgf);
+			} else {
+				c->http = l->protocol == CFG_PROTO_HTTP ||
+				    (l->protocol == CFG_PROTO_AUTO &&
+				    http_looks_like_request(c->up.data + c->up.off,
+				    c->up.len));
+				return 1;
+			}
+		}
+		if (first == PGF_MORE)
+			return c->client_eof ? 1 : 0;
+		if (first != PGF_SSL && first != PGF_GSSENC)
+			return 1;	/* start-up, cancel, or garbage the framer refuses */
+		if (buf_alloc(&c->down) == -1 || (space = buf_space(&c->down)) == 0)
+			return 0;
+		buf_consume(&c->up, 8);
+		c->down.data[c->down.off + c->down.len++] = 'N';
+		c->tls_asked = true;
+		log_debug("%s/%d conn %u: %s answered with N (plain traffic)",
+		    l->name, l->turn, c->no, first == PGF_SSL ? "SSLRequest" :
+		    "GSSENCRequest");
+	}
+}
+
 static void
 exchange_begin(struct conn *c)
 {
 	struct listener	*l = c->l;
 
-	if (!c->mode_known) {
-		c->mode_known = true;
-		c->http = l->protocol == CFG_PROTO_HTTP ||
-		    (l->protocol == CFG_PROTO_AUTO &&
-		    http_looks_like_request(c->up.data + c->up.off, c->up.len));
-	}
 	c->in_exchange = true;
 	c->req_done = false;
 	c->got_reply = false;
-	c->up_scan = 0;
+	if (!c->pg)
+		c->up_scan = 0;	/* pg: bytes already framed stay framed */
 	if (c->http) {
 		http_frame_init(&c->req, false, false);
 		http_frame_init(&c->resp, true, false);
 	}
+	/* the roll is drawn now, whatever match later says: keyed by number */
 	proxy_roll(&l->faults, l->ps->seed, l->name, l->turn, c->no,
 	    c->exch_no, &c->roll);
 	memset(&c->rec, 0, sizeof(c->rec));
@@ -623,16 +748,91 @@ exchange_begin(struct conn *c)
 	c->rec.turn = l->turn;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
+	if (c->pg)
+		c->notifies0 = c->pgf->notifies;
+	if (c->pg || (c->http && l->has_re))
+		set_state(c, CS_PENDING);
+	else
+		exchange_admit(c, NULL);
+}
+
+/*
+ * Whether the pending exchange is known well enough to admit: for
+ * PostgreSQL, its kind and statement head; for HTTP under match, its
+ * request line.  stmt is what match reads (NULL: nothing to match).
+ */
+static bool
+exchange_known(struct conn *c, char *line, size_t linelen,
+    const char **stmt)
+{
+	const char	*p = c->up.data + c->up.off, *nl;
+	size_t		 n;
+
+	*stmt = NULL;
+	if (c->pg) {
+		if (!c->pgf->ident && !c->client_eof)
+			return false;
+		if (c->pgf->has_sql)
+			*stmt = c->pgf->sql;
+		return true;
+	}
+	/* http: nothing is forwarded yet, so the line starts the buffer */
+	if ((nl = memchr(p, '\n', c->up.len)) == NULL)
+		return c->client_eof || c->up.len == PROXY_BUF_CAP;
+	n = (size_t)(nl - p);
+	if (n > 0 && p[n - 1] == '\r')
+		n--;
+	if (n >= linelen)
+		n = linelen - 1;
+	memcpy(line, p, n);
+	line[n] = '\0';
+	*stmt = line;
+	return true;
+}
+
+/*
+ * The exchange is known and nothing of it has been forwarded: apply match
+ * to its roll and start it.  This is the hook where a scheduler (issue 15,
+ * part 3) would hold an exchange: park it here in CS_PENDING and call
+ * exchange_admit when its turn comes; every byte of it is still in `up`.
+ */
+static void
+exchange_admit(struct conn *c, const char *stmt)
+{
+	struct listener	*l = c->l;
+
+	if (l->has_re && (stmt == NULL ||
+	    regexec(&l->re, stmt, 0, NULL, 0) != 0)) {
+		c->roll.fault = PROXY_FAULT_NONE;
+		c->roll.latency_ms = 0;
+	}
+	if (c->pg) {
+		c->rec.pg = pg_kind_name(c->pgf->kind);
+		if (c->pgf->has_sql)
+			memcpy(c->rec.sql, c->pgf->sql, sizeof(c->rec.sql));
+	}
 	c->rec.fault = c->roll.fault;
 	c->rec.latency_ms = c->roll.latency_ms;
-	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms", l->name,
+	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms%s%s", l->name,
 	    l->turn, c->no, c->rec.exchange, proxy_fault_name(c->roll.fault),
-	    (long long)c->roll.latency_ms);
+	    (long long)c->roll.latency_ms, c->rec.sql[0] ? ": " : "",
+	    c->rec.sql);
 	if (c->roll.latency_ms > 0) {
 		c->deadline = now_ms() + c->roll.latency_ms;
 		set_state(c, CS_DELAY);
 	} else
 		exchange_go(c);
+}
+
+/* A framing error: what the peer sent is refused, never trusted. */
+static void
+pg_refuse(struct conn *c)
+{
+	log_warnx("%s/%d conn %u: %s; closing the connection", c->l->name,
+	    c->l->turn, c->no, c->pgf->why);
+	if (c->in_exchange)
+		c->rec.note = "refused: not PostgreSQL v3";
+	conn_close(c, true);
 }
 
 /* Frames newly arrived client bytes into the current exchange. */
@@ -643,6 +843,18 @@ scan_request(struct conn *c)
 
 	if (!c->in_exchange)
 		return;
+	if (c->pg) {
+		n = pg_scan_client(c->pgf, c->up.data + c->up.off + c->up_scan,
+		    c->up.len - c->up_scan);
+		c->up_scan += n;
+		if (c->pgf->error) {
+			pg_refuse(c);
+			return;
+		}
+		if (c->pgf->req_done)
+			c->req_done = true;
+		return;
+	}
 	if (!c->http) {
 		c->up_scan = c->up.len;
 		return;
@@ -661,6 +873,29 @@ scan_request(struct conn *c)
 		c->req_done = true;
 		c->resp.head_req = c->req.is_head;
 	}
+}
+
+/* pg: exchange 0's bytes, kept while duplicates may need a new session. */
+static void
+hello_copy(struct conn *c, const char *p, size_t n)
+{
+	const struct cfg_faults	*f = &c->l->faults;
+
+	if (!c->pg || c->rec.exchange != 0 || c->pgf->kind != PGK_STARTUP ||
+	    f->rate <= 0 || f->duplicate <= 0)
+		return;
+	if (c->hello_len + n > PROXY_HELLO_CAP) {
+		free(c->hello);
+		c->hello = NULL;
+		c->hello_len = PROXY_HELLO_CAP + 1;	/* never again */
+		return;
+	}
+	if (c->hello == NULL && c->hello_len == 0)
+		c->hello = xcalloc(1, PROXY_HELLO_CAP);
+	if (c->hello == NULL)
+		return;
+	memcpy(c->hello + c->hello_len, p, n);
+	c->hello_len += n;
 }
 
 static void
@@ -736,6 +971,7 @@ conn_write(struct conn *c, int d)
 		}
 		if (d == DIR_UP) {
 			dup_copy(c, b->data + b->off, (size_t)w);
+			hello_copy(c, b->data + b->off, (size_t)w);
 			c->up_scan -= (size_t)w;
 			c->rec.bytes_up += (uint64_t)w;
 			c->rec.upstream_saw = true;
@@ -803,6 +1039,87 @@ conn_read_client(struct conn *c)
 	c->up.len += (size_t)n;
 }
 
+/*
+ * The database refused a plain connection because it wants TLS, which the
+ * proxy cannot pass while it answers SSLRequest with N.  When the refusal
+ * is still whole in `down` (n bytes at its end, nothing of it sent), the
+ * client gets the proxy's own ErrorResponse saying so instead.
+ */
+static void
+pg_tls_refused(struct conn *c, size_t n)
+{
+	struct listener	*l = c->l;
+	char		 msg[400], out[512];
+	size_t		 len;
+
+	if (!l->tls_warned) {
+		log_warnx("%s/%d: the database at %s requires TLS (pg_hba.conf "
+		    "hostssl, SQLSTATE %s): the proxy answers SSLRequest with N "
+		    "so it can read the traffic, and cannot proxy it; let the "
+		    "proxy connect without TLS (a host line for it)", l->name,
+		    l->turn, l->upstream, c->pgf->sqlstate);
+		l->tls_warned = true;
+	}
+	c->rec.note = "refused: the database requires TLS";
+	snprintf(msg, sizeof(msg), "soak fault-proxy %s: the database requires "
+	    "TLS (pg_hba.conf hostssl), but this proxy keeps PostgreSQL "
+	    "traffic plain (it answers SSLRequest with N), so it cannot proxy "
+	    "this database; allow plain connections from the proxy", l->name);
+	if (c->down.len != n ||
+	    (len = pg_error_response("28000", msg, out, sizeof(out))) == 0 ||
+	    len > PROXY_BUF_CAP)
+		return;		/* the server's own refusal goes through */
+	c->down.off = 0;
+	memcpy(c->down.data, out, len);
+	c->down.len = len;
+}
+
+/*
+ * pg: every server byte goes through the framer, in or out of an exchange
+ * (notifications, parameter changes and notices come unasked).  The
+ * exchange ends right after its ReadyForQuery.
+ */
+static void
+pg_reply(struct conn *c, const char *p, size_t n)
+{
+	struct pgframe	*f = c->pgf;
+	size_t		 off = 0, k;
+	bool		 counted, tls_before = f->tls_required;
+
+	while (off < n) {
+		k = pg_scan_server(f, p + off, n - off);
+		off += k;
+		counted = c->in_exchange && c->rec.upstream_saw &&
+		    (c->state == CS_REQUEST || c->state == CS_REPLY);
+		if (f->error) {
+			pg_refuse(c);
+			return;
+		}
+		if (counted) {
+			c->rec.bytes_down += k;
+			if (!c->got_reply) {
+				c->got_reply = true;
+				if (c->roll.fault == PROXY_FAULT_DUPLICATE)
+					dup_start(c);
+			}
+			set_state(c, CS_REPLY);
+		}
+		if (f->tls_required && !tls_before) {
+			/* down may now hold the proxy's words, not p's bytes */
+			pg_tls_refused(c, n);
+			return;
+		}
+		if (f->ready) {
+			f->ready = false;
+			if (counted) {
+				c->rec.tx = f->tx;
+				exchange_end(c);
+				set_state(c, CS_IDLE);
+			}
+		}
+	}
+}
+
 /* Moves newly read upstream bytes into the exchange; drops them if lost. */
 static void
 conn_read_upstream(struct conn *c)
@@ -851,6 +1168,10 @@ conn_read_upstream(struct conn *c)
 		return;
 	}
 	c->down.len += (size_t)n;
+	if (c->pg) {
+		pg_reply(c, p, (size_t)n);
+		return;
+	}
 	/* bytes before the request went out are unsolicited: relayed, not counted */
 	if (!c->in_exchange || !c->rec.upstream_saw ||
 	    (c->state != CS_REQUEST && c->state != CS_REPLY))
@@ -922,13 +1243,34 @@ conn_process(struct conn *c)
 		}
 		/* a new exchange starts with the first client bytes after the last */
 		if (c->up.len > 0 && (c->state == CS_IDLE ||
-		    (c->state == CS_REPLY && !c->http && c->up_scan == 0 &&
-		    c->got_reply))) {
+		    (c->state == CS_REPLY && !c->http && !c->pg &&
+		    c->up_scan == 0 && c->got_reply))) {
+			if (conn_hello(c) == 0 || c->up.len == 0)
+				goto io;
 			exchange_end(c);
 			exchange_begin(c);
 			continue;
 		}
 		scan_request(c);
+		if (c->state == CS_CLOSED)
+			return;
+		if (c->state == CS_PENDING) {
+			char		 line[REQLINE_LEN];
+			const char	*stmt;
+
+			if (exchange_known(c, line, sizeof(line), &stmt)) {
+				exchange_admit(c, stmt);
+				continue;
+			}
+		}
+		/* pg: nothing answers a cancel, a Terminate or stray COPY data */
+		if (c->pg && c->in_exchange && c->pgf->noreply && c->req_done &&
+		    c->up_scan == 0 && c->state == CS_REQUEST &&
+		    c->rec.upstream_saw) {
+			exchange_end(c);
+			set_state(c, CS_IDLE);
+		}
+io:
 		if ((c->state == CS_REQUEST || c->state == CS_REPLY) &&
 		    conn_write(c, DIR_UP) == -1)
 			return;
@@ -951,6 +1293,12 @@ conn_process(struct conn *c)
 		}
 		if (c->client_eof && c->up.len == 0 && !c->in_exchange &&
 		    c->state == CS_IDLE && c->down.len == 0) {
+			if (c->pg && c->tls_asked && c->pgf->fe.startup)
+				log_warnx("%s/%d conn %u: the client asked for TLS "
+				    "and hung up on the proxy's N: it requires TLS "
+				    "(sslmode=require?), and the proxy keeps "
+				    "PostgreSQL traffic plain", c->l->name,
+				    c->l->turn, c->no);
 			conn_close(c, false);
 			return;
 		}
@@ -1214,7 +1562,21 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	l->turn = pl->turn;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
+	l->faults.match = NULL;		/* the caller's; re is ours */
 	l->upstream = xstrdup(pl->upstream);
+	if (pl->faults->match != NULL) {
+		char	why[128];
+		int	rc;
+
+		if ((rc = regcomp(&l->re, pl->faults->match,
+		    REG_EXTENDED | REG_NOSUB)) != 0) {
+			regerror(rc, &l->re, why, sizeof(why));
+			regfree(&l->re);
+			return errf(err, "proxy %s: match \"%s\" is not a POSIX "
+			    "extended regex: %s", pl->name, pl->faults->match, why);
+		}
+		l->has_re = true;
+	}
 	if (parse_addr(pl->upstream, &l->up_addr, &l->up_len, err) == -1)
 		return -1;
 	if (parse_addr(pl->listen, &ss, &sl, err) == -1)
@@ -1369,7 +1731,8 @@ trace_write(struct proxy_set *ps)
 
 	if (ps->trace == NULL)
 		return;
-	qsort(ps->recs, ps->nrecs, sizeof(*ps->recs), rec_cmp);
+	if (ps->nrecs > 0)	/* recs is NULL when nothing was recorded */
+		qsort(ps->recs, ps->nrecs, sizeof(*ps->recs), rec_cmp);
 	for (i = 0; i < ps->nrecs; i++)
 		if ((n = proxy_trace_format(&ps->recs[i], line, sizeof(line))) > 0)
 			fwrite(line, 1, (size_t)n, ps->trace);
@@ -1410,6 +1773,8 @@ proxy_set_close(struct proxy_set *ps)
 		ep_close(ps, &ps->ls[i].ep, false);
 		free(ps->ls[i].name);
 		free(ps->ls[i].upstream);
+		if (ps->ls[i].has_re)
+			regfree(&ps->ls[i].re);
 	}
 	ep_close(ps, &ps->wake, false);
 	if (ps->epfd >= 0)

@@ -30,8 +30,29 @@
  *    close-delimited).  Requests on a keep-alive connection are forwarded
  *    one at a time; a pipelined request waits for the previous response.
  *    A 101 response or unparseable HTTP switches the connection to tcp.
+ *  - PostgreSQL v3 (protocol postgres, or auto and the first bytes are a
+ *    startup packet, SSLRequest or GSSENCRequest): SSLRequest and
+ *    GSSENCRequest are answered 'N' by the proxy; the startup and its
+ *    authentication are exchange 0; then one exchange per simple Query or
+ *    per extended batch up to Sync, each up to its ReadyForQuery (see
+ *    pgframe.h).  Pipelined batches are forwarded one at a time: the next
+ *    waits in the proxy for the previous ReadyForQuery.  An exchange is
+ *    admitted (rolled faults applied, latency started, first byte
+ *    forwarded) once its statement's head is known.
  *  - tcp: the client's bytes up to the first upstream reply byte, plus the
  *    reply up to the client's next bytes (or a close).
+ *  - An exchange's life: it begins (is numbered and rolled) at the first
+ *    byte of its first message, sits in CS_PENDING until its statement's
+ *    head is known, and is admitted by exchange_admit() (engine.c) before
+ *    any byte of it goes upstream.  A scheduler that orders exchanges
+ *    across connections (issue 15, part 3) plugs in there: it keeps an
+ *    exchange pending until its turn, then admits it; the bytes wait in
+ *    the connection's buffer, and the client, waiting for a reply, sends
+ *    nothing that could overtake them.
+ *  - match (cfg_faults): an exchange whose statement or request line does
+ *    not match, or that has none (tcp, a PostgreSQL startup), gets no
+ *    fault and no latency.  Its roll is drawn all the same, so match
+ *    never changes another exchange's roll.
  *  - Upstreams are dialled lazily, at the first exchange that is forwarded,
  *    so a `reset` on exchange 0 never reaches the upstream.  Protocols in
  *    which the server speaks first are therefore not supported.
@@ -108,6 +129,8 @@ bool			 proxy_roll_blackhole(const struct cfg_faults *f,
 			    uint64_t seed, const char *name, int turn,
 			    uint32_t conn);
 
+#define PROXY_SQL_LEN	96		/* a statement summary, with its NUL */
+
 /* One trace record: what happened to one exchange. */
 struct proxy_trace_rec {
 	size_t			 proxy;
@@ -121,12 +144,19 @@ struct proxy_trace_rec {
 	uint64_t		 bytes_down;	/* reply bytes passed to the client */
 	bool			 upstream_saw;
 	bool			 client_got_reply;
+	/* PostgreSQL framing only (pg NULL otherwise: no more fields) */
+	const char		*pg;		/* exchange kind: startup, simple... */
+	char			 sql[PROXY_SQL_LEN];	/* statement's first words */
+	char			 tx;		/* ReadyForQuery status I/T/E, or 0 */
+	const char		*note;		/* static: what passed unframed */
 };
 /*
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
  * it does not fit.  Field order is fixed:
  * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
- *  "bytes_down","upstream_saw","client_got_reply"}
+ *  "bytes_down","upstream_saw","client_got_reply"}, and for a PostgreSQL
+ * exchange then "pg", "sql" (when there is a statement), "tx" (when
+ * ReadyForQuery came), "note" (when something passed unframed).
  */
 int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
@@ -154,6 +184,7 @@ int			 proxy_set_settle(struct proxy_set *ps, int timeout_ms);
 #define PROXY_BUF_CAP		(64 * 1024)	/* per direction */
 #define PROXY_DUP_CAP		(1024 * 1024)	/* request copy for duplicate */
 #define PROXY_HDR_CAP		(64 * 1024)	/* HTTP header block */
+#define PROXY_HELLO_CAP		(16 * 1024)	/* pg start-up kept for duplicate */
 #define PROXY_TRACE_CAP		1000000		/* records kept per set */
 #define PROXY_CONNECT_MS	5000		/* upstream connect timeout */
 #define PROXY_DUP_MS		5000		/* duplicate reply wait */

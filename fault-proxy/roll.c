@@ -4,6 +4,7 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "common/seed.h"
 #include "fault-proxy/proxy.h"
@@ -82,9 +83,45 @@ proxy_roll_blackhole(const struct cfg_faults *f, uint64_t seed,
 	return seed_rng_unit(&rng) < f->blackhole;
 }
 
+/* Appends s at *o, keeping a NUL; -1 if it does not fit. */
+static int
+put(char *buf, size_t len, size_t *o, const char *s)
+{
+	size_t	l = strlen(s);
+
+	if (*o + l + 1 > len)
+		return -1;
+	memcpy(buf + *o, s, l + 1);
+	*o += l;
+	return 0;
+}
+
+/* s as the inside of a JSON string: quotes, backslashes, controls escaped. */
+static int
+put_json(char *buf, size_t len, size_t *o, const char *s)
+{
+	char	esc[8];
+
+	for (; *s != '\0'; s++) {
+		if (*s == '"' || *s == '\\')
+			snprintf(esc, sizeof(esc), "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*s);
+		else {
+			esc[0] = *s;
+			esc[1] = '\0';
+		}
+		if (put(buf, len, o, esc) == -1)
+			return -1;
+	}
+	return 0;
+}
+
 int
 proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 {
+	char	tx[2] = { 0, 0 };
+	size_t	o;
 	int	n;
 
 	/* proxy names are [A-Za-z0-9_]+ (config contract): no escaping needed */
@@ -98,5 +135,25 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    r->client_got_reply ? "true" : "false");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
-	return n;
+	if (r->pg == NULL)
+		return n;
+	o = (size_t)n - 2;	/* over "}\n" */
+	if (put(buf, len, &o, ",\"pg\":\"") == -1 ||
+	    put(buf, len, &o, r->pg) == -1 || put(buf, len, &o, "\"") == -1)
+		return -1;
+	if (r->sql[0] != '\0' && (put(buf, len, &o, ",\"sql\":\"") == -1 ||
+	    put_json(buf, len, &o, r->sql) == -1 || put(buf, len, &o, "\"") == -1))
+		return -1;
+	if (r->tx != '\0') {
+		tx[0] = r->tx >= 'A' && r->tx <= 'Z' ? r->tx : '?';
+		if (put(buf, len, &o, ",\"tx\":\"") == -1 ||
+		    put(buf, len, &o, tx) == -1 || put(buf, len, &o, "\"") == -1)
+			return -1;
+	}
+	if (r->note != NULL && (put(buf, len, &o, ",\"note\":\"") == -1 ||
+	    put(buf, len, &o, r->note) == -1 || put(buf, len, &o, "\"") == -1))
+		return -1;
+	if (put(buf, len, &o, "}\n") == -1)
+		return -1;
+	return (int)o;
 }

@@ -503,7 +503,16 @@ static const struct bad bads[] = {
 	  "soak.yaml:11:7: proxies[0].faults.jitter: unknown key (expected rate, "
 	  "lost_reply, reset, duplicate, blackhole, latency, hold, bandwidth, "
 	  "bandwidth_up, bandwidth_down, slice, slice_up, slice_down, "
-	  "slice_delay, close_after, close_after_up, close_after_down)" },
+	  "slice_delay, close_after, close_after_up, close_after_down," },
+	/* (the list runs past ERR_LEN since match joined it: cut there) */
+	/* match: a POSIX extended regex, compiled at load */
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      match: '^(COMMIT'\n",
+	  "soak.yaml:11:14: proxies[0].faults.match: not a POSIX extended "
+	  "regex: Unmatched ( or \\(" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    protocol: pg\n",
+	  "soak.yaml:10:15: proxies[0].protocol: expected auto, http, tcp or "
+	  "postgres, got \"pg\"" },
 	/* duplicate keys */
 	{ BASE "turns: 2\nturns: 3\n",
 	  "soak.yaml:8:1: turns: duplicate key (first at line 7)" },

@@ -32,6 +32,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "fault-proxy/http.h"
+#include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
 
 /* ---- an upstream that counts ---- */
@@ -542,6 +543,313 @@ test_http_framer(void **state)
 	http_feed(&h, "\x16\x03\x01garbage\r\n\r\n", 16);
 	assert_int_equal(h.state, HF_ERROR);
 	http_frame_free(&h);
+}
+
+/* ---- PostgreSQL framing (pgframe.h), pure ---- */
+
+/* Appends one typed message (type 0: a start-up packet with code). */
+static size_t
+pg_msg(char *out, char type, uint32_t code, const char *body, size_t blen)
+{
+	size_t		o = 0;
+	uint32_t	len = (uint32_t)blen + 4 + (type ? 0 : 4);
+
+	if (type)
+		out[o++] = type;
+	out[o++] = (char)(len >> 24);
+	out[o++] = (char)(len >> 16);
+	out[o++] = (char)(len >> 8);
+	out[o++] = (char)len;
+	if (!type) {
+		out[o++] = (char)(code >> 24);
+		out[o++] = (char)(code >> 16);
+		out[o++] = (char)(code >> 8);
+		out[o++] = (char)code;
+	}
+	memcpy(out + o, body, blen);
+	return o + blen;
+}
+
+/*
+ * Frames the client stream cut at `step` bytes per call, as the engine
+ * does: exchange by exchange, the server answering each with `Z`.
+ */
+static size_t
+pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
+    char sqls[][PG_SQL_LEN], size_t max)
+{
+	struct pgframe	f;
+	size_t		off = 0, k, ex = 0, avail, lim;
+	static const char z[] = "Z\0\0\0\5T";
+
+	pg_init(&f);
+	while (off < cn && ex < max) {
+		lim = off;
+		for (;;) {
+			avail = cn - lim < step ? cn - lim : step;
+			k = pg_scan_client(&f, cs + lim, avail);
+			lim += k;
+			assert_false(f.error);
+			if (k < avail || lim == cn)
+				break;
+		}
+		assert_true(f.ident);
+		kinds[ex] = f.kind;
+		snprintf(sqls[ex], PG_SQL_LEN, "%s", f.has_sql ? f.sql : "-");
+		if (!f.noreply)
+			assert_int_equal(pg_scan_server(&f, z, 6), 6);
+		if (!f.noreply)
+			assert_true(f.ready && f.tx == 'T');
+		pg_exchange_next(&f);
+		off = lim;
+		ex++;
+	}
+	assert_int_equal(off, cn);
+	return ex;
+}
+
+static void
+test_pg_framer(void **state)
+{
+	static const char	 startup[] = "user\0u\0database\0d\0";
+	static const char	 parse[] = "s1\0UPDATE orders SET n = n + $1 "
+	    "WHERE id = $2\0\0\0";
+	static const char	 bind[] = "\0s1\0\0\0\0\0\0\0";
+	static const char	 q1[] = "SELECT 'secret' FROM t";
+	char			 cs[1024], sqls[8][PG_SQL_LEN], sum[PG_SQL_LEN];
+	enum pg_kind		 kinds[8];
+	struct pgframe		 f;
+	size_t			 n = 0, step, ex;
+
+	(void)state;
+	n += pg_msg(cs + n, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+	n += pg_msg(cs + n, 'p', 0, "pw\0", 3);	/* authentication, exchange 0 */
+	n += pg_msg(cs + n, 'Q', 0, q1, sizeof(q1));
+	/* a pipeline: two batches, two Syncs */
+	n += pg_msg(cs + n, 'P', 0, parse, sizeof(parse) - 1);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	n += pg_msg(cs + n, 'B', 0, bind, sizeof(bind) - 1);
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	/* COPY data after a Query belongs to it */
+	n += pg_msg(cs + n, 'Q', 0, "COPY t FROM STDIN", 18);
+	n += pg_msg(cs + n, 'd', 0, "1\n", 2);
+	n += pg_msg(cs + n, 'c', 0, "", 0);
+	/* COPY data after its COPY ended (the server discards it): alone */
+	n += pg_msg(cs + n, 'd', 0, "2\n", 2);
+	n += pg_msg(cs + n, 'X', 0, "", 0);
+	/* however the reads are cut, the same exchanges */
+	for (step = 1; step <= n; step += step < 16 ? 1 : 37) {
+		ex = pg_walk(cs, n, step, kinds, sqls, 8);
+		assert_int_equal(ex, 7);
+		assert_int_equal(kinds[0], PGK_STARTUP);
+		assert_string_equal(sqls[0], "-");
+		assert_int_equal(kinds[1], PGK_SIMPLE);
+		assert_string_equal(sqls[1], "SELECT \xe2\x80\xa6");
+		assert_int_equal(kinds[2], PGK_EXTENDED);
+		assert_string_equal(sqls[2], "UPDATE orders SET n = n + $1 "
+		    "\xe2\x80\xa6");	/* eight words */
+		/* Bind alone: the statement remembered from its Parse */
+		assert_int_equal(kinds[3], PGK_EXTENDED);
+		assert_string_equal(sqls[3], sqls[2]);
+		assert_int_equal(kinds[4], PGK_SIMPLE);
+		assert_string_equal(sqls[4], "COPY t FROM STDIN");
+		assert_int_equal(kinds[5], PGK_COPY);
+		assert_int_equal(kinds[6], PGK_TERMINATE);
+	}
+
+	/* lengths off the network are not trusted */
+	pg_init(&f);
+	f.fe.startup = false;
+	f.fe.hwant = 5;
+	assert_int_equal(pg_scan_client(&f, "Q\0\0\0\3", 5), 5);
+	assert_true(f.error);
+	assert_non_null(strstr(f.why, "length out of range"));
+	pg_init(&f);
+	f.fe.startup = false;
+	f.fe.hwant = 5;
+	pg_scan_client(&f, "Q\x7f\xff\xff\xffxxxx", 9);
+	assert_true(f.error);
+	pg_init(&f);
+	f.fe.startup = false;
+	f.fe.hwant = 5;
+	pg_scan_client(&f, "\x16\x03\x01\x02\x00", 5);	/* a TLS hello */
+	assert_true(f.error);
+	assert_non_null(strstr(f.why, "unknown message type"));
+	assert_non_null(strstr(f.why, "\\x16\\x03"));
+	pg_init(&f);
+	pg_scan_client(&f, "\0\1\0\0\0\3\0\0", 8);	/* 65536 > 10000 */
+	assert_true(f.error);
+	pg_init(&f);
+	pg_scan_server(&f, "Z\0\0\0\2", 5);
+	assert_true(f.error);
+	assert_non_null(strstr(f.why, "from the server"));
+
+	/* first bytes */
+	assert_int_equal(pg_first("\0\0\0\x08\x04\xd2\x16\x2f", 8), PGF_SSL);
+	assert_int_equal(pg_first("\0\0\0\x08\x04\xd2\x16\x30", 8),
+	    PGF_GSSENC);
+	assert_int_equal(pg_first("\0\0\0", 3), PGF_MORE);
+	/* auto waits for 8 bytes only while they can still be a start-up */
+	assert_int_equal(pg_first("\0\x05", 2), PGF_NOT_PG);
+	assert_int_equal(pg_first("\0\0\0\x04", 4), PGF_NOT_PG);
+	assert_int_equal(pg_first("\0\0\x27\x11", 4), PGF_NOT_PG);	/* 10001 */
+	assert_int_equal(pg_first("GET / HTTP/1.1", 14), PGF_NOT_PG);
+
+	/* summaries: words, comments, and never a literal */
+	pg_sql_summary("  -- hi\n/* c */ commit ;", 26, sum);
+	assert_string_equal(sum, "commit ;");
+	pg_sql_summary("INSERT INTO t VALUES (E'x')", 27, sum);
+	assert_string_equal(sum, "INSERT INTO t VALUES (\xe2\x80\xa6");
+	pg_sql_summary("SELECT $$x$$", 12, sum);
+	assert_string_equal(sum, "SELECT \xe2\x80\xa6");
+	pg_sql_summary("SELECT t1.a FROM t1 WHERE x = -42", 33, sum);
+	assert_string_equal(sum, "SELECT t1.a FROM t1 WHERE x = \xe2\x80\xa6");
+	pg_sql_summary("SELECT a-1 FROM t", 17, sum);
+	assert_string_equal(sum, "SELECT a-\xe2\x80\xa6");
+	pg_sql_summary("a b c d e f g h i j", 19, sum);
+	assert_string_equal(sum, "a b c d e f g h \xe2\x80\xa6");
+	pg_sql_summary("SELECT \"q\x01\" FROM t", 18, sum);
+	assert_string_equal(sum, "SELECT \"q?\" FROM t");
+}
+
+static void
+test_trace_format_pg(void **state)
+{
+	struct proxy_trace_rec	r = { .name = "db", .exchange = 4,
+	    .pg = "simple", .tx = 'T', .note = "copy passed through unframed" };
+	char			buf[512];
+
+	(void)state;
+	snprintf(r.sql, sizeof(r.sql), "SELECT \"a\\b\" FROM t");
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":4,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"pg\":\"simple\","
+	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\",\"tx\":\"T\","
+	    "\"note\":\"copy passed through unframed\"}\n");
+	assert_int_equal(proxy_trace_format(&r, buf, 230), -1);
+}
+
+/*
+ * match on the HTTP request line: every exchange rolls reset (rate 1), but
+ * only the POST matches; the GET before it on the same keep-alive
+ * connection is relayed untouched, and the trace says which was which.
+ */
+static void
+test_match_http(void **state)
+{
+	struct cfg_faults	 f = { .rate = 1, .reset = 1, .hold_ms = 30,
+	    .latency_min_ms = 5, .latency_max_ms = 5, .match = "^POST /refund " };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	char			 out[4096], path[PATH_MAX], *trace;
+	int			 fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/match.jsonl", tmpdir);
+	ps = px_start(u->addr, &f, 1, 7, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	assert_int_equal(cli_exchange(fd, "GET /a HTTP/1.1\r\nHost: x\r\n\r\n",
+	    0, out, sizeof(out)), (ssize_t)sizeof(up_resp) - 1);
+	assert_int_equal(cli_exchange(fd, "POST /refund HTTP/1.1\r\nHost: x\r\n"
+	    "Content-Length: 2\r\n\r\nhi", 0, out, sizeof(out)), -ECONNRESET);
+	close(fd);
+	px_wait_idle(ps);
+	assert_int_equal(up_get(u, &u->reqs), 1);	/* the POST never went */
+	proxy_set_close(ps);
+	trace = slurp(path);
+	assert_string_equal(trace,
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,"
+	    "\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":28,"
+	    "\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
+	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":1,"
+	    "\"fault\":\"reset\",\"latency_ms\":5,\"bytes_up\":0,"
+	    "\"bytes_down\":0,\"upstream_saw\":false,\"client_got_reply\":false}\n");
+	free(trace);
+	up_stop(u);
+}
+
+/*
+ * match masks rolls, it does not redraw them: six requests, GET and POST
+ * in turn, each rolling a latency of 1..20 ms; with match '^POST' every
+ * POST keeps exactly the latency it drew without match, every GET gets 0.
+ */
+static char *
+latency_trace(char *match, const char *name)
+{
+	struct cfg_faults	 f = { .latency_min_ms = 1, .latency_max_ms = 20,
+	    .hold_ms = 30, .match = match };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	char			 out[4096], path[PATH_MAX], *trace;
+	int			 fd, i;
+
+	snprintf(path, sizeof(path), "%s/%s.jsonl", tmpdir, name);
+	ps = px_start(u->addr, &f, 1, 11, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	for (i = 0; i < 6; i++)
+		assert_int_equal(cli_exchange(fd, i % 2 ?
+		    "POST /p HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n" :
+		    "GET /g HTTP/1.1\r\nHost: x\r\n\r\n", 0, out, sizeof(out)),
+		    (ssize_t)sizeof(up_resp) - 1);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	up_stop(u);
+	trace = slurp(path);
+	return trace;
+}
+
+static void
+test_match_keeps_rolls(void **state)
+{
+	char		*all, *posts, *a, *p, *la, *lp;
+	long		 ma, mp;
+	int		 i, differ = 0;
+
+	(void)state;
+	all = latency_trace(NULL, "rolls-all");
+	posts = latency_trace("^POST ", "rolls-post");
+	la = all;
+	lp = posts;
+	for (i = 0; i < 6; i++) {
+		a = strstr(la, "\"latency_ms\":");
+		p = strstr(lp, "\"latency_ms\":");
+		assert_non_null(a);
+		assert_non_null(p);
+		ma = strtol(a + 13, NULL, 10);
+		mp = strtol(p + 13, NULL, 10);
+		assert_true(ma >= 1 && ma <= 20);
+		if (i % 2)
+			assert_int_equal(mp, ma);	/* the POST's own roll */
+		else
+			assert_int_equal(mp, 0);	/* masked */
+		if (i > 1 && ma != strtol(strstr(all, "\"latency_ms\":") + 13,
+		    NULL, 10))
+			differ++;
+		la = strchr(a, '\n');
+		lp = strchr(p, '\n');
+	}
+	assert_true(differ > 0);	/* the rolls are not all one value */
+	free(all);
+	free(posts);
+}
+
+/* A bad match never opens a listener. */
+static void
+test_match_bad(void **state)
+{
+	struct cfg_faults	 f = { .rate = 1, .match = "(" };
+	struct proxy_listen	 pl = { .name = "p", .listen = "127.0.0.1:0",
+	    .upstream = "127.0.0.1:1", .faults = &f };
+	char			 err[ERR_LEN] = "";
+
+	(void)state;
+	assert_null(proxy_set_open(&pl, 1, 1, NULL, err));
+	assert_non_null(strstr(err, "proxy p: match \"(\" is not a POSIX "
+	    "extended regex"));
 }
 
 /* ---- the three bands through real sockets ---- */
@@ -1143,6 +1451,11 @@ main(void)
 		cmocka_unit_test(test_roll_pure),
 		cmocka_unit_test(test_trace_format),
 		cmocka_unit_test(test_http_framer),
+		cmocka_unit_test(test_pg_framer),
+		cmocka_unit_test(test_trace_format_pg),
+		cmocka_unit_test(test_match_http),
+		cmocka_unit_test(test_match_keeps_rolls),
+		cmocka_unit_test(test_match_bad),
 		cmocka_unit_test(test_bands_http),
 		cmocka_unit_test(test_bands_tcp),
 		cmocka_unit_test(test_keepalive_trace),
