@@ -55,6 +55,7 @@
 #define CFG_MAX_KEYS	20		/* most keys any one section knows */
 #define CFG_BAND_EPS	1e-9		/* 0.4 + 0.3 + 0.3 is not > 1 */
 #define CFG_MAX_ERRS	20		/* messages kept; the rest are counted */
+#define CFG_MSG_LEN	1024		/* a message in full (err gets ERR_LEN of it) */
 
 struct cfg_ctx {
 	const char	*file;		/* for messages: the path as given */
@@ -85,15 +86,19 @@ static int fail_msg(struct cfg_ctx *, const char *, ...)
 static int
 fail_msg(struct cfg_ctx *cx, const char *fmt, ...)
 {
-	char		 msg[ERR_LEN];
+	char		 msg[CFG_MSG_LEN];
 	struct cfg_errors *e = cx->errs;
 	va_list		 ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (cx->nerr++ == 0)
-		snprintf(cx->err, ERR_LEN, "%s", msg);
+	if (cx->nerr++ == 0) {
+		size_t	n = strnlen(msg, ERR_LEN - 1);
+
+		memcpy(cx->err, msg, n);	/* the first ERR_LEN - 1 bytes */
+		cx->err[n] = '\0';
+	}
 	if (e != NULL) {
 		if (e->n < CFG_MAX_ERRS) {
 			e->msg = xreallocarray(e->msg, e->n + 1, sizeof(*e->msg));
@@ -109,7 +114,7 @@ static int
 fail_at(struct cfg_ctx *cx, const yaml_node_t *n, const char *key,
     const char *fmt, ...)
 {
-	char	msg[ERR_LEN];
+	char	msg[CFG_MSG_LEN];
 	va_list	ap;
 
 	va_start(ap, fmt);
@@ -314,7 +319,7 @@ take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	yaml_node_pair_t	*p;
 	yaml_node_t		*kn;
 	const yaml_node_t	*first[CFG_MAX_KEYS];
-	char			 path[CFG_KEY_LEN], list[ERR_LEN];
+	char			 path[CFG_KEY_LEN], list[CFG_MSG_LEN];
 	size_t			 i;
 	int			 rc = 0;
 
@@ -494,7 +499,7 @@ static int
 get_enum(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
     const char *const *names, size_t count, int *out)
 {
-	char	list[ERR_LEN];
+	char	list[CFG_MSG_LEN];
 	size_t	i;
 
 	if (n->type == YAML_SCALAR_NODE)
