@@ -1017,11 +1017,51 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 }
 
 static int
+parse_schedule(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_schedule *sc)
+{
+	static const char *const keys[] = { "mode", "depth", "steps",
+	    "arrival", "blocked" };
+	static const char *const modes[] = { "pct", "random" };
+	yaml_node_t	*v[nitems(keys)];
+	char		 path[CFG_KEY_LEN];
+	int		 mode = 0, rc;
+
+	sc->enabled = true;
+	sc->mode = CFG_SCHED_PCT;
+	sc->depth = 3;
+	sc->steps = 200;
+	sc->arrival_ms = 50;
+	sc->blocked_ms = 500;
+	rc = take_keys(cx, map, prefix, keys, nitems(keys), v);
+	key_join(path, prefix, "mode");
+	if (v[0]) {
+		if (get_enum(cx, v[0], path, modes, nitems(modes), &mode) == -1)
+			rc = -1;
+		else
+			sc->mode = mode == 0 ? CFG_SCHED_PCT : CFG_SCHED_RANDOM;
+	}
+	key_join(path, prefix, "depth");
+	if (v[1] && get_int32(cx, v[1], path, 1, 16, &sc->depth) == -1)
+		rc = -1;
+	key_join(path, prefix, "steps");
+	if (v[2] && get_int32(cx, v[2], path, 1, 100000, &sc->steps) == -1)
+		rc = -1;
+	key_join(path, prefix, "arrival");
+	if (v[3] && get_duration(cx, v[3], path, 0, &sc->arrival_ms) == -1)
+		rc = -1;
+	key_join(path, prefix, "blocked");
+	if (v[4] && get_duration(cx, v[4], path, 1, &sc->blocked_ms) == -1)
+		rc = -1;
+	return rc;
+}
+
+static int
 parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_proxy *px, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "upstream", "protocol",
-	    "faults" };
+	    "faults", "schedule" };
 	static const char *const protos[] = { "auto", "http", "tcp",
 	    "postgres" };
 	static const enum cfg_protocol proto_vals[] = { CFG_PROTO_AUTO,
@@ -1055,6 +1095,9 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	}
 	key_join(path, prefix, "faults");
 	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
+		return -1;
+	key_join(path, prefix, "schedule");
+	if (v[4] && parse_schedule(cx, v[4], path, &px->schedule) == -1)
 		return -1;
 	return 0;
 }

@@ -73,12 +73,30 @@ struct cfg_faults {
 	char		*match;
 };
 
+/*
+ * A seeded schedule of the proxy's exchanges across all turns of a seed
+ * (fault-proxy/sched.h): one exchange admitted at a time, the next chosen
+ * by the scheduler among the turns that have one waiting.
+ */
+enum cfg_sched_mode { CFG_SCHED_PCT, CFG_SCHED_RANDOM };
+
+struct cfg_schedule {
+	bool			 enabled;
+	enum cfg_sched_mode	 mode;		/* default pct */
+	int			 depth;		/* pct: bug depth d, default 3 */
+	int			 steps;		/* pct: bound k on steps a seed, default 200 */
+	int64_t			 arrival_ms;	/* wait for turns not yet waiting, default 50ms */
+	int64_t			 blocked_ms;	/* an admitted exchange this long is taken
+						   as waiting on a lock, default 500ms */
+};
+
 struct cfg_proxy {
 	char			*name;		/* [A-Za-z0-9_]+ ; env SOAK_PROXY_<NAME upper> */
 	enum cfg_upstream	 upstream_kind;
 	char			*upstream;	/* "host:port", unix path (resolved), or service name */
 	enum cfg_protocol	 protocol;	/* default auto */
 	struct cfg_faults	 faults;
+	struct cfg_schedule	 schedule;
 };
 
 struct cfg_invariant {

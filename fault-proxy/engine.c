@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netdb.h>
 #include <pthread.h>
 #include <regex.h>
@@ -33,6 +34,7 @@
 #include "fault-proxy/http.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+#include "fault-proxy/sched.h"
 
 #define DIR_UP		CFG_UP
 #define DIR_DOWN	CFG_DOWN
@@ -57,9 +59,33 @@ struct buf {
 	size_t		 len;
 };
 
+/*
+ * One proxy's schedule (cfg_schedule): its exchanges across every turn of
+ * the seed go one at a time, the next chosen by the seeded scheduler among
+ * the turns that have one waiting.  Every listener of the proxy points
+ * here.
+ */
+struct psched {
+	size_t			 proxy;
+	struct sched		*s;
+	int			 nturns;
+	int64_t			 arrival_ms, blocked_ms;
+	struct conn		*running;	/* admitted, its reply not all in */
+	int64_t			 running_since;
+	int64_t			 free_since;	/* the last admission's end */
+	int64_t			 next_at;	/* a timeout to come back at, or 0 */
+	int			*live;		/* per turn: open connections */
+	bool			*seen;		/* per turn: has connected */
+	bool			*ready;		/* scratch, per turn */
+	struct conn		**oldest;	/* scratch, per turn */
+	uint32_t		 forced;	/* decisions a timeout made */
+};
+
 struct listener {
 	struct ep		 ep;
 	struct proxy_set	*ps;
+	struct psched		*sched;		/* NULL: not scheduled */
+	const struct cfg_schedule *schedule;	/* proxy_set_open only */
 	char			*name;
 	size_t			 proxy;
 	int			 turn;
@@ -129,6 +155,13 @@ struct conn {
 	char			*dupreq;	/* request copy for a duplicate */
 	size_t			 duplen;
 	bool			 dup_overflow;
+
+	/* scheduled proxies: an exchange known and waiting for its turn */
+	bool			 sched_wait;
+	uint64_t		 sched_seq;	/* arrival order, set-wide */
+	int64_t			 sched_since;
+	bool			 sched_has_line;
+	char			 sched_line[REQLINE_LEN];	/* http: for match */
 };
 
 /* The second delivery of a duplicated request, on its own connection. */
@@ -168,11 +201,16 @@ struct proxy_set {
 	pthread_mutex_t		 mu;		/* guards the records */
 	struct proxy_trace_rec	*recs;
 	size_t			 nrecs, caprecs, dropped;
+
+	struct psched		**scheds;	/* one per scheduled proxy */
+	size_t			 nscheds;
+	uint64_t		 sched_seq;
 };
 
 static void	conn_process(struct conn *);
 static void	conn_close(struct conn *, bool);
 static void	exchange_admit(struct conn *, const char *);
+static void	conn_arm(struct conn *);
 
 /* ---- small socket helpers ---- */
 
@@ -402,8 +440,14 @@ set_state(struct conn *c, enum conn_state s)
 static void
 exchange_end(struct conn *c)
 {
+	struct psched	*q = c->l->sched;
+
 	if (!c->in_exchange)
 		return;
+	if (q != NULL && q->running == c) {
+		q->running = NULL;
+		q->free_since = now_ms();
+	}
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
 	if (c->pg) {
 		c->rec.pg = pg_kind_name(c->pgf->kind);
@@ -614,6 +658,10 @@ conn_close(struct conn *c, bool rst_client)
 	if (c->state == CS_CLOSED)
 		return;
 	exchange_end(c);
+	if (c->l->sched != NULL) {
+		c->sched_wait = false;
+		c->l->sched->live[c->l->turn]--;
+	}
 	ep_close(ps, &c->cep, rst_client);
 	ep_close(ps, &c->uep, rst_client);
 	set_state(c, CS_CLOSED);
@@ -750,10 +798,115 @@ exchange_begin(struct conn *c)
 	c->rec.exchange = c->exch_no++;
 	if (c->pg)
 		c->notifies0 = c->pgf->notifies;
-	if (c->pg || (c->http && l->has_re))
+	if (c->pg || (c->http && l->has_re) || l->sched != NULL)
 		set_state(c, CS_PENDING);
 	else
 		exchange_admit(c, NULL);
+}
+
+/*
+ * The exchange is known: whether the schedule holds it for its turn (then
+ * it waits in CS_PENDING with every byte still in `up`, and sched_try
+ * admits it).  A PostgreSQL start-up and messages that get no reply go at
+ * once: they touch no data, and nothing would tell the scheduler they
+ * ended.
+ */
+static bool
+sched_holds(struct conn *c, const char *stmt)
+{
+	struct psched	*q = c->l->sched;
+
+	if (q == NULL)
+		return false;
+	if (c->sched_wait)
+		return true;
+	if (c->pg && (c->rec.exchange == 0 || c->pgf->noreply))
+		return false;
+	c->sched_wait = true;
+	c->sched_seq = ++c->l->ps->sched_seq;
+	c->sched_since = now_ms();
+	c->sched_has_line = !c->pg && stmt != NULL;
+	if (c->sched_has_line)
+		snprintf(c->sched_line, sizeof(c->sched_line), "%s", stmt);
+	return true;
+}
+
+/*
+ * Admits the next exchange of q when it is free: among the turns with one
+ * waiting, the scheduler's choice.  A turn that has no exchange waiting yet
+ * is waited for arrival_ms (from when the scheduler became free, or the
+ * first waiter came), unless it has closed every connection it had; an
+ * admitted exchange not done within blocked_ms is taken to wait on a lock
+ * and the next is admitted.  Both are timeouts, so the trace names each
+ * decision one made ("forced"): where a replay may diverge.
+ */
+static void
+sched_try(struct proxy_set *ps, struct psched *q)
+{
+	struct conn	*c;
+	const char	*forced = NULL;
+	int64_t		 now = now_ms(), earliest = INT64_MAX, from;
+	uint64_t	 cand = 0;
+	int		 t, nready = 0;
+	bool		 all = true;
+
+	q->next_at = 0;
+	if ((c = q->running) != NULL) {
+		if (now - q->running_since < q->blocked_ms) {
+			q->next_at = q->running_since + q->blocked_ms;
+			return;
+		}
+		log_debug("%s/%d conn %u exchange %u: not done in %lldms: "
+		    "taken as waiting on a lock", c->l->name, c->l->turn, c->no,
+		    c->rec.exchange, (long long)q->blocked_ms);
+		c->rec.forced = "blocked";
+		q->forced++;
+		q->running = NULL;
+		q->free_since = now;
+	}
+	memset(q->oldest, 0, (size_t)q->nturns * sizeof(*q->oldest));
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->l->sched == q && c->sched_wait && (q->oldest[c->l->turn] ==
+		    NULL || c->sched_seq < q->oldest[c->l->turn]->sched_seq))
+			q->oldest[c->l->turn] = c;
+	for (t = 0; t < q->nturns; t++) {
+		q->ready[t] = q->oldest[t] != NULL;
+		if (q->ready[t]) {
+			nready++;
+			if (t < 64)
+				cand |= (uint64_t)1 << t;
+			if (q->oldest[t]->sched_since < earliest)
+				earliest = q->oldest[t]->sched_since;
+		} else if (!q->seen[t] || q->live[t] > 0)
+			all = false;
+	}
+	if (nready == 0)
+		return;
+	if (!all) {
+		from = q->free_since > earliest ? q->free_since : earliest;
+		if (now - from < q->arrival_ms) {
+			q->next_at = from + q->arrival_ms;
+			return;
+		}
+		forced = "arrival";
+		q->forced++;
+	}
+	t = sched_pick(q->s, q->ready);
+	c = q->oldest[t];
+	c->sched_wait = false;
+	c->rec.step = sched_steps(q->s);
+	c->rec.cand = cand;
+	c->rec.forced = forced;
+	q->running = c;
+	q->running_since = now;
+	q->next_at = now + q->blocked_ms;	/* come back if it never ends */
+	log_debug("%s/%d conn %u exchange %u: step %u of the schedule (waiting: "
+	    "%" PRIx64 "%s%s)", c->l->name, c->l->turn, c->no, c->rec.exchange,
+	    c->rec.step, cand, forced ? ", forced by " : "", forced ? forced : "");
+	exchange_admit(c, c->pg ? (c->pgf->has_sql ? c->pgf->sql : NULL) :
+	    c->sched_has_line ? c->sched_line : NULL);
+	conn_process(c);
+	conn_arm(c);
 }
 
 /*
@@ -769,6 +922,8 @@ exchange_known(struct conn *c, char *line, size_t linelen,
 	size_t		 n;
 
 	*stmt = NULL;
+	if (!c->pg && !c->http)
+		return true;	/* tcp (a scheduled proxy): its first bytes */
 	if (c->pg) {
 		if (!c->pgf->ident && !c->client_eof)
 			return false;
@@ -1258,7 +1413,10 @@ conn_process(struct conn *c)
 			char		 line[REQLINE_LEN];
 			const char	*stmt;
 
-			if (exchange_known(c, line, sizeof(line), &stmt)) {
+			if (!c->sched_wait &&
+			    exchange_known(c, line, sizeof(line), &stmt)) {
+				if (sched_holds(c, stmt))
+					goto io;	/* sched_try admits it */
 				exchange_admit(c, stmt);
 				continue;
 			}
@@ -1409,6 +1567,10 @@ listener_accept(struct listener *l)
 		ps->live++;
 		c->l = l;
 		c->no = l->next_conn++;
+		if (l->sched != NULL) {
+			l->sched->live[l->turn]++;
+			l->sched->seen[l->turn] = true;
+		}
 		c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };
 		c->uep = (struct ep){ EP_UPSTREAM, c, -1, 0 };
 		c->state = CS_IDLE;
@@ -1452,6 +1614,8 @@ loop_timeout(struct proxy_set *ps)
 		CONSIDER(d->deadline);
 	for (i = 0; i < ps->nls; i++)
 		CONSIDER(ps->ls[i].backoff_until);
+	for (i = 0; i < ps->nscheds; i++)
+		CONSIDER(ps->scheds[i]->next_at);
 #undef CONSIDER
 	if (next < 0)
 		return -1;
@@ -1522,6 +1686,8 @@ loop_main(void *arg)
 			}
 		}
 		loop_timers(ps);
+		for (i = 0; i < (int)ps->nscheds; i++)
+			sched_try(ps, ps->scheds[i]);
 		while ((c = ps->dead) != NULL) {
 			ps->dead = c->next;
 			conn_free(c);
@@ -1559,6 +1725,8 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 		    pl->name ? pl->name : "");
 	l->name = xstrdup(pl->name);
 	l->proxy = pl->proxy;
+	l->schedule = pl->schedule != NULL && pl->schedule->enabled ?
+	    pl->schedule : NULL;
 	l->turn = pl->turn;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
@@ -1620,6 +1788,59 @@ fail:
 	return -1;
 }
 
+/* One psched per scheduled proxy index, its turns those of its listeners. */
+static int
+sched_setup(struct proxy_set *ps, char *err)
+{
+	struct psched	*q;
+	size_t		 i, j;
+
+	for (i = 0; i < ps->nls; i++) {
+		struct listener			*l = &ps->ls[i];
+		const struct cfg_schedule	*sc = l->schedule;
+
+		if (sc == NULL)
+			continue;
+		for (j = 0; j < ps->nscheds; j++)
+			if (ps->scheds[j]->proxy == l->proxy)
+				break;
+		if (j == ps->nscheds) {
+			ps->scheds = xreallocarray(ps->scheds, ps->nscheds + 1,
+			    sizeof(*ps->scheds));
+			q = ps->scheds[ps->nscheds++] = xcalloc(1, sizeof(*q));
+			q->proxy = l->proxy;
+			q->arrival_ms = sc->arrival_ms;
+			q->blocked_ms = sc->blocked_ms;
+		}
+		q = ps->scheds[j];
+		if (l->turn + 1 > q->nturns)
+			q->nturns = l->turn + 1;
+		l->sched = q;
+	}
+	for (j = 0; j < ps->nscheds; j++) {
+		const struct cfg_schedule	*sc = NULL;
+
+		q = ps->scheds[j];
+		for (i = 0; i < ps->nls && sc == NULL; i++)
+			if (ps->ls[i].sched == q)
+				sc = ps->ls[i].schedule;
+		q->s = sched_new(sc->mode == CFG_SCHED_RANDOM ? SCHED_RANDOM :
+		    SCHED_PCT, ps->seed, ps->ls[i - 1].name, q->nturns, sc->depth,
+		    (uint32_t)sc->steps);
+		if (q->s == NULL)
+			return errf(err, "proxy %s: a schedule of %d turns, depth %d "
+			    "and %d steps cannot be made", ps->ls[i - 1].name,
+			    q->nturns, sc->depth, sc->steps);
+		q->live = xcalloc((size_t)q->nturns, sizeof(*q->live));
+		q->seen = xcalloc((size_t)q->nturns, sizeof(*q->seen));
+		q->ready = xcalloc((size_t)q->nturns, sizeof(*q->ready));
+		q->oldest = xcalloc((size_t)q->nturns, sizeof(*q->oldest));
+	}
+	for (i = 0; i < ps->nls; i++)
+		ps->ls[i].schedule = NULL;	/* the config is the caller's */
+	return 0;
+}
+
 struct proxy_set *
 proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
     const char *trace_path, char *err)
@@ -1652,6 +1873,8 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 			goto fail;
 		ep_set(ps, &ps->ls[i].ep, EPOLLIN);
 	}
+	if (sched_setup(ps, err) == -1)
+		goto fail;
 	if (trace_path != NULL) {
 		ps->trace_path = xstrdup(trace_path);
 		if ((ps->trace = fopen(trace_path, "w")) == NULL) {
@@ -1705,6 +1928,7 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams, int turns,
 			p->upstream = upstreams[i];
 			p->protocol = cfg->proxies[i].protocol;
 			p->faults = &cfg->proxies[i].faults;
+			p->schedule = &cfg->proxies[i].schedule;
 		}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
@@ -1776,6 +2000,17 @@ proxy_set_close(struct proxy_set *ps)
 		if (ps->ls[i].has_re)
 			regfree(&ps->ls[i].re);
 	}
+	for (i = 0; i < ps->nscheds; i++) {
+		struct psched	*q = ps->scheds[i];
+
+		sched_free(q->s);
+		free(q->live);
+		free(q->seen);
+		free(q->ready);
+		free(q->oldest);
+		free(q);
+	}
+	free(ps->scheds);
 	ep_close(ps, &ps->wake, false);
 	if (ps->epfd >= 0)
 		close(ps->epfd);

@@ -114,6 +114,9 @@ struct proxy_listen {
 	const char		*upstream;	/* "host:port" or "unix:/path" */
 	enum cfg_protocol	 protocol;
 	const struct cfg_faults	*faults;	/* copied */
+	/* NULL or not enabled: unscheduled; listeners of one proxy index
+	 * share one scheduler (fault-proxy/sched.h), copied */
+	const struct cfg_schedule *schedule;
 };
 
 /* The pure decision for one exchange. */
@@ -149,6 +152,10 @@ struct proxy_trace_rec {
 	char			 sql[PROXY_SQL_LEN];	/* statement's first words */
 	char			 tx;		/* ReadyForQuery status I/T/E, or 0 */
 	const char		*note;		/* static: what passed unframed */
+	/* Scheduled proxies only (step 0 otherwise: no more fields) */
+	uint32_t		 step;		/* admission order, 1, 2, ... */
+	uint64_t		 cand;		/* turns waiting at that step (bit t) */
+	const char		*forced;	/* static: a timeout decided, or NULL */
 };
 /*
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if

@@ -135,9 +135,22 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    r->client_got_reply ? "true" : "false");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
-	if (r->pg == NULL)
+	if (r->pg == NULL && r->step == 0)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
+	if (r->step != 0) {
+		char	num[64];
+
+		snprintf(num, sizeof(num), ",\"step\":%" PRIu32 ",\"cand\":\"%"
+		    PRIx64 "\"", r->step, r->cand);
+		if (put(buf, len, &o, num) == -1)
+			return -1;
+		if (r->forced != NULL && (put(buf, len, &o, ",\"forced\":\"") == -1 ||
+		    put(buf, len, &o, r->forced) == -1 || put(buf, len, &o, "\"") == -1))
+			return -1;
+	}
+	if (r->pg == NULL)
+		goto end;
 	if (put(buf, len, &o, ",\"pg\":\"") == -1 ||
 	    put(buf, len, &o, r->pg) == -1 || put(buf, len, &o, "\"") == -1)
 		return -1;
@@ -153,6 +166,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	if (r->note != NULL && (put(buf, len, &o, ",\"note\":\"") == -1 ||
 	    put(buf, len, &o, r->note) == -1 || put(buf, len, &o, "\"") == -1))
 		return -1;
+end:
 	if (put(buf, len, &o, "}\n") == -1)
 		return -1;
 	return (int)o;

@@ -41,6 +41,24 @@ think(int ms)
 		;
 }
 
+/*
+ * The database, through the proxy in front of it when the config has one
+ * (SOAK_PROXY_DB: scheduled.yaml's), else as soak's PG* variables say.
+ */
+static PGconn *
+dial(void)
+{
+	const char	*db = getenv("SOAK_PROXY_DB"), *colon;
+	char		 host[256];
+
+	if (db == NULL || (colon = strrchr(db, ':')) == NULL ||
+	    colon - db >= (int)sizeof(host))
+		return PQconnectdb("");		/* PG* from soak: our schema */
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - db), db);
+	return PQconnectdbParams((const char *[]){ "host", "port", NULL },
+	    (const char *[]){ host, colon + 1, NULL }, 0);
+}
+
 static PGresult *
 q(PGconn *c, const char *sql, int n, const char *const *p)
 {
@@ -79,7 +97,7 @@ main(int argc, char **argv)
 	latency = 10 + (int)(next() % 40);
 	snprintf(nstr, sizeof(nstr), "%d", n);
 
-	c = PQconnectdb("");		/* PG* from soak: lands in our schema */
+	c = dial();
 	if (PQstatus(c) != CONNECTION_OK) {
 		fprintf(stderr, "connect: %s", PQerrorMessage(c));
 		PQfinish(c);
