@@ -612,6 +612,22 @@ static const struct bad bads[] = {
 	  "      bandwidth: 1.5M\n",
 	  "soak.yaml:11:18: proxies[0].faults.bandwidth: \"1.5M\" is not a byte "
 	  "count (use e.g. 65536, 512K, 1M)" },
+	/* schedules */
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    schedule:\n"
+	  "      mode: fifo\n",
+	  "soak.yaml:11:13: proxies[0].schedule.mode: expected pct or random, "
+	  "got \"fifo\"" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    schedule:\n"
+	  "      depth: 17\n",
+	  "soak.yaml:11:14: proxies[0].schedule.depth: 17 is out of range "
+	  "(1..16)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    schedule:\n"
+	  "      blocked: 0ms\n",
+	  "soak.yaml:11:16: proxies[0].schedule.blocked: must be at least 1ms" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    schedule:\n"
+	  "      arival: 1s\n",
+	  "soak.yaml:11:7: proxies[0].schedule.arival: unknown key, did you mean "
+	  "arrival?" },
 	/* proxies and services */
 	{ BASE "proxies:\n  - name: p\n    upstream: service:api\n",
 	  "soak.yaml:9:15: proxies[0].upstream: \"service:api\" names no service "
@@ -909,6 +925,38 @@ test_guard_floor(void **state)
 	assert_int_equal(cfg_guard_floor(&cfg), 0);
 }
 
+/* schedule: on with its defaults when named at all; off when not. */
+static void
+test_schedule(void **state)
+{
+	static const char yaml[] = "name: n\nturn: {command: t}\n"
+	    "invariants: [{name: i, sql: x}]\nproxies:\n"
+	    "  - {name: a, upstream: database, schedule: }\n"
+	    "  - {name: b, upstream: database, schedule: {mode: random, depth: 1, "
+	    "steps: 9, arrival: 1s, blocked: 2s}}\n"
+	    "  - {name: c, upstream: database}\n";
+	struct cfg	cfg;
+	char		err[ERR_LEN];
+
+	(void)state;
+	assert_int_equal(cfg_load_text("soak.yaml", yaml, sizeof(yaml) - 1, &cfg,
+	    err), 0);
+	assert_true(cfg.proxies[0].schedule.enabled);
+	assert_int_equal(cfg.proxies[0].schedule.mode, CFG_SCHED_PCT);
+	assert_int_equal(cfg.proxies[0].schedule.depth, 3);
+	assert_int_equal(cfg.proxies[0].schedule.steps, 200);
+	assert_int_equal(cfg.proxies[0].schedule.arrival_ms, 50);
+	assert_int_equal(cfg.proxies[0].schedule.blocked_ms, 500);
+	assert_true(cfg.proxies[1].schedule.enabled);
+	assert_int_equal(cfg.proxies[1].schedule.mode, CFG_SCHED_RANDOM);
+	assert_int_equal(cfg.proxies[1].schedule.depth, 1);
+	assert_int_equal(cfg.proxies[1].schedule.steps, 9);
+	assert_int_equal(cfg.proxies[1].schedule.arrival_ms, 1000);
+	assert_int_equal(cfg.proxies[1].schedule.blocked_ms, 2000);
+	assert_false(cfg.proxies[2].schedule.enabled);
+	cfg_free(&cfg);
+}
+
 /*
  * One load tells every mistake of a file, in file order, with the first
  * in err too; what rests on a section that failed is not blamed twice.
@@ -1063,6 +1111,7 @@ main(void)
 		cmocka_unit_test(test_null_sections),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_schedule),
 		cmocka_unit_test(test_all_errors),
 		cmocka_unit_test(test_alias_bomb),
 		cmocka_unit_test(test_tickets_http),
