@@ -165,6 +165,15 @@ struct proxy_trace_rec {
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
  * ReadyForQuery came), "note" (when something passed unframed).
  */
+/*
+ * Compares the scheduled steps of two fault traces (a run's and its
+ * replay's, JSON lines): 0 the same, 1 they differ, -1 a trace does not
+ * read; out gets the sentence ("left the run's at step 13 of proxy db:
+ * the run admitted turn 2 ... with turns {0,2} waiting; this replay ...").
+ */
+int			 proxy_schedule_diff(const char *run, size_t runlen,
+			    const char *replay, size_t replaylen, char *out,
+			    size_t outlen);
 int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
 

@@ -21,13 +21,15 @@
 #include "common/soak.h"
 #include "common/util.h"
 #include "isolation/iso.h"
+#include "fault-proxy/proxy.h"
 #include "worker/wrk.h"
 
 static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak replay CONFIG --seed N [--keep [--shell]] [--out DIR] [-v]\n"
+	    "usage: soak replay CONFIG --seed N [--keep [--shell]] [--out DIR]\n"
+	    "                   [--trace FILE] [-v]\n"
 	    "\n"
 	    "Runs one seed alone and prints its timeline: the schema reset, the setup,\n"
 	    "every turn's exit, every invariant's result with the rows that broke it,\n"
@@ -43,6 +45,9 @@ usage(FILE *f)
 	    "               up until Enter, end of input, Ctrl-C or SIGTERM, then\n"
 	    "               stop it and remove it\n"
 	    "  --out DIR    where a failing seed's workspace is kept (default soak-replay)\n"
+	    "  --trace FILE the run's fault trace of this seed (RUN/failures/N/\n"
+	    "               trace.jsonl): say whether the replay's schedule was the\n"
+	    "               run's, or the first step where it left it\n"
 	    "  -v           log every state change\n"
 	    "\n"
 	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
@@ -165,6 +170,7 @@ cmd_replay(int argc, char **argv)
 		{ "keep",	no_argument,	   NULL, 'k' },
 		{ "shell",	no_argument,	   NULL, 'S' },
 		{ "out",	required_argument, NULL, 'o' },
+		{ "trace",	required_argument, NULL, 't' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -173,7 +179,9 @@ cmd_replay(int argc, char **argv)
 	struct wrk		 w = { 0 };
 	struct seed_result	 res = { 0 };
 	struct iso_db		 db = { 0 };
-	const char		*out = "soak-replay", *seedarg = NULL;
+	const char		*out = "soak-replay", *seedarg = NULL, *against = NULL;
+	char			*runtrace = NULL;
+	size_t			 runtrace_len = 0;
 	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
@@ -181,12 +189,13 @@ cmd_replay(int argc, char **argv)
 	/* Anything that stops the seed before its verdict is the environment's. */
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
 
-	while ((ch = getopt_long(argc, argv, "s:ko:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:ko:t:vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 'k': keep = true; break;
 		case 'S': shell = keep = true; break;
 		case 'o': out = optarg; break;
+		case 't': against = optarg; break;
 		case 'v': log_init("replay", 1); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SOAK_EXIT_USAGE;
@@ -199,6 +208,12 @@ cmd_replay(int argc, char **argv)
 	seed = strtoull(seedarg, &end, 10);
 	if (*seedarg == '\0' || *end != '\0' || *seedarg == '-') {
 		fprintf(stderr, "soak replay: --seed wants an integer, got \"%s\"\n", seedarg);
+		return SOAK_EXIT_USAGE;
+	}
+	/* Read before the seed runs: a wrong path is told before the wait. */
+	if (against != NULL && (runtrace = read_file(against, 64 << 20,
+	    &runtrace_len, err)) == NULL) {
+		fprintf(stderr, "soak replay: --trace: %s\n", err);
 		return SOAK_EXIT_USAGE;
 	}
 	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
@@ -240,6 +255,15 @@ cmd_replay(int argc, char **argv)
 		if (json_is_string(tr) && json_string_length(tr) > 0) {
 			printf("\nfault trace:\n%s", json_string_value(tr));
 		}
+		if (runtrace != NULL) {
+			char	why[1024];
+
+			proxy_schedule_diff(runtrace, runtrace_len,
+			    json_is_string(tr) ? json_string_value(tr) : "",
+			    json_is_string(tr) ? json_string_length(tr) : 0,
+			    why, sizeof(why));
+			printf("\nschedule: %s\n", why);
+		}
 		if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
 	}
@@ -255,6 +279,7 @@ out:
 		rm_rf(w.workspace);
 	iso_db_close(&db);
 	free(schema);
+	free(runtrace);
 	free(w.run_id);
 	free(w.conninfo);
 	free(w.workspace);

@@ -50,6 +50,19 @@ for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | 
 	forced=$((forced + $(jq -s '[.[] | select(.forced != null)] | length' "$trace")))
 done
 expect_eq "failing seeds replayed" "$WANT" "$n"
+
+# soak replay --trace says the same of the last one, and says where a
+# schedule that left the run's did (a doctored run trace: step 3 had only
+# turn 0 waiting).
+soak_rc rc replay "$T/sched.yaml" --seed "$seed" --out "$T/rt" --trace "$trace" >"$T/rt.out" 2>&1
+expect_eq "replay --trace exit status" 1 "$rc"
+expect_match "replay --trace: the run's schedule" \
+    '^schedule: the same as the run.s, all [0-9]+ steps$' "$(grep '^schedule:' "$T/rt.out")"
+jq -c 'if .step == 3 then .cand = "1" else . end' "$trace" >"$T/doctored.jsonl"
+soak_rc rc replay "$T/sched.yaml" --seed "$seed" --out "$T/rd" --trace "$T/doctored.jsonl" >"$T/rd.out" 2>&1
+expect_match "replay --trace: where it left the run's" \
+    '^schedule: left the run.s at step 3 of proxy db: the run admitted turn [0-9]+ .* with turns \{0\} waiting; this replay admitted turn [0-9]+ .* with turns \{[0-9,]+\} waiting' \
+    "$(grep '^schedule:' "$T/rd.out")"
 expect_eq "replays with the run's schedule, step for step" "$WANT" "$same"
 echo "figures: $nfail of 100 seeds fail under pct (depth 3, k 12); $same of $n failing seeds replay to the same verdict and schedule; $forced decisions forced by a timeout in their traces"
 
