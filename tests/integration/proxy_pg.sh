@@ -3,38 +3,7 @@
 # socket), driven by libpq: a reset in mid-session never reaches the
 # server; a lost reply to COMMIT leaves the row committed while the client
 # sees an error.  Seeds are chosen through the real roll (proxy_seedfind).
-set -euo pipefail
-H=$SOAK_BUILD/tests/helpers
-PGBIN=/usr/lib/postgresql/15/bin
-dir=$(mktemp -d /tmp/soak-proxy-pg.XXXXXX)
-chmod 755 "$dir"; chown postgres "$dir"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-die() { echo "FAIL: $*"; exit 1; }
-# stop_proxy: SIGTERM, then a bounded wait for the proxy to write its trace.
-stop_proxy() {
-	kill -TERM "$ppid_"
-	timeout 10 tail -s 0.1 --pid="$ppid_" -f /dev/null ||
-	    die "watchdog: proxy $ppid_ still running 10 s after SIGTERM"
-	wait "$ppid_" || die "proxy exited $? after SIGTERM"
-}
-
-wait_line() {
-	local deadline=$((SECONDS + 10))
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $deadline ] || { echo "watchdog: no \"$3\" after 10s"; cat "$1"; exit 1; }
-		read -rt 0.02 <> <(:) || true
-	done
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir "$dir/data" && chown postgres "$dir/data"
-runuser -u postgres -- "$PGBIN/initdb" -D "$dir/data" --auth=trust -U postgres >/dev/null
+. "$(dirname "$0")/pglib.sh" proxy-pg
 runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -w -t 30 -l "$dir/data/pg.log" \
 	-o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
 sql() { psql -X -q -t -A -h "$dir" -p "$port" -U postgres -d postgres -c "$1"; }

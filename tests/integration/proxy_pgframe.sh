@@ -13,36 +13,7 @@
 #  - a database that requires TLS is refused with the proxy's own
 #    ErrorResponse naming the reason, and a log line, never a hang;
 #  - garbage from the client is refused and logged escaped.
-set -euo pipefail
-H=$SOAK_BUILD/tests/helpers
-PGBIN=/usr/lib/postgresql/15/bin
-dir=$(mktemp -d /tmp/soak-proxy-pgframe.XXXXXX)
-chmod 755 "$dir"; chown postgres "$dir"
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	runuser -u postgres -- "$PGBIN/pg_ctl" -D "$dir/data" -m immediate stop >/dev/null 2>&1 || true
-	rm -rf "$dir"
-}
-trap cleanup EXIT
-die() { echo "FAIL: $*"; exit 1; }
-stop_proxy() {
-	kill -TERM "$ppid_"
-	timeout 10 tail -s 0.1 --pid="$ppid_" -f /dev/null ||
-	    die "watchdog: proxy $ppid_ still running 10 s after SIGTERM"
-	wait "$ppid_" || die "proxy exited $? after SIGTERM"
-}
-wait_line() {
-	local deadline=$((SECONDS + 10))
-	until grep -Eq "$2" "$1" 2>/dev/null; do
-		[ $SECONDS -lt $deadline ] || { echo "watchdog: no \"$3\" after 10s"; cat "$1"; exit 1; }
-		read -rt 0.02 <> <(:) || true
-	done
-}
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-mkdir "$dir/data" && chown postgres "$dir/data"
-runuser -u postgres -- "$PGBIN/initdb" -D "$dir/data" --auth=trust -U postgres >/dev/null
+. "$(dirname "$0")/pglib.sh" proxy-pgframe
 # TLS on, and TCP connections only with TLS: the proxy dials the unix
 # socket for the framing tests and 127.0.0.1 for the TLS refusal.
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
