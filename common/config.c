@@ -1467,8 +1467,8 @@ set_defaults(struct cfg *cfg)
 }
 
 /* The byte offset of 1-based (line, col) in text, col counted in characters. */
-static size_t
-text_offset(const char *text, size_t len, int line, int col)
+size_t
+cfg_text_offset(const char *text, size_t len, int line, int col)
 {
 	size_t	o = 0;
 	int	l = 1, c = 1;
@@ -1498,7 +1498,7 @@ yaml_explain(const yaml_parser_t *p, const char *text, size_t len,
 {
 	const char	*problem = p->problem ? p->problem : "cannot parse";
 	const char	*context = p->context ? p->context : "";
-	size_t		 o = text_offset(text, len, (int)*line, (int)*col), b;
+	size_t		 o = cfg_text_offset(text, len, (int)*line, (int)*col), b;
 	int		 ch = o < len ? (unsigned char)text[o] : '\0';
 	bool		 indenting = true;
 
@@ -1901,7 +1901,7 @@ cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line, int *col)
 			c++;
 		k++;
 	}
-	o = text_offset(t, cfg->text_len, m->line, m->col);
+	o = cfg_text_offset(t, cfg->text_len, m->line, m->col);
 	if (o < cfg->text_len && t[o] == '|') {
 		/* A literal block: line for line the file's, after the
 		 * block's indentation: the spaces of its first line that is

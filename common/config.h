@@ -205,6 +205,9 @@ void	cfg_errors_free(struct cfg_errors *errs);
 int	cfg_load_text(const char *path, const char *text, size_t len,
 	    struct cfg *cfg, char *err);
 void	cfg_free(struct cfg *cfg);
+/* The byte offset of 1-based (line, col) in text, col counted in characters
+ * and lines by "\n" (a mark's line and column, as messages give them). */
+size_t	cfg_text_offset(const char *text, size_t len, int line, int col);
 
 /*
  * The config text as soak writes and shows it (RUN_DIR/config.yaml, the

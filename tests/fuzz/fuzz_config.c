@@ -65,25 +65,6 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
-/* config.c's text_offset: the byte of 1-based (line, col), col in characters. */
-static size_t
-offset_of(const char *text, size_t len, int line, int col)
-{
-	size_t	o = 0;
-	int	l = 1, c = 1;
-
-	while (o < len && l < line)
-		if (text[o++] == '\n')
-			l++;
-	while (o < len && c < col && text[o] != '\n') {
-		o++;
-		while (o < len && ((unsigned char)text[o] & 0xc0) == 0x80)
-			o++;
-		c++;
-	}
-	return o;
-}
-
 /*
  * Whether text holds a line break other than "\n" and "\r\n": a lone
  * "\r", NEL, LS or PS.  libyaml counts lines by them (so do the marks);
@@ -133,7 +114,7 @@ check_sql_where(const struct cfg *cfg, size_t i)
 			continue;	/* not exact: the value's mark */
 		if (*p == '\n' || *p == '\r')
 			continue;	/* a line's end may be "\r\n" in the file */
-		o = offset_of(cfg->text, cfg->text_len, line, col);
+		o = cfg_text_offset(cfg->text, cfg->text_len, line, col);
 		FUZZ_CHECK(o < cfg->text_len && cfg->text[o] == *p,
 		    "%s: character %ld ('%c') is said to be at %d:%d, which "
 		    "holds '%c'", key, pos, *p, line, col,
