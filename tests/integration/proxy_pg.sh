@@ -14,7 +14,7 @@ run_proxy() {	# NAME SEED -> $px
 		--seed "$2" --rate 0.5 --lost-reply 0.4 --reset 0.3 --duplicate 0.3 --hold 20ms \
 		--protocol tcp --trace "$dir/$1.jsonl" >"$dir/$1.out" 2>"$dir/$1.err" & pids+=($!)
 	ppid_=$!
-	wait_line "$dir/$1.out" '^listening on' "proxy $1 listening"
+	wait_line "$dir/$1.out" '^listening on' 10 "proxy $1 listening" >/dev/null
 	px=$(awk '/^listening on/{print $3}' "$dir/$1.out")
 }
 ci() { echo "host=127.0.0.1 port=${px#*:} user=postgres dbname=postgres sslmode=disable gssencmode=disable connect_timeout=5"; }

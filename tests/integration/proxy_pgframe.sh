@@ -30,7 +30,7 @@ run_proxy() {	# NAME UPSTREAM ARGS... -> $px
 	"$SOAK_BIN" proxy --name pg --listen 127.0.0.1:0 --upstream "$up" --seed 7 \
 		--trace "$dir/$name.jsonl" "$@" >"$dir/$name.out" 2>"$dir/$name.err" & pids+=($!)
 	ppid_=$!
-	wait_line "$dir/$name.out" '^listening on' "proxy $name listening"
+	wait_line "$dir/$name.out" '^listening on' 10 "proxy $name listening" >/dev/null
 	px=$(awk '/^listening on/{print $3}' "$dir/$name.out")
 }
 unix="unix:$dir/.s.PGSQL.$port"
@@ -164,14 +164,14 @@ run_proxy tls "127.0.0.1:$port" --protocol postgres
 if timeout 10 "$H/proxy_pgclient" "$(ci prefer)" "SELECT 1" >"$dir/tls.txt"; then
 	cat "$dir/tls.txt"; die "tls: the session went through"; fi
 grep -q 'requires TLS' "$dir/tls.txt" || { cat "$dir/tls.txt"; die "tls: the client's error does not name TLS"; }
-wait_line "$dir/tls.err" 'requires TLS' "the proxy's log line about TLS"
+wait_line "$dir/tls.err" 'requires TLS' 10 "the proxy's log line about TLS" >/dev/null
 stop_proxy
 grep -q '"note":"refused: the database requires TLS"' "$dir/tls.jsonl" || { cat "$dir/tls.jsonl"; die "tls: no trace note"; }
 # a client that requires TLS hangs up on the proxy's N: refused, said why
 run_proxy tlsclient "$unix" --protocol postgres
 if "$H/proxy_pgclient" "$(ci require)" "SELECT 1" >"$dir/tlsclient.txt"; then
 	cat "$dir/tlsclient.txt"; die "tls: an sslmode=require client got through"; fi
-wait_line "$dir/tlsclient.err" 'asked for TLS and hung up' "the proxy's log line about the client's TLS"
+wait_line "$dir/tlsclient.err" 'asked for TLS and hung up' 10 "the proxy's log line about the client's TLS" >/dev/null
 stop_proxy
 echo "tls: ok"
 
@@ -195,7 +195,7 @@ try:
 except ConnectionResetError:
     pass
 EOF
-wait_line "$dir/junk.err" 'not PostgreSQL v3 from the client' "the refusal's log line"
+wait_line "$dir/junk.err" 'not PostgreSQL v3 from the client' 10 "the refusal's log line" >/dev/null
 "$H/proxy_pgclient" "$(ci disable)" "SELECT 1" >/dev/null || die "junk: the proxy refused the next, good client"
 stop_proxy
 echo "proxy_pgframe: ok"
