@@ -29,6 +29,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "common/log.h"
 #include "common/util.h"
 #include "fault-proxy/http.h"
@@ -43,7 +45,7 @@
 
 _Static_assert(PG_SQL_LEN == PROXY_SQL_LEN, "statement summary sizes differ");
 
-enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DUP, EP_WAKE };
+enum ep_kind { EP_LISTENER, EP_CLIENT, EP_UPSTREAM, EP_DUP, EP_WAKE, EP_SIDE };
 
 /* What epoll hands back: which object, and which of its sockets. */
 struct ep {
@@ -67,6 +69,7 @@ struct buf {
  */
 struct psched {
 	size_t			 proxy;
+	const char		*name;		/* the first listener's */
 	struct sched		*s;
 	int			 nturns;
 	int64_t			 arrival_ms, blocked_ms;
@@ -79,7 +82,21 @@ struct psched {
 	bool			*ready;		/* scratch, per turn */
 	struct conn		**oldest;	/* scratch, per turn */
 	uint32_t		 forced;	/* decisions a timeout made */
+
+	/*
+	 * Lock waits, asked of PostgreSQL: a connection of our own to the
+	 * database (NULL: none, `blocked` alone decides) on which an admitted
+	 * exchange's backend is looked up in pg_blocking_pids() every
+	 * LOCK_PROBE_MS until it either answers or waits on a lock.
+	 */
+	PGconn			*side;
+	struct ep		 sep;
+	struct conn		*probed;	/* the exchange a probe in flight is about */
+	bool			 probing;
+	int64_t			 probe_at;	/* the next probe, or 0 */
 };
+
+#define LOCK_PROBE_MS	2
 
 struct listener {
 	struct ep		 ep;
@@ -661,6 +678,8 @@ conn_close(struct conn *c, bool rst_client)
 	if (c->l->sched != NULL) {
 		c->sched_wait = false;
 		c->l->sched->live[c->l->turn]--;
+		if (c->l->sched->probed == c)
+			c->l->sched->probed = NULL;	/* its answer is moot */
 	}
 	ep_close(ps, &c->cep, rst_client);
 	ep_close(ps, &c->uep, rst_client);
@@ -832,6 +851,149 @@ sched_holds(struct conn *c, const char *stmt)
 }
 
 /*
+ * The side connection broke or never worked: say so once, and let the
+ * `blocked` timeout alone decide from now on.
+ */
+static void
+side_drop(struct proxy_set *ps, struct psched *q, const char *why)
+{
+	char	msg[256];
+
+	snprintf(msg, sizeof(msg), "%s", PQerrorMessage(q->side));
+	msg[strcspn(msg, "\n")] = '\0';
+	log_warnx("proxy %s: cannot ask PostgreSQL about lock waits (%s%s%s); "
+	    "a lock wait is now passed by the schedule's blocked timeout",
+	    q->name, why, msg[0] ? ": " : "", msg);
+	q->sep.fd = PQsocket(q->side);	/* libpq closes it */
+	ep_set(ps, &q->sep, 0);
+	q->sep.fd = -1;
+	PQfinish(q->side);
+	q->side = NULL;
+	q->probing = false;
+	q->probed = NULL;
+}
+
+/* Asks whose locks c's backend waits for; side_event reads the answer. */
+static void
+lock_probe(struct psched *q, struct conn *c, int64_t now)
+{
+	char		 pid[16];
+	const char	*v[1] = { pid };
+
+	snprintf(pid, sizeof(pid), "%" PRId32, c->pgf->backend_pid);
+	if (!PQsendQueryParams(q->side, "SELECT pg_blocking_pids($1::int)", 1,
+	    NULL, v, NULL, NULL, 0)) {
+		side_drop(c->l->ps, q, "send");
+		return;
+	}
+	q->probing = true;
+	q->probed = c;
+	q->probe_at = now + LOCK_PROBE_MS;
+	if (PQflush(q->side) == 1)
+		ep_set(c->l->ps, &q->sep, EPOLLIN | EPOLLOUT);
+}
+
+/*
+ * The turns (bit t) whose connections through q are the backends of the
+ * array text "{pid,pid,...}"; *any whether the array had a pid at all.
+ */
+static uint64_t
+lock_holders(struct proxy_set *ps, struct psched *q, const char *arr,
+    bool *any)
+{
+	struct conn	*c;
+	uint64_t	 mask = 0;
+	long		 pid;
+	char		*end;
+
+	*any = false;
+	for (arr += strspn(arr, "{,"); *arr >= '0' && *arr <= '9';
+	    arr = end + strspn(end, ",}")) {
+		pid = strtol(arr, &end, 10);
+		*any = true;
+		for (c = ps->conns; c != NULL; c = c->next)
+			if (c->l->sched == q && c->pg && c->pgf->backend_pid == pid &&
+			    c->l->turn < 64)
+				mask |= (uint64_t)1 << c->l->turn;
+	}
+	return mask;
+}
+
+/* "{0,3}": the turns of a mask, "{}" for none; cut short with "…}". */
+static const char *
+turn_set(uint64_t mask, char *buf, size_t len)
+{
+	size_t	o = 0;
+	int	t, n;
+
+	buf[o++] = '{';
+	for (t = 0; t < 64; t++) {
+		if (!(mask & ((uint64_t)1 << t)))
+			continue;
+		n = snprintf(buf + o, len - o, "%s%d", o > 1 ? "," : "", t);
+		if (n < 0 || (size_t)n >= len - o - 4) {
+			snprintf(buf + o, len - o, "…}");
+			return buf;
+		}
+		o += (size_t)n;
+	}
+	snprintf(buf + o, len - o, "}");
+	return buf;
+}
+
+/*
+ * An answer on the side connection: when the exchange it was about is
+ * still the running one and PostgreSQL says it waits on a lock, it is no
+ * longer running and the next exchange may be admitted (by sched_try, at
+ * the end of this loop pass).  The answer is PostgreSQL's, not a clock's,
+ * so the decision is the same in every replay.
+ */
+static void
+side_event(struct proxy_set *ps, struct psched *q, uint32_t ev)
+{
+	PGresult	*r;
+	struct conn	*c;
+	uint64_t	 mask;
+	bool		 any;
+	char		 set[192];
+
+	if ((ev & EPOLLOUT) && PQflush(q->side) == 0)
+		ep_set(ps, &q->sep, EPOLLIN);
+	if (!PQconsumeInput(q->side)) {
+		side_drop(ps, q, "read");
+		return;
+	}
+	while (q->probing && !PQisBusy(q->side)) {
+		if ((r = PQgetResult(q->side)) == NULL) {
+			q->probing = false;
+			q->probed = NULL;
+			break;
+		}
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+			PQclear(r);
+			side_drop(ps, q, "pg_blocking_pids");
+			return;
+		}
+		mask = lock_holders(ps, q, PQgetvalue(r, 0, 0), &any);
+		PQclear(r);
+		if (any && (c = q->probed) != NULL && q->running == c) {
+			log_debug("seed %" PRIu64 ": %s/%d conn %u exchange %u: "
+			    "waits on a lock (held by turns %s): the next is "
+			    "admitted", ps->seed, c->l->name,
+			    c->l->turn, c->no, c->rec.exchange,
+			    turn_set(mask, set, sizeof(set)));
+			c->rec.lock_wait = true;
+			c->rec.waits_on = mask;
+			q->running = NULL;
+			q->free_since = now_ms();
+			q->probe_at = 0;
+		}
+	}
+	if (PQstatus(q->side) != CONNECTION_OK)
+		side_drop(ps, q, "connection lost");
+}
+
+/*
  * Admits the next exchange of q when it is free: among the turns with one
  * waiting, the scheduler's choice.  A turn that has no exchange waiting yet
  * is waited for arrival_ms (from when the scheduler became free, or the
@@ -854,6 +1016,18 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	if ((c = q->running) != NULL) {
 		if (now - q->running_since < q->blocked_ms) {
 			q->next_at = q->running_since + q->blocked_ms;
+			/* a probe is due: ask (once the request is on its
+			 * way), or come back for it */
+			if (q->side != NULL && c->pg && c->pgf->backend_pid > 0 &&
+			    !q->probing && q->probe_at != 0) {
+				if (now >= q->probe_at &&
+				    (c->state == CS_REQUEST || c->state == CS_REPLY))
+					lock_probe(q, c, now);
+				else if (now >= q->probe_at)
+					q->probe_at = now + LOCK_PROBE_MS;
+				if (!q->probing && q->probe_at < q->next_at)
+					q->next_at = q->probe_at;
+			}
 			return;
 		}
 		log_debug("%s/%d conn %u exchange %u: not done in %lldms: "
@@ -900,6 +1074,9 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	q->running = c;
 	q->running_since = now;
 	q->next_at = now + q->blocked_ms;	/* come back if it never ends */
+	q->probe_at = 0;
+	if (q->side != NULL && c->pg)	/* or ask PostgreSQL before */
+		q->next_at = q->probe_at = now + LOCK_PROBE_MS;
 	log_debug("%s/%d conn %u exchange %u: step %u of the schedule (waiting: "
 	    "%" PRIx64 "%s%s)", c->l->name, c->l->turn, c->no, c->rec.exchange,
 	    c->rec.step, cand, forced ? ", forced by " : "", forced ? forced : "");
@@ -1683,6 +1860,13 @@ loop_main(void *arg)
 			case EP_DUP:
 				dup_event(e->owner, evs[i].events);
 				break;
+			case EP_SIDE: {
+				struct psched	*q = e->owner;
+
+				if (q->side != NULL)
+					side_event(ps, q, evs[i].events);
+				break;
+			}
 			}
 		}
 		loop_timers(ps);
@@ -1788,9 +1972,32 @@ fail:
 	return -1;
 }
 
+/*
+ * The side connection of q, from the conninfo of its listeners (NULL:
+ * none).  Blocking, once per set, before the loop starts.  A failure is
+ * not fatal: lock waits are then passed by the blocked timeout.
+ */
+static void
+side_open(struct proxy_set *ps, struct psched *q, const char *conninfo)
+{
+	if (conninfo == NULL)
+		return;
+	q->side = PQconnectdb(conninfo);
+	if (PQstatus(q->side) != CONNECTION_OK) {
+		side_drop(ps, q, "connect");
+		return;
+	}
+	if (PQsetnonblocking(q->side, 1) == -1) {
+		side_drop(ps, q, "nonblocking");
+		return;
+	}
+	q->sep = (struct ep){ EP_SIDE, q, PQsocket(q->side), 0 };
+	ep_set(ps, &q->sep, EPOLLIN);
+}
+
 /* One psched per scheduled proxy index, its turns those of its listeners. */
 static int
-sched_setup(struct proxy_set *ps, char *err)
+sched_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 {
 	struct psched	*q;
 	size_t		 i, j;
@@ -1809,6 +2016,8 @@ sched_setup(struct proxy_set *ps, char *err)
 			    sizeof(*ps->scheds));
 			q = ps->scheds[ps->nscheds++] = xcalloc(1, sizeof(*q));
 			q->proxy = l->proxy;
+			q->name = l->name;
+			q->sep.fd = -1;
 			q->arrival_ms = sc->arrival_ms;
 			q->blocked_ms = sc->blocked_ms;
 		}
@@ -1835,6 +2044,7 @@ sched_setup(struct proxy_set *ps, char *err)
 		q->seen = xcalloc((size_t)q->nturns, sizeof(*q->seen));
 		q->ready = xcalloc((size_t)q->nturns, sizeof(*q->ready));
 		q->oldest = xcalloc((size_t)q->nturns, sizeof(*q->oldest));
+		side_open(ps, q, pl[i - 1].lockinfo);
 	}
 	for (i = 0; i < ps->nls; i++)
 		ps->ls[i].schedule = NULL;	/* the config is the caller's */
@@ -1873,7 +2083,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 			goto fail;
 		ep_set(ps, &ps->ls[i].ep, EPOLLIN);
 	}
-	if (sched_setup(ps, err) == -1)
+	if (sched_setup(ps, pl, err) == -1)
 		goto fail;
 	if (trace_path != NULL) {
 		ps->trace_path = xstrdup(trace_path);
@@ -1903,8 +2113,9 @@ proxy_set_listener_addr(const struct proxy_set *ps, size_t i)
 }
 
 struct proxy_set *
-proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams, int turns,
-    uint64_t seed, const char *trace_path, char *err)
+proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
+    const char *dbinfo, int turns, uint64_t seed, const char *trace_path,
+    char *err)
 {
 	struct proxy_listen	*pl = NULL;
 	struct proxy_set	*ps = NULL;
@@ -1929,6 +2140,8 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams, int turns,
 			p->protocol = cfg->proxies[i].protocol;
 			p->faults = &cfg->proxies[i].faults;
 			p->schedule = &cfg->proxies[i].schedule;
+			if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
+				p->lockinfo = dbinfo;
 		}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
@@ -2003,6 +2216,11 @@ proxy_set_close(struct proxy_set *ps)
 	for (i = 0; i < ps->nscheds; i++) {
 		struct psched	*q = ps->scheds[i];
 
+		if (q->side != NULL) {
+			q->sep.fd = PQsocket(q->side);
+			ep_set(ps, &q->sep, 0);
+			PQfinish(q->side);
+		}
 		sched_free(q->s);
 		free(q->live);
 		free(q->seen);

@@ -138,7 +138,7 @@ fe_keep(char t)
 static bool
 be_keep(const struct pgframe *f, char t)
 {
-	return t == 'Z' || (t == 'E' && !f->started);
+	return t == 'Z' || ((t == 'E' || t == 'K') && !f->started);
 }
 
 /*
@@ -577,6 +577,13 @@ pg_scan_server(struct pgframe *f, const char *p, size_t n)
 			break;
 		case 'A':
 			f->notifies++;
+			break;
+		case 'K':	/* BackendKeyData: the backend's pid */
+			if (!f->started && t->caplen >= 4)
+				f->backend_pid = (int32_t)((uint32_t)(unsigned char)t->cap[0] << 24 |
+				    (uint32_t)(unsigned char)t->cap[1] << 16 |
+				    (uint32_t)(unsigned char)t->cap[2] << 8 |
+				    (uint32_t)(unsigned char)t->cap[3]);
 			break;
 		case 'E':
 			if (!f->started) {

@@ -3,8 +3,8 @@
  * private to fault-proxy.  Like http.h it never copies a message whole: it
  * walks the two byte streams of one connection, keeps the first bytes of
  * the few messages it reads (Query, Parse, Bind, ReadyForQuery,
- * ErrorResponse during startup), and tells the engine where one exchange
- * ends and the next begins.
+ * ErrorResponse and BackendKeyData during startup), and tells the engine
+ * where one exchange ends and the next begins.
  *
  * Exchanges (what the proxy rolls faults for):
  *  - startup: the StartupMessage and every authentication message up to
@@ -97,6 +97,7 @@ struct pgframe {
 	bool		 tls_required;	/* ... saying the server wants TLS */
 
 	bool		 started;	/* the first ReadyForQuery has been seen */
+	int32_t		 backend_pid;	/* from BackendKeyData, 0 until then */
 	uint64_t	 notifies;	/* NotificationResponses passed through */
 	struct pg_stmt	 stmts[PG_STMTS];
 	size_t		 nstmts;

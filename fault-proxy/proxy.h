@@ -77,12 +77,15 @@ struct proxy_set;
  * Starts listeners on 127.0.0.1 ephemeral ports for each of cfg->proxies x
  * turns.  upstreams[i] is proxy i's resolved upstream: "host:port" or
  * "unix:/abs/path" (the worker has already turned service:NAME and
- * database into one of those).  Each decision is appended as one JSON line
- * to trace_path (created/truncated; NULL = no trace).
+ * database into one of those).  dbinfo is the libpq conninfo of the
+ * database, for the lock-wait probes of scheduled proxies in front of it
+ * (NULL: none).  Each decision is appended as one JSON line to trace_path
+ * (created/truncated; NULL = no trace).
  */
 struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
-			    char *const *upstreams, int turns, uint64_t seed,
-			    const char *trace_path, char *err);
+			    char *const *upstreams, const char *dbinfo,
+			    int turns, uint64_t seed, const char *trace_path,
+			    char *err);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
 const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
 			    int turn);
@@ -117,6 +120,10 @@ struct proxy_listen {
 	/* NULL or not enabled: unscheduled; listeners of one proxy index
 	 * share one scheduler (fault-proxy/sched.h), copied */
 	const struct cfg_schedule *schedule;
+	/* scheduled PostgreSQL proxies: a libpq conninfo of the upstream on
+	 * which soak asks pg_blocking_pids() whether an admitted exchange
+	 * waits on a lock (NULL: the schedule's blocked timeout decides) */
+	const char		*lockinfo;
 };
 
 /* The pure decision for one exchange. */
@@ -156,6 +163,10 @@ struct proxy_trace_rec {
 	uint32_t		 step;		/* admission order, 1, 2, ... */
 	uint64_t		 cand;		/* turns waiting at that step (bit t) */
 	const char		*forced;	/* static: a timeout decided, or NULL */
+	/* PostgreSQL said it waited on a lock (pg_blocking_pids), held by
+	 * these turns (bit t; 0: by no turn of this proxy) */
+	bool			 lock_wait;
+	uint64_t		 waits_on;
 };
 /*
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
@@ -163,7 +174,10 @@ struct proxy_trace_rec {
  * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
  *  "bytes_down","upstream_saw","client_got_reply"}, and for a PostgreSQL
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
- * ReadyForQuery came), "note" (when something passed unframed).
+ * ReadyForQuery came), "note" (when something passed unframed).  A
+ * scheduled exchange has "step" and "cand" before "pg", then "forced"
+ * when a timeout decided and "waits_on" when PostgreSQL said it waited on
+ * a lock.
  */
 /*
  * Compares the scheduled steps of two fault traces (a run's and its

@@ -663,7 +663,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	if (cfg->nproxies > 0) {
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
-		if ((c.proxies = proxy_set_open_cfg(cfg, ups, cfg->turns, seed,
+		if ((c.proxies = proxy_set_open_cfg(cfg, ups, w->conninfo, cfg->turns, seed,
 		    c.trace_path, err)) == NULL) {
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;

@@ -74,9 +74,12 @@ check_report "$T/plain" 0 99
 echo "figures: unscheduled, $(jq .totals.fail "$T/plain/report.json") of 100 seeds fail; $(jq '[.results[] | select(.reproduced == false)] | length' "$T/plain/report.json") confirming re-runs did not reproduce"
 
 # The fix (SELECT ... FOR UPDATE) under the schedule: a turn's read waits on
-# another's row lock, which the scheduler cannot see; `blocked` takes it as
-# a lock wait and admits the next exchange (the lock holder's COMMIT), so
-# nothing deadlocks.  Each such decision is forced by a timeout, and said.
+# another's row lock.  The proxy asks PostgreSQL (pg_blocking_pids() on a
+# connection of its own, the backend's pid from BackendKeyData) and, told
+# the exchange waits on a lock, admits the next one (the holder's COMMIT),
+# so nothing deadlocks and no clock decided: no exchange is forced by
+# `blocked`, and a seed replayed twice takes the same steps with the same
+# lock waits.
 phase "the --lock fix under the schedule, seeds 0..9"
 sed "s#command: \[$EX/reserve_turn\]#command: [$EX/reserve_turn, --lock]#" "$T/sched.yaml" >"$T/lock.yaml"
 grep -q -- '--lock' "$T/lock.yaml" || fail "the lock config does not lock"
@@ -85,6 +88,22 @@ tail -n 3 "$T/lock.out"
 expect_eq "the fix under the schedule: exit status (no deadlock, no timeout)" 0 "$rc"
 check_report "$T/lock" 0 9
 expect_eq "passing seeds of the fix" 10 "$(jq .totals.pass "$T/lock/report.json")"
-waits=$(grep -c 'taken as waiting on a lock' "$T/lock.err" || true)
-expect_ge "lock waits the schedule got past by blocked" 1 "$waits"
-echo "figures: the --lock fix, 10 of 10 seeds pass under the schedule; $waits lock waits passed by the blocked timeout"
+waits=$(grep -c 'waits on a lock (held by turns {[0-9]' "$T/lock.err" || true)
+expect_ge "lock waits PostgreSQL reported" 1 "$waits"
+expect_eq "exchanges the blocked timeout decided" 0 "$(grep -c 'taken as waiting on a lock' "$T/lock.err" || true)"
+lsteps() { jq -c 'select(.step != null) | [.step, .turn, .conn, .exchange, .cand, .sql, .forced, .waits_on]' "$1" | sort; }
+# a seed with a lock wait, replayed twice: the same steps, the same waits
+lseed=$(sed -n 's/.*seed \([0-9]*\): db.* waits on a lock .*/\1/p' "$T/lock.err" | head -n 1)
+[ -n "$lseed" ] || fail "no seed named in the lock-wait log lines"
+for i in 1 2; do
+	soak_rc rc replay "$T/lock.yaml" --seed "$lseed" --keep --out "$T/lr$i" >"$T/lr$i.out" 2>&1
+	expect_eq "the fix replayed (seed $lseed, try $i)" 0 "$rc"
+	kept=$(sed -n 's/^workspace kept: //p' "$T/lr$i.out")
+	[ -s "$kept/trace.jsonl" ] || fail "the fix's replay $i kept no trace (workspace '$kept')"
+	lsteps "$kept/trace.jsonl" >"$T/lsteps$i"
+	case $kept in /dev/shm/soak-replay-*/seed-*) rm -rf "${kept%/seed-*}" ;; esac
+done
+expect_ge "lock waits in the replay's schedule" 1 "$(grep -c '"[0-9a-f]*"\]$' "$T/lsteps1" || true)"
+cmp -s "$T/lsteps1" "$T/lsteps2" || { diff "$T/lsteps1" "$T/lsteps2" | head; fail "two replays of the fix took different schedules"; }
+ok "two replays of seed $lseed took the same $(wc -l <"$T/lsteps1") steps, lock waits included"
+echo "figures: the --lock fix, 10 of 10 seeds pass under the schedule; $waits lock waits reported by PostgreSQL, none decided by the blocked timeout"

@@ -685,6 +685,26 @@ test_pg_framer(void **state)
 	assert_true(f.error);
 	assert_non_null(strstr(f.why, "from the server"));
 
+	/* the backend's pid from BackendKeyData during start-up, whatever
+	 * the cut; one after the first ReadyForQuery is not the start-up's */
+	{
+		static const char	be[] = "R\0\0\0\x08\0\0\0\0"
+		    "K\0\0\0\x0c\x00\x01\xe2\x40\x12\x34\x56\x78"
+		    "Z\0\0\0\x05I"
+		    "K\0\0\0\x0c\x00\x00\x00\x07\0\0\0\0";
+		size_t			i, k, end;
+
+		for (k = 1; k <= sizeof(be) - 1; k++) {
+			pg_init(&f);
+			for (i = 0; i < sizeof(be) - 1; i = end)
+				for (end = i + k < sizeof(be) - 1 ? i + k :
+				    sizeof(be) - 1; i < end && !f.error;)
+					i += pg_scan_server(&f, be + i, end - i);
+			assert_false(f.error);
+			assert_int_equal(f.backend_pid, 123456);
+		}
+	}
+
 	/* first bytes */
 	assert_int_equal(pg_first("\0\0\0\x08\x04\xd2\x16\x2f", 8), PGF_SSL);
 	assert_int_equal(pg_first("\0\0\0\x08\x04\xd2\x16\x30", 8),
@@ -730,6 +750,21 @@ test_trace_format_pg(void **state)
 	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\",\"tx\":\"T\","
 	    "\"note\":\"copy passed through unframed\"}\n");
 	assert_int_equal(proxy_trace_format(&r, buf, 230), -1);
+
+	/* a scheduled exchange PostgreSQL said waited on turns 1 and 3 */
+	r.step = 7;
+	r.cand = 0xb;
+	r.lock_wait = true;
+	r.waits_on = 0xa;
+	r.note = NULL;
+	r.tx = '\0';
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":4,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"step\":7,\"cand\":\"b\","
+	    "\"waits_on\":\"a\",\"pg\":\"simple\","
+	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\"}\n");
 }
 
 /*
