@@ -91,9 +91,14 @@ struct psched {
 	 */
 	PGconn			*side;
 	struct ep		 sep;
-	struct conn		*probed;	/* the exchange a probe in flight is about */
-	bool			 probing;
+	bool			 probing;	/* a probe in flight */
 	int64_t			 probe_at;	/* the next probe, or 0 */
+	int			 nlock;		/* exchanges waiting on a lock */
+	int			 nwoke;		/* ... whose lock was since granted */
+	uint64_t		 gen;		/* exchanges ended so far */
+	uint64_t		 probe_gen;	/* gen when the probe was sent */
+	bool			 settled;	/* every lock wait re-asked since */
+	bool			*stuck;		/* scratch, per turn */
 };
 
 #define LOCK_PROBE_MS	2
@@ -175,8 +180,11 @@ struct conn {
 
 	/* scheduled proxies: an exchange known and waiting for its turn */
 	bool			 sched_wait;
+	bool			 sched_lock;	/* PostgreSQL: it waits on a lock */
+	bool			 sched_woke;	/* ... and no longer does */
+	bool			 sched_stuck;	/* `blocked` passed it */
 	uint64_t		 sched_seq;	/* arrival order, set-wide */
-	int64_t			 sched_since;
+	int64_t			 sched_since;	/* waiting or woke since */
 	bool			 sched_has_line;
 	char			 sched_line[REQLINE_LEN];	/* http: for match */
 };
@@ -461,9 +469,19 @@ exchange_end(struct conn *c)
 
 	if (!c->in_exchange)
 		return;
-	if (q != NULL && q->running == c) {
-		q->running = NULL;
-		q->free_since = now_ms();
+	if (q != NULL) {
+		if (q->running == c || c->sched_woke ||
+		    (c->sched_lock && q->side == NULL))
+			q->free_since = now_ms();
+		if (q->running == c)
+			q->running = NULL;
+		if (c->sched_lock)
+			q->nlock--;
+		if (c->sched_woke)
+			q->nwoke--;
+		c->sched_lock = c->sched_woke = c->sched_stuck = false;
+		q->gen++;	/* a lock may have been released */
+		q->settled = false;
 	}
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
 	if (c->pg) {
@@ -678,8 +696,8 @@ conn_close(struct conn *c, bool rst_client)
 	if (c->l->sched != NULL) {
 		c->sched_wait = false;
 		c->l->sched->live[c->l->turn]--;
-		if (c->l->sched->probed == c)
-			c->l->sched->probed = NULL;	/* its answer is moot */
+		c->l->sched->gen++;
+		c->l->sched->settled = false;
 	}
 	ep_close(ps, &c->cep, rst_client);
 	ep_close(ps, &c->uep, rst_client);
@@ -870,27 +888,55 @@ side_drop(struct proxy_set *ps, struct psched *q, const char *why)
 	PQfinish(q->side);
 	q->side = NULL;
 	q->probing = false;
-	q->probed = NULL;
 }
 
-/* Asks whose locks c's backend waits for; side_event reads the answer. */
-static void
-lock_probe(struct psched *q, struct conn *c, int64_t now)
+/* Whether c's exchange is one PostgreSQL can be asked about now. */
+static bool
+probeable(const struct conn *c)
 {
-	char		 pid[16];
-	const char	*v[1] = { pid };
+	return c->pg && c->pgf->backend_pid > 0 && c->in_exchange &&
+	    (c->state == CS_REQUEST || c->state == CS_REPLY);
+}
 
-	snprintf(pid, sizeof(pid), "%" PRId32, c->pgf->backend_pid);
-	if (!PQsendQueryParams(q->side, "SELECT pg_blocking_pids($1::int)", 1,
-	    NULL, v, NULL, NULL, 0)) {
-		side_drop(c->l->ps, q, "send");
+/*
+ * Asks, in one statement, whose locks the backends of q's exchanges in
+ * flight wait for: the admitted one, those PostgreSQL said wait on a lock,
+ * and those it since said do not.  side_event reads the answer.
+ */
+static void
+lock_probe(struct proxy_set *ps, struct psched *q, int64_t now)
+{
+	struct conn	*c;
+	char		 pids[1024];
+	const char	*v[1] = { pids };
+	size_t		 o = 0;
+	int		 n;
+
+	pids[o++] = '{';
+	for (c = ps->conns; c != NULL; c = c->next) {
+		if (c->l->sched != q || !probeable(c) ||
+		    !(c == q->running || c->sched_lock || c->sched_woke))
+			continue;
+		n = snprintf(pids + o, sizeof(pids) - o, "%s%" PRId32,
+		    o > 1 ? "," : "", c->pgf->backend_pid);
+		if (n < 0 || (size_t)n >= sizeof(pids) - o - 1)
+			break;
+		o += (size_t)n;
+	}
+	if (o == 1)
+		return;		/* nothing to ask about yet */
+	pids[o++] = '}';
+	pids[o] = '\0';
+	if (!PQsendQueryParams(q->side, "SELECT p, pg_blocking_pids(p) "
+	    "FROM unnest($1::int[]) AS p", 1, NULL, v, NULL, NULL, 0)) {
+		side_drop(ps, q, "send");
 		return;
 	}
 	q->probing = true;
-	q->probed = c;
+	q->probe_gen = q->gen;
 	q->probe_at = now + LOCK_PROBE_MS;
 	if (PQflush(q->side) == 1)
-		ep_set(c->l->ps, &q->sep, EPOLLIN | EPOLLOUT);
+		ep_set(ps, &q->sep, EPOLLIN | EPOLLOUT);
 }
 
 /*
@@ -942,11 +988,53 @@ turn_set(uint64_t mask, char *buf, size_t len)
 }
 
 /*
- * An answer on the side connection: when the exchange it was about is
- * still the running one and PostgreSQL says it waits on a lock, it is no
- * longer running and the next exchange may be admitted (by sched_try, at
- * the end of this loop pass).  The answer is PostgreSQL's, not a clock's,
- * so the decision is the same in every replay.
+ * One backend's answer: c's exchange waits on a lock (any) held by the
+ * turns of mask, or does not.  The admitted exchange that waits is no
+ * longer running (the next may be admitted); one that waited and no
+ * longer does runs again (woke), and the scheduler waits for it as for
+ * the admitted one, until it ends or waits again.
+ */
+static void
+lock_answer(struct psched *q, struct conn *c, bool any, uint64_t mask,
+    int64_t now)
+{
+	char	set[192];
+
+	if (any && (c == q->running || c->sched_woke)) {
+		log_debug("seed %" PRIu64 ": %s/%d conn %u exchange %u: waits on "
+		    "a lock (held by turns %s)%s", c->l->ps->seed, c->l->name,
+		    c->l->turn, c->no, c->rec.exchange,
+		    turn_set(mask, set, sizeof(set)), c == q->running ?
+		    ": the next is admitted" : " again");
+		if (c == q->running)
+			q->running = NULL;
+		else {
+			c->sched_woke = false;
+			q->nwoke--;
+		}
+		c->sched_lock = true;
+		q->nlock++;
+		c->rec.lock_wait = true;
+		c->rec.waits_on |= mask;
+		q->free_since = now;
+	} else if (!any && c->sched_lock) {
+		log_debug("seed %" PRIu64 ": %s/%d conn %u exchange %u: its lock "
+		    "was granted", c->l->ps->seed, c->l->name, c->l->turn, c->no,
+		    c->rec.exchange);
+		c->sched_lock = false;
+		q->nlock--;
+		c->sched_woke = true;
+		c->sched_since = now;
+		q->nwoke++;
+	}
+}
+
+/*
+ * An answer on the side connection, one row per backend asked about.  The
+ * answers are PostgreSQL's, not a clock's, so every replay makes the same
+ * decisions.  When nothing ended since the probe was sent and no exchange
+ * runs, the answer is a settled picture: each exchange in flight waits on
+ * a lock, and the next may be admitted.
  */
 static void
 side_event(struct proxy_set *ps, struct psched *q, uint32_t ev)
@@ -954,8 +1042,10 @@ side_event(struct proxy_set *ps, struct psched *q, uint32_t ev)
 	PGresult	*r;
 	struct conn	*c;
 	uint64_t	 mask;
+	int64_t		 now = now_ms();
+	long		 pid;
 	bool		 any;
-	char		 set[192];
+	int		 i;
 
 	if ((ev & EPOLLOUT) && PQflush(q->side) == 0)
 		ep_set(ps, &q->sep, EPOLLIN);
@@ -966,41 +1056,101 @@ side_event(struct proxy_set *ps, struct psched *q, uint32_t ev)
 	while (q->probing && !PQisBusy(q->side)) {
 		if ((r = PQgetResult(q->side)) == NULL) {
 			q->probing = false;
-			q->probed = NULL;
+			if (q->probe_gen == q->gen && q->running == NULL &&
+			    q->nwoke == 0 && !q->settled) {
+				q->settled = true;
+				q->free_since = now;
+			}
 			break;
 		}
-		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQnfields(r) != 2) {
 			PQclear(r);
 			side_drop(ps, q, "pg_blocking_pids");
 			return;
 		}
-		mask = lock_holders(ps, q, PQgetvalue(r, 0, 0), &any);
+		for (i = 0; i < PQntuples(r); i++) {
+			pid = strtol(PQgetvalue(r, i, 0), NULL, 10);
+			mask = lock_holders(ps, q, PQgetvalue(r, i, 1), &any);
+			for (c = ps->conns; c != NULL; c = c->next)
+				if (c->l->sched == q && c->pg && c->in_exchange &&
+				    c->pgf->backend_pid == pid)
+					break;
+			/* an exchange ended since: the answer may be about
+			 * one that is over; the next probe asks again */
+			if (c != NULL && q->probe_gen == q->gen)
+				lock_answer(q, c, any, mask, now);
+		}
 		PQclear(r);
-		if (any && (c = q->probed) != NULL && q->running == c) {
-			log_debug("seed %" PRIu64 ": %s/%d conn %u exchange %u: "
-			    "waits on a lock (held by turns %s): the next is "
-			    "admitted", ps->seed, c->l->name,
-			    c->l->turn, c->no, c->rec.exchange,
-			    turn_set(mask, set, sizeof(set)));
-			c->rec.lock_wait = true;
-			c->rec.waits_on = mask;
+	}
+	if (q->side != NULL && PQstatus(q->side) != CONNECTION_OK)
+		side_drop(ps, q, "connection lost");
+}
+
+/* Comes back to q at `at` at the latest. */
+static void
+sched_at(struct psched *q, int64_t at)
+{
+	if (q->next_at == 0 || at < q->next_at)
+		q->next_at = at;
+}
+
+/*
+ * A timeout decided: the admitted exchange, or one whose lock was granted,
+ * has not ended within blocked_ms and PostgreSQL did not say it waits (or
+ * cannot be asked): it is taken as stuck, and the scheduler goes on.
+ */
+static void
+sched_timeouts(struct proxy_set *ps, struct psched *q, int64_t now)
+{
+	struct conn	*c;
+
+	if ((c = q->running) != NULL) {
+		if (now - q->running_since < q->blocked_ms)
+			sched_at(q, q->running_since + q->blocked_ms);
+		else {
+			log_debug("%s/%d conn %u exchange %u: not done in %lldms: "
+			    "taken as waiting on a lock", c->l->name, c->l->turn,
+			    c->no, c->rec.exchange, (long long)q->blocked_ms);
+			c->rec.forced = "blocked";
+			c->sched_stuck = true;
+			q->forced++;
 			q->running = NULL;
-			q->free_since = now_ms();
-			q->probe_at = 0;
+			q->free_since = now;
 		}
 	}
-	if (PQstatus(q->side) != CONNECTION_OK)
-		side_drop(ps, q, "connection lost");
+	if (q->nwoke == 0)
+		return;
+	for (c = ps->conns; c != NULL; c = c->next) {
+		if (c->l->sched != q || !c->sched_woke)
+			continue;
+		if (now - c->sched_since < q->blocked_ms)
+			sched_at(q, c->sched_since + q->blocked_ms);
+		else {
+			log_debug("%s/%d conn %u exchange %u: its lock granted, "
+			    "not done in %lldms: taken as stuck", c->l->name,
+			    c->l->turn, c->no, c->rec.exchange,
+			    (long long)q->blocked_ms);
+			c->rec.forced = "blocked";
+			c->sched_woke = false;
+			c->sched_stuck = true;
+			q->nwoke--;
+			q->forced++;
+			q->free_since = now;
+		}
+	}
 }
 
 /*
  * Admits the next exchange of q when it is free: among the turns with one
- * waiting, the scheduler's choice.  A turn that has no exchange waiting yet
- * is waited for arrival_ms (from when the scheduler became free, or the
- * first waiter came), unless it has closed every connection it had; an
- * admitted exchange not done within blocked_ms is taken to wait on a lock
- * and the next is admitted.  Both are timeouts, so the trace names each
- * decision one made ("forced"): where a replay may diverge.
+ * waiting, the scheduler's choice.  Free means no exchange runs: the
+ * admitted one has ended or PostgreSQL said it waits on a lock, and every
+ * exchange that waited on one still does (asked again after anything
+ * ended, since an end may have released a lock).  A turn with no exchange
+ * waiting is waited for arrival_ms (from when the scheduler became free,
+ * or the first waiter came), unless it has closed every connection or its
+ * exchange waits on a lock.  An exchange not done within blocked_ms that
+ * PostgreSQL did not say waits is taken as stuck.  Both timeouts are named
+ * in the trace ("forced"): where a replay may diverge.
  */
 static void
 sched_try(struct proxy_set *ps, struct psched *q)
@@ -1010,39 +1160,35 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	int64_t		 now = now_ms(), earliest = INT64_MAX, from;
 	uint64_t	 cand = 0;
 	int		 t, nready = 0;
-	bool		 all = true;
+	bool		 all = true, ask;
 
 	q->next_at = 0;
-	if ((c = q->running) != NULL) {
-		if (now - q->running_since < q->blocked_ms) {
-			q->next_at = q->running_since + q->blocked_ms;
-			/* a probe is due: ask (once the request is on its
-			 * way), or come back for it */
-			if (q->side != NULL && c->pg && c->pgf->backend_pid > 0 &&
-			    !q->probing && q->probe_at != 0) {
-				if (now >= q->probe_at &&
-				    (c->state == CS_REQUEST || c->state == CS_REPLY))
-					lock_probe(q, c, now);
-				else if (now >= q->probe_at)
-					q->probe_at = now + LOCK_PROBE_MS;
-				if (!q->probing && q->probe_at < q->next_at)
-					q->next_at = q->probe_at;
-			}
-			return;
-		}
-		log_debug("%s/%d conn %u exchange %u: not done in %lldms: "
-		    "taken as waiting on a lock", c->l->name, c->l->turn, c->no,
-		    c->rec.exchange, (long long)q->blocked_ms);
-		c->rec.forced = "blocked";
-		q->forced++;
-		q->running = NULL;
-		q->free_since = now;
+	sched_timeouts(ps, q, now);
+	/* what PostgreSQL must be asked before anything is admitted */
+	ask = q->side != NULL && (q->nwoke > 0 || (q->running != NULL &&
+	    q->running->pg) || (q->nlock > 0 && !q->settled));
+	if (ask && !q->probing) {
+		if (now >= q->probe_at)
+			lock_probe(ps, q, now);
+		if (!q->probing && q->side != NULL)
+			/* nothing to ask yet (a request not on its way) */
+			q->probe_at = now + LOCK_PROBE_MS;
+		sched_at(q, q->probe_at);
 	}
+	if (q->running != NULL || q->nwoke > 0 ||
+	    (q->side != NULL && q->nlock > 0 && !q->settled))
+		return;
 	memset(q->oldest, 0, (size_t)q->nturns * sizeof(*q->oldest));
-	for (c = ps->conns; c != NULL; c = c->next)
-		if (c->l->sched == q && c->sched_wait && (q->oldest[c->l->turn] ==
-		    NULL || c->sched_seq < q->oldest[c->l->turn]->sched_seq))
+	memset(q->stuck, 0, (size_t)q->nturns * sizeof(*q->stuck));
+	for (c = ps->conns; c != NULL; c = c->next) {
+		if (c->l->sched != q)
+			continue;
+		if (c->in_exchange && (c->sched_lock || c->sched_stuck))
+			q->stuck[c->l->turn] = true;
+		if (c->sched_wait && (q->oldest[c->l->turn] == NULL ||
+		    c->sched_seq < q->oldest[c->l->turn]->sched_seq))
 			q->oldest[c->l->turn] = c;
+	}
 	for (t = 0; t < q->nturns; t++) {
 		q->ready[t] = q->oldest[t] != NULL;
 		if (q->ready[t]) {
@@ -1051,7 +1197,7 @@ sched_try(struct proxy_set *ps, struct psched *q)
 				cand |= (uint64_t)1 << t;
 			if (q->oldest[t]->sched_since < earliest)
 				earliest = q->oldest[t]->sched_since;
-		} else if (!q->seen[t] || q->live[t] > 0)
+		} else if (!q->stuck[t] && (!q->seen[t] || q->live[t] > 0))
 			all = false;
 	}
 	if (nready == 0)
@@ -1059,7 +1205,7 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	if (!all) {
 		from = q->free_since > earliest ? q->free_since : earliest;
 		if (now - from < q->arrival_ms) {
-			q->next_at = from + q->arrival_ms;
+			sched_at(q, from + q->arrival_ms);
 			return;
 		}
 		forced = "arrival";
@@ -1073,10 +1219,10 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	c->rec.forced = forced;
 	q->running = c;
 	q->running_since = now;
-	q->next_at = now + q->blocked_ms;	/* come back if it never ends */
-	q->probe_at = 0;
-	if (q->side != NULL && c->pg)	/* or ask PostgreSQL before */
-		q->next_at = q->probe_at = now + LOCK_PROBE_MS;
+	q->settled = false;
+	sched_at(q, now + q->blocked_ms);	/* come back if it never ends */
+	if (q->side != NULL && c->pg)		/* or ask PostgreSQL before */
+		sched_at(q, q->probe_at = now + LOCK_PROBE_MS);
 	log_debug("%s/%d conn %u exchange %u: step %u of the schedule (waiting: "
 	    "%" PRIx64 "%s%s)", c->l->name, c->l->turn, c->no, c->rec.exchange,
 	    c->rec.step, cand, forced ? ", forced by " : "", forced ? forced : "");
@@ -2044,6 +2190,7 @@ sched_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		q->seen = xcalloc((size_t)q->nturns, sizeof(*q->seen));
 		q->ready = xcalloc((size_t)q->nturns, sizeof(*q->ready));
 		q->oldest = xcalloc((size_t)q->nturns, sizeof(*q->oldest));
+		q->stuck = xcalloc((size_t)q->nturns, sizeof(*q->stuck));
 		side_open(ps, q, pl[i - 1].lockinfo);
 	}
 	for (i = 0; i < ps->nls; i++)
@@ -2226,6 +2373,7 @@ proxy_set_close(struct proxy_set *ps)
 		free(q->seen);
 		free(q->ready);
 		free(q->oldest);
+		free(q->stuck);
 		free(q);
 	}
 	free(ps->scheds);
