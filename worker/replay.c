@@ -36,7 +36,8 @@ usage(FILE *f)
 	    "\n"
 	    "Runs one seed alone and prints its timeline: the schema reset, the setup,\n"
 	    "every turn's exit, every invariant's result with the rows that broke it,\n"
-	    "and the verdict; then the fault trace and, for a scheduled proxy, the\n"
+	    "and the verdict; then, when the seed did not pass, the fault trace, and\n"
+	    "for a scheduled proxy (also of a passing seed with --keep) the\n"
 	    "interleaving: its statements in the order they ran, one line a step.  The\n"
 	    "faults, turn seeds and schedule inputs are the same as in the run that\n"
 	    "reported the seed.\n"
@@ -78,6 +79,20 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
 	else if (text[0] != '\0')
 		printf("\n%s", text);
 	free(text);
+}
+
+/* The kept workspace's trace.jsonl, whole; NULL when there is none. */
+static char *
+replay_full_trace(const json_t *ws, size_t *len)
+{
+	char	*path, *text, err[ERR_LEN];
+
+	if (!json_is_string(ws))
+		return NULL;
+	path = xasprintf("%s/trace.jsonl", json_string_value(ws));
+	text = read_file(path, 64 << 20, len, err);
+	free(path);
+	return text;
 }
 
 static volatile sig_atomic_t	hold_stop;
@@ -207,7 +222,7 @@ cmd_replay(int argc, char **argv)
 	struct iso_db		 db = { 0 };
 	const char		*out = "soak-replay", *seedarg = NULL, *against = NULL;
 	char			*runtrace = NULL;
-	size_t			 runtrace_len = 0;
+	size_t			 runtrace_len = 0, fulllen = 0;
 	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
@@ -275,25 +290,34 @@ cmd_replay(int argc, char **argv)
 	rc = res.verdict == VERDICT_PASS ? SOAK_EXIT_PASS :
 	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_REPLAY_INFRA;
 	{
-		json_t	*ws = json_object_get(res.detail, "workspace");
-		json_t	*tr = json_object_get(res.detail, "trace");
+		json_t		*ws = json_object_get(res.detail, "workspace");
+		json_t		*tr = json_object_get(res.detail, "trace");
+		const char	*sched = json_is_string(tr) ? json_string_value(tr) : "";
+		size_t		 schedlen = json_is_string(tr) ? json_string_length(tr) : 0;
+		char		*full;
 
-		if (json_is_string(tr) && json_string_length(tr) > 0) {
-			printf("\nfault trace:\n%s", json_string_value(tr));
-			replay_schedule(&cfg, json_string_value(tr),
-			    json_string_length(tr), verbose);
+		/*
+		 * The detail's trace is cut to its first lines, which are in
+		 * turn order: a long schedule would lose whole turns' steps.
+		 * The kept workspace holds all of it.
+		 */
+		if ((full = replay_full_trace(ws, &fulllen)) != NULL) {
+			sched = full;
+			schedlen = fulllen;
 		}
+		if (json_is_string(tr) && json_string_length(tr) > 0)
+			printf("\nfault trace:\n%s", json_string_value(tr));
+		replay_schedule(&cfg, sched, schedlen, verbose);
 		if (runtrace != NULL) {
 			char	why[1024];
 
-			proxy_schedule_diff(runtrace, runtrace_len,
-			    json_is_string(tr) ? json_string_value(tr) : "",
-			    json_is_string(tr) ? json_string_length(tr) : 0,
+			proxy_schedule_diff(runtrace, runtrace_len, sched, schedlen,
 			    why, sizeof(why));
 			printf("\nschedule: %s\n", why);
 		}
 		if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
+		free(full);
 	}
 	seed_result_clear(&res);
 	/* The schema's name outlives the worker's handle on it. */
