@@ -113,7 +113,8 @@ steps_read(const char *text, size_t len, struct steps *s, int *lineno)
 		}
 		json_decref(o);
 	}
-	qsort(s->v, s->n, sizeof(*s->v), cmp_step);
+	if (s->n > 1)		/* qsort's array must not be NULL, even empty */
+		qsort(s->v, s->n, sizeof(*s->v), cmp_step);
 	return 0;
 }
 
