@@ -308,10 +308,17 @@ cmd_replay(int argc, char **argv)
 		if (json_is_string(tr) && json_string_length(tr) > 0)
 			printf("\nfault trace:\n%s", json_string_value(tr));
 		replay_schedule(&cfg, sched, schedlen, verbose);
+		/*
+		 * Against the detail's trace, cut as the run's file of it was
+		 * (RUN/failures/N/trace.jsonl is the detail's), so a long
+		 * schedule compares the same lines on both sides.
+		 */
 		if (runtrace != NULL) {
 			char	why[1024];
 
-			proxy_schedule_diff(runtrace, runtrace_len, sched, schedlen,
+			proxy_schedule_diff(runtrace, runtrace_len,
+			    json_is_string(tr) ? json_string_value(tr) : "",
+			    json_is_string(tr) ? json_string_length(tr) : 0,
 			    why, sizeof(why));
 			printf("\nschedule: %s\n", why);
 		}
