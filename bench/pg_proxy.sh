@@ -7,13 +7,24 @@
 # take turns inside each round so drift in the machine's load hits them
 # alike.  Medians of RUNS rounds; ratios are against the baselines of this
 # same run.  Goal: framed costs at most 10 % over byte-level.
-#   RUNS=5 SECS=4 bench/pg_proxy.sh
+#
+# Then the price of determinism: 8 turns of one soak seed, each `pgbench
+# -S -t TX` through the seed's `protocol: postgres` proxy, with `schedule:
+# pct` (one statement at a time, in the seeded order) and without;
+# statements per second over the window from the first turn's start to the
+# last one's exit, as the replay's timeline reports them.  A schedule only
+# exists inside a seed (its turns are the scheduler's), so this runs `soak
+# replay` of a seed against the same throwaway database (SOAK_DATABASE_URL):
+# one seed, in-process, no coordinator (--keep, so the whole fault trace
+# says the scheduled one was); the two configs take turns inside each round.
+#   RUNS=5 SECS=4 TX=2000 bench/pg_proxy.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 SOAK=$PWD/$BUILD/soak
 RUNS=${RUNS:-5}
 SECS=${SECS:-4}
+TX=${TX:-2000}
 PGBIN=/usr/lib/postgresql/15/bin
 dir=$(mktemp -d /tmp/soak-bench-pgproxy.XXXXXX)
 chmod 755 "$dir"
@@ -98,3 +109,78 @@ for w in S N; do
 done
 echo "(medians of $RUNS rounds of ${SECS}s, one client; 'vs tcp' is tps over the byte-level"
 echo " proxy's; proxy CPU is the proxy process's user+system time over every round)"
+
+# -- the price of determinism: 8 clients, scheduled vs not ----------------
+cat >"$dir/schema.sql" <<'SQL'
+-- What pgbench -S reads (pgbench -i -s 1, without tellers and history):
+-- the scale from pgbench_branches, one account by primary key.
+CREATE TABLE pgbench_branches (bid int PRIMARY KEY, bbalance int NOT NULL, filler char(88));
+CREATE TABLE pgbench_accounts (aid int PRIMARY KEY, bid int NOT NULL, abalance int NOT NULL, filler char(84));
+INSERT INTO pgbench_branches VALUES (1, 0, NULL);
+INSERT INTO pgbench_accounts SELECT a, 1, 0, '' FROM generate_series(1, 100000) a;
+SQL
+sched_cfg() {	# NAME, then the schedule's lines (none: unscheduled)
+	local name=$1; shift
+	{
+		printf 'name: %s\nturns: 8\nrounds: 1\nseed_timeout: 120s\n' "$name"
+		printf 'database:\n  schema: schema.sql\n  reset: recreate\n'
+		printf 'proxies:\n  - name: db\n    upstream: database\n    protocol: postgres\n'
+		for l in "$@"; do printf '    %s\n' "$l"; done
+		printf 'turn:\n  command: [sh, -c, %s]\n  timeout: 60s\n' \
+		    "'exec pgbench -n -S -t $TX -h \"\${SOAK_PROXY_DB%:*}\" -p \"\${SOAK_PROXY_DB##*:}\"'"
+		printf 'invariants:\n  - name: -S writes nothing\n    sql: SELECT bid FROM pgbench_branches WHERE bbalance <> 0\n'
+	} >"$dir/$name.yaml"
+}
+sched_cfg plain
+# k: the statements of a seed (8 x TX, and pgbench's few at start-up)
+sched_cfg pct "schedule:" "  mode: pct" "  depth: 3" "  steps: $((8 * TX + 64))" \
+    "  arrival: 250ms" "  blocked: 500ms"
+export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres"
+# "round 0 turn 3: ok 0 (started at 0.012s, 212 ms)" -> "0.012 212"; the
+# window from the first start to the last exit, in seconds
+window() {
+	sed -n 's/.* turn [0-9]*: ok 0 (started at \([0-9.]*\)s, \([0-9]*\) ms).*/\1 \2/p' "$1" |
+	    awk 'NR == 1 || $1 < a {a = $1} NR == 1 || $1 + $2 / 1000 > b {b = $1 + $2 / 1000}
+		END {if (NR == 8) printf "%.4f", b - a; else print "turns-ok=" NR}'
+}
+echo
+echo "load before: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min), $(nproc) cpus"
+declare -A sps nforced
+for r in $(seq 1 "$RUNS"); do
+	for m in plain pct; do
+		o=$dir/replay.$m.$r
+		# --keep: the workspace stays, with the whole fault trace
+		(cd "$dir" && "$SOAK" replay "$m.yaml" --seed "$r" --keep --out "$dir/rp" >"$o" 2>&1) ||
+		    { tail -n 20 "$o"; echo "soak replay $m.yaml --seed $r: not a pass"; exit 1; }
+		ws=$(sed -n 's/^workspace kept: //p' "$o")
+		[ -s "$ws/trace.jsonl" ] || { echo "seed $r, $m: no trace kept"; exit 1; }
+		# the scheduled one was scheduled, the other not
+		read -r steps forced < <(jq -rs '[([.[] | select(.step != null)] | length),
+		    ([.[] | select(.forced != null)] | length)] | @tsv' "$ws/trace.jsonl")
+		nforced[$m]+="$forced "
+		# the workspace and the replay's folder around it, now empty
+		rm -rf "$ws"
+		rmdir "$(dirname "$ws")" 2>/dev/null || true
+		case $m in
+		pct) [ "$steps" -ge $((8 * TX)) ] ||
+			{ echo "seed $r under pct: $steps scheduled steps, not >= $((8 * TX))"; exit 1; } ;;
+		plain) [ "$steps" -eq 0 ] || { echo "seed $r unscheduled: $steps steps"; exit 1; } ;;
+		esac
+		w=$(window "$o")
+		[[ $w =~ ^[0-9.]+$ ]] || { echo "seed $r, $m: $w"; exit 1; }
+		sps[$m]+="$(awk -v w="$w" -v n=$((8 * TX)) 'BEGIN {printf "%.0f", n / w}') "
+	done
+done
+echo "load after:  $(cut -d' ' -f1-3 /proc/loadavg)"
+printf '%-12s %12s %14s %12s   %s\n' "8 clients" "stmts/s" "us/stmt" "vs plain" "runs"
+p=$(median <<<"${sps[plain]}")
+for m in plain pct; do
+	v=$(median <<<"${sps[$m]}")
+	printf '%-12s %12.0f %14.1f %11.3fx   %s\n' "$m" "$v" \
+	    "$(awk -v v="$v" 'BEGIN {print 1e6 / v}')" "$(awk -v v="$v" -v p="$p" 'BEGIN {print v / p}')" \
+	    "${sps[$m]}"
+done
+echo "decisions forced by a timeout (arrival, blocked) per pct seed: ${nforced[pct]}"
+echo "(medians of $RUNS seeds, 8 turns x pgbench -S -t $TX each through a protocol: postgres"
+echo " proxy; pct: schedule mode pct, depth 3; us/stmt is the window over all 8 x $TX"
+echo " statements, so it is the serial cost of one step when scheduled)"

@@ -188,6 +188,21 @@ struct proxy_trace_rec {
 int			 proxy_schedule_diff(const char *run, size_t runlen,
 			    const char *replay, size_t replaylen, char *out,
 			    size_t outlen);
+/*
+ * The interleaving of a fault trace (JSON lines) for people: for each
+ * scheduled proxy (in name order) a header, "schedule of proxy db (12
+ * steps, pct):" (the mode from cfg's proxy of that name; cfg may be NULL),
+ * then one line per step in step order — step, turn, the statement head
+ * (`sql`, else the exchange kind in parentheses) and, when the trace says
+ * so, "[forced: arrival|blocked]", "[waits on turns {0,2}]" (waits_on) and
+ * "[fault: KIND]" (a fault other than none).  A proxy with more than limit
+ * steps (limit 0: no limit) shows its first (limit + 1) / 2 and last
+ * limit / 2 steps around "… N more steps".  Returns the text (malloc'd;
+ * "" when no line of the trace has a step), or NULL with err filled when a
+ * line is not a JSON object.
+ */
+char			*proxy_schedule_show(const char *trace, size_t len,
+			    const struct cfg *cfg, size_t limit, char *err);
 int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
 

@@ -1,14 +1,21 @@
 /*
- * Where a replay's schedule left the run's (issue 15 item 4): two fault
- * traces (JSON lines, proxy.h's proxy_trace_format) compared step by step
- * for every scheduled proxy.  A step is the same when the same exchange
- * (turn, connection, exchange number) was admitted with the same turns
- * waiting; the first that is not is where the two runs parted, and what
- * each had waiting says why (a turn that had not arrived in one of them:
- * the system's own timing, outside the schedule).
+ * The scheduled steps of fault traces (JSON lines, proxy.h's
+ * proxy_trace_format), read back for people.
+ *
+ * Where a replay's schedule left the run's (issue 15 item 4): two traces
+ * compared step by step for every scheduled proxy.  A step is the same when
+ * the same exchange (turn, connection, exchange number) was admitted with
+ * the same turns waiting; the first that is not is where the two runs
+ * parted, and what each had waiting says why (a turn that had not arrived
+ * in one of them: the system's own timing, outside the schedule).
+ *
+ * The interleaving itself (issue 15 item 5): one trace's steps in step
+ * order, a line each, so a replay shows the race as it ran (two reads
+ * before two writes).  The trace file is sorted by turn, which hides it.
  */
 #include "fault-proxy/proxy.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +32,10 @@ struct step {
 	uint64_t	 cand;
 	char		 sql[PROXY_SQL_LEN];
 	char		 forced[16];
+	char		 pg[16];		/* exchange kind, when no sql */
+	char		 fault[24];
+	bool		 has_waits;
+	uint64_t	 waits_on;	/* turns holding the lock it waited on */
 };
 
 struct steps {
@@ -92,9 +103,18 @@ steps_read(const char *text, size_t len, struct steps *s, int *lineno)
 			snprintf(st->sql, sizeof(st->sql), "%s", str);
 		if ((str = json_string_value(json_object_get(o, "forced"))) != NULL)
 			snprintf(st->forced, sizeof(st->forced), "%s", str);
+		if ((str = json_string_value(json_object_get(o, "pg"))) != NULL)
+			snprintf(st->pg, sizeof(st->pg), "%s", str);
+		if ((str = json_string_value(json_object_get(o, "fault"))) != NULL)
+			snprintf(st->fault, sizeof(st->fault), "%s", str);
+		if ((str = json_string_value(json_object_get(o, "waits_on"))) != NULL) {
+			st->has_waits = true;
+			st->waits_on = strtoull(str, NULL, 16);
+		}
 		json_decref(o);
 	}
-	qsort(s->v, s->n, sizeof(*s->v), cmp_step);
+	if (s->n > 1)		/* qsort's array must not be NULL, even empty */
+		qsort(s->v, s->n, sizeof(*s->v), cmp_step);
 	return 0;
 }
 
@@ -174,4 +194,118 @@ done:
 	free(a.v);
 	free(b.v);
 	return rc;
+}
+
+static int
+digits(uint64_t v)
+{
+	int	d = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* "   3  turn 2  UPDATE orders SET … [forced: arrival] [waits on turns {0}]" */
+static void
+show_step(FILE *f, const struct step *st, int wstep, int wturn)
+{
+	char	set[256];
+
+	fprintf(f, "  %*" PRIu64 "  turn %-*" PRId64 "  ", wstep, st->step,
+	    wturn, st->turn);
+	if (st->sql[0] != '\0')
+		fputs(st->sql, f);
+	else
+		fprintf(f, "(%s)", st->pg[0] ? st->pg : "no statement");
+	if (st->forced[0] != '\0')
+		fprintf(f, "  [forced: %s]", st->forced);
+	if (st->has_waits) {
+		put_set(set, sizeof(set), st->waits_on);
+		fprintf(f, "  [waits on turn%s %s]",
+		    (st->waits_on & (st->waits_on - 1)) ? "s" : "", set);
+	}
+	if (st->fault[0] != '\0' && strcmp(st->fault, "none") != 0)
+		fprintf(f, "  [fault: %s]", st->fault);
+	fputc('\n', f);
+}
+
+static const char *
+sched_mode_of(const struct cfg *cfg, const char *proxy)
+{
+	size_t	i;
+
+	for (i = 0; cfg != NULL && i < cfg->nproxies; i++) {
+		const struct cfg_proxy	*p = &cfg->proxies[i];
+
+		if (strcmp(p->name, proxy) != 0 || !p->schedule.enabled)
+			continue;
+		return p->schedule.mode == CFG_SCHED_RANDOM ? "random" : "pct";
+	}
+	return NULL;
+}
+
+char *
+proxy_schedule_show(const char *trace, size_t len, const struct cfg *cfg,
+    size_t limit, char *err)
+{
+	struct steps	 s = { 0 };
+	FILE		*f = NULL;
+	char		*text = NULL;
+	size_t		 i, j, k, n, textlen;
+	int		 line, wstep, wturn, ok = 0;
+
+	if (steps_read(trace, len, &s, &line) == -1) {
+		errf(err, "the trace: line %d is not a JSON object", line);
+		goto out;
+	}
+	if ((f = open_memstream(&text, &textlen)) == NULL) {
+		errf(err, "open_memstream: %s", strerror(errno));
+		goto out;
+	}
+	/* s is sorted by (proxy, step): one block per proxy, s.v[i..j). */
+	for (i = 0; i < s.n; i = j) {
+		const char	*mode;
+		int64_t		 maxturn = 0;
+
+		for (j = i; j < s.n && strcmp(s.v[j].proxy, s.v[i].proxy) == 0; j++)
+			if (s.v[j].turn > maxturn)
+				maxturn = s.v[j].turn;
+		n = j - i;
+		mode = sched_mode_of(cfg, s.v[i].proxy);
+		fprintf(f, "%sschedule of proxy %s (%zu step%s%s%s):\n",
+		    i > 0 ? "\n" : "", s.v[i].proxy, n, n == 1 ? "" : "s",
+		    mode ? ", " : "", mode ? mode : "");
+		wstep = digits(s.v[j - 1].step);
+		if (wstep < 3)
+			wstep = 3;
+		wturn = digits((uint64_t)maxturn);
+		if (limit == 0 || n <= limit) {
+			for (k = i; k < j; k++)
+				show_step(f, &s.v[k], wstep, wturn);
+			continue;
+		}
+		/* The start and the end: where a race usually opens and lands. */
+		for (k = i; k < i + (limit + 1) / 2; k++)
+			show_step(f, &s.v[k], wstep, wturn);
+		fprintf(f, "  %*s  … %zu more step%s\n", wstep, "", n - limit,
+		    n - limit == 1 ? "" : "s");
+		for (k = j - limit / 2; k < j; k++)
+			show_step(f, &s.v[k], wstep, wturn);
+	}
+	ok = fclose(f) == 0;
+	f = NULL;
+	if (!ok)
+		errf(err, "writing the schedule: %s", strerror(errno));
+out:
+	if (f != NULL)
+		fclose(f);
+	free(s.v);
+	if (!ok) {
+		free(text);
+		text = NULL;
+	}
+	return text;
 }

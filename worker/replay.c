@@ -24,6 +24,9 @@
 #include "fault-proxy/proxy.h"
 #include "worker/wrk.h"
 
+/* Steps of a schedule shown without -v: the start and end of a race. */
+#define REPLAY_SCHEDULE_LINES	40
+
 static void
 usage(FILE *f)
 {
@@ -33,8 +36,11 @@ usage(FILE *f)
 	    "\n"
 	    "Runs one seed alone and prints its timeline: the schema reset, the setup,\n"
 	    "every turn's exit, every invariant's result with the rows that broke it,\n"
-	    "and the verdict.  The faults, turn seeds and schedule inputs are the same\n"
-	    "as in the run that reported the seed.\n"
+	    "and the verdict; then, when the seed did not pass, the fault trace, and\n"
+	    "for a scheduled proxy (also of a passing seed with --keep) the\n"
+	    "interleaving: its statements in the order they ran, one line a step.  The\n"
+	    "faults, turn seeds and schedule inputs are the same as in the run that\n"
+	    "reported the seed.\n"
 	    "\n"
 	    "  --seed N     the seed to replay\n"
 	    "  --keep       keep the schema and the workspace, and say where they are\n"
@@ -48,10 +54,45 @@ usage(FILE *f)
 	    "  --trace FILE the run's fault trace of this seed (RUN/failures/N/\n"
 	    "               trace.jsonl): say whether the replay's schedule was the\n"
 	    "               run's, or the first step where it left it\n"
-	    "  -v           log every state change\n"
+	    "  -v           log every state change, and print every step of a\n"
+	    "               schedule (else a long one shows its first and last %d)\n"
 	    "\n"
 	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
-	    "`git bisect run` skips), 64 usage, 78 config error.\n");
+	    "`git bisect run` skips), 64 usage, 78 config error.\n",
+	    REPLAY_SCHEDULE_LINES / 2);
+}
+
+/*
+ * The interleaving the seed ran, in step order (the trace above is sorted
+ * by turn): the race as it happened, e.g. two reads before two writes.
+ */
+static void
+replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
+    bool verbose)
+{
+	char	*text, err[ERR_LEN];
+
+	text = proxy_schedule_show(trace, len, cfg,
+	    verbose ? 0 : REPLAY_SCHEDULE_LINES, err);
+	if (text == NULL)
+		printf("\nschedule: not shown: %s\n", err);
+	else if (text[0] != '\0')
+		printf("\n%s", text);
+	free(text);
+}
+
+/* The kept workspace's trace.jsonl, whole; NULL when there is none. */
+static char *
+replay_full_trace(const json_t *ws, size_t *len)
+{
+	char	*path, *text, err[ERR_LEN];
+
+	if (!json_is_string(ws))
+		return NULL;
+	path = xasprintf("%s/trace.jsonl", json_string_value(ws));
+	text = read_file(path, 64 << 20, len, err);
+	free(path);
+	return text;
 }
 
 static volatile sig_atomic_t	hold_stop;
@@ -181,11 +222,11 @@ cmd_replay(int argc, char **argv)
 	struct iso_db		 db = { 0 };
 	const char		*out = "soak-replay", *seedarg = NULL, *against = NULL;
 	char			*runtrace = NULL;
-	size_t			 runtrace_len = 0;
+	size_t			 runtrace_len = 0, fulllen = 0;
 	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
-	bool			 keep = false, shell = false;
+	bool			 keep = false, shell = false, verbose = false;
 	/* Anything that stops the seed before its verdict is the environment's. */
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
 
@@ -196,7 +237,7 @@ cmd_replay(int argc, char **argv)
 		case 'S': shell = keep = true; break;
 		case 'o': out = optarg; break;
 		case 't': against = optarg; break;
-		case 'v': log_init("replay", 1); break;
+		case 'v': log_init("replay", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SOAK_EXIT_USAGE;
 		}
@@ -249,12 +290,29 @@ cmd_replay(int argc, char **argv)
 	rc = res.verdict == VERDICT_PASS ? SOAK_EXIT_PASS :
 	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_REPLAY_INFRA;
 	{
-		json_t	*ws = json_object_get(res.detail, "workspace");
-		json_t	*tr = json_object_get(res.detail, "trace");
+		json_t		*ws = json_object_get(res.detail, "workspace");
+		json_t		*tr = json_object_get(res.detail, "trace");
+		const char	*sched = json_is_string(tr) ? json_string_value(tr) : "";
+		size_t		 schedlen = json_is_string(tr) ? json_string_length(tr) : 0;
+		char		*full;
 
-		if (json_is_string(tr) && json_string_length(tr) > 0) {
-			printf("\nfault trace:\n%s", json_string_value(tr));
+		/*
+		 * The detail's trace is cut to its first lines, which are in
+		 * turn order: a long schedule would lose whole turns' steps.
+		 * The kept workspace holds all of it.
+		 */
+		if ((full = replay_full_trace(ws, &fulllen)) != NULL) {
+			sched = full;
+			schedlen = fulllen;
 		}
+		if (json_is_string(tr) && json_string_length(tr) > 0)
+			printf("\nfault trace:\n%s", json_string_value(tr));
+		replay_schedule(&cfg, sched, schedlen, verbose);
+		/*
+		 * Against the detail's trace, cut as the run's file of it was
+		 * (RUN/failures/N/trace.jsonl is the detail's), so a long
+		 * schedule compares the same lines on both sides.
+		 */
 		if (runtrace != NULL) {
 			char	why[1024];
 
@@ -266,6 +324,7 @@ cmd_replay(int argc, char **argv)
 		}
 		if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
+		free(full);
 	}
 	seed_result_clear(&res);
 	/* The schema's name outlives the worker's handle on it. */

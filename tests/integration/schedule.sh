@@ -32,7 +32,39 @@ expect_eq "confirming re-runs that did not reproduce" 0 \
 
 # One line per step: what went, and who was waiting.
 steps() { jq -c 'select(.step != null) | [.step, .turn, .conn, .exchange, .cand, .sql, .forced]' "$1" | sort; }
-forced=0 same=0 n=0
+# The replay's schedule of proxy db (lines "  STEP  turn T  SQL..."), read
+# in the order printed: each step number one more than the last, and the
+# race in it, a turn X's read, then another turn's read, then X's write
+# (two interleaved reads before the writes).  Prints "X read at A, Y at B,
+# X wrote at C", or a line that says what is wrong.
+race_shown() {
+	awk '
+	/^schedule of proxy db / { on = 1; next }
+	on && !/^ +[0-9]+  turn / { on = 0 }
+	!on { next }
+	{
+		n++
+		if ($1 != n) { print "step " $1 " printed as line " n; bad = 1; exit }
+		t = $3
+		if ($4 == "SELECT" && $5 == "items_reserved,") {
+			for (x in open)
+				if (x != t && !(x in pair)) { pair[x] = open[x] " " t " " $1 }
+			open[t] = $1
+		} else if ($4 == "UPDATE" && $5 == "orders" && (t in pair) && found == "") {
+			split(pair[t], p, " ")
+			found = "turn " t " read at " p[1] ", turn " p[2] " at " p[3] ", turn " t " wrote at " $1
+		}
+		if ($4 == "UPDATE")
+			delete open[t]
+	}
+	END {
+		if (bad) exit 1
+		if (n == 0) { print "no schedule printed"; exit 1 }
+		if (found == "") { print "no two reads before a write in " n " steps"; exit 1 }
+		print found
+	}' "$1"
+}
+forced=0 same=0 n=0 shown=0 first_two=0
 cd "$T"
 for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | .[]' "$T/run/report.json" | head -n "$WANT"); do
 	n=$((n + 1))
@@ -42,6 +74,14 @@ for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | 
 	soak_rc rc replay "$T/sched.yaml" --seed "$seed" --out "$T/r$seed" >"$T/r$seed.out" 2>&1
 	[ "$rc" -eq 1 ] || { cat "$T/r$seed.out"; fail "seed $seed: replay exit $rc, not 1 (the lost update)"; }
 	grep -qF "\"$INV\": BROKEN" "$T/r$seed.out" || fail "seed $seed: the replay broke another invariant"
+	# The interleaving, printed in step order, holds the race.
+	race=$(race_shown "$T/r$seed.out") || { sed -n '/^schedule of/,$p' "$T/r$seed.out"; fail "seed $seed: the replay's schedule: $race"; }
+	expect_eq "seed $seed: steps in the replay's schedule" "$(steps "$trace" | wc -l)" \
+	    "$(grep -cE '^ +[0-9]+  turn [0-9]+ ' "$T/r$seed.out")"
+	shown=$((shown + 1))
+	# Counted, not asserted: the race may open after another turn's whole
+	# read-write (then the first UPDATE comes before the second read).
+	first_two=$((first_two + $(awk '/^schedule of proxy db /{on=1; next} on && $4 == "UPDATE" {exit} on && $4 == "SELECT" && !($3 in t) {t[$3] = 1; c++} END {print (c >= 2) ? 1 : 0}' "$T/r$seed.out")))
 	if cmp -s <(steps "$trace") <(steps "$T/r$seed/failures/$seed/workspace/trace.jsonl"); then
 		same=$((same + 1))
 	else
@@ -50,6 +90,8 @@ for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | 
 	forced=$((forced + $(jq -s '[.[] | select(.forced != null)] | length' "$trace")))
 done
 expect_eq "failing seeds replayed" "$WANT" "$n"
+expect_eq "replays whose printed schedule shows the race" "$WANT" "$shown"
+echo "figures: the race in each replay's schedule, e.g. seed $seed: $race; $first_two of $n with two turns' reads before the first UPDATE"
 
 # soak replay --trace says the same of the last one, and says where a
 # schedule that left the run's did (a doctored run trace: step 3 had only
