@@ -43,7 +43,8 @@ think(int ms)
 
 /*
  * The database, through the proxy in front of it when the config has one
- * (SOAK_PROXY_DB: scheduled.yaml's), else as soak's PG* variables say.
+ * (SOAK_PROXY_DB: the configs' scheduled proxy), else as soak's PG*
+ * variables say.
  */
 static PGconn *
 dial(void)
