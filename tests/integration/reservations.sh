@@ -1,9 +1,9 @@
 # Reservations (seeds/001), the quick half of its proof: the lost update is
 # caught by its invariant in (nearly) every one of the first 50 seeds (the
-# turn thinks between its read and its write, as a model does, so the
-# window is as wide as in production: 200 of 200 seeds and 20 of 20 replays
-# of seed 0 caught it here), and a confirming re-run and a single replay
-# fail the same way.  The fixed variants: tests/proofs/reservations.sh.
+# turns' statements go through a seeded schedule, mode random: 100 of 100
+# seeds failed here), a confirming re-run fails the same way, and each of
+# ten failing seeds replays to the same verdict on the first try, with the
+# run's schedule.  The fixed variants: tests/proofs/reservations.sh.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 
@@ -55,3 +55,17 @@ expect_eq "replay exit status" 1 "$rc"
 expect_match "replay names the broken invariant" \
     '"items_reserved matches reservation events": BROKEN' "$(cat "$T/replay.out")"
 expect_match "replay verdict" 'verdict: fail invariant' "$(cat "$T/replay.out")"
+
+# Ten more failing seeds, each replayed once: the same verdict, and the
+# same schedule as the run's (soak replay --trace says so).
+same=0 n=0
+for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | .[1:11] | .[]' "$T/buggy/report.json"); do
+	n=$((n + 1))
+	soak_rc rc replay "$EX/soak.yaml" --seed "$seed" --out "$T/r$seed" \
+	    --trace "$T/buggy/failures/$seed/trace.jsonl" >"$T/r$seed.out" 2>&1
+	[ "$rc" -eq 1 ] || { tail -n 20 "$T/r$seed.out"; fail "seed $seed: replay exit $rc, not 1 (the lost update)"; }
+	grep -q '^schedule: the same as the run.s' "$T/r$seed.out" && same=$((same + 1))
+done
+expect_eq "failing seeds replayed" 10 "$n"
+expect_eq "replays with the run's schedule" 10 "$same"
+echo "figures: $fails of 50 seeds fail under the random schedule; $n of $n failing seeds replayed fail on the first try, $same with the run's schedule"
