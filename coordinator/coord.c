@@ -10,6 +10,7 @@
 #include "common/queue.h"
 #include "common/util.h"
 #include "coordinator/fingerprint.h"
+#include "fault-proxy/proxy.h"
 
 #define MAX_SEEDS	(10u * 1000 * 1000)	/* one run; a bigger sweep is several runs */
 #define CONFIRM_MAX	20	/* confirming re-runs per run: one per distinct failure */
@@ -294,6 +295,34 @@ final_call(struct coord *c, const struct coord_seed *s)
 }
 
 /*
+ * A confirming re-run that did not reproduce, under a schedule: where its
+ * schedule left the run's (the first step whose choice or candidates
+ * differ), or that it did not, into rec's "schedule".  The traces are the
+ * details' (their first lines), so a long schedule is compared as far as
+ * both kept it.
+ */
+static void
+confirm_schedule(const json_t *run, const json_t *again, json_t *rec)
+{
+	json_t	*a = json_object_get(run, "trace"), *b = json_object_get(again,
+		    "trace");
+	char	 out[1024], *p;
+
+	if (!json_is_string(a) || !json_is_string(b) ||
+	    strstr(json_string_value(a), "\"step\":") == NULL)
+		return;
+	if (proxy_schedule_diff(json_string_value(a), json_string_length(a),
+	    json_string_value(b), json_string_length(b), out, sizeof(out)) < 0)
+		return;
+	/* tracecmp speaks of a replay: here it is the re-run */
+	while ((p = strstr(out, "this replay")) != NULL) {
+		memcpy(p, "the re-run", 10);
+		memmove(p + 10, p + 11, strlen(p + 11) + 1);
+	}
+	json_object_set_new(rec, "schedule", json_string(out));
+}
+
+/*
  * The confirming re-run's outcome: "reproduced" is whether it failed with
  * the same fingerprint; an infra re-run leaves it unknown.  The verdict
  * stands either way.  detail is consumed.
@@ -320,6 +349,8 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 		mine = fingerprint(c, s->why, s->detail);
 		json_object_set_new(s->detail, "reproduced",
 		    json_boolean(fp != NULL && strcmp(fp, mine) == 0));
+		if (fp == NULL || strcmp(fp, mine) != 0)
+			confirm_schedule(s->detail, detail, rec);
 		free(mine);
 	}
 	json_object_set_new(s->detail, "confirm", rec);

@@ -589,6 +589,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		char			*words = fp_words(reason_name(s->why),
 					    json_object_get(s->detail, "invariants"));
 		char			 msg[LOG_ESC_LEN];
+		const char		*sched;
 
 		/* Like pytest's short summary: what, how often, why, how to see it. */
 		fprintf(f, "\n  %s %s — %" PRIu64 " seed(s), smallest %" PRIu64 "\n",
@@ -599,6 +600,9 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 			fprintf(f, "        %s\n", msg);
 		if (*report_reproduced(s))
 			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
+		if ((sched = json_string_value(json_object_get(json_object_get(
+		    s->detail, "confirm"), "schedule"))) != NULL)
+			fprintf(f, "        its schedule: %s\n", sched);
 		/* A replay cannot mend a config error: fixing the config can. */
 		if (s->verdict == VERDICT_INFRA && coord_halt_status(c) != 0)
 			fprintf(f, "        the config error below; soak check %s "

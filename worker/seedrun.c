@@ -730,11 +730,13 @@ done:
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
-		/* No trace file (the proxies never opened) is no trace. */
-		if (c.trace_path && detail_trace_read(c.trace_path,
-		    DETAIL_TRACE_MAX, &trace, err) == 0)
-			traced = true;
 	}
+	/* No trace file (the proxies never opened) is no trace.  A later
+	 * attempt (a confirming re-run) ships its trace even when it passed:
+	 * the coordinator says where its schedule left the first one's. */
+	if ((res->verdict != VERDICT_PASS || attempt > 1) && c.trace_path &&
+	    detail_trace_read(c.trace_path, DETAIL_TRACE_MAX, &trace, err) == 0)
+		traced = true;
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);

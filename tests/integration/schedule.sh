@@ -149,3 +149,21 @@ expect_ge "lock waits in the replay's schedule" 1 "$(grep -c '"[0-9a-f]*"\]$' "$
 cmp -s "$T/lsteps1" "$T/lsteps2" || { diff "$T/lsteps1" "$T/lsteps2" | head; fail "two replays of the fix took different schedules"; }
 ok "two replays of seed $lseed took the same $(wc -l <"$T/lsteps1") steps, lock waits included"
 echo "figures: the --lock fix, 10 of 10 seeds pass under the schedule; $waits lock waits reported by PostgreSQL, none decided by the blocked timeout"
+
+# A confirming re-run that does not reproduce, under a schedule: the report
+# says where its schedule left the run's.  Turn 1 reserves and crashes the
+# first time a seed runs; in the re-run it touches nothing, so its steps
+# are missing and the others' come earlier.
+phase "a re-run that does not reproduce: where its schedule left the run's"
+sed "s#command: \[$EX/reserve_turn\]#command: [sh, -c, 'm=$T/mark-\$SOAK_SEED-\$SOAK_TURN; if [ -e \$m ]; then [ \$SOAK_TURN = 1 ] \&\& exit 0; exec $EX/reserve_turn; fi; : >\$m; $EX/reserve_turn; [ \$SOAK_TURN = 1 ] \&\& kill -SEGV \$\$; exit 0']#" \
+    "$T/sched.yaml" >"$T/flaky.yaml"
+grep -q 'kill -SEGV' "$T/flaky.yaml" || fail "the flaky config does not crash"
+soak_rc rc run "$T/flaky.yaml" --seeds 0..0 --out "$T/flaky" >"$T/flaky.out" 2>"$T/flaky.err"
+cat "$T/flaky.out"
+expect_eq "flaky run exit status" 1 "$rc"
+expect_eq "flaky re-run did not reproduce" false "$(jq '.results[0].reproduced' "$T/flaky/report.json")"
+expect_match "the re-run's schedule, in report.json" \
+    '^(left the run.s at step [0-9]+ of proxy db: the run admitted turn [0-9]+ .*; the re-run admitted|the same for [0-9]+ steps, then the run took)' \
+    "$(jq -r '.results[0].confirm.schedule' "$T/flaky/report.json")"
+expect_match "the summary says where" '^        its schedule: (left the run.s at step|the same for)' \
+    "$(grep 'its schedule:' "$T/flaky.out")"
