@@ -93,6 +93,7 @@ struct psched {
 	struct ep		 sep;
 	bool			 probing;	/* a probe in flight */
 	int64_t			 probe_at;	/* the next probe, or 0 */
+	int			 nwait;		/* exchanges waiting to be admitted */
 	int			 nlock;		/* exchanges waiting on a lock */
 	int			 nwoke;		/* ... whose lock was since granted */
 	uint64_t		 gen;		/* exchanges ended so far */
@@ -694,6 +695,8 @@ conn_close(struct conn *c, bool rst_client)
 		return;
 	exchange_end(c);
 	if (c->l->sched != NULL) {
+		if (c->sched_wait)
+			c->l->sched->nwait--;
 		c->sched_wait = false;
 		c->l->sched->live[c->l->turn]--;
 		c->l->sched->gen++;
@@ -860,6 +863,7 @@ sched_holds(struct conn *c, const char *stmt)
 	if (c->pg && (c->rec.exchange == 0 || c->pgf->noreply))
 		return false;
 	c->sched_wait = true;
+	q->nwait++;
 	c->sched_seq = ++c->l->ps->sched_seq;
 	c->sched_since = now_ms();
 	c->sched_has_line = !c->pg && stmt != NULL;
@@ -1175,7 +1179,7 @@ sched_try(struct proxy_set *ps, struct psched *q)
 			q->probe_at = now + LOCK_PROBE_MS;
 		sched_at(q, q->probe_at);
 	}
-	if (q->running != NULL || q->nwoke > 0 ||
+	if (q->nwait == 0 || q->running != NULL || q->nwoke > 0 ||
 	    (q->side != NULL && q->nlock > 0 && !q->settled))
 		return;
 	memset(q->oldest, 0, (size_t)q->nturns * sizeof(*q->oldest));
@@ -1214,6 +1218,7 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	t = sched_pick(q->s, q->ready);
 	c = q->oldest[t];
 	c->sched_wait = false;
+	q->nwait--;
 	c->rec.step = sched_steps(q->s);
 	c->rec.cand = cand;
 	c->rec.forced = forced;
