@@ -106,7 +106,14 @@ expect_match "replay --trace: where it left the run's" \
     '^schedule: left the run.s at step 3 of proxy db: the run admitted turn [0-9]+ .* with turns \{0\} waiting; this replay admitted turn [0-9]+ .* with turns \{[0-9,]+\} waiting' \
     "$(grep '^schedule:' "$T/rd.out")"
 expect_eq "replays with the run's schedule, step for step" "$WANT" "$same"
-echo "figures: $nfail of 100 seeds fail under pct (depth 3, k 12); $same of $n failing seeds replay to the same verdict and schedule; $forced decisions forced by a timeout in their traces"
+# PCT's k is a bound on the steps of a seed: 4 turns x 3 statements (the
+# read, the write, the event; BEGIN/COMMIT are not sent).  Its guarantee,
+# 1/(n k^(d-1)) = 1/(4 * 12^2), is a floor far below what the race needs.
+maxstep=$(cat "$T"/run/failures/*/trace.jsonl | jq -s '[.[] | .step // 0] | max')
+[ "$maxstep" -ge 1 ] && [ "$maxstep" -le 12 ] ||
+    fail "k = 12 should bound the steps of a seed, but a failing seed took $maxstep"
+ok "the most steps of a failing seed: $maxstep (k = 12)"
+echo "figures: $nfail of 100 seeds fail under pct (depth 3, k 12, at most $maxstep steps a seed; PCT's floor 1/(4*12^2) = 0.17 %); $same of $n failing seeds replay to the same verdict and schedule; $forced decisions forced by a timeout in their traces"
 
 phase "the same turns without the schedule, seeds 0..99"
 sed '/^proxies:/,/^turn:/{/^turn:/!d}' "$T/sched.yaml" >"$T/plain.yaml"
