@@ -15,6 +15,9 @@
  *   noshow     a no-show refund of such a mark (no-unique)
  *   redeliver  a redelivered payment (no-pay-check)
  *   frozen     the frozen student marked on a priced lesson (no-freeze-check)
+ *   refused    more than 40 % of the turns refused (the fixed ledger's
+ *              guard, min_ok_turns: 60 %), counting a mark or clear of a
+ *              cancelled lesson and a no-show refund of a reversed charge
  *
  * Prints one line per seed (seed and the orders it holds), then the totals.
  */
@@ -27,9 +30,9 @@
 #include "examples/ledger/ledger_plan.h"
 
 enum { NONE, CHARGED, CANCEL_REVERSED, CLEARED };
-enum { PAIR, GUARD, NOSHOW, REDELIVER, FROZEN, NKINDS };
+enum { PAIR, GUARD, NOSHOW, REDELIVER, FROZEN, REFUSED, NKINDS };
 static const char *const kind_name[NKINDS] = {
-	"pair", "guard", "noshow", "redeliver", "frozen"
+	"pair", "guard", "noshow", "redeliver", "frozen", "refused"
 };
 
 int
@@ -38,7 +41,7 @@ main(int argc, char **argv)
 	struct ledger_plan	 p[64];
 	uint64_t		 first, last, seed, rng;
 	int			 turns, round, t, u, price[NLESSONS + 1], total[NKINDS];
-	int			 charge[NSTUDENTS + 1][NLESSONS + 1], k, nseeds = 0;
+	int			 charge[NSTUDENTS + 1][NLESSONS + 1], k, nseeds = 0, refused;
 	bool			 marked[NSTUDENTS + 1][NLESSONS + 1];
 	bool			 cancelled[NLESSONS + 1], has[NKINDS];
 
@@ -58,6 +61,7 @@ main(int argc, char **argv)
 		memset(marked, 0, sizeof(marked));
 		memset(cancelled, 0, sizeof(cancelled));
 		memset(has, 0, sizeof(has));
+		refused = 0;
 		for (round = 0; round < NROUNDS; round++) {
 			for (t = 0; t < turns; t++) {
 				rng = seed_turn(seed, round, t);
@@ -101,6 +105,7 @@ main(int argc, char **argv)
 
 				switch (p[t].op) {
 				case OP_MARK:
+					refused += cancelled[l];
 					if (cancelled[l] || marked[s][l])
 						break;
 					marked[s][l] = true;
@@ -109,6 +114,9 @@ main(int argc, char **argv)
 					break;
 				case OP_CLEAR:
 				case OP_NOSHOW:
+					refused += cancelled[l] && p[t].op == OP_CLEAR;
+					refused += p[t].op == OP_NOSHOW && marked[s][l] &&
+					    charge[s][l] == CANCEL_REVERSED;
 					if ((cancelled[l] && p[t].op == OP_CLEAR) || !marked[s][l])
 						break;
 					marked[s][l] = false;
@@ -126,6 +134,7 @@ main(int argc, char **argv)
 				}
 			}
 		}
+		has[REFUSED] = refused * 10 > turns * NROUNDS * 4;
 		printf("%llu", (unsigned long long)seed);
 		for (k = 0; k < NKINDS; k++) {
 			total[k] += has[k];
