@@ -46,5 +46,9 @@ mutant() {	# name, last seed, killer[, fewest kills]
 mutant no-cancel-guard 19 "^$OPS$" 2
 mutant no-unique 19 "^$NETS" 2
 mutant no-share-lock 9 "^$NETS|$OPS" 5
+# Beside it, the seeds that hold the race at all (the turns' own choices).
+pairs=$("$SOAK_BUILD/tests/helpers/ledger_mix" 0 9 | grep -c ' pair') || true
+expect_ge "seeds (of 10) holding a mark or clear and a cancel of one lesson in one round" \
+    "$(jq .totals.fail "$T/mutant-no-share-lock/report.json")" "$pairs"
 mutant no-pay-check 2 '^each provider payment is credited at most once$'
 mutant no-freeze-check 4 '^a frozen student is never charged$'
