@@ -10,7 +10,7 @@ NETS='a cancelled lesson nets to zero for every student'
 OPS='operations fail only on cancelled lessons'
 
 # The fix holds over FIXED_LAST+1 seeds; most operations did something.
-FIXED_LAST=59
+FIXED_LAST=39
 phase "the fixed ledger over $((FIXED_LAST + 1)) seeds"
 soak_rc rc run "$EX/fixed.yaml" --seeds "0..$FIXED_LAST" --out "$T/fixed" \
     >"$T/fixed.out" 2>"$T/fixed.err"
@@ -39,15 +39,18 @@ mutant() {	# name, last seed, killer[, fewest kills]
 	    "$(jq .totals.fail "$out/report.json")"
 }
 # Seed counts from the kill rates under the configs' schedule (measured:
-# no-cancel-guard 5 of 20, no-unique 4 of 20, no-share-lock 7 of seeds 0..9
-# and 31 of 0..39, no-pay-check 5 of 5, no-freeze-check 2 of 5).  The
+# no-cancel-guard 5 of 20, no-unique 3-4 of 20, no-share-lock 7-8 of seeds
+# 0..9 and 31 of 0..39, no-pay-check 5 of 5, no-freeze-check 2-3 of 5).
+# Each scheduled seed costs seconds (a lock wait costs `blocked`, and the
+# turns around it wait out `arrival`): the fixed run is 40 seeds, about 4
+# minutes, the whole proof about 8.  The
 # share-lock race is in 90 % of seeds (tests/helpers/ledger_mix); the floor
 # says the schedule finds it in most of them.
 mutant no-cancel-guard 19 "^$OPS$" 2
 mutant no-unique 19 "^$NETS" 2
 mutant no-share-lock 9 "^$NETS|$OPS" 5
 # Beside it, the seeds that hold the race at all (the turns' own choices).
-pairs=$("$SOAK_BUILD/tests/helpers/ledger_mix" 0 9 | grep -c ' pair') || true
+pairs=$("$SOAK_BUILD/tests/helpers/ledger_mix" 0 9 | grep -c '^[0-9][0-9]* .*pair') || true
 expect_ge "seeds (of 10) holding a mark or clear and a cancel of one lesson in one round" \
     "$(jq .totals.fail "$T/mutant-no-share-lock/report.json")" "$pairs"
 mutant no-pay-check 2 '^each provider payment is credited at most once$'
