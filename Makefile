@@ -131,6 +131,9 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/libsoak.a
 examples/%: examples/%.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) -o $@ $< $(LDFLAGS) -Wl,--as-needed $(LDLIBS)
 
+# The ledger's seeded choices, shared with tests/helpers/ledger_mix.
+examples/ledger/ledger_turn examples/ledger/ledger_setup: examples/ledger/ledger_plan.h
+
 test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
 	@BUILD=$(BUILD) tests/run test
 

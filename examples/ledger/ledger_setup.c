@@ -9,27 +9,14 @@
 
 #include <libpq-fe.h>
 
-#define NSTUDENTS	4
-#define NLESSONS	10
-
-static uint64_t	rng;
-
-static uint64_t
-next(void)
-{
-	uint64_t	z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
+#include "ledger_plan.h"
 
 int
 main(void)
 {
 	const char	*seed = getenv("SOAK_SEED");
 	char		 sql[1024];
-	int		 n, i, price;
+	int		 n, i, price[NLESSONS + 1];
 	PGconn		*c;
 	PGresult	*r;
 	int		 rc = 1;
@@ -38,14 +25,13 @@ main(void)
 		fprintf(stderr, "run me under soak (SOAK_SEED is not set)\n");
 		return 1;
 	}
-	rng = strtoull(seed, NULL, 10) ^ 0x6c6564676572ULL;	/* "ledger" */
+	ledger_prices(strtoull(seed, NULL, 10), price);
 	n = snprintf(sql, sizeof(sql),
 	    "INSERT INTO student (id, billing_frozen) VALUES (1,false),(2,false),(3,false),(%d,true);"
 	    "INSERT INTO class_session (id, price) VALUES ", NSTUDENTS);
 	for (i = 1; i <= NLESSONS; i++) {
-		price = i == NLESSONS || next() % 4 == 0 ? 0 : 100 * (int)(2 + next() % 6);
 		n += snprintf(sql + n, sizeof(sql) - (size_t)n, "%s(%d,%d)",
-		    i > 1 ? "," : "", i, price);
+		    i > 1 ? "," : "", i, price[i]);
 	}
 	c = PQconnectdb("");
 	if (PQstatus(c) != CONNECTION_OK) {

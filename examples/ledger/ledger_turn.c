@@ -2,7 +2,7 @@
  * One billing operation of seeds/002 per turn per round, picked from
  * SOAK_TURN_SEED (which differs per round): mark, clear, no-show refund,
  * cancel, pay, or a redelivered pay (the same provider payment id twice),
- * with odds that follow a school day (see day[] below).
+ * with odds that follow a school day (ledger_plan.h).
  *
  * The lock order that keeps writes out of a cycle (seeds/002): marks,
  * clears and no-show refunds lock the student FOR NO KEY UPDATE, then the
@@ -38,26 +38,9 @@
 
 #include <libpq-fe.h>
 
-#define NSTUDENTS	4
-#define NLESSONS	10
+#include "ledger_plan.h"
 
 enum outcome { DONE = 0, REFUSED = 1, FAILED = 2 };
-enum op { OP_MARK, OP_CLEAR, OP_NOSHOW, OP_CANCEL, OP_PAY, OP_REDELIVER, NOPS };
-
-/*
- * A school day is five rounds: marks in the morning (rounds 0-1),
- * cancellations at noon (2), the journal tidied in the evening (3-4); every
- * operation can happen at any time, the day only tilts the odds so the rare
- * orders (mark, cancel, clear) turn up in a short seed.  Percentages.
- */
-static const int day[5][NOPS] = {
-	/* mark clear noshow cancel pay redeliver */
-	{ 60,  5,  0,  5, 15, 15 },
-	{ 60,  5,  0,  5, 15, 15 },
-	{ 35, 10,  5, 35,  8,  7 },
-	{ 10, 30, 30,  0, 15, 15 },
-	{ 10, 30, 30,  0, 15, 15 },
-};
 
 static uint64_t	 rng;
 static PGconn	*conn;
@@ -66,32 +49,11 @@ static char	 err_state[8], err_msg[512];	/* the last SQL failure */
 static bool	 cancel_guard = true, share_lock = true, pay_check = true,
 		 freeze_check = true;
 
-static uint64_t
-next(void)
-{
-	uint64_t	z = (rng += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static enum op
-pick_op(int round, int roll)
-{
-	const int	*w = day[round % 5];
-	int		 op;
-
-	for (op = 0; op < NOPS - 1 && roll >= w[op]; op++)
-		roll -= w[op];
-	return op;
-}
-
 /* The operation's own work between what it read and what it writes. */
 static void
 think(void)
 {
-	struct timespec	ts = { 0, (long)(1 + next() % 4) * 1000000 };
+	struct timespec	ts = { 0, (long)(1 + ledger_next(&rng) % 4) * 1000000 };
 
 	while (nanosleep(&ts, &ts) == -1)
 		;
@@ -315,7 +277,8 @@ main(int argc, char **argv)
 	const char	*round = getenv("SOAK_ROUND"), *opname, *db, *colon;
 	char		 student[16], lesson[16], payment[32], amount[16], host[64];
 	enum outcome	 out;
-	int		 i, roll, k, a, l;
+	struct ledger_plan plan;
+	int		 i;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--no-cancel-guard") == 0)
@@ -338,17 +301,11 @@ main(int argc, char **argv)
 	}
 	rng = strtoull(seed, NULL, 10);
 	snprintf(who, sizeof(who), "r%st%s", round, turn);
-	roll = (int)(next() % 100);
-	snprintf(student, sizeof(student), "%d", 1 + (int)(next() % NSTUDENTS));
-	/* A tiny pool made tinier: the lowest of three draws, so lessons 1-3
-	 * take half the operations and the rare orders become common. */
-	for (i = 0, l = NLESSONS; i < 3; i++)
-		if ((a = (int)(next() % NLESSONS)) < l)
-			l = a;
-	snprintf(lesson, sizeof(lesson), "%d", 1 + l);
-	k = (int)(next() % 3);
-	snprintf(payment, sizeof(payment), "pay_%s_%d", student, k);
-	snprintf(amount, sizeof(amount), "%d", 1000 + 250 * k);
+	ledger_plan(&rng, atoi(round), &plan);
+	snprintf(student, sizeof(student), "%d", plan.student);
+	snprintf(lesson, sizeof(lesson), "%d", plan.lesson);
+	snprintf(payment, sizeof(payment), "pay_%s_%d", student, plan.k);
+	snprintf(amount, sizeof(amount), "%d", 1000 + 250 * plan.k);
 
 	/* PG* from soak land us in our schema; through the fault proxy when
 	 * the config has one in front of the database (SOAK_PROXY_DB). */
@@ -364,7 +321,7 @@ main(int argc, char **argv)
 		PQfinish(conn);
 		return 75;
 	}
-	switch (pick_op(atoi(round), roll)) {
+	switch (plan.op) {
 	case OP_MARK:
 		opname = "mark";
 		out = mark(student, lesson);

@@ -1,27 +1,33 @@
 # Ledger (seeds/002), the long half of its proof (make proofs): the fixed
-# system passes 200 seeds of rounds of concurrent operations while doing
-# real work, and each defence of the fix, removed alone, is caught.  The
-# buggy system caught and replayed: tests/integration/examples_ledger.sh.
+# system passes FIXED_LAST+1 seeds of rounds of concurrent operations, each
+# seed a different seeded interleaving of its statements (the configs'
+# schedule), while doing real work, and each defence of the fix, removed
+# alone, is caught.  The buggy system caught and replayed:
+# tests/integration/examples_ledger.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 EX=$ROOT/examples/ledger
 NETS='a cancelled lesson nets to zero for every student'
 OPS='operations fail only on cancelled lessons'
 
-# The fix holds over 200 seeds; most operations did something.
-phase "the fixed ledger over 200 seeds"
-soak_rc rc run "$EX/fixed.yaml" --out "$T/fixed" >"$T/fixed.out" 2>"$T/fixed.err"
+# The fix holds over FIXED_LAST+1 seeds; most operations did something.
+FIXED_LAST=39
+phase "the fixed ledger over $((FIXED_LAST + 1)) seeds"
+soak_rc rc run "$EX/fixed.yaml" --seeds "0..$FIXED_LAST" --out "$T/fixed" \
+    >"$T/fixed.out" 2>"$T/fixed.err"
 tail -n 3 "$T/fixed.out"
 expect_eq "fixed run exit status" 0 "$rc"
-check_report "$T/fixed" 0 199
-expect_eq "fixed passes" 200 "$(jq .totals.pass "$T/fixed/report.json")"
+check_report "$T/fixed" 0 "$FIXED_LAST"
+expect_eq "fixed passes" $((FIXED_LAST + 1)) "$(jq .totals.pass "$T/fixed/report.json")"
 expect_eq "fixed infra" 0 "$(jq .totals.infra "$T/fixed/report.json")"
-total=$(jq '[.results[].total_turns // 40] | add' "$T/fixed/report.json")
-expect_ge "fixed operations that succeeded (of $total)" $((total * 3 / 4)) \
+# (A refusal of a cancelled lesson is a right answer: 76 % succeeded over
+# seeds 0..39 when measured.)
+total=$(jq '[.results[].total_turns // 30] | add' "$T/fixed/report.json")
+expect_ge "fixed operations that succeeded (of $total)" $((total * 2 / 3)) \
     "$(jq '[.results[].ok_turns] | add' "$T/fixed/report.json")"
 [ ! -e "$T/fixed/failures" ] || fail "fixed left a failures/ directory"
 
 # Each defence, removed alone, is caught; the regex says by what.
-mutant() {	# name, last seed, killer
+mutant() {	# name, last seed, killer[, fewest kills]
 	local out=$T/mutant-$1
 	phase "mutant $1, seeds 0..$2"
 	soak_rc rc run "$EX/mutants/$1.yaml" --seeds "0..$2" --out "$out" >"$out.out" 2>"$out.err"
@@ -29,9 +35,23 @@ mutant() {	# name, last seed, killer
 	expect_eq "mutant $1 infra" 0 "$(jq .totals.infra "$out/report.json")"
 	expect_eq "mutant $1 killed only by /$3/" "" "$(kills "$out" | grep -vE "$3" || true)"
 	ok "mutant $1 killed in $(jq .totals.fail "$out/report.json") of $(($2 + 1)) seeds: $(kills "$out" | sort | uniq -c | tr -s ' ' | paste -sd ';')"
+	[ -z "${4:-}" ] || expect_ge "seeds that killed mutant $1 (of $(($2 + 1)))" "$4" \
+	    "$(jq .totals.fail "$out/report.json")"
 }
-mutant no-cancel-guard 19 "^$OPS$"
-mutant no-unique 19 "^$NETS"
-mutant no-share-lock 39 "^$NETS|$OPS"
+# Seed counts from the kill rates under the configs' schedule (measured:
+# no-cancel-guard 5 of 20, no-unique 3-4 of 20, no-share-lock 7-8 of seeds
+# 0..9 and 31 of 0..39, no-pay-check 5 of 5, no-freeze-check 2-3 of 5).
+# Each scheduled seed costs seconds (a lock wait costs `blocked`, and the
+# turns around it wait out `arrival`): the fixed run is 40 seeds, about 4
+# minutes, the whole proof 564 s when measured.  The share-lock race is in
+# 90 % of seeds (tests/helpers/ledger_mix); the floor says the schedule
+# finds it in most of them.
+mutant no-cancel-guard 19 "^$OPS$" 2
+mutant no-unique 19 "^$NETS" 2
+mutant no-share-lock 9 "^$NETS|$OPS" 5
+# Beside it, the seeds that hold the race at all (the turns' own choices).
+pairs=$("$SOAK_BUILD/tests/helpers/ledger_mix" 0 9 | grep -c '^[0-9][0-9]* .*pair') || true
+expect_ge "seeds (of 10) holding a mark or clear and a cancel of one lesson in one round" \
+    "$(jq .totals.fail "$T/mutant-no-share-lock/report.json")" "$pairs"
 mutant no-pay-check 2 '^each provider payment is credited at most once$'
 mutant no-freeze-check 4 '^a frozen student is never charged$'
