@@ -100,6 +100,7 @@ struct psched {
 	uint64_t		 probe_gen;	/* gen when the probe was sent */
 	bool			 settled;	/* every lock wait re-asked since */
 	bool			*stuck;		/* scratch, per turn */
+	unsigned		 round;		/* the set's round seen[] is of */
 };
 
 #define LOCK_PROBE_MS	2
@@ -230,6 +231,7 @@ struct proxy_set {
 
 	struct psched		**scheds;	/* one per scheduled proxy */
 	size_t			 nscheds;
+	atomic_uint		 round;		/* proxy_set_round, any thread */
 	uint64_t		 sched_seq;
 };
 
@@ -1090,6 +1092,18 @@ side_event(struct proxy_set *ps, struct psched *q, uint32_t ev)
 		side_drop(ps, q, "connection lost");
 }
 
+/* A new round (proxy_set_round): no turn of it has connected yet. */
+static void
+sched_round(struct proxy_set *ps, struct psched *q)
+{
+	unsigned	r = atomic_load(&ps->round);
+
+	if (q->round == r)
+		return;
+	q->round = r;
+	memset(q->seen, 0, (size_t)q->nturns * sizeof(*q->seen));
+}
+
 /* Comes back to q at `at` at the latest. */
 static void
 sched_at(struct psched *q, int64_t at)
@@ -1167,6 +1181,7 @@ sched_try(struct proxy_set *ps, struct psched *q)
 	bool		 all = true, ask;
 
 	q->next_at = 0;
+	sched_round(ps, q);
 	sched_timeouts(ps, q, now);
 	/* what PostgreSQL must be asked before anything is admitted */
 	ask = q->side != NULL && (q->nwoke > 0 || (q->running != NULL &&
@@ -1896,6 +1911,7 @@ listener_accept(struct listener *l)
 		c->l = l;
 		c->no = l->next_conn++;
 		if (l->sched != NULL) {
+			sched_round(ps, l->sched);
 			l->sched->live[l->turn]++;
 			l->sched->seen[l->turn] = true;
 		}
@@ -2301,6 +2317,13 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 	}
 	free(pl);
 	return ps;
+}
+
+void
+proxy_set_round(struct proxy_set *ps)
+{
+	if (ps != NULL)
+		atomic_fetch_add(&ps->round, 1);
 }
 
 const char *

@@ -86,6 +86,13 @@ struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
 			    char *const *upstreams, const char *dbinfo,
 			    int turns, uint64_t seed, const char *trace_path,
 			    char *err);
+/*
+ * A round begins: its turns are new processes, so a schedule waits for
+ * each of them to connect again (up to `arrival`) rather than taking the
+ * last round's, which have closed, as done.  Call before spawning the
+ * round's turns.  NULL is a no-op.
+ */
+void			 proxy_set_round(struct proxy_set *ps);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
 const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
 			    int turn);

@@ -365,6 +365,8 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		out[i].round = round;
 		out[i].turn = i;
 	}
+	/* the round's turns are new: a schedule waits for each to connect */
+	proxy_set_round(c->proxies);
 	wrk_run_batch(reqs, n, cfg->turn_timeout_ms, c->deadline, out, &hung);
 	for (i = 0; i < n; i++) {
 		out[i].round = round;
