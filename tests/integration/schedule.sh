@@ -174,3 +174,22 @@ expect_match "the re-run's schedule, in report.json" \
     "$(jq -r '.results[0].confirm.schedule' "$T/flaky/report.json")"
 expect_match "the summary says where" '^        its schedule: (left the run.s at step|the same for)' \
     "$(grep 'its schedule:' "$T/flaky.out")"
+
+# A second round's turns are new processes: the scheduler waits for each to
+# connect (up to arrival) rather than taking the first round's, which have
+# closed, as done, so the round's first step has every turn waiting.
+phase "two rounds: the second round's first step waits for its turns"
+# (Turn t starts its work t x 10 ms late, well within arrival: the turns'
+# own pacing, so that they connect one after another.)
+sed -e 's/^rounds: 1$/rounds: 2/' \
+    -e "s#command: \[$EX/reserve_turn\]#command: [sh, -c, 'sleep 0.0\$SOAK_TURN; exec $EX/reserve_turn']#" \
+    "$T/sched.yaml" >"$T/rounds.yaml"
+grep -q '^rounds: 2$' "$T/rounds.yaml" || fail "the two-round config has one round"
+grep -q 'sleep 0' "$T/rounds.yaml" || fail "the two-round config's turns do not start one after another"
+soak_rc rc replay "$T/rounds.yaml" --seed 0 --keep --out "$T/rr" >"$T/rr.out" 2>&1
+kept=$(sed -n 's/^workspace kept: //p' "$T/rr.out")
+[ -s "$kept/trace.jsonl" ] || { tail "$T/rr.out"; fail "the two-round replay kept no trace"; }
+first2=$(jq -c 'select(.step != null and .conn == 1) | [.step, .cand, .forced]' "$kept/trace.jsonl" | sort -t, -k1.2n | head -n 1)
+case $kept in */soak-replay*/seed-*|*/failures/*/workspace) rm -rf "$kept" ;; esac
+expect_match "round 2's first step: every turn waiting, or a wait forced by arrival" \
+    '^\[[0-9]+,"f",null\]$|"arrival"\]$' "$first2"
