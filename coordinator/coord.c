@@ -306,20 +306,15 @@ confirm_schedule(const json_t *run, const json_t *again, json_t *rec)
 {
 	json_t	*a = json_object_get(run, "trace"), *b = json_object_get(again,
 		    "trace");
-	char	 out[1024], *p;
+	char	 out[1024];
 
 	if (!json_is_string(a) || !json_is_string(b) ||
 	    strstr(json_string_value(a), "\"step\":") == NULL)
 		return;
 	if (proxy_schedule_diff(json_string_value(a), json_string_length(a),
-	    json_string_value(b), json_string_length(b), out, sizeof(out)) < 0)
-		return;
-	/* tracecmp speaks of a replay: here it is the re-run */
-	while ((p = strstr(out, "this replay")) != NULL) {
-		memcpy(p, "the re-run", 10);
-		memmove(p + 10, p + 11, strlen(p + 11) + 1);
-	}
-	json_object_set_new(rec, "schedule", json_string(out));
+	    json_string_value(b), json_string_length(b), "the re-run", out,
+	    sizeof(out)) >= 0)
+		json_object_set_new(rec, "schedule", json_string(out));
 }
 
 /*

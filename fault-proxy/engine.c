@@ -874,6 +874,20 @@ sched_holds(struct conn *c, const char *stmt)
 	return true;
 }
 
+/* Closes q's side connection, if any; its socket is libpq's to close. */
+static void
+side_close(struct proxy_set *ps, struct psched *q)
+{
+	if (q->side == NULL)
+		return;
+	q->sep.fd = PQsocket(q->side);
+	ep_set(ps, &q->sep, 0);
+	q->sep.fd = -1;
+	PQfinish(q->side);
+	q->side = NULL;
+	q->probing = false;
+}
+
 /*
  * The side connection broke or never worked: say so once, and let the
  * `blocked` timeout alone decide from now on.
@@ -888,12 +902,7 @@ side_drop(struct proxy_set *ps, struct psched *q, const char *why)
 	log_warnx("proxy %s: cannot ask PostgreSQL about lock waits (%s%s%s); "
 	    "a lock wait is now passed by the schedule's blocked timeout",
 	    q->name, why, msg[0] ? ": " : "", msg);
-	q->sep.fd = PQsocket(q->side);	/* libpq closes it */
-	ep_set(ps, &q->sep, 0);
-	q->sep.fd = -1;
-	PQfinish(q->side);
-	q->side = NULL;
-	q->probing = false;
+	side_close(ps, q);
 }
 
 /* Whether c's exchange is one PostgreSQL can be asked about now. */
@@ -971,28 +980,6 @@ lock_holders(struct proxy_set *ps, struct psched *q, const char *arr,
 	return mask;
 }
 
-/* "{0,3}": the turns of a mask, "{}" for none; cut short with "…}". */
-static const char *
-turn_set(uint64_t mask, char *buf, size_t len)
-{
-	size_t	o = 0;
-	int	t, n;
-
-	buf[o++] = '{';
-	for (t = 0; t < 64; t++) {
-		if (!(mask & ((uint64_t)1 << t)))
-			continue;
-		n = snprintf(buf + o, len - o, "%s%d", o > 1 ? "," : "", t);
-		if (n < 0 || (size_t)n >= len - o - 4) {
-			snprintf(buf + o, len - o, "…}");
-			return buf;
-		}
-		o += (size_t)n;
-	}
-	snprintf(buf + o, len - o, "}");
-	return buf;
-}
-
 /*
  * One backend's answer: c's exchange waits on a lock (any) held by the
  * turns of mask, or does not.  The admitted exchange that waits is no
@@ -1004,13 +991,13 @@ static void
 lock_answer(struct psched *q, struct conn *c, bool any, uint64_t mask,
     int64_t now)
 {
-	char	set[192];
+	char	set[256];
 
 	if (any && (c == q->running || c->sched_woke)) {
 		log_debug("seed %" PRIu64 ": %s/%d conn %u exchange %u: waits on "
 		    "a lock (held by turns %s)%s", c->l->ps->seed, c->l->name,
 		    c->l->turn, c->no, c->rec.exchange,
-		    turn_set(mask, set, sizeof(set)), c == q->running ?
+		    proxy_turn_set(mask, set, sizeof(set)), c == q->running ?
 		    ": the next is admitted" : " again");
 		if (c == q->running)
 			q->running = NULL;
@@ -2391,11 +2378,7 @@ proxy_set_close(struct proxy_set *ps)
 	for (i = 0; i < ps->nscheds; i++) {
 		struct psched	*q = ps->scheds[i];
 
-		if (q->side != NULL) {
-			q->sep.fd = PQsocket(q->side);
-			ep_set(ps, &q->sep, 0);
-			PQfinish(q->side);
-		}
+		side_close(ps, q);
 		sched_free(q->s);
 		free(q->live);
 		free(q->seen);

@@ -187,14 +187,17 @@ struct proxy_trace_rec {
  * a lock.
  */
 /*
- * Compares the scheduled steps of two fault traces (a run's and its
- * replay's, JSON lines): 0 the same, 1 they differ, -1 a trace does not
- * read; out gets the sentence ("left the run's at step 13 of proxy db:
- * the run admitted turn 2 ... with turns {0,2} waiting; this replay ...").
+ * Compares the scheduled steps of two fault traces (a run's and another
+ * attempt's, JSON lines; `again` names the other: "this replay", "the
+ * re-run"): 0 the same, 1 they differ, -1 a trace does not read; out gets
+ * the sentence ("left the run's at step 13 of proxy db: the run admitted
+ * turn 2 ... with turns {0,2} waiting; this replay ...").
  */
 int			 proxy_schedule_diff(const char *run, size_t runlen,
-			    const char *replay, size_t replaylen, char *out,
-			    size_t outlen);
+			    const char *replay, size_t replaylen, const char *again,
+			    char *out, size_t outlen);
+/* "{0,2,3}": the turns of a mask (bit t), for people; returns buf. */
+const char		*proxy_turn_set(uint64_t mask, char *buf, size_t len);
 /*
  * The interleaving of a fault trace (JSON lines) for people: for each
  * scheduled proxy (in name order) a header, "schedule of proxy db (12

@@ -118,9 +118,8 @@ steps_read(const char *text, size_t len, struct steps *s, int *lineno)
 	return 0;
 }
 
-/* "{0,2,3}" */
-static void
-put_set(char *buf, size_t len, uint64_t cand)
+const char *
+proxy_turn_set(uint64_t cand, char *buf, size_t len)
 {
 	size_t	o = 0;
 	int	t, first = 1;
@@ -133,6 +132,7 @@ put_set(char *buf, size_t len, uint64_t cand)
 		}
 	if (o < len)
 		snprintf(buf + o, len - o, "}");
+	return buf;
 }
 
 static void
@@ -140,7 +140,7 @@ put_step(char *buf, size_t len, const char *who, const struct step *st)
 {
 	char	set[256];
 
-	put_set(set, sizeof(set), st->cand);
+	proxy_turn_set(st->cand, set, sizeof(set));
 	snprintf(buf, len, "%s admitted turn %" PRId64 " (conn %" PRId64
 	    ", exchange %" PRId64 "%s%s) with turns %s waiting%s%s%s", who,
 	    st->turn, st->conn, st->exchange, st->sql[0] ? ": " : "", st->sql,
@@ -150,7 +150,7 @@ put_step(char *buf, size_t len, const char *who, const struct step *st)
 
 int
 proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
-    size_t replaylen, char *out, size_t outlen)
+    size_t replaylen, const char *again, char *out, size_t outlen)
 {
 	struct steps	 a = { 0 }, b = { 0 };
 	char		 sa[512], sb[512];
@@ -164,8 +164,8 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 		goto done;
 	}
 	if (steps_read(replay, replaylen, &b, &line) == -1) {
-		snprintf(out, outlen, "the replay's trace: line %d is not a JSON "
-		    "object", line);
+		snprintf(out, outlen, "%s's trace: line %d is not a JSON object",
+		    again, line);
 		rc = -1;
 		goto done;
 	}
@@ -177,7 +177,7 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 		    x->exchange == y->exchange && x->cand == y->cand)
 			continue;
 		put_step(sa, sizeof(sa), "the run", x);
-		put_step(sb, sizeof(sb), "this replay", y);
+		put_step(sb, sizeof(sb), again, y);
 		snprintf(out, outlen, "left the run's at step %" PRIu64 " of "
 		    "proxy %s: %s; %s", x->step, x->proxy, sa, sb);
 		rc = 1;
@@ -185,7 +185,7 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 	}
 	if (a.n != b.n) {
 		snprintf(out, outlen, "the same for %zu steps, then %s took %zu more",
-		    i, a.n > b.n ? "the run" : "this replay",
+		    i, a.n > b.n ? "the run" : again,
 		    a.n > b.n ? a.n - b.n : b.n - a.n);
 		rc = 1;
 	} else
@@ -223,7 +223,7 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 	if (st->forced[0] != '\0')
 		fprintf(f, "  [forced: %s]", st->forced);
 	if (st->has_waits) {
-		put_set(set, sizeof(set), st->waits_on);
+		proxy_turn_set(st->waits_on, set, sizeof(set));
 		fprintf(f, "  [waits on turn%s %s]",
 		    (st->waits_on & (st->waits_on - 1)) ? "s" : "", set);
 	}

@@ -319,7 +319,7 @@ cmd_replay(int argc, char **argv)
 			proxy_schedule_diff(runtrace, runtrace_len,
 			    json_is_string(tr) ? json_string_value(tr) : "",
 			    json_is_string(tr) ? json_string_length(tr) : 0,
-			    why, sizeof(why));
+			    "this replay", why, sizeof(why));
 			printf("\nschedule: %s\n", why);
 		}
 		if (json_is_string(ws))
