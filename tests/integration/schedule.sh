@@ -177,19 +177,39 @@ expect_match "the summary says where" '^        its schedule: (left the run.s at
 
 # A second round's turns are new processes: the scheduler waits for each to
 # connect (up to arrival) rather than taking the first round's, which have
-# closed, as done, so the round's first step has every turn waiting.
+# closed, as done.  In round 2, turns 1-3 wait at a gate (a FIFO each: the
+# open meets turn 0's) until turn 0 has done its work, so turn 0 is alone
+# when the round begins: its first step must be a wait for the others that
+# arrival ended, not an admission as if they had finished.
 phase "two rounds: the second round's first step waits for its turns"
-# (Turn t starts its work t x 10 ms late, well within arrival: the turns'
-# own pacing, so that they connect one after another.)
-sed -e 's/^rounds: 1$/rounds: 2/' \
-    -e "s#command: \[$EX/reserve_turn\]#command: [sh, -c, 'sleep 0.0\$SOAK_TURN; exec $EX/reserve_turn']#" \
+for t in 1 2 3; do mkfifo "$T/gate-$t"; done
+cat >"$T/gated.sh" <<GATED
+#!/bin/sh
+if [ "\$SOAK_ROUND" = 1 ] && [ "\$SOAK_TURN" != 0 ]; then
+	cat "$T/gate-\$SOAK_TURN" >/dev/null || exit 75
+fi
+$EX/reserve_turn
+rc=\$?
+if [ "\$SOAK_ROUND" = 1 ] && [ "\$SOAK_TURN" = 0 ]; then
+	for t in 1 2 3; do
+		timeout 4 sh -c ": >$T/gate-\$t" ||
+		    echo "turn 0: turn \$t never came to its gate" >&2
+	done
+fi
+exit \$rc
+GATED
+chmod +x "$T/gated.sh"
+sed -e 's/^rounds: 1$/rounds: 2/' -e "s#command: \[$EX/reserve_turn\]#command: [$T/gated.sh]#" \
     "$T/sched.yaml" >"$T/rounds.yaml"
 grep -q '^rounds: 2$' "$T/rounds.yaml" || fail "the two-round config has one round"
-grep -q 'sleep 0' "$T/rounds.yaml" || fail "the two-round config's turns do not start one after another"
+grep -q 'gated.sh' "$T/rounds.yaml" || fail "the two-round config's turns have no gate"
 soak_rc rc replay "$T/rounds.yaml" --seed 0 --keep --out "$T/rr" >"$T/rr.out" 2>&1
 kept=$(sed -n 's/^workspace kept: //p' "$T/rr.out")
 [ -s "$kept/trace.jsonl" ] || { tail "$T/rr.out"; fail "the two-round replay kept no trace"; }
 first2=$(jq -c 'select(.step != null and .conn == 1) | [.step, .cand, .forced]' "$kept/trace.jsonl" | sort -t, -k1.2n | head -n 1)
+[ -f "$kept/r1-t0/stderr.log" ] || fail "round 2's turn 0 left no stderr.log in $kept"
+! grep -q 'never came to its gate' "$kept/r1-t0/stderr.log" ||
+    fail "a gate of round 2 was never passed: $(cat "$kept/r1-t0/stderr.log")"
 case $kept in */soak-replay*/seed-*|*/failures/*/workspace) rm -rf "$kept" ;; esac
-expect_match "round 2's first step: every turn waiting, or a wait forced by arrival" \
-    '^\[[0-9]+,"f",null\]$|"arrival"\]$' "$first2"
+expect_match "round 2's first step: turn 0 alone, after a wait for the others forced by arrival" \
+    '^\[[0-9]+,"1","arrival"\]$' "$first2"
