@@ -102,6 +102,9 @@ pg_exchange_next(struct pgframe *f)
 	f->ready = false;
 	f->tx = '\0';
 	f->copy = false;
+	f->err_seen = f->err_now = false;
+	f->err_len = 0;
+	f->err_sqlstate[0] = '\0';
 }
 
 static void
@@ -138,7 +141,7 @@ fe_keep(char t)
 static bool
 be_keep(const struct pgframe *f, char t)
 {
-	return t == 'Z' || ((t == 'E' || t == 'K') && !f->started);
+	return t == 'Z' || t == 'E' || (t == 'K' && !f->started);
 }
 
 /*
@@ -555,6 +558,25 @@ be_error(struct pgframe *f, const struct pg_tok *t)
 		f->tls_required = false;
 }
 
+/* An ErrorResponse of an exchange: its code and length, kept for the engine. */
+static void
+err_code(struct pgframe *f, const struct pg_tok *t)
+{
+	size_t	i = 0, l;
+
+	f->err_seen = true;
+	f->err_len = 1 + be32(t->hdr + 1);
+	f->err_sqlstate[0] = '\0';
+	while (i < t->caplen && t->cap[i] != '\0') {
+		l = strnlen(t->cap + i + 1, t->caplen - i - 1);
+		if (t->cap[i] == 'C' && l == 5) {
+			memcpy(f->err_sqlstate, t->cap + i + 1, 5);
+			f->err_sqlstate[5] = '\0';
+		}
+		i += l + 2;
+	}
+}
+
 size_t
 pg_scan_server(struct pgframe *f, const char *p, size_t n)
 {
@@ -589,6 +611,12 @@ pg_scan_server(struct pgframe *f, const char *p, size_t n)
 			if (!f->started) {
 				f->auth_error = true;
 				be_error(f, t);
+				break;
+			}
+			err_code(f, t);
+			if (f->stop_at_error) {
+				f->err_now = true;
+				return used;
 			}
 			break;
 		default:
@@ -599,34 +627,36 @@ pg_scan_server(struct pgframe *f, const char *p, size_t n)
 }
 
 size_t
-pg_error_response(const char *sqlstate, const char *msg, char *out,
-    size_t outlen)
+pg_error_message(const char *sev, const char *sqlstate, const char *msg,
+    const char *detail, char *out, size_t outlen)
 {
-	size_t	len, o;
+	size_t	len, o = 5;
 
-	len = 4 + 1 + sizeof("FATAL") + 1 + sizeof("FATAL") + 1 + 6 + 1 +
-	    strlen(msg) + 1 + 1;
-	if (len + 1 > outlen)
+	len = 4 + 2 * (1 + strlen(sev) + 1) + 1 + 6 + 1 + strlen(msg) + 1 +
+	    (detail ? 1 + strlen(detail) + 1 : 0) + 1;
+	if (len + 1 > outlen || strlen(sqlstate) != 5)
 		return 0;
 	out[0] = 'E';
 	out[1] = (char)(len >> 24);
 	out[2] = (char)(len >> 16);
 	out[3] = (char)(len >> 8);
 	out[4] = (char)len;
-	o = 5;
-	out[o++] = 'S';
-	memcpy(out + o, "FATAL", sizeof("FATAL"));
-	o += sizeof("FATAL");
-	out[o++] = 'V';
-	memcpy(out + o, "FATAL", sizeof("FATAL"));
-	o += sizeof("FATAL");
-	out[o++] = 'C';
-	memcpy(out + o, sqlstate, 5);
-	out[o + 5] = '\0';
-	o += 6;
-	out[o++] = 'M';
-	memcpy(out + o, msg, strlen(msg) + 1);
-	o += strlen(msg) + 1;
+#define FIELD(c, v) do { out[o++] = (c); memcpy(out + o, (v), strlen(v) + 1); \
+	o += strlen(v) + 1; } while (0)
+	FIELD('S', sev);
+	FIELD('V', sev);
+	FIELD('C', sqlstate);
+	FIELD('M', msg);
+	if (detail != NULL)
+		FIELD('D', detail);
+#undef FIELD
 	out[o++] = '\0';
 	return o;
+}
+
+size_t
+pg_error_response(const char *sqlstate, const char *msg, char *out,
+    size_t outlen)
+{
+	return pg_error_message("FATAL", sqlstate, msg, NULL, out, outlen);
 }

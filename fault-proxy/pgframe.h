@@ -25,7 +25,9 @@
  * request is complete), so the boundary is known from that message's first
  * byte.  pg_exchange_next() resets the exchange fields; the message
  * tokenizers carry on.  pg_scan_server() consumes server bytes and stops
- * right after a ReadyForQuery (ready is then set).  Lengths come off the
+ * right after a ReadyForQuery (ready is then set), and with stop_at_error
+ * right after an ErrorResponse too (err_now is then set, err_len and
+ * err_sqlstate say what it was: the engine may replace it whole).  Lengths come off the
  * network and are never trusted: a length under 4 or over PG_MSG_MAX, an
  * unknown message type or a bad startup packet sets `error` with a
  * sentence (bytes escaped) and the framer consumes nothing more.
@@ -95,6 +97,11 @@ struct pgframe {
 	bool		 auth_error;	/* ErrorResponse before the first ReadyForQuery */
 	char		 sqlstate[6];	/* that error's code */
 	bool		 tls_required;	/* ... saying the server wants TLS */
+	bool		 stop_at_error;	/* pg_scan_server stops after an ErrorResponse */
+	bool		 err_seen;	/* an ErrorResponse in this exchange, ... */
+	bool		 err_now;	/* ... the one that ended the last scan */
+	uint32_t	 err_len;	/* its whole length, type byte included */
+	char		 err_sqlstate[6];	/* its code ("" if it had none) */
 
 	bool		 started;	/* the first ReadyForQuery has been seen */
 	int32_t		 backend_pid;	/* from BackendKeyData, 0 until then */
@@ -130,5 +137,9 @@ void	pg_escape(const char *p, size_t n, char *out, size_t outlen);
 /* A ready-made ErrorResponse (severity FATAL) for the proxy to send. */
 size_t	pg_error_response(const char *sqlstate, const char *msg, char *out,
 	    size_t outlen);
+/* The same with a severity (ERROR, FATAL) and a detail (NULL: none);
+ * 0 when it does not fit outlen. */
+size_t	pg_error_message(const char *severity, const char *sqlstate,
+	    const char *msg, const char *detail, char *out, size_t outlen);
 
 #endif

@@ -87,12 +87,18 @@ struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
 			    int turns, uint64_t seed, const char *trace_path,
 			    char *err);
 /*
- * A round begins: its turns are new processes, so a schedule waits for
- * each of them to connect again (up to `arrival`) rather than taking the
- * last round's, which have closed, as done.  Call before spawning the
- * round's turns.  NULL is a no-op.
+ * A round begins: runs[t] says whether turn t runs in it (NULL: every
+ * turn).  A schedule waits for exactly the turns that run and have not
+ * exited, whatever their connections (gate.h): a turn that runs one
+ * `psql -c` per statement is waited for between its statements.  Call
+ * before spawning the round's turns.  Any thread; NULL is a no-op.
  */
-void			 proxy_set_round(struct proxy_set *ps);
+void			 proxy_set_round(struct proxy_set *ps, const bool *runs);
+/*
+ * Turn t of the round has exited (reaped), or could not be started: no
+ * schedule waits for it any more.  Any thread; NULL is a no-op.
+ */
+void			 proxy_set_turn_exited(struct proxy_set *ps, int turn);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
 const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
 			    int turn);
@@ -174,6 +180,12 @@ struct proxy_trace_rec {
 	 * these turns (bit t; 0: by no turn of this proxy) */
 	bool			 lock_wait;
 	uint64_t		 waits_on;
+	/* a deadlock ended this exchange's statement: "soak" (its victim, by
+	 * soak's rule) or "postgres" (PostgreSQL's own detector); NULL: none */
+	const char		*deadlock;
+	/* static: why the connection closed while this exchange was open
+	 * (engine_int.h enum px_close), or NULL */
+	const char		*closed;
 };
 /*
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
@@ -183,8 +195,9 @@ struct proxy_trace_rec {
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
- * when a timeout decided and "waits_on" when PostgreSQL said it waited on
- * a lock.
+ * when a timeout decided, "waits_on" when PostgreSQL said it waited on
+ * a lock and "deadlock" when a deadlock ended its statement.  Last of
+ * all, "closed" when its connection closed while it was open.
  */
 /*
  * Compares the scheduled steps of two fault traces (a run's and another

@@ -135,7 +135,8 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    r->client_got_reply ? "true" : "false");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
-	if (r->pg == NULL && r->step == 0)
+	if (r->pg == NULL && r->step == 0 && r->deadlock == NULL &&
+	    r->closed == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
 	if (r->step != 0) {
@@ -155,6 +156,9 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 				return -1;
 		}
 	}
+	if (r->deadlock != NULL && (put(buf, len, &o, ",\"deadlock\":\"") == -1 ||
+	    put(buf, len, &o, r->deadlock) == -1 || put(buf, len, &o, "\"") == -1))
+		return -1;
 	if (r->pg == NULL)
 		goto end;
 	if (put(buf, len, &o, ",\"pg\":\"") == -1 ||
@@ -173,6 +177,9 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    put(buf, len, &o, r->note) == -1 || put(buf, len, &o, "\"") == -1))
 		return -1;
 end:
+	if (r->closed != NULL && (put(buf, len, &o, ",\"closed\":\"") == -1 ||
+	    put(buf, len, &o, r->closed) == -1 || put(buf, len, &o, "\"") == -1))
+		return -1;
 	if (put(buf, len, &o, "}\n") == -1)
 		return -1;
 	return (int)o;

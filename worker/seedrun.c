@@ -324,6 +324,20 @@ proxy_upstreams(struct wrk *w)
 	return up;
 }
 
+/* A turn's process ended: the proxies' schedules stop waiting for it. */
+struct turn_end {
+	struct proxy_set	*ps;
+	int			 turn;
+};
+
+static void
+turn_ended(void *arg)
+{
+	const struct turn_end	*te = arg;
+
+	proxy_set_turn_exited(te->ps, te->turn);
+}
+
 static int
 run_round(struct seed_ctx *c, int round, struct seed_result *res)
 {
@@ -333,6 +347,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
 	struct turn_outcome	**ended = xcalloc(n, sizeof(*ended));
 	struct env		 *envs = xcalloc(n, sizeof(*envs));
+	struct turn_end		 *ends = xcalloc(n, sizeof(*ends));
 	char			**dirs = xcalloc(n, sizeof(char *));
 	char			**so = xcalloc(n, sizeof(char *)), **se = xcalloc(n, sizeof(char *));
 	char			  err[ERR_LEN], name[128];
@@ -360,13 +375,16 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 			env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
 			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, i));
 		}
+		ends[i] = (struct turn_end){ c->proxies, i };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
-		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i] };
+		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
+		    .ended = turn_ended, .ended_arg = &ends[i] };
 		out[i].round = round;
 		out[i].turn = i;
 	}
-	/* the round's turns are new: a schedule waits for each to connect */
-	proxy_set_round(c->proxies);
+	/* the round's turns are new: a schedule waits for each of them until
+	 * it exits, whatever its connections */
+	proxy_set_round(c->proxies, NULL);
 	wrk_run_batch(reqs, n, cfg->turn_timeout_ms, c->deadline, out, &hung);
 	for (i = 0; i < n; i++) {
 		out[i].round = round;
@@ -424,7 +442,8 @@ out:
 		free(so[i]);
 		free(se[i]);
 	}
-	free(reqs); free(out); free(ended); free(envs); free(dirs); free(so); free(se);
+	free(reqs); free(out); free(ended); free(envs); free(ends); free(dirs);
+	free(so); free(se);
 	return rc;
 }
 

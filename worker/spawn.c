@@ -538,6 +538,8 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 			out[i].stdout_tail = xstrdup("");
 			out[i].stderr_tail = xstrdup(err);
 			run[i].done = true;
+			if (reqs[i].ended != NULL)
+				reqs[i].ended(reqs[i].ended_arg);
 			continue;
 		}
 		left++;
@@ -582,6 +584,8 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 			    waitpid(run[i].pid, &st, WNOHANG) != run[i].pid)
 				continue;
 			reap(&reqs[i], &run[i], st, &out[i]);
+			if (reqs[i].ended != NULL)
+				reqs[i].ended(reqs[i].ended_arg);
 			left--;
 		}
 	}

@@ -69,6 +69,13 @@ struct spawn_req {
 	 */
 	int		 listen_fd;
 	char		*listen_pid;
+	/*
+	 * wrk_run_batch: called on the caller's thread once the process has
+	 * been reaped, or could not be started (NULL: nothing to tell).  The
+	 * proxies' schedule stops waiting for a turn then (proxy.h).
+	 */
+	void		(*ended)(void *arg);
+	void		*ended_arg;
 };
 
 /*

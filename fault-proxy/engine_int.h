@@ -1,0 +1,216 @@
+/*
+ * Private to the proxy engine: engine.c (the set, its listeners and its
+ * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery)
+ * and trace.c (the fault trace).  The public face is proxy.h; gate.h is
+ * the scheduler's, io.h the ground floor's.  Calls go one way: engine.c
+ * -> conn.c -> dup.c, gate.c, trace.c -> io.c (and engine.c -> gate.c).
+ */
+#ifndef SOAK_PROXY_ENGINE_INT_H
+#define SOAK_PROXY_ENGINE_INT_H
+
+#include <sys/socket.h>
+
+#include <pthread.h>
+#include <regex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "fault-proxy/gate.h"
+#include "fault-proxy/http.h"
+#include "fault-proxy/io.h"
+#include "fault-proxy/pgframe.h"
+#include "fault-proxy/proxy.h"
+
+#define DIR_UP		CFG_UP
+#define DIR_DOWN	CFG_DOWN
+#define REQLINE_LEN	512		/* an HTTP request line, for match */
+
+struct listener {
+	struct ep		 ep;
+	struct proxy_set	*ps;
+	struct gate		*gate;		/* NULL: not scheduled */
+	const struct cfg_schedule *schedule;	/* proxy_set_open only */
+	char			*name;
+	size_t			 proxy;
+	int			 turn;
+	enum cfg_protocol	 protocol;
+	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
+	regex_t			 re;		/* the faults' match */
+	bool			 has_re;
+	bool			 tls_warned;	/* said once: the database wants TLS */
+	struct sockaddr_storage	 up_addr;
+	socklen_t		 up_len;
+	char			*upstream;
+	char			 addr[64];
+	uint32_t		 next_conn;
+	int64_t			 backoff_until;	/* accept paused (EMFILE) */
+};
+
+enum conn_state {
+	CS_IDLE,		/* between exchanges */
+	CS_PENDING,		/* exchange begun, its statement not yet known,
+				   or known and held by the gate */
+	CS_DELAY,		/* exchange rolled, latency running */
+	CS_CONNECTING,		/* dialling the upstream */
+	CS_REQUEST,		/* forwarding the request */
+	CS_REPLY,		/* relaying the reply */
+	CS_HOLD,		/* lost_reply: reply dropped, client waits for its reset */
+	CS_BLACKHOLE,		/* everything swallowed */
+	CS_CLOSED,
+	CS_MAX
+};
+
+/*
+ * Why a connection closed (haproxy's termination codes, in words): every
+ * px_conn_close names one, the -v log says it, and the trace's record of
+ * an exchange the close cut short carries it ("closed").
+ */
+enum px_close {
+	PXC_CLIENT_DONE,	/* the client hung up between exchanges */
+	PXC_UPSTREAM_DONE,	/* the upstream hung up, everything relayed */
+	PXC_CLIENT_GONE,	/* a write to the client failed */
+	PXC_UPSTREAM_GONE,	/* a write or read upstream failed */
+	PXC_UPSTREAM_RESET,	/* the upstream reset the connection */
+	PXC_DIAL_FAILED,	/* the upstream could not be dialled */
+	PXC_DIAL_TIMEOUT,	/* ... within PROXY_CONNECT_MS */
+	PXC_FAULT_RESET,	/* fault reset: the client reset, nothing forwarded */
+	PXC_FAULT_LOST_REPLY,	/* fault lost_reply: its hold is over */
+	PXC_FAULT_BLACKHOLE,	/* fault blackhole: the client hung up */
+	PXC_CLOSE_AFTER,	/* fault close_after: its byte count reached */
+	PXC_REFUSED,		/* not the protocol it claimed: refused */
+	PXC_NO_MEMORY,
+	PXC_SET_CLOSED,		/* proxy_set_close: the seed is over */
+	PXC_MAX
+};
+const char	*px_close_name(enum px_close why);
+
+struct conn {
+	struct ep		 cep;		/* client socket */
+	struct ep		 uep;		/* upstream socket, fd -1 until dialled */
+	struct listener		*l;
+	struct conn		*next, *prev;
+	uint32_t		 no;
+	enum conn_state		 state;
+	bool			 http;		/* framing of the current exchange */
+	bool			 pg;		/* PostgreSQL v3 framing: pgf */
+	bool			 mode_known;
+	bool			 tls_asked;	/* the client sent SSLRequest/GSSENCRequest */
+	struct pgframe		*pgf;
+	int32_t			 pid_told;	/* backend pid told to the gate */
+	uint64_t		 notifies0;	/* pgf->notifies as the exchange began */
+	char			*hello;		/* pg: exchange 0's bytes, for duplicate */
+	size_t			 hello_len;
+	struct http_frame	 req, resp;
+	struct buf		 up, down;
+	size_t			 up_scan;	/* head of `up` forwardable now */
+	bool			 client_eof, up_eof, up_shut;
+	bool			 wblocked[2];
+	int64_t			 deadline;	/* state timer, ms; 0 = none */
+	int64_t			 next_write[2];	/* throttle, ms */
+	uint64_t		 sent[2];	/* for close_after */
+
+	bool			 in_exchange;
+	bool			 req_done;	/* request of this exchange complete */
+	bool			 got_reply;	/* first reply byte seen */
+	uint32_t		 exch_no;	/* next exchange number */
+	struct proxy_roll	 roll;
+	struct proxy_trace_rec	 rec;
+	char			*dupreq;	/* request copy for a duplicate */
+	size_t			 duplen;
+	bool			 dup_overflow;
+
+	/* scheduled proxies: the exchange as the gate sees it */
+	struct gate_ent		 gent;
+	bool			 gated;		/* gent is (or was) in the gate */
+	bool			 hold_down;	/* a victim's reply held for rewriting */
+	bool			 has_line;
+	char			 line[REQLINE_LEN];	/* http: for match */
+};
+
+/* The second delivery of a duplicated request, on its own connection. */
+struct dup {
+	struct ep		 ep;
+	struct proxy_set	*ps;
+	struct dup		*next, *prev;
+	bool			 connected;
+	bool			 http;
+	struct http_frame	 resp;
+	struct pgframe		*pgf;		/* pg: counts ReadyForQuery */
+	int			 ready_left;
+	char			*req;
+	size_t			 len, off;
+	int64_t			 deadline;
+};
+
+struct proxy_set {
+	pthread_t		 thr;
+	bool			 running;
+	int			 epfd;
+	struct ep		 wake;		/* shutdown */
+	struct ep		 turnev;	/* proxy_set_turn: liveness changed */
+	struct listener		*ls;
+	size_t			 nls;
+	size_t			 nproxies;	/* proxy_set_open_cfg layout */
+	int			 turns;		/* the most turns of any proxy */
+	struct conn		*conns;
+	struct conn		*dead;		/* freed after each loop pass */
+	struct dup		*dups;
+	uint64_t		 seed;
+	char			*trace_path;
+	FILE			*trace;
+	char			 scratch[PROXY_BUF_CAP];
+
+	atomic_size_t		 live;		/* conns + duplicates not yet freed */
+	pthread_cond_t		 idle;		/* signalled when live drops to 0 */
+	pthread_mutex_t		 mu;		/* guards the records */
+	struct proxy_trace_rec	*recs;
+	size_t			 nrecs, caprecs, dropped;
+
+	struct gate		**gates;	/* one per scheduled proxy */
+	size_t			 ngates;
+	uint32_t		*held;		/* per turn, gate_conf.held */
+	/*
+	 * The worker's word on its turn processes (proxy_set_round,
+	 * proxy_set_turn_exited): per turn 0 not running in this round, 1
+	 * running.  Any thread writes them and bumps turn_gen; the loop
+	 * applies them before its gates decide (loop_turns).
+	 */
+	_Atomic uint8_t		*turn_live;
+	int			 nturn_live;
+	atomic_uint		 turn_gen;	/* bumped at every change */
+	unsigned		 turn_seen;	/* the loop's: gen applied */
+};
+
+/* One connection or duplicate gone (engine thread). */
+static inline void
+px_live_release(struct proxy_set *ps)
+{
+	if (atomic_fetch_sub(&ps->live, 1) == 1) {
+		pthread_mutex_lock(&ps->mu);
+		pthread_cond_broadcast(&ps->idle);
+		pthread_mutex_unlock(&ps->mu);
+	}
+}
+
+/* conn.c */
+struct conn	*px_conn_new(struct listener *l, int fd);
+void	px_conn_event(struct conn *c, struct ep *e, uint32_t ev);
+void	px_conn_timer(struct conn *c);
+/* The gate admitted c's held exchange: start it. */
+void	px_conn_admit(struct conn *c);
+void	px_conn_close(struct conn *c, enum px_close why);
+void	px_conn_free(struct conn *c);
+
+/* dup.c */
+void	px_dup_start(struct conn *c);
+void	px_dup_event(struct dup *d, uint32_t ev);
+void	px_dup_free(struct dup *d);
+
+/* trace.c */
+void	px_trace_add(struct proxy_set *ps, const struct proxy_trace_rec *r);
+/* Writes every record, sorted, and closes the trace file. */
+void	px_trace_write(struct proxy_set *ps);
+
+#endif

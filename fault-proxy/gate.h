@@ -1,0 +1,160 @@
+/*
+ * The gate: scheduled admission of one proxy's exchanges across the turns
+ * of a seed (README "Schedules"), private to fault-proxy.  One gate per
+ * scheduled proxy of a proxy_set; every listener of that proxy feeds it.
+ *
+ * The gate decides and the engine acts, as coord.c decides for the
+ * coordinator's server: the engine tells the gate what happened (an
+ * exchange is known and waits, it ended, a turn started or exited, the
+ * side connection is readable) and asks it what to admit next
+ * (gate_decide); the gate never calls back into the connection code.  So
+ * the gate can be driven without sockets (tests/unit/test_gate.c), and a
+ * strategy other than the seeded one (a plan, an explorer) plugs in at
+ * gate_decide's pick.
+ *
+ * What the gate waits for.  One exchange runs at a time.  The next is
+ * chosen among the turns with one waiting once every turn that may still
+ * send one is accounted for: a turn is waited for while it is live (the
+ * worker said it started in this round and has not said it exited,
+ * proxy_set_turn) and has nothing held anywhere: no exchange waiting at
+ * this gate, none waiting at another gate of the set, none that
+ * PostgreSQL says waits on a lock, none `blocked` passed.  Its connections
+ * do not matter: a turn that runs one `psql -c` per statement is waited
+ * for between statements, as one that holds a connection open is.  Two
+ * timeouts remain, both watchdogs whose decisions are marked in the trace
+ * (`forced`): `arrival` (a live turn that sent nothing within it, from
+ * when the gate became free or the first waiter came) and `blocked` (an
+ * admitted exchange that neither answers nor waits on a lock).  A third
+ * mark, "outside", is a decision made without waiting for idle turns
+ * because PostgreSQL showed a connection that is not the proxy's waiting
+ * on a lock held by a turn whose next statement the gate holds: a circular
+ * wait through something outside the schedule (a service's own database
+ * connection), which only the watchdog would otherwise break.
+ *
+ * PostgreSQL is asked, not a clock, on a connection of the gate's own (the
+ * side connection, gate_conf.lockinfo): while an admitted exchange has not
+ * answered, every LOCK_PROBE_MS, which of the exchanges in flight wait on
+ * a lock and whose (pg_blocking_pids).  A waiting exchange frees the gate;
+ * one whose lock was granted is waited for like the admitted one.
+ *
+ * Deadlocks are decided by soak: when the answers show a cycle among the
+ * gate's exchanges that wait on locks, the victim is the cycle's exchange
+ * admitted first (the lowest step: the first to start waiting, which is
+ * the backend PostgreSQL's own detector aborts when the cycle closes
+ * within deadlock_timeout), its statement is cancelled with
+ * pg_cancel_backend(), and the engine hands its client the error
+ * PostgreSQL's detector would have sent (SQLSTATE 40P01; conn.c).  The
+ * trace marks it "deadlock":"soak"; nothing is admitted until its
+ * exchange has ended.  The embedded database runs with a deadlock_timeout
+ * long enough that PostgreSQL's own detector never runs first; on a server
+ * of your own it can (its default is 1 s), and an exchange it aborted is
+ * marked "deadlock":"postgres".
+ *
+ * Costs: gate_decide scans the gate's entries (the exchanges in it, at
+ * most one per connection of its turns) and its turns, O(entries + turns),
+ * once per loop pass that has anything for it.
+ */
+#ifndef SOAK_PROXY_GATE_H
+#define SOAK_PROXY_GATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/config.h"
+#include "fault-proxy/proxy.h"
+
+struct gate;
+
+enum gate_st {
+	GS_OUT,		/* not in the gate: not yet known, or over */
+	GS_WAIT,	/* known, waiting to be admitted */
+	GS_RUN,		/* admitted, not answered: the gate is not free */
+	GS_LOCK,	/* admitted, PostgreSQL says it waits on a lock */
+	GS_WOKE,	/* its lock was granted: waited for like GS_RUN */
+	GS_STUCK,	/* `blocked` passed it: the gate goes on without it */
+	GS_MAX
+};
+
+/*
+ * One exchange as the gate sees it, embedded in the engine's connection.
+ * The engine fills turn, pid and rec before gate_wait and keeps pid
+ * current; the rest is the gate's.
+ */
+struct gate_ent {
+	int			 turn;
+	int32_t			 pid;		/* PostgreSQL backend; 0: none known */
+	struct proxy_trace_rec	*rec;		/* step, cand, forced, waits_on, deadlock */
+	/* the gate's */
+	enum gate_st		 st;
+	struct gate_ent		*next, *prev;	/* the gate's entries not GS_OUT */
+	uint64_t		 seq;		/* arrival order */
+	int64_t			 since;		/* waiting, or woke, since */
+	bool			 victim;	/* soak cancelled it: a deadlock */
+};
+
+struct gate_conf {
+	const char			*name;		/* the proxy's: keys the draws */
+	int				 nturns;
+	uint64_t			 seed;
+	const struct cfg_schedule	*sched;
+	/* libpq conninfo of the upstream database for lock probes, or NULL
+	 * (then `blocked` alone passes a lock wait) */
+	const char			*lockinfo;
+	int				 epfd;		/* the side connection's socket */
+	/* per turn, shared by the gates of one set: entries of the turn held
+	 * at any gate (GS_WAIT, GS_LOCK, GS_STUCK); the set owns it */
+	uint32_t			*held;
+};
+
+#define LOCK_PROBE_MS		2	/* between two asks while one runs */
+#define OUTSIDE_PROBE_MAX_MS	50	/* the outside-wait ask backs off to this */
+
+/* NULL with err when the schedule cannot be made. */
+struct gate	*gate_new(const struct gate_conf *conf, char *err);
+void		 gate_free(struct gate *g);
+
+/* Whether turn t may still send an exchange in this round (the worker's
+ * word); all turns are live until told otherwise. */
+void		 gate_live(struct gate *g, int turn, bool live);
+/* A new round: every turn of runs (NULL: all) is live again. */
+void		 gate_round(struct gate *g, const bool *runs);
+
+/* e's exchange is known and waits for admission. */
+void		 gate_wait(struct gate *g, struct gate_ent *e, int64_t now);
+/* e's exchange is over (answered, or its connection closed), in any
+ * state; a no-op for GS_OUT. */
+void		 gate_end(struct gate *g, struct gate_ent *e, int64_t now);
+/* A connection of the gate's turns closed: it may have held locks. */
+void		 gate_conn_closed(struct gate *g);
+/*
+ * The backend pid of a connection of turn t (BackendKeyData), so that the
+ * turns holding a lock can be named; gone: the connection closed.  Every
+ * connection, in an exchange or idle in a transaction, holds locks.
+ */
+void		 gate_backend(struct gate *g, int32_t pid, int turn);
+void		 gate_backend_gone(struct gate *g, int32_t pid);
+
+/*
+ * What to admit now, or NULL: runs the watchdogs, asks PostgreSQL what it
+ * must know first, and picks among the waiting turns.  The entry returned
+ * is GS_RUN with its rec's step, cand and forced filled; the engine admits
+ * its exchange.  Call again until it returns NULL (today one at most).
+ */
+struct gate_ent	*gate_decide(struct gate *g, int64_t now);
+/* When gate_decide wants to run again (a now_ms() instant), or 0. */
+int64_t		 gate_next_at(const struct gate *g);
+
+/* The side connection's socket is ready (EP_SIDE, owner the gate). */
+void		 gate_side_event(struct gate *g, uint32_t ev, int64_t now);
+
+/* Counts for the trace's readers and tests. */
+struct gate_stats {
+	uint32_t	steps;
+	uint32_t	forced;		/* arrival, blocked and outside */
+	uint32_t	lock_waits;
+	uint32_t	deadlocks;	/* victims soak chose */
+};
+void		 gate_stats(const struct gate *g, struct gate_stats *out);
+const char	*gate_name(const struct gate *g);
+
+#endif
