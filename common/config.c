@@ -1031,7 +1031,7 @@ parse_schedule(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	sc->mode = CFG_SCHED_PCT;
 	sc->depth = 3;
 	sc->steps = 200;
-	sc->arrival_ms = 50;
+	sc->arrival_ms = 2000;
 	sc->blocked_ms = 500;
 	rc = take_keys(cx, map, prefix, keys, nitems(keys), v);
 	key_join(path, prefix, "mode");

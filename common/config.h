@@ -85,7 +85,7 @@ struct cfg_schedule {
 	enum cfg_sched_mode	 mode;		/* default pct */
 	int			 depth;		/* pct: bug depth d, default 3 */
 	int			 steps;		/* pct: bound k on steps a seed, default 200 */
-	int64_t			 arrival_ms;	/* wait for turns not yet waiting, default 50ms */
+	int64_t			 arrival_ms;	/* watchdog: a live turn that sent nothing, default 2s */
 	int64_t			 blocked_ms;	/* an admitted exchange this long is taken
 						   as waiting on a lock, default 500ms */
 };

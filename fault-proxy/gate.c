@@ -257,22 +257,44 @@ ask_blockers(struct gate *g, int64_t now)
 }
 
 /*
- * Asks whether a connection that is not one of the gate's exchanges waits
- * on a lock held by a backend whose next statement the gate holds.
+ * Asks whether a connection that is not one of the turns' (a service's
+ * own) waits on a lock held by a backend whose next statement the gate
+ * holds.
  */
 static void
 ask_outside(struct gate *g, int64_t now)
 {
-	char	pids[2048];
+	char		 held[2048], ours[4096];
+	const char	*v[2] = { held, ours };
+	size_t		 i, o = 0;
+	int		 n;
 
 	g->outside_at = now + g->outside_every;
 	if (g->outside_every < OUTSIDE_PROBE_MAX_MS)
 		g->outside_every *= 2;
-	if (pid_array(g, waiting, pids, sizeof(pids)) == 0)
+	if (pid_array(g, waiting, held, sizeof(held)) == 0)
 		return;
-	side_send(g, Q_OUTSIDE, "SELECT count(*) FROM pg_stat_activity a "
-	    "WHERE a.wait_event_type = 'Lock' AND NOT (a.pid = ANY($1::int[])) "
-	    "AND pg_blocking_pids(a.pid) && $1::int[]", pids);
+	ours[o++] = '{';
+	for (i = 0; i < g->nbe; i++) {
+		n = snprintf(ours + o, sizeof(ours) - o, "%s%" PRId32, i ? "," : "",
+		    g->be[i].pid);
+		if (n < 0 || (size_t)n >= sizeof(ours) - o - 1)
+			return;		/* too many to ask about: the watchdog decides */
+		o += (size_t)n;
+	}
+	ours[o++] = '}';
+	ours[o] = '\0';
+	if (!PQsendQueryParams(g->side, "SELECT count(*) FROM pg_stat_activity a "
+	    "WHERE a.wait_event_type = 'Lock' AND NOT (a.pid = ANY($2::int[])) "
+	    "AND pg_blocking_pids(a.pid) && $1::int[]", 2, NULL, v, NULL, NULL,
+	    0)) {
+		side_drop(g, "send");
+		return;
+	}
+	g->q = Q_OUTSIDE;
+	g->q_gen = g->gen;
+	if (PQflush(g->side) == 1)
+		px_ep_set(g->epfd, &g->sep, EPOLLIN | EPOLLOUT);
 }
 
 static void
@@ -665,6 +687,7 @@ idle_turns(struct gate *g, int64_t now, int64_t earliest, bool *go)
 
 	*go = false;
 	if (g->outside_gen == g->gen && g->outside > 0) {
+		g->outside = 0;		/* one decision per answer */
 		*go = true;
 		return "outside";
 	}
@@ -743,11 +766,50 @@ gate_wait(struct gate *g, struct gate_ent *e, int64_t now)
 	ent_set(g, e, GS_WAIT);
 }
 
+/*
+ * e's exchange ended its transaction (ReadyForQuery idle, or failed: its
+ * locks are gone either way).  Every exchange that waited on e's turn, or
+ * on a turn that waits on it (a row's lock queue behind another waiter),
+ * wakes; when two or more do, which takes the row first is PostgreSQL's
+ * order, not the schedule's.  The trace says so ("wakes": the turns
+ * woken), for a reader of a replay that parts from the run's there.
+ */
+static void
+mark_wakes(struct gate *g, struct gate_ent *e)
+{
+	struct gate_ent	*w;
+	uint64_t	 reach, woken = 0;
+	int		 n = 0;
+	bool		 grew = true;
+
+	if (e->turn >= 64 || (e->rec->tx != 'I' && e->rec->tx != 'E'))
+		return;
+	reach = (uint64_t)1 << e->turn;
+	while (grew) {
+		grew = false;
+		for (w = g->ents; w != NULL; w = w->next) {
+			if (w->st != GS_LOCK || w->turn >= 64 ||
+			    (w->rec->waits_on & reach) == 0 ||
+			    (woken >> w->turn & 1))
+				continue;
+			woken |= (uint64_t)1 << w->turn;
+			reach |= (uint64_t)1 << w->turn;
+			n++;
+			grew = true;
+		}
+	}
+	if (n >= 2) {
+		e->rec->wakes = woken;
+		g->stats.wakes++;
+	}
+}
+
 void
 gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 {
 	if (e->st == GS_OUT)
 		return;
+	mark_wakes(g, e);
 	if (g->running == e || e->st == GS_WOKE ||
 	    (e->st == GS_LOCK && g->side == NULL))
 		g->free_since = now;

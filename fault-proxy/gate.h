@@ -50,6 +50,13 @@
  * of your own it can (its default is 1 s), and an exchange it aborted is
  * marked "deadlock":"postgres".
  *
+ * What the schedule cannot decide: when a transaction ends while two or
+ * more of the gate's exchanges wait on its locks, PostgreSQL wakes them
+ * all, and which takes the row first is its own race (row locks are not
+ * granted in queue order once the holder has gone).  The ending
+ * exchange's trace record says so ("wakes": the turns woken), and a
+ * replay that parts from the run's there has a reason the trace names.
+ *
  * Costs: gate_decide scans the gate's entries (the exchanges in it, at
  * most one per connection of its turns) and its turns, O(entries + turns),
  * once per loop pass that has anything for it.
@@ -153,6 +160,7 @@ struct gate_stats {
 	uint32_t	forced;		/* arrival, blocked and outside */
 	uint32_t	lock_waits;
 	uint32_t	deadlocks;	/* victims soak chose */
+	uint32_t	wakes;		/* ends that woke several lock waiters */
 };
 void		 gate_stats(const struct gate *g, struct gate_stats *out);
 const char	*gate_name(const struct gate *g);

@@ -183,6 +183,9 @@ struct proxy_trace_rec {
 	/* a deadlock ended this exchange's statement: "soak" (its victim, by
 	 * soak's rule) or "postgres" (PostgreSQL's own detector); NULL: none */
 	const char		*deadlock;
+	/* it ended a transaction while these turns' exchanges (bit t, two
+	 * or more) waited on its locks: PostgreSQL's order wakes them */
+	uint64_t		 wakes;
 	/* static: why the connection closed while this exchange was open
 	 * (engine_int.h enum px_close), or NULL */
 	const char		*closed;
@@ -196,8 +199,9 @@ struct proxy_trace_rec {
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
  * when a timeout decided, "waits_on" when PostgreSQL said it waited on
- * a lock and "deadlock" when a deadlock ended its statement.  Last of
- * all, "closed" when its connection closed while it was open.
+ * a lock, "deadlock" when a deadlock ended its statement and "wakes"
+ * when its end woke several lock waiters.  Last of all, "closed" when its
+ * connection closed while it was open.
  */
 /*
  * Compares the scheduled steps of two fault traces (a run's and another

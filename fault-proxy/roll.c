@@ -136,7 +136,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	if (r->pg == NULL && r->step == 0 && r->deadlock == NULL &&
-	    r->closed == NULL)
+	    r->wakes == 0 && r->closed == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
 	if (r->step != 0) {
@@ -159,6 +159,13 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	if (r->deadlock != NULL && (put(buf, len, &o, ",\"deadlock\":\"") == -1 ||
 	    put(buf, len, &o, r->deadlock) == -1 || put(buf, len, &o, "\"") == -1))
 		return -1;
+	if (r->wakes != 0) {
+		char	num[40];
+
+		snprintf(num, sizeof(num), ",\"wakes\":\"%" PRIx64 "\"", r->wakes);
+		if (put(buf, len, &o, num) == -1)
+			return -1;
+	}
 	if (r->pg == NULL)
 		goto end;
 	if (put(buf, len, &o, ",\"pg\":\"") == -1 ||

@@ -36,6 +36,8 @@ struct step {
 	char		 fault[24];
 	bool		 has_waits;
 	uint64_t	 waits_on;	/* turns holding the lock it waited on */
+	char		 deadlock[16];	/* "soak" or "postgres": its victim */
+	uint64_t	 wakes;		/* lock waiters its end woke together */
 };
 
 struct steps {
@@ -111,6 +113,10 @@ steps_read(const char *text, size_t len, struct steps *s, int *lineno)
 			st->has_waits = true;
 			st->waits_on = strtoull(str, NULL, 16);
 		}
+		if ((str = json_string_value(json_object_get(o, "deadlock"))) != NULL)
+			snprintf(st->deadlock, sizeof(st->deadlock), "%s", str);
+		if ((str = json_string_value(json_object_get(o, "wakes"))) != NULL)
+			st->wakes = strtoull(str, NULL, 16);
 		json_decref(o);
 	}
 	if (s->n > 1)		/* qsort's array must not be NULL, even empty */
@@ -227,6 +233,12 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 		fprintf(f, "  [waits on turn%s %s]",
 		    (st->waits_on & (st->waits_on - 1)) ? "s" : "", set);
 	}
+	if (st->deadlock[0] != '\0')
+		fprintf(f, "  [deadlock victim: %s]", strcmp(st->deadlock,
+		    "soak") == 0 ? "cancelled by soak" : "PostgreSQL's detector");
+	if (st->wakes != 0)
+		fprintf(f, "  [its end woke turns %s: PostgreSQL's order]",
+		    proxy_turn_set(st->wakes, set, sizeof(set)));
 	if (st->fault[0] != '\0' && strcmp(st->fault, "none") != 0)
 		fprintf(f, "  [fault: %s]", st->fault);
 	fputc('\n', f);

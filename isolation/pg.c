@@ -360,6 +360,12 @@ start_postgres(const struct pg_plan *pl, char *err)
 		    "-c", "shared_buffers=16MB",
 		    "-c", "huge_pages=off",
 		    "-c", "jit=off",
+		    /* A deadlock among a scheduled proxy's turns is found and
+		     * broken by soak within milliseconds (fault-proxy/gate.h):
+		     * PostgreSQL's own detector, a clock, must not run first.
+		     * It stays the backstop for a cycle soak cannot see
+		     * (through a connection that is not the proxy's). */
+		    "-c", "deadlock_timeout=5s",
 		    NULL };
 	int64_t	 deadline = now_ms() + PG_READY_TIMEOUT_MS;
 	pid_t	 pid;

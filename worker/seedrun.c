@@ -331,7 +331,7 @@ struct turn_end {
 };
 
 static void
-turn_ended(void *arg)
+turn_exited(void *arg)
 {
 	const struct turn_end	*te = arg;
 
@@ -378,7 +378,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		ends[i] = (struct turn_end){ c->proxies, i };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
-		    .ended = turn_ended, .ended_arg = &ends[i] };
+		    .ended = turn_exited, .ended_arg = &ends[i] };
 		out[i].round = round;
 		out[i].turn = i;
 	}

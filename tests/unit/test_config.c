@@ -945,7 +945,7 @@ test_schedule(void **state)
 	assert_int_equal(cfg.proxies[0].schedule.mode, CFG_SCHED_PCT);
 	assert_int_equal(cfg.proxies[0].schedule.depth, 3);
 	assert_int_equal(cfg.proxies[0].schedule.steps, 200);
-	assert_int_equal(cfg.proxies[0].schedule.arrival_ms, 50);
+	assert_int_equal(cfg.proxies[0].schedule.arrival_ms, 2000);
 	assert_int_equal(cfg.proxies[0].schedule.blocked_ms, 500);
 	assert_true(cfg.proxies[1].schedule.enabled);
 	assert_int_equal(cfg.proxies[1].schedule.mode, CFG_SCHED_RANDOM);

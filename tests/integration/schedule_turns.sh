@@ -1,0 +1,321 @@
+# Schedules for turns nobody here wrote (issue 21 items 2 and 3): a lost
+# update in bash + psql with one `psql -c` per statement (a connection per
+# statement: the turn is between connections at every step), the same with
+# one psql held open as a coprocess, and a Python psycopg2 wallet with
+# think times whose transfers deadlock.  The schedule waits for every live
+# turn process, whatever its connections, so each failing seed replays to
+# the same verdict and the run's schedule step for step; a deadlock among
+# the turns is found by soak and its victim cancelled, the same victim in
+# every replay, before PostgreSQL's own clock; and a circular wait through
+# a service's own database connection is decided without the watchdog.
+. "$(dirname "$0")/lib.sh"
+command -v psql >/dev/null || fail "psql is not installed (make deps)"
+/usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
+    fail "python3-psycopg2 is not installed (make deps)"
+
+# [step, turn, conn, exchange, cand, sql, forced, waits_on, deadlock] per step
+steps() { jq -c 'select(.step != null) | [.step, .turn, .conn, .exchange, .cand, .sql, .forced, .waits_on, .deadlock]' "$1" | sort -t, -k1.2n; }
+forced_in() { jq -s '[.[] | select(.forced != null)] | length' "$@"; }
+
+# The first step at which two traces' schedules differ (empty: none).
+first_diff() {
+	diff <(steps "$1") <(steps "$2") | sed -n 's/^< \[\([0-9]*\),.*/\1/p' | head -n 1  || true
+}
+# Whether a step of trace $1 before step $2 ended a transaction that woke
+# several lock waiters at once ("wakes": PostgreSQL's order, gate.h).
+woke_before() {
+	[ "$(jq -s --argjson k "$2" '[.[] | select(.step != null and .step < $k and .wakes != null)] | length' "$1")" -gt 0 ]
+}
+# replays WANT CONFIG RUNDIR INVARIANT: replays the first WANT failing seeds
+# of RUNDIR; sets same (schedules kept step for step), nrep, forced
+# (decisions a timeout made, in the run's traces and the replays') and
+# woke (replays that left the run's schedule after a transaction's end
+# woke several lock waiters: the one thing the schedule does not decide).
+replays() {
+	local want=$1 cfg=$2 run=$3 inv=$4 seed rc kept k
+	same=0 nrep=0 forced=0 woke=0
+	for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | .[]' "$run/report.json" | head -n "$want"); do
+		nrep=$((nrep + 1))
+		soak_rc rc replay "$cfg" --seed "$seed" --keep --out "$T/rp" >"$T/rp.out" 2>&1
+		[ "$rc" -eq 1 ] || { tail -n 20 "$T/rp.out"; fail "seed $seed: replay exit $rc, not 1"; }
+		grep -qF "\"$inv\": BROKEN" "$T/rp.out" || fail "seed $seed: the replay broke another invariant"
+		kept=$(sed -n 's/^workspace kept: //p' "$T/rp.out")
+		[ -s "$kept/trace.jsonl" ] || fail "seed $seed: the replay kept no trace"
+		forced=$((forced + $(forced_in "$run/failures/$seed/trace.jsonl" "$kept/trace.jsonl")))
+		if cmp -s <(steps "$run/failures/$seed/trace.jsonl") <(steps "$kept/trace.jsonl"); then
+			same=$((same + 1))
+		else
+			echo "seed $seed: the replay left the run's schedule:"
+			cp "$kept/trace.jsonl" "$T/diverged-$(basename "$cfg" .yaml)-$seed.jsonl"
+			k=$(first_diff "$run/failures/$seed/trace.jsonl" "$kept/trace.jsonl")
+			if [ -n "$k" ] && woke_before "$run/failures/$seed/trace.jsonl" "$k"; then
+				woke=$((woke + 1))
+				echo "  (at step $k, after a transaction's end woke several lock waiters: PostgreSQL's order)"
+			fi
+			diff <(steps "$run/failures/$seed/trace.jsonl") <(steps "$kept/trace.jsonl") | head -n 6 || true
+		fi
+		rm -rf "$T/rp"
+		case $kept in */soak-replay*/seed-*) rm -rf "$kept" ;; esac
+	done
+}
+
+cat >"$T/counter.sql" <<'SQL'
+CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
+INSERT INTO counter VALUES (1, 0);
+CREATE TABLE events (turn int NOT NULL);
+SQL
+# A job-queue's claim counter, as a new user writes it: read, then write
+# back what was read plus one, then log the event.
+cat >"$T/percmd.sh" <<'SH'
+#!/bin/bash
+set -eu
+export PGHOST=${SOAK_PROXY_DB%:*} PGPORT=${SOAK_PROXY_DB##*:}
+n=$(psql -XAtqc "SELECT n FROM counter WHERE id = 1")
+psql -Xqc "UPDATE counter SET n = $((n + 1)) WHERE id = 1"
+psql -Xqc "INSERT INTO events (turn) VALUES ($SOAK_TURN)"
+SH
+# The same through one psql held open: a coprocess fed one statement at a
+# time, each answer read up to a marker.
+cat >"$T/held.sh" <<'SH'
+#!/bin/bash
+set -eu
+export PGHOST=${SOAK_PROXY_DB%:*} PGPORT=${SOAK_PROXY_DB##*:}
+coproc PSQL { psql -XAtq 2>&1; }
+ask() {
+	local line out=
+	printf '%s\n\\echo __done__\n' "$1" >&"${PSQL[1]}"
+	while read -r line <&"${PSQL[0]}"; do
+		[ "$line" = __done__ ] && break
+		out=$line
+	done
+	printf '%s' "$out"
+}
+n=$(ask "SELECT n FROM counter WHERE id = 1;")
+ask "UPDATE counter SET n = $((n + 1)) WHERE id = 1;" >/dev/null
+ask "INSERT INTO events (turn) VALUES ($SOAK_TURN);" >/dev/null
+exec {PSQL[1]}>&-
+wait
+SH
+chmod +x "$T/percmd.sh" "$T/held.sh"
+INV='the counter counts every event'
+counter_cfg() {	# NAME TURN-SCRIPT
+	cat >"$T/$1.yaml" <<YAML
+name: $1
+turns: 4
+seed_timeout: 60s
+database:
+  schema: $T/counter.sql
+proxies:
+  - name: db
+    upstream: database
+    protocol: postgres
+    schedule:
+      mode: random
+turn:
+  command: [$2]
+  timeout: 20s
+invariants:
+  - name: $INV
+    sql: |
+      SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e
+      WHERE c.n <> e.n
+YAML
+}
+
+for style in percmd held; do
+	phase "bash + psql ($style), 4 turns under schedule: random with its defaults, seeds 0..29"
+	counter_cfg "$style" "$T/$style.sh"
+	soak_rc rc run "$T/$style.yaml" --seeds 0..29 --out "$T/$style" >"$T/$style.out" 2>&1
+	tail -n 4 "$T/$style.out"
+	check_report "$T/$style" 0 29
+	nfail=$(jq .totals.fail "$T/$style/report.json")
+	expect_eq "$style: infra verdicts" 0 "$(jq .totals.infra "$T/$style/report.json")"
+	expect_ge "$style: seeds whose lost update was caught (of 30)" 15 "$nfail"
+	expect_eq "$style: every failure is the lost update" "" "$(kills "$T/$style" | grep -vF "$INV" || true)"
+	# every statement went through the schedule: three steps a turn
+	expect_eq "$style: steps of the smallest failing seed" 12 \
+	    "$(steps "$T/$style/failures/$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/$style/report.json")/trace.jsonl" | wc -l)"
+	replays 10 "$T/$style.yaml" "$T/$style" "$INV"
+	echo "figures: $style: $nfail of 30 seeds fail; $same of $nrep failing seeds replay to the same verdict and the run's schedule step for step; $forced decisions forced by a timeout in their traces and replays"
+	expect_eq "$style: decisions forced by a timeout" 0 "$forced"
+	expect_eq "$style: replays with the run's schedule, step for step" "$nrep" "$same"
+done
+
+# A wallet in Python (psycopg2, one connection per turn, transactions,
+# think times), as such agents are written: read the balance, think, write
+# back what was read minus the amount, credit the other account.  Two
+# transfers in opposite directions deadlock; the turn retries a deadlock,
+# as production code does on SQLSTATE 40P01.
+cat >"$T/wallet.sql" <<'SQL'
+CREATE TABLE acct (id int PRIMARY KEY, bal int NOT NULL);
+INSERT INTO acct VALUES (1, 100), (2, 100), (3, 100);
+SQL
+cat >"$T/wallet.py" <<'PY'
+#!/usr/bin/python3
+import os, random, sys, time
+import psycopg2, psycopg2.errors
+
+host, port = os.environ["SOAK_PROXY_DB"].rsplit(":", 1)
+rng = random.Random(int(os.environ["SOAK_TURN_SEED"]))
+conn = psycopg2.connect(host=host, port=port)
+for _ in range(2):
+    src, dst = rng.sample([1, 2, 3], 2)
+    amount = rng.randint(1, 9)
+    think = rng.uniform(0.002, 0.01)
+    for attempt in range(4):
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT bal FROM acct WHERE id = %s", (src,))
+                bal = cur.fetchone()[0]
+                time.sleep(think)
+                cur.execute("UPDATE acct SET bal = %s WHERE id = %s", (bal - amount, src))
+                cur.execute("UPDATE acct SET bal = bal + %s WHERE id = %s", (amount, dst))
+            conn.commit()
+            break
+        except psycopg2.errors.DeadlockDetected:
+            conn.rollback()
+            print("deadlock, retrying", file=sys.stderr)
+conn.close()
+PY
+chmod +x "$T/wallet.py"
+WINV='money is neither made nor lost'
+wallet_cfg() {	# NAME MODE-LINES
+	cat >"$T/$1.yaml" <<YAML
+name: wallet
+turns: 4
+seed_timeout: 60s
+database:
+  schema: $T/wallet.sql
+proxies:
+  - name: db
+    upstream: database
+    protocol: postgres
+    schedule:
+$2
+turn:
+  command: [$T/wallet.py]
+  timeout: 20s
+invariants:
+  - name: $WINV
+    sql: SELECT sum(bal) AS total FROM acct HAVING sum(bal) <> 300
+YAML
+}
+wallet_cfg wrandom "      mode: random"
+wallet_cfg wpct "      mode: pct
+      depth: 3
+      steps: 40"
+for mode in wrandom wpct; do
+	phase "the Python wallet ($mode), 4 turns, seeds 0..19"
+	soak_rc rc run "$T/$mode.yaml" --seeds 0..19 --out "$T/$mode" -v >"$T/$mode.out" 2>"$T/$mode.err"
+	tail -n 4 "$T/$mode.out"
+	check_report "$T/$mode" 0 19
+	expect_eq "$mode: infra verdicts" 0 "$(jq .totals.infra "$T/$mode/report.json")"
+	nfail=$(jq .totals.fail "$T/$mode/report.json")
+	expect_ge "$mode: seeds whose lost debit was caught (of 20)" 3 "$nfail"
+	replays 10 "$T/$mode.yaml" "$T/$mode" "$WINV"
+	dl=$(grep -c ': a deadlock (step' "$T/$mode.err" || true)
+	echo "figures: $mode: $nfail of 20 seeds fail; $same of $nrep failing seeds replay step for step, $woke more leave it where a transaction's end woke several lock waiters; $forced decisions forced by a timeout; $dl deadlocks broken by soak in the run"
+	expect_eq "$mode: decisions forced by a timeout" 0 "$forced"
+	# Every replay keeps the run's schedule up to PostgreSQL's own order.
+	expect_eq "$mode: replays that left the run's schedule with no reason in its trace" 0 $((nrep - same - woke))
+done
+
+# A deadlock, replayed twice: the same victim, marked in the trace and
+# the interleaving, and the turn saw PostgreSQL's own error (40P01) and
+# retried.
+phase "a deadlock among two turns, replayed twice"
+# a failing seed whose first deadlock comes before any end that woke
+# several lock waiters (after one, the victim may be PostgreSQL's order's)
+dseed= dcfg=
+for mode in wrandom wpct; do
+	for tr in "$T"/$mode/failures/*/trace.jsonl; do
+		v=$(jq -s '[.[] | select(.deadlock == "soak") | .step] | min // 0' "$tr")
+		[ "$v" -gt 0 ] || continue
+		woke_before "$tr" "$v" && continue
+		dseed=$(basename "$(dirname "$tr")") dcfg=$T/$mode.yaml
+		break 2
+	done
+done
+[ -n "$dseed" ] || fail "no failing seed of the wallet runs deadlocked before a wake race (40 seeds)"
+victims=()
+for i in 1 2; do
+	soak_rc rc replay "$dcfg" --seed "$dseed" --keep --out "$T/dl$i" -v >"$T/dl$i.out" 2>&1
+	kept=$(sed -n 's/^workspace kept: //p' "$T/dl$i.out")
+	[ -s "$kept/trace.jsonl" ] || fail "deadlock replay $i kept no trace"
+	v=$(jq -c 'select(.deadlock == "soak") | [.step, .turn, .conn, .exchange]' "$kept/trace.jsonl")
+	[ -n "$v" ] || { grep -i deadlock "$T/dl$i.out" | head; fail "replay $i of seed $dseed: no victim of soak's in its trace"; }
+	expect_ge "replay $i: turns that saw 40P01 and retried" 1 \
+	    "$(grep -l "deadlock, retrying" "$kept"/r0-t*/stderr.log | wc -l)"
+	expect_match "replay $i: the interleaving marks the victim" '\[deadlock' "$(sed -n '/^schedule of proxy db/,$p' "$T/dl$i.out")"
+	expect_eq "replay $i: deadlocks PostgreSQL's clock broke" "" "$(jq -c 'select(.deadlock == "postgres")' "$kept/trace.jsonl")"
+	victims+=("$v")
+	case $kept in */soak-replay*/seed-*) rm -rf "$kept" ;; esac
+done
+expect_eq "the same victim in both replays of seed $dseed" "${victims[0]}" "${victims[1]}"
+
+# A circular wait through a service: turn 0 holds a row lock with its
+# COMMIT held by the schedule while turn 1 waits on a service whose own
+# database connection (not the proxy's) waits on that lock.  PostgreSQL
+# shows it, and the schedule goes on without waiting out `arrival`.
+phase "a wait outside the proxy on a held turn's lock"
+cat >"$T/svc.py" <<'PY'
+#!/usr/bin/python3
+import os, http.server, psycopg2
+db = psycopg2.connect()
+db.autocommit = True
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        with db.cursor() as cur:
+            cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+        self.send_response(200); self.send_header("Content-Length", "0"); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(os.environ["SOAK_PORT"])), H).serve_forever()
+PY
+cat >"$T/out.py" <<'PY'
+#!/usr/bin/python3
+import os, time, urllib.request, psycopg2
+host, port = os.environ["SOAK_PROXY_DB"].rsplit(":", 1)
+conn = psycopg2.connect(host=host, port=port)
+cur = conn.cursor()
+if os.environ["SOAK_TURN"] == "0":
+    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+    cur.execute("INSERT INTO events (turn) VALUES (0)")
+    conn.commit()
+else:
+    cur.execute("SELECT 1"); conn.commit()
+    urllib.request.urlopen(urllib.request.Request("http://" + os.environ["SOAK_SERVICE_SVC"], data=b"", method="POST"), timeout=10)
+    cur.execute("INSERT INTO events (turn) VALUES (1)"); conn.commit()
+PY
+chmod +x "$T/svc.py" "$T/out.py"
+cat >"$T/outside.yaml" <<YAML
+name: outside
+turns: 2
+seed_timeout: 60s
+database:
+  schema: $T/counter.sql
+services:
+  - name: svc
+    command: [$T/svc.py]
+    ready: tcp
+proxies:
+  - name: db
+    upstream: database
+    protocol: postgres
+    schedule:
+      mode: random
+      arrival: 10s
+turn:
+  command: [$T/out.py]
+  timeout: 30s
+invariants:
+  - name: the counter counts every event
+    sql: SELECT 1 WHERE false
+YAML
+soak_rc rc run "$T/outside.yaml" --seeds 0..9 --workers 1 --out "$T/outside" -v >"$T/outside.out" 2>"$T/outside.err"
+tail -n 3 "$T/outside.out"
+expect_eq "the outside-wait run: exit status" 0 "$rc"
+out=$(grep -c 'forced by outside' "$T/outside.err" || true)
+arr=$(grep -c 'forced by arrival' "$T/outside.err" || true)
+echo "figures: outside waits: $out decisions made on PostgreSQL's word of a wait outside the proxy, $arr left to the 10 s watchdog, in 10 seeds"
+expect_ge "decisions made on a wait outside the proxy" 1 "$out"
+expect_eq "decisions left to the watchdog" 0 "$arr"

@@ -1,0 +1,237 @@
+/*
+ * The gate (fault-proxy/gate.c) driven without sockets: what it waits for
+ * before it admits, and what it marks.  A live turn with nothing held is
+ * waited for whatever its connections, up to `arrival` (then the decision
+ * is marked "arrival"); a turn that exited, or is not in the round, is not
+ * waited for; a turn held at another gate of the set, or whose exchange
+ * waits on a lock, is accounted for; one exchange runs at a time; the same
+ * seed shown the same events admits the same exchanges.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "fault-proxy/gate.h"
+
+#define NT	4
+
+struct fix {
+	struct cfg_schedule	 sc;
+	uint32_t		 held[NT];
+	struct gate		*g, *g2;	/* g2: a second gate of the set */
+	struct gate_ent		 e[NT], e2[NT];
+	struct proxy_trace_rec	 rec[NT], rec2[NT];
+	int			 epfd;
+};
+
+static void
+fix_open(struct fix *f, enum cfg_sched_mode mode, uint64_t seed)
+{
+	struct gate_conf	gc;
+	char			err[256];
+	int			t;
+
+	memset(f, 0, sizeof(*f));
+	f->sc = (struct cfg_schedule){ .enabled = true, .mode = mode, .depth = 3,
+	    .steps = 20, .arrival_ms = 100, .blocked_ms = 500 };
+	f->epfd = epoll_create1(0);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = seed,
+	    .sched = &f->sc, .epfd = f->epfd, .held = f->held };
+	f->g = gate_new(&gc, err);
+	assert_non_null(f->g);
+	gc.name = "api";
+	f->g2 = gate_new(&gc, err);
+	assert_non_null(f->g2);
+	for (t = 0; t < NT; t++) {
+		f->e[t] = (struct gate_ent){ .turn = t, .rec = &f->rec[t] };
+		f->e2[t] = (struct gate_ent){ .turn = t, .rec = &f->rec2[t] };
+	}
+}
+
+static void
+fix_close(struct fix *f)
+{
+	gate_free(f->g);
+	gate_free(f->g2);
+	close(f->epfd);
+}
+
+/* Turn t's next exchange at gate g arrives at now. */
+static void
+arrive(struct fix *f, int t, int64_t now)
+{
+	memset(&f->rec[t], 0, sizeof(f->rec[t]));
+	gate_wait(f->g, &f->e[t], now);
+}
+
+static void
+test_waits_for_live_turns(void **state)
+{
+	struct fix	 f;
+	struct gate_ent	*e;
+	int		 t;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 1);
+	/* turns 0 and 1 wait; 2 and 3 are live and idle (between two
+	 * `psql -c`, with no connection open): nothing is admitted */
+	arrive(&f, 0, 1000);
+	arrive(&f, 1, 1000);
+	assert_null(gate_decide(f.g, 1000));
+	assert_int_equal(gate_next_at(f.g), 1100);	/* the watchdog */
+	/* turn 2 exits, turn 3 arrives: every live turn is accounted for */
+	gate_live(f.g, 2, false);
+	arrive(&f, 3, 1010);
+	e = gate_decide(f.g, 1010);
+	assert_non_null(e);
+	assert_int_equal(e->rec->step, 1);
+	assert_null(e->rec->forced);
+	assert_int_equal(e->rec->cand, 0xb);	/* turns 0, 1, 3 */
+	/* one at a time: nothing more until it ends */
+	assert_null(gate_decide(f.g, 1011));
+	t = e->turn;
+	gate_end(f.g, e, 1012);
+	/* turn t is live again and has sent nothing: waited for */
+	assert_null(gate_decide(f.g, 1012));
+	arrive(&f, t, 1013);
+	e = gate_decide(f.g, 1013);
+	assert_non_null(e);
+	assert_int_equal(e->rec->step, 2);
+	assert_null(e->rec->forced);
+	fix_close(&f);
+}
+
+static void
+test_arrival_watchdog(void **state)
+{
+	struct fix	 f;
+	struct gate_ent	*e;
+	struct gate_stats st;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_PCT, 2);
+	arrive(&f, 0, 1000);
+	/* turns 1..3 live and silent: a decision only at the watchdog */
+	assert_null(gate_decide(f.g, 1099));
+	e = gate_decide(f.g, 1100);
+	assert_non_null(e);
+	assert_ptr_equal(e, &f.e[0]);
+	assert_string_equal(e->rec->forced, "arrival");
+	assert_int_equal(e->rec->cand, 0x1);
+	gate_stats(f.g, &st);
+	assert_int_equal(st.forced, 1);
+	assert_int_equal(st.steps, 1);
+	fix_close(&f);
+}
+
+static void
+test_round_and_exits(void **state)
+{
+	struct fix	 f;
+	struct gate_ent	*e;
+	bool		 runs[NT] = { true, false, true, false };
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 3);
+	/* a round of turns 0 and 2 only: 1 and 3 are never waited for */
+	gate_round(f.g, runs);
+	arrive(&f, 2, 500);
+	assert_null(gate_decide(f.g, 500));	/* turn 0 is live */
+	gate_live(f.g, 0, false);		/* it could not be started */
+	e = gate_decide(f.g, 501);
+	assert_ptr_equal(e, &f.e[2]);
+	assert_null(e->rec->forced);
+	gate_end(f.g, e, 502);
+	/* the next round: every turn again */
+	gate_round(f.g, NULL);
+	arrive(&f, 1, 600);
+	assert_null(gate_decide(f.g, 600));
+	fix_close(&f);
+}
+
+static void
+test_held_at_another_gate(void **state)
+{
+	struct fix	 f;
+	struct gate_ent	*e;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 4);
+	/* turns 1..3 wait at the other gate (an HTTP proxy's): accounted
+	 * for at this one, which admits turn 0 without waiting */
+	gate_wait(f.g2, &f.e2[1], 100);
+	gate_wait(f.g2, &f.e2[2], 100);
+	gate_wait(f.g2, &f.e2[3], 100);
+	assert_int_equal(f.held[1], 1);
+	arrive(&f, 0, 100);
+	e = gate_decide(f.g, 100);
+	assert_ptr_equal(e, &f.e[0]);
+	assert_null(e->rec->forced);
+	/* ... and the other gate waits for turn 0, whose exchange runs here
+	 * (GS_RUN is not held: the turn may send more) */
+	assert_null(gate_decide(f.g2, 100));
+	gate_end(f.g, e, 101);
+	arrive(&f, 0, 102);
+	/* now turn 0 waits here: the other gate admits one of 1..3 */
+	e = gate_decide(f.g2, 102);
+	assert_non_null(e);
+	assert_true(e->turn >= 1 && e->turn <= 3);
+	fix_close(&f);
+}
+
+/* The same seed, shown the same events, admits the same turns. */
+static void
+test_deterministic(void **state)
+{
+	int	order[2][12], run, i, t;
+
+	(void)state;
+	for (run = 0; run < 2; run++) {
+		struct fix	 f;
+		struct gate_ent	*e;
+		int64_t		 now = 1000;
+		int		 sent[NT] = { 0 };
+
+		fix_open(&f, CFG_SCHED_PCT, 99);
+		for (t = 0; t < NT; t++)
+			arrive(&f, t, now);
+		/* every turn sends three exchanges, then exits */
+		for (i = 0; i < 12; i++) {
+			e = gate_decide(f.g, now);
+			assert_non_null(e);
+			assert_null(e->rec->forced);
+			order[run][i] = t = e->turn;
+			gate_end(f.g, e, ++now);
+			if (++sent[t] < 3)
+				arrive(&f, t, ++now);
+			else
+				gate_live(f.g, t, false);
+		}
+		assert_null(gate_decide(f.g, now));
+		fix_close(&f);
+	}
+	assert_memory_equal(order[0], order[1], sizeof(order[0]));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_waits_for_live_turns),
+		cmocka_unit_test(test_arrival_watchdog),
+		cmocka_unit_test(test_round_and_exits),
+		cmocka_unit_test(test_held_at_another_gate),
+		cmocka_unit_test(test_deterministic),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
