@@ -350,7 +350,11 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		so[i] = xasprintf("%s/stdout.log", dirs[i]);
 		se[i] = xasprintf("%s/stderr.log", dirs[i]);
 		env_init(&envs[i]);
-		env_base(&envs[i], c->w, ports, nports, dirs[i]);
+		/* Through the seam by default: the turn's own listener of the
+		 * proxy in front of the database, when there is one. */
+		env_turn(&envs[i], c->w, ports, nports, dirs[i], c->proxies &&
+		    cfg->db_proxy >= 0 ? proxy_set_addr(c->proxies,
+		    (size_t)cfg->db_proxy, i) : NULL);
 		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
 		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
 		env_addf(&envs[i], "SOAK_TURN", "%d", i);
