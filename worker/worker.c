@@ -74,8 +74,8 @@ db_plain_check(struct wrk *w, char *err)
 	ce->kind = CFGERR_LOAD;
 	snprintf(ce->what, sizeof(ce->what), "proxies[%zu].upstream", i);
 	snprintf(ce->code, sizeof(ce->code), "%s", pl.sqlstate);
-	snprintf(ce->detail, sizeof(ce->detail), "proxy %.32s cannot reach the "
-	    "database at %.64s: %s (pg_hba.conf, SQLSTATE %s); the proxy reads "
+	snprintf(ce->detail, sizeof(ce->detail), "proxy %.24s cannot reach the "
+	    "database at %.48s: %s (pg_hba.conf, SQLSTATE %s); the proxy reads "
 	    "the traffic, so let plain connections in from here (a host line)",
 	    cfg->proxies[i].name, pl.where, pl.tls_wanted ? "it requires TLS" :
 	    "it refuses plain ones", pl.sqlstate);
