@@ -67,6 +67,7 @@ struct cfg_ctx {
 	struct cfg_errors *errs;	/* every message, or NULL */
 	size_t		 nerr;		/* messages so far */
 	bool		 services_bad;	/* a service failed: names may be missing */
+	yaml_node_t	*db_proxy;	/* database.proxy, resolved after proxies */
 };
 
 /* ---- messages ---------------------------------------------------------- */
@@ -748,7 +749,7 @@ get_name(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
 static int
 parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 {
-	static const char *const keys[] = { "url", "schema", "reset" };
+	static const char *const keys[] = { "url", "schema", "reset", "proxy" };
 	static const char *const resets[] = { "recreate", "truncate" };
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[nitems(keys)];
@@ -780,6 +781,14 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 		else
 			cfg->db_reset = reset == 0 ? CFG_RESET_RECREATE :
 			    CFG_RESET_TRUNCATE;
+	}
+	/* It names a proxy: resolved once the proxies are known. */
+	if (v[3] && !is_null(v[3])) {
+		if (v[3]->type != YAML_SCALAR_NODE)
+			rc = fail_type(cx, v[3], "database.proxy",
+			    "a proxy's name, or none");
+		else
+			cx->db_proxy = v[3];
 	}
 	return rc;
 }
@@ -1140,6 +1149,79 @@ parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 	return rc;
 }
 
+/*
+ * Which proxy the turns' database defaults go through (cfg->db_proxy):
+ * the one database.proxy names, none, or by default the first proxy in
+ * front of the database.  A name that is not such a proxy is refused with
+ * the ones that are.  Skipped when a proxy failed to load: its name may be
+ * the one meant.
+ */
+static int
+resolve_db_proxy(struct cfg_ctx *cx, bool proxies_bad)
+{
+	struct cfg	*cfg = cx->cfg;
+	yaml_node_t	*n = cx->db_proxy;
+	const char	*key = "database.proxy", *want, *names[CFG_MAX_KEYS];
+	char		 b[QUOTE_LEN], list[CFG_MSG_LEN];
+	size_t		 i, ndb = 0;
+	int		 none_named = -1;
+
+	cfg->db_proxy = -1;
+	for (i = 0; i < cfg->nproxies; i++) {
+		const struct cfg_proxy	*p = &cfg->proxies[i];
+
+		if (p->name == NULL || p->upstream_kind != CFG_UP_DATABASE)
+			continue;
+		if (cfg->db_proxy == -1)
+			cfg->db_proxy = (int)i;
+		if (ndb < nitems(names))
+			names[ndb] = p->name;
+		ndb++;
+		if (strcasecmp(p->name, "none") == 0)
+			none_named = (int)i;
+	}
+	if (n == NULL)
+		return 0;
+	cfg->db_proxy_named = true;
+	want = scalar(n);
+	quote_value(want, b, sizeof(b));
+	if (strcmp(want, "none") == 0) {
+		cfg->db_proxy = -1;
+		if (none_named >= 0)
+			return fail_at(cx, n, key, "\"none\" means the database "
+			    "itself, but proxies[%d] is named %s too: rename that "
+			    "proxy", none_named, cfg->proxies[none_named].name);
+		return 0;
+	}
+	if (*want == '\0')
+		return fail_at(cx, n, key, "must not be empty (a proxy's name, "
+		    "or none)");
+	if (proxies_bad)
+		return 0;
+	if (ndb > nitems(names))
+		ndb = nitems(names);
+	join_names(names, ndb, " or ", list, sizeof(list));
+	for (i = 0; i < cfg->nproxies; i++) {
+		const struct cfg_proxy	*p = &cfg->proxies[i];
+
+		if (p->name == NULL || strcmp(p->name, want) != 0)
+			continue;
+		if (p->upstream_kind == CFG_UP_DATABASE) {
+			cfg->db_proxy = (int)i;
+			return 0;
+		}
+		return fail_at(cx, n, key, "%s is proxies[%zu], in front of %s%s, "
+		    "not of the database: use %s%snone for the database itself",
+		    b, i, p->upstream_kind == CFG_UP_SERVICE ? "service:" : "",
+		    p->upstream, list, ndb ? ", or " : "");
+	}
+	if (ndb == 0)
+		return fail_at(cx, n, key, "%s names no proxy, and no proxy has "
+		    "upstream: database: add one, or leave the key out", b);
+	return fail_at(cx, n, key, "%s names no proxy in front of the database: "
+	    "use %s, or none for the database itself", b, list);
+}
+
 static int
 parse_turn(struct cfg_ctx *cx, yaml_node_t *map)
 {
@@ -1260,6 +1342,7 @@ parse_guard(struct cfg_ctx *cx, yaml_node_t *map)
 			goto out;
 		}
 		cfg->guard_percent = true;
+		cfg->guard_set = true;
 	} else {
 		if (get_int(cx, n, key, 0, INT64_MAX, &cfg->guard_min_ok) == -1)
 			goto out;
@@ -1269,6 +1352,7 @@ parse_guard(struct cfg_ctx *cx, yaml_node_t *map)
 			    (long long)total);
 			goto out;
 		}
+		cfg->guard_set = true;
 	}
 	rc = 0;
 out:
@@ -1426,7 +1510,10 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 	if (v[SERVICES] && parse_services(cx, v[SERVICES]) == -1)
 		rc = -1;
 	cx->services_bad = cx->nerr != before;
+	before = cx->nerr;
 	if (v[PROXIES] && parse_proxies(cx, v[PROXIES]) == -1)
+		rc = -1;
+	if (resolve_db_proxy(cx, cx->nerr != before) == -1)
 		rc = -1;
 	if (v[SETUP] && !is_null(v[SETUP]) &&
 	    get_command(cx, v[SETUP], "setup", &cfg->setup) == -1)
@@ -1459,6 +1546,7 @@ set_defaults(struct cfg *cfg)
 	cfg->retries = 2;
 	cfg->confirm = true;
 	cfg->db_reset = CFG_RESET_RECREATE;
+	cfg->db_proxy = -1;
 	cfg->setup_timeout_ms = 30 * 1000;
 	cfg->turn_timeout_ms = 30 * 1000;
 	cfg->invariant_timeout_ms = 10 * 1000;
@@ -1934,4 +2022,10 @@ cfg_guard_floor(const struct cfg *cfg)
 	if (!cfg->guard_percent)
 		return cfg->guard_min_ok;
 	return (cfg->guard_min_ok * total + 99) / 100;
+}
+
+bool
+cfg_guard_allows_idle_round(const struct cfg *cfg)
+{
+	return cfg->guard_set && cfg->guard_min_ok == 0;
 }

@@ -157,6 +157,15 @@ struct cfg {
 	char			 *db_url;	/* NULL/"" = embedded */
 	char			 *db_schema;	/* resolved path of DDL file, or NULL */
 	enum cfg_reset		  db_reset;
+	/*
+	 * The proxy whose listener a turn's PGHOST, PGPORT, DATABASE_URL and
+	 * JDBC_DATABASE_URL name (worker/env.h): the index of a proxy with
+	 * upstream: database, or -1 for the database itself.  database.proxy
+	 * names it (none: -1); without the key, the first proxy in front of
+	 * the database in file order, -1 when there is none.
+	 */
+	int			  db_proxy;
+	bool			  db_proxy_named;	/* database.proxy was given */
 
 	struct cfg_service	 *services;
 	size_t			  nservices;
@@ -174,6 +183,7 @@ struct cfg {
 
 	int64_t			  guard_min_ok;	/* count, or percent when guard_percent */
 	bool			  guard_percent;
+	bool			  guard_set;	/* guard.min_ok_turns was given */
 
 	struct cfg_tickets	  tickets;
 
@@ -242,5 +252,12 @@ void	cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line,
 
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);
+/*
+ * Whether a seed may pass with a round in which no turn succeeded: only
+ * when the config says so, guard.min_ok_turns: 0 (or 0%).  Without a
+ * guard such a round is a guard failure: it tested nothing (a turn that
+ * cannot start its interpreter, a driver that is not installed).
+ */
+bool	cfg_guard_allows_idle_round(const struct cfg *cfg);
 
 #endif

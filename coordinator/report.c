@@ -182,6 +182,9 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
 	if (json_object_get(d, "config_error"))
 		json_object_set(r, "config_error", json_object_get(d, "config_error"));
+	/* A pass with a round in which no turn succeeded (guard 0 allows it). */
+	if (json_object_get(d, "idle_round"))
+		json_object_set(r, "idle_round", json_object_get(d, "idle_round"));
 	/* The worker cut the detail to fit a message (worker/detail.h). */
 	if (json_object_get(d, "truncated"))
 		json_object_set(r, "truncated", json_object_get(d, "truncated"));
@@ -553,6 +556,34 @@ first_line(const struct coord_seed *s, char *buf, size_t size)
 	free(line);
 }
 
+/*
+ * Passes that a round in which no turn succeeded would have failed, had
+ * the config not said guard: min_ok_turns: 0: said, so a green run that
+ * tested nothing does not read as one that tested something.
+ */
+static void
+idle_passes(FILE *f, const struct coord_seed *seeds, uint64_t ns)
+{
+	const struct coord_seed	*first = NULL;
+	uint64_t		 i, count = 0;
+	char			 msg[LOG_ESC_LEN];
+
+	for (i = 0; i < ns; i++)
+		if (seeds[i].state == CSEED_FINAL && seeds[i].verdict == VERDICT_PASS &&
+		    json_object_get(seeds[i].detail, "idle_round") != NULL) {
+			if (count++ == 0)
+				first = &seeds[i];
+		}
+	if (count == 0)
+		return;
+	fprintf(f, "\n  PASS  with a round in which no turn succeeded — %" PRIu64
+	    " seed(s), smallest %" PRIu64 " (guard: min_ok_turns: 0 allows it)\n",
+	    count, first->seed);
+	first_line(first, msg, sizeof(msg));
+	if (*msg)
+		fprintf(f, "        %s\n", msg);
+}
+
 void
 report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 {
@@ -613,6 +644,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		free(words);
 	}
 	fp_groups_free(&g);
+	idle_passes(f, seeds, ns);
 	workers = coord_workers_json(c);
 	json_array_foreach(workers, k, w)
 		if (json_is_string(json_object_get(w, "quarantined")))

@@ -33,6 +33,7 @@
 #include "common/util.h"
 #include "invariants/inv.h"
 #include "isolation/iso.h"
+#include "worker/env.h"
 #include "worker/wrk.h"
 
 static void
@@ -101,6 +102,136 @@ problem(struct check *k, bool warning, const char *key, int line, int col,
 		k->nwarn++;
 	else
 		k->nerr++;
+}
+
+static void
+note(struct check *k, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* "FILE:LINE:COL: KEY: note: what" on stdout: what check chose, not a problem. */
+static void
+note(struct check *k, const char *key, const char *fmt, ...)
+{
+	const struct cfg_mark	*m = cfg_mark_find(k->cfg, key);
+	va_list			 ap;
+
+	if (m != NULL)
+		printf("%s:%d:%d: %s: note: ", k->cfg->path, m->line, m->col, key);
+	else
+		printf("%s: %s: note: ", k->cfg->path, key);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/*
+ * Which proxy a turn's database defaults go through (cfg->db_proxy), and
+ * that every other proxy in front of the database is reached only by its
+ * own SOAK_PROXY_<NAME>: a proxy no turn dials tests nothing.
+ */
+static void
+say_db_proxy(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	char			 others[ERR_LEN], key[64], env[128];
+	size_t			 i, j, o = 0, ndb = 0, nother;
+
+	others[0] = '\0';
+	for (i = 0; i < cfg->nproxies; i++)
+		if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
+			ndb++;
+	if (ndb == 0)
+		return;
+	nother = ndb - (cfg->db_proxy >= 0);
+	for (i = 0, j = 0; i < cfg->nproxies && o < sizeof(others); i++) {
+		if (cfg->proxies[i].upstream_kind != CFG_UP_DATABASE ||
+		    (int)i == cfg->db_proxy)
+			continue;
+		env_name(env, sizeof(env), "SOAK_PROXY_", cfg->proxies[i].name);
+		o += (size_t)snprintf(others + o, sizeof(others) - o, "%s%s (%s)",
+		    j == 0 ? (nother == 1 ? "; proxy " : "; proxies ") :
+		    j + 1 == nother ? " and " : ", ", cfg->proxies[i].name, env);
+		j++;
+	}
+	if (o > 0 && o < sizeof(others))
+		snprintf(others + o, sizeof(others) - o, " %s reached only at %s",
+		    nother == 1 ? "is" : "are", nother == 1 ? "that variable" :
+		    "their own variables");
+	if (cfg->db_proxy < 0) {
+		note(k, "database.proxy", "a turn's PGHOST, PGPORT, DATABASE_URL and "
+		    "JDBC_DATABASE_URL name the database itself (none)%s", others);
+		return;
+	}
+	snprintf(key, sizeof(key), "proxies[%d]", cfg->db_proxy);
+	note(k, cfg->db_proxy_named ? "database.proxy" : key, "a turn's PGHOST, "
+	    "PGPORT, DATABASE_URL and JDBC_DATABASE_URL name its own listener of "
+	    "proxy %s%s (SOAK_DIRECT_* the database itself)%s%s",
+	    cfg->proxies[cfg->db_proxy].name, cfg->db_proxy_named ? "" : ndb > 1 ?
+	    ", the first in front of the database" : "", others, !cfg->db_proxy_named &&
+	    ndb > 1 ? "; database.proxy chooses another, or none" : "");
+}
+
+/*
+ * A database that wants TLS cannot be proxied: the proxy keeps PostgreSQL
+ * traffic plain so it can read it.  Asked of the run's own database (the
+ * one a run would use: SOAK_DATABASE_URL, else database.url; the embedded
+ * one lets everything in) the way the proxy would connect, before every
+ * turn of every seed fails on it.  A database that cannot be asked from
+ * here is said, not counted: the workers may reach it where check cannot.
+ */
+static void
+check_db_plain(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	const char		*url = getenv("SOAK_DATABASE_URL"), *from;
+	struct iso_plain	 pl;
+	char			 err[ERR_LEN], key[64];
+	size_t			 i;
+
+	from = url && *url ? "SOAK_DATABASE_URL" : "database.url";
+	if (url == NULL || *url == '\0')
+		url = cfg->db_url;
+	if (url == NULL || *url == '\0')
+		return;
+	for (i = 0; i < cfg->nproxies; i++)
+		if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
+			break;
+	if (i == cfg->nproxies)
+		return;
+	snprintf(key, sizeof(key), "proxies[%zu].upstream", i);
+	if (iso_plain_probe(url, now_ms() + ISO_CONNECT_MS / 3, &pl, err) == -1) {
+		conninfo_scrub(err, sizeof(err), url);
+		fprintf(stderr, "soak check: did not ask the database (%s) whether "
+		    "the proxy can reach it: %s\n", from, err);
+		return;
+	}
+	if (!pl.refused)
+		return;
+	if (!pl.hba) {
+		fprintf(stderr, "soak check: the database (%s) refused a plain "
+		    "connection as the proxy makes: %s %s\n", from, pl.sqlstate,
+		    pl.message);
+		return;
+	}
+	if (pl.tls_wanted)
+		problem(k, false, key, 0, 0, "the database at %s (%s) requires TLS: "
+		    "it refused a plain connection such as the proxy makes (SQLSTATE "
+		    "%s from pg_hba.conf: %s) and lets a TLS one in; the proxy keeps "
+		    "PostgreSQL traffic plain so it can read it (it answers "
+		    "SSLRequest with N), so every turn through it would fail. Let "
+		    "plain connections in for user %s and database %s from this "
+		    "machine (a host line in pg_hba.conf, before the hostssl one), "
+		    "or use a database that does (leave database.url empty for "
+		    "soak's own)", pl.where, from, pl.sqlstate, pl.message, pl.user,
+		    pl.dbname);
+	else
+		problem(k, false, key, 0, 0, "the database at %s (%s) refuses a "
+		    "plain connection such as the proxy makes (SQLSTATE %s from "
+		    "pg_hba.conf: %s), so every turn through the proxy would fail. "
+		    "Let connections in for user %s and database %s from this "
+		    "machine (pg_hba.conf)", pl.where, from, pl.sqlstate,
+		    pl.message, pl.user, pl.dbname);
 }
 
 /*
@@ -323,6 +454,8 @@ check_config(struct check *k)
 
 	check_commands(k);
 	check_sql(k);
+	check_db_plain(k);
+	say_db_proxy(k);
 	if (k->nerr > 0) {
 		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,
 		    k->nwarn ? ", and warnings" : "");

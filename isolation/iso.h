@@ -124,6 +124,33 @@ int	iso_dbparams_parse(const char *conninfo, struct iso_dbparams *p, char *err);
 void	iso_dbparams_free(struct iso_dbparams *p);
 
 /*
+ * Whether the database of conninfo lets in a plain connection made the way
+ * a fault proxy with upstream: database makes one (isolation/plain.c): a
+ * StartupMessage for conninfo's user and database sent in clear, over TCP
+ * to its host and port or to its unix socket, as the proxy forwards a
+ * client's after answering its SSLRequest with N.  No password is sent.
+ * 0 with *out filled, or -1 with err when the server could not be asked
+ * (no answer by the deadline, a refused connection, not PostgreSQL).
+ * refused: the server answered with an ErrorResponse (sqlstate, message,
+ * routine its fields C, M and R); hba: that was pg_hba.conf saying no
+ * (SQLSTATE 28000 from ClientAuthentication, whatever the server's
+ * language); after such a refusal over TCP, tls_offered: the server
+ * answers an SSLRequest with S, and tls_wanted: pg_hba.conf lets in a TLS
+ * connection (libpq with sslmode=require and conninfo's password: it
+ * connected, or failed past pg_hba.conf), so it is TLS that it wants.
+ */
+struct iso_plain {
+	char	where[300];	/* "host:port" or the socket's path */
+	char	user[64], dbname[64];
+	bool	refused, hba, tls_offered, tls_wanted;
+	char	sqlstate[6];
+	char	routine[64];
+	char	message[256];
+};
+int	iso_plain_probe(const char *conninfo, int64_t deadline,
+	    struct iso_plain *out, char *err);
+
+/*
  * A command to paste into a shell that opens psql on `schema` in the
  * database of conninfo: psql and one single-quoted connection string with
  * every setting libpq reads from conninfo (URI or keyword form) except

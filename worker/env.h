@@ -27,13 +27,27 @@ struct env_port {
 
 /*
  * The worker-wide part: SOAK_RUN, SOAK_WORKER, SOAK_SCHEMA, SOAK_CONFIG_DIR,
- * PG*, DATABASE_URL, SOAK_SERVICE_<NAME> for each of ports[0..nports), and
- * the private directories under dir (SOAK_WORKSPACE, HOME, TMPDIR,
- * XDG_*_HOME).  A turn's directories come from iso_turn_dir; others call
- * env_make_dirs first.
+ * SOAK_SERVICE_<NAME> for each of ports[0..nports), the private
+ * directories under dir (SOAK_WORKSPACE, HOME, TMPDIR, XDG_*_HOME), and
+ * the database: PGHOST, PGPORT, PGUSER, PGDATABASE, PGPASSWORD,
+ * PGOPTIONS, DATABASE_URL and JDBC_DATABASE_URL, each landing in the
+ * worker's schema, and the database itself again under SOAK_DIRECT_PGHOST,
+ * SOAK_DIRECT_PGPORT, SOAK_DIRECT_DATABASE_URL and
+ * SOAK_DIRECT_JDBC_DATABASE_URL.  A turn's directories come from
+ * iso_turn_dir; others call env_make_dirs first.
+ *
+ * env_base: the database itself, for setup and services (setup runs
+ * before any proxy exists; a service is no turn's).
+ * env_turn: a turn's, whose defaults (PGHOST, PGPORT, DATABASE_URL,
+ * JDBC_DATABASE_URL) point at via, "127.0.0.1:PORT", its own listener of
+ * the proxy in front of the database (cfg->db_proxy), so psql, libpq,
+ * psycopg, node-pg and JDBC go through the seam unless the turn asks for
+ * SOAK_DIRECT_*; via NULL: as env_base.  SOAK_DATABASE_URL is never set.
  */
 void	env_base(struct env *e, const struct wrk *w, const struct env_port *ports,
 	    size_t nports, const char *dir);
+void	env_turn(struct env *e, const struct wrk *w, const struct env_port *ports,
+	    size_t nports, const char *dir, const char *via);
 void	env_make_dirs(const char *dir);
 /* "SOAK_PROXY_" + NAME upper-cased, non-alphanumerics as '_'. */
 void	env_name(char *buf, size_t size, const char *prefix, const char *name);

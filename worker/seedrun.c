@@ -38,6 +38,9 @@ struct seed_ctx {
 	json_t			*turns;		/* outcomes, for the report */
 	int			 ok_turns, total_turns, crashed;
 	int			 round;		/* the round that failed, or -1 */
+	int			 idle_round;	/* the first round in which no turn
+						   succeeded, or -1 */
+	char			 idle_why[300];	/* how its first turn ended */
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
 	char			 epoch[ISO_EPOCH_LEN];	/* the server's start, at reset */
 };
@@ -223,6 +226,39 @@ by_end(const void *a, const void *b)
 }
 
 /*
+ * How a turn that did not succeed ended, for the guard's message: "turn 0
+ * exited 1: ModuleNotFoundError: No module named 'psycopg2'", its stderr's
+ * last line that is not empty, cut to a line's length.
+ */
+static void
+turn_ended(const struct turn_outcome *t, char *buf, size_t len)
+{
+	const char	*tail = t->stderr_tail ? t->stderr_tail : "";
+	const char	*end = tail + strlen(tail), *start;
+	char		 how[64];
+	size_t		 n;
+
+	while (end > tail && (end[-1] == '\n' || end[-1] == '\r' ||
+	    end[-1] == ' ' || end[-1] == '\t'))
+		end--;
+	for (start = end; start > tail && start[-1] != '\n'; start--)
+		;
+	n = utf8_prefix(start, (size_t)(end - start), 200);
+	if (t->status == TURN_TIMEOUT)
+		snprintf(how, sizeof(how), "was killed at turn.timeout");
+	else if (t->status == TURN_ERROR)
+		snprintf(how, sizeof(how), "exited %d", t->code);
+	else
+		snprintf(how, sizeof(how), "ended %s %d", turn_status_name(t->status),
+		    t->code);
+	if (n == 0)
+		snprintf(buf, len, "turn %d %s, with nothing on stderr", t->turn, how);
+	else
+		snprintf(buf, len, "turn %d %s: %.*s%s", t->turn, how, (int)n, start,
+		    n < (size_t)(end - start) ? "…" : "");
+}
+
+/*
  * A command that exec could not start: a config error when the errno says
  * it cannot be transient (common/cfgerr.h), in wrk_command_check's words.
  */
@@ -342,7 +378,7 @@ static int
 run_round(struct seed_ctx *c, int round, struct seed_result *res)
 {
 	const struct cfg	 *cfg = c->w->cfg;
-	int			  n = cfg->turns, i, tempfail = 0, execfail = 0;
+	int			  n = cfg->turns, i, tempfail = 0, execfail = 0, ok = 0;
 	struct spawn_req	 *reqs = xcalloc(n, sizeof(*reqs));
 	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
 	struct turn_outcome	**ended = xcalloc(n, sizeof(*ended));
@@ -365,7 +401,11 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		so[i] = xasprintf("%s/stdout.log", dirs[i]);
 		se[i] = xasprintf("%s/stderr.log", dirs[i]);
 		env_init(&envs[i]);
-		env_base(&envs[i], c->w, ports, nports, dirs[i]);
+		/* Through the seam by default: the turn's own listener of the
+		 * proxy in front of the database, when there is one. */
+		env_turn(&envs[i], c->w, ports, nports, dirs[i], c->proxies &&
+		    cfg->db_proxy >= 0 ? proxy_set_addr(c->proxies,
+		    (size_t)cfg->db_proxy, i) : NULL);
 		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
 		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
 		env_addf(&envs[i], "SOAK_TURN", "%d", i);
@@ -391,7 +431,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		out[i].turn = i;
 		c->total_turns++;
 		switch (out[i].status) {
-		case TURN_OK:		c->ok_turns++; break;
+		case TURN_OK:		c->ok_turns++; ok++; break;
 		case TURN_TEMPFAIL:	tempfail++; break;
 		case TURN_EXEC:		execfail++; break;
 		case TURN_SIGNAL:	c->crashed++; break;
@@ -399,6 +439,11 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		}
 		json_array_append_new(c->turns, outcome_json(c, &out[i]));
 		ended[i] = &out[i];
+	}
+	/* A round in which no turn succeeded tested nothing (the guard). */
+	if (ok == 0 && c->idle_round < 0) {
+		c->idle_round = round;
+		turn_ended(&out[0], c->idle_why, sizeof(c->idle_why));
 	}
 	/* The timeline in the order turns ended, each stamped when it did. */
 	qsort(ended, (size_t)n, sizeof(*ended), by_end);
@@ -662,7 +707,8 @@ void
 wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result *res)
 {
 	const struct cfg	 *cfg = w->cfg;
-	struct seed_ctx		  c = { .w = w, .seed = seed, .round = -1 };
+	struct seed_ctx		  c = { .w = w, .seed = seed, .round = -1,
+				    .idle_round = -1 };
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
 	char			  err[ERR_LEN], **ups = NULL, *full_dir;
@@ -717,11 +763,22 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	}
 	if (c.crashed > 0)
 		verdict(res, REASON_CRASH, "%d turn(s) died of a signal", c.crashed);
-	else if (c.ok_turns < cfg_guard_floor(cfg))
+	else if (c.idle_round >= 0 && !cfg_guard_allows_idle_round(cfg)) {
+		verdict(res, REASON_GUARD, "no turn of round %d succeeded (%d of %d "
+		    "turns ok in the seed); %s. A round in which no turn succeeded "
+		    "tested nothing; guard: min_ok_turns: 0 lets such a seed pass",
+		    c.idle_round, c.ok_turns, c.total_turns, c.idle_why);
+		c.round = c.idle_round;
+	} else if (c.ok_turns < cfg_guard_floor(cfg))
 		verdict(res, REASON_GUARD,
 		    "only %d of %d turns succeeded; the guard wants at least %lld",
 		    c.ok_turns, c.total_turns, (long long)cfg_guard_floor(cfg));
-	else
+	else if (c.idle_round >= 0) {
+		verdict(res, REASON_NONE, "%d of %d turns ok; no turn of round %d "
+		    "succeeded, which guard: min_ok_turns: 0 allows (%s)", c.ok_turns,
+		    c.total_turns, c.idle_round, c.idle_why);
+		json_object_set_new(detail, "idle_round", json_integer(c.idle_round));
+	} else
 		verdict(res, REASON_NONE, "%d of %d turns ok", c.ok_turns, c.total_turns);
 done:
 	set_state(&c, RUN_VERDICT, -1);

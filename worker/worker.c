@@ -26,6 +26,7 @@
 
 #include "common/auth.h"
 #include "common/config.h"
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
@@ -34,6 +35,52 @@
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "worker/wrk.h"
+
+/*
+ * A proxy in front of the database connects to it in clear (it reads the
+ * protocol, answering its clients' SSLRequest with N), so a database that
+ * refuses that (pg_hba.conf with hostssl lines only) fails every turn
+ * through it, which would read as the system's own failure.  Asked once,
+ * as the proxy connects (iso_plain_probe); over a unix socket there is no
+ * TLS, and iso_open's connection got in.  A refusal fails the open as
+ * infra/proxy with a cause no retry mends (the run stops early, exit 2:
+ * the database's pg_hba.conf, not the config file); a probe that could not
+ * ask is a warning, the turns will tell.
+ */
+static int
+db_plain_check(struct wrk *w, char *err)
+{
+	const struct cfg	*cfg = w->cfg;
+	struct iso_plain	 pl;
+	struct cfgerr		*ce = &w->open_cfgerr;
+	char			 why[ERR_LEN];
+	size_t			 i;
+
+	for (i = 0; i < cfg->nproxies; i++)
+		if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
+			break;
+	if (i == cfg->nproxies || w->db.host == NULL || w->db.host[0] == '/')
+		return 0;
+	if (iso_plain_probe(w->conninfo, now_ms() + ISO_CONNECT_MS, &pl, why) == -1) {
+		conninfo_scrub(why, sizeof(why), w->conninfo);
+		log_warnx("could not ask the database whether proxy %s can reach "
+		    "it: %s", cfg->proxies[i].name, why);
+		return 0;
+	}
+	if (!pl.refused || !pl.hba)
+		return 0;
+	w->open_failed = REASON_PROXY;
+	memset(ce, 0, sizeof(*ce));
+	ce->kind = CFGERR_LOAD;
+	snprintf(ce->what, sizeof(ce->what), "proxies[%zu].upstream", i);
+	snprintf(ce->code, sizeof(ce->code), "%s", pl.sqlstate);
+	snprintf(ce->detail, sizeof(ce->detail), "proxy %.24s cannot reach the "
+	    "database at %.48s: %s (pg_hba.conf, SQLSTATE %s); the proxy reads "
+	    "the traffic, so let plain connections in from here (a host line)",
+	    cfg->proxies[i].name, pl.where, pl.tls_wanted ? "it requires TLS" :
+	    "it refuses plain ones", pl.sqlstate);
+	return errf(err, "%s", ce->detail);
+}
 
 int
 wrk_open(struct wrk *w, char *err)
@@ -55,6 +102,8 @@ wrk_open(struct wrk *w, char *err)
 	w->workspace_ok = true;
 	if ((w->iso = iso_open(w->cfg, w->conninfo, w->run_id, w->id, w->workspace,
 	    err)) == NULL)
+		return -1;
+	if (db_plain_check(w, err) == -1)
 		return -1;
 	/* Without it only outages that outlast a seed are seen: go on. */
 	if ((w->watch = iso_watch_start(w->conninfo, w->id, err)) == NULL)

@@ -130,6 +130,43 @@ expect_eq "guard exit status" 1 "$rc"
 expect_eq "guard verdicts" '["fail/guard"]' "$(verdicts)"
 group_says guard FAIL 'guard: too few turns succeeded'
 
+# Every turn crashed (a #! interpreter without the module it imports), no
+# guard: not a pass, but fail/guard naming the round and the turn's error.
+printf '#!/usr/bin/python3\nimport no_such_driver_module\n' >"$T/crash.py"
+chmod +x "$T/crash.py"
+cfg allcrash 'turn: {command: [./crash.py]}'
+run allcrash
+expect_eq "all turns crashed, no guard: exit status" 1 "$rc"
+expect_eq "all turns crashed, no guard: verdicts" '["fail/guard"]' "$(verdicts)"
+expect_match "its message names the round and quotes the turn" \
+    "^no turn of round 0 succeeded \(0 of 4 turns ok in the seed\); turn 0 exited 1: ModuleNotFoundError: No module named 'no_such_driver_module'\. .*guard: min_ok_turns: 0 lets such a seed pass" \
+    "$(jq -r '.results[0].message' "$R")"
+expect_eq "the round it names" 0 "$(jq '.results[0].round' "$R")"
+group_says allcrash FAIL 'guard: too few turns succeeded'
+# The second of two rounds: a round with no ok turn fails the seed whatever
+# the other round did, and a guard that the seed's total meets.
+cfg idle2 'rounds: 2
+turn: {command: [sh, -c, "[ $SOAK_ROUND = 1 ] && { echo round two broke >&2; exit 3; }; exit 0"]}
+guard: {min_ok_turns: 50%}'
+run idle2
+expect_eq "an idle second round: verdicts" '["fail/guard"]' "$(verdicts)"
+expect_match "an idle second round: its message" \
+    '^no turn of round 1 succeeded \(4 of 8 turns ok in the seed\); turn 0 exited 3: round two broke\.' \
+    "$(jq -r '.results[0].message' "$R")"
+# Said explicitly, guard: min_ok_turns: 0 lets it pass, and says so.
+cfg allcrash0 'turn: {command: [./crash.py]}
+guard: {min_ok_turns: 0}'
+run allcrash0
+expect_eq "all turns crashed, min_ok_turns: 0: exit status" 0 "$rc"
+expect_eq "all turns crashed, min_ok_turns: 0: verdicts" '["pass/null"]' "$(verdicts)"
+expect_match "the pass says what it allowed" \
+    "^0 of 4 turns ok; no turn of round 0 succeeded, which guard: min_ok_turns: 0 allows \(turn 0 exited 1: ModuleNotFoundError" \
+    "$(jq -r '.results[0].message' "$R")"
+expect_eq "report.json: idle_round of each pass" '[0]' "$(jq -c '[.results[].idle_round] | unique' "$R")"
+expect_match "the summary says so" \
+    '^  PASS  with a round in which no turn succeeded — 3 seed\(s\), smallest 0 \(guard: min_ok_turns: 0 allows it\)$' \
+    "$(cat "$T/allcrash0.out")"
+
 # Still running at seed_timeout: hang (the turn timeout is longer on purpose).
 cfg hang 'seed_timeout: 300ms
 turn: {command: [sh, -c, "[ $SOAK_TURN = 2 ] && exec cat /dev/zero >/dev/null; exit 0"], timeout: 30s}'

@@ -313,6 +313,10 @@ test_defaults(void **state)
 	assert_int_equal(cfg.guard_min_ok, 0);
 	assert_false(cfg.guard_percent);
 	assert_int_equal(cfg_guard_floor(&cfg), 0);
+	assert_false(cfg.guard_set);
+	assert_false(cfg_guard_allows_idle_round(&cfg));
+	assert_int_equal(cfg.db_proxy, -1);
+	assert_false(cfg.db_proxy_named);
 	assert_false(cfg.tickets.enabled);
 	assert_string_equal(cfg.tickets.sink, "file");
 	assert_string_equal(cfg.tickets.issue_type, "Bug");
@@ -408,6 +412,9 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 	assert_int_equal(a->invariant_timeout_ms, b->invariant_timeout_ms);
 	assert_int_equal(a->guard_min_ok, b->guard_min_ok);
 	assert_int_equal(a->guard_percent, b->guard_percent);
+	assert_int_equal(a->guard_set, b->guard_set);
+	assert_int_equal(a->db_proxy, b->db_proxy);
+	assert_int_equal(a->db_proxy_named, b->db_proxy_named);
 	assert_string_equal(a->tickets.sink, b->tickets.sink);
 	assert_string_equal(a->tickets.repo, b->tickets.repo);
 	assert_string_equal(a->tickets.token_env, b->tickets.token_env);
@@ -567,6 +574,37 @@ static const struct bad bads[] = {
 	  "soak.yaml:11:8: tickets.url: not https://: the jira token (J) "
 	  "would travel in clear text; use https://, or set "
 	  "tickets.insecure_http: true" },
+	/* database.proxy: a proxy in front of the database, or none */
+#define DBPX	"proxies:\n  - name: api\n    upstream: h:1\n" \
+		"  - name: db\n    upstream: database\n" \
+		"  - name: db2\n    upstream: database\n"	/* lines 7..13 */
+	{ BASE DBPX "database:\n  proxy: dbx\n",
+	  "soak.yaml:15:10: database.proxy: \"dbx\" names no proxy in front of "
+	  "the database: use db or db2, or none for the database itself" },
+	{ BASE DBPX "database:\n  proxy: DB\n",
+	  "soak.yaml:15:10: database.proxy: \"DB\" names no proxy in front of "
+	  "the database: use db or db2, or none for the database itself" },
+	{ BASE DBPX "database:\n  proxy: api\n",
+	  "soak.yaml:15:10: database.proxy: \"api\" is proxies[0], in front of "
+	  "h:1, not of the database: use db or db2, or none for the database "
+	  "itself" },
+	{ BASE "services:\n  - {name: s, command: s}\nproxies:\n  - name: p\n"
+	  "    upstream: service:s\ndatabase:\n  proxy: p\n",
+	  "soak.yaml:13:10: database.proxy: \"p\" is proxies[0], in front of "
+	  "service:s, not of the database: use none for the database itself" },
+	{ BASE "database:\n  proxy: db\n",
+	  "soak.yaml:8:10: database.proxy: \"db\" names no proxy, and no proxy "
+	  "has upstream: database: add one, or leave the key out" },
+	{ BASE "database:\n  proxy: [db]\n",
+	  "soak.yaml:8:10: database.proxy: expected a proxy's name, or none, got "
+	  "a list" },
+	{ BASE "database:\n  proxy: ''\n",
+	  "soak.yaml:8:10: database.proxy: must not be empty (a proxy's name, or "
+	  "none)" },
+	{ BASE "proxies:\n  - name: None\n    upstream: database\n"
+	  "database:\n  proxy: none\n",
+	  "soak.yaml:11:10: database.proxy: \"none\" means the database itself, "
+	  "but proxies[0] is named None too: rename that proxy" },
 	/* a connection string where a section belongs: its password hidden */
 	{ BASE "database: postgres://u:s3cret@x/db\n",
 	  "soak.yaml:7:11: database: expected a mapping, got "
@@ -901,6 +939,71 @@ test_marks(void **state)
 	cfg_free(&cfg);
 }
 
+/*
+ * Which proxy a turn's database defaults go through: the first in front of
+ * the database, the one database.proxy names, or none.
+ */
+static void
+test_db_proxy(void **state)
+{
+	static const struct { const char *key; int want; bool named; } cases[] = {
+		{ "", 1, false },		/* proxies[0] is not the database's */
+		{ "  proxy: db2\n", 2, true },
+		{ "  proxy: db\n", 1, true },
+		{ "  proxy: none\n", -1, true },
+		{ "  proxy:\n", 1, false },	/* nothing: the default */
+	};
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *y;
+	size_t		 i;
+
+	(void)state;
+	for (i = 0; i < nitems(cases); i++) {
+		y = xasprintf("%s%sdatabase:\n%s", BASE, DBPX, cases[i].key);
+		if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+			fail_msg("case %zu: %s", i, err);
+		assert_int_equal(cfg.db_proxy, cases[i].want);
+		assert_int_equal(cfg.db_proxy_named, cases[i].named);
+		cfg_free(&cfg);
+		free(y);
+	}
+	/* Proxies, none in front of the database: the database itself. */
+	y = xasprintf("%sproxies:\n  - name: api\n    upstream: h:1\n", BASE);
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.db_proxy, -1);
+	cfg_free(&cfg);
+	free(y);
+}
+
+/* guard absent, guard 0 and guard 0% are three things, two of them alike. */
+static void
+test_guard_set(void **state)
+{
+	static const struct { const char *guard; bool set, idle_ok; } cases[] = {
+		{ "", false, false },
+		{ "guard:\n", false, false },
+		{ "guard:\n  min_ok_turns: 0\n", true, true },
+		{ "guard:\n  min_ok_turns: 0%\n", true, true },
+		{ "guard:\n  min_ok_turns: 1\n", true, false },
+		{ "guard:\n  min_ok_turns: 50%\n", true, false },
+	};
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *y;
+	size_t		 i;
+
+	(void)state;
+	for (i = 0; i < nitems(cases); i++) {
+		y = xasprintf("%s%s", BASE, cases[i].guard);
+		if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+			fail_msg("case %zu: %s", i, err);
+		assert_int_equal(cfg.guard_set, cases[i].set);
+		assert_int_equal(cfg_guard_allows_idle_round(&cfg), cases[i].idle_ok);
+		cfg_free(&cfg);
+		free(y);
+	}
+}
+
 static void
 test_guard_floor(void **state)
 {
@@ -1116,6 +1219,8 @@ main(void)
 		cmocka_unit_test(test_alias_bomb),
 		cmocka_unit_test(test_tickets_http),
 		cmocka_unit_test(test_guard_floor),
+		cmocka_unit_test(test_guard_set),
+		cmocka_unit_test(test_db_proxy),
 		cmocka_unit_test(test_marks),
 	};
 
