@@ -65,11 +65,11 @@ INSERT INTO counter VALUES (1, 0);
 CREATE TABLE events (turn int NOT NULL);
 SQL
 # A job-queue's claim counter, as a new user writes it: read, then write
-# back what was read plus one, then log the event.
+# back what was read plus one, then log the event; psql with the libpq
+# defaults soak sets (through the proxy in front of the database).
 cat >"$T/percmd.sh" <<'SH'
 #!/bin/bash
 set -eu
-export PGHOST=${SOAK_PROXY_DB%:*} PGPORT=${SOAK_PROXY_DB##*:}
 n=$(psql -XAtqc "SELECT n FROM counter WHERE id = 1")
 psql -Xqc "UPDATE counter SET n = $((n + 1)) WHERE id = 1"
 psql -Xqc "INSERT INTO events (turn) VALUES ($SOAK_TURN)"
@@ -79,7 +79,6 @@ SH
 cat >"$T/held.sh" <<'SH'
 #!/bin/bash
 set -eu
-export PGHOST=${SOAK_PROXY_DB%:*} PGPORT=${SOAK_PROXY_DB##*:}
 coproc PSQL { psql -XAtq 2>&1; }
 ask() {
 	local line out=
@@ -155,9 +154,8 @@ cat >"$T/wallet.py" <<'PY'
 import os, random, sys, time
 import psycopg2, psycopg2.errors
 
-host, port = os.environ["SOAK_PROXY_DB"].rsplit(":", 1)
 rng = random.Random(int(os.environ["SOAK_TURN_SEED"]))
-conn = psycopg2.connect(host=host, port=port)
+conn = psycopg2.connect("")     # libpq's defaults: the proxy, by soak
 for _ in range(2):
     src, dst = rng.sample([1, 2, 3], 2)
     amount = rng.randint(1, 9)
@@ -252,6 +250,40 @@ for i in 1 2; do
 	case $kept in */soak-replay*/seed-*) rm -rf "$kept" ;; esac
 done
 expect_eq "the same victim in both replays of seed $dseed" "${victims[0]}" "${victims[1]}"
+
+# Two turns wait on the row a third holds; its COMMIT wakes them both,
+# and which takes the row first is PostgreSQL's order: the COMMIT's trace
+# line says so ("wakes", two turns), so a reader of a replay that parts
+# from the run's there knows why.  (An invariant that always breaks keeps
+# every seed's trace.)
+phase "one COMMIT, two lock waiters woken: marked"
+cat >"$T/wake.py" <<'PY'
+#!/usr/bin/python3
+import os, psycopg2
+conn = psycopg2.connect("")
+cur = conn.cursor()
+if os.environ["SOAK_TURN"] == "0":
+    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+    for _ in range(4):
+        cur.execute("INSERT INTO events (turn) VALUES (0)")
+    conn.commit()
+else:
+    conn.autocommit = True
+    for _ in range(2):
+        cur.execute("SELECT 1")
+    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+    cur.execute("INSERT INTO events (turn) VALUES (%s)", (int(os.environ["SOAK_TURN"]),))
+PY
+chmod +x "$T/wake.py"
+sed -e 's/^turns: 4$/turns: 3/' -e "s#command: \[$T/percmd.sh\]#command: [$T/wake.py]#" \
+    -e 's/WHERE c.n <> e.n/WHERE true/' "$T/percmd.yaml" >"$T/wake.yaml"
+grep -q 'wake.py' "$T/wake.yaml" || fail "the wake config runs no wake.py"
+soak_rc rc run "$T/wake.yaml" --seeds 0..11 --out "$T/wake" >"$T/wake.out" 2>&1
+expect_eq "the wake run: every seed kept (the invariant always breaks)" 12 "$(jq .totals.fail "$T/wake/report.json")"
+woken=$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null) | [.turn, .sql, .wakes]' | sort | uniq -c)
+echo "figures: COMMITs that woke several lock waiters, over 12 seeds: ${woken:-none}"
+expect_match "turn 0's COMMIT woke turns 1 and 2 in some seed" '\[0,"COMMIT","6"\]' "$woken"
+expect_eq "ends marked that woke fewer than two" "" "$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null and .wakes != "6")')"
 
 # A circular wait through a service: turn 0 holds a row lock with its
 # COMMIT held by the schedule while turn 1 waits on a service whose own
