@@ -199,10 +199,14 @@ fi
 exit \$rc
 GATED
 chmod +x "$T/gated.sh"
+# (turns 1-3 wait on turn 0, which waits on the schedule: a circular wait
+# the watchdog breaks at each of turn 0's steps, so it is short here)
 sed -e 's/^rounds: 1$/rounds: 2/' -e "s#command: \[$EX/reserve_turn\]#command: [$T/gated.sh]#" \
+    -e 's/^      blocked: 500ms/      arrival: 250ms\n      blocked: 500ms/' \
     "$T/sched.yaml" >"$T/rounds.yaml"
 grep -q '^rounds: 2$' "$T/rounds.yaml" || fail "the two-round config has one round"
 grep -q 'gated.sh' "$T/rounds.yaml" || fail "the two-round config's turns have no gate"
+grep -q '^      arrival: 250ms$' "$T/rounds.yaml" || fail "the two-round config's watchdog is not 250ms"
 soak_rc rc replay "$T/rounds.yaml" --seed 0 --keep --out "$T/rr" >"$T/rr.out" 2>&1
 kept=$(sed -n 's/^workspace kept: //p' "$T/rr.out")
 [ -s "$kept/trace.jsonl" ] || { tail "$T/rr.out"; fail "the two-round replay kept no trace"; }

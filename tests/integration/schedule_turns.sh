@@ -17,9 +17,13 @@ command -v psql >/dev/null || fail "psql is not installed (make deps)"
 steps() { jq -c 'select(.step != null) | [.step, .turn, .conn, .exchange, .cand, .sql, .forced, .waits_on, .deadlock]' "$1" | sort -t, -k1.2n; }
 forced_in() { jq -s '[.[] | select(.forced != null)] | length' "$@"; }
 
-# The first step at which two traces' schedules differ (empty: none).
+# The first step at which two traces' schedules decided differently (the
+# exchange admitted, who was waiting, what forced it; empty: none).  A lock
+# wait or a deadlock is an outcome, which a later step can change (the
+# step that closes a cycle makes an earlier one its victim).
+decisions() { jq -c 'select(.step != null) | [.step, .turn, .conn, .exchange, .cand, .sql, .forced]' "$1" | sort -t, -k1.2n; }
 first_diff() {
-	diff <(steps "$1") <(steps "$2") | sed -n 's/^< \[\([0-9]*\),.*/\1/p' | head -n 1  || true
+	diff <(decisions "$1") <(decisions "$2") | sed -n 's/^< \[\([0-9]*\),.*/\1/p' | head -n 1  || true
 }
 # Whether a step of trace $1 before step $2 ended a transaction that woke
 # several lock waiters at once ("wakes": PostgreSQL's order, gate.h).
