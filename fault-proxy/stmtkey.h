@@ -1,0 +1,73 @@
+/*
+ * What an exchange hits, as a key a plan can name (docs/plan.md): the same
+ * statement gives the same key however a client sends it, and a key does
+ * not move when other statements are added around it.
+ *
+ * PostgreSQL: a 64-bit FNV-1a hash of the statement text normalized by a
+ * small lexer: comments dropped (nested block comments too), whitespace
+ * folded to one space between tokens, unquoted words lower-cased (keywords
+ * and identifiers: PostgreSQL folds both), and every literal -- quoted
+ * strings (E'', B'', X'', U&'', N''), dollar-quoted strings, numbers, the
+ * words true, false and null, and parameters $1, $2 ... -- one placeholder
+ * "?", a sign before a number in an operand's place included.  So psql's
+ * inline literals, psycopg2's client-side interpolation and libpq's
+ * parameters give one key.  Quoted identifiers keep their case.  The text
+ * is streamed (sk_feed, any number of pieces); past STMTKEY_MAX bytes it
+ * is keyed by what came.
+ *
+ * HTTP: the method and the path, numeric, UUID and long hex segments as
+ * "{}", no query string: "POST /refunds/{}".
+ *
+ * Key 0 is "unknown" (a Bind of a statement the proxy never saw Parsed,
+ * SQL EXECUTE of a prepared statement): a plan never names it.
+ */
+#ifndef SOAK_PROXY_STMTKEY_H
+#define SOAK_PROXY_STMTKEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define STMTKEY_MAX	(60u * 1024)	/* statement bytes keyed */
+#define STMTKEY_WORD	32		/* the last word kept, for context */
+
+struct stmtkey {
+	uint64_t	 h;
+	size_t		 fed;		/* bytes seen */
+	int		 st;		/* lexer state */
+	int		 depth;		/* block comment nesting */
+	bool		 estr;		/* an E'' string: backslash escapes */
+	bool		 bs;		/* ... and a backslash came */
+	char		 tag[64];	/* a dollar quote's tag, "$tag$" */
+	size_t		 taglen, tagpos;
+	char		 word[STMTKEY_WORD];	/* the word being read, lowered */
+	size_t		 wlen;
+	/* the last token emitted, for a sign's meaning */
+	char		 last[STMTKEY_WORD];
+	bool		 any;		/* a token was emitted */
+	bool		 execute;	/* it began with the word EXECUTE */
+	char		 held;		/* a sign held back ('-', '+'), or 0 */
+	char		 op[8];		/* an operator being read */
+	size_t		 oplen;
+	/* stmtkey_norm: the normalized text too (NULL: not wanted) */
+	char		*out;
+	size_t		 outcap, outlen;
+};
+
+void		 sk_init(struct stmtkey *k);
+void		 sk_feed(struct stmtkey *k, const char *p, size_t n);
+/* The key of what was fed; 0 for SQL EXECUTE (unknown). */
+uint64_t	 sk_done(struct stmtkey *k);
+/* One whole statement. */
+uint64_t	 stmtkey_sql(const char *sql, size_t n);
+/*
+ * The key of an HTTP request line ("POST /refunds/42?x=1 HTTP/1.1"); norm
+ * gets "POST /refunds/{}" (cut to normlen).  0 when it is not a request
+ * line.
+ */
+uint64_t	 stmtkey_http(const char *line, size_t n, char *norm,
+		    size_t normlen);
+/* The normalized text of a statement, for tests and people (cut to len). */
+void		 stmtkey_norm(const char *sql, size_t n, char *out, size_t len);
+
+#endif

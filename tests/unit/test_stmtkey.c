@@ -1,0 +1,166 @@
+/*
+ * Statement keys (fault-proxy/stmtkey.c): psql's inline literals,
+ * psycopg2's interpolation and libpq's parameters give one key; comments,
+ * case and spacing do not matter; different statements differ; a binary
+ * minus is not a literal's sign; the lexer streams; HTTP paths lose their
+ * ids and query strings.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fault-proxy/stmtkey.h"
+
+static uint64_t
+key(const char *s)
+{
+	return stmtkey_sql(s, strlen(s));
+}
+
+static void
+norm_is(const char *sql, const char *want)
+{
+	char	out[512];
+
+	stmtkey_norm(sql, strlen(sql), out, sizeof(out));
+	if (strcmp(out, want) != 0)
+		fail_msg("norm(%s) = \"%s\", want \"%s\"", sql, out, want);
+}
+
+static void
+same(const char *a, const char *b)
+{
+	if (key(a) != key(b)) {
+		char	na[512], nb[512];
+
+		stmtkey_norm(a, strlen(a), na, sizeof(na));
+		stmtkey_norm(b, strlen(b), nb, sizeof(nb));
+		fail_msg("keys differ:\n  %s -> %s\n  %s -> %s", a, na, b, nb);
+	}
+}
+
+static void
+differ(const char *a, const char *b)
+{
+	if (key(a) == key(b))
+		fail_msg("keys equal: \"%s\" and \"%s\"", a, b);
+}
+
+static void
+test_literals_and_parameters(void **state)
+{
+	(void)state;
+	same("SELECT n FROM counter WHERE id = 1",
+	    "select  n\n\tfrom counter WHERE id = $1");
+	same("SELECT n FROM counter WHERE id = 1",
+	    "SELECT n FROM counter WHERE id = '1'");
+	same("UPDATE t SET n = -5 WHERE id = 1", "UPDATE t SET n = $1 WHERE id = $2");
+	same("UPDATE t SET n = n - 1", "UPDATE t SET n = n - $1");
+	differ("UPDATE t SET n = n - 1", "UPDATE t SET n = n + 1");
+	differ("UPDATE t SET n = n - 1", "UPDATE t SET n = ?");
+	same("SELECT E'it\\'s', 'a''b', $$x'y$$, $tag$ $$ $tag$",
+	    "SELECT $1, $2, $3, $4");
+	same("SELECT B'101', X'1F', N'x', U&'d\\0061'", "SELECT $1, $2, $3, $4");
+	same("INSERT INTO t (a, b, c) VALUES (NULL, true, FALSE)",
+	    "INSERT INTO t (a, b, c) VALUES ($1, $2, $3)");
+	same("SELECT 1.5e-3, .5, 0x1F, 1_000", "SELECT $1, $2, $3, $4");
+	same("SELECT '5'::int", "SELECT $1::int");
+	same("SELECT * FROM t LIMIT -1", "SELECT * FROM t LIMIT $1");
+	same("SELECT a[1:2] FROM t", "SELECT a[$1:$2] FROM t");
+	norm_is("UPDATE t SET n = n - 1 WHERE id = 7", "update t set n = n - ? where id = ?");
+	norm_is("SELECT t.col FROM t", "select t . col from t");
+	norm_is("SELECT '5'::int", "select ? :: int");
+}
+
+static void
+test_comments_case_space(void **state)
+{
+	(void)state;
+	same("SELECT a FROM t -- why\n", "/* a /* nested */ comment */ select A\nfrom\tT");
+	same("SELECT a-- c\nFROM t", "SELECT a FROM t");
+	same("SELECT 2/*x*/-1", "SELECT 2 - 1");
+	differ("SELECT \"Foo\" FROM t", "SELECT \"foo\" FROM t");
+	same("SELECT Foo FROM t", "select foo from t");
+	differ("SELECT a FROM t", "SELECT b FROM t");
+	differ("BEGIN", "COMMIT");
+	norm_is("  BEGIN ; ", "begin ;");
+}
+
+static void
+test_execute_unknown(void **state)
+{
+	(void)state;
+	assert_int_equal(key("EXECUTE stmt(1, 2)"), 0);
+	assert_int_equal(key("  /* c */ execute s"), 0);
+	assert_int_not_equal(key("SELECT execute FROM t"), 0);
+	assert_int_not_equal(key(""), 0);
+}
+
+static void
+test_streaming(void **state)
+{
+	const char	*sql = "UPDATE orders SET items_reserved = items_reserved + 3, "
+	    "note = E'a\\'b' /* c */ WHERE id = -1 AND tag = $x$y$x$ -- z\n";
+	struct stmtkey	 k;
+	size_t		 i, n = strlen(sql);
+	char		*big;
+
+	(void)state;
+	sk_init(&k);
+	for (i = 0; i < n; i++)
+		sk_feed(&k, sql + i, 1);
+	assert_int_equal(sk_done(&k), key(sql));
+	/* past STMTKEY_MAX, what came is the key */
+	big = malloc(STMTKEY_MAX + 100);
+	assert_non_null(big);
+	memset(big, 'a', STMTKEY_MAX + 100);
+	memcpy(big, "SELECT ", 7);
+	assert_int_equal(stmtkey_sql(big, STMTKEY_MAX + 100),
+	    stmtkey_sql(big, STMTKEY_MAX));
+	free(big);
+}
+
+static void
+test_http(void **state)
+{
+	char		 n1[128], n2[128];
+	const char	*a = "POST /refunds/42?dispute=7 HTTP/1.1";
+	const char	*b = "POST /refunds/977 HTTP/1.1";
+
+	(void)state;
+	assert_int_equal(stmtkey_http(a, strlen(a), n1, sizeof(n1)),
+	    stmtkey_http(b, strlen(b), n2, sizeof(n2)));
+	assert_string_equal(n1, "POST /refunds/{}");
+	assert_int_not_equal(stmtkey_http("GET /refunds/1 HTTP/1.1", 23, NULL, 0),
+	    stmtkey_http(b, strlen(b), NULL, 0));
+	(void)stmtkey_http("GET /v1/orders/3f2b1c4e-9a7d-4e2b-8c1f-0a9b8c7d6e5f/items HTTP/1.1",
+	    66, n1, sizeof(n1));
+	assert_string_equal(n1, "GET /v1/orders/{}/items");
+	(void)stmtkey_http("GET /blobs/deadbeef42 HTTP/1.1", 30, n1, sizeof(n1));
+	assert_string_equal(n1, "GET /blobs/{}");
+	(void)stmtkey_http("GET /cafe HTTP/1.1", 18, n1, sizeof(n1));
+	assert_string_equal(n1, "GET /cafe");
+	(void)stmtkey_http("GET / HTTP/1.1", 14, n1, sizeof(n1));
+	assert_string_equal(n1, "GET /");
+	assert_int_equal(stmtkey_http("not a request", 13, NULL, 0), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_literals_and_parameters),
+		cmocka_unit_test(test_comments_case_space),
+		cmocka_unit_test(test_execute_unknown),
+		cmocka_unit_test(test_streaming),
+		cmocka_unit_test(test_http),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
