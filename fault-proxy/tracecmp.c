@@ -452,7 +452,7 @@ static enum pcmp
 proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
     char *out, size_t len, uint64_t *steps)
 {
-	char		 sa[640], sb[640], what[160], cuts[256];
+	char		 sa[640], sb[640], what[160], cuts[256], same[256];
 	size_t		 i, m = a->prefix < b->prefix ? a->prefix : b->prefix;
 	const struct pside *l;
 	uint64_t	 more;
@@ -499,27 +499,39 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 		more = l->known ? l->total - m : l->n - m;
 		if (m < l->prefix) {
 			put_step(sa, sizeof(sa), "it", &l->v[m]);
-			snprintf(out, len, "the same for %zu steps, then %s took %s%" PRIu64
-			    " more (the first, step %" PRIu64 " of proxy %s: %s)", m, l->who,
-			    l->known ? "" : "at least ", more, l->v[m].step, name, sa);
+			snprintf(out, len, "the same for %zu step%s, then %s took %s%"
+			    PRIu64 " more (the first, step %" PRIu64 " of proxy %s: %s)",
+			    m, m == 1 ? "" : "s", l->who, l->known ? "" : "at least ",
+			    more, l->v[m].step, name, sa);
 		} else
-			snprintf(out, len, "the same for %zu steps, then %s took %s%" PRIu64
-			    " more (of proxy %s)", m, l->who, l->known ? "" : "at least ",
-			    more, name);
+			snprintf(out, len, "the same for %zu step%s, then %s took %s%"
+			    PRIu64 " more (of proxy %s)", m, m == 1 ? "" : "s", l->who,
+			    l->known ? "" : "at least ", more, name);
 		return PC_DIFF;
 	}
 	put_cuts(cuts, sizeof(cuts), a, b);
 	if (a->known && b->known) {
-		snprintf(out, len, "the same for the first %zu steps of proxy %s, as "
-		    "far as both traces were kept, and different after them (%s; "
-		    "the run took %" PRIu64 " steps, %s %" PRIu64 ", and the digests "
-		    "of their whole schedules differ)", m, name, cuts, a->total,
-		    b->who, b->total);
+		snprintf(same, sizeof(same), "the same for the first %zu step%s of "
+		    "proxy %s, which both traces kept, and different after them",
+		    m, m == 1 ? "" : "s", name);
+		snprintf(out, len, "%s (%s; the run took %" PRIu64 " steps, %s %"
+		    PRIu64 ", and the digests of their whole schedules differ)",
+		    m > 0 ? same : "", cuts, a->total, b->who, b->total);
+		if (m == 0)
+			snprintf(out, len, "different on proxy %s past where the "
+			    "traces were kept (%s; the run took %" PRIu64 " steps, %s %"
+			    PRIu64 ", and the digests of their whole schedules differ)",
+			    name, cuts, a->total, b->who, b->total);
 		return PC_DIFF;
 	}
-	snprintf(out, len, "the same for the first %zu steps of proxy %s, as far "
-	    "as the traces were kept (%s, without the digest of its whole "
-	    "schedule): the rest was not compared", m, name, cuts);
+	if (m == 0)
+		snprintf(out, len, "not compared on proxy %s: %s before its first "
+		    "step, without the digest of its whole schedule", name, cuts);
+	else
+		snprintf(out, len, "the same for the first %zu step%s of proxy %s, "
+		    "as far as the traces were kept (%s, without the digest of its "
+		    "whole schedule): the rest was not compared", m, m == 1 ? "" :
+		    "s", name, cuts);
 	return PC_UNKNOWN;
 }
 
