@@ -640,8 +640,14 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	/* Counted once, as the seed ended; a pass keeps only the sums. */
 	s->forced = cov_seed_forced(json_object_get(detail, "coverage"));
 	cov_add(c->cov, json_object_get(detail, "coverage"));
-	if (verdict == VERDICT_PASS)
-		json_object_del(detail, "coverage");
+	if (verdict == VERDICT_PASS && json_object_get(detail, "coverage") != NULL) {
+		/* a copy: the journal's event may still hold this one */
+		json_t	*d = json_copy(detail);
+
+		json_object_del(d, "coverage");
+		json_decref(detail);
+		detail = d;
+	}
 	json_decref(s->detail);
 	s->detail = detail;
 	pass_compact(s);

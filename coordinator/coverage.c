@@ -538,12 +538,14 @@ cov_summary(FILE *f, const struct cov *c)
 			if (forced > 0)
 				put_kinds(f, " (", x->forced, NULL);
 		}
-		fprintf(f, "; %" PRIu64 " lock wait%s", x->lock_waits,
-		    x->lock_waits == 1 ? "" : "s");
 		dl = kinds_sum(x->deadlocks);
-		if (dl == 0)
+		/* what PostgreSQL said of a scheduled proxy's statements */
+		if (mode != NULL || x->lock_waits > 0 || dl > 0)
+			fprintf(f, "; %" PRIu64 " lock wait%s", x->lock_waits,
+			    x->lock_waits == 1 ? "" : "s");
+		if (mode != NULL && dl == 0)
 			fprintf(f, ", no deadlock");
-		else
+		else if (dl > 0)
 			fprintf(f, ", %" PRIu64 " deadlock%s: %" PRIu64 " broken by "
 			    "soak, %" PRIu64 " by PostgreSQL", dl, dl == 1 ? "" : "s",
 			    kind_get(x->deadlocks, "soak"),
