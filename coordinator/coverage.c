@@ -558,9 +558,13 @@ cov_summary(FILE *f, const struct cov *c)
 		    "broken in %" PRIu64 "\n", c->cfg->invariants[i].name,
 		    c->inv_checked[i], c->inv_checked[i] == 1 ? "" : "s",
 		    c->inv_broken[i]);
-	fprintf(f, "    %" PRIu64 " forced decision%s in %" PRIu64 " of %" PRIu64
-	    " seeds\n", c->forced, c->forced == 1 ? "" : "s", c->forced_seeds,
-	    c->seeds);
+	for (i = 0; i < c->cfg->nproxies && !c->px[i].p->schedule.enabled; i++)
+		;
+	/* a timeout's decisions: only a schedule makes them */
+	if (i < c->cfg->nproxies || c->forced > 0)
+		fprintf(f, "    %" PRIu64 " forced decision%s in %" PRIu64 " of %"
+		    PRIu64 " seeds\n", c->forced, c->forced == 1 ? "" : "s",
+		    c->forced_seeds, c->seeds);
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		const struct cfg_schedule	*s = &c->px[i].p->schedule;
 		double				 p;
