@@ -120,8 +120,10 @@ test_sums_and_warnings(void **state)
 	add(c, SEED(30, "{\"arrival\":1,\"watchdog\":1}"));
 	add(c, "{\"invariants\":[[2,1],[0,0]]}");	/* no proxy opened */
 	cov_add(c, NULL);				/* none reported: not a seed */
-	assert_int_equal(cov_seed_forced(json_pack("{s:{s:{s:{s:i,s:i}}}}",
-	    "proxies", "db", "forced", "arrival", 2, "blocked", 3)), 5);
+	j = json_pack("{s:{s:{s:{s:i,s:i}}}}", "proxies", "db", "forced", "arrival",
+	    2, "blocked", 3);
+	assert_int_equal(cov_seed_forced(j), 5);
+	json_decref(j);
 	j = cov_json(c);
 	assert_int_equal(json_integer_value(json_object_get(j, "seeds")), 4);
 	db = json_object_get(json_object_get(j, "proxies"), "db");
