@@ -446,11 +446,11 @@ put_cuts(char *buf, size_t len, const struct pside *a, const struct pside *b)
 
 /*
  * One proxy's schedules compared; out gets the sentence (without the
- * "schedule:" of replay's line), *steps the steps found the same.
+ * "schedule:" of replay's line).
  */
 static enum pcmp
 proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
-    char *out, size_t len, uint64_t *steps)
+    char *out, size_t len)
 {
 	char		 sa[640], sb[640], what[160], cuts[256], same[256];
 	size_t		 i, m = a->prefix < b->prefix ? a->prefix : b->prefix;
@@ -459,7 +459,6 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 	unsigned	 d;
 	bool		 a_ends, b_ends;
 
-	*steps = 0;
 	if (a->n == 0 && b->n == 0 && (!a->known || a->total == 0) &&
 	    (!b->known || b->total == 0))
 		return PC_NONE;
@@ -471,12 +470,9 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 		put_differs(what, sizeof(what), d);
 		snprintf(out, len, "left the run's at step %" PRIu64 " of proxy %s: "
 		    "%s; %s (they differ in %s)", a->v[i].step, name, sa, sb, what);
-		*steps = i;
 		return PC_DIFF;
 	}
-	*steps = m;
 	if (a->known && b->known && a->total == b->total && a->digest == b->digest) {
-		*steps = a->total;
 		if (a->trace->cut || b->trace->cut) {
 			put_cuts(cuts, sizeof(cuts), a, b);
 			snprintf(out, len, "all %" PRIu64 " steps of proxy %s (%s; the "
@@ -584,7 +580,6 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 	struct pside	 pa, pb;
 	char		**names = NULL, *one, againw[64];
 	size_t		 nnames, i, k, nsame = 0, o = 0;
-	uint64_t	 steps;
 	enum pcmp	*res = NULL;
 	char		(*words)[1536] = NULL;
 	int		 rc = 0, first = -1;
@@ -604,8 +599,7 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 	for (i = 0; i < nnames; i++) {
 		pside_init(&pa, "the run", &a, names[i]);
 		pside_init(&pb, again, &b, names[i]);
-		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]),
-		    &steps);
+		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]));
 		if (res[i] == PC_SAME)
 			nsame++;
 		if (res[i] == PC_DIFF && first == -1)
