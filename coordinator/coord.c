@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/queue.h"
 #include "common/util.h"
+#include "coordinator/coverage.h"
 #include "coordinator/fingerprint.h"
 #include "fault-proxy/proxy.h"
 
@@ -90,6 +91,7 @@ struct coord {
 	char			*halt_asked;	/* coord_halt from a callback: at the next entry */
 	int			 halt_asked_status;
 	int			 halt_status;	/* its exit status: 78 or 2 */
+	struct cov		*cov;		/* what the final attempts exercised */
 };
 
 static uint64_t
@@ -128,6 +130,7 @@ coord_new(const struct coord_opts *o, char *err)
 	queue_init(&c->returned, sizeof(uint64_t));
 	queue_init(&c->retry, sizeof(uint64_t));
 	queue_init(&c->confirm, sizeof(uint64_t));
+	c->cov = cov_new(o->cfg);
 	for (i = 0; i < n; i++) {
 		c->seeds[i].seed = o->seeds.first + i;
 	}
@@ -156,6 +159,7 @@ coord_free(struct coord *c)
 	queue_free(&c->returned);
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
+	cov_free(c->cov);
 	free(c->halt_why);
 	free(c->halt_asked);
 	free(c->leases);
@@ -296,24 +300,26 @@ final_call(struct coord *c, const struct coord_seed *s)
 
 /*
  * A confirming re-run that did not reproduce, under a schedule: where its
- * schedule left the run's (the first step whose choice or candidates
- * differ), or that it did not, into rec's "schedule".  The traces are the
- * details' (their first lines), so a long schedule is compared as far as
- * both kept it.
+ * schedule left the run's (the first step of a proxy whose exchange,
+ * turns waiting, statement, forced decision, lock wait or deadlock
+ * differ), or that it did not, into rec's "schedule".  The details' traces
+ * are their first lines; a cut one's marker carries the digests of its
+ * whole schedules, so the comparison is whole, or says where it stopped
+ * (proxy_schedule_diff).
  */
 static void
 confirm_schedule(const json_t *run, const json_t *again, json_t *rec)
 {
 	json_t	*a = json_object_get(run, "trace"), *b = json_object_get(again,
 		    "trace");
-	char	 out[1024];
+	char	 out[4096];
 
-	if (!json_is_string(a) || !json_is_string(b) ||
-	    strstr(json_string_value(a), "\"step\":") == NULL)
+	if (!json_is_string(a) && !json_is_string(b))
 		return;
-	if (proxy_schedule_diff(json_string_value(a), json_string_length(a),
-	    json_string_value(b), json_string_length(b), "the re-run", out,
-	    sizeof(out)) >= 0)
+	if (proxy_schedule_diff(json_is_string(a) ? json_string_value(a) : "",
+	    json_string_length(a), json_is_string(b) ? json_string_value(b) : "",
+	    json_string_length(b), "the re-run", out, sizeof(out)) >= 0 &&
+	    out[0] != '\0')
 		json_object_set_new(rec, "schedule", json_string(out));
 }
 
@@ -344,10 +350,14 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 		mine = fingerprint(c, s->why, s->detail);
 		json_object_set_new(s->detail, "reproduced",
 		    json_boolean(fp != NULL && strcmp(fp, mine) == 0));
+		/* Failing as another bug is not passing: said apart. */
+		json_object_set_new(rec, "outcome", json_string(fp == NULL ? "passed" :
+		    strcmp(fp, mine) == 0 ? "reproduced" : "failed_differently"));
 		if (fp == NULL || strcmp(fp, mine) != 0)
 			confirm_schedule(s->detail, detail, rec);
 		free(mine);
-	}
+	} else
+		json_object_set_new(rec, "outcome", json_string("infra"));
 	json_object_set_new(s->detail, "confirm", rec);
 	log_debug("seed %" PRIu64 ": confirming re-run on worker %u: %s %s", s->seed,
 	    worker, msg_verdict_name(verdict), reason_name(why));
@@ -627,6 +637,17 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	s->why = why;
 	s->worker = worker;
 	s->duration_ms = duration_ms;
+	/* Counted once, as the seed ended; a pass keeps only the sums. */
+	s->forced = cov_seed_forced(json_object_get(detail, "coverage"));
+	cov_add(c->cov, json_object_get(detail, "coverage"));
+	if (verdict == VERDICT_PASS && json_object_get(detail, "coverage") != NULL) {
+		/* a copy: the journal's event may still hold this one */
+		json_t	*d = json_copy(detail);
+
+		json_object_del(d, "coverage");
+		json_decref(detail);
+		detail = d;
+	}
 	json_decref(s->detail);
 	s->detail = detail;
 	pass_compact(s);
@@ -1462,6 +1483,12 @@ coord_seeds(const struct coord *c, uint64_t *n)
 	return c->seeds;
 }
 
+const struct cov *
+coord_coverage(const struct coord *c)
+{
+	return c->cov;
+}
+
 json_t *
 coord_workers_json(const struct coord *c)
 {
@@ -1686,6 +1713,8 @@ coord_dump(const struct coord *c)
 		    "confirm_attempt", (int)s->confirm_attempt));
 		json_object_set_new(json_array_get(seeds, i), "turns", json_pack("[I, I]",
 		    (json_int_t)s->ok_turns, (json_int_t)s->total_turns));
+		json_object_set_new(json_array_get(seeds, i), "forced",
+		    json_integer(s->forced));
 	}
 	for (i = 0; i < c->nleases; i++) {
 		const struct lease	*l = &c->leases[i];
@@ -1709,7 +1738,7 @@ coord_dump(const struct coord *c)
 		    "quarantined", w->quarantined));
 	}
 	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
-	    "s:i, s:b, s:s?, s:i}",
+	    "s:i, s:b, s:s?, s:i, s:o}",
 	    "seeds", seeds, "leases", leases, "workers", workers,
 	    "returned", q_json(&c->returned), "retry", q_json(&c->retry),
 	    "confirm", q_json(&c->confirm), "next_fresh", (json_int_t)c->next_fresh,
@@ -1717,5 +1746,5 @@ coord_dump(const struct coord *c)
 	    (json_int_t)c->nconfirm_open, "retries", (json_int_t)c->retries,
 	    "nquarantined", (int)c->nquarantined, "early_seen", (int)c->early_seen,
 	    "early_off", c->early_off, "halt_why", c->halt_why,
-	    "halt_status", c->halt_status);
+	    "halt_status", c->halt_status, "coverage", cov_json(c->cov));
 }

@@ -74,6 +74,8 @@ struct coord_seed {
 						   "reproduced" and "confirm" are
 						   added by the confirming re-run */
 	uint32_t		 ok_turns, total_turns;	/* a pass without detail */
+	uint32_t		 forced;	/* the final attempt's forced decisions
+						   (coordinator/coverage.h) */
 	enum coord_confirm	 confirm;
 	uint32_t		 confirm_attempt;
 };
@@ -227,6 +229,9 @@ const struct coord_seed	*coord_seeds(const struct coord *c, uint64_t *n);
  * reference): what a replay must rebuild exactly (tests, debugging).
  */
 json_t		*coord_dump(const struct coord *c);
+/* What the seeds' final attempts exercised (coordinator/coverage.h). */
+struct cov;
+const struct cov	*coord_coverage(const struct coord *c);
 /* Workers as JSON [{id, host, name, pid, seeds}] (new reference). */
 json_t		*coord_workers_json(const struct coord *c);
 

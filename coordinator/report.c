@@ -15,6 +15,7 @@
 #include "common/soak.h"
 #include "common/util.h"
 #include "common/verdict.h"
+#include "coordinator/coverage.h"
 #include "coordinator/fingerprint.h"
 
 /* The fingerprint of a final seed. */
@@ -26,18 +27,32 @@ seed_fingerprint(const struct cfg *cfg, const struct coord_seed *s)
 }
 
 const char *
-report_reproduced(const struct coord_seed *s)
+report_reproduced(const struct cfg *cfg, const struct coord_seed *s, char *buf,
+    size_t len)
 {
-	json_t	*rep = json_object_get(s->detail, "reproduced");
+	json_t		*rep = json_object_get(s->detail, "reproduced");
+	const char	*again = json_string_value(json_object_get(json_object_get(
+			    s->detail, "confirm"), "fingerprint"));
+	char		*mine;
 
+	buf[0] = '\0';
 	if (s->confirm != CONFIRM_DONE)
-		return "";
+		return buf;
 	if (json_is_true(rep))
-		return "reproduced it";
-	if (json_is_false(rep))
-		return "did NOT reproduce it (it depends on more than the seed, "
-		    "timing most often: a replay may need tries)";
-	return "ended infra; reproduction unknown";
+		snprintf(buf, len, "reproduced it");
+	else if (json_is_false(rep) && again != NULL) {
+		/* It failed, as another bug: not a pass, and not this one. */
+		mine = seed_fingerprint(cfg, s);
+		snprintf(buf, len, "failed differently: %s, where the run failed "
+		    "with %s (another bug, or this one showing another way: it "
+		    "depends on more than the seed)", again, mine);
+		free(mine);
+	} else if (json_is_false(rep))
+		snprintf(buf, len, "did NOT reproduce it (it depends on more than "
+		    "the seed, timing most often: a replay may need tries)");
+	else
+		snprintf(buf, len, "ended infra; reproduction unknown");
+	return buf;
 }
 
 /* Shell-quotes only when needed, so the common command stays copyable. */
@@ -161,7 +176,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		fp = seed_fingerprint(m->cfg, s);
 	if (s->verdict != VERDICT_PASS)
 		fdir = xasprintf("failures/%" PRIu64, s->seed);
-	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o}",
+	r = json_pack("{s:I, s:s, s:o, s:s, s:i, s:I, s:o, s:o, s:o, s:I, s:o, s:o, s:o, s:o, s:s, s:o}",
 	    "seed", (json_int_t)s->seed,
 	    "verdict", msg_verdict_name(s->verdict),
 	    "reason", s->why != REASON_NONE ? json_string(reason_name(s->why)) :
@@ -172,6 +187,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "round", jref(d, "round", json_null()),
 	    "ok_turns", jref(d, "ok_turns", json_integer(0)),
 	    "total_turns", jref(d, "total_turns", json_integer(0)),
+	    "forced", (json_int_t)s->forced,
 	    "fingerprint", fp ? json_string(fp) : json_null(),
 	    "invariants", jref(d, "invariants", json_array()),
 	    "attempts", coord_seed_attempts(s),
@@ -190,6 +206,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		json_object_set(r, "truncated", json_object_get(d, "truncated"));
 	if (full) {
 		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
+		if (json_object_get(d, "coverage"))
+			json_object_set(r, "coverage", json_object_get(d, "coverage"));
 		if (json_object_get(d, "workspace"))
 			json_object_set(r, "workspace", json_object_get(d, "workspace"));
 	}
@@ -521,6 +539,8 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "missing_seeds", missing_json(seeds, ns));
 	free(started);
 	free(finished);
+	if (root != NULL)
+		json_object_set_new(root, "coverage", cov_json(coord_coverage(c)));
 	if (root == NULL) {
 		errf(err, "cannot build report.json (internal error)");
 		return -1;
@@ -619,7 +639,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		char			*replay = report_replay_here(m->cfg_path, s->seed);
 		char			*words = fp_words(reason_name(s->why),
 					    json_object_get(s->detail, "invariants"));
-		char			 msg[LOG_ESC_LEN];
+		char			 msg[LOG_ESC_LEN], rep[1024];
 		const char		*sched;
 
 		/* Like pytest's short summary: what, how often, why, how to see it. */
@@ -629,8 +649,8 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		first_line(s, msg, sizeof(msg));
 		if (*msg)
 			fprintf(f, "        %s\n", msg);
-		if (*report_reproduced(s))
-			fprintf(f, "        a confirming re-run %s\n", report_reproduced(s));
+		if (*report_reproduced(m->cfg, s, rep, sizeof(rep)))
+			fprintf(f, "        a confirming re-run %s\n", rep);
 		if ((sched = json_string_value(json_object_get(json_object_get(
 		    s->detail, "confirm"), "schedule"))) != NULL)
 			fprintf(f, "        its schedule: %s\n", sched);
@@ -652,6 +672,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 			    json_string_value(json_object_get(w, "name")),
 			    json_string_value(json_object_get(w, "quarantined")));
 	json_decref(workers);
+	cov_summary(f, coord_coverage(c));
 	if (m->halted)
 		fprintf(f, "\n  the run stopped early: %s\n", m->halted);
 	fprintf(f, "\n  report: %s/report.json\n", m->out_dir);

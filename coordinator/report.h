@@ -26,8 +26,14 @@ struct report_meta {
 	const char		*halted;	/* why the run stopped early, or NULL */
 };
 
-/* What the confirming re-run of s showed, in words ("" when there was none). */
-const char *report_reproduced(const struct coord_seed *s);
+/*
+ * What the confirming re-run of s showed, in words, into buf ("" when there
+ * was none): "reproduced it", "did NOT reproduce it (...)" when it passed,
+ * "failed differently: FP, where the run failed with FP" naming both
+ * fingerprints, or "ended infra; ...".  Returns buf.
+ */
+const char *report_reproduced(const struct cfg *cfg, const struct coord_seed *s,
+	    char *buf, size_t len);
 /*
  * The command that replays seed (heap), the soak binary as it was invoked
  * (common/self.h), every word shell-quoted when it needs it:

@@ -441,6 +441,7 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	json_t			*invs = json_object_get(s->detail, "invariants");
 	json_t			*msgj = json_object_get(s->detail, "message");
 	char			*fp, *words, *line, msg[LOG_ESC_LEN], err[ERR_LEN];
+	char			 rep[1024];
 
 	(void)c;
 	if (report_failure(r->meta, s, err) == -1)
@@ -450,7 +451,7 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	words = fp_words(reason_name(s->why), invs);
 	if (s->confirm == CONFIRM_DONE) {
 		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
-		    words, report_reproduced(s));
+		    words, report_reproduced(r->meta->cfg, s, rep, sizeof(rep)));
 		free(words);
 		return;
 	}

@@ -600,10 +600,13 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	if (json_is_boolean(rep)) {
 		const json_t	*cf = json_object_get(first, "confirm");
 		const char	*cfp = jstr(cf, "fingerprint");
+		const char	*mine = jstr(first, "fingerprint");
+		bool		 other = json_is_false(rep) && cfp != NULL;
 
 		fprintf(f, "Confirming re-run of seed %" PRIu64 ": ", t->seeds[0]);
 		fputs(d == TK_JIRA ? "*" : "**", f);
-		fputs(json_is_true(rep) ? "reproduced" : "did not reproduce", f);
+		fputs(json_is_true(rep) ? "reproduced" : other ? "failed differently" :
+		    "did not reproduce", f);
 		fputs(d == TK_JIRA ? "*" : "**", f);
 		if (json_is_integer(json_object_get(cf, "worker")))
 			fprintf(f, " (worker %" JSON_INTEGER_FORMAT ")",
@@ -620,9 +623,16 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 			if (cfp != NULL) {
 				fputs(" (fingerprint ", f);
 				tk_put_code(f, d, cfp, 2 * TK_CELL_MAX, false);
+				if (mine != NULL) {
+					fputs(", not this ticket's ", f);
+					tk_put_code(f, d, mine, 2 * TK_CELL_MAX, false);
+				}
 				fputc(')', f);
 			}
-			fputs(". The failure depends on more than the seed "
+			fputs(other ? ". It failed, but as another bug, or as this one "
+			    "showing another way: the failure depends on more than the "
+			    "seed (timing, most often), and a replay may need a few "
+			    "tries" : ". The failure depends on more than the seed "
 			    "(timing, most often): a replay may need a few tries", f);
 		}
 		fputs(".\n\n", f);

@@ -69,6 +69,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "common/config.h"
 
 struct proxy_set;
@@ -206,9 +208,22 @@ struct proxy_trace_rec {
 /*
  * Compares the scheduled steps of two fault traces (a run's and another
  * attempt's, JSON lines; `again` names the other: "this replay", "the
- * re-run"): 0 the same, 1 they differ, -1 a trace does not read; out gets
- * the sentence ("left the run's at step 13 of proxy db: the run admitted
- * turn 2 ... with turns {0,2} waiting; this replay ...").
+ * re-run") proxy by proxy, by name, step by step: a step is the same when
+ * the same exchange (turn, conn, exchange) was admitted with the same
+ * turns waiting (cand), the same statement (sql, else the exchange kind),
+ * the same `forced`, `waits_on` and `deadlock`.  A trace that ends with
+ * a cut's marker line (worker/detail.h) is compared as far as it was kept,
+ * and past that by the marker's "schedule" ({"db": {"steps": N, "digest":
+ * HEX}}, proxy_cov_schedule): the whole schedule, never a guess.
+ * Returns 0 the same (out "the same as the run's, all 24 steps"; "" when
+ * neither trace has a scheduled step), 1 they differ (out says where and
+ * both sides: "left the run's at step 13 of proxy db: the run admitted turn
+ * 2 (conn 0, exchange 3: UPDATE ...) with turns {0,2} waiting; this replay
+ * admitted ... (they differ in the turns waiting)", or "the same for 12
+ * steps, then the run took 12 more (the first, ...)"), 2 the same as far as
+ * a cut trace without digests was kept ("the rest was not compared"), -1 a
+ * trace that does not read or is not a schedule soak wrote (a step twice
+ * or missing, a connection's exchanges out of step order), said in out.
  */
 int			 proxy_schedule_diff(const char *run, size_t runlen,
 			    const char *replay, size_t replaylen, const char *again,
@@ -221,8 +236,8 @@ const char		*proxy_turn_set(uint64_t mask, char *buf, size_t len);
  * steps, pct):" (the mode from cfg's proxy of that name; cfg may be NULL),
  * then one line per step in step order — step, turn, the statement head
  * (`sql`, else the exchange kind in parentheses) and, when the trace says
- * so, "[forced: arrival|blocked]", "[waits on turns {0,2}]" (waits_on) and
- * "[fault: KIND]" (a fault other than none).  A proxy with more than limit
+ * so, "[forced: arrival|blocked]", "[waits on turns {0,2}]" (waits_on),
+ * "[deadlock: soak|postgres]" and "[fault: KIND]" (a fault other than none).  A proxy with more than limit
  * steps (limit 0: no limit) shows its first (limit + 1) / 2 and last
  * limit / 2 steps around "… N more steps".  Returns the text (malloc'd;
  * "" when no line of the trace has a step), or NULL with err filled when a
@@ -232,6 +247,31 @@ char			*proxy_schedule_show(const char *trace, size_t len,
 			    const struct cfg *cfg, size_t limit, char *err);
 int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
+
+/*
+ * What a seed's proxies did (issue 21 item 6), counted from its fault
+ * trace one line at a time, so a trace of any length costs little memory:
+ * proxy_cov_line for each line (-1 with err on a line that is not a JSON
+ * object), or proxy_cov_file for a whole file.  proxy_cov_json: {"db":
+ * {"exchanges", "connections" (distinct (turn, conn) numbers, counted as
+ * each turn's highest conn + 1), "faults": {"lost_reply": n, ...} (the
+ * trace's fault other than none), "latency" (exchanges delayed, latency_ms
+ * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "lock_waits"
+ * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n}}}, zeros
+ * left out, one key per proxy that has a line.  proxy_cov_schedule: the
+ * scheduled proxies' whole schedules, {"db": {"steps": N, "digest":
+ * "16 hex digits"}}, for a cut trace's marker line (proxy_schedule_diff).
+ * Both return new references.
+ */
+struct proxy_cov;
+struct proxy_cov	*proxy_cov_new(void);
+int			 proxy_cov_line(struct proxy_cov *c, const char *line,
+			    size_t len, char *err);
+int			 proxy_cov_file(struct proxy_cov *c, const char *path,
+			    char *err);
+json_t			*proxy_cov_json(const struct proxy_cov *c);
+json_t			*proxy_cov_schedule(const struct proxy_cov *c);
+void			 proxy_cov_free(struct proxy_cov *c);
 
 /* Starts n listeners served by one thread; see proxy_set_open_cfg. */
 struct proxy_set	*proxy_set_open(const struct proxy_listen *l, size_t n,

@@ -195,6 +195,7 @@ detail_trace_free(struct detail_trace *t)
 	if (t == NULL)
 		return;
 	free(t->text);
+	json_decref(t->schedule);
 	memset(t, 0, sizeof(*t));
 }
 
@@ -213,6 +214,8 @@ detail_trace_json(const struct detail_trace *t, const char *full_trace,
 	json_object_set_new(line, "truncated", json_string(m));
 	json_object_set_new(line, "full_trace",
 	    full_trace && (s = json_string(full_trace)) ? s : json_null());
+	if (json_object_size(t->schedule) > 0)
+		json_object_set(line, "schedule", t->schedule);
 	lj = json_dumps(line, JSON_COMPACT);
 	text = xasprintf("%.*s%s%s\n", (int)t->len, t->text ? t->text : "",
 	    t->len > 0 && t->text[t->len - 1] != '\n' ? "\n" : "", lj ? lj : "{}");
@@ -291,6 +294,8 @@ detail_minimal(const json_t *detail, size_t nbytes, size_t max)
 	copy_key(out, detail, "total_turns");
 	/* Small, and what stops a run that cannot go on (common/cfgerr.h). */
 	copy_key(out, detail, "config_error");
+	/* Small, and the run's sums would miss the seed without it. */
+	copy_key(out, detail, "coverage");
 	/* The names make the fingerprint: without them this failure would
 	 * count as another bug. */
 	for (i = 0; i < json_array_size(invs); i++) {

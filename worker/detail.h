@@ -9,7 +9,7 @@
  * what matters, each part within its own cap:
  *
  *	message, round, turn counts, workspace,
- *	config_error			never cut
+ *	config_error, coverage		never cut
  *	invariants (DETAIL_INV_MAX)	every broken invariant's name, SQL,
  *					columns and row_count; then rows, the
  *					first row of each before the second of any
@@ -24,7 +24,8 @@
  * a UTF-8 character (a turn's stdout and stderr tails are already tails of
  * at most TURN_TAIL_MAX bytes each, worker/spawn.c, and count in its cost).  What was left out is said twice: in place (an
  * invariant's "truncated": "truncated: N more rows"; a last trace line
- * {"truncated": "truncated: N more trace lines", "full_trace": PATH}) and in
+ * {"truncated": "truncated: N more trace lines", "full_trace": PATH,
+ * "schedule": {PROXY: {"steps": N, "digest": HEX}}}) and in
  * the detail's "truncated": {"markers": [..], "full_data": DIR}, DIR being
  * where the full data stays (DIR/detail.json: the detail before the cut;
  * the workspace with every turn's stdout.log, stderr.log and the full
@@ -69,6 +70,9 @@ struct detail_trace {
 	size_t		 len;
 	uint64_t	 lines;		/* lines in text */
 	uint64_t	 more;		/* lines left out */
+	/* the whole schedules (proxy_cov_schedule), for the marker; owned,
+	 * NULL: none */
+	json_t		*schedule;
 };
 
 /*
@@ -80,7 +84,9 @@ int	detail_trace_read(const char *path, size_t budget, struct detail_trace *t,
 	    char *err);
 void	detail_trace_free(struct detail_trace *t);
 /* The trace as a JSON string: t's lines, then the marker line if lines were
- * left out (full_trace: where the whole file is, or NULL). */
+ * left out (full_trace: where the whole file is, or NULL), with t's
+ * "schedule" when it has one, so a cut trace is still compared whole
+ * (proxy_schedule_diff). */
 json_t	*detail_trace_json(const struct detail_trace *t, const char *full_trace,
 	    json_t *markers);
 
@@ -98,7 +104,8 @@ json_t	*detail_trim(const json_t *detail, const struct detail_trace *t,
  * The detail that replaces one that does not fit in max bytes (nbytes: its
  * size, 0 if it could not be encoded): the message saying it was dropped
  * and where the full data is, the round, the turn counts, the broken
- * invariants' names (the fingerprint), the config_error, and "truncated".
+ * invariants' names (the fingerprint), the config_error, the coverage,
+ * and "truncated".
  */
 json_t	*detail_minimal(const json_t *detail, size_t nbytes, size_t max);
 

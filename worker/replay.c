@@ -81,20 +81,6 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
 	free(text);
 }
 
-/* The kept workspace's trace.jsonl, whole; NULL when there is none. */
-static char *
-replay_full_trace(const json_t *ws, size_t *len)
-{
-	char	*path, *text, err[ERR_LEN];
-
-	if (!json_is_string(ws))
-		return NULL;
-	path = xasprintf("%s/trace.jsonl", json_string_value(ws));
-	text = read_file(path, 64 << 20, len, err);
-	free(path);
-	return text;
-}
-
 static volatile sig_atomic_t	hold_stop;
 
 static void
@@ -222,7 +208,7 @@ cmd_replay(int argc, char **argv)
 	struct iso_db		 db = { 0 };
 	const char		*out = "soak-replay", *seedarg = NULL, *against = NULL;
 	char			*runtrace = NULL;
-	size_t			 runtrace_len = 0, fulllen = 0;
+	size_t			 runtrace_len = 0;
 	struct cfg_errors	 cerrs = { 0 };
 	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
@@ -279,6 +265,7 @@ cmd_replay(int argc, char **argv)
 	w.keep_dir = xasprintf("%s/failures", outabs);
 	w.timeline = stdout;
 	w.keep_all = keep;
+	w.whole_trace = true;
 	printf("replay of seed %" PRIu64 " of %s (%d turns x %d rounds)\n", seed,
 	    cfg.name, cfg.turns, cfg.rounds);
 	if (wrk_open(&w, err) == -1) {
@@ -292,39 +279,36 @@ cmd_replay(int argc, char **argv)
 	{
 		json_t		*ws = json_object_get(res.detail, "workspace");
 		json_t		*tr = json_object_get(res.detail, "trace");
-		const char	*sched = json_is_string(tr) ? json_string_value(tr) : "";
-		size_t		 schedlen = json_is_string(tr) ? json_string_length(tr) : 0;
-		char		*full;
 
+		if (json_is_string(tr) && json_string_length(tr) > 0)
+			printf("\nfault trace:\n%s", json_string_value(tr));
 		/*
 		 * The detail's trace is cut to its first lines, which are in
 		 * turn order: a long schedule would lose whole turns' steps.
-		 * The kept workspace holds all of it.
+		 * The interleaving and the comparison read the whole trace.
 		 */
-		if ((full = replay_full_trace(ws, &fulllen)) != NULL) {
-			sched = full;
-			schedlen = fulllen;
-		}
-		if (json_is_string(tr) && json_string_length(tr) > 0)
-			printf("\nfault trace:\n%s", json_string_value(tr));
-		replay_schedule(&cfg, sched, schedlen, verbose);
+		if (res.trace != NULL && (json_is_string(tr) || json_is_string(ws)))
+			replay_schedule(&cfg, res.trace, res.trace_len, verbose);
+		else if (json_is_string(tr))
+			replay_schedule(&cfg, json_string_value(tr),
+			    json_string_length(tr), verbose);
 		/*
-		 * Against the detail's trace, cut as the run's file of it was
-		 * (RUN/failures/N/trace.jsonl is the detail's), so a long
-		 * schedule compares the same lines on both sides.
+		 * The run's trace may be cut (RUN/failures/N/trace.jsonl is the
+		 * detail's): its marker line holds the digests of its whole
+		 * schedules, so the comparison is whole, or says where it
+		 * stopped.  Nothing scheduled on either side: no line.
 		 */
 		if (runtrace != NULL) {
-			char	why[1024];
+			char	why[4096];
 
 			proxy_schedule_diff(runtrace, runtrace_len,
-			    json_is_string(tr) ? json_string_value(tr) : "",
-			    json_is_string(tr) ? json_string_length(tr) : 0,
+			    res.trace ? res.trace : "", res.trace_len,
 			    "this replay", why, sizeof(why));
-			printf("\nschedule: %s\n", why);
+			if (why[0] != '\0')
+				printf("\nschedule: %s\n", why);
 		}
 		if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
-		free(full);
 	}
 	seed_result_clear(&res);
 	/* The schema's name outlives the worker's handle on it. */

@@ -41,6 +41,8 @@ struct seed_ctx {
 	int			 idle_round;	/* the first round in which no turn
 						   succeeded, or -1 */
 	char			 idle_why[300];	/* how its first turn ended */
+	/* per invariant (config order): rounds checked, rounds it broke */
+	uint32_t		*inv_checks, *inv_broken;
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
 	char			 epoch[ISO_EPOCH_LEN];	/* the server's start, at reset */
 };
@@ -532,7 +534,12 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	}
 	for (i = 0; i < ir.n; i++) {
 		const struct inv_outcome	*o = &ir.out[i];
+		size_t				 x = (size_t)(o->inv - c->w->cfg->invariants);
 
+		if (x < c->w->cfg->ninvariants) {
+			c->inv_checks[x]++;
+			c->inv_broken[x] += o->nrows > 0;
+		}
 		timeline(c, "check after round %d: \"%s\": %s", round, o->inv->name,
 		    o->nrows == 0 ? "holds" : "BROKEN");
 		if (o->nrows > 0 && c->w->timeline) {
@@ -611,6 +618,41 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	free(dst);
 	free(parent);
 	return full;
+}
+
+/*
+ * What the seed exercised (wrk.h's "coverage"), whatever its verdict: its
+ * proxies' whole trace counted before the workspace holding it goes, and
+ * its invariants' checks.  The scheduled proxies' whole schedules go to
+ * *sched, for the marker of a cut trace (NULL: none).
+ */
+static json_t *
+seed_coverage(const struct seed_ctx *c, json_t **sched)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	struct proxy_cov	*pc = proxy_cov_new();
+	json_t			*cov = json_object(), *invs;
+	char			 err[ERR_LEN];
+	size_t			 i;
+
+	*sched = NULL;
+	if (c->trace_path != NULL && access(c->trace_path, F_OK) == 0) {
+		if (proxy_cov_file(pc, c->trace_path, err) == 0) {
+			json_object_set_new(cov, "proxies", proxy_cov_json(pc));
+			*sched = proxy_cov_schedule(pc);
+		} else
+			log_warnx("seed %" PRIu64 ": no coverage of its proxies: %s",
+			    c->seed, err);
+	}
+	proxy_cov_free(pc);
+	if (cfg->ninvariants > 0) {
+		invs = json_array();
+		for (i = 0; i < cfg->ninvariants; i++)
+			json_array_append_new(invs, json_pack("[i, i]",
+			    (int)c->inv_checks[i], (int)c->inv_broken[i]));
+		json_object_set_new(cov, "invariants", invs);
+	}
+	return cov;
 }
 
 /*
@@ -712,6 +754,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
 	char			  err[ERR_LEN], **ups = NULL, *full_dir;
+	json_t			 *sched = NULL;
 	bool			  died, traced = false;
 	int			  round;
 
@@ -723,6 +766,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
 	c.state = RUN_VERDICT;
+	c.inv_checks = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_checks));
+	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
 
 	if (seed_begin(&c, res) == -1)
 		goto done;
@@ -809,12 +854,21 @@ done:
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
 	}
+	json_object_set_new(detail, "coverage", seed_coverage(&c, &sched));
 	/* No trace file (the proxies never opened) is no trace.  A later
 	 * attempt (a confirming re-run) ships its trace even when it passed:
 	 * the coordinator says where its schedule left the first one's. */
 	if ((res->verdict != VERDICT_PASS || attempt > 1) && c.trace_path &&
-	    detail_trace_read(c.trace_path, DETAIL_TRACE_MAX, &trace, err) == 0)
+	    detail_trace_read(c.trace_path, DETAIL_TRACE_MAX, &trace, err) == 0) {
+		trace.schedule = json_incref(sched);
 		traced = true;
+	}
+	/* replay compares its whole trace, never the detail's first lines */
+	if (w->whole_trace && c.trace_path && access(c.trace_path, F_OK) == 0 &&
+	    (res->trace = read_file(c.trace_path, WRK_TRACE_WHOLE_MAX,
+	    &res->trace_len, err)) == NULL)
+		log_warnx("seed %" PRIu64 ": its whole fault trace: %s", seed, err);
+	json_decref(sched);
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);
@@ -826,6 +880,8 @@ done:
 	strv_free(ups);
 	free(c.trace_path);
 	free(c.dir);
+	free(c.inv_checks);
+	free(c.inv_broken);
 }
 
 void
@@ -835,4 +891,7 @@ seed_result_clear(struct seed_result *res)
 		return;
 	json_decref(res->detail);
 	res->detail = NULL;
+	free(res->trace);
+	res->trace = NULL;
+	res->trace_len = 0;
 }

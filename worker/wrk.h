@@ -154,6 +154,8 @@ struct wrk {
 	struct wrk_services	*services;
 	FILE			*timeline;	/* replay's readable account, or NULL */
 	bool			 keep_all;	/* replay --keep: never remove the workspace */
+	bool			 whole_trace;	/* replay: seed_result.trace gets the
+						   whole fault trace, pass or fail */
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */
@@ -178,6 +180,9 @@ struct wrk {
 #define WRK_PROBE_MS	2000
 /* At most this long for the proxies' last exchanges after a round. */
 #define WRK_SETTLE_MS	10000
+/* replay's whole trace (seed_result.trace): a proxy keeps at most
+ * PROXY_TRACE_CAP records of a few hundred bytes */
+#define WRK_TRACE_WHOLE_MAX	((size_t)512 << 20)
 
 /* w->seed_deadline_ms, for another thread (the heartbeat's). */
 static inline int64_t
@@ -194,6 +199,10 @@ struct seed_result {
 	char		 message[512];
 	int64_t		 duration_ms;
 	json_t		*detail;	/* owned */
+	/* w->whole_trace: the seed's fault trace, every line (NULL: none,
+	 * or it could not be read); the detail holds at most its first lines */
+	char		*trace;
+	size_t		 trace_len;
 };
 
 /*
@@ -210,6 +219,12 @@ void	wrk_close(struct wrk *w, bool drop_schema);
  * the schema reset, setup, rounds, the proxies settling, the checks) gets
  * what is left of it.  When it passes, the database is probed (iso_probe):
  * no answer within WRK_PROBE_MS is infra/db, an answer fail/hang.
+ * Every seed's detail, passing ones included, holds "coverage" (what the
+ * seed exercised, computed before its workspace goes): {"proxies":
+ * proxy_cov_json of its whole fault trace (fault-proxy/proxy.h), and
+ * "invariants": [[checks, broken], ..] in config order, the rounds after
+ * which each invariant was checked and those after which it returned
+ * rows}; the coordinator sums them (coordinator/coverage.h).
  */
 void	wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt,
 	    struct seed_result *res);

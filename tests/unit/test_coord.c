@@ -14,9 +14,12 @@
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
+#include "coordinator/coverage.h"
 #include "coordinator/report.h"
 
 static struct cfg	cfg;
+/* a proxy, for the coverage the results carry (coordinator/coverage.h) */
+static struct cfg_proxy	cfg_px[1] = { { .name = "db" } };
 
 static struct coord *
 mk(uint64_t first, uint64_t last)
@@ -29,6 +32,8 @@ mk(uint64_t first, uint64_t last)
 	cfg.name = "t";
 	cfg.text = "name: t\n";
 	cfg.retries = 2;
+	cfg.proxies = cfg_px;
+	cfg.nproxies = 1;
 	o.cfg = &cfg;
 	o.seeds.first = first;
 	o.seeds.last = last;
@@ -859,8 +864,11 @@ test_replay_rebuilds_the_state(void **state)
 {
 	enum { NW = 5, NS = 40 };
 	static const char *const outcomes[][2] = {
-		{ "", "" }, { "", "" }, { "", "" }, { "", "" }, { "", "" },
-		{ "invariant", "{\"message\":\"m\",\"invariants\":[{\"name\":\"a\"}]}" },
+		{ "", "" }, { "", "" }, { "", "" }, { "", "" },
+		{ "", "{\"message\":\"m\",\"coverage\":{\"proxies\":{\"db\":"
+		    "{\"exchanges\":3,\"steps\":2,\"forced\":{\"arrival\":1}}}}}" },
+		{ "invariant", "{\"message\":\"m\",\"invariants\":[{\"name\":\"a\"}],"
+		    "\"coverage\":{\"proxies\":{\"db\":{\"exchanges\":5,\"steps\":4}}}}" },
 		{ "crash", "{\"message\":\"m\"}" }, { "db", "{\"message\":\"m\"}" },
 		{ "service", "{\"message\":\"m\"}" }, { "worker-lost", "{\"message\":\"m\"}" },
 	};
@@ -1699,6 +1707,85 @@ test_confirm_off_and_single_worker(void **state)
 	    "invariant", INV_B), 1);		/* another bug: not reproduced */
 	msg_clear(&rep);
 	assert_true(json_is_false(json_object_get(s[1].detail, "reproduced")));
+	/* failed, as another bug: not "did not reproduce", and both named */
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    s[1].detail, "confirm"), "outcome")), "failed_differently");
+	{
+		char	buf[1024];
+
+		assert_string_equal(report_reproduced(&cfg, &s[1], buf, sizeof(buf)),
+		    "failed differently: t|invariant|B, where the run failed with "
+		    "t|invariant|A (another bug, or this one showing another way: it "
+		    "depends on more than the seed)");
+	}
+	coord_free(c);
+}
+
+/*
+ * Coverage counts each seed once, as it ended: not an infra attempt that
+ * was retried, not a confirming re-run.  A pass's coverage goes into the
+ * sums and out of its detail (which then compacts to its turn counts); a
+ * failure keeps its own.  The forced decisions of each seed are kept.
+ */
+#define COV(n, f)	"\"coverage\":{\"proxies\":{\"db\":{\"exchanges\":" #n \
+			",\"forced\":{\"arrival\":" #f "}}}}"
+static void
+test_coverage_counts_final_attempts(void **state)
+{
+	struct coord		*c = mk(0, 2);
+	struct msg		 rep = { 0 };
+	const struct coord_seed	*s;
+	uint32_t		 w1, i;
+	uint64_t		 n, lid;
+	json_t			*cov, *d;
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	while (lease(c, w1, 1, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			const struct msg_seed	*sd = &rep.u.lease.seeds[i];
+			uint64_t		 k = sd->seed * 10 + sd->attempt;
+
+			lid = rep.u.lease.lease_id;
+			/* 0: a pass; 1: infra, then a pass; 2: a failure, then
+			 * its confirming re-run, which fails as another bug */
+			assert_int_equal(result_d(c, w1, 1, lid, sd->seed, sd->attempt,
+			    k == 11 ? VERDICT_INFRA : k % 10 == 1 && sd->seed == 2 ?
+			    VERDICT_FAIL : k == 22 ? VERDICT_FAIL : VERDICT_PASS,
+			    k == 11 ? "db" : sd->seed == 2 ? "invariant" : "",
+			    k == 1 ? "{\"message\":\"4 of 4 turns ok\",\"round\":null,"
+			    "\"ok_turns\":4,\"total_turns\":4," COV(2, 1) "}" :
+			    k == 11 ? "{\"message\":\"m\"," COV(100, 50) "}" :
+			    k == 12 ? "{\"message\":\"m\"," COV(3, 2) "}" :
+			    k == 21 ? "{\"message\":\"m\",\"invariants\":[{\"name\":"
+			    "\"A\"}]," COV(5, 0) "}" :
+			    "{\"message\":\"m\",\"invariants\":[{\"name\":\"B\"}],"
+			    COV(1000, 9) "}"), 1);
+		}
+		msg_clear(&rep);
+	}
+	msg_clear(&rep);		/* DONE */
+	assert_true(coord_finished(c));
+	cov = cov_json(coord_coverage(c));
+	assert_int_equal(json_integer_value(json_object_get(cov, "seeds")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_object_get(cov, "proxies"), "db"), "exchanges")), 10);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(cov,
+	    "forced"), "decisions")), 3);
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(cov,
+	    "forced"), "seeds")), 2);
+	json_decref(cov);
+	s = coord_seeds(c, &n);
+	assert_int_equal(s[0].forced, 1);
+	assert_int_equal(s[1].forced, 2);
+	assert_int_equal(s[2].forced, 0);
+	assert_null(s[0].detail);		/* compacted: 4 of 4 turns ok */
+	assert_null(json_object_get(s[1].detail, "coverage"));
+	d = json_object_get(json_object_get(json_object_get(s[2].detail, "coverage"),
+	    "proxies"), "db");
+	assert_int_equal(json_integer_value(json_object_get(d, "exchanges")), 5);
+	cfg.confirm = false;
 	coord_free(c);
 }
 
@@ -1798,6 +1885,7 @@ main(void)
 		cmocka_unit_test(test_queue_ring),
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
+		cmocka_unit_test(test_coverage_counts_final_attempts),
 		cmocka_unit_test(test_bundle_request),
 	};
 

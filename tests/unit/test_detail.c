@@ -280,6 +280,14 @@ test_trace(void **state)
 	assert_string_equal(json_string_value(s),
 	    "{\"truncated\":\"truncated: 3 more trace lines\",\"full_trace\":null}\n");
 	json_decref(s);
+	/* The whole schedules ride on the marker, for a comparison past it. */
+	t.schedule = json_pack("{s:{s:i, s:s}}", "db", "steps", 40, "digest",
+	    "00000000000000ff");
+	s = detail_trace_json(&t, NULL, markers);
+	assert_string_equal(json_string_value(s),
+	    "{\"truncated\":\"truncated: 3 more trace lines\",\"full_trace\":null,"
+	    "\"schedule\":{\"db\":{\"steps\":40,\"digest\":\"00000000000000ff\"}}}\n");
+	json_decref(s);
 	detail_trace_free(&t);
 	unlink(path);
 	free(path);
@@ -391,6 +399,8 @@ test_result_text(void **state)
 
 	/* Over it (here: never cut): a summary that says where the data is. */
 	res.detail = d;
+	json_object_set_new(d, "coverage", json_pack("{s:{s:{s:i}}}", "proxies",
+	    "db", "exchanges", 7));
 	full = strlen(want = json_dumps(d, JSON_COMPACT));
 	free(want);
 	assert_true(full > MSG_DETAIL_MAX);
@@ -406,6 +416,10 @@ test_result_text(void **state)
 	assert_string_equal(json_string_value(json_object_get(json_array_get(
 	    json_object_get(j, "invariants"), 0), "name")), "wide");
 	assert_null(json_object_get(j, "turns"));
+	/* the coverage stays: the run's sums would miss the seed */
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(
+	    json_object_get(json_object_get(j, "coverage"), "proxies"), "db"),
+	    "exchanges")), 7);
 	tr = json_object_get(j, "truncated");
 	assert_string_equal(json_string_value(json_object_get(tr, "full_data")),
 	    "/kept/failures/0/workspace");

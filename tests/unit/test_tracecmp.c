@@ -1,8 +1,11 @@
 /*
- * A schedule read back for people (fault-proxy/tracecmp.c,
- * proxy_schedule_show): a fault trace comes sorted by turn, and the
- * interleaving must come out in step order, a line a step, with the
- * markers the trace holds and the long ones cut in the middle.
+ * Fault traces read back (fault-proxy/tracecmp.c).  proxy_schedule_show:
+ * a fault trace comes sorted by turn, and the interleaving must come out in
+ * step order, a line a step, with the markers the trace holds and the long
+ * ones cut in the middle.  proxy_schedule_diff: two traces compared per
+ * proxy by name, over every field of a step, shorter and longer, cut ones
+ * by their marker's digests, doctored ones refused.  proxy_cov_*: what a
+ * seed's proxies did, counted from its trace.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -251,6 +254,523 @@ test_empty_and_broken(void **state)
 	assert_string_equal(err, "the trace: line 2 is not a JSON object");
 }
 
+
+/* ---- proxy_schedule_diff ---- */
+
+/* A scheduled line: proxy, turn, conn, exchange, step, cand, sql, extra. */
+static char *
+sl(const char *proxy, int turn, int conn, int exchange, int step,
+    const char *cand, const char *sql, const char *extra)
+{
+	return xasprintf("{\"proxy\":\"%s\",\"turn\":%d,\"conn\":%d,\"exchange\":%d,"
+	    "\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":10,\"bytes_down\":"
+	    "20,\"upstream_saw\":true,\"client_got_reply\":true,\"step\":%d,"
+	    "\"cand\":\"%s\",\"pg\":\"simple\",\"sql\":\"%s\",\"tx\":\"I\"%s}\n",
+	    proxy, turn, conn, exchange, step, cand, sql, extra);
+}
+
+static int
+diff(const char *run, const char *again, char *out, size_t len)
+{
+	return proxy_schedule_diff(run, strlen(run), again, strlen(again),
+	    "this replay", out, len);
+}
+
+/* The lost update of two turns, as a trace file holds it (by turn). */
+static char *
+lost_update(const char *extra3)
+{
+	char	*t = NULL;
+
+	t = cat(t, xstrdup("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":0,"
+	    "\"fault\":\"none\",\"pg\":\"startup\"}\n"));
+	t = cat(t, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	t = cat(t, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+	t = cat(t, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	t = cat(t, sl("db", 1, 0, 2, 3, "3", "UPDATE", extra3));
+	return t;
+}
+
+/* The same steps in any line order; nothing scheduled on either side. */
+static void
+test_diff_same(void **state)
+{
+	char	*a = lost_update(""), *b = NULL, out[2048];
+
+	(void)state;
+	/* the replay's lines in another order: still the same schedule */
+	b = cat(b, sl("db", 1, 0, 2, 3, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 0);
+	assert_string_equal(out, "the same as the run's, all 4 steps");
+	assert_int_equal(diff("{\"proxy\":\"db\",\"turn\":0}\n", "", out,
+	    sizeof(out)), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(diff("", "", out, sizeof(out)), 0);
+	assert_string_equal(out, "");
+	free(a);
+	free(b);
+}
+
+/*
+ * A replay that took fewer steps (a turn did less), or more; and the
+ * passing replay compared with nothing (what an empty trace said before:
+ * never "the same").
+ */
+static void
+test_diff_shorter_longer(void **state)
+{
+	char	*a = lost_update(""), *b = NULL, out[2048];
+
+	(void)state;
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_string_equal(out, "the same for 2 steps, then the run took 2 more "
+	    "(the first, step 3 of proxy db: it admitted turn 1 (conn 0, exchange "
+	    "2: UPDATE) with turns {0,1} waiting)");
+	assert_int_equal(diff(b, a, out, sizeof(out)), 1);
+	assert_string_equal(out, "the same for 2 steps, then this replay took 2 "
+	    "more (the first, step 3 of proxy db: it admitted turn 1 (conn 0, "
+	    "exchange 2: UPDATE) with turns {0,1} waiting)");
+	assert_int_equal(diff(a, "", out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "the same for 0 steps, then the run took 4 more"));
+	free(a);
+	free(b);
+}
+
+/*
+ * A failing run and a passing replay whose schedules part at step 3: the
+ * sentence names the step, the proxy and both sides; the faults (the
+ * seed's own) are not part of a step.
+ */
+static void
+test_diff_pass_fail(void **state)
+{
+	char	*a = lost_update(""), *b = NULL, out[2048];
+
+	(void)state;
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 2, 3, "1", "UPDATE", ",\"forced\":\"arrival\""));
+	b = cat(b, sl("db", 1, 0, 2, 4, "2", "UPDATE", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_string_equal(out, "left the run's at step 3 of proxy db: the run "
+	    "admitted turn 1 (conn 0, exchange 2: UPDATE) with turns {0,1} waiting; "
+	    "this replay admitted turn 0 (conn 0, exchange 2: UPDATE) with turns "
+	    "{0} waiting (forced by arrival) (they differ in the exchange, the "
+	    "turns waiting and the timeout that decided)");
+	free(b);
+	/* a fault on a step (the run's lost reply) is no difference */
+	b = lost_update(",\"fault\":\"lost_reply\"");
+	assert_int_equal(diff(a, b, out, sizeof(out)), 0);
+	free(a);
+	free(b);
+}
+
+/* Each field of a step on its own: the sentence says which differs. */
+static void
+test_diff_fields(void **state)
+{
+	static const struct {
+		const char	*extra, *words;
+	} cases[] = {
+		{ ",\"forced\":\"blocked\"", "the timeout that decided" },
+		{ ",\"waits_on\":\"1\"", "the lock wait" },
+		{ ",\"deadlock\":\"soak\"", "the deadlock" },
+		{ ",\"deadlock\":\"postgres\"", "the deadlock" },
+	};
+	char	*a = lost_update(""), *b, out[2048], want[128];
+	size_t	 i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		b = lost_update(cases[i].extra);
+		assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+		snprintf(want, sizeof(want), "(they differ in %s)", cases[i].words);
+		assert_non_null(strstr(out, want));
+		assert_non_null(strstr(out, "left the run's at step 3 of proxy db: "));
+		free(b);
+	}
+	/* the lock wait and the deadlock said on the side that had them */
+	b = lost_update(",\"waits_on\":\"1\",\"deadlock\":\"soak\"");
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "this replay admitted turn 1 (conn 0, exchange "
+	    "2: UPDATE) with turns {0,1} waiting, then waited on a lock held by "
+	    "turns {0}, and soak cancelled it to break a deadlock (they differ in "
+	    "the lock wait and the deadlock)"));
+	free(b);
+	/* waits_on "0": a lock held by no turn of this proxy */
+	b = lost_update(",\"waits_on\":\"0\"");
+	assert_int_equal(diff(b, a, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "then waited on a lock held by no turn of this "
+	    "proxy; this replay"));
+	free(b);
+	/* the statement: sql, and the exchange kind when there is none */
+	b = NULL;
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 1, 0, 2, 3, "3", "UPDATE orders", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "exchange 2: UPDATE orders) with turns {0,1} "
+	    "waiting (they differ in the statement)"));
+	free(b);
+	b = NULL;
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, xstrdup("{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":2,"
+	    "\"fault\":\"none\",\"step\":3,\"cand\":\"3\",\"pg\":\"sync\"}\n"));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "this replay admitted turn 1 (conn 0, exchange "
+	    "2: (sync)) with turns {0,1} waiting (they differ in the statement)"));
+	free(b);
+	free(a);
+}
+
+/*
+ * What the schedule does not decide, named as the cause: a transaction's
+ * end that woke several lock waiters just before the steps parted
+ * (PostgreSQL's order), or a deadlock's victim.
+ */
+static void
+test_diff_cause(void **state)
+{
+	char	*a = NULL, *b = NULL, out[2048];
+
+	(void)state;
+	a = cat(a, sl("db", 0, 0, 1, 1, "7", "UPDATE", ""));
+	a = cat(a, sl("db", 0, 0, 2, 2, "7", "COMMIT", ",\"wakes\":\"6\""));
+	a = cat(a, sl("db", 1, 0, 1, 3, "6", "UPDATE", ""));
+	b = cat(b, sl("db", 0, 0, 1, 1, "7", "UPDATE", ""));
+	b = cat(b, sl("db", 0, 0, 2, 2, "7", "COMMIT", ",\"wakes\":\"6\""));
+	b = cat(b, sl("db", 2, 0, 1, 3, "6", "UPDATE", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "left the run's at step 3 of proxy db"));
+	assert_non_null(strstr(out, " — after step 2 (turn 0), whose end woke "
+	    "turns {1,2} at once: which took the lock first was PostgreSQL's "
+	    "order, not the schedule's"));
+	free(a);
+	free(b);
+	a = b = NULL;
+	a = cat(a, sl("db", 0, 0, 1, 1, "3", "UPDATE", ",\"waits_on\":\"2\",\"deadlock\":\"soak\""));
+	a = cat(a, sl("db", 1, 0, 1, 2, "2", "UPDATE", ""));
+	a = cat(a, sl("db", 1, 0, 2, 3, "3", "COMMIT", ""));
+	b = cat(b, sl("db", 0, 0, 1, 1, "3", "UPDATE", ",\"waits_on\":\"2\",\"deadlock\":\"soak\""));
+	b = cat(b, sl("db", 1, 0, 1, 2, "2", "UPDATE", ""));
+	b = cat(b, sl("db", 0, 0, 2, 3, "3", "ROLLBACK", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, " — after a deadlock whose victim was turn 0 "
+	    "at step 1 (cancelled by soak)"));
+	/* no cause: nothing said */
+	free(a);
+	a = lost_update("");
+	free(b);
+	b = lost_update(",\"forced\":\"arrival\"");
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_null(strstr(out, " — after"));
+	free(a);
+	free(b);
+}
+
+/*
+ * Two scheduled proxies, their lines interleaved: each compared with its
+ * namesake, never by position.  The old walk by index over both lists
+ * compared api's step 1 with db's when one side had no api steps.
+ */
+static void
+test_diff_two_proxies(void **state)
+{
+	char	*a = NULL, *b = NULL, *c = NULL, out[4096];
+
+	(void)state;
+	a = cat(a, sl("api", 0, 0, 0, 2, "3", "POST /pay", ""));
+	a = cat(a, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	a = cat(a, sl("api", 1, 0, 0, 1, "3", "POST /pay", ""));
+	a = cat(a, sl("db", 1, 0, 1, 2, "2", "SELECT", ""));
+	b = cat(b, sl("db", 1, 0, 1, 2, "2", "SELECT", ""));
+	b = cat(b, sl("api", 1, 0, 0, 1, "3", "POST /pay", ""));
+	b = cat(b, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("api", 0, 0, 0, 2, "3", "POST /pay", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 0);
+	assert_string_equal(out, "the same as the run's, all 2 steps of proxy api "
+	    "and all 2 steps of proxy db");
+	/* api parts at its step 2; db is the same, and says so */
+	free(b);
+	b = NULL;
+	b = cat(b, sl("api", 0, 0, 0, 2, "1", "POST /pay", ""));
+	b = cat(b, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("api", 1, 0, 0, 1, "3", "POST /pay", ""));
+	b = cat(b, sl("db", 1, 0, 1, 2, "2", "SELECT", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), 1);
+	assert_string_equal(out, "left the run's at step 2 of proxy api: the run "
+	    "admitted turn 0 (conn 0, exchange 0: POST /pay) with turns {0,1} "
+	    "waiting; this replay admitted turn 0 (conn 0, exchange 0: POST /pay) "
+	    "with turns {0} waiting (they differ in the turns waiting); the same: "
+	    "all 2 steps of proxy db");
+	/* a replay whose api took no step: db still compared with db */
+	c = cat(c, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	c = cat(c, sl("db", 1, 0, 1, 2, "2", "SELECT", ""));
+	assert_int_equal(diff(a, c, out, sizeof(out)), 1);
+	assert_string_equal(out, "the same for 0 steps, then the run took 2 more "
+	    "(the first, step 1 of proxy api: it admitted turn 1 (conn 0, exchange "
+	    "0: POST /pay) with turns {0,1} waiting); the same: all 2 steps of "
+	    "proxy db");
+	free(a);
+	free(b);
+	free(c);
+}
+
+/* Edited or damaged traces: said, with the line, never compared. */
+static void
+test_diff_doctored(void **state)
+{
+	char	*a = lost_update(""), *b, out[2048];
+
+	(void)state;
+	assert_int_equal(diff(a, "{\"proxy\":\"db\"}\n{\"proxy\":\n", out,
+	    sizeof(out)), -1);
+	assert_string_equal(out, "this replay's trace: line 2 is not a JSON object");
+	assert_int_equal(diff("[1]\n", a, out, sizeof(out)), -1);
+	assert_string_equal(out, "the run's trace: line 1 is not a JSON object");
+	/* a step missing: 1, 2, 4 */
+	b = NULL;
+	b = cat(b, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 1, 0, 1, 2, "3", "SELECT", ""));
+	b = cat(b, sl("db", 1, 0, 2, 4, "3", "UPDATE", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), -1);
+	assert_string_equal(out, "this replay's trace is not a schedule soak wrote: "
+	    "step 3 of proxy db is missing (the next is step 4, on line 3)");
+	/* a step twice */
+	free(b);
+	b = NULL;
+	b = cat(b, sl("db", 0, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	assert_int_equal(diff(b, a, out, sizeof(out)), -1);
+	assert_string_equal(out, "the run's trace is not a schedule soak wrote: "
+	    "step 1 of proxy db is on lines 1 and 2");
+	/* steps out of order: a connection's exchange 2 before its exchange 1 */
+	free(b);
+	b = NULL;
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 2, 1, "3", "UPDATE", ""));
+	assert_int_equal(diff(a, b, out, sizeof(out)), -1);
+	assert_string_equal(out, "this replay's trace is not a schedule soak wrote: "
+	    "on proxy db, turn 0 conn 0, exchange 1 is step 2 (line 1) and "
+	    "exchange 2 step 1 (line 2): steps out of order");
+	/* a step without its exchange's numbers */
+	assert_int_equal(diff(a, "{\"proxy\":\"db\",\"step\":1,\"turn\":0}\n", out,
+	    sizeof(out)), -1);
+	assert_string_equal(out, "this replay's trace: line 1 has a step but not a "
+	    "positive step number, a turn, a conn and an exchange");
+	free(a);
+	free(b);
+}
+
+/* The marker line a cut trace ends with (worker/detail.c), with the
+ * digests of the whole trace's schedules, or without. */
+static char *
+cut(const char *whole, size_t keep_lines, bool digests)
+{
+	struct proxy_cov	*pc = proxy_cov_new();
+	json_t			*m = json_object(), *sched;
+	const char		*p = whole;
+	char			 err[ERR_LEN], *line, *t;
+	size_t			 i;
+
+	for (i = 0; i < keep_lines; i++)
+		p = strchr(p, '\n') + 1;
+	assert_int_equal(proxy_cov_line(pc, "", 0, err), 0);
+	for (const char *q = whole; *q; q = strchr(q, '\n') + 1)
+		assert_int_equal(proxy_cov_line(pc, q, (size_t)(strchr(q, '\n') - q),
+		    err), 0);
+	sched = proxy_cov_schedule(pc);
+	json_object_set_new(m, "truncated", json_string("truncated: 2 more trace "
+	    "lines"));
+	json_object_set_new(m, "full_trace", json_null());
+	if (digests)
+		json_object_set(m, "schedule", sched);
+	line = json_dumps(m, JSON_COMPACT);
+	t = xasprintf("%.*s%s\n", (int)(p - whole), whole, line);
+	free(line);
+	json_decref(m);
+	json_decref(sched);
+	proxy_cov_free(pc);
+	return t;
+}
+
+/*
+ * A trace cut to fit a result keeps its first lines (by turn), so whole
+ * turns' steps are missing: compared as far as kept, and past that by the
+ * marker's digests of the whole schedules; without them, the comparison
+ * says it stopped, never "the same".
+ */
+static void
+test_diff_cut(void **state)
+{
+	char	*a = lost_update(""), *ca, *b, *cb, out[2048];
+
+	(void)state;
+	/* the run's first 3 lines: the start-up and turn 0's steps 2 and 4 */
+	ca = cut(a, 3, true);
+	assert_int_equal(diff(ca, a, out, sizeof(out)), 0);
+	assert_string_equal(out, "the same as the run's, all 4 steps of proxy db "
+	    "(the run's trace was cut (truncated: 2 more trace lines); the steps "
+	    "past the cut were compared by the digest of the whole schedule)");
+	/* a replay that differs only in a step the cut left out (3) */
+	b = lost_update(",\"waits_on\":\"1\"");
+	assert_int_equal(diff(ca, b, out, sizeof(out)), 1);
+	assert_string_equal(out, "different on proxy db past where the traces were "
+	    "kept (the run's trace was cut (truncated: 2 more trace lines); the run "
+	    "took 4 steps, this replay 4, and the digests of their whole schedules "
+	    "differ)");
+	/* both cut, the difference past what both kept: the digests tell */
+	free(ca);
+	ca = cut(a, 4, true);		/* steps 2, 4, 1 */
+	cb = cut(b, 4, true);
+	assert_int_equal(diff(ca, cb, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "the same for the first 2 steps of proxy db, "
+	    "which both traces kept, and different after them (both traces were "
+	    "cut"));
+	/* a difference inside what both kept: said exactly, by step */
+	free(cb);
+	cb = xstrdup(ca);
+	memcpy(strstr(strstr(cb, "\"step\":1,"), "\"cand\":\"3\""), "\"cand\":\"2\"", 10);
+	assert_int_equal(diff(ca, cb, out, sizeof(out)), 1);
+	assert_non_null(strstr(out, "left the run's at step 1 of proxy db: the run "
+	    "admitted turn 1 (conn 0, exchange 1: SELECT) with turns {0,1} "
+	    "waiting; this replay admitted turn 1 (conn 0, exchange 1: SELECT) "
+	    "with turns {1} waiting (they differ in the turns waiting)"));
+	free(cb);
+	/* without digests: it stopped at the cut, and says so */
+	cb = cut(a, 1, false);		/* the start-up alone */
+	assert_int_equal(diff(cb, a, out, sizeof(out)), 2);
+	assert_string_equal(out, "not compared on proxy db: the run's trace was "
+	    "cut (truncated: 2 more trace lines) before its first step, without "
+	    "the digest of its whole schedule");
+	free(cb);
+	free(ca);
+	ca = cut(a, 4, false);
+	assert_int_equal(diff(ca, b, out, sizeof(out)), 2);
+	assert_string_equal(out, "the same for the first 2 steps of proxy db, as "
+	    "far as the traces were kept (the run's trace was cut (truncated: 2 "
+	    "more trace lines), without the digest of its whole schedule): the "
+	    "rest was not compared");
+	/* a cut replay of a run that took fewer steps: it took more */
+	cb = cut(a, 4, false);
+	b[0] = '\0';
+	free(b);
+	b = NULL;
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	assert_int_equal(diff(b, cb, out, sizeof(out)), 1);
+	assert_string_equal(out, "the same for 1 step, then this replay took at "
+	    "least 2 more (the first, step 2 of proxy db: it admitted turn 0 (conn "
+	    "0, exchange 1: SELECT) with turns {0,1} waiting)");
+	free(cb);
+	free(ca);
+	free(a);
+	free(b);
+}
+
+/* ---- proxy_cov ---- */
+
+static json_t *
+cov_of(const char *trace)
+{
+	struct proxy_cov	*pc = proxy_cov_new();
+	const char		*q;
+	char			 err[ERR_LEN];
+	json_t			*j;
+
+	for (q = trace; *q; q = strchr(q, '\n') + 1)
+		if (proxy_cov_line(pc, q, (size_t)(strchr(q, '\n') - q + 1), err) == -1)
+			fail_msg("proxy_cov_line: %s", err);
+	j = proxy_cov_json(pc);
+	proxy_cov_free(pc);
+	return j;
+}
+
+/*
+ * Two proxies: exchanges, connections per turn, each fault kind, latency,
+ * steps, forced by kind, lock waits, both kinds of deadlock (a field the
+ * scheduler writes on the exchange soak cancelled, or PostgreSQL killed);
+ * a cut's marker is no exchange; zeros are left out.
+ */
+static void
+test_cov_counts(void **state)
+{
+	char	*t = NULL, *s, err[ERR_LEN];
+	json_t	*j;
+	struct proxy_cov *pc;
+
+	(void)state;
+	t = cat(t, xstrdup("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":0,"
+	    "\"fault\":\"none\",\"latency_ms\":0,\"pg\":\"startup\"}\n"));
+	t = cat(t, sl("db", 0, 0, 1, 1, "3", "SELECT", ",\"forced\":\"arrival\""));
+	t = cat(t, sl("db", 0, 1, 0, 3, "3", "UPDATE", ",\"waits_on\":\"2\","
+	    "\"deadlock\":\"soak\""));
+	t = cat(t, sl("db", 1, 0, 1, 2, "3", "UPDATE", ",\"forced\":\"blocked\","
+	    "\"waits_on\":\"1\",\"deadlock\":\"postgres\""));
+	t = cat(t, sl("db", 1, 0, 2, 4, "2", "COMMIT", ",\"forced\":\"arrival\""));
+	t = cat(t, xstrdup("{\"proxy\":\"api\",\"turn\":2,\"conn\":3,\"exchange\":0,"
+	    "\"fault\":\"lost_reply\",\"latency_ms\":12}\n"));
+	t = cat(t, xstrdup("{\"proxy\":\"api\",\"turn\":2,\"conn\":4,\"exchange\":0,"
+	    "\"fault\":\"blackhole\",\"latency_ms\":0}\n"));
+	t = cat(t, xstrdup("{\"proxy\":\"api\",\"turn\":0,\"conn\":0,\"exchange\":0,"
+	    "\"fault\":\"duplicate\",\"latency_ms\":3}\n"));
+	t = cat(t, xstrdup("{\"truncated\":\"truncated: 9 more trace lines\","
+	    "\"full_trace\":null}\n"));
+	j = cov_of(t);
+	s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	assert_string_equal(s,
+	    "{\"api\":{\"connections\":6,\"exchanges\":3,\"faults\":{\"blackhole\":1,"
+	    "\"duplicate\":1,\"lost_reply\":1},\"latency\":2},"
+	    "\"db\":{\"connections\":3,\"deadlocks\":{\"postgres\":1,\"soak\":1},"
+	    "\"exchanges\":5,\"forced\":{\"arrival\":2,\"blocked\":1},"
+	    "\"lock_waits\":2,\"steps\":4}}");
+	free(s);
+	json_decref(j);
+	/* only scheduled proxies have a whole schedule */
+	pc = proxy_cov_new();
+	assert_int_equal(proxy_cov_line(pc, t, (size_t)(strchr(t, '\n') - t), err), 0);
+	j = proxy_cov_schedule(pc);
+	assert_int_equal(json_object_size(j), 0);
+	json_decref(j);
+	assert_int_equal(proxy_cov_line(pc, "{\"proxy\":", 9, err), -1);
+	assert_string_equal(err, "the trace: line 2 is not a JSON object");
+	proxy_cov_free(pc);
+	free(t);
+}
+
+/* The digest: the same for the same steps in any order, else not. */
+static void
+test_cov_digest(void **state)
+{
+	char	*a = lost_update(""), *b = NULL, *c = lost_update(",\"forced\":\"blocked\"");
+	char	*ca, *cb, *cc;
+
+	(void)state;
+	b = cat(b, sl("db", 1, 0, 2, 3, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+	b = cat(b, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+	b = cat(b, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+	ca = cut(a, 0, true);
+	cb = cut(b, 0, true);
+	cc = cut(c, 0, true);
+	assert_string_equal(ca, cb);
+	assert_string_not_equal(ca, cc);
+	assert_non_null(strstr(ca, "\"schedule\":{\"db\":{\"steps\":4,\"digest\":\""));
+	free(a);
+	free(b);
+	free(c);
+	free(ca);
+	free(cb);
+	free(cc);
+}
+
 int
 main(void)
 {
@@ -261,6 +781,16 @@ main(void)
 		cmocka_unit_test(test_two_proxies),
 		cmocka_unit_test(test_long_schedule),
 		cmocka_unit_test(test_empty_and_broken),
+		cmocka_unit_test(test_diff_same),
+		cmocka_unit_test(test_diff_shorter_longer),
+		cmocka_unit_test(test_diff_pass_fail),
+		cmocka_unit_test(test_diff_fields),
+		cmocka_unit_test(test_diff_two_proxies),
+		cmocka_unit_test(test_diff_cause),
+		cmocka_unit_test(test_diff_doctored),
+		cmocka_unit_test(test_diff_cut),
+		cmocka_unit_test(test_cov_counts),
+		cmocka_unit_test(test_cov_digest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,590 @@
+/*
+ * A run's coverage, summed seed by seed (the contract is in coverage.h).
+ * Costs: each seed adds O(proxies + invariants + kinds), and the steps a
+ * seed took go into a histogram sorted by value (O(distinct values) to
+ * insert), which stays small: a config's seeds take a narrow range of
+ * steps.
+ */
+#include "coordinator/coverage.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+
+/* How many seeds took each number of steps. */
+struct hist {
+	uint64_t	 value, count;
+};
+
+struct cov_px {
+	const struct cfg_proxy	*p;
+	uint64_t		 exchanges, connections, steps, lock_waits;
+	uint64_t		 seeds_used;	/* seeds with an exchange */
+	json_t			*faults, *forced, *deadlocks;	/* {"kind": sum} */
+	struct hist		*h;		/* seeds with a step, by value */
+	size_t			 nh;
+	uint64_t		 hseeds;
+};
+
+struct cov {
+	const struct cfg	*cfg;
+	uint64_t		 seeds, forced, forced_seeds;
+	struct cov_px		*px;		/* config order */
+	uint64_t		*inv_checked, *inv_broken;
+};
+
+/* The kinds every report names, zeros included, in this order. */
+static const char *const fault_kinds[] = { "lost_reply", "reset", "duplicate",
+	"blackhole", "close_after", "latency" };
+static const char *const forced_kinds[] = { "arrival", "blocked" };
+static const char *const deadlock_kinds[] = { "soak", "postgres" };
+#define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
+
+static json_t *
+kinds_new(const char *const *k, size_t n)
+{
+	json_t	*o = json_object();
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		json_object_set_new(o, k[i], json_integer(0));
+	return o;
+}
+
+/* A count off the wire: an authenticated worker's, but never negative. */
+static uint64_t
+count_of(const json_t *v)
+{
+	json_int_t	n = json_integer_value(v);
+
+	return n > 0 ? (uint64_t)n : 0;
+}
+
+static uint64_t
+kind_get(const json_t *o, const char *kind)
+{
+	return count_of(json_object_get(o, kind));
+}
+
+static void
+kind_add(json_t *o, const char *kind, uint64_t n)
+{
+	json_object_set_new(o, kind, json_integer((json_int_t)(kind_get(o, kind) + n)));
+}
+
+/* Adds every kind of from (a seed's {"kind": n}) into to; returns the sum. */
+static uint64_t
+kinds_add(json_t *to, const json_t *from)
+{
+	const char	*k;
+	json_t		*v;
+	uint64_t	 sum = 0;
+
+	json_object_foreach(UNCONST(from), k, v) {
+		kind_add(to, k, count_of(v));
+		sum += count_of(v);
+	}
+	return sum;
+}
+
+static uint64_t
+kinds_sum(const json_t *o)
+{
+	const char	*k;
+	json_t		*v;
+	uint64_t	 sum = 0;
+
+	json_object_foreach(UNCONST(o), k, v)
+		sum += count_of(v);
+	return sum;
+}
+
+struct cov *
+cov_new(const struct cfg *cfg)
+{
+	struct cov	*c = xcalloc(1, sizeof(*c));
+	size_t		 i;
+
+	c->cfg = cfg;
+	c->px = xcalloc(cfg->nproxies + 1, sizeof(*c->px));
+	for (i = 0; i < cfg->nproxies; i++) {
+		c->px[i].p = &cfg->proxies[i];
+		c->px[i].faults = kinds_new(fault_kinds, NELEM(fault_kinds));
+		c->px[i].forced = kinds_new(forced_kinds, NELEM(forced_kinds));
+		c->px[i].deadlocks = kinds_new(deadlock_kinds, NELEM(deadlock_kinds));
+	}
+	c->inv_checked = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_checked));
+	c->inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_broken));
+	return c;
+}
+
+void
+cov_free(struct cov *c)
+{
+	size_t	i;
+
+	if (c == NULL)
+		return;
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		json_decref(c->px[i].faults);
+		json_decref(c->px[i].forced);
+		json_decref(c->px[i].deadlocks);
+		free(c->px[i].h);
+	}
+	free(c->px);
+	free(c->inv_checked);
+	free(c->inv_broken);
+	free(c);
+}
+
+static void
+hist_add(struct cov_px *x, uint64_t v)
+{
+	size_t	lo = 0, hi = x->nh, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (x->h[mid].value < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == x->nh || x->h[lo].value != v) {
+		x->h = xreallocarray(x->h, x->nh + 1, sizeof(*x->h));
+		memmove(&x->h[lo + 1], &x->h[lo], (x->nh - lo) * sizeof(*x->h));
+		x->h[lo] = (struct hist){ .value = v, .count = 0 };
+		x->nh++;
+	}
+	x->h[lo].count++;
+	x->hseeds++;
+}
+
+/* The median of the seeds' steps (the lower one of an even count). */
+static uint64_t
+hist_median(const struct cov_px *x)
+{
+	uint64_t	want = (x->hseeds - 1) / 2, seen = 0;
+	size_t		i;
+
+	for (i = 0; i < x->nh; i++) {
+		seen += x->h[i].count;
+		if (seen > want)
+			return x->h[i].value;
+	}
+	return 0;
+}
+
+uint32_t
+cov_seed_forced(const json_t *seed)
+{
+	const char	*name, *k;
+	json_t		*p, *v;
+	uint64_t	 n = 0;
+
+	json_object_foreach(json_object_get(seed, "proxies"), name, p)
+		json_object_foreach(json_object_get(p, "forced"), k, v)
+			n += count_of(v);
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
+void
+cov_add(struct cov *c, const json_t *seed)
+{
+	const json_t	*proxies = json_object_get(seed, "proxies");
+	const json_t	*invs = json_object_get(seed, "invariants");
+	uint64_t	 forced = 0, steps;
+	size_t		 i;
+
+	if (!json_is_object(seed))
+		return;
+	c->seeds++;
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		struct cov_px	*x = &c->px[i];
+		const json_t	*o = json_object_get(proxies, x->p->name);
+
+		if (!json_is_object(o))
+			continue;
+		x->exchanges += count_of(json_object_get(o, "exchanges"));
+		x->seeds_used += count_of(json_object_get(o, "exchanges")) > 0;
+		x->connections += count_of(json_object_get(o, "connections"));
+		kinds_add(x->faults, json_object_get(o, "faults"));
+		kind_add(x->faults, "latency", count_of(json_object_get(o, "latency")));
+		forced += kinds_add(x->forced, json_object_get(o, "forced"));
+		x->lock_waits += count_of(json_object_get(o, "lock_waits"));
+		kinds_add(x->deadlocks, json_object_get(o, "deadlocks"));
+		if ((steps = count_of(json_object_get(o, "steps"))) > 0) {
+			x->steps += steps;
+			hist_add(x, steps);
+		}
+	}
+	c->forced += forced;
+	c->forced_seeds += forced > 0;
+	if (json_array_size(invs) != c->cfg->ninvariants)
+		return;
+	for (i = 0; i < c->cfg->ninvariants; i++) {
+		const json_t	*r = json_array_get(invs, i);
+
+		c->inv_checked[i] += count_of(json_array_get(r, 0)) > 0;
+		c->inv_broken[i] += count_of(json_array_get(r, 1)) > 0;
+	}
+}
+
+/* The share of exchanges (or connections: *of) a fault kind is given. */
+static double
+fault_share(const struct cfg_faults *f, const char *kind, const char **of)
+{
+	*of = "exchanges";
+	if (strcmp(kind, "lost_reply") == 0)
+		return f->rate * f->lost_reply;
+	if (strcmp(kind, "reset") == 0)
+		return f->rate * f->reset;
+	if (strcmp(kind, "duplicate") == 0)
+		return f->rate * f->duplicate;
+	*of = "connections";
+	if (strcmp(kind, "blackhole") == 0)
+		return f->blackhole;
+	if (strcmp(kind, "close_after") == 0)
+		return f->close_after[0] > 0 || f->close_after[1] > 0;
+	*of = "exchanges";
+	if (strcmp(kind, "latency") == 0)
+		return f->latency_max_ms > 0;
+	return 0;
+}
+
+static const char *
+sched_mode(const struct cfg_proxy *p)
+{
+	if (!p->schedule.enabled)
+		return NULL;
+	return p->schedule.mode == CFG_SCHED_RANDOM ? "random" : "pct";
+}
+
+/* "SOAK_PROXY_DB" for proxy db: worker/env.c's rule. */
+static void
+proxy_env(char *buf, size_t len, const char *name)
+{
+	size_t	i = (size_t)snprintf(buf, len, "SOAK_PROXY_"), j;
+
+	for (j = 0; name[j] && i + 1 < len; j++)
+		buf[i++] = isalnum((unsigned char)name[j]) ?
+		    (char)toupper((unsigned char)name[j]) : '_';
+	buf[i < len ? i : len - 1] = '\0';
+}
+
+/* PCT's bound for a bug of depth d among n turns in k steps. */
+static double
+pct_seed(int n, int k, int d)
+{
+	return 1.0 / ((double)n * pow((double)k, (double)(d - 1)));
+}
+
+static double
+pct_run(double p, uint64_t seeds)
+{
+	return -expm1((double)seeds * log1p(-p));
+}
+
+/* "1/(8·24^2)", the bound as written. */
+static void
+pct_formula(char *buf, size_t len, int n, int k, int d)
+{
+	if (d <= 1)
+		snprintf(buf, len, "1/%d", n);
+	else if (d == 2)
+		snprintf(buf, len, "1/(%d\u00b7%d)", n, k);
+	else
+		snprintf(buf, len, "1/(%d\u00b7%d^%d)", n, k, d - 1);
+}
+
+static void
+warn(json_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+warn(json_t *w, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*s;
+
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) == -1)
+		abort();
+	va_end(ap);
+	json_array_append_new(w, json_string(s));
+	free(s);
+}
+
+static void
+warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
+{
+	const struct cfg_faults	*f = &x->p->faults;
+	const char		*of;
+	char			 match[300] = "", expect[64];
+	size_t			 i;
+	double			 share;
+	uint64_t		 base;
+
+	if (f->match != NULL)
+		snprintf(match, sizeof(match), "; its match: /%s/ picks which "
+		    "exchanges may be faulted (a statement's head, an HTTP request "
+		    "line): does it match any the turns send?", f->match);
+	for (i = 0; i < NELEM(fault_kinds); i++) {
+		if ((share = fault_share(f, fault_kinds[i], &of)) <= 0 ||
+		    kind_get(x->faults, fault_kinds[i]) > 0)
+			continue;
+		base = strcmp(of, "connections") == 0 ? x->connections : x->exchanges;
+		if (strcmp(fault_kinds[i], "latency") == 0)
+			warn(w, "proxy %s: latency (%lld..%lld ms) delayed none of its "
+			    "%" PRIu64 " exchanges in %" PRIu64 " seeds%s", x->p->name,
+			    (long long)f->latency_min_ms, (long long)f->latency_max_ms,
+			    x->exchanges, c->seeds, match);
+		else if (strcmp(fault_kinds[i], "close_after") == 0)
+			warn(w, "proxy %s: close_after closed none of its %" PRIu64
+			    " connections in %" PRIu64 " seeds (none passed that many "
+			    "bytes)", x->p->name, x->connections, c->seeds);
+		else {
+			snprintf(expect, sizeof(expect), f->match ? "" :
+			    ", about %.3g expected", share * (double)base);
+			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
+			    " seeds, though its share is %.3g %% of them%s%s", x->p->name,
+			    fault_kinds[i], base, of, c->seeds, share * 100, expect,
+			    strcmp(of, "connections") == 0 ? "" : match);
+		}
+	}
+}
+
+static void
+warn_pct(json_t *w, const struct cov_px *x)
+{
+	int		k = x->p->schedule.steps;
+	uint64_t	max, med;
+
+	if (x->hseeds == 0)
+		return;
+	max = x->h[x->nh - 1].value;
+	med = hist_median(x);
+	if (max > (uint64_t)k)
+		warn(w, "proxy %s: seeds took up to %" PRIu64 " scheduled steps "
+		    "(median %" PRIu64 "), more than its pct steps (k = %d): PCT's "
+		    "change points fall only in steps 1..%d, so a race later in a "
+		    "seed gets none, and the bound does not hold; set steps: to "
+		    "about %" PRIu64 " (drivers send BEGIN and COMMIT of their own, "
+		    "and each is a step)", x->p->name, max, med, k, k, max);
+	else if ((uint64_t)k > 2 * max)
+		warn(w, "proxy %s: its pct steps (k = %d) is far above the steps "
+		    "seeds took (median %" PRIu64 ", at most %" PRIu64 "): a change "
+		    "point falls past a seed's last step, wasted, %.0f %% of the "
+		    "time or more; set steps: to about %" PRIu64 " (drivers send "
+		    "BEGIN and COMMIT of their own, and each is a step)", x->p->name,
+		    k, med, max, 100.0 * (double)((uint64_t)k - max) / k, max);
+}
+
+static json_t *
+warnings(const struct cov *c)
+{
+	json_t	*w = json_array();
+	char	 env[128];
+	size_t	 i;
+
+	if (c->seeds == 0)
+		return w;
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		const struct cov_px	*x = &c->px[i];
+		const char		*mode = sched_mode(x->p);
+
+		if (x->exchanges == 0) {
+			proxy_env(env, sizeof(env), x->p->name);
+			warn(w, "proxy %s saw no exchange in any of the %" PRIu64
+			    " seeds: no turn's traffic went through it%s. A turn "
+			    "reaches it at $%s (host:port of its own listener)%s",
+			    x->p->name, c->seeds, mode ? ", so its schedule took no "
+			    "step" : "", env, x->p->upstream_kind == CFG_UP_DATABASE ?
+			    "; in front of the database, also through PGHOST, PGPORT "
+			    "and DATABASE_URL when they point at it (a turn that "
+			    "connects by an address of its own, or database.url's, "
+			    "bypasses it)" : "");
+			continue;
+		}
+		warn_faults(w, c, x);
+		if (mode != NULL && x->steps == 0)
+			warn(w, "proxy %s has a schedule (%s) but took no step in any "
+			    "of the %" PRIu64 " seeds: its %" PRIu64 " exchanges were "
+			    "all outside it (a PostgreSQL start-up is)", x->p->name, mode,
+			    c->seeds, x->exchanges);
+		else if (mode != NULL && x->p->schedule.mode == CFG_SCHED_PCT)
+			warn_pct(w, x);
+	}
+	for (i = 0; i < c->cfg->ninvariants; i++)
+		if (c->inv_checked[i] == 0)
+			warn(w, "invariant \"%s\" was checked in none of the %" PRIu64
+			    " seeds (each ended before its first check)",
+			    c->cfg->invariants[i].name, c->seeds);
+	return w;
+}
+
+static const char pct_assumes[] = "no forced decisions and no exchanges "
+    "outside the schedule";
+
+json_t *
+cov_json(const struct cov *c)
+{
+	json_t	*root, *proxies = json_object(), *invs = json_array(), *pct = json_array();
+	size_t	 i;
+
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		const struct cov_px	*x = &c->px[i];
+		const char		*mode = sched_mode(x->p);
+		json_t			*sps = json_null();
+
+		if (x->hseeds > 0)
+			sps = json_pack("{s:I, s:I}", "median", (json_int_t)hist_median(x),
+			    "max", (json_int_t)x->h[x->nh - 1].value);
+		json_object_set_new(proxies, x->p->name, json_pack("{s:o, s:I, s:I, "
+		    "s:I, s:O, s:I, s:o, s:O, s:I, s:O}",
+		    "schedule", mode ? json_string(mode) : json_null(),
+		    "exchanges", (json_int_t)x->exchanges,
+		    "seeds_with_exchanges", (json_int_t)x->seeds_used,
+		    "connections", (json_int_t)x->connections,
+		    "faults", x->faults,
+		    "steps", (json_int_t)x->steps,
+		    "steps_per_seed", sps,
+		    "forced", x->forced,
+		    "lock_waits", (json_int_t)x->lock_waits,
+		    "deadlocks", x->deadlocks));
+		if (mode == NULL || x->p->schedule.mode != CFG_SCHED_PCT)
+			continue;
+		{
+			const struct cfg_schedule	*s = &x->p->schedule;
+			double				 p = pct_seed(c->cfg->turns,
+							    s->steps, s->depth);
+
+			json_array_append_new(pct, json_pack("{s:s, s:i, s:i, s:i, "
+			    "s:f, s:I, s:f, s:I, s:s}", "proxy", x->p->name,
+			    "turns", c->cfg->turns, "steps", s->steps, "depth", s->depth,
+			    "per_seed", p, "seeds", (json_int_t)c->seeds,
+			    "over_run", pct_run(p, c->seeds),
+			    "forced", (json_int_t)kinds_sum(x->forced),
+			    "assumes", pct_assumes));
+		}
+	}
+	for (i = 0; i < c->cfg->ninvariants; i++)
+		json_array_append_new(invs, json_pack("{s:s, s:I, s:I}",
+		    "name", c->cfg->invariants[i].name,
+		    "seeds_checked", (json_int_t)c->inv_checked[i],
+		    "seeds_broken", (json_int_t)c->inv_broken[i]));
+	root = json_pack("{s:I, s:o, s:{s:I, s:I}, s:o, s:o, s:o}",
+	    "seeds", (json_int_t)c->seeds, "proxies", proxies,
+	    "forced", "decisions", (json_int_t)c->forced,
+	    "seeds", (json_int_t)c->forced_seeds,
+	    "invariants", invs, "pct", pct, "warnings", warnings(c));
+	return root;
+}
+
+/* ", kinds: a 3, b 0" for the kinds with a count or a share configured. */
+static void
+put_kinds(FILE *f, const char *what, const json_t *kinds,
+    const struct cfg_faults *faults)
+{
+	const char	*k, *of;
+	json_t		*v;
+	int		 n = 0;
+
+	json_object_foreach(UNCONST(kinds), k, v) {
+		if (count_of(v) == 0 && (faults == NULL ||
+		    fault_share(faults, k, &of) <= 0))
+			continue;
+		fprintf(f, "%s%s %" PRIu64, n++ ? ", " : what, k, count_of(v));
+	}
+	if (n > 0 && faults == NULL)
+		fputc(')', f);
+}
+
+void
+cov_summary(FILE *f, const struct cov *c)
+{
+	json_t		*w;
+	char		 formula[64];
+	size_t		 i;
+	uint64_t	 dl;
+
+	if (c->seeds == 0)
+		return;
+	fprintf(f, "\n  coverage of %" PRIu64 " seed%s:\n", c->seeds,
+	    c->seeds == 1 ? "" : "s");
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		const struct cov_px	*x = &c->px[i];
+		const char		*mode = sched_mode(x->p);
+		uint64_t		 forced = kinds_sum(x->forced);
+
+		fprintf(f, "    proxy %s%s%s%s: ", x->p->name, mode ? " (" : "",
+		    mode ? mode : "", mode ? ")" : "");
+		if (x->exchanges == 0) {
+			fprintf(f, "no exchange in any seed\n");
+			continue;
+		}
+		fprintf(f, "%" PRIu64 " exchanges in %" PRIu64 " seed%s, %" PRIu64
+		    " connections", x->exchanges, x->seeds_used,
+		    x->seeds_used == 1 ? "" : "s", x->connections);
+		if (mode != NULL) {
+			fprintf(f, "; %" PRIu64 " scheduled steps", x->steps);
+			if (x->hseeds > 0)
+				fprintf(f, " (median %" PRIu64 ", at most %" PRIu64
+				    " a seed)", hist_median(x), x->h[x->nh - 1].value);
+			fprintf(f, ", %" PRIu64 " forced", forced);
+			if (forced > 0)
+				put_kinds(f, " (", x->forced, NULL);
+		}
+		dl = kinds_sum(x->deadlocks);
+		/* what PostgreSQL said of a scheduled proxy's statements */
+		if (mode != NULL || x->lock_waits > 0 || dl > 0)
+			fprintf(f, "; %" PRIu64 " lock wait%s", x->lock_waits,
+			    x->lock_waits == 1 ? "" : "s");
+		if (mode != NULL && dl == 0)
+			fprintf(f, ", no deadlock");
+		else if (dl > 0)
+			fprintf(f, ", %" PRIu64 " deadlock%s: %" PRIu64 " broken by "
+			    "soak, %" PRIu64 " by PostgreSQL", dl, dl == 1 ? "" : "s",
+			    kind_get(x->deadlocks, "soak"),
+			    kind_get(x->deadlocks, "postgres"));
+		put_kinds(f, "; faults: ", x->faults, &x->p->faults);
+		fputc('\n', f);
+	}
+	for (i = 0; i < c->cfg->ninvariants; i++)
+		fprintf(f, "    invariant \"%s\": checked in %" PRIu64 " seed%s, "
+		    "broken in %" PRIu64 "\n", c->cfg->invariants[i].name,
+		    c->inv_checked[i], c->inv_checked[i] == 1 ? "" : "s",
+		    c->inv_broken[i]);
+	for (i = 0; i < c->cfg->nproxies && !c->px[i].p->schedule.enabled; i++)
+		;
+	/* a timeout's decisions: only a schedule makes them */
+	if (i < c->cfg->nproxies || c->forced > 0)
+		fprintf(f, "    %" PRIu64 " forced decision%s in %" PRIu64 " of %"
+		    PRIu64 " seeds\n", c->forced, c->forced == 1 ? "" : "s",
+		    c->forced_seeds, c->seeds);
+	for (i = 0; i < c->cfg->nproxies; i++) {
+		const struct cfg_schedule	*s = &c->px[i].p->schedule;
+		double				 p;
+
+		if (!s->enabled || s->mode != CFG_SCHED_PCT)
+			continue;
+		p = pct_seed(c->cfg->turns, s->steps, s->depth);
+		pct_formula(formula, sizeof(formula), c->cfg->turns, s->steps, s->depth);
+		fprintf(f, "    pct bound, proxy %s (n = %d turns, k = %d steps, d = "
+		    "%d): a bug of depth %d or less is found in a seed with "
+		    "probability p \u2265 %s = %.3g %%, and in the run's %" PRIu64
+		    " seeds with 1 \u2212 (1 \u2212 p)^%" PRIu64 " = %.3g %%, assuming "
+		    "%s (this run: %" PRIu64 " forced decision%s)\n", c->px[i].p->name,
+		    c->cfg->turns, s->steps, s->depth, s->depth, formula, 100 * p,
+		    c->seeds, c->seeds, 100 * pct_run(p, c->seeds), pct_assumes,
+		    kinds_sum(c->px[i].forced),
+		    kinds_sum(c->px[i].forced) == 1 ? "" : "s");
+	}
+	w = warnings(c);
+	for (i = 0; i < json_array_size(w); i++)
+		fprintf(f, "    warning: %s\n", json_string_value(json_array_get(w, i)));
+	json_decref(w);
+}

@@ -1,0 +1,54 @@
+/*
+ * What a run exercised (issue 21 item 6; Antithesis: a property that never
+ * fired is a finding about the test, not a pass).  Each seed's worker
+ * counts what its proxies did and which invariants it checked
+ * (worker/wrk.h's "coverage", passing seeds included); the coordinator
+ * sums the final attempt of each seed here as its verdict comes in, so the
+ * journal's replay (--resume) sums the same seeds again and a run of
+ * millions of seeds keeps a few counters, not its seeds' details.
+ * Confirming re-runs and retried infra attempts are not counted: each seed
+ * counts once, as it ended.
+ *
+ * Out of the sums: report.json's "coverage" (cov_json, docs/report.md) and
+ * the summary's lines (cov_summary): per proxy its exchanges, connections,
+ * faults by kind, scheduled steps (with the median and the most of a
+ * seed), forced decisions by kind, lock waits and deadlocks; per invariant
+ * the seeds that checked it and those that broke it; the forced decisions
+ * of the run and the seeds that had any; for each `schedule: pct` proxy
+ * PCT's bound; and the warnings: a proxy that saw no exchange in any seed
+ * (with how turns reach it), a fault kind with a share above 0 that never
+ * fired, a schedule that took no step, a PCT `steps` (k) far from the
+ * steps seeds took, an invariant never checked.
+ */
+#ifndef SOAK_COVERAGE_H
+#define SOAK_COVERAGE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#include "common/config.h"
+
+struct cov;
+
+/* Sums for cfg's proxies and invariants; cfg must outlive it. */
+struct cov	*cov_new(const struct cfg *cfg);
+void		 cov_free(struct cov *c);
+/*
+ * Adds one seed's "coverage" (NULL or not an object: a seed that reported
+ * none, e.g. an old worker's; not counted).  Counts of proxies or
+ * invariants the config does not have are left out.
+ */
+void		 cov_add(struct cov *c, const json_t *seed);
+/* The forced decisions of one seed's "coverage", every proxy and kind. */
+uint32_t	 cov_seed_forced(const json_t *seed);
+/* report.json's "coverage" (new reference). */
+json_t		*cov_json(const struct cov *c);
+/*
+ * The summary's coverage lines, each indented by two spaces; nothing when
+ * no seed reported coverage.
+ */
+void		 cov_summary(FILE *f, const struct cov *c);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * A run's coverage (coordinator/coverage.c): the seeds' counts summed, the
+ * steps' median and most, the warnings a user acts on (a proxy nobody
+ * reached, a fault that never fired, a schedule that took no step, a PCT
+ * k far from the steps taken, an invariant never checked), PCT's bound,
+ * and the summary's lines.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/config.h"
+#include "common/util.h"
+#include "coordinator/coverage.h"
+
+static struct cfg_proxy		px[3];
+static struct cfg_invariant	invs[2];
+static struct cfg		cfg;
+
+/*
+ * db: in front of the database, scheduled by pct (k = 40, d = 3), a
+ * latency and a lost_reply; api: a service, unscheduled, duplicate under a
+ * match; cache: nobody's, with a blackhole.
+ */
+static void
+mk(int steps)
+{
+	memset(&cfg, 0, sizeof(cfg));
+	memset(px, 0, sizeof(px));
+	px[0] = (struct cfg_proxy){ .name = "db", .upstream_kind = CFG_UP_DATABASE,
+	    .faults = { .rate = 0.2, .lost_reply = 0.5, .latency_min_ms = 1,
+	    .latency_max_ms = 5 },
+	    .schedule = { .enabled = true, .mode = CFG_SCHED_PCT, .depth = 3,
+	    .steps = steps } };
+	px[1] = (struct cfg_proxy){ .name = "api", .upstream_kind = CFG_UP_SERVICE,
+	    .faults = { .rate = 0.1, .duplicate = 1, .match = "^POST /never" } };
+	px[2] = (struct cfg_proxy){ .name = "cache", .upstream_kind = CFG_UP_HOSTPORT,
+	    .faults = { .blackhole = 0.1 } };
+	invs[0] = (struct cfg_invariant){ .name = "balances add up" };
+	invs[1] = (struct cfg_invariant){ .name = "no job lost" };
+	cfg.name = "t";
+	cfg.turns = 4;
+	cfg.proxies = px;
+	cfg.nproxies = 3;
+	cfg.invariants = invs;
+	cfg.ninvariants = 2;
+}
+
+static void
+add(struct cov *c, const char *text)
+{
+	json_error_t	 je;
+	json_t		*j = json_loads(text, 0, &je);
+
+	if (j == NULL)
+		fail_msg("%s: %s", text, je.text);
+	cov_add(c, j);
+	json_decref(j);
+}
+
+static char *
+summary(const struct cov *c)
+{
+	char	*text = NULL;
+	size_t	 len;
+	FILE	*f = open_memstream(&text, &len);
+
+	cov_summary(f, c);
+	fclose(f);
+	return text;
+}
+
+static const char *
+jget_str(const json_t *a, size_t i)
+{
+	return json_string_value(json_array_get(a, i));
+}
+
+/* Does one of the warnings contain s? */
+static bool
+warned(const json_t *cov, const char *s)
+{
+	const json_t	*w = json_object_get(cov, "warnings");
+	size_t		 i;
+
+	for (i = 0; i < json_array_size(w); i++)
+		if (strstr(jget_str(w, i), s) != NULL)
+			return true;
+	return false;
+}
+
+#define SEED(db_steps, forced) \
+	"{\"proxies\":{\"db\":{\"exchanges\":" #db_steps ",\"connections\":4," \
+	"\"faults\":{\"lost_reply\":1},\"latency\":3,\"steps\":" #db_steps \
+	",\"forced\":" forced ",\"lock_waits\":2,\"deadlocks\":{\"soak\":1}}," \
+	"\"api\":{\"exchanges\":5,\"connections\":5}}," \
+	"\"invariants\":[[1,0],[0,0]]}"
+
+/*
+ * Three seeds of 20, 24 and 30 steps (median 24, most 30) against k = 40:
+ * every sum, the kinds with their zeros, each warning once.
+ */
+static void
+test_sums_and_warnings(void **state)
+{
+	struct cov	*c;
+	json_t		*j, *db;
+	char		*s;
+
+	(void)state;
+	mk(40);
+	c = cov_new(&cfg);
+	add(c, SEED(20, "{\"arrival\":2}"));
+	add(c, SEED(24, "{}"));
+	add(c, SEED(30, "{\"arrival\":1,\"watchdog\":1}"));
+	add(c, "{\"invariants\":[[2,1],[0,0]]}");	/* no proxy opened */
+	cov_add(c, NULL);				/* none reported: not a seed */
+	j = json_pack("{s:{s:{s:{s:i,s:i}}}}", "proxies", "db", "forced", "arrival",
+	    2, "blocked", 3);
+	assert_int_equal(cov_seed_forced(j), 5);
+	json_decref(j);
+	j = cov_json(c);
+	assert_int_equal(json_integer_value(json_object_get(j, "seeds")), 4);
+	db = json_object_get(json_object_get(j, "proxies"), "db");
+	s = json_dumps(db, JSON_COMPACT);
+	assert_string_equal(s, "{\"schedule\":\"pct\",\"exchanges\":74,"
+	    "\"seeds_with_exchanges\":3,\"connections\":12,\"faults\":{\"lost_reply\":3,"
+	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"close_after\":0,"
+	    "\"latency\":9},\"steps\":74,\"steps_per_seed\":{\"median\":24,"
+	    "\"max\":30},\"forced\":{\"arrival\":3,\"blocked\":0,\"watchdog\":1},"
+	    "\"lock_waits\":6,\"deadlocks\":{\"soak\":3,\"postgres\":0}}");
+	free(s);
+	s = json_dumps(json_object_get(j, "forced"), JSON_COMPACT);
+	assert_string_equal(s, "{\"decisions\":4,\"seeds\":2}");
+	free(s);
+	s = json_dumps(json_object_get(j, "invariants"), JSON_COMPACT);
+	assert_string_equal(s, "[{\"name\":\"balances add up\",\"seeds_checked\":4,"
+	    "\"seeds_broken\":1},{\"name\":\"no job lost\",\"seeds_checked\":0,"
+	    "\"seeds_broken\":0}]");
+	free(s);
+	/* cache: nobody reached it, and how one would */
+	assert_true(warned(j, "proxy cache saw no exchange in any of the 4 seeds: "
+	    "no turn's traffic went through it. A turn reaches it at "
+	    "$SOAK_PROXY_CACHE (host:port of its own listener)"));
+	/* api's duplicate never fired: its match is the suspect */
+	assert_true(warned(j, "proxy api: duplicate never fired in 15 exchanges of 4 "
+	    "seeds, though its share is 10 % of them; its match: /^POST /never/"));
+	/* db's faults all fired; its k is fine (30 <= 40 <= 60) */
+	assert_false(warned(j, "proxy db"));
+	assert_true(warned(j, "invariant \"no job lost\" was checked in none of the 4 seeds"));
+	assert_int_equal(json_array_size(json_object_get(j, "warnings")), 3);
+	/* PCT's bound: 1/(4 * 40^2) a seed, over 4 seeds */
+	s = json_dumps(json_array_get(json_object_get(j, "pct"), 0), JSON_COMPACT |
+	    JSON_REAL_PRECISION(6));
+	assert_string_equal(s, "{\"proxy\":\"db\",\"turns\":4,\"steps\":40,\"depth\":3,"
+	    "\"per_seed\":0.00015625,\"seeds\":4,\"over_run\":0.000624854,\"forced\":4,"
+	    "\"assumes\":\"no forced decisions and no exchanges outside the schedule\"}");
+	free(s);
+	json_decref(j);
+	s = summary(c);
+	assert_non_null(strstr(s, "\n  coverage of 4 seeds:\n"
+	    "    proxy db (pct): 74 exchanges in 3 seeds, 12 connections; 74 scheduled "
+	    "steps (median 24, at most 30 a seed), 4 forced (arrival 3, watchdog 1); "
+	    "6 lock waits, 3 deadlocks: 3 broken by soak, 0 by PostgreSQL; faults: "
+	    "lost_reply 3, latency 9\n"
+	    "    proxy api: 15 exchanges in 3 seeds, 15 connections; faults: "
+	    "duplicate 0\n"
+	    "    proxy cache: no exchange in any seed\n"
+	    "    invariant \"balances add up\": checked in 4 seeds, broken in 1\n"
+	    "    invariant \"no job lost\": checked in 0 seeds, broken in 0\n"
+	    "    4 forced decisions in 2 of 4 seeds\n"
+	    "    pct bound, proxy db (n = 4 turns, k = 40 steps, d = 3): a bug of "
+	    "depth 3 or less is found in a seed with probability p \u2265 "
+	    "1/(4\u00b740^2) = 0.0156 %, and in the run's 4 seeds with 1 \u2212 "
+	    "(1 \u2212 p)^4 = 0.0625 %, assuming no forced decisions and no "
+	    "exchanges outside the schedule (this run: 4 forced decisions)\n"
+	    "    warning: proxy api: duplicate never fired"));
+	assert_non_null(strstr(s, "\n    warning: proxy cache saw no exchange"));
+	free(s);
+	cov_free(c);
+}
+
+/* k far above the steps taken, and below: each warned with the figures. */
+static void
+test_pct_steps(void **state)
+{
+	struct cov	*c;
+	json_t		*j;
+
+	(void)state;
+	mk(200);
+	c = cov_new(&cfg);
+	add(c, SEED(20, "{}"));
+	add(c, SEED(24, "{}"));
+	j = cov_json(c);
+	assert_true(warned(j, "proxy db: its pct steps (k = 200) is far above the "
+	    "steps seeds took (median 20, at most 24): a change point falls past a "
+	    "seed's last step, wasted, 88 % of the time or more; set steps: to "
+	    "about 24 (drivers send BEGIN and COMMIT of their own"));
+	json_decref(j);
+	cov_free(c);
+	mk(12);
+	c = cov_new(&cfg);
+	add(c, SEED(20, "{}"));
+	j = cov_json(c);
+	assert_true(warned(j, "proxy db: seeds took up to 20 scheduled steps (median "
+	    "20), more than its pct steps (k = 12): PCT's change points fall only in "
+	    "steps 1..12"));
+	json_decref(j);
+	cov_free(c);
+}
+
+/*
+ * A scheduled proxy that saw only start-ups took no step; one nobody
+ * reached in front of the database names the libpq variables; a fault of
+ * a share that fired nowhere says how many were expected.
+ */
+static void
+test_no_step_and_database(void **state)
+{
+	struct cov	*c;
+	json_t		*j;
+	char		*s;
+
+	(void)state;
+	mk(40);
+	c = cov_new(&cfg);
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":8,\"connections\":8}}}");
+	j = cov_json(c);
+	assert_true(warned(j, "proxy db has a schedule (pct) but took no step in any "
+	    "of the 1 seeds: its 8 exchanges were all outside it"));
+	assert_true(warned(j, "proxy db: lost_reply never fired in 8 exchanges of 1 "
+	    "seeds, though its share is 10 % of them, about 0.8 expected"));
+	assert_true(warned(j, "proxy db: latency (1..5 ms) delayed none of its 8 "
+	    "exchanges in 1 seeds"));
+	assert_true(json_is_null(json_object_get(json_object_get(json_object_get(j,
+	    "proxies"), "db"), "steps_per_seed")));
+	json_decref(j);
+	cov_free(c);
+	mk(40);
+	c = cov_new(&cfg);
+	add(c, "{\"proxies\":{\"api\":{\"exchanges\":1}}}");
+	j = cov_json(c);
+	assert_true(warned(j, "proxy db saw no exchange in any of the 1 seeds: no "
+	    "turn's traffic went through it, so its schedule took no step. A turn "
+	    "reaches it at $SOAK_PROXY_DB (host:port of its own listener); in front "
+	    "of the database, also through PGHOST, PGPORT and DATABASE_URL when "
+	    "they point at it"));
+	json_decref(j);
+	cov_free(c);
+	/* no seed reported: no line, no warning */
+	c = cov_new(&cfg);
+	j = cov_json(c);
+	assert_int_equal(json_array_size(json_object_get(j, "warnings")), 0);
+	json_decref(j);
+	s = summary(c);
+	assert_string_equal(s, "");
+	free(s);
+	cov_free(c);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sums_and_warnings),
+		cmocka_unit_test(test_pct_steps),
+		cmocka_unit_test(test_no_step_and_database),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
