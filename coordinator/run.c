@@ -135,6 +135,8 @@ spawn_worker(struct runctx *r)
 	}
 	if (pid == -1)
 		log_warn("cannot start a worker");
+	else
+		coord_worker_starting(r->coord, (uint32_t)pid, now_ms());
 	return pid;
 }
 
