@@ -707,6 +707,32 @@ halt_here(struct coord *c, const struct cfg *cfg)
 		}
 }
 
+/*
+ * A config that did not load: the commands that did load and cannot be
+ * started here are told with the file's other mistakes, so one attempt
+ * shows them all (soak check tells the SQL's too).
+ */
+static void
+commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
+{
+	const struct cfg_mark	*m;
+	char			 why[ERR_LEN], *msg;
+	size_t			 i;
+	int			 errnum;
+
+	for (i = 0; i < cfg->ncommands; i++) {
+		if (wrk_command_check(cfg->commands[i].argv[0], &errnum, why) == 0)
+			continue;
+		if ((m = cfg_mark_find(cfg, cfg->commands[i].key)) != NULL)
+			msg = xasprintf("%s:%d:%d: %s: %s", cfg->path, m->line, m->col,
+			    cfg->commands[i].key, why);
+		else
+			msg = xasprintf("%s: %s: %s", cfg->path, cfg->commands[i].key, why);
+		cfg_errors_add(errs, msg);
+		free(msg);
+	}
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -724,9 +750,13 @@ run_main(struct runopts *o)
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
-	if (cfg_load_file_all(o->config, &cfg, err, &cerrs) == -1) {
+	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
+		if (cfg.broken & CFG_BROKEN_SOME)
+			commands_problems(&cfg, &cerrs);
+		cfg_errors_sort(&cerrs, o->config);
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
+		cfg_free(&cfg);
 		return SOAK_EXIT_CONFIG;
 	}
 	if (coordinator_ships_password(o, &cfg) == -1) {
