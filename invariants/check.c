@@ -456,7 +456,7 @@ print_outcomes(const struct inv_result *ir, int json)
 
 		printf("%-6s %s", o->nrows ? "BROKEN" : "holds", o->inv->name);
 		if (o->nrows)
-			printf(" (%lld rows)", (long long)o->nrows);
+			printf(" (%lld row%s)", (long long)o->nrows, o->nrows == 1 ? "" : "s");
 		putchar('\n');
 		for (int r = 0; r < o->nkept; r++) {
 			printf("        ");

@@ -244,6 +244,6 @@ YAML
 soak_rc rc check monitor.yaml --db "$url" >mon.out 2>mon.err
 cat mon.out mon.err
 expect_eq "check --db of a broken invariant (the turn command is not its business)" 1 "$rc"
-expect_match "the rows" 'BROKEN no negative amount \(1 rows\)' "$(cat mon.out)"
+expect_match "the rows" 'BROKEN no negative amount \(1 row\)' "$(cat mon.out)"
 expect_eq "--db wrote nothing" "$before" "$(snapshot)"
 echo "check_cmd: ok"
