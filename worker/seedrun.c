@@ -643,6 +643,7 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	if (private_dir(c->w->keep_dir, err) == -1) {
 		log_warnx("seed %" PRIu64 ": not keeping the workspace: %s", c->seed, err);
 		json_object_set_new(detail, "workspace", json_string(c->dir));
+		json_object_set_new(detail, "workspace_error", json_string(err));
 		return xstrdup(c->dir);
 	}
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
