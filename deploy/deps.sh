@@ -12,7 +12,7 @@ libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-d
 libssl-dev openssl
 clang libclang-rt-dev
 postgresql postgresql-client postgresql-contrib
-libxml2-utils jq curl python3 procps iproute2 nftables
+libxml2-utils jq curl python3 python3-psycopg2 procps iproute2 nftables
 iperf3 haproxy socat
 munge slurmctld slurmd slurm-client systemd"
 # From npm, pinned: the GitHub workflow schema check of make test-deploy

@@ -246,4 +246,43 @@ cat mon.out mon.err
 expect_eq "check --db of a broken invariant (the turn command is not its business)" 1 "$rc"
 expect_match "the rows" 'BROKEN no negative amount \(1 row\)' "$(cat mon.out)"
 expect_eq "--db wrote nothing" "$before" "$(snapshot)"
+
+# --json tells every invariant, the holding ones too (issue 22 item 4).
+cat >monitor2.yaml <<'YAML'
+name: monitor
+turn:
+  command: [./redeem.sh]
+invariants:
+  - name: no negative amount
+    sql: SELECT id, amount FROM r WHERE amount < 0
+  - name: no amount over 100
+    sql: SELECT id FROM r WHERE amount > 100
+YAML
+soak_rc rc check monitor2.yaml --db "$url" --json >json.out 2>json.err
+cat json.out json.err
+expect_eq "check --db --json, one broken" 1 "$rc"
+expect_eq "--json: every invariant, in config order, with holds" \
+    '[{"name":"no negative amount","holds":false,"row_count":1,"rows":[["1","-5"]]},{"name":"no amount over 100","holds":true,"row_count":0,"rows":[]}]' \
+    "$(jq -c '[.[] | {name, holds, row_count, rows}]' json.out)"
+
+# --schema that names no schema: said so, not run against another (exit 2).
+soak_rc rc check monitor2.yaml --db "$url" --schema nosuch >nosuch.out 2>nosuch.err
+cat nosuch.err
+expect_eq "check --schema nosuch" 2 "$rc"
+expect_eq "--schema nosuch: said so, with the schemas there are" \
+    "soak check: --schema nosuch: the database has no such schema (its schemas: public)" "$(cat nosuch.err)"
+[ ! -s nosuch.out ] || fail "check --schema nosuch ran invariants: $(cat nosuch.out)"
+soak_rc rc check monitor2.yaml --db "$url" --schema public >/dev/null 2>&1
+expect_eq "check --schema public" 1 "$rc"
+
+# A role the database does not let read the table: a permission the
+# monitor lacks is the database's to grant, not the config's (exit 2, not 78).
+q "CREATE ROLE watcher LOGIN"
+soak_rc rc check monitor2.yaml --db "postgresql://watcher@127.0.0.1:$port/postgres" >perm.out 2>perm.err
+cat perm.out perm.err
+expect_eq "check --db as a role without SELECT" 2 "$rc"
+expect_match "and it says which permission" 'permission denied for table r' "$(cat perm.err)"
+q "GRANT SELECT ON r TO watcher"
+soak_rc rc check monitor2.yaml --db "postgresql://watcher@127.0.0.1:$port/postgres" >/dev/null 2>&1
+expect_eq "the same role, granted SELECT" 1 "$rc"
 echo "check_cmd: ok"
