@@ -549,6 +549,9 @@ usage(FILE *f, bool local)
 		    "                  verdict are not run again\n"
 		    "  --dry-run       load the config and check the options, say what\n"
 		    "                  would run, and exit 0 without running it\n"
+		    "  --lease-ttl DUR, --heartbeat DUR\n"
+		    "                  as for soak coordinator (defaults 5s, 500ms): how\n"
+		    "                  soon a worker that stopped beating loses its seeds\n"
 		    "  -v, --verbose   log every step\n"
 		    "\n"
 		    "A worker process that dies is replaced: 2 x N (at least 4) at once,\n"
@@ -600,6 +603,7 @@ usage(FILE *f, bool local)
 		    "  --dry-run             check the config, the options and the secret or\n"
 		    "                        TLS files, say what would run, and exit 0\n"
 		    "                        without listening\n"
+		    "  -v, --verbose         log every step\n"
 		    "\n"
 		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
 		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"
@@ -988,6 +992,7 @@ parse(int argc, char **argv, struct runopts *o)
 	char	*end, err[ERR_LEN];
 	int64_t	 ms;
 	int	 ch;
+	bool	 workers_given = false;
 
 	o->workers = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (o->workers < 1)
@@ -1020,6 +1025,7 @@ parse(int argc, char **argv, struct runopts *o)
 			break;
 		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
 		case 'w':
+			workers_given = true;
 			o->workers = (int)strtol(optarg, &end, 10);
 			if (*end || o->workers < 1 || o->workers > 1024) {
 				fprintf(stderr, "soak: --workers wants 1..1024, got \"%s\"\n", optarg);
@@ -1064,6 +1070,11 @@ parse(int argc, char **argv, struct runopts *o)
 	o->config = argv[optind];
 	if (o->resume && o->out) {
 		fprintf(stderr, "soak: --resume DIR writes to DIR; --out is for a new run\n");
+		return -1;
+	}
+	if (!o->local && workers_given) {
+		fprintf(stderr, "soak coordinator: --workers is for `soak run` (a "
+		    "coordinator's workers dial in: soak worker --connect URL --slots N)\n");
 		return -1;
 	}
 	if (!o->local && o->listen == NULL) {
