@@ -491,6 +491,37 @@ wrk_scrub(const struct wrk *w, char *text, size_t size)
 }
 
 /*
+ * The broken invariants' rows as they leave the worker (report.json, the
+ * summary, junit, tickets): each value through wrk_scrub.  A value whose
+ * scrubbed text would not fit the buffer is cut there.
+ */
+static json_t *
+rows_scrubbed(const struct wrk *w, json_t *invariants)
+{
+	json_t	*inv, *row, *v;
+	size_t	 i, r, k;
+	char	 buf[INV_MAX_VALUE + 64];
+
+	json_array_foreach(invariants, i, inv)
+		json_array_foreach(json_object_get(inv, "rows"), r, row)
+			json_array_foreach(row, k, v) {
+				if (!json_is_string(v))
+					continue;
+				snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+				wrk_scrub(w, buf, sizeof(buf));
+				if (strcmp(buf, json_string_value(v)) != 0) {
+					json_t	*n;
+
+					buf[utf8_prefix(buf, strlen(buf), sizeof(buf) - 1)] = '\0';
+					/* Never the old value: it held a secret. */
+					n = json_string(buf);
+					json_array_set_new(row, k, n ? n : json_string(CONNINFO_MARK));
+				}
+			}
+	return invariants;
+}
+
+/*
  * "col=val, col=val" of row r, one line (a control character is a
  * space), cut to at most max bytes on a character boundary with "…".
  */
@@ -608,7 +639,8 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	}
 	if (ir.nviolated > 0) {
 		broken_message(c->w, &ir, round, res);
-		json_object_set_new(detail, "invariants", inv_result_json(&ir));
+		json_object_set_new(detail, "invariants", rows_scrubbed(c->w,
+		    inv_result_json(&ir)));
 		c->round = round;
 		rc = -1;
 	}

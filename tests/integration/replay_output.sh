@@ -150,4 +150,11 @@ expect_eq "junit's failure message: the same" "$msg" \
     "$(xmllint --xpath 'string(//testcase/failure/@message)' leak.out/junit.xml)"
 expect_match "the summary's line under the group: the same" "^        $(sed 's/[]\[().*^$]/\\&/g' <<<"$msg")\$" \
     "$(cat leak.stdout)"
+# The rows themselves, as they leave the worker: the summary shows them,
+# report.json and junit.xml hold them.
+grep -rl 'k33p-s3cret' leak.stdout leak.out/report.json leak.out/junit.xml &&
+    fail "the password reached the summary, report.json or junit.xml"
+ok "no password in the summary, report.json or junit.xml"
+expect_eq "report.json's row: scrubbed" '["2","pw ***"]' \
+    "$(jq -c '.results[0].invariants[0].rows[0]' leak.out/report.json)"
 echo "replay_output: ok"
