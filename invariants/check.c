@@ -590,7 +590,9 @@ cmd_check(int argc, char **argv)
 		PQclear(res);
 	}
 	/* Every invariant that does not parse here is told, none run. */
-	if ((n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err)) == -1) {
+	n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err);
+	tell(&k);
+	if (n == -1) {
 		fprintf(stderr, "soak check: %s\n", err);
 		goto out;
 	}
@@ -608,6 +610,7 @@ cmd_check(int argc, char **argv)
 	print_outcomes(&ir, json);
 	rc = ir.nviolated > 0 ? 1 : 0;
 out:
+	tell(&k);
 	inv_result_free(&ir);
 	iso_pq_abandon(conn);
 	cfg_free(&cfg);
