@@ -177,6 +177,8 @@ tell(struct check *k)
 {
 	size_t	i;
 
+	if (k->nsaid == 0)
+		return;		/* qsort of NULL is undefined, even of nothing */
 	qsort(k->said, k->nsaid, sizeof(*k->said), said_cmp);
 	for (i = 0; i < k->nsaid; i++) {
 		fprintf(stderr, "%s\n", k->said[i].text);
