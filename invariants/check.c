@@ -109,14 +109,15 @@ problem(struct check *k, bool warning, const char *key, int line, int col,
 {
 	const struct cfg_mark	*m;
 	va_list			 ap;
-	char			 what[2 * ERR_LEN];
+	char			*what;
 
 	if (line == 0 && (m = cfg_mark_find(k->cfg, key)) != NULL) {
 		line = m->line;
 		col = m->col;
 	}
 	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
+	if (vasprintf(&what, fmt, ap) == -1)
+		fatalx("check: out of memory");
 	va_end(ap);
 	if (line > 0)
 		say(k, line, col, xasprintf("%s:%d:%d: %s: %s%s", k->cfg->path, line,
@@ -124,6 +125,7 @@ problem(struct check *k, bool warning, const char *key, int line, int col,
 	else
 		say(k, 0, 0, xasprintf("%s: %s: %s%s", k->cfg->path, key,
 		    warning ? "warning: " : "", what));
+	free(what);
 	if (warning)
 		k->nwarn++;
 	else
