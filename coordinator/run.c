@@ -487,48 +487,6 @@ make_run_id(void)
 	return xasprintf("%s-%04x", buf, (unsigned)getpid() & 0xffff);
 }
 
-/*
- * With an external database, schemas of lost workers must not pile up.
- * Best effort, and within ISO_CONNECT_MS: a database that stopped
- * answering must not keep the run from ending.
- */
-static void
-drop_run_schemas(const char *conninfo, const char *run_id)
-{
-	int64_t		 deadline = now_ms() + ISO_CONNECT_MS;
-	PGconn		*conn;
-	PGresult	*res;
-	char		 prefix[128], err[ERR_LEN], *q;
-	const char	*params[1] = { prefix };
-	bool		 expired;
-	size_t		 i;
-	int		 k;
-
-	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL)
-		return;
-	snprintf(prefix, sizeof(prefix), "soak_%s_w", run_id);
-	for (i = 0; prefix[i]; i++)
-		if (!((prefix[i] >= 'a' && prefix[i] <= 'z') ||
-		    (prefix[i] >= '0' && prefix[i] <= '9') || prefix[i] == '_'))
-			prefix[i] = (prefix[i] >= 'A' && prefix[i] <= 'Z') ?
-			    prefix[i] - 'A' + 'a' : '_';
-	res = iso_pq_query(conn, "SELECT nspname FROM pg_namespace "
-	    "WHERE left(nspname, length($1)) = $1", 1, params, deadline, &expired);
-	for (k = 0; PQresultStatus(res) == PGRES_TUPLES_OK && k < PQntuples(res); k++) {
-		char	*id = PQescapeIdentifier(conn, PQgetvalue(res, k, 0),
-		    strlen(PQgetvalue(res, k, 0)));
-
-		q = xasprintf("DROP SCHEMA IF EXISTS %s CASCADE", id);
-		PQclear(iso_pq_exec(conn, q, deadline, &expired));
-		free(q);
-		PQfreemem(id);
-		if (expired)
-			break;
-	}
-	PQclear(res);
-	iso_pq_abandon(conn);
-}
-
 static void
 usage(FILE *f, bool local)
 {
@@ -927,8 +885,14 @@ run_main(struct runopts *o)
 	fflush(stdout);
 	if (cfg.tickets.enabled)	/* else no need to read report.json back */
 		tickets_after_run(out, stdout);
-	if (o->local && db.pg == NULL && db.conninfo)
-		drop_run_schemas(db.conninfo, run_id);
+	/*
+	 * With an external database, schemas of lost workers must not pile
+	 * up.  Best effort, and within ISO_CONNECT_MS: a database that stopped
+	 * answering must not keep the run from ending.
+	 */
+	if (o->local && db.pg == NULL && db.conninfo && iso_drop_run(db.conninfo,
+	    run_id, now_ms() + ISO_CONNECT_MS, err) == -1)
+		log_warnx("the schemas of lost workers are left: %s", err);
 	/*
 	 * Late workers (a pod scheduled after the run, a slow node) hear "run
 	 * finished" and exit 0 instead of waiting out --reconnect and exiting

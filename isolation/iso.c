@@ -61,23 +61,6 @@ iso_notice(void *arg, const char *message)
 	log_debug("postgres: %.*s", (int)strcspn(message, "\n"), message);
 }
 
-const char *
-iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
-{
-	const char	*m = NULL;
-
-	if (res != NULL)
-		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
-	if (m == NULL && res != NULL)
-		m = PQresultErrorMessage(res);
-	if ((m == NULL || *m == '\0') && conn != NULL)
-		m = PQerrorMessage(conn);
-	if (m == NULL || *m == '\0')
-		m = "unknown error";
-	snprintf(buf, len, "%.*s", (int)strcspn(m, "\n"), m);
-	return buf;
-}
-
 /*
  * host:port/dbname of a conninfo, for messages.  Read from the redacted
  * string: a password that libpq would misread as host, port or database
@@ -241,30 +224,31 @@ iso_psql_command(const char *conninfo, const char *schema, bool *has_password,
 }
 
 /*
- * "soak_<run_id>_w<worker><tail>" over [a-z0-9_] (tail: "" for the
- * worker's schema, "_tpl" for truncate's template).  PostgreSQL silently cuts
- * names at 63 bytes, which could cut the worker suffix and make two
- * workers share a schema; so a long run id is shortened here and a hash
- * of the whole id keeps different runs apart.
+ * The one rule for a run's schema names (iso.h): "soak_<run>_w" is every
+ * worker's prefix, over [a-z0-9_].  PostgreSQL silently cuts names at 63
+ * bytes, which could cut the worker suffix and make two workers share a
+ * schema; so a run id too long for the longest suffix ("_w" INT_MAX
+ * "_tpl") is shortened here, the same for every worker, and a hash of the
+ * whole id keeps different runs apart.
  */
-static char *
-iso_schema_name(const char *run_id, int worker_id, const char *tail)
+#define ISO_SUFFIX_MAX	(sizeof("_w2147483647_tpl") - 1)
+
+char *
+iso_schema_prefix(const char *run_id)
 {
-	char		 suffix[32], hash[16], *name, *p;
+	char		 hash[16], *name, *p;
 	uint64_t	 h = fnv1a64(run_id, strlen(run_id));
 	size_t		 room;
 
-	snprintf(suffix, sizeof(suffix), "_w%d%s", worker_id, tail);
-	name = xasprintf("soak_%s%s", run_id, suffix);
-	if (strlen(name) > ISO_NAME_MAX) {
+	name = xasprintf("soak_%s_w", run_id);
+	if (strlen(name) - 2 + ISO_SUFFIX_MAX > ISO_NAME_MAX) {
 		/* 8 hex digits: the 64-bit hash folded in half. */
 		snprintf(hash, sizeof(hash), "_%08" PRIx32,
 		    (uint32_t)(h ^ (h >> 32)));
 		room = ISO_NAME_MAX - strlen("soak_") - strlen(hash) -
-		    strlen(suffix);
+		    ISO_SUFFIX_MAX;
 		free(name);
-		name = xasprintf("soak_%.*s%s%s", (int)room, run_id, hash,
-		    suffix);
+		name = xasprintf("soak_%.*s%s_w", (int)room, run_id, hash);
 	}
 	for (p = name; *p; p++) {
 		if (*p >= 'A' && *p <= 'Z')
@@ -274,6 +258,73 @@ iso_schema_name(const char *run_id, int worker_id, const char *tail)
 			*p = '_';
 	}
 	return name;
+}
+
+/* The prefix, the worker's number and tail ("" for the worker's schema,
+ * "_tpl" for truncate's template). */
+static char *
+iso_schema_name(const char *run_id, int worker_id, const char *tail)
+{
+	char	*prefix = iso_schema_prefix(run_id);
+	char	*name = xasprintf("%s%d%s", prefix, worker_id, tail);
+
+	free(prefix);
+	return name;
+}
+
+int
+iso_drop_run(const char *conninfo, const char *run_id, int64_t deadline,
+    char *err)
+{
+	PGconn		*conn;
+	PGresult	*res;
+	char		*prefix = iso_schema_prefix(run_id), *pattern, *q, m[ERR_LEN];
+	const char	*params[1];
+	bool		 expired = false;
+	int		 k, rc = -1;
+
+	/* The prefix is [a-z0-9_] only: nothing in it is a regex operator. */
+	pattern = xasprintf("^%s[0-9]+(_tpl)?$", prefix);
+	params[0] = pattern;
+	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL)
+		goto out;
+	PQsetNoticeProcessor(conn, iso_notice, NULL);	/* "drop cascades to" */
+	res = iso_pq_query(conn, "SELECT nspname FROM pg_namespace "
+	    "WHERE nspname ~ $1", 1, params, deadline, &expired);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		errf(err, "listing the schemas of run %s: %s", run_id, expired ?
+		    "no answer from the database in the time left" :
+		    iso_pq_msg(conn, res, m, sizeof(m)));
+		PQclear(res);
+		goto out;
+	}
+	for (k = 0; k < PQntuples(res); k++) {
+		char	*id = PQescapeIdentifier(conn, PQgetvalue(res, k, 0),
+		    strlen(PQgetvalue(res, k, 0)));
+		PGresult *d;
+
+		q = xasprintf("DROP SCHEMA IF EXISTS %s CASCADE", id);
+		d = iso_pq_exec(conn, q, deadline, &expired);
+		free(q);
+		if (PQresultStatus(d) != PGRES_COMMAND_OK) {
+			errf(err, "dropping schema %s: %s", id, expired ?
+			    "no answer from the database in the time left" :
+			    iso_pq_msg(conn, d, m, sizeof(m)));
+			PQclear(d);
+			PQfreemem(id);
+			PQclear(res);
+			goto out;
+		}
+		PQclear(d);
+		PQfreemem(id);
+	}
+	PQclear(res);
+	rc = 0;
+out:
+	iso_pq_abandon(conn);
+	free(pattern);
+	free(prefix);
+	return rc;
 }
 
 /* What a connection got from the server for a query that did not work. */

@@ -167,14 +167,29 @@ char	*iso_psql_command(const char *conninfo, const char *schema,
 
 /*
  * One worker's isolation.  iso_open connects (libpq, within ISO_CONNECT_MS)
- * to conninfo, names the schema "soak_<run_id>_w<worker_id>" lower-cased
- * with anything outside [a-z0-9_] turned into '_' (always quoted in SQL all
- * the same), reads cfg->db_schema's DDL once, and makes workspace_root/
- * with private_dir (common/util.h).  Nothing is created in the database
- * until iso_reset.
+ * to conninfo, names the schema iso_schema_prefix(run_id) followed by
+ * worker_id (always quoted in SQL all the same), reads cfg->db_schema's DDL
+ * once, and makes workspace_root/ with private_dir (common/util.h).
+ * Nothing is created in the database until iso_reset.
  */
 #define ISO_CONNECT_MS	30000
 struct iso;
+
+/*
+ * What every schema of a run starts with, the one home of the rule:
+ * "soak_<run_id>_w" lower-cased with anything outside [a-z0-9_] turned
+ * into '_'; a run id too long for PostgreSQL's 63-byte names keeps its
+ * first 33 bytes and a hash of the whole (the same for every worker).  A
+ * worker's schema is the prefix and its number, its template that and
+ * "_tpl".  Heap string.
+ */
+char		*iso_schema_prefix(const char *run_id);
+/*
+ * Drops every schema (and template) of the run, for the workers that were
+ * lost before they dropped their own; by deadline.  0, or -1 with err.
+ */
+int		 iso_drop_run(const char *conninfo, const char *run_id,
+		    int64_t deadline, char *err);
 
 struct iso	*iso_open(const struct cfg *cfg, const char *conninfo,
 		    const char *run_id, int worker_id, const char *workspace_root,

@@ -25,6 +25,23 @@ static const char *const conn_keys[] = {
 	"keepalives_count", "dbname", NULL
 };
 
+const char *
+iso_pq_msg(PGconn *conn, const PGresult *res, char *buf, size_t len)
+{
+	const char	*m = NULL;
+
+	if (res != NULL)
+		m = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+	if (m == NULL && res != NULL)
+		m = PQresultErrorMessage(res);
+	if ((m == NULL || *m == '\0') && conn != NULL)
+		m = PQerrorMessage(conn);
+	if (m == NULL || *m == '\0')
+		m = "unknown error";
+	snprintf(buf, len, "%.*s", (int)strcspn(m, "\n"), m);
+	return buf;
+}
+
 /* 1 when conn's socket is ready for events, 0 once the deadline passed. */
 static int
 pq_ready(PGconn *conn, short events, int64_t deadline)

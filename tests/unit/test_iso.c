@@ -800,11 +800,21 @@ test_weird_run_id(void **state)
 	longid[99] = 's';
 	b = open_iso(&cfg, longid, 1);
 	assert_true(strlen(iso_schema(a)) <= 63);
-	/* soak_<id cut>_<8 hex of fnv1a64>_w1, exactly 63 bytes. */
-	assert_int_equal(strlen(iso_schema(a)), 63);
-	assert_int_equal(iso_schema(a)[63 - 12], '_');
-	assert_int_equal(strspn(iso_schema(a) + 63 - 11, "0123456789abcdef"), 8);
-	assert_string_equal(iso_schema(a) + 63 - 3, "_w1");
+	/*
+	 * soak_<33 bytes of the id>_<8 hex of fnv1a64>_w1: room is kept for
+	 * the longest worker number and "_tpl", so every worker of the run
+	 * shares the prefix.
+	 */
+	assert_int_equal(strlen(iso_schema(a)), 50);
+	assert_int_equal(iso_schema(a)[38], '_');
+	assert_int_equal(strspn(iso_schema(a) + 39, "0123456789abcdef"), 8);
+	assert_string_equal(iso_schema(a) + 47, "_w1");
+	/* longid is b's run id now: its prefix is b's, not a's. */
+	s = iso_schema_prefix(longid);
+	assert_int_equal(strlen(s) + strlen("2147483647_tpl"), 63);
+	assert_int_equal(strncmp(iso_schema(b), s, strlen(s)), 0);
+	assert_int_not_equal(strncmp(iso_schema(a), s, strlen(s)), 0);
+	free(UNCONST(s));
 	assert_string_not_equal(iso_schema(a), iso_schema(b));
 	assert_true(strstr(iso_schema(a), "_w1") != NULL);
 	assert_int_equal(iso_reset(a, later(), err), 0);
@@ -816,6 +826,61 @@ test_weird_run_id(void **state)
 	iso_drop(a, err);
 	iso_close(a);
 	iso_close(b);
+	free(cfg.db_schema);
+}
+
+/*
+ * The run's clean-up of lost workers finds their schemas by the same rule
+ * that named them: with a run id too long for PostgreSQL's names, workers
+ * 1 and 12 (and their templates) are dropped, and nothing of another run
+ * whose id only differs after the cut.
+ */
+static void
+test_drop_run_long_id(void **state)
+{
+	struct cfg	 cfg = { 0 };
+	struct iso	*w1, *w12, *other;
+	PGconn		*c;
+	char		 err[ERR_LEN] = "", id[80], id2[80];
+	char		*prefix;
+
+	(void)state;
+	snprintf(id, sizeof(id), "Nightly-%s-0123456789abcdef", "20261201T213616"
+	    "-run-of-the-ledger-with-a-long-name");
+	snprintf(id2, sizeof(id2), "%.*sX", (int)strlen(id) - 1, id);
+	cfg.db_schema = write_ddl("CREATE TABLE t (x int);\n"
+	    "INSERT INTO t VALUES (1);\n");
+	cfg.db_reset = CFG_RESET_TRUNCATE;
+	w1 = open_iso(&cfg, id, 1);
+	w12 = open_iso(&cfg, id, 12);
+	other = open_iso(&cfg, id2, 1);
+	if (iso_reset(w1, later(), err) == -1 || iso_reset(w12, later(), err) == -1 ||
+	    iso_reset(other, later(), err) == -1)
+		fail_msg("iso_reset: %s", err);
+	c = connect_ok(pg_embedded_conninfo(pg));
+	prefix = iso_schema_prefix(id);
+	assert_true(strlen(prefix) > 40);	/* the cut and hash form */
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace WHERE "
+	    "nspname LIKE 'soak\\_nightly%'"), 6);
+	/* Lost: closed without iso_drop, as a killed worker leaves them. */
+	iso_close(w1);
+	iso_close(w12);
+	assert_int_equal(iso_drop_run(pg_embedded_conninfo(pg), id, later(), err), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace WHERE "
+	    "nspname LIKE 'soak\\_nightly%'"), 2);
+	/* What is left is the other run's, whole. */
+	assert_int_equal(query_long(iso_conn(other), "SELECT count(*) FROM "
+	    "pg_namespace WHERE nspname IN (current_schema(), current_schema() "
+	    "|| '_tpl')"), 2);
+	assert_int_equal(query_long(iso_conn(other), "SELECT count(*) FROM t"), 1);
+	assert_int_equal(iso_drop(other, err), 0);
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_namespace WHERE "
+	    "nspname LIKE 'soak\\_nightly%'"), 0);
+	/* A run with nothing left to drop is no error. */
+	assert_int_equal(iso_drop_run(pg_embedded_conninfo(pg), id, later(), err), 0);
+	iso_close(other);
+	free(prefix);
+	PQfinish(c);
 	free(cfg.db_schema);
 }
 
@@ -1178,6 +1243,7 @@ main(void)
 		cmocka_unit_test(test_db_choice),
 		cmocka_unit_test(test_db_embedded),
 		cmocka_unit_test(test_pq_msg),
+		cmocka_unit_test(test_drop_run_long_id),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
