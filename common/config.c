@@ -409,7 +409,7 @@ take_list(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 static int
 parse_int(const char *s, int64_t *v)
 {
-	uint64_t	x = 0, lim = INT64_MAX;
+	uint64_t	x, lim = INT64_MAX;
 	int		neg = 0;
 
 	if (*s == '-') {
@@ -417,15 +417,8 @@ parse_int(const char *s, int64_t *v)
 		s++;
 		lim = (uint64_t)INT64_MAX + 1;
 	}
-	if (*s == '\0')
+	if (dec_u64(s, s + strlen(s), lim, &x) == -1)
 		return -1;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -1;
-		if (x > (lim - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		x = x * 10 + (uint64_t)(*s - '0');
-	}
 	*v = neg ? (int64_t)(0 - x) : (int64_t)x;
 	return 0;
 }

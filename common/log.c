@@ -8,6 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/util.h"
+
 static char	log_role[64] = "soak";
 static int	log_level_verbose;
 
@@ -105,40 +107,6 @@ fatalx(const char *fmt, ...)
 	exit(70);
 }
 
-/*
- * The length of the valid UTF-8 sequence at s (2 to 4) and its code point,
- * or 0: overlong forms, surrogates and code points past U+10FFFF are not
- * valid.
- */
-static size_t
-utf8_seq(const unsigned char *s, uint32_t *cp)
-{
-	static const uint32_t	min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
-	size_t			n, i;
-	uint32_t		c;
-
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1f;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0f;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07;
-	} else
-		return 0;
-	for (i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)	/* also stops at the NUL */
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min[n] || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	*cp = c;
-	return n;
-}
-
 /* Valid, but a terminal or a reader would take it for layout: C1 controls,
  * line and paragraph separators, bidirectional marks and overrides. */
 static bool
@@ -169,7 +137,8 @@ log_escape(char *buf, size_t size, const char *str)
 			    *s == '\r' ? 'r' : 't';
 		} else if (*s >= 0x20 && *s < 0x7f)
 			piece[plen++] = (char)*s;
-		else if (*s >= 0x80 && (n = utf8_seq(s, &cp)) > 0 && !utf8_hidden(cp)) {
+		else if (*s >= 0x80 && (n = utf8_decode((const char *)s,
+		    strnlen((const char *)s, 4), &cp)) > 0 && !utf8_hidden(cp)) {
 			memcpy(piece, s, n);
 			plen = n;
 		} else {

@@ -7,24 +7,6 @@
 
 #include "common/util.h"
 
-static int
-parse_u64(const char *s, const char *end, uint64_t *v)
-{
-	uint64_t	x = 0;
-
-	if (s == end)
-		return -1;
-	for (; s < end; s++) {
-		if (!isdigit((unsigned char)*s))
-			return -1;
-		if (x > (UINT64_MAX - (uint64_t)(*s - '0')) / 10)
-			return -1;
-		x = x * 10 + (uint64_t)(*s - '0');
-	}
-	*v = x;
-	return 0;
-}
-
 int
 seed_parse(const char *s, uint64_t *seed, char *err)
 {
@@ -36,7 +18,7 @@ seed_parse(const char *s, uint64_t *seed, char *err)
 		if (!isdigit((unsigned char)*p))
 			return errf(err, "\"%s\" is not a seed (want a decimal integer "
 			    "from 0 to %llu)", s, (unsigned long long)UINT64_MAX);
-	if (parse_u64(s, p, seed) == -1)
+	if (dec_u64(s, p, UINT64_MAX, seed) == -1)
 		return errf(err, "%s is larger than the largest seed, %llu (seeds "
 		    "are 64-bit)", s, (unsigned long long)UINT64_MAX);
 	return 0;
@@ -52,13 +34,14 @@ seed_range_parse(const char *s, struct seed_range *r, char *err)
 		return errf(err, "empty seed range (want A..B or N)");
 	end = s + strlen(s);
 	if ((dots = strstr(s, "..")) != NULL) {
-		if (parse_u64(s, dots, &a) == -1 || parse_u64(dots + 2, end, &b) == -1)
+		if (dec_u64(s, dots, UINT64_MAX, &a) == -1 ||
+		    dec_u64(dots + 2, end, UINT64_MAX, &b) == -1)
 			return errf(err, "bad seed range \"%s\" (want A..B, e.g. 0..199)", s);
 		if (b < a)
 			return errf(err, "bad seed range \"%s\": %llu is after %llu", s,
 			    (unsigned long long)a, (unsigned long long)b);
 	} else {
-		if (parse_u64(s, end, &b) == -1)
+		if (dec_u64(s, end, UINT64_MAX, &b) == -1)
 			return errf(err, "bad seed range \"%s\" (want A..B or a count N)", s);
 		if (b == 0)
 			return errf(err, "bad seed range \"%s\": a count must be at least 1", s);

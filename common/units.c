@@ -37,18 +37,6 @@ quote_value(const char *s, char *buf, size_t size)
 	return quote_n(s, strlen(s), buf, size);
 }
 
-/* Leading decimal digits of [*p, end) into *x; -1 when they pass limit. */
-static int
-digits(const char **p, const char *end, uint64_t limit, uint64_t *x)
-{
-	for (*x = 0; *p < end && **p >= '0' && **p <= '9'; (*p)++) {
-		if (*x > (limit - (uint64_t)(**p - '0')) / 10)
-			return -1;
-		*x = *x * 10 + (uint64_t)(**p - '0');
-	}
-	return 0;
-}
-
 static int
 duration_n(const char *s, size_t len, int64_t *ms, char *err)
 {
@@ -65,7 +53,7 @@ duration_n(const char *s, size_t len, int64_t *ms, char *err)
 	if (*p < '0' || *p > '9')
 		return errf(err, "%s is not a duration (use e.g. 250ms, 5s, 2m)",
 		    b);
-	if (digits(&p, end, INT64_MAX, &x) == -1)
+	if (dec_digits(&p, end, INT64_MAX, &x) == -1)
 		return errf(err, "%s is too large", b);
 	if ((ulen = (size_t)(end - p)) == 0)
 		return errf(err, "%s has no unit (use ms, s or m)", b);
@@ -168,7 +156,7 @@ parse_bytes(const char *s, int64_t *v, char *err)
 	quote_value(s, b, sizeof(b));
 	p = s;
 	end = s + strlen(s);
-	if (digits(&p, end, INT64_MAX, &x) == -1)
+	if (dec_digits(&p, end, INT64_MAX, &x) == -1)
 		return errf(err, "%s is too large", b);
 	if (p != s && end - p == 1) {
 		switch (*p) {

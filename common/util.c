@@ -522,45 +522,90 @@ strv_dup(char *const *v)
 	return d;
 }
 
+size_t
+utf8_decode(const char *str, size_t n, uint32_t *cp)
+{
+	static const uint32_t	 min[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+	const unsigned char	*s = (const unsigned char *)str;
+	size_t			 len, i;
+	uint32_t		 c;
+
+	if (n == 0 || s[0] == 0)
+		return 0;
+	if (s[0] < 0x80) {
+		len = 1;
+		c = s[0];
+	} else if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		c = s[0] & 0x1f;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		len = 3;
+		c = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		c = s[0] & 0x07;
+	} else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((len > 1 && c < min[len]) || c > 0x10ffff ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	if (cp != NULL)
+		*cp = c;
+	return len;
+}
+
 void
 utf8_scrub(char *s, size_t len)
 {
-	unsigned char	*p = (unsigned char *)s;
-	size_t		 i = 0, k, n;
+	size_t	i = 0, k;
 
 	while (i < len) {
-		unsigned char	c = p[i];
-		uint32_t	cp;
-
-		if (c < 0x80) {
-			if (c == 0)
-				p[i] = '?';
-			i++;
-			continue;
-		}
-		if (c >= 0xc2 && c <= 0xdf)
-			n = 1, cp = c & 0x1f;
-		else if (c >= 0xe0 && c <= 0xef)
-			n = 2, cp = c & 0x0f;
-		else if (c >= 0xf0 && c <= 0xf4)
-			n = 3, cp = c & 0x07;
-		else {
-			p[i++] = '?';
-			continue;
-		}
-		for (k = 1; k <= n; k++) {
-			if (i + k >= len || (p[i + k] & 0xc0) != 0x80)
-				break;
-			cp = (cp << 6) | (p[i + k] & 0x3f);
-		}
-		/* Overlong, surrogate and out-of-range forms are invalid too. */
-		if (k <= n || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-		    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff) {
-			p[i++] = '?';
-			continue;
-		}
-		i += n + 1;
+		if ((k = utf8_decode(s + i, len - i, NULL)) == 0)
+			s[i++] = '?';
+		else
+			i += k;
 	}
+}
+
+int
+dec_digits(const char **p, const char *end, uint64_t limit, uint64_t *v)
+{
+	uint64_t	d;
+
+	for (*v = 0; *p < end && **p >= '0' && **p <= '9'; (*p)++) {
+		d = (uint64_t)(**p - '0');
+		if (*v > (limit - d) / 10 || (limit < d))
+			return -1;
+		*v = *v * 10 + d;
+	}
+	return 0;
+}
+
+int
+dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v)
+{
+	const char	*p = s;
+	uint64_t	 x;
+
+	if (dec_digits(&p, end, limit, &x) == -1 || p == s || p != end)
+		return -1;
+	*v = x;
+	return 0;
+}
+
+int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 size_t

@@ -112,11 +112,31 @@ char	*pct_encode(const char *s);
 /* realloc to n * size bytes; aborts on overflow or ENOMEM (OpenBSD's). */
 void	*xreallocarray(void *p, size_t n, size_t size);
 char	*xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * UTF-8's one decoder: the length (1 to 4) of the well-formed character at
+ * s, which has n bytes left, and its code point in *cp (when cp is not
+ * NULL); 0 when there is none: n is 0, a NUL, a stray or missing
+ * continuation byte, an overlong form, a surrogate or a code point past
+ * U+10FFFF.  The rule is RFC 3629's, jansson's too, so what passes here
+ * json_string() accepts.
+ */
+size_t	utf8_decode(const char *s, size_t n, uint32_t *cp);
 /* Replaces bytes that are not valid UTF-8 (and NULs before len) with '?'. */
 void	utf8_scrub(char *s, size_t len);
 /* The longest prefix of s[0..len) of at most max bytes that does not end
  * inside a UTF-8 character: where to cut. */
 size_t	utf8_prefix(const char *s, size_t len, size_t max);
+/*
+ * Decimal numbers' one reader.  dec_digits: the digits at *p (up to end)
+ * into *v, *p moved past them (none read: *v is 0 and *p unmoved); -1 when
+ * the number passes limit.  dec_u64: the whole of [s, end) is the number,
+ * at most limit; -1 when it is empty, holds anything but digits (no sign,
+ * no space) or passes limit.
+ */
+int	dec_digits(const char **p, const char *end, uint64_t limit, uint64_t *v);
+int	dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v);
+/* qsort's comparison of two uint64_t. */
+int	cmp_u64(const void *a, const void *b);
 void	strv_free(char **v);		/* frees a NULL-terminated vector */
 char	**strv_dup(char *const *v);
 size_t	strv_len(char *const *v);

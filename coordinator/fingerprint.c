@@ -16,14 +16,6 @@ cmp_str(const void *a, const void *b)
 }
 
 static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static int
 cmp_group(const void *a, const void *b)
 {
 	return cmp_u64(&((const struct fp_group *)a)->smallest,

@@ -28,14 +28,6 @@ jstr(const json_t *o, const char *key)
 	return json_string_value(json_object_get(o, key));
 }
 
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 static uint64_t
 rec_seed(const json_t *rec)
 {

@@ -115,9 +115,6 @@ bool	 tk_utf8_valid(const char *s, size_t n);
  * every C0 control but tab, newline and CR, replaced by U+FFFD; heap.
  */
 char	*tk_utf8_clean(const char *s, size_t n);
-/* The longest prefix of valid UTF-8 s within max bytes that ends on a
- * character boundary. */
-size_t	 tk_utf8_cut(const char *s, size_t max);
 /* Inline text, one line (newlines become spaces), cut to cap bytes on a
  * character boundary ("…" marks a cut), every markup character inert. */
 void	 tk_put_text(FILE *f, enum tk_dialect d, const char *s, size_t cap);

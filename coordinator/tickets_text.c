@@ -21,49 +21,13 @@
 #define REPLACEMENT	"\xef\xbf\xbd"	/* U+FFFD */
 #define ZWSP		"\xe2\x80\x8b"	/* U+200B, zero width space */
 
-/*
- * Length of the well-formed UTF-8 sequence at s (at most n bytes), or 0.
- * The same rule as jansson's (RFC 3629): no overlong forms, no
- * surrogates, nothing above U+10FFFF, so what passes here json_string()
- * accepts.
- */
-static size_t
-utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned int	c = s[0], cp;
-	size_t		len, i;
-
-	if (c < 0x80)
-		return c == 0 ? 0 : 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, cp = c & 0x1f;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, cp = c & 0x0f;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
 bool
 tk_utf8_valid(const char *s, size_t n)
 {
-	const unsigned char	*p = (const unsigned char *)s;
-	size_t			 i = 0, k;
+	size_t	i = 0, k;
 
 	while (i < n) {
-		if ((k = utf8_seq(p + i, n - i)) == 0)
+		if ((k = utf8_decode(s + i, n - i, NULL)) == 0)
 			return false;
 		i += k;
 	}
@@ -80,7 +44,7 @@ tk_utf8_clean(const char *s, size_t n)
 	/* Each bad byte becomes 3 bytes at most. */
 	out = xcalloc(3 * n + 1, 1);
 	while (i < n) {
-		k = utf8_seq(p + i, n - i);
+		k = utf8_decode(s + i, n - i, NULL);
 		if (k == 1 && ((p[i] < 0x20 && p[i] != '\n' && p[i] != '\t' &&
 		    p[i] != '\r') || p[i] == 0x7f))
 			k = 0;	/* a terminal escape is no better than a bad byte */
@@ -98,25 +62,12 @@ tk_utf8_clean(const char *s, size_t n)
 	return out;
 }
 
-size_t
-tk_utf8_cut(const char *s, size_t max)
-{
-	size_t	n = strlen(s);
-
-	if (n <= max)
-		return n;
-	/* Back off continuation bytes: the cut lands before a lead byte. */
-	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
-		max--;
-	return max;
-}
-
 /* The cleaned s cut to cap bytes; *cut says whether something was dropped. */
 static char *
 clean_cut(const char *s, size_t cap, bool *cut)
 {
 	char	*c = tk_utf8_clean(s, strlen(s));
-	size_t	 n = tk_utf8_cut(c, cap);
+	size_t	 n = utf8_prefix(c, strlen(c), cap);
 
 	*cut = c[n] != '\0';
 	c[n] = '\0';

@@ -83,16 +83,9 @@ usage(FILE *f)
 static int
 parse_u64(const char *s, uint64_t *v, char *err)
 {
-	char			*end;
-	unsigned long long	 x;
-
-	errno = 0;
-	if (!isdigit((unsigned char)*s))
-		return errf(err, "bad number \"%s\"", s);
-	x = strtoull(s, &end, 10);
-	if (*end != '\0' || errno != 0)
-		return errf(err, "bad number \"%s\"", s);
-	*v = x;
+	if (dec_u64(s, s + strlen(s), UINT64_MAX, v) == -1)
+		return errf(err, "bad number \"%s\" (want a decimal integer from "
+		    "0 to %llu)", s, (unsigned long long)UINT64_MAX);
 	return 0;
 }
 

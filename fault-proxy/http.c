@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/util.h"
 #include "fault-proxy/proxy.h"
 
 #define CHUNK_LINE_CAP	1024
@@ -71,21 +72,11 @@ line_add(struct http_frame *h, const char *p, size_t n, size_t cap)
 static int
 parse_u64_dec(const char *s, const char *e, uint64_t *v)
 {
-	uint64_t	x = 0;
-
 	while (s < e && (*s == ' ' || *s == '\t'))
 		s++;
 	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
 		e--;
-	if (s == e)
-		return -1;
-	for (; s < e; s++) {
-		if (!isdigit((unsigned char)*s) || x > (UINT64_MAX - 9) / 10)
-			return -1;
-		x = x * 10 + (uint64_t)(*s - '0');
-	}
-	*v = x;
-	return 0;
+	return dec_u64(s, e, UINT64_MAX, v);
 }
 
 /* The header block is complete in h->line: decide how the body is framed. */

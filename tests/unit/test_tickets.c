@@ -467,10 +467,10 @@ test_utf8(void **state)
 	assert_string_equal(c, "x\xef\xbf\xbd[31my\n");
 	free(c);
 	/* "aé…": never inside the two bytes of "é". */
-	assert_int_equal(tk_utf8_cut("a\xc3\xa9\xc3\xa9", 2), 1);
-	assert_int_equal(tk_utf8_cut("a\xc3\xa9\xc3\xa9", 3), 3);
-	assert_int_equal(tk_utf8_cut("\xe2\x80\x94\xe2\x80\x94", 5), 3);
-	assert_int_equal(tk_utf8_cut("abc", 10), 3);
+	assert_int_equal(utf8_prefix("a\xc3\xa9\xc3\xa9", strlen("a\xc3\xa9\xc3\xa9"), 2), 1);
+	assert_int_equal(utf8_prefix("a\xc3\xa9\xc3\xa9", strlen("a\xc3\xa9\xc3\xa9"), 3), 3);
+	assert_int_equal(utf8_prefix("\xe2\x80\x94\xe2\x80\x94", strlen("\xe2\x80\x94\xe2\x80\x94"), 5), 3);
+	assert_int_equal(utf8_prefix("abc", strlen("abc"), 10), 3);
 	c = tk_plain("x\xe2\x80\x94y", 3);
 	assert_string_equal(c, "x…");
 	free(c);

@@ -39,6 +39,85 @@ group_teardown(void **state)
 	return 0;
 }
 
+/* The one decimal reader: every number soak parses goes through it. */
+static void
+test_dec_u64(void **state)
+{
+	const char	*s, *p;
+	uint64_t	 v = 7;
+
+	(void)state;
+	s = "18446744073709551615";
+	assert_int_equal(dec_u64(s, s + strlen(s), UINT64_MAX, &v), 0);
+	assert_true(v == UINT64_MAX);
+	s = "18446744073709551616";	/* 2^64: one past */
+	assert_int_equal(dec_u64(s, s + strlen(s), UINT64_MAX, &v), -1);
+	s = "99999999999999999999";
+	assert_int_equal(dec_u64(s, s + strlen(s), UINT64_MAX, &v), -1);
+	s = "9223372036854775808";	/* INT64_MAX + 1 */
+	assert_int_equal(dec_u64(s, s + strlen(s), INT64_MAX, &v), -1);
+	assert_int_equal(dec_u64(s, s + strlen(s), (uint64_t)INT64_MAX + 1, &v), 0);
+	s = "10";
+	assert_int_equal(dec_u64(s, s + 2, 9, &v), -1);
+	assert_int_equal(dec_u64(s, s + 2, 10, &v), 0);
+	assert_true(v == 10);
+	s = "7";
+	assert_int_equal(dec_u64(s, s + 1, 5, &v), -1);	/* one digit past */
+	for (const char *bad = "\0 1\0+1\0-1\0001x\0"; *bad || bad[1];
+	    bad += strlen(bad) + 1) {
+		v = 42;
+		assert_int_equal(dec_u64(bad, bad + strlen(bad), UINT64_MAX, &v), -1);
+		assert_true(v == 42);
+	}
+	s = "120ms";
+	p = s;
+	assert_int_equal(dec_digits(&p, s + strlen(s), UINT64_MAX, &v), 0);
+	assert_true(v == 120);
+	assert_ptr_equal(p, s + 3);
+	p = s + 3;
+	assert_int_equal(dec_digits(&p, s + strlen(s), UINT64_MAX, &v), 0);
+	assert_true(v == 0);
+	assert_ptr_equal(p, s + 3);
+}
+
+static void
+test_utf8_decode(void **state)
+{
+	uint32_t	cp = 0;
+
+	(void)state;
+	assert_int_equal(utf8_decode("a", 1, &cp), 1);
+	assert_int_equal(cp, 'a');
+	assert_int_equal(utf8_decode("\xc3\xa9", 2, &cp), 2);
+	assert_int_equal(cp, 0xe9);
+	assert_int_equal(utf8_decode("\xe2\x80\x94", 3, &cp), 3);
+	assert_int_equal(cp, 0x2014);
+	assert_int_equal(utf8_decode("\xf0\x9f\x98\x80", 4, &cp), 4);
+	assert_int_equal(cp, 0x1f600);
+	assert_int_equal(utf8_decode("\xf4\x8f\xbf\xbf", 4, NULL), 4);
+	assert_int_equal(utf8_decode("\xe2\x80\x94", 2, NULL), 0);	/* cut */
+	assert_int_equal(utf8_decode("", 1, NULL), 0);			/* NUL */
+	assert_int_equal(utf8_decode("a", 0, NULL), 0);
+	assert_int_equal(utf8_decode("\xc0\xaf", 2, NULL), 0);	/* overlong */
+	assert_int_equal(utf8_decode("\xe0\x80\xaf", 3, NULL), 0);
+	assert_int_equal(utf8_decode("\xf0\x80\x80\xaf", 4, NULL), 0);
+	assert_int_equal(utf8_decode("\xed\xa0\x80", 3, NULL), 0);	/* surrogate */
+	assert_int_equal(utf8_decode("\xf4\x90\x80\x80", 4, NULL), 0);
+	assert_int_equal(utf8_decode("\x80", 1, NULL), 0);
+	assert_int_equal(utf8_decode("\xc3(", 2, NULL), 0);
+}
+
+static void
+test_cmp_u64(void **state)
+{
+	uint64_t	v[] = { UINT64_MAX, 3, 0, (uint64_t)1 << 63, 3 };
+
+	(void)state;
+	qsort(v, nitems(v), sizeof(v[0]), cmp_u64);
+	assert_true(v[0] == 0 && v[1] == 3 && v[2] == 3 &&
+	    v[3] == (uint64_t)1 << 63 && v[4] == UINT64_MAX);
+}
+
 static void
 test_ms_until(void **state)
 {
@@ -295,6 +374,9 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dec_u64),
+		cmocka_unit_test(test_utf8_decode),
+		cmocka_unit_test(test_cmp_u64),
 		cmocka_unit_test(test_ms_until),
 		cmocka_unit_test(test_deadline_within),
 		cmocka_unit_test(test_cond_monotonic),
