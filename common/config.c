@@ -786,6 +786,52 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	return rc;
 }
 
+/*
+ * A list of named items (services:, proxies:): each item parsed by item
+ * into the array of size-byte elements, whatever the one before it said,
+ * and a name already used by an earlier item refused (ignoring case: both
+ * would be one SOAK_PROXY_<NAME upper>, one service:NAME).
+ */
+typedef int	(*cfg_item_fn)(struct cfg_ctx *, yaml_node_t *, const char *,
+		    void *, size_t, yaml_node_t **);
+typedef const char *(*cfg_name_fn)(const void *, size_t);
+
+static int
+parse_named_list(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    size_t size, void **arr, size_t *count, cfg_item_fn item, cfg_name_fn name)
+{
+	yaml_node_item_t	*items;
+	yaml_node_t		*name_node = NULL;
+	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
+	size_t			 i, j, nitem;
+	int			 rc = 0;
+
+	if (take_list(cx, n, key, &items, &nitem) == -1)
+		return -1;
+	if (nitem == 0)
+		return 0;
+	*arr = xcalloc(nitem, size);
+	for (i = 0; i < nitem; i++) {
+		*count = i + 1;
+		key_index(prefix, key, i);
+		if (item(cx, node_at(cx, items[i]), prefix, *arr, i,
+		    &name_node) == -1) {
+			rc = -1;
+			continue;
+		}
+		for (j = 0; j < i; j++)
+			if (name(*arr, j) != NULL &&
+			    strcasecmp(name(*arr, j), name(*arr, i)) == 0) {
+				key_join(path, prefix, "name");
+				rc = fail_at(cx, name_node, path,
+				    "%s is already used by %s[%zu]",
+				    quote_value(name(*arr, i), b, sizeof(b)), key, j);
+				break;
+			}
+	}
+	return rc;
+}
+
 static int
 parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_service *svc, yaml_node_t **name_node)
@@ -836,42 +882,25 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 }
 
 static int
+service_item(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    void *v, size_t i, yaml_node_t **name_node)
+{
+	return parse_service(cx, map, prefix, (struct cfg_service *)v + i,
+	    name_node);
+}
+
+static const char *
+service_name(const void *v, size_t i)
+{
+	return ((const struct cfg_service *)v)[i].name;
+}
+
+static int
 parse_services(struct cfg_ctx *cx, yaml_node_t *n)
 {
-	struct cfg		*cfg = cx->cfg;
-	yaml_node_item_t	*items;
-	yaml_node_t		*item, *name = NULL;
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
-	size_t			 i, j, count;
-	int			 rc = 0;
-
-	if (take_list(cx, n, "services", &items, &count) == -1)
-		return -1;
-	if (count == 0)
-		return 0;
-	cfg->services = xcalloc(count, sizeof(*cfg->services));
-	/* Each item is looked at, whatever the one before it said. */
-	for (i = 0; i < count; i++) {
-		cfg->nservices = i + 1;
-		item = node_at(cx, items[i]);
-		key_index(prefix, "services", i);
-		if (parse_service(cx, item, prefix, &cfg->services[i],
-		    &name) == -1) {
-			rc = -1;
-			continue;
-		}
-		for (j = 0; j < i; j++)
-			if (cfg->services[j].name != NULL &&
-			    strcasecmp(cfg->services[j].name,
-			    cfg->services[i].name) == 0) {
-				key_join(path, prefix, "name");
-				rc = fail_at(cx, name, path,
-				    "%s is already used by services[%zu]",
-				    quote_value(cfg->services[i].name, b, sizeof(b)), j);
-				break;
-			}
-	}
-	return rc;
+	return parse_named_list(cx, n, "services", sizeof(struct cfg_service),
+	    (void **)&cx->cfg->services, &cx->cfg->nservices, service_item,
+	    service_name);
 }
 
 static int
@@ -1105,41 +1134,24 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 }
 
 static int
+proxy_item(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    void *v, size_t i, yaml_node_t **name_node)
+{
+	return parse_proxy(cx, map, prefix, (struct cfg_proxy *)v + i, name_node);
+}
+
+static const char *
+proxy_name(const void *v, size_t i)
+{
+	return ((const struct cfg_proxy *)v)[i].name;
+}
+
+static int
 parse_proxies(struct cfg_ctx *cx, yaml_node_t *n)
 {
-	struct cfg		*cfg = cx->cfg;
-	yaml_node_item_t	*items;
-	yaml_node_t		*item, *name = NULL;
-	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
-	size_t			 i, j, count;
-	int			 rc = 0;
-
-	if (take_list(cx, n, "proxies", &items, &count) == -1)
-		return -1;
-	if (count == 0)
-		return 0;
-	cfg->proxies = xcalloc(count, sizeof(*cfg->proxies));
-	for (i = 0; i < count; i++) {
-		cfg->nproxies = i + 1;
-		item = node_at(cx, items[i]);
-		key_index(prefix, "proxies", i);
-		if (parse_proxy(cx, item, prefix, &cfg->proxies[i], &name) == -1) {
-			rc = -1;
-			continue;
-		}
-		/* Ignoring case: both would be SOAK_PROXY_<NAME upper>. */
-		for (j = 0; j < i; j++)
-			if (cfg->proxies[j].name != NULL &&
-			    strcasecmp(cfg->proxies[j].name,
-			    cfg->proxies[i].name) == 0) {
-				key_join(path, prefix, "name");
-				rc = fail_at(cx, name, path,
-				    "%s is already used by proxies[%zu]",
-				    quote_value(cfg->proxies[i].name, b, sizeof(b)), j);
-				break;
-			}
-	}
-	return rc;
+	return parse_named_list(cx, n, "proxies", sizeof(struct cfg_proxy),
+	    (void **)&cx->cfg->proxies, &cx->cfg->nproxies, proxy_item,
+	    proxy_name);
 }
 
 /*
