@@ -212,6 +212,42 @@ id_string(const json_t *v)
 	return NULL;
 }
 
+/*
+ * What every tracker's create and comment share: POST body to url, and
+ * for a create the new ticket's reference from the reply's idkey field.
+ * body is taken (decref'd here).
+ */
+static int
+post_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
+    const char *url, json_t *body, const char *const *headers,
+    const char *idkey, char **ref, char *err)
+{
+	json_t	*reply = NULL;
+	int	 rc = -1;
+
+	if (call(ctx, t, "POST", url, body, headers, &reply, NULL, err) == -1)
+		goto out;
+	*ref = id_string(json_object_get(reply, idkey));
+	rc = 0;
+out:
+	json_decref(reply);
+	json_decref(body);
+	return rc;
+}
+
+/* The ticket's comment as {"body": ...}, POSTed to url. */
+static int
+post_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
+    const char *url, const char *const *headers, char *err)
+{
+	json_t	*body = json_pack("{s:s}", "body", t->comment);
+	int	 rc;
+
+	rc = call(ctx, t, "POST", url, body, headers, NULL, NULL, err);
+	json_decref(body);
+	return rc;
+}
+
 /* ---- GitHub Issues (REST, api version 2022-11-28) ---- */
 
 static const char *const github_headers[] = {
@@ -263,18 +299,12 @@ static int
 github_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
-	json_t	*reply = NULL, *body = json_pack("{s:s, s:s, s:o}",
-	    "title", t->title, "body", t->body, "labels", labels_json(t, false));
 	char	*url = xasprintf("%s/repos/%s/issues", ctx->base, ctx->cfg->repo);
-	int	 rc = -1;
+	int	 rc;
 
-	if (call(ctx, t, "POST", url, body, github_headers, &reply, NULL, err) == -1)
-		goto out;
-	*ref = id_string(json_object_get(reply, "number"));
-	rc = 0;
-out:
-	json_decref(reply);
-	json_decref(body);
+	rc = post_create(ctx, t, url, json_pack("{s:s, s:s, s:o}", "title",
+	    t->title, "body", t->body, "labels", labels_json(t, false)),
+	    github_headers, "number", ref, err);
 	free(url);
 	return rc;
 }
@@ -283,13 +313,11 @@ static int
 github_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
     const char *ref, char *err)
 {
-	json_t	*body = json_pack("{s:s}", "body", t->comment);
 	char	*url = xasprintf("%s/repos/%s/issues/%s/comments", ctx->base,
 	    ctx->cfg->repo, ref);
 	int	 rc;
 
-	rc = call(ctx, t, "POST", url, body, github_headers, NULL, NULL, err);
-	json_decref(body);
+	rc = post_comment(ctx, t, url, github_headers, err);
 	free(url);
 	return rc;
 }
@@ -347,12 +375,11 @@ static int
 gitlab_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
-	json_t	*reply = NULL, *body;
 	char	*pu = gitlab_project_url(ctx), *url = xasprintf("%s/issues", pu);
 	char	*labels = NULL;
 	size_t	 i, len;
 	FILE	*f;
-	int	 rc = -1;
+	int	 rc;
 
 	/* GitLab takes labels as one comma-separated string. */
 	if ((f = open_memstream(&labels, &len)) == NULL)
@@ -360,15 +387,9 @@ gitlab_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
 	for (i = 0; t->labels[i] != NULL; i++)
 		fprintf(f, "%s%s", i ? "," : "", t->labels[i]);
 	fclose(f);
-	body = json_pack("{s:s, s:s, s:s}", "title", t->title, "description",
-	    t->body, "labels", labels);
-	if (call(ctx, t, "POST", url, body, NULL, &reply, NULL, err) == -1)
-		goto out;
-	*ref = id_string(json_object_get(reply, "iid"));
-	rc = 0;
-out:
-	json_decref(reply);
-	json_decref(body);
+	rc = post_create(ctx, t, url, json_pack("{s:s, s:s, s:s}", "title",
+	    t->title, "description", t->body, "labels", labels), NULL, "iid",
+	    ref, err);
 	free(labels);
 	free(url);
 	free(pu);
@@ -379,13 +400,11 @@ static int
 gitlab_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
     const char *ref, char *err)
 {
-	json_t	*body = json_pack("{s:s}", "body", t->comment);
 	char	*pu = gitlab_project_url(ctx);
 	char	*url = xasprintf("%s/issues/%s/notes", pu, ref);
 	int	 rc;
 
-	rc = call(ctx, t, "POST", url, body, NULL, NULL, NULL, err);
-	json_decref(body);
+	rc = post_comment(ctx, t, url, NULL, err);
 	free(url);
 	free(pu);
 	return rc;
@@ -472,26 +491,19 @@ static int
 jira_create(struct tk_sink_ctx *ctx, const struct tk_ticket *t, char **ref,
     char *err)
 {
-	json_t	*reply = NULL, *body;
 	char	*url = xasprintf("%s/rest/api/2/issue", ctx->base);
 	/*
 	 * Jira refuses a summary over 255 characters: cut it to 255 bytes,
 	 * which is never more characters, on a character boundary.
 	 */
 	char	*summary = tk_plain(t->title, TK_JIRA_SUMMARY_MAX - strlen("…"));
-	int	 rc = -1;
+	int	 rc;
 
-	body = json_pack("{s:{s:{s:s}, s:s, s:s, s:{s:s}, s:o}}", "fields",
-	    "project", "key", ctx->cfg->project, "summary", summary,
-	    "description", t->body, "issuetype", "name", ctx->cfg->issue_type,
-	    "labels", labels_json(t, true));
-	if (call(ctx, t, "POST", url, body, jira_headers, &reply, NULL, err) == -1)
-		goto out;
-	*ref = id_string(json_object_get(reply, "key"));
-	rc = 0;
-out:
-	json_decref(reply);
-	json_decref(body);
+	rc = post_create(ctx, t, url, json_pack("{s:{s:{s:s}, s:s, s:s, s:{s:s}, "
+	    "s:o}}", "fields", "project", "key", ctx->cfg->project, "summary",
+	    summary, "description", t->body, "issuetype", "name",
+	    ctx->cfg->issue_type, "labels", labels_json(t, true)), jira_headers,
+	    "key", ref, err);
 	free(summary);
 	free(url);
 	return rc;
@@ -501,13 +513,11 @@ static int
 jira_comment(struct tk_sink_ctx *ctx, const struct tk_ticket *t,
     const char *ref, char *err)
 {
-	json_t	*body = json_pack("{s:s}", "body", t->comment);
 	char	*eref = pct_encode(ref);
 	char	*url = xasprintf("%s/rest/api/2/issue/%s/comment", ctx->base, eref);
 	int	 rc;
 
-	rc = call(ctx, t, "POST", url, body, jira_headers, NULL, NULL, err);
-	json_decref(body);
+	rc = post_comment(ctx, t, url, jira_headers, err);
 	free(url);
 	free(eref);
 	return rc;
