@@ -290,7 +290,7 @@ plan_confirms(struct coord *c)
  * seed is half updated.
  */
 static void
-emit(struct coord *c, const char *type, json_t *e)
+emit(struct coord *c, enum jev type, json_t *e)
 {
 	c->in_cb++;
 	c->event_cb(c, type, e, c->event_arg);
@@ -707,7 +707,7 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 	if (l->state != LEASE_ACTIVE)
 		return;
 	if (c->event_cb && !c->replaying)
-		emit(c, "lease_end", json_pack("{s:I, s:b, s:s}", "id",
+		emit(c, JEV_LEASE_END, json_pack("{s:I, s:b, s:s}", "id",
 		    (json_int_t)l->id, "running", running, "why", why));
 	set_lease_state(l, LEASE_EXPIRED);
 	if (w && w->lease == l->id)
@@ -1016,7 +1016,7 @@ lease_event(struct coord *c, const struct lease *l)
 	for (i = 0; i < l->n; i++)
 		json_array_append_new(seeds, json_pack("[I, i]",
 		    (json_int_t)l->seeds[i].seed, (int)l->seeds[i].attempt));
-	emit(c, "lease", json_pack("{s:I, s:i, s:I, s:b, s:o}",
+	emit(c, JEV_LEASE, json_pack("{s:I, s:i, s:I, s:b, s:o}",
 	    "id", (json_int_t)l->id, "worker", (int)l->worker,
 	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds));
 }
@@ -1207,7 +1207,7 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 	w->alive = true;
 	log_debug("worker %u is %s", w->id, log_escape(name, sizeof(name), w->name));
 	if (c->event_cb)
-		emit(c, "worker", json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
+		emit(c, JEV_WORKER, json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
 		    "name", w->name, "host", w->host, "pid", (int)w->pid));
 welcome:
 	starting_drop(c, w->pid);
@@ -1366,7 +1366,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		why = REASON_WORKER_LOST;
 	}
 	if (c->event_cb && !c->replaying)
-		emit(c, "result", json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
+		emit(c, JEV_RESULT, json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
 		    "lease", (json_int_t)l->id, "seed", (json_int_t)seed,
 		    "attempt", (int)req->u.result.attempt, "reason", reason_name(why),
 		    "duration_ms", (json_int_t)req->u.result.duration_ms,
@@ -1694,31 +1694,38 @@ replay_result(struct coord *c, json_t *e, char *err)
 }
 
 int
-coord_replay(struct coord *c, const char *type, json_t *e, char *err)
+coord_replay(struct coord *c, enum jev type, json_t *e, char *err)
 {
 	struct lease	*l;
-	int		 rc;
+	const char	*why;
+	int		 rc = 0;
 
 	c->replaying = true;
-	if (strcmp(type, "worker") == 0)
+	switch (type) {
+	case JEV_WORKER:
 		rc = replay_worker(c, e, err);
-	else if (strcmp(type, "lease") == 0)
+		break;
+	case JEV_LEASE:
 		rc = replay_lease(c, e, err);
-	else if (strcmp(type, "result") == 0)
+		break;
+	case JEV_RESULT:
 		rc = replay_result(c, e, err);
-	else if (strcmp(type, "lease_end") == 0) {
+		break;
+	case JEV_LEASE_END:
 		if ((l = lease_get(c, (uint64_t)json_integer_value(json_object_get(e,
-		    "id")))) == NULL)
+		    "id")))) == NULL) {
 			rc = errf(err, "the end of a lease never granted");
-		else {
-			const char	*why = json_string_value(json_object_get(e, "why"));
-
-			lease_end(c, l, json_is_true(json_object_get(e, "running")),
-			    why ? why : "");
-			rc = 0;
+			break;
 		}
-	} else
-		rc = 0;		/* not the coordinator's: the run's own records */
+		why = json_string_value(json_object_get(e, "why"));
+		lease_end(c, l, json_is_true(json_object_get(e, "running")),
+		    why ? why : "");
+		break;
+	case JEV_RUN:
+	case JEV_RESUME:
+	case JEV_OTHER:
+		break;		/* not the coordinator's: the run's own records */
+	}
 	c->replaying = false;
 	return rc;
 }

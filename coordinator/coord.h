@@ -48,6 +48,7 @@
 #include "common/config.h"
 #include "common/msg.h"
 #include "common/verdict.h"
+#include "coordinator/journal.h"
 
 /* Each changes only through its setter in coord.c, which logs it (-v). */
 enum coord_seed_state { CSEED_PENDING, CSEED_LEASED, CSEED_FINAL };
@@ -119,12 +120,12 @@ struct coord;
 typedef void	(*coord_final_cb)(struct coord *, const struct coord_seed *, void *);
 /*
  * Called with each change of the run's state that a restarted coordinator
- * needs (the journal, coordinator/journal.h): type is "worker", "lease",
- * "lease_end" or "result"; e (a new reference, the callee's) is what
+ * needs (the journal, coordinator/journal.h): type is JEV_WORKER,
+ * JEV_LEASE, JEV_LEASE_END or JEV_RESULT; e (a new reference, the callee's) is what
  * coord_replay takes back.  Called before the change takes effect, and
  * before the reply that tells a worker.
  */
-typedef void	(*coord_event_cb)(struct coord *, const char *type, json_t *e, void *);
+typedef void	(*coord_event_cb)(struct coord *, enum jev type, json_t *e, void *);
 
 struct coord	*coord_new(const struct coord_opts *o, char *err);
 void		 coord_free(struct coord *c);
@@ -134,11 +135,11 @@ void		 coord_on_event(struct coord *c, coord_event_cb cb, void *arg);
  * Replays one event of a journal into a coordinator fresh from coord_new
  * with the same config and seeds: the state is rebuilt by the same rules
  * that made it (an expired lease's worker-lost attempt, a retry, the
- * confirming re-runs), without callbacks.  Unknown types are skipped; -1
+ * confirming re-runs), without callbacks.  Other types are skipped; -1
  * with err when the event does not fit the state (a journal of another
  * run, or damaged).
  */
-int		 coord_replay(struct coord *c, const char *type, json_t *e, char *err);
+int		 coord_replay(struct coord *c, enum jev type, json_t *e, char *err);
 /*
  * After the replay: leases still active get a fresh ttl from now, for
  * their workers to rejoin (msg.h HELLO rejoin_id) and go on; workers are

@@ -11,6 +11,29 @@
 #include "common/log.h"
 #include "common/util.h"
 
+static const char *const jev_names[] = {
+	[JEV_RUN] = "run", [JEV_RESUME] = "resume", [JEV_WORKER] = "worker",
+	[JEV_LEASE] = "lease", [JEV_RESULT] = "result",
+	[JEV_LEASE_END] = "lease_end", [JEV_OTHER] = "other",
+};
+
+const char *
+jev_name(enum jev ev)
+{
+	return (unsigned)ev < nitems(jev_names) ? jev_names[ev] : "other";
+}
+
+enum jev
+jev_parse(const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < JEV_OTHER; i++)
+		if (strcmp(name, jev_names[i]) == 0)
+			return (enum jev)i;
+	return JEV_OTHER;
+}
+
 struct journal {
 	int	 fd;
 	char	*path;
@@ -100,7 +123,7 @@ journal_create(const char *dir, json_t *head, char *err)
 {
 	struct journal	*j = j_new(dir);
 
-	json_object_set_new(head, "t", json_string("run"));
+	json_object_set_new(head, "t", json_string(jev_name(JEV_RUN)));
 	if ((j->fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC,
 	    0600)) == -1) {
 		errf(err, "cannot create %s: %s%s", j->path, strerror(errno),
@@ -125,7 +148,7 @@ journal_create(const char *dir, json_t *head, char *err)
 
 struct journal *
 journal_resume(const char *dir, json_t **head,
-    int (*fn)(const char *type, json_t *e, void *arg, char *err), void *arg,
+    int (*fn)(enum jev type, json_t *e, void *arg, char *err), void *arg,
     char *err)
 {
 	struct journal	*j = j_new(dir);
@@ -169,14 +192,14 @@ journal_resume(const char *dir, json_t **head,
 			goto fail;
 		}
 		if (lineno == 1) {
-			if (strcmp(type, "run") != 0) {
+			if (jev_parse(type) != JEV_RUN) {
 				json_decref(e);
 				errf(err, "%s:1: not the head of a run", j->path);
 				goto fail;
 			}
 			*head = e;
 		} else {
-			if (fn(type, e, arg, why) == -1) {
+			if (fn(jev_parse(type), e, arg, why) == -1) {
 				json_decref(e);
 				errf(err, "%s:%ld: %s", j->path, lineno, why);
 				goto fail;
@@ -194,7 +217,8 @@ journal_resume(const char *dir, json_t **head,
 	fclose(f);
 	f = NULL;
 	j->end = good;
-	e = json_pack("{s:s, s:I}", "t", "resume", "at_ms", (json_int_t)wall_ms());
+	e = json_pack("{s:s, s:I}", "t", jev_name(JEV_RESUME), "at_ms",
+	    (json_int_t)wall_ms());
 	j_write(j, e);
 	json_decref(e);
 	j_sync(j);
@@ -229,8 +253,8 @@ journal_head(const char *dir, char *err)
 	else if ((n = getline(&line, &cap, f)) <= 0 ||
 	    (head = json_loadb(line, (size_t)n, 0, &jerr)) == NULL ||
 	    !json_is_object(head) ||
-	    strcmp(json_string_value(json_object_get(head, "t")) ?
-	    json_string_value(json_object_get(head, "t")) : "", "run") != 0) {
+	    jev_parse(json_string_value(json_object_get(head, "t")) ?
+	    json_string_value(json_object_get(head, "t")) : "") != JEV_RUN) {
 		errf(err, "%s:1: not the head of a run's journal", path);
 		json_decref(head);
 		head = NULL;
@@ -243,13 +267,13 @@ journal_head(const char *dir, char *err)
 }
 
 void
-journal_append(struct journal *j, const char *type, json_t *e)
+journal_append(struct journal *j, enum jev type, json_t *e)
 {
 	if (j == NULL) {
 		json_decref(e);
 		return;
 	}
-	json_object_set_new(e, "t", json_string(type));
+	json_object_set_new(e, "t", json_string(jev_name(type)));
 	j_write(j, e);
 	json_decref(e);
 }

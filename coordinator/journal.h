@@ -36,6 +36,21 @@
 
 struct journal;
 
+/*
+ * What a line is, its "t": the run's head, a restart, and the
+ * coordinator's events (coordinator/coord.h coord_event_cb).  JEV_OTHER is
+ * a line of a newer soak, skipped by the replay.
+ */
+enum jev {
+	JEV_RUN, JEV_RESUME, JEV_WORKER, JEV_LEASE, JEV_RESULT, JEV_LEASE_END,
+	JEV_OTHER
+};
+
+/* The one name table: "run", "resume", "worker", "lease", "result",
+ * "lease_end" (and "other").  jev_parse: JEV_OTHER for any other name. */
+const char	*jev_name(enum jev ev);
+enum jev	 jev_parse(const char *name);
+
 /* Creates DIR/journal.jsonl (it must not exist) and writes head (taken). */
 struct journal	*journal_create(const char *dir, json_t *head, char *err);
 /*
@@ -46,12 +61,12 @@ struct journal	*journal_create(const char *dir, json_t *head, char *err);
  * after a "resume" line.
  */
 struct journal	*journal_resume(const char *dir, json_t **head,
-		    int (*fn)(const char *type, json_t *e, void *arg, char *err),
+		    int (*fn)(enum jev type, json_t *e, void *arg, char *err),
 		    void *arg, char *err);
 /* The head of DIR/journal.jsonl alone (a new reference), or NULL with err. */
 json_t		*journal_head(const char *dir, char *err);
-/* Appends {"t":type, …e} (e taken); fsyncs when a batch is due. */
-void		 journal_append(struct journal *j, const char *type, json_t *e);
+/* Appends {"t":jev_name(type), …e} (e taken); fsyncs when a batch is due. */
+void		 journal_append(struct journal *j, enum jev type, json_t *e);
 /* fsyncs what is pending if it has waited JOURNAL_SYNC_MS. */
 void		 journal_tick(struct journal *j);
 /*

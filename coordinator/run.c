@@ -334,7 +334,7 @@ tick(void *arg)
 }
 
 static void
-on_event(struct coord *c, const char *type, json_t *e, void *arg)
+on_event(struct coord *c, enum jev type, json_t *e, void *arg)
 {
 	struct runctx	*r = arg;
 
@@ -346,7 +346,7 @@ on_event(struct coord *c, const char *type, json_t *e, void *arg)
 }
 
 static int
-replay_event(const char *type, json_t *e, void *arg, char *err)
+replay_event(enum jev type, json_t *e, void *arg, char *err)
 {
 	return coord_replay(arg, type, e, err);
 }

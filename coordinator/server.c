@@ -25,7 +25,19 @@
 _Static_assert(AUTH_TRAILER_LEN + 4 <= MSG_COORD_RECV_MAX - MSG_RESULT_MAX,
     "the receive cap's headroom holds a session trailer and the request id");
 
-enum slot_state { SLOT_RECV, SLOT_READY, SLOT_PARKED, SLOT_SEND, SLOT_CLOSED };
+/*
+ * A slot's life: RECV (listening) -> READY (a request arrived, nng's
+ * thread) -> SEND (the reply on its way) or PARKED (a lease request
+ * waiting for work, the loop's) -> SEND -> RECV again; CLOSED once the
+ * socket closes.  Every change goes through slot_set.
+ */
+enum slot_state { SLOT_RECV, SLOT_READY, SLOT_PARKED, SLOT_SEND, SLOT_CLOSED,
+	SLOT_NSTATES };
+
+static const char *const slot_state_names[SLOT_NSTATES] = {
+	[SLOT_RECV] = "recv", [SLOT_READY] = "ready", [SLOT_PARKED] = "parked",
+	[SLOT_SEND] = "send", [SLOT_CLOSED] = "closed",
+};
 
 struct slot {
 	struct server	*srv;
@@ -83,6 +95,23 @@ push_event(struct server *s, struct event ev)
 }
 
 /*
+ * The one place a slot changes state, logged with -v, and with the count
+ * of parked slots kept: only the loop's thread parks a slot or takes it
+ * out of PARKED (nng's thread moves RECV and SEND slots only).
+ */
+static void
+slot_set(struct slot *sl, enum slot_state st)
+{
+	log_debug("slot %d: %s -> %s", sl->idx, slot_state_names[sl->state],
+	    slot_state_names[st]);
+	if (sl->state == SLOT_PARKED)
+		sl->srv->nparked--;
+	if (st == SLOT_PARKED)
+		sl->srv->nparked++;
+	sl->state = st;
+}
+
+/*
  * nng thread: one aio per slot, used for recv and send in turn.  A send's
  * end goes to the loop (EV_SENT), which counts the reply as answered and
  * sets the slot listening again.
@@ -99,7 +128,7 @@ slot_cb(void *arg)
 			nng_aio_set_msg(sl->aio, NULL);
 		}
 		if (rv == NNG_ECLOSED || sl->srv->closing) {
-			sl->state = SLOT_CLOSED;
+			slot_set(sl, SLOT_CLOSED);
 			return;
 		}
 		push_event(sl->srv, (struct event){ .kind = EV_SENT, .slot = sl->idx,
@@ -107,14 +136,14 @@ slot_cb(void *arg)
 		return;
 	}
 	if (rv == NNG_ECLOSED || sl->srv->closing) {
-		sl->state = SLOT_CLOSED;
+		slot_set(sl, SLOT_CLOSED);
 		return;
 	}
 	if (rv != 0) {
 		nng_ctx_recv(sl->ctx, sl->aio);
 		return;
 	}
-	sl->state = SLOT_READY;
+	slot_set(sl, SLOT_READY);
 	push_event(sl->srv, (struct event){ .kind = EV_MSG, .slot = sl->idx });
 }
 
@@ -225,9 +254,7 @@ pipe_shut(nng_pipe np)
 static void
 slot_listen(struct slot *sl)
 {
-	if (sl->state == SLOT_PARKED)
-		sl->srv->nparked--;
-	sl->state = SLOT_RECV;
+	slot_set(sl, SLOT_RECV);
 	nng_aio_set_timeout(sl->aio, NNG_DURATION_INFINITE);
 	nng_ctx_recv(sl->ctx, sl->aio);
 }
@@ -348,7 +375,7 @@ server_open(const char *url, int nslots, const struct auth_opts *auth, char *err
 		if ((rv = nng_ctx_open(&sl->ctx, s->sock)) != 0 ||
 		    (rv = nng_aio_alloc(&sl->aio, slot_cb, sl)) != 0)
 			fatalx("nng: %s", nng_strerror(rv));
-		sl->state = SLOT_RECV;
+		sl->state = SLOT_RECV;	/* born listening: no change to log */
 		nng_ctx_recv(sl->ctx, sl->aio);
 	}
 	return s;
@@ -419,9 +446,7 @@ slot_send(struct server *s, struct slot *sl, struct msg *rep)
 		fatalx("nng_msg_alloc: out of memory");
 	memcpy(nng_msg_body(nm), buf, len);
 	free(buf);
-	if (sl->state == SLOT_PARKED)
-		s->nparked--;
-	sl->state = SLOT_SEND;
+	slot_set(sl, SLOT_SEND);
 	nng_aio_set_msg(sl->aio, nm);
 	nng_aio_set_timeout(sl->aio, PEER_SEND_MS);
 	nng_ctx_send(sl->ctx, sl->aio);
@@ -508,8 +533,7 @@ handle_slot(struct server *s, struct coord *c, struct slot *sl)
 		slot_send(s, sl, &rep);
 		return;
 	}
-	sl->state = SLOT_PARKED;
-	s->nparked++;
+	slot_set(sl, SLOT_PARKED);
 	sl->worker = req.u.lease_req.worker_id;
 	msg_clear(&req);
 }

@@ -494,8 +494,23 @@ result_ce(struct coord *c, uint32_t w, uint64_t lease_id, uint64_t seed,
 	return ok;
 }
 
-static void	record_event(struct coord *, const char *, json_t *, void *);
+static void	record_event(struct coord *, enum jev, json_t *, void *);
 static struct coord *replayed(json_t *, size_t, uint64_t, uint64_t);
+
+/* The journal's event names: one table, read back as written. */
+static void
+test_journal_event_names(void **state)
+{
+	int	i;
+
+	(void)state;
+	for (i = JEV_RUN; i < JEV_OTHER; i++)
+		assert_int_equal(jev_parse(jev_name((enum jev)i)), i);
+	assert_string_equal(jev_name(JEV_LEASE_END), "lease_end");
+	assert_string_equal(jev_name(JEV_RUN), "run");
+	assert_int_equal(jev_parse("lease_ends"), JEV_OTHER);
+	assert_int_equal(jev_parse(""), JEV_OTHER);
+}
 
 /*
  * The first three seeds to report all fail on their first attempt with
@@ -818,10 +833,11 @@ test_worker_died_and_halt(void **state)
 /* --- the journal's replay rebuilds the state exactly --- */
 
 static void
-record_event(struct coord *c, const char *type, json_t *e, void *arg)
+record_event(struct coord *c, enum jev type, json_t *e, void *arg)
 {
 	(void)c;
-	json_array_append_new(arg, json_pack("{s:s, s:o}", "t", type, "e", e));
+	json_array_append_new(arg, json_pack("{s:s, s:o}", "t", jev_name(type),
+	    "e", e));
 }
 
 /* A fresh coordinator with the first n events of log replayed into it. */
@@ -836,7 +852,7 @@ replayed(json_t *log, size_t n, uint64_t first, uint64_t last)
 	for (i = 0; i < n; i++) {
 		json_t	*ev = json_array_get(log, i);
 
-		if (coord_replay(r, json_string_value(json_object_get(ev, "t")),
+		if (coord_replay(r, jev_parse(json_string_value(json_object_get(ev, "t"))),
 		    json_object_get(ev, "e"), err) == -1)
 			fail_msg("event %zu: %s", i, err);
 	}
@@ -1944,6 +1960,7 @@ main(void)
 		cmocka_unit_test(test_stolen_seeds_fenced_when_thief_dies),
 		cmocka_unit_test(test_balance_with_staggered_joins),
 		cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_journal_event_names),
 		cmocka_unit_test(test_early_stop),
 		cmocka_unit_test(test_early_stop_rules),
 		cmocka_unit_test(test_bye_hands_back_unstarted),
