@@ -25,6 +25,7 @@
 #include "common/bundle.h"
 #include "common/config.h"
 #include "common/conninfo.h"
+#include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
@@ -39,7 +40,6 @@
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
-#include "worker/wrk.h"
 
 #define COORD_SLOTS	2048	/* requests `soak coordinator` can hold at once */
 /*
@@ -663,7 +663,7 @@ halt_here(struct coord *c, const struct cfg *cfg)
 		return;
 	for (i = 0; i < cfg->ncommands; i++)
 		if (strcmp(cfg->commands[i].key, e->what) == 0 &&
-		    wrk_command_check(cfg->commands[i].argv[0], &errnum, why) == 0) {
+		    exec_check(cfg->commands[i].argv[0], &errnum, why) == 0) {
 			coord_halt_not_plain(c, "but the coordinator's machine has it: "
 			    "the workers' copy of the config folder does not");
 			return;
@@ -684,7 +684,7 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 	int			 errnum;
 
 	for (i = 0; i < cfg->ncommands; i++) {
-		if (wrk_command_check(cfg->commands[i].argv[0], &errnum, why) == 0)
+		if (exec_check(cfg->commands[i].argv[0], &errnum, why) == 0)
 			continue;
 		if ((m = cfg_mark_find(cfg, cfg->commands[i].key)) != NULL)
 			msg = xasprintf("%s:%d:%d: %s: %s", cfg->path, m->line, m->col,

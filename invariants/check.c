@@ -7,7 +7,7 @@
  * still not run — a turn command that is not there, one string "bash
  * x.sh" taken as one program name, an invariant that does not parse.
  * Without --db, check asks what a run would meet, through the run's own
- * code: wrk_command_check (worker/spawn.c) for every command, and on a
+ * code: exec_check (common/exec.c) for every command, and on a
  * throwaway embedded PostgreSQL a worker's dry seed (wrk_open,
  * wrk_dry_seed: the schema file applied, setup run) and inv_prepare of
  * every invariant.  It never writes to the config's database.  With --db
@@ -29,6 +29,7 @@
 #include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/conninfo.h"
+#include "common/exec.h"
 #include "common/log.h"
 #include "common/soak.h"
 #include "common/util.h"
@@ -351,7 +352,7 @@ one_string_hint(const struct cfg *cfg, const char *prog, char *as, size_t aslen,
 }
 
 /*
- * Every command: a program exec can start here (wrk_command_check, as a
+ * Every command: a program exec can start here (exec_check, as a
  * worker on this machine would run it: a relative path against the
  * config's folder, a bare name on PATH), and a warning for one string
  * with a space, which is one program name, never split.
@@ -375,7 +376,7 @@ check_commands(struct check *k)
 			    "split; for a program and its arguments write a list: %s",
 			    as, list);
 		}
-		if (wrk_command_check(c->argv[0], &e, why) == -1) {
+		if (exec_check(c->argv[0], &e, why) == -1) {
 			problem(k, false, c->key, 0, 0, "%s", why);
 			if (strcmp(c->key, "setup") == 0)
 				k->bad_setup = true;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/conninfo.h"
+#include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/seed.h"
@@ -263,7 +264,7 @@ turn_ended(const struct turn_outcome *t, char *buf, size_t len)
 
 /*
  * A command that exec could not start: a config error when the errno says
- * it cannot be transient (common/cfgerr.h), in wrk_command_check's words.
+ * it cannot be transient (common/cfgerr.h), in exec_check's words.
  */
 static void
 exec_error(struct seed_ctx *c, const char *what, char *const *argv, int errnum)
@@ -273,7 +274,7 @@ exec_error(struct seed_ctx *c, const char *what, char *const *argv, int errnum)
 
 	if (errnum == 0)
 		return;
-	if (wrk_command_check(argv[0], &e, why) == 0 || e != errnum)
+	if (exec_check(argv[0], &e, why) == 0 || e != errnum)
 		snprintf(why, sizeof(why), "%s: %s", argv[0], strerror(errnum));
 	cfgerr_exec(&c->cfgerr, what, errnum, why);
 }

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/exec.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "worker/env.h"
@@ -243,7 +244,7 @@ svc_exec_error(struct wrk *w, const struct svc *s, int errnum)
 		return;
 	snprintf(key, sizeof(key), "services[%zu].command",
 	    (size_t)(s - w->services->s));
-	if (wrk_command_check(s->c->command[0], &e, why) == 0 || e != errnum)
+	if (exec_check(s->c->command[0], &e, why) == 0 || e != errnum)
 		snprintf(why, sizeof(why), "%s: %s", s->c->command[0], strerror(errnum));
 	cfgerr_exec(&w->open_cfgerr, key, errnum, why);
 }

@@ -27,6 +27,7 @@
 #include "common/auth.h"
 #include "common/config.h"
 #include "common/conninfo.h"
+#include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/soak.h"
@@ -85,7 +86,7 @@ db_plain_check(struct wrk *w, char *err)
 int
 wrk_open(struct wrk *w, char *err)
 {
-	w->path_env = xstrdup(wrk_path());
+	w->path_env = xstrdup(exec_path());
 	memset(&w->open_cfgerr, 0, sizeof(w->open_cfgerr));
 	if (w->unusable != NULL) {
 		w->open_failed = REASON_SETUP;

@@ -24,6 +24,7 @@
 
 #include <cmocka.h>
 
+#include "common/exec.h"
 #include "common/util.h"
 #include "worker/wrk.h"
 
@@ -276,7 +277,7 @@ test_command_check(void **state)
 		if (cases[i].text != NULL)
 			put(path, cases[i].text, cases[i].mode);
 		err[0] = '\0';
-		assert_int_equal(wrk_command_check(path, &e, err),
+		assert_int_equal(exec_check(path, &e, err),
 		    cases[i].errnum ? -1 : 0);
 		assert_int_equal(e, cases[i].errnum);
 		if (cases[i].says != NULL && strstr(err, cases[i].says) == NULL)
@@ -291,16 +292,16 @@ test_command_check(void **state)
 			assert_int_equal(e, cases[i].errnum);
 	}
 	/* A directory is no program. */
-	assert_int_equal(wrk_command_check(f->dir, &e, err), -1);
+	assert_int_equal(exec_check(f->dir, &e, err), -1);
 	assert_int_equal(e, EACCES);
 	assert_non_null(strstr(err, "is a directory"));
 	/* Bare names go by PATH. */
-	assert_int_equal(wrk_command_check("sh", &e, err), 0);
-	assert_int_equal(wrk_command_check("soak-no-such-program", &e, err), -1);
+	assert_int_equal(exec_check("sh", &e, err), 0);
+	assert_int_equal(exec_check("soak-no-such-program", &e, err), -1);
 	assert_int_equal(e, ENOENT);
 	assert_non_null(strstr(err, "soak-no-such-program: not found on PATH ("));
 	/* One string is one program name: "bash x.sh" is no program. */
-	assert_int_equal(wrk_command_check("bash redeem.sh", &e, err), -1);
+	assert_int_equal(exec_check("bash redeem.sh", &e, err), -1);
 	assert_int_equal(e, ENOENT);
 }
 
