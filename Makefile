@@ -51,6 +51,15 @@ endif
 PREFIX  ?= /usr/local
 BINDIR  ?= $(PREFIX)/bin
 DOCDIR  ?= $(PREFIX)/share/doc/soak
+MANDIR  ?= $(PREFIX)/share/man
+# The documents make install puts in DOCDIR, and the manual pages: made by
+# make man from their scdoc sources and committed, so that neither a build
+# nor an install needs scdoc (tests/lint/man.sh checks they are current).
+DOCS     = README.md $(wildcard docs/*.md)
+MAN_SRC  = docs/man/soak.1.scd docs/man/soak.yaml.5.scd
+MAN_PAGES = $(MAN_SRC:.scd=)
+# The pages' date: when they last changed (scdoc's own would be today's).
+MAN_DATE = 2026-12-01
 
 MODULES  = common coordinator worker fault-proxy isolation invariants
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
@@ -202,21 +211,34 @@ $(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
 
+# The manual pages from their sources (needs scdoc: make deps); commit
+# what changed.  docs/man/tidy.awk drops the empty paragraphs mandoc warns of.
+man: $(MAN_PAGES)
+
+docs/man/%: docs/man/%.scd docs/man/tidy.awk
+	scdoc <$< | awk -v source="soak $(VERSION_BASE)" -v date=$(MAN_DATE) \
+	    -f docs/man/tidy.awk >$@.tmp && mv $@.tmp $@
+
 # One binary is all soak needs at run time (workers are itself, the
-# embedded PostgreSQL is the system's); the documents go beside it.
+# embedded PostgreSQL is the system's); the documents and the manual pages
+# go beside it.
 install: $(BUILD)/soak
-	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)"
+	install -d "$(DESTDIR)$(BINDIR)" "$(DESTDIR)$(DOCDIR)" "$(DESTDIR)$(MANDIR)/man1" \
+	    "$(DESTDIR)$(MANDIR)/man5"
 	install -m 0755 $(BUILD)/soak "$(DESTDIR)$(BINDIR)/soak"
-	install -m 0644 README.md docs/report.md "$(DESTDIR)$(DOCDIR)/"
+	install -m 0644 $(DOCS) "$(DESTDIR)$(DOCDIR)/"
+	install -m 0644 docs/man/soak.1 "$(DESTDIR)$(MANDIR)/man1/soak.1"
+	install -m 0644 docs/man/soak.yaml.5 "$(DESTDIR)$(MANDIR)/man5/soak.yaml.5"
 
 # soak's own doc folder goes; under a DESTDIR (a staging tree, a package's
 # root) so do the folders install made that are left empty, up to DESTDIR.
 # Without one, the system's (/usr/local/bin, /usr/share/doc) stay: they are
 # not soak's, even when empty.
 uninstall:
-	rm -f "$(DESTDIR)$(BINDIR)/soak" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/report.md"
+	rm -f "$(DESTDIR)$(BINDIR)/soak" $(foreach d,$(notdir $(DOCS)),"$(DESTDIR)$(DOCDIR)/$(d)") \
+	    "$(DESTDIR)$(MANDIR)/man1/soak.1" "$(DESTDIR)$(MANDIR)/man5/soak.yaml.5"
 	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
-	$(if $(DESTDIR),-for d in "$(BINDIR)" "$(dir $(DOCDIR))"; do \
+	$(if $(DESTDIR),-for d in "$(BINDIR)" "$(dir $(DOCDIR))" "$(MANDIR)/man1" "$(MANDIR)/man5"; do \
 		while [ -n "$$d" ] && [ "$$d" != / ] && [ "$$d" != . ]; do \
 			rmdir "$(DESTDIR)$$d" 2>/dev/null || break; d=$$(dirname "$$d"); \
 		done; \
@@ -225,7 +247,7 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)
 
-.PHONY: all test test-deploy test-image proofs chaos bench deps clean mutants print-test-bins install uninstall FORCE \
+.PHONY: all test test-deploy test-image proofs chaos bench deps clean mutants print-test-bins install uninstall man FORCE \
 	fuzz fuzz-smoke fuzz-bins fuzz-corpus
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -43,7 +43,7 @@ usage(FILE *f)
 		fprintf(f, "  soak %s\n        %s\n", commands[i].usage, commands[i].what);
 	fprintf(f, "  soak --version\n        the version the build recorded (git describe)\n"
 	    "\nEvery option of a command, and its exit status: soak COMMAND --help\n"
-	    "(or soak help COMMAND), e.g. soak replay --help\n");
+	    "(or soak help COMMAND), e.g. soak replay --help\n" SOAK_MANUAL);
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 

@@ -23,6 +23,10 @@ extern const char soak_version[];
  */
 #define SOAK_EXIT_REPLAY_INFRA	125
 
+/* The last lines of every command's --help: where the manual is. */
+#define SOAK_MANUAL	"\nThe manual: man soak (soak(1)); the config: man soak.yaml " \
+			"(soak.yaml(5)).\n"
+
 /* Subcommands: argv[0] is the subcommand's name. */
 int	cmd_run(int argc, char **argv);		/* coordinator/run.c */
 int	cmd_coordinator(int argc, char **argv);	/* coordinator/run.c */

@@ -520,7 +520,7 @@ usage(FILE *f, bool local)
 		    "--resume DIR runs the rest.\n"
 		    "\n"
 		    "Exit status: 0 all passed; 1 a domain failure; 2 incomplete (infra or\n"
-		    "missing verdicts); 64 usage; 78 config error.\n");
+		    "missing verdicts); 64 usage; 78 config error.\n" SOAK_MANUAL);
 	else
 		fprintf(f,
 		    "usage: soak coordinator CONFIG --listen URL [--seeds A..B]\n"
@@ -573,7 +573,7 @@ usage(FILE *f, bool local)
 		    "a database.url with a password is refused on tcp:// (exit 64, even\n"
 		    "with --insecure); use tls+tcp://, or give workers SOAK_DATABASE_URL.\n"
 		    "\n"
-		    "Exit status as for `soak run`.\n");
+		    "Exit status as for `soak run`.\n" SOAK_MANUAL);
 }
 
 /*

@@ -32,7 +32,7 @@ tickets_usage(FILE *f)
 	    "Exit: 0 filed, nothing to file, or a sink failed (printed as a\n"
 	    "warning); 64 usage; 65 malformed report.json; 66 no report.json;\n"
 	    "70 a ticket could not be made into a request (nothing was sent\n"
-	    "for it; the warning names it).\n");
+	    "for it; the warning names it).\n" SOAK_MANUAL);
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Installs the Debian packages soak builds, tests, fuzzes and benchmarks
-# with (clang and libclang-rt-dev, whose libFuzzer clang does not pull in,
-# are make fuzz's; munge and Slurm are make test-deploy's local cluster,
+# with (scdoc makes the manual pages and mandoc lints them, for make test;
+# clang and libclang-rt-dev, whose libFuzzer clang does not pull in, are
+# make fuzz's; munge and Slurm are make test-deploy's local cluster,
 # which it starts on private paths and ports; systemd is for
 # systemd-analyze verify).
 # Says so in one line when every one is installed already; otherwise, as
@@ -13,6 +14,7 @@ libssl-dev openssl
 clang libclang-rt-dev
 postgresql postgresql-client postgresql-contrib
 libxml2-utils jq curl python3 python3-psycopg2 procps iproute2 nftables
+scdoc mandoc
 iperf3 haproxy socat
 munge slurmctld slurmd slurm-client systemd"
 # From npm, pinned: the GitHub workflow schema check of make test-deploy

@@ -77,7 +77,7 @@ usage(FILE *f)
 "\n"
 "  --trace FILE            fault trace, one JSON line per exchange, written\n"
 "                          sorted on SIGINT/SIGTERM\n"
-"  -v, --verbose           log every state transition\n");
+"  -v, --verbose           log every state transition\n" SOAK_MANUAL);
 }
 
 static int

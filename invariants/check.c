@@ -60,7 +60,7 @@ usage(FILE *f)
 	    "Exit status: 0 valid (and, with --db, every invariant holds); 1 an\n"
 	    "invariant is broken; 2 the database could not be checked, or an\n"
 	    "invariant may not read what it names (permission); 64 usage;\n"
-	    "78 config error.\n");
+	    "78 config error.\n" SOAK_MANUAL);
 }
 
 /*

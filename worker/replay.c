@@ -63,7 +63,7 @@ usage(FILE *f)
 	    "               last %d)\n"
 	    "\n"
 	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
-	    "`git bisect run` skips), 64 usage, 78 config error.\n",
+	    "`git bisect run` skips), 64 usage, 78 config error.\n" SOAK_MANUAL,
 	    REPLAY_SCHEDULE_LINES / 2);
 }
 

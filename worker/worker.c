@@ -1377,7 +1377,8 @@ worker_usage(FILE *f)
 	    "secret or, with --tls-client-ca, a client certificate (--tls-cert).\n"
 	    "\n"
 	    "SIGTERM drains: the seed running finishes and is reported, the unstarted\n"
-	    "seeds of the lease go back to the coordinator, and the worker exits 0.\n");
+	    "seeds of the lease go back to the coordinator, and the worker exits 0.\n"
+	    SOAK_MANUAL);
 }
 
 static pid_t *volatile	slot_kids;

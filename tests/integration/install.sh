@@ -26,6 +26,12 @@ make -C "$ROOT" -s $san install DESTDIR="$T/root" PREFIX=/usr >"$T/install.log" 
 BIN=$T/root/usr/bin/soak
 [ -x "$BIN" ] || fail "make install put no executable at $BIN: $(find "$T/root" | head)"
 [ -f "$T/root/usr/share/doc/soak/README.md" ] || fail "make install put no README beside it"
+for page in man1/soak.1 man5/soak.yaml.5; do
+	[ -f "$T/root/usr/share/man/$page" ] || fail "make install put no $page in share/man"
+	cmp -s "$T/root/usr/share/man/$page" "$ROOT/docs/man/$(basename "$page")" ||
+	    fail "the installed $page is not docs/man's"
+done
+ok "make install put the manual pages soak(1) and soak.yaml(5)"
 expect_eq "the installed soak's version" "soak $want" "$("$BIN" --version)"
 
 # A tiny run with the installed binary alone (no ./soak, nothing of the tree).

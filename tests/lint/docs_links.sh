@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Every relative link in README.md and docs/ resolves: the file is in the
+# repository, and a #section of a Markdown file is one of its headings
+# (GitHub's anchors: lower case, punctuation dropped, spaces to '-').
+# Links to the web are not fetched.  Seconds.
+set -euo pipefail
+cd "${SOAK_ROOT:-$(dirname "$0")/../..}"
+exec python3 - README.md docs/*.md <<'PY'
+import os, re, sys
+
+def anchors(path, cache={}):
+    if path not in cache:
+        seen, out = {}, set()
+        fence = False
+        for line in open(path, encoding="utf-8"):
+            if line.startswith("```"):
+                fence = not fence
+            if fence:
+                continue
+            m = re.match(r"^(#{1,6})\s+(.*?)\s*#*\s*$", line)
+            if not m:
+                continue
+            text = re.sub(r"`|\*\*|\*|_(?=\w)|(?<=\w)_|\[|\]\([^)]*\)|\]", "", m.group(2))
+            slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+            n = seen.get(slug, 0)
+            seen[slug] = n + 1
+            out.add(slug if n == 0 else "%s-%d" % (slug, n))
+        for m in re.finditer(r'<a (?:name|id)="([^"]+)"', open(path, encoding="utf-8").read()):
+            out.add(m.group(1))
+        cache[path] = out
+    return cache[path]
+
+bad = 0
+link = re.compile(r"\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)|^\[[^\]]+\]:\s*(\S+)", re.M)
+for md in sys.argv[1:]:
+    text = open(md, encoding="utf-8").read()
+    # Not inside code: fenced blocks and `spans` are shown, not followed.
+    text = re.sub(r"(?ms)^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), text)
+    text = re.sub(r"`[^`\n]*`", "", text)
+    for m in link.finditer(text):
+        target = m.group(1) or m.group(2)
+        line = text.count("\n", 0, m.start()) + 1
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue                    # https:, mailto:: the web's
+        path, _, frag = target.partition("#")
+        dest = os.path.normpath(os.path.join(os.path.dirname(md), path)) if path else md
+        if not os.path.exists(dest):
+            print("%s:%d: %s: no such file (%s)" % (md, line, target, dest))
+            bad = 1
+        elif frag and dest.endswith(".md") and frag not in anchors(dest):
+            print("%s:%d: %s: %s has no section #%s" % (md, line, target, dest, frag))
+            bad = 1
+if bad:
+    sys.exit(1)
+print("docs links: ok (%d files)" % (len(sys.argv) - 1))
+PY
