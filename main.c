@@ -1,4 +1,5 @@
-/* soak: one binary, subcommands (DESIGN.md §4). */
+/* soak: one binary, subcommands (docs/design.md, "Commands and exit
+ * statuses"). */
 #include <stdio.h>
 #include <string.h>
 

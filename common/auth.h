@@ -1,8 +1,8 @@
 /*
- * Who may talk to whom (DESIGN.md §11): the auth matrix, the shared-secret
- * challenge-response, and the session MACs that follow it.  HMAC-SHA256
- * and the constant-time compare are OpenSSL's libcrypto; nothing here is
- * crypto of our own.
+ * Who may talk to whom (docs/design.md, "Across machines"): the auth
+ * matrix, the shared-secret challenge-response, and the session MACs that
+ * follow it.  HMAC-SHA256 and the constant-time compare are OpenSSL's
+ * libcrypto; nothing here is crypto of our own.
  *
  * The matrix.  On any URL but ipc:// the coordinator must authenticate its
  * workers (a shared secret, or TLS client certificates: --tls-client-ca)

@@ -1,5 +1,5 @@
 /*
- * The config loader (DESIGN.md §5).
+ * The config loader (docs/design.md, "The config").
  *
  * Approach.  libyaml's document API composes the whole file into a node
  * tree first; each node keeps its start mark, so every message can name

@@ -1,5 +1,5 @@
 /*
- * The config file (DESIGN.md §5), parsed once with libyaml.
+ * The config file (docs/design.md, "The config"), parsed once with libyaml.
  *
  * Contract:
  *  - cfg_load_file / cfg_load_text fill *cfg or return -1 with err set to

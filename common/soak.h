@@ -10,16 +10,17 @@
 extern const char soak_version[];
 #define SOAK_VERSION	soak_version
 
-/* Exit statuses of run and coordinator (DESIGN.md §4). */
+/* Exit statuses of run and coordinator (docs/design.md, "Commands and exit
+ * statuses"). */
 #define SOAK_EXIT_PASS		0
 #define SOAK_EXIT_FAIL		1	/* at least one domain failure */
 #define SOAK_EXIT_INCOMPLETE	2	/* no domain failure, but infra or missing */
 #define SOAK_EXIT_USAGE		64
 #define SOAK_EXIT_CONFIG	78
 /*
- * `soak replay` of a seed that ended infra (DESIGN.md §12): 125 is what
- * `git bisect run` takes for "cannot test this commit, skip it"; 2 would
- * count as bad.  Pass and fail are 0 and 1, as for run.
+ * `soak replay` of a seed that ended infra (docs/design.md, "Replaying and
+ * bisecting"): 125 is what `git bisect run` takes for "cannot test this
+ * commit, skip it"; 2 would count as bad.  Pass and fail are 0 and 1, as for run.
  */
 #define SOAK_EXIT_REPLAY_INFRA	125
 

@@ -4,7 +4,7 @@
  * pipe events and sends back what it answers — so every rule below is
  * testable without a socket.
  *
- * Rules (DESIGN.md §8, §11):
+ * Rules (docs/design.md, "Verdicts" and "Across machines"):
  *  - every seed of the range ends with exactly one final verdict;
  *  - seeds are leased in chunks that shrink as the range drains
  *    (ceil(left / (2 * live workers)), clamped to 1..32); once none is

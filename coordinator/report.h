@@ -1,6 +1,6 @@
 /*
- * What a run leaves behind (DESIGN.md §9): report.json, junit.xml,
- * failures/<seed>/, and the summary on the terminal.
+ * What a run leaves behind (docs/design.md, "Outputs"): report.json,
+ * junit.xml, failures/<seed>/, and the summary on the terminal.
  */
 #ifndef SOAK_REPORT_H
 #define SOAK_REPORT_H
@@ -63,7 +63,7 @@ int	 report_failure(const struct report_meta *m, const struct coord_seed *s,
 	    char *err);
 /* Writes report.json and junit.xml; returns the run's exit status. */
 int	 report_write(const struct report_meta *m, const struct coord *c, char *err);
-/* Exit status from counts (DESIGN.md §4). */
+/* Exit status from counts (docs/design.md, "Commands and exit statuses"). */
 int	 report_exit_status(const struct coord *c);
 /* The end-of-run summary grouped by fingerprint. */
 void	 report_summary(FILE *f, const struct report_meta *m, const struct coord *c);

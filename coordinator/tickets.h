@@ -1,6 +1,6 @@
 /*
- * Ticket filer (DESIGN.md §10): turns the domain failures of a finished run
- * into one ticket per fingerprint, never one per seed.
+ * Ticket filer (docs/design.md, "Tickets"): turns the domain failures of
+ * a finished run into one ticket per fingerprint, never one per seed.
  *
  * Input is RUN_DIR/report.json (docs/report.md) plus, when present,
  * RUN_DIR/failures/<seed>/result.json (turn outcomes) and trace.jsonl (fault

@@ -1,8 +1,9 @@
 /*
  * fault-proxy: a TCP proxy that lies to its client on purpose, reproducibly
- * (DESIGN.md §7).  Every decision is a pure function of (seed, proxy name,
- * turn, connection number within the turn, exchange number within the
- * connection), drawn from seed_derive()/seed_rng (common/seed.h).
+ * (docs/design.md, "The determinism contract").  Every decision is a pure
+ * function of (seed, proxy name, turn, connection number within the turn,
+ * exchange number within the connection), drawn from seed_derive()/seed_rng
+ * (common/seed.h).
  *
  * The worker's view: one proxy_set per seed, with one loopback listener per
  * (proxy, turn), all driven by one event-loop thread owned by the set.

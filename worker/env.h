@@ -1,7 +1,8 @@
 /*
  * The clean environment a turn, setup command or service is execve'd with
- * (DESIGN.md §6).  Nothing of the worker's own environment leaks in but
- * PATH (so bare command names resolve) and LANG/TZ.
+ * (docs/design.md, "What a turn sees").  Nothing of the worker's own
+ * environment leaks in but PATH (so bare command names resolve) and
+ * LANG/TZ.
  */
 #ifndef SOAK_ENV_H
 #define SOAK_ENV_H

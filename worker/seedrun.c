@@ -1,7 +1,7 @@
 /*
  * One seed's life: reset -> setup -> (round k -> check)* -> verdict.
- * Every way it can end is a verdict (DESIGN.md §8); nothing here returns
- * an error to the caller, because a seed without a verdict is a lost seed.
+ * Every way it can end is a verdict (docs/design.md, "Verdicts"); nothing
+ * here returns an error to the caller: a seed without one is a lost seed.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -131,7 +131,7 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 /*
  * The seed's deadline passed while it was `where` (seed_timeout bounds the
  * whole seed: reset, setup, rounds, settling, checks; every libpq call
- * gives up then too).  DESIGN.md §8 makes that fail/hang.  Refined here
+ * gives up then too): fail/hang (docs/design.md, "Verdicts").  Refined here
  * (issue 11): when the database itself stopped answering -- paused, cut
  * off, wedged -- the system under test did not hang, its environment did,
  * so the worker asks the database on a fresh connection within

@@ -16,8 +16,8 @@
 #     a lease; every seed waits at a gate until all have joined, so the
 #     first holds 32 seeds before the second exists), 80 seeds of equal
 #     cost: no worker runs more than
-#     ceil(80/8)+2 = 12 (DESIGN.md §11: no worker idles while another
-#     holds unstarted seeds, whatever the join order);
+#     ceil(80/8)+2 = 12 (docs/design.md, "Across machines": no worker
+#     idles while another holds unstarted seeds, whatever the join order);
 #  d. SIGTERM to one worker in the middle of its lease: it exits 0, its
 #     unstarted seeds run elsewhere.
 # Each case runs in a subshell that stops what it started, so a failing

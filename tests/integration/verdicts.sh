@@ -1,6 +1,7 @@
-# Every verdict of DESIGN.md §8 from a real run, with its exit status:
-# tempfail (retried, then infra, exit 2), broken DDL (infra/db with the
-# file's line), setup and exec failures, crash, guard, hang, config errors.
+# Every verdict of docs/design.md, "Verdicts", from a real run, with its
+# exit status: tempfail (retried, then infra, exit 2), broken DDL (infra/db
+# with the file's line), setup and exec failures, crash, guard, hang,
+# config errors.
 # The summary names each group in words, with its reason's first line.
 . "$(dirname "$0")/lib.sh"
 

@@ -2,7 +2,9 @@
 # Every relative link in README.md and docs/ resolves: the file is in the
 # repository, and a #section of a Markdown file is one of its headings
 # (GitHub's anchors: lower case, punctuation dropped, spaces to '-').
-# Links to the web are not fetched.  Seconds.
+# Links to the web are not fetched.  And every reference of the source to
+# a section of the design (docs/design.md, "Verdicts") names one of its
+# headings.  Seconds.
 set -euo pipefail
 cd "${SOAK_ROOT:-$(dirname "$0")/../..}"
 exec python3 - README.md docs/*.md <<'PY'
@@ -50,7 +52,39 @@ for md in sys.argv[1:]:
         elif frag and dest.endswith(".md") and frag not in anchors(dest):
             print("%s:%d: %s: %s has no section #%s" % (md, line, target, dest, frag))
             bad = 1
+# docs/design.md, "Section" in comments, possibly across a line break.
+heads = set()
+for line in open("docs/design.md", encoding="utf-8"):
+    m = re.match(r"^#{1,6}\s+(.*?)\s*$", line)
+    if m:
+        heads.add(m.group(1))
+nref = 0
+for top in ("common", "isolation", "invariants", "fault-proxy", "worker",
+            "coordinator", "cmd", "tests", "bench", "deploy", "examples"):
+    for dirpath, _, files in os.walk(top):
+        for f in files:
+            if not re.search(r"\.(c|h|sh|yaml|md)$", f):
+                continue
+            path = os.path.join(dirpath, f)
+            if path.startswith("tests/lint/"):
+                continue
+            text = open(path, encoding="utf-8", errors="replace").read()
+            flat = re.sub(r"\s*\n\s*(?:\*|#)?\s*", " ", text)
+            for m in re.finditer(r'docs/design\.md, "([^"]+)"(?: and "([^"]+)")?', flat):
+                for name in filter(None, m.groups()):
+                    nref += 1
+                    if name not in heads:
+                        print('%s: docs/design.md, "%s": no such section' % (path, name))
+                        bad = 1
+for path in ("main.c",):
+    if os.path.exists(path):
+        flat = re.sub(r"\s*\n\s*(?:\*|#)?\s*", " ", open(path).read())
+        for m in re.finditer(r'docs/design\.md, "([^"]+)"', flat):
+            nref += 1
+            if m.group(1) not in heads:
+                print('%s: docs/design.md, "%s": no such section' % (path, m.group(1)))
+                bad = 1
 if bad:
     sys.exit(1)
-print("docs links: ok (%d files)" % (len(sys.argv) - 1))
+print("docs links: ok (%d files, %d references to docs/design.md)" % (len(sys.argv) - 1, nref))
 PY
