@@ -69,6 +69,16 @@ if ls "$BUILD"/*/*.o >/dev/null 2>&1; then
 	while read -r a b; do
 		complain "$a and $b call each other (one of them should not need the other)"
 	done < <(awk '{ e[$1 " " $2] = 1 } END { for (k in e) { split(k, p, " "); if ((p[2] " " p[1]) in e && p[1] < p[2]) print p[1], p[2] } }' "$edges.calls")
+	# A call goes down the floors, as an #include does (a declaration
+	# written by hand would hide an arrow upwards from the check above).
+	while read -r a b; do
+		from=${a%%/*} to=${b%%/*}
+		[ "$from" = "$to" ] && continue
+		ok=${allowed[$from]-?}
+		case " $ok " in *" $to "*) continue ;; esac
+		case $known in *" ${a%.o}.c:$to "*) continue ;; esac
+		complain "$a calls into $b: $from/ may use only ${ok:-nothing above it} (and itself)"
+	done <"$edges.calls"
 	rm -f "$edges.def" "$edges.use" "$edges.calls"
 else
 	complain "no objects in $BUILD (build first: make)"
