@@ -60,9 +60,9 @@ rm -f "$edges.loop"
 if ls "$BUILD"/*/*.o >/dev/null 2>&1; then
 	objs=$(ls "$BUILD"/{common,isolation,invariants,fault-proxy,worker,coordinator,cmd}/*.o 2>/dev/null || true)
 	# nm -A: "OBJECT: [ADDRESS] TYPE SYMBOL", one nm for all.
-	nm -A -g --defined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:$/, "", o); sub(b, "", o); print $NF, o }' |
+	nm -A -g --defined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:.*/, "", o); sub(b, "", o); print $NF, o }' |
 	    sort -k1,1 >"$edges.def"
-	nm -A -g --undefined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:$/, "", o); sub(b, "", o); print $NF, o }' |
+	nm -A -g --undefined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:.*/, "", o); sub(b, "", o); print $NF, o }' |
 	    sort -k1,1 >"$edges.use"
 	# user definer, once per pair
 	join "$edges.use" "$edges.def" | awk '$2 != $3 { print $2, $3 }' | sort -u >"$edges.calls"
