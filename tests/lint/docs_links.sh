@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every relative link in README.md and docs/ resolves: the file is in the
+# Every relative link of the Markdown files (README.md, docs/, and those of
+# examples/, deploy/, bench/) resolves: the file is in the
 # repository, and a #section of a Markdown file is one of its headings
 # (GitHub's anchors: lower case, punctuation dropped, spaces to '-').
 # Links to the web are not fetched.  And every reference of the source to
@@ -7,7 +8,7 @@
 # headings.  Seconds.
 set -euo pipefail
 cd "${SOAK_ROOT:-$(dirname "$0")/../..}"
-exec python3 - README.md docs/*.md <<'PY'
+exec python3 - $(find . -name '*.md' -not -path './build*' -not -path './.git/*' -not -path '*/node_modules/*' | sed 's|^\./||' | sort) <<'PY'
 import os, re, sys
 
 def anchors(path, cache={}):
