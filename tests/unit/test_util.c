@@ -63,11 +63,16 @@ test_dec_u64(void **state)
 	assert_true(v == 10);
 	s = "7";
 	assert_int_equal(dec_u64(s, s + 1, 5, &v), -1);	/* one digit past */
-	for (const char *bad = "\0 1\0+1\0-1\0001x\0"; *bad || bad[1];
-	    bad += strlen(bad) + 1) {
-		v = 42;
-		assert_int_equal(dec_u64(bad, bad + strlen(bad), UINT64_MAX, &v), -1);
-		assert_true(v == 42);
+	{
+		const char	*bad[] = { "", " 1", "+1", "-1", "1x", "1 " };
+		size_t		 i;
+
+		for (i = 0; i < nitems(bad); i++) {
+			v = 42;
+			assert_int_equal(dec_u64(bad[i], bad[i] + strlen(bad[i]),
+			    UINT64_MAX, &v), -1);
+			assert_true(v == 42);
+		}
 	}
 	s = "120ms";
 	p = s;
