@@ -64,6 +64,8 @@ MAN_DATE = 2026-12-01
 MODULES  = common coordinator worker fault-proxy isolation invariants
 LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/version.o
+# One file per command (cmd/), only in soak.
+CMD_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/*.c))
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 TEST_HELPERS_SRC = $(wildcard tests/helpers/*.c)
@@ -87,7 +89,7 @@ all: $(BUILD)/soak $(if $(filter 1,$(SANITIZE)),,soak) $(EXAMPLE_BIN)
 soak: build/soak
 	@ln -sf build/soak soak
 
-$(BUILD)/soak: $(BUILD)/main.o $(LIB_OBJ)
+$(BUILD)/soak: $(CMD_OBJ) $(LIB_OBJ)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BUILD)/%.o: %.c

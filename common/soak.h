@@ -1,4 +1,4 @@
-/* Things every role shares: version, exit statuses, subcommand entry points. */
+/* Things every floor shares: the version, the exit statuses, the manual. */
 #ifndef SOAK_SOAK_H
 #define SOAK_SOAK_H
 
@@ -27,14 +27,5 @@ extern const char soak_version[];
 /* The last lines of every command's --help: where the manual is. */
 #define SOAK_MANUAL	"\nThe manual: man soak (soak(1)); the config: man soak.yaml " \
 			"(soak.yaml(5)).\n"
-
-/* Subcommands: argv[0] is the subcommand's name. */
-int	cmd_run(int argc, char **argv);		/* coordinator/run.c */
-int	cmd_coordinator(int argc, char **argv);	/* coordinator/run.c */
-int	cmd_worker(int argc, char **argv);	/* worker/worker.c */
-int	cmd_replay(int argc, char **argv);	/* worker/replay.c */
-int	cmd_proxy(int argc, char **argv);	/* fault-proxy/cmd.c */
-int	cmd_check(int argc, char **argv);	/* invariants/check.c */
-int	cmd_tickets(int argc, char **argv);	/* coordinator/tickets_cmd.c */
 
 #endif

@@ -196,7 +196,7 @@ void		 coord_halt(struct coord *c, int status, const char *why);
 /*
  * Whether the worker that said HELLO with this pid (the newest of them)
  * had a result accepted: a local worker that died before that is a failed
- * start (coordinator/run.c's respawn limit).
+ * start (cmd/run.c's respawn limit).
  */
 bool		 coord_pid_reported(const struct coord *c, uint32_t pid);
 /*

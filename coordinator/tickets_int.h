@@ -1,6 +1,6 @@
 /*
  * Private to the ticket filer (tickets.c, tickets_http.c, tickets_sinks.c,
- * tickets_cmd.c) and its unit tests.  The public face is tickets.h.
+ * tickets_text.c) and its unit tests.  The public face is tickets.h.
  */
 #ifndef SOAK_TICKETS_INT_H
 #define SOAK_TICKETS_INT_H

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "common/auth.h"
 #include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/verdict.h"
@@ -262,5 +263,31 @@ typedef int	(*wrk_call_fn)(struct link *l, const struct msg *req, struct msg *re
  */
 int	wrk_bundle_config(const struct msg *welcome, const char *root,
 	    wrk_call_fn call, struct link *l, struct cfg *cfg, char *err);
+
+/*
+ * A worker's life for a coordinator (worker/worker.c): dial o->url, make
+ * the coordinator prove itself, take the run's config, run leased seeds
+ * until the run is done, say BYE.  SIGTERM drains: the running seed
+ * finishes and is reported, the lease's unstarted seeds go back.  The
+ * options `soak worker` parsed (cmd/worker.c), one process per slot.
+ */
+struct wrk_opts {
+	const char	*url;
+	const char	*workspace;
+	struct auth_opts auth;
+	int		 slots;
+	int64_t		 reconnect_ms;	/* --reconnect: how long to dial a lost
+					   coordinator (and the first one) */
+	bool		 quiet;		/* --quiet: no connected/done lines */
+	bool		 slot;		/* one of --slots N > 1: its parent
+					   says "the run is over", once */
+};
+
+/* A slot's exit status for "the run was over before it came", which its
+ * parent turns into 0 and one line for all (cmd/worker.c). */
+#define WRK_SLOT_LATE	3
+
+/* 0 the run is done (or was over: WRK_SLOT_LATE for a slot), 1 lost. */
+int	wrk_serve(const struct wrk_opts *o);
 
 #endif

@@ -12,9 +12,9 @@ ok "soak --help names every command"
 expect_match "and says where each one's options are" 'soak COMMAND --help' "$(cat "$T/top")"
 
 # command:source of its option table
-for pair in run:coordinator/run.c coordinator:coordinator/run.c worker:worker/worker.c \
-    replay:worker/replay.c proxy:fault-proxy/cmd.c check:invariants/check.c \
-    tickets:coordinator/tickets_cmd.c; do
+for pair in run:cmd/run.c coordinator:cmd/run.c worker:cmd/worker.c \
+    replay:cmd/replay.c proxy:cmd/proxy.c check:cmd/check.c \
+    tickets:cmd/tickets.c; do
 	c=${pair%%:*} src=$ROOT/${pair#*:}
 	"$SOAK" "$c" --help >"$T/$c.help" 2>&1 || fail "soak $c --help exited $?"
 	cmp -s "$T/$c.help" <("$SOAK" help "$c" 2>&1) || fail "soak help $c is not soak $c --help"

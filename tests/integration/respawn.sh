@@ -1,5 +1,5 @@
 # `soak run` replaces dead local workers at a rate, not up to a cap
-# (issue 13, part 5; coordinator/run.c RESPAWN_*): a burst of 2 x workers
+# (issue 13, part 5; cmd/run.c RESPAWN_*): a burst of 2 x workers
 # (at least 4), then one a second.  Workers that die after reporting are
 # replaced however many die, so the run completes; workers that die before
 # reporting anything, RESPAWN_FAILED_STARTS (workers + 3) in a row, end

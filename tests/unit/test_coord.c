@@ -748,7 +748,7 @@ test_hello_after_the_run_finished(void **state)
 }
 
 /*
- * soak run's view of its local workers (coordinator/run.c): a worker whose
+ * soak run's view of its local workers (cmd/run.c): a worker whose
  * process died ends its lease at once, not at its ttl (the seed it ran
  * gets infra/worker-lost, the rest go back); whether a pid ever had a
  * result accepted tells a failed start.  coord_halt (the output directory

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cmd/cmd.h"
 #include "common/log.h"
 #include "common/soak.h"
 #include "common/units.h"

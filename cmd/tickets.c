@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cmd.h"
 #include "common/log.h"
 #include "common/soak.h"
 #include "common/util.h"

@@ -21,6 +21,7 @@
 
 #include <libpq-fe.h>
 
+#include "cmd/cmd.h"
 #include "common/auth.h"
 #include "common/bundle.h"
 #include "common/config.h"

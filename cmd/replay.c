@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd/cmd.h"
 #include "common/config.h"
 #include "common/conninfo.h"
 #include "common/log.h"

@@ -26,6 +26,7 @@
 
 #include <libpq-fe.h>
 
+#include "cmd/cmd.h"
 #include "common/cfgerr.h"
 #include "common/config.h"
 #include "common/conninfo.h"

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cmd/cmd.h"
 #include "common/log.h"
 #include "common/self.h"
 #include "common/soak.h"

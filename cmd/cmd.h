@@ -1,0 +1,18 @@
+/*
+ * The commands: one file each in cmd/, the top floor (docs/design.md, "The
+ * layers").  argv[0] is the command's name; each returns its exit status
+ * (common/soak.h).  cmd/main.c's table dispatches to them; nothing below
+ * cmd/ names one.
+ */
+#ifndef SOAK_CMD_H
+#define SOAK_CMD_H
+
+int	cmd_run(int argc, char **argv);		/* cmd/run.c */
+int	cmd_coordinator(int argc, char **argv);	/* cmd/run.c */
+int	cmd_worker(int argc, char **argv);	/* cmd/worker.c */
+int	cmd_replay(int argc, char **argv);	/* cmd/replay.c */
+int	cmd_proxy(int argc, char **argv);	/* cmd/proxy.c */
+int	cmd_check(int argc, char **argv);	/* cmd/check.c */
+int	cmd_tickets(int argc, char **argv);	/* cmd/tickets.c */
+
+#endif
