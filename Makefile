@@ -61,10 +61,11 @@ MAN_PAGES = $(MAN_SRC:.scd=)
 # The pages' date: when they last changed (scdoc's own would be today's).
 MAN_DATE = 2026-12-01
 
-MODULES  = common coordinator worker fault-proxy isolation invariants
-LIB_SRC  = $(foreach m,$(MODULES),$(wildcard $(m)/*.c))
-LIB_OBJ  = $(LIB_SRC:%.c=$(BUILD)/%.o) $(BUILD)/version.o
-# One file per command (cmd/), only in soak.
+# One archive per layer folder (docs/design.md, "The layers"), listed from
+# the top down, the order a link takes them in: each binary holds only the
+# objects it calls.  cmd/'s objects, one per command, go into soak alone.
+LAYERS   = coordinator worker invariants fault-proxy isolation common
+LIBS     = $(foreach m,$(LAYERS),$(BUILD)/lib$(m).a)
 CMD_OBJ  = $(patsubst %.c,$(BUILD)/%.o,$(wildcard cmd/*.c))
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -89,8 +90,17 @@ all: $(BUILD)/soak $(if $(filter 1,$(SANITIZE)),,soak) $(EXAMPLE_BIN)
 soak: build/soak
 	@ln -sf build/soak soak
 
-$(BUILD)/soak: $(CMD_OBJ) $(LIB_OBJ)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(BUILD)/soak: $(CMD_OBJ) $(LIBS)
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) $(LIBS) $(LDLIBS)
+
+# lib<layer>.a from the layer's objects (common's with the version).  q,
+# not r, after rm: a fresh archive of exactly the folder's objects.
+define layer_lib
+$(BUILD)/lib$(1).a: $$(patsubst %.c,$$(BUILD)/%.o,$$(wildcard $(1)/*.c)) $(if $(filter common,$(1)),$$(BUILD)/version.o)
+	@rm -f $$@
+	$$(AR) qcs $$@ $$^
+endef
+$(foreach m,$(LAYERS),$(eval $(call layer_lib,$(m))))
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -107,34 +117,31 @@ $(BUILD)/version.c: FORCE
 $(BUILD)/version.o: $(BUILD)/version.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/%: tests/unit/%.c $(LIB_OBJ)
+# Tests, helpers, benches and fuzz targets link the layers' archives, so
+# each holds the objects it calls and no command.
+$(BUILD)/tests/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
 
-$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIB_OBJ)
+$(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%.c $(LIB_OBJ)
+$(BUILD)/bench/%: bench/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS)
 
 # A fuzz target with tests/fuzz/replay.c's main(): runs the files it is
 # given once each, no libFuzzer.
-$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/tests/fuzz/replay.o $(LIB_OBJ)
+$(BUILD)/tests/fuzz/%: tests/fuzz/%.c $(BUILD)/tests/fuzz/replay.o $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/tests/fuzz/replay.o $(LIBS) $(LDFLAGS) $(LDLIBS)
 
-# The fuzz build links its targets against an archive, so each one holds
-# (and libFuzzer counts the coverage of) only the objects it calls.  q, not
-# r: two modules may one day hold files of the same name.
-$(BUILD)/libsoak.a: $(LIB_OBJ)
-	rm -f $@
-	$(AR) qcs $@ $^
-
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(BUILD)/libsoak.a
+# The fuzz build's targets hold (and libFuzzer counts the coverage of)
+# only the objects they call, as every binary linked from the archives.
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(BUILD)/libsoak.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS)
 
 # Example systems under test are built with the same flags.  --as-needed
 # keeps each binary to the libraries it calls: a turn is exec'd thousands
@@ -209,9 +216,9 @@ fuzz-corpus: $(BUILD)/tests/fuzz-mkcorpus
 	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http
 	$(BUILD)/tests/fuzz-mkcorpus tests/fuzz/corpus examples/refunds/soak.yaml
 
-$(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJ)
+$(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIB_OBJ) $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS)
 
 # The manual pages from their sources (needs scdoc: make deps); commit
 # what changed.  docs/man/tidy.awk drops the empty paragraphs mandoc warns of.
