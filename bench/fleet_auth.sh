@@ -67,7 +67,8 @@ if nng=$(dpkg-query -W -f '${Version}' libnng1 2>/dev/null) &&
 	echo "tls: nng $nng, mbedTLS $mbed (Debian packages); certificates EC P-256"
 fi
 
-# --- certificates: README.md "Across machines" (tests/integration/fleet_tls.sh) ---
+# --- certificates: docs/fleet.md "Across machines"
+# (tests/integration/fleet_tls.sh) ---
 pki=$dir/pki
 mkdir -p "$pki"
 openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \

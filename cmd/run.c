@@ -606,9 +606,9 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
  * once, before anything listens, without .git, the run's output directory
  * (nor, with the default --out, the soak-out folder every run writes
  * into), and never with this coordinator's credentials: its secret file,
- * its TLS certificate's key, any file holding the shared secret (a README
- * example keeps soak.secret beside soak.yaml).  -1 when it cannot travel
- * (too big: the biggest files named).
+ * its TLS certificate's key, any file holding the shared secret (an
+ * example of docs/fleet.md keeps soak.secret beside soak.yaml).  -1 when
+ * it cannot travel (too big: the biggest files named).
  */
 static int
 coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *out,

@@ -1,6 +1,6 @@
 /*
  * The config folder as one byte buffer, for workers that do not have it
- * (README "The config travels", docs/design.md, "Across machines").  The
+ * (docs/fleet.md "The config travels", docs/design.md, "Across machines").  The
  * coordinator packs its config file's folder once at start; a worker that
  * lacks it asks for the bytes, checks them against the hash the WELCOME
  * announced, and extracts them under its workspace root, cached by that

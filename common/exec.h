@@ -8,8 +8,8 @@
 
 /*
  * The PATH a bare program name is looked up in: the worker's own, which
- * execvpe(3) searches and every turn inherits (README "What a turn
- * sees"); /usr/local/bin:/usr/bin:/bin when it has none.
+ * execvpe(3) searches and every turn inherits (docs/turns.md "What a
+ * turn sees"); /usr/local/bin:/usr/bin:/bin when it has none.
  */
 const char	*exec_path(void);
 /*

@@ -1,7 +1,7 @@
 /*
  * Value grammars: the one definition of the durations, ranges, shares and
  * byte sizes that the config file (common/config.c) and the command line
- * (`soak proxy`, `soak run --heartbeat`) accept — README "Value types".
+ * (`soak proxy`, `soak run --heartbeat`) accept — docs/config.md "Value types".
  *
  * Contract
  *  - Every parser is a pure function of its string: 0 with the result

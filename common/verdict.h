@@ -1,6 +1,6 @@
 /*
  * Why a seed ended as it did: the one vocabulary of verdict reasons
- * (README "Reading the results").  Each reason belongs to exactly one
+ * (docs/results.md "Reading the results").  Each reason belongs to exactly one
  * verdict, so a reason says its verdict; the names are the strings of the
  * wire (RESULT.reason), report.json, junit.xml and tickets, and the table
  * in verdict.c is their only home.

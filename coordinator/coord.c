@@ -461,8 +461,8 @@ coord_seed_attempts(const struct coord_seed *s)
 }
 
 /*
- * The early stop (README "Reading the results").  A config mistake -- a
- * turn command that is not there, an invariant that does not parse --
+ * The early stop (docs/results.md "Reading the results").  A config mistake --
+ * a turn command that is not there, an invariant that does not parse --
  * fails every seed the same way on every worker, and retrying each seed
  * twice only hides it.  So when the first-attempt outcomes of the first
  * EARLY_SEEDS seeds to report (all of them, in a smaller run) are all infra

@@ -1,6 +1,6 @@
 /*
  * The gate: scheduled admission of one proxy's exchanges across the turns
- * of a seed (README "Schedules"), private to fault-proxy.  One gate per
+ * of a seed (docs/faults.md "Schedules"), private to fault-proxy.  One gate per
  * scheduled proxy of a proxy_set; every listener of that proxy feeds it.
  *
  * The gate decides and the engine acts, as coord.c decides for the

@@ -1,6 +1,6 @@
 /*
  * A worker without the config folder takes it from the coordinator
- * (README "The config travels"): the WELCOME names the bundle's hash; a
+ * (docs/fleet.md "The config travels"): the WELCOME names the bundle's hash; a
  * copy of that hash under <root>/soak-bundles-<euid>/bundle-<hash> is
  * used as it is, else the worker asks for the bytes (BUNDLE_REQ), checks
  * that they hash to what was announced, and installs them there whole

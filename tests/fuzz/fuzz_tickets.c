@@ -2,7 +2,8 @@
  * libFuzzer target: arbitrary bytes as the untrusted strings of a run
  * (invariant name, SQL, a column, rows, stderr, message, fault trace, run
  * id, config name) rendered into a ticket in both dialects, from memory
- * (tk_render; no run directory).  Asserts what README "Tickets" promises:
+ * (tk_render; no run directory).  Asserts what docs/tickets.md "Tickets"
+ * promises:
  *
  *   - title, body and comment are valid UTF-8, and JSON can carry them;
  *   - markdown: outside fenced blocks and code spans no raw "<" (but the

@@ -1,5 +1,5 @@
-# The config travels (README "The config travels"), with real processes on
-# loopback.  A worker "on another machine" is a soak worker in its own
+# The config travels (docs/fleet.md "The config travels"), with real processes
+# on loopback.  A worker "on another machine" is a soak worker in its own
 # mount namespace (unshare -m) with a tmpfs over the config folder's
 # parent, so the folder is not there at the coordinator's path:
 #  - with the bundle (the default) it runs every seed from its cached copy,

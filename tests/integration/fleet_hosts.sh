@@ -2,7 +2,7 @@
 # `soak worker`s on hosts 10.213.0.11.., each host a network namespace on
 # one bridge (netns.sh), authenticated by a shared secret, every worker
 # using one PostgreSQL at 10.213.0.2 with a password (SOAK_DATABASE_URL,
-# as README "Across machines" says to keep the password off the wire).
+# as docs/fleet.md "Across machines" says to keep the password off the wire).
 # Seeds are a turn of `sleep 0.2`.  Each case asserts on report.json that
 # every seed of the range has exactly one final verdict:
 #  a. every process of one host SIGKILLed once it has reported a result:

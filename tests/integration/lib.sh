@@ -118,7 +118,7 @@ junit_totals() {
 	done
 }
 
-# The certificate recipe of README.md "Across machines", into $pki (the
+# The certificate recipe of docs/fleet.md "Across machines", into $pki (the
 # caller's directory): new_ca NAME SUBJECT makes a CA (NAME.pem, NAME.key);
 # issue NAME CA EXTENSIONS makes NAME.pem, a certificate and its key.
 new_ca() {	# NAME SUBJECT

@@ -1,5 +1,5 @@
-# The end-of-run summary and the replay command it prints (README "Reading
-# the results", "Replaying a seed"): each group says its failure in words
+# The end-of-run summary and the replay command it prints (docs/results.md
+# "Reading the results", "Replaying a seed"): each group says its failure in words
 # and the first line of its reason; in CI (stderr not a terminal) a bug
 # that fails every seed is a few log lines, not one per seed; the replay
 # line runs as printed, from the same folder, whether soak was run as

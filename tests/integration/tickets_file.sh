@@ -49,7 +49,7 @@ grep -q "Seen again in run \`run-3\`" "$fa" || die "comment does not name run 3"
 grep -q "file: commented on" "$WORK/out3" || die "stdout does not say it commented: $(cat "$WORK/out3")"
 
 # A relative tickets.url is the config's: resolved against the config's
-# folder (README "Tickets"), not the run folder, so a second run, from
+# folder (docs/tickets.md "Tickets"), not the run folder, so a second run, from
 # anywhere, files into the same folder and dedupes there.  The config lives
 # in a git work tree: the ticket's replay command names it from the top.
 mkdir -p "$WORK/repo/soak" "$WORK/cwd"

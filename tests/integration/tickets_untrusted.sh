@@ -1,5 +1,5 @@
-# Untrusted text in tickets (README "Tickets"): a UTF-8 row longer than a
-# cell, HTML, a markdown link, an @mention and backtick runs in rows,
+# Untrusted text in tickets (docs/tickets.md "Tickets"): a UTF-8 row longer than
+# a cell, HTML, a markdown link, an @mention and backtick runs in rows,
 # stderr and invariant names reach the file sink, GitHub and Jira as valid
 # UTF-8 JSON and stay inert; Jira gets wiki markup; Jira's dedupe uses the
 # enhanced search (the old /rest/api/2/search answers 410), and falls back

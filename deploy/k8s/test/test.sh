@@ -101,8 +101,9 @@ else
 	printf '127.0.0.1\tlocalhost soak-coordinator\n::1\tlocalhost\n' >"$tmp/hosts"
 	chmod 644 "$tmp/passwd" "$tmp/group" "$tmp/hosts"
 	chmod 755 "$tmp"
-	# The TLS Secrets' files, made as README "Kubernetes" makes them: a CA,
-	# the coordinator's certificate for the Service's name, a worker's.
+	# The TLS Secrets' files, made as docs/deploy.md "Kubernetes" makes
+	# them: a CA, the coordinator's certificate for the Service's name, a
+	# worker's.
 	mkdir "$tmp/tls" && (
 		cd "$tmp/tls"
 		openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
