@@ -109,6 +109,16 @@ struct runctx {
 	uint64_t		 last_done;
 	struct journal		*journal;
 	struct fp_groups	 ci_seen;	/* not a tty: failing seeds so far */
+	/* What run_main's phases share, and run_free lets go of. */
+	struct cfg		 cfg;
+	struct coord_opts	 co;
+	struct server		*srv;
+	struct iso_db		 db;		/* soak run's database */
+	struct bundle		 bundle;	/* coordinator: the config folder */
+	char			*run_id, *out;
+	char			*ipcdir, *keep, *work;	/* soak run's private folders */
+	char			 cfgpath[PATH_MAX];
+	int64_t			 t0, started;	/* monotonic, wall */
 };
 
 static pid_t
@@ -697,202 +707,222 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 	}
 }
 
+/*
+ * The config, the options, the run's id and output folder (a new run's,
+ * or the killed one's with --resume): 0 to go on, else -1 and *rc the exit
+ * status (0 for --dry-run, which says what would run).
+ */
 static int
-run_main(struct runopts *o)
+run_prepare(struct runctx *r, int *rc)
 {
-	struct cfg		 cfg = { 0 };
-	struct coord_opts	 co = { 0 };
-	struct report_meta	 meta = { 0 };
-	struct runctx		 r = { .o = o, .meta = &meta };
-	struct server		*srv = NULL;
-	struct iso_db		 db = { 0 };
-	struct bundle		 bundle = { 0 };
-	struct sigaction	 sa = { .sa_handler = on_signal };
+	struct runopts		*o = r->o;
 	struct cfg_errors	 cerrs = { 0 };
-	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
-	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
-	int64_t			 t0 = now_ms(), started = wall_ms();
-	int			 rc = SOAK_EXIT_INCOMPLETE, i;
+	char			 err[ERR_LEN];
 
-	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
-		if (cfg.broken & CFG_BROKEN_SOME)
-			commands_problems(&cfg, &cerrs);
+	if (cfg_load_file_keep(o->config, &r->cfg, err, &cerrs, true) == -1) {
+		if (r->cfg.broken & CFG_BROKEN_SOME)
+			commands_problems(&r->cfg, &cerrs);
 		cfg_errors_sort(&cerrs, o->config);
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
-		cfg_free(&cfg);
-		return SOAK_EXIT_CONFIG;
+		*rc = SOAK_EXIT_CONFIG;
+		return -1;
 	}
-	if (coordinator_ships_password(o, &cfg) == -1) {
-		cfg_free(&cfg);
-		return SOAK_EXIT_USAGE;
+	if (coordinator_ships_password(o, &r->cfg) == -1) {
+		*rc = SOAK_EXIT_USAGE;
+		return -1;
 	}
-	co.seeds = cfg.seeds;
-	if (o->seeds && seed_range_parse(o->seeds, &co.seeds, err) == -1) {
+	r->co.seeds = r->cfg.seeds;
+	if (o->seeds && seed_range_parse(o->seeds, &r->co.seeds, err) == -1) {
 		fprintf(stderr, "soak: --seeds: %s\n", err);
-		cfg_free(&cfg);
-		return SOAK_EXIT_USAGE;
+		*rc = SOAK_EXIT_USAGE;
+		return -1;
 	}
-	if (realpath(o->config, cfgpath) == NULL)
-		snprintf(cfgpath, sizeof(cfgpath), "%s", o->config);
+	if (realpath(o->config, r->cfgpath) == NULL)
+		snprintf(r->cfgpath, sizeof(r->cfgpath), "%s", o->config);
 	if (o->resume) {
-		if ((rc = resume_check(o, &cfg, &co, &run_id, &started)) != 0) {
-			cfg_free(&cfg);
-			return rc;
-		}
-		rc = SOAK_EXIT_INCOMPLETE;
-		out = xstrdup(o->resume);
+		if ((*rc = resume_check(o, &r->cfg, &r->co, &r->run_id,
+		    &r->started)) != 0)
+			return -1;
+		r->out = xstrdup(o->resume);
 	} else {
-		run_id = make_run_id();
-		out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
+		r->run_id = make_run_id();
+		r->out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s",
+		    r->run_id);
 	}
 	/* Everything a command line can get wrong is checked by now: a CI
 	 * recipe's command lines are tested this way (tests/deploy/ci.sh). */
 	if (o->dry_run) {
 		printf("soak: dry run: %s would run %" PRIu64 " seed(s), %" PRIu64 "..%"
 		    PRIu64 ", of %s %s, into %s; nothing run\n", o->local ? "run" :
-		    "coordinator", seed_range_count(&co.seeds), co.seeds.first,
-		    co.seeds.last, cfg.name, o->local ? "on this machine" :
-		    "for workers", out);
-		rc = 0;
-		goto out;
+		    "coordinator", seed_range_count(&r->co.seeds), r->co.seeds.first,
+		    r->co.seeds.last, r->cfg.name, o->local ? "on this machine" :
+		    "for workers", r->out);
+		*rc = 0;
+		return -1;
 	}
-	if (mkdir_p(out, 0755, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
-		goto out;
-	}
-	if (!o->local && o->bundle && coordinator_bundle(o, &cfg, out, &bundle) == -1) {
-		rmdir(out);	/* made just now, empty: nothing ran */
-		rc = SOAK_EXIT_CONFIG;
-		goto out;
-	}
-	if (report_config_copy(&cfg, out, err) == -1)
-		log_warnx("%s", err);	/* the run goes on without its copy */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
 
-	if (o->local) {
-		if (iso_db_open(&db, &cfg, o->workers, NULL, err) == -1) {
-			fprintf(stderr, "soak: %s\n", err);
-			goto out;
-		}
-		if ((ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
-		    mkdtemp(ipcdir) == NULL) {
-			fprintf(stderr, "soak: cannot create a private directory: %s\n",
-			    strerror(errno));
-			goto out;
-		}
-		r.url = xasprintf("ipc://%s/coord", ipcdir);
-		keep = xasprintf("%s/failures", out);
-		/* Turn directories are created and removed for every seed: on
-		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
-		 * A fresh name there, so nobody can have put anything in it. */
-		work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), run_id);
-		if (mkdtemp(work) == NULL) {
-			fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
-			    work, strerror(errno));
-			free(work);
-			work = NULL;
-			goto out;
-		}
-		if (realpath(out, outabs) != NULL) {
-			/* absolute, so workers agree with us whatever their cwd */
-			free(keep);
-			keep = xasprintf("%s/failures", outabs);
-		}
-		if (private_dir(keep, err) == -1) {
-			fprintf(stderr, "soak: %s\n", err);
-			goto out;
-		}
-	} else
-		r.url = xstrdup(o->listen);
+/*
+ * soak run's own: the database (embedded when none is configured), the
+ * coordinator's ipc:// folder, failures/ for the workers' kept failures
+ * and the turns' scratch folder.  0, or -1 said on stderr.
+ */
+static int
+run_local_setup(struct runctx *r)
+{
+	char	err[ERR_LEN], outabs[PATH_MAX];
 
-	co.cfg = &cfg;
-	co.run_id = run_id;
-	co.cfg_path = cfgpath;
-	co.db_conninfo = o->local ? db.conninfo : "";
-	co.keep_dir = keep ? keep : "";
-	co.workspace = work ? work : "";
-	co.heartbeat_ms = o->heartbeat_ms;
-	co.lease_ttl_ms = o->lease_ttl_ms;
-	co.bundle_hash = bundle.data ? bundle.hash : "";
-	co.bundle = bundle.data;
-	co.bundle_len = bundle.len;
-	if ((r.coord = coord_new(&co, err)) == NULL) {
+	if (iso_db_open(&r->db, &r->cfg, r->o->workers, NULL, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
-		goto out;
+		return -1;
 	}
-	meta = (struct report_meta){ .cfg = &cfg, .cfg_path = cfgpath, .run_id = run_id,
-	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = started };
-	coord_on_final(r.coord, on_final, &r);
-	if (journal_start(&r, &cfg, run_id, out, &meta, err) == -1) {
+	if ((r->ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
+	    mkdtemp(r->ipcdir) == NULL) {
+		fprintf(stderr, "soak: cannot create a private directory: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	r->url = xasprintf("ipc://%s/coord", r->ipcdir);
+	r->keep = xasprintf("%s/failures", r->out);
+	/* Turn directories are created and removed for every seed: on
+	 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
+	 * A fresh name there, so nobody can have put anything in it. */
+	r->work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), r->run_id);
+	if (mkdtemp(r->work) == NULL) {
+		fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
+		    r->work, strerror(errno));
+		free(r->work);
+		r->work = NULL;
+		return -1;
+	}
+	if (realpath(r->out, outabs) != NULL) {
+		/* absolute, so workers agree with us whatever their cwd */
+		free(r->keep);
+		r->keep = xasprintf("%s/failures", outabs);
+	}
+	if (private_dir(r->keep, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
-		goto out;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The coordinator, its journal and its server, then soak run's worker
+ * processes (or the line a coordinator's workers are waiting for).  0, or
+ * -1 said on stderr.
+ */
+static int
+run_start(struct runctx *r)
+{
+	struct runopts		*o = r->o;
+	struct coord_opts	*co = &r->co;
+	char			 err[ERR_LEN];
+	int			 i;
+
+	co->cfg = &r->cfg;
+	co->run_id = r->run_id;
+	co->cfg_path = r->cfgpath;
+	co->db_conninfo = o->local ? r->db.conninfo : "";
+	co->keep_dir = r->keep ? r->keep : "";
+	co->workspace = r->work ? r->work : "";
+	co->heartbeat_ms = o->heartbeat_ms;
+	co->lease_ttl_ms = o->lease_ttl_ms;
+	co->bundle_hash = r->bundle.data ? r->bundle.hash : "";
+	co->bundle = r->bundle.data;
+	co->bundle_len = r->bundle.len;
+	if ((r->coord = coord_new(co, err)) == NULL) {
+		fprintf(stderr, "soak: %s\n", err);
+		return -1;
+	}
+	*r->meta = (struct report_meta){ .cfg = &r->cfg, .cfg_path = r->cfgpath,
+	    .run_id = r->run_id, .out_dir = r->out, .seeds = co->seeds,
+	    .started_wall_ms = r->started };
+	coord_on_final(r->coord, on_final, r);
+	if (journal_start(r, &r->cfg, r->run_id, r->out, r->meta, err) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		return -1;
 	}
 	if (o->resume) {
 		struct coord_counts	n;
 
-		coord_counts(r.coord, &n);
+		coord_counts(r->coord, &n);
 		fprintf(stderr, "soak: resuming run %s: %" PRIu64 " of %" PRIu64 " seeds "
-		    "have their verdict\n", run_id, n.done, n.total);
+		    "have their verdict\n", r->run_id, n.done, n.total);
 	}
 	/* A worker has at most 2 requests waiting (its lease request parked,
 	 * a heartbeat): COORD_SLOTS serves about 950 of them, with 128 slots
 	 * left to connections not authenticated yet (coordinator/peer.h). */
-	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : COORD_SLOTS, &o->auth,
-	    err)) == NULL) {
+	if ((r->srv = server_open(r->url, o->local ? 2 * o->workers + 8 : COORD_SLOTS,
+	    &o->auth, err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
-		goto out;
+		return -1;
 	}
-	r.tty = isatty(STDERR_FILENO) && !o->verbose;
-	r.start_ms = now_ms();
+	r->tty = isatty(STDERR_FILENO) && !o->verbose;
+	r->start_ms = now_ms();
 	if (o->local) {
-		r.nkids = o->workers;
-		r.kids = xcalloc(r.nkids, sizeof(*r.kids));
-		r.tokens = RESPAWN_BURST(r.nkids);
-		r.refill_at = now_ms() + RESPAWN_REFILL_MS;
-		for (i = 0; i < r.nkids; i++)
-			r.kids[i].pid = spawn_worker(&r);
+		r->nkids = o->workers;
+		r->kids = xcalloc(r->nkids, sizeof(*r->kids));
+		r->tokens = RESPAWN_BURST(r->nkids);
+		r->refill_at = now_ms() + RESPAWN_REFILL_MS;
+		for (i = 0; i < r->nkids; i++)
+			r->kids[i].pid = spawn_worker(r);
 	} else
 		fprintf(stderr, "soak: coordinator for %s listening on %s (run %s)\n",
-		    cfg.name, server_url(srv), run_id);
+		    r->cfg.name, server_url(r->srv), r->run_id);
+	return 0;
+}
 
-	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
-	meta.interrupted = stop_requested != 0;
-	halt_here(r.coord, &cfg);
-	if ((meta.halted = coord_halt_reason(r.coord)) != NULL)
-		fprintf(stderr, "soak: the run stopped early: %s\n", meta.halted);
+/*
+ * After the server's loop: the workers told and reaped, the journal
+ * closed, report.json and junit.xml written, the summary printed, the
+ * tickets filed, lost workers' schemas dropped, late workers told.  The
+ * exit status.
+ */
+static int
+run_finish(struct runctx *r)
+{
+	struct runopts		*o = r->o;
+	struct report_meta	*meta = r->meta;
+	char			 err[ERR_LEN];
+	int			 rc;
+
+	meta->interrupted = stop_requested != 0;
+	halt_here(r->coord, &r->cfg);
+	if ((meta->halted = coord_halt_reason(r->coord)) != NULL)
+		fprintf(stderr, "soak: the run stopped early: %s\n", meta->halted);
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
-	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
-	progress(&r, true);
-	reap_workers(&r, meta.interrupted ? 0 : 10000);
-	if (r.died > 0)
+	server_drain(r->srv, r->coord, stop_requested ? 0 : 10000, &stop_requested);
+	progress(r, true);
+	reap_workers(r, meta->interrupted ? 0 : 10000);
+	if (r->died > 0)
 		fprintf(stderr, "soak: %d worker process(es) died during the run, %d "
 		    "replaced (the restart limit: %d at once, then one a second)\n",
-		    r.died, r.replaced, RESPAWN_BURST(r.nkids));
-	meta.wall_ms = now_ms() - t0;
-	if (journal_close(r.journal, err) == -1 && r.io_why == NULL)
+		    r->died, r->replaced, RESPAWN_BURST(r->nkids));
+	meta->wall_ms = now_ms() - r->t0;
+	if (journal_close(r->journal, err) == -1 && r->io_why == NULL)
 		log_warnx("%s", err);
-	r.journal = NULL;
-	if ((rc = report_write(&meta, r.coord, err)) == -1) {
+	r->journal = NULL;
+	if ((rc = report_write(meta, r->coord, err)) == -1) {
 		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
-		    "--resume %s` writes the report once there is room\n", err, out,
+		    "--resume %s` writes the report once there is room\n", err, r->out,
 		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
-		    out);
+		    r->out);
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
-	report_summary(stdout, &meta, r.coord);
+	report_summary(stdout, meta, r->coord);
 	fflush(stdout);
-	if (cfg.tickets.enabled)	/* else no need to read report.json back */
-		tickets_after_run(out, stdout);
+	if (r->cfg.tickets.enabled)	/* else no need to read report.json back */
+		tickets_after_run(r->out, stdout);
 	/*
 	 * With an external database, schemas of lost workers must not pile
 	 * up.  Best effort, and within ISO_CONNECT_MS: a database that stopped
 	 * answering must not keep the run from ending.
 	 */
-	if (o->local && db.pg == NULL && db.conninfo && iso_drop_run(db.conninfo,
-	    run_id, now_ms() + ISO_CONNECT_MS, err) == -1)
+	if (o->local && r->db.pg == NULL && r->db.conninfo && iso_drop_run(
+	    r->db.conninfo, r->run_id, now_ms() + ISO_CONNECT_MS, err) == -1)
 		log_warnx("the schemas of lost workers are left: %s", err);
 	/*
 	 * Late workers (a pod scheduled after the run, a slow node) hear "run
@@ -900,36 +930,84 @@ run_main(struct runopts *o)
 	 * 1, which an engine counts as a failed job.  The report is written
 	 * and the summary printed first: only the exit waits.
 	 */
-	if (o->linger_ms > 0 && coord_finished(r.coord) && !stop_requested) {
+	if (o->linger_ms > 0 && coord_finished(r->coord) && !stop_requested) {
 		fprintf(stderr, "soak: run over; telling late workers so for %d s "
 		    "(--linger)\n", o->linger_ms / 1000);
-		server_linger(srv, r.coord, o->linger_ms, &stop_requested);
+		server_linger(r->srv, r->coord, o->linger_ms, &stop_requested);
 	}
-out:
+	return rc;
+}
+
+static void
+run_free(struct runctx *r)
+{
+	char	err[ERR_LEN];
+
 	/* Made at start, 0700, for the workers' kept failures: a run
 	 * without one leaves no empty failures/ behind. */
-	if (keep)
-		(void)rmdir(keep);
-	journal_close(r.journal, err);
-	server_close(srv);
-	coord_free(r.coord);
-	iso_db_close(&db);
-	if (work)
-		rm_rf(work);
-	if (ipcdir) {
-		rm_rf(ipcdir);
-		free(ipcdir);
+	if (r->keep)
+		(void)rmdir(r->keep);
+	journal_close(r->journal, err);
+	server_close(r->srv);
+	coord_free(r->coord);
+	iso_db_close(&r->db);
+	if (r->work)
+		rm_rf(r->work);
+	if (r->ipcdir) {
+		rm_rf(r->ipcdir);
+		free(r->ipcdir);
 	}
-	free(r.kids);
-	free(r.io_why);
-	free(r.url);
-	free(keep);
-	free(work);
-	free(out);
-	free(run_id);
-	bundle_free(&bundle);
-	fp_groups_free(&r.ci_seen);
-	cfg_free(&cfg);
+	free(r->kids);
+	free(r->io_why);
+	free(r->url);
+	free(r->keep);
+	free(r->work);
+	free(r->out);
+	free(r->run_id);
+	bundle_free(&r->bundle);
+	fp_groups_free(&r->ci_seen);
+	cfg_free(&r->cfg);
+}
+
+/* A run, from its config to its exit status, in the phases above. */
+static int
+run_main(struct runopts *o)
+{
+	struct report_meta	 meta = { 0 };
+	struct runctx		 r = { .o = o, .meta = &meta, .t0 = now_ms(),
+				    .started = wall_ms() };
+	struct sigaction	 sa = { .sa_handler = on_signal };
+	char			 err[ERR_LEN];
+	int			 rc = SOAK_EXIT_INCOMPLETE;
+
+	if (run_prepare(&r, &rc) == -1)
+		goto out;
+	rc = SOAK_EXIT_INCOMPLETE;
+	if (mkdir_p(r.out, 0755, err) == -1) {
+		fprintf(stderr, "soak: %s\n", err);
+		goto out;
+	}
+	if (!o->local && o->bundle && coordinator_bundle(o, &r.cfg, r.out,
+	    &r.bundle) == -1) {
+		rmdir(r.out);	/* made just now, empty: nothing ran */
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
+	}
+	if (report_config_copy(&r.cfg, r.out, err) == -1)
+		log_warnx("%s", err);	/* the run goes on without its copy */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!o->local)
+		r.url = xstrdup(o->listen);
+	else if (run_local_setup(&r) == -1)
+		goto out;
+	if (run_start(&r) == -1)
+		goto out;
+	server_run(r.srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
+	rc = run_finish(&r);
+out:
+	run_free(&r);
 	return rc;
 }
 
