@@ -642,6 +642,77 @@ schema_missing(PGconn *conn, const char *schema, int64_t deadline)
 	return missing;
 }
 
+/*
+ * --db: the production monitor.  Every invariant prepared first (each that
+ * does not is told, and none runs), then run once, read-only, within its
+ * own timeout; the rows that break each one printed.  The exit status.
+ */
+static int
+monitor(struct check *k, struct cfg *cfg, const char *db, const char *schema,
+    int json)
+{
+	struct inv_result	 ir = { 0 };
+	PGconn			*conn = NULL;
+	char			 err[ERR_LEN];
+	int64_t			 deadline;
+	bool			 expired;
+	int			 n, rc = SOAK_EXIT_INCOMPLETE;
+
+	/* A monitor that hangs is no monitor: a connection within
+	 * ISO_CONNECT_MS, every invariant within its own timeout. */
+	if ((conn = iso_pq_connect(db, now_ms() + ISO_CONNECT_MS, err)) == NULL) {
+		/* libpq quotes a token it cannot parse: it may be the password. */
+		conninfo_scrub(err, sizeof(err), db);
+		fprintf(stderr, "soak check: cannot connect: %s\n", err);
+		goto out;
+	}
+	deadline = now_ms() + ISO_CONNECT_MS +
+	    2 * (int64_t)cfg->ninvariants * cfg->invariant_timeout_ms;
+	/* search_path takes a name no schema has, silently: every invariant
+	 * would then fail on its tables, or worse, find others of the path. */
+	if (schema && schema_missing(conn, schema, deadline))
+		goto out;
+	if (schema) {
+		char		*id = PQescapeIdentifier(conn, schema, strlen(schema));
+		char		*q = xasprintf("SET search_path = %s", id);
+		PGresult	*res = iso_pq_exec(conn, q, deadline, &expired);
+
+		PQfreemem(id);
+		free(q);
+		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+			fprintf(stderr, "soak check: %s\n", expired ? "no answer from "
+			    "the database" : iso_pq_msg(conn, res, err, sizeof(err)));
+			PQclear(res);
+			goto out;
+		}
+		PQclear(res);
+	}
+	/* Every invariant that does not parse here is told, none run. */
+	n = inv_prepare(conn, cfg, deadline, bad_invariant, k, err);
+	tell(k);
+	if (n == -1) {
+		fprintf(stderr, "soak check: %s\n", err);
+		goto out;
+	}
+	if (n > 0) {
+		fprintf(stderr, "soak check: %s: %d invariant(s) do not prepare on "
+		    "this database; none was run\n", cfg->path, n);
+		/* A permission the monitor lacks is the database's, not the SQL's. */
+		rc = k->nplain == n ? SOAK_EXIT_CONFIG : SOAK_EXIT_INCOMPLETE;
+		goto out;
+	}
+	if (inv_check(conn, cfg, deadline, &ir, err) == -1) {
+		fprintf(stderr, "soak check: %s\n", err);
+		goto out;
+	}
+	print_outcomes(&ir, json);
+	rc = ir.nviolated > 0 ? 1 : 0;
+out:
+	inv_result_free(&ir);
+	iso_pq_abandon(conn);
+	return rc;
+}
+
 int
 cmd_check(int argc, char **argv)
 {
@@ -654,14 +725,10 @@ cmd_check(int argc, char **argv)
 	};
 	struct cfg		 cfg = { 0 };
 	struct check		 k = { .cfg = &cfg };
-	struct inv_result	 ir = { 0 };
 	const char		*db = NULL, *schema = NULL;
-	PGconn			*conn = NULL;
 	char			 err[ERR_LEN];
 	struct cfg_errors	 cerrs = { 0 };
-	int64_t			 deadline;
-	bool			 expired;
-	int			 ch, json = 0, n, rc = SOAK_EXIT_INCOMPLETE;
+	int			 ch, json = 0, rc;
 
 	while ((ch = getopt_long(argc, argv, "d:s:jh", longopts, NULL)) != -1) {
 		switch (ch) {
@@ -693,64 +760,12 @@ cmd_check(int argc, char **argv)
 			return SOAK_EXIT_CONFIG;
 		}
 	}
-	if (db == NULL) {
+	if (db == NULL)
 		rc = check_config(&k);
-		cfg_free(&cfg);
-		return rc;
+	else {
+		rc = monitor(&k, &cfg, db, schema, json);
+		tell(&k);
 	}
-	/* A monitor that hangs is no monitor: a connection within
-	 * ISO_CONNECT_MS, every invariant within its own timeout. */
-	if ((conn = iso_pq_connect(db, now_ms() + ISO_CONNECT_MS, err)) == NULL) {
-		/* libpq quotes a token it cannot parse: it may be the password. */
-		conninfo_scrub(err, sizeof(err), db);
-		fprintf(stderr, "soak check: cannot connect: %s\n", err);
-		goto out;
-	}
-	deadline = now_ms() + ISO_CONNECT_MS +
-	    2 * (int64_t)cfg.ninvariants * cfg.invariant_timeout_ms;
-	/* search_path takes a name no schema has, silently: every invariant
-	 * would then fail on its tables, or worse, find others of the path. */
-	if (schema && schema_missing(conn, schema, deadline))
-		goto out;
-	if (schema) {
-		char		*id = PQescapeIdentifier(conn, schema, strlen(schema));
-		char		*q = xasprintf("SET search_path = %s", id);
-		PGresult	*res = iso_pq_exec(conn, q, deadline, &expired);
-
-		PQfreemem(id);
-		free(q);
-		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
-			fprintf(stderr, "soak check: %s\n", expired ? "no answer from "
-			    "the database" : iso_pq_msg(conn, res, err, sizeof(err)));
-			PQclear(res);
-			goto out;
-		}
-		PQclear(res);
-	}
-	/* Every invariant that does not parse here is told, none run. */
-	n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err);
-	tell(&k);
-	if (n == -1) {
-		fprintf(stderr, "soak check: %s\n", err);
-		goto out;
-	}
-	if (n > 0) {
-		fprintf(stderr, "soak check: %s: %d invariant(s) do not prepare on "
-		    "this database; none was run\n", cfg.path, n);
-		/* A permission the monitor lacks is the database's, not the SQL's. */
-		rc = k.nplain == n ? SOAK_EXIT_CONFIG : SOAK_EXIT_INCOMPLETE;
-		goto out;
-	}
-	if (inv_check(conn, &cfg, deadline, &ir, err) == -1) {
-		fprintf(stderr, "soak check: %s\n", err);
-		goto out;
-	}
-	print_outcomes(&ir, json);
-	rc = ir.nviolated > 0 ? 1 : 0;
-out:
-	tell(&k);
-	inv_result_free(&ir);
-	iso_pq_abandon(conn);
 	cfg_free(&cfg);
 	return rc;
 }
