@@ -2024,6 +2024,18 @@ cfg_guard_floor(const struct cfg *cfg)
 	return (cfg->guard_min_ok * total + 99) / 100;
 }
 
+int64_t
+cfg_guard_floor_of(const struct cfg *cfg, int64_t ran)
+{
+	int64_t	total = (int64_t)cfg->turns * cfg->rounds;
+
+	if (ran >= total || total == 0)
+		return cfg_guard_floor(cfg);
+	if (cfg->guard_percent)
+		return (cfg->guard_min_ok * ran + 99) / 100;
+	return (cfg->guard_min_ok * ran + total - 1) / total;
+}
+
 bool
 cfg_guard_allows_idle_round(const struct cfg *cfg)
 {

@@ -253,6 +253,12 @@ void	cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line,
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);
 /*
+ * The same for a seed of which only `ran` turns ran (a plan's runs,
+ * docs/plan.md): a share of those, or a count scaled to them (rounded
+ * up), so a plan of one turn can pass once its bug is fixed.
+ */
+int64_t	cfg_guard_floor_of(const struct cfg *cfg, int64_t ran);
+/*
  * Whether a seed may pass with a round in which no turn succeeded: only
  * when the config says so, guard.min_ok_turns: 0 (or 0%).  Without a
  * guard such a round is a guard failure: it tested nothing (a turn that

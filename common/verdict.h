@@ -30,6 +30,8 @@ enum reason {
 	REASON_EXEC,		/* a turn could not be executed */
 	REASON_TEMPFAIL,	/* a turn exited 75 */
 	REASON_WORKER_LOST,	/* the worker died mid-seed, or spoke nonsense */
+	REASON_DIVERGED,	/* a plan's next step cannot come (docs/plan.md):
+				   the seed cannot test it */
 	REASON_MAX
 };
 

@@ -236,7 +236,7 @@ int
 report_failure(const struct report_meta *m, const struct coord_seed *s, char *err)
 {
 	char	*dir, *path;
-	json_t	*rec, *trace;
+	json_t	*rec, *trace, *plan;
 	int	 rc = 0;
 
 	if (s->verdict == VERDICT_PASS)
@@ -257,6 +257,17 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	}
 	free(path);
 	json_decref(rec);
+	plan = json_object_get(s->detail, "plan");
+	if (rc == 0 && json_is_object(plan)) {
+		path = xasprintf("%s/plan.json", dir);
+		errno = 0;
+		if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
+			rc = errf(err, "cannot write %s: %s", path,
+			    errno ? strerror(errno) : "an I/O error");
+			unlink(path);
+		}
+		free(path);
+	}
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {
 		path = xasprintf("%s/trace.jsonl", dir);

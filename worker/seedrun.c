@@ -41,6 +41,7 @@ struct seed_ctx {
 	int			 idle_round;	/* the first round in which no turn
 						   succeeded, or -1 */
 	char			 idle_why[300];	/* how its first turn ended */
+	char			 diverged[2048];	/* a plan's divergence, or "" */
 	/* per invariant (config order): rounds checked, rounds it broke */
 	uint32_t		*inv_checks, *inv_broken;
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
@@ -380,22 +381,31 @@ static int
 run_round(struct seed_ctx *c, int round, struct seed_result *res)
 {
 	const struct cfg	 *cfg = c->w->cfg;
-	int			  n = cfg->turns, i, tempfail = 0, execfail = 0, ok = 0;
-	struct spawn_req	 *reqs = xcalloc(n, sizeof(*reqs));
-	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
-	struct turn_outcome	**ended = xcalloc(n, sizeof(*ended));
-	struct env		 *envs = xcalloc(n, sizeof(*envs));
-	struct turn_end		 *ends = xcalloc(n, sizeof(*ends));
-	char			**dirs = xcalloc(n, sizeof(char *));
-	char			**so = xcalloc(n, sizeof(char *)), **se = xcalloc(n, sizeof(char *));
+	const struct plan	 *plan = c->w->plan;
+	int			  n = 0, i, t, tempfail = 0, execfail = 0, ok = 0;
+	struct spawn_req	 *reqs = xcalloc(cfg->turns, sizeof(*reqs));
+	struct turn_outcome	 *out = xcalloc(cfg->turns, sizeof(*out));
+	struct turn_outcome	**ended = xcalloc(cfg->turns, sizeof(*ended));
+	struct env		 *envs = xcalloc(cfg->turns, sizeof(*envs));
+	struct turn_end		 *ends = xcalloc(cfg->turns, sizeof(*ends));
+	bool			 *runs = xcalloc(cfg->turns, sizeof(*runs));
+	char			**dirs = xcalloc(cfg->turns, sizeof(char *));
+	char			**so = xcalloc(cfg->turns, sizeof(char *));
+	char			**se = xcalloc(cfg->turns, sizeof(char *));
 	char			  err[ERR_LEN], name[128];
 	bool			  hung;
 	int			  rc = 0;
 	size_t			  p, nports;
 	const struct env_port	 *ports = wrk_service_ports(c->w, &nports);
 
-	for (i = 0; i < n; i++) {
-		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, i, err)) == NULL) {
+	/* Under a plan only its (round, turn) pairs run (docs/plan.md); the
+	 * others are never started and never waited for, and the ones that
+	 * run keep their numbers and turn seeds.  out[i] is the i-th that runs. */
+	for (t = 0; t < cfg->turns; t++) {
+		if (!(runs[t] = plan_runs(plan, round, t)))
+			continue;
+		i = n++;
+		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, t, err)) == NULL) {
 			verdict(res, REASON_EXEC, "%s", err);
 			rc = -1;
 			goto out;
@@ -407,30 +417,30 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		 * proxy in front of the database, when there is one. */
 		env_turn(&envs[i], c->w, ports, nports, dirs[i], c->proxies &&
 		    cfg->db_proxy >= 0 ? proxy_set_addr(c->proxies,
-		    (size_t)cfg->db_proxy, i) : NULL);
+		    (size_t)cfg->db_proxy, t) : NULL);
 		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
 		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
-		env_addf(&envs[i], "SOAK_TURN", "%d", i);
-		env_addf(&envs[i], "SOAK_TURNS", "%d", n);
-		env_addf(&envs[i], "SOAK_TURN_SEED", "%" PRIu64, seed_turn(c->seed, round, i));
+		env_addf(&envs[i], "SOAK_TURN", "%d", t);
+		env_addf(&envs[i], "SOAK_TURNS", "%d", cfg->turns);
+		env_addf(&envs[i], "SOAK_TURN_SEED", "%" PRIu64, seed_turn(c->seed, round, t));
 		for (p = 0; c->proxies && p < cfg->nproxies; p++) {
 			env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
-			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, i));
+			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, t));
 		}
-		ends[i] = (struct turn_end){ c->proxies, i };
+		ends[i] = (struct turn_end){ c->proxies, t };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
 		    .ended = turn_exited, .ended_arg = &ends[i] };
 		out[i].round = round;
-		out[i].turn = i;
+		out[i].turn = t;
 	}
 	/* the round's turns are new: a schedule waits for each of them until
 	 * it exits, whatever its connections */
-	proxy_set_round(c->proxies, NULL);
-	wrk_run_batch(reqs, n, cfg->turn_timeout_ms, c->deadline, out, &hung);
+	proxy_set_round(c->proxies, round, runs);
+	wrk_run_batch(reqs, (size_t)n, cfg->turn_timeout_ms, c->deadline, out, &hung);
 	for (i = 0; i < n; i++) {
 		out[i].round = round;
-		out[i].turn = i;
+		out[i].turn = ends[i].turn;
 		c->total_turns++;
 		switch (out[i].status) {
 		case TURN_OK:		c->ok_turns++; ok++; break;
@@ -450,18 +460,18 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	/* The timeline in the order turns ended, each stamped when it did. */
 	qsort(ended, (size_t)n, sizeof(*ended), by_end);
 	for (i = 0; i < n; i++) {
-		const struct turn_outcome	*t = ended[i];
-		const char			*tail = t->status != TURN_OK &&
-						    t->stderr_tail ? t->stderr_tail : "";
+		const struct turn_outcome	*to = ended[i];
+		const char			*tail = to->status != TURN_OK &&
+						    to->stderr_tail ? to->stderr_tail : "";
 		int				 len = (int)strlen(tail);
 
 		/* Its last newline would end the line early. */
 		while (len > 0 && tail[len - 1] == '\n')
 			len--;
-		timeline_at(c, t->end_ms, "round %d turn %d: %s %d (started at %.3fs, "
-		    "%lld ms)%s%.*s", round, t->turn, turn_status_name(t->status), t->code,
-		    (double)(t->start_ms - c->start) / 1000.0, (long long)t->duration_ms,
-		    len > 0 ? " stderr: " : "", len, tail);
+		timeline_at(c, to->end_ms, "round %d turn %d: %s %d (started at %.3fs, "
+		    "%lld ms)%s%.*s", round, to->turn, turn_status_name(to->status),
+		    to->code, (double)(to->start_ms - c->start) / 1000.0,
+		    (long long)to->duration_ms, len > 0 ? " stderr: " : "", len, tail);
 	}
 	if (hung) {
 		deadline_passed(c, res, "in round %d", round);
@@ -477,7 +487,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 			;
 		verdict(res, REASON_TEMPFAIL,
 		    "%d turn(s) exited 75 (environment broke) in round %d, first turn %d",
-		    tempfail, round, i);
+		    tempfail, round, out[i].turn);
 		rc = -1;
 	}
 out:
@@ -490,7 +500,7 @@ out:
 		free(se[i]);
 	}
 	free(reqs); free(out); free(ended); free(envs); free(ends); free(dirs);
-	free(so); free(se);
+	free(so); free(se); free(runs);
 	return rc;
 }
 
@@ -656,6 +666,50 @@ seed_coverage(const struct seed_ctx *c, json_t **sched)
 }
 
 /*
+ * The seed's plan (docs/plan.md), made of its whole fault trace, into the
+ * detail ("plan", an object: the coordinator writes failures/<seed>/
+ * plan.json of it).  A plan the trace cannot make (a trace cut at
+ * PROXY_TRACE_CAP records, a soak too old) is said in the log, not fatal.
+ */
+static void
+seed_plan(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	struct plan		 p;
+	json_error_t		 je;
+	json_t			*o;
+	char			*trace, *text, err[ERR_LEN];
+	size_t			 len;
+
+	if (access(c->trace_path, F_OK) != 0)
+		return;
+	if ((trace = read_file(c->trace_path, WRK_TRACE_WHOLE_MAX, &len, err)) == NULL) {
+		log_warnx("seed %" PRIu64 ": no plan: %s", c->seed, err);
+		return;
+	}
+	if (plan_from_trace(trace, len, c->seed, cfg->name, cfg->turns, cfg->rounds,
+	    &p, err) == -1) {
+		log_warnx("seed %" PRIu64 ": no plan of its trace: %s", c->seed, err);
+		free(trace);
+		return;
+	}
+	free(trace);
+	/* a plan's own runs stay the runs of its replay */
+	if (c->w->plan != NULL && c->w->plan->runs != NULL) {
+		p.runs = xcalloc((size_t)p.rounds * (size_t)p.turns, sizeof(*p.runs));
+		memcpy(p.runs, c->w->plan->runs, (size_t)p.rounds * (size_t)p.turns *
+		    sizeof(*p.runs));
+	}
+	if (res->verdict == VERDICT_FAIL)
+		p.message = xstrdup(res->message);
+	text = plan_dump(&p);
+	plan_free(&p);
+	if ((o = json_loads(text, 0, &je)) != NULL)
+		json_object_set_new(detail, "plan", o);
+	free(text);
+}
+
+/*
  * The detail cut to fit a message (worker/detail.h), with the full one
  * written to full_dir/detail.json when anything was left out.
  */
@@ -776,12 +830,15 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
 		if ((c.proxies = proxy_set_open_cfg(cfg, ups, w->conninfo, cfg->turns, seed,
-		    c.trace_path, err)) == NULL) {
+		    w->plan, w->then_seed, c.trace_path, err)) == NULL) {
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
 	}
 	for (round = 0; round < cfg->rounds; round++) {
+		/* a round a plan left no turn of is not run, nor checked */
+		if (w->plan != NULL && plan_turns_in(w->plan, round) == 0)
+			continue;
 		set_state(&c, RUN_ROUND, round);
 		if (run_round(&c, round, res) == -1) {
 			c.round = round;
@@ -802,6 +859,16 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			    "after round %d; checking anyway", seed,
 			    WRK_SETTLE_MS / 1000, round);
 		}
+		/* A plan whose next step could not come tested nothing
+		 * (docs/plan.md); with --then seed the seed's scheduler went
+		 * on, and the invariants judge. */
+		if (proxy_set_diverged(c.proxies, c.diverged, sizeof(c.diverged)) &&
+		    !w->then_seed) {
+			verdict(res, REASON_DIVERGED, "%s", c.diverged);
+			timeline(&c, "%s", c.diverged);
+			c.round = round;
+			goto done;
+		}
 		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
@@ -814,10 +881,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		    "tested nothing; guard: min_ok_turns: 0 lets such a seed pass",
 		    c.idle_round, c.ok_turns, c.total_turns, c.idle_why);
 		c.round = c.idle_round;
-	} else if (c.ok_turns < cfg_guard_floor(cfg))
+	} else if (c.ok_turns < cfg_guard_floor_of(cfg, c.total_turns))
 		verdict(res, REASON_GUARD,
 		    "only %d of %d turns succeeded; the guard wants at least %lld",
-		    c.ok_turns, c.total_turns, (long long)cfg_guard_floor(cfg));
+		    c.ok_turns, c.total_turns,
+		    (long long)cfg_guard_floor_of(cfg, c.total_turns));
 	else if (c.idle_round >= 0) {
 		verdict(res, REASON_NONE, "%d of %d turns ok; no turn of round %d "
 		    "succeeded, which guard: min_ok_turns: 0 allows (%s)", c.ok_turns,
@@ -855,6 +923,12 @@ done:
 		c.turns = NULL;
 	}
 	json_object_set_new(detail, "coverage", seed_coverage(&c, &sched));
+	if (c.diverged[0] != '\0')
+		json_object_set_new(detail, "diverged", json_string(c.diverged));
+	/* Every failing seed's decisions as a plan (docs/plan.md), from the
+	 * whole trace before its workspace goes; any seed's for --save-plan. */
+	if ((res->verdict == VERDICT_FAIL || w->save_plan) && c.trace_path != NULL)
+		seed_plan(&c, res, detail);
 	/* No trace file (the proxies never opened) is no trace.  A later
 	 * attempt (a confirming re-run) ships its trace even when it passed:
 	 * the coordinator says where its schedule left the first one's. */

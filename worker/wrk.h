@@ -18,6 +18,7 @@
 
 #include "common/cfgerr.h"
 #include "common/config.h"
+#include "common/plan.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
 #include "worker/env.h"
@@ -156,6 +157,12 @@ struct wrk {
 	bool			 keep_all;	/* replay --keep: never remove the workspace */
 	bool			 whole_trace;	/* replay: seed_result.trace gets the
 						   whole fault trace, pass or fail */
+	/* A plan to follow instead of the seed's decisions (docs/plan.md),
+	 * the caller's; then_seed: after a divergence the seed's scheduler
+	 * goes on (else the seed ends infra/diverged) */
+	const struct plan	*plan;
+	bool			 then_seed;
+	bool			 save_plan;	/* a passing seed's plan too */
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */

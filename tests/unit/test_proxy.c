@@ -34,6 +34,7 @@
 #include "fault-proxy/http.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+#include "fault-proxy/stmtkey.h"
 
 /* ---- an upstream that counts ---- */
 
@@ -574,6 +575,8 @@ pg_msg(char *out, char type, uint32_t code, const char *body, size_t blen)
  * Frames the client stream cut at `step` bytes per call, as the engine
  * does: exchange by exchange, the server answering each with `Z`.
  */
+static uint64_t	walk_keys[16];	/* pg_walk's: each exchange's key, or ~0 */
+
 static size_t
 pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
     char sqls[][PG_SQL_LEN], size_t max)
@@ -594,6 +597,7 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 				break;
 		}
 		assert_true(f.ident);
+		walk_keys[ex] = f.has_key ? f.key : ~(uint64_t)0;
 		kinds[ex] = f.kind;
 		snprintf(sqls[ex], PG_SQL_LEN, "%s", f.has_sql ? f.sql : "-");
 		if (!f.noreply)
@@ -605,6 +609,7 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 		ex++;
 	}
 	assert_int_equal(off, cn);
+	pg_free(&f);
 	return ex;
 }
 
@@ -656,6 +661,45 @@ test_pg_framer(void **state)
 		assert_string_equal(sqls[4], "COPY t FROM STDIN");
 		assert_int_equal(kinds[5], PGK_COPY);
 		assert_int_equal(kinds[6], PGK_TERMINATE);
+		/* keys: the whole statement's, whatever the cut; a Bind's is
+		 * its Parse's; the kinds without a statement have none */
+		assert_true(walk_keys[0] == ~(uint64_t)0);
+		assert_true(walk_keys[1] == stmtkey_sql("SELECT $1 FROM t", 16));
+		assert_true(walk_keys[2] == stmtkey_sql("update orders set n = n "
+		    "+ 7 where id = 3", 41));
+		assert_true(walk_keys[3] == walk_keys[2]);
+		assert_true(walk_keys[4] == stmtkey_sql("COPY t FROM STDIN", 17));
+	}
+	/* a Bind of a statement never Parsed here: unknown, 0 */
+	{
+		static const char	bind2[] = "\0s9\0\0\0\0\0\0\0";
+		char			c2[256];
+		size_t			m = 0;
+
+		m += pg_msg(c2 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+		m += pg_msg(c2 + m, 'B', 0, bind2, sizeof(bind2) - 1);
+		m += pg_msg(c2 + m, 'E', 0, "\0\0\0\0\0", 5);
+		m += pg_msg(c2 + m, 'S', 0, "", 0);
+		assert_int_equal(pg_walk(c2, m, m, kinds, sqls, 8), 2);
+		assert_true(walk_keys[1] == 0);
+	}
+	/* a Query longer than the kept head is keyed whole, cut anywhere */
+	{
+		char	*big = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
+		size_t	 m = 0, k;
+
+		k = (size_t)snprintf(big, 9000, "INSERT INTO t VALUES (");
+		while (k < 8000)
+			k += (size_t)snprintf(big + k, 9000 - k, "%zu, ", k);
+		k += (size_t)snprintf(big + k, 9000 - k, "1)");
+		m += pg_msg(c3 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+		m += pg_msg(c3 + m, 'Q', 0, big, k + 1);
+		for (step = 7; step < m; step += 1001) {
+			assert_int_equal(pg_walk(c3, m, step, kinds, sqls, 8), 2);
+			assert_true(walk_keys[1] == stmtkey_sql(big, k));
+		}
+		free(big);
+		free(c3);
 	}
 
 	/* lengths off the network are not trusted */
