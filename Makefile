@@ -209,9 +209,18 @@ install: $(BUILD)/soak
 	install -m 0755 $(BUILD)/soak "$(DESTDIR)$(BINDIR)/soak"
 	install -m 0644 README.md docs/report.md "$(DESTDIR)$(DOCDIR)/"
 
+# soak's own doc folder goes; under a DESTDIR (a staging tree, a package's
+# root) so do the folders install made that are left empty, up to DESTDIR.
+# Without one, the system's (/usr/local/bin, /usr/share/doc) stay: they are
+# not soak's, even when empty.
 uninstall:
 	rm -f "$(DESTDIR)$(BINDIR)/soak" "$(DESTDIR)$(DOCDIR)/README.md" "$(DESTDIR)$(DOCDIR)/report.md"
 	-rmdir "$(DESTDIR)$(DOCDIR)" 2>/dev/null
+	$(if $(DESTDIR),-for d in "$(BINDIR)" "$(dir $(DOCDIR))"; do \
+		while [ -n "$$d" ] && [ "$$d" != / ] && [ "$$d" != . ]; do \
+			rmdir "$(DESTDIR)$$d" 2>/dev/null || break; d=$$(dirname "$$d"); \
+		done; \
+	done; rmdir "$(DESTDIR)" 2>/dev/null; true)
 
 clean:
 	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)

@@ -10,27 +10,40 @@ static const struct {
 	const char	*name;
 	int		(*fn)(int, char **);
 	const char	*usage;
+	const char	*what;
 } commands[] = {
-	{ "run",	 cmd_run,	  "run CONFIG [--seeds A..B] [--workers N] [--out DIR]" },
-	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]\n"
-	    "                   [--secret-file FILE | --tls-cert PEM --tls-client-ca PEM]" },
-	{ "worker",	 cmd_worker,	  "worker [--connect URL] [--slots N]\n"
-	    "                   [--secret-file FILE | --tls-ca PEM [--tls-cert PEM]]" },
-	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep]" },
-	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]" },
-	{ "check",	 cmd_check,	  "check CONFIG [--db URL]" },
-	{ "tickets",	 cmd_tickets,	  "tickets RUN_DIR [--dry-run]" },
+	{ "run",	 cmd_run,	  "run CONFIG [--seeds A..B] [--workers N] [--out DIR]",
+	    "a whole run on this machine" },
+	{ "coordinator", cmd_coordinator, "coordinator CONFIG --listen URL [--seeds A..B] [--out DIR]",
+	    "a run across machines: leases seeds to workers" },
+	{ "worker",	 cmd_worker,	  "worker [--connect URL] [--slots N]",
+	    "runs seeds for a coordinator" },
+	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep [--shell]] [--out DIR]",
+	    "one seed alone, with its timeline" },
+	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]",
+	    "the fault proxy on its own" },
+	{ "check",	 cmd_check,	  "check CONFIG [--db URL [--schema NAME] [--json]]",
+	    "validates a config; with --db, the production monitor" },
+	{ "tickets",	 cmd_tickets,	  "tickets RUN_DIR [--dry-run]",
+	    "files a finished run's tickets" },
 };
 
+/*
+ * Each command's own --help lists all of its options (each command owns
+ * its table of them); this one says what each command is for, its usual
+ * options, and where the rest are.
+ */
 static int
 usage(FILE *f)
 {
 	size_t	i;
 
-	fprintf(f, "usage: soak COMMAND [OPTIONS]   (soak COMMAND --help)\n\n");
+	fprintf(f, "usage: soak COMMAND [OPTIONS]\n\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(f, "  soak %s\n", commands[i].usage);
-	fprintf(f, "  soak --version     the version the build recorded (git describe)\n");
+		fprintf(f, "  soak %s\n        %s\n", commands[i].usage, commands[i].what);
+	fprintf(f, "  soak --version\n        the version the build recorded (git describe)\n"
+	    "\nEvery option of a command, and its exit status: soak COMMAND --help\n"
+	    "(or soak help COMMAND), e.g. soak replay --help\n");
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 
@@ -42,6 +55,19 @@ main(int argc, char **argv)
 	self_init(argv[0]);	/* before anything prints a command to run */
 	if (argc < 2)
 		return usage(stderr);
+	/* soak help COMMAND is soak COMMAND --help. */
+	if (strcmp(argv[1], "help") == 0 && argc == 3) {
+		static char	 help_opt[] = "--help";
+		char		*hargv[3] = { argv[2], help_opt, NULL };
+
+		for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+			if (strcmp(argv[2], commands[i].name) == 0) {
+				log_init(commands[i].name, 0);
+				return commands[i].fn(2, hargv);
+			}
+		fprintf(stderr, "soak: no command \"%s\"\n", argv[2]);
+		return usage(stderr);
+	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0)
 		return usage(stdout);

@@ -136,10 +136,10 @@ sched_cfg plain
 sched_cfg pct "schedule:" "  mode: pct" "  depth: 3" "  steps: $((8 * TX + 64))" \
     "  arrival: 250ms" "  blocked: 500ms"
 export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres"
-# "round 0 turn 3: ok 0 (started at 0.012s, 212 ms)" -> "0.012 212"; the
+# "round 0 turn 3: ok (started at 0.012s, 212 ms)" -> "0.012 212"; the
 # window from the first start to the last exit, in seconds
 window() {
-	sed -n 's/.* turn [0-9]*: ok 0 (started at \([0-9.]*\)s, \([0-9]*\) ms).*/\1 \2/p' "$1" |
+	sed -n 's/.* turn [0-9]*: ok (started at \([0-9.]*\)s, \([0-9]*\) ms).*/\1 \2/p' "$1" |
 	    awk 'NR == 1 || $1 < a {a = $1} NR == 1 || $1 + $2 / 1000 > b {b = $1 + $2 / 1000}
 		END {if (NR == 8) printf "%.4f", b - a; else print "turns-ok=" NR}'
 }

@@ -1446,6 +1446,14 @@ parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 	return 0;
 }
 
+/* The section just read told a message since before: it is broken. */
+static void
+broke(struct cfg_ctx *cx, size_t before, unsigned section)
+{
+	if (cx->nerr != before)
+		cx->cfg->broken |= section;
+}
+
 static int
 parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 {
@@ -1476,10 +1484,14 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 		rc = -1;
 	if (v[NAME] == NULL)
 		rc = fail_missing(cx, top, "", "name");
-	if (v[TURN] == NULL)
+	if (v[TURN] == NULL) {
 		rc = fail_missing(cx, top, "", "turn");
-	if (v[INVARIANTS] == NULL)
+		cfg->broken |= CFG_BROKEN_TURN;
+	}
+	if (v[INVARIANTS] == NULL) {
 		rc = fail_missing(cx, top, "", "invariants");
+		cfg->broken |= CFG_BROKEN_INVARIANTS;
+	}
 
 	if (v[NAME] && get_str(cx, v[NAME], "name", 1, &cfg->name) == -1)
 		rc = -1;
@@ -1504,27 +1516,37 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 		rc = -1;
 	if (v[CONFIRM] && get_bool(cx, v[CONFIRM], "confirm", &cfg->confirm) == -1)
 		rc = -1;
+	before = cx->nerr;
 	if (v[DATABASE] && parse_database(cx, v[DATABASE]) == -1)
 		rc = -1;
+	broke(cx, before, CFG_BROKEN_DATABASE);
 	before = cx->nerr;
 	if (v[SERVICES] && parse_services(cx, v[SERVICES]) == -1)
 		rc = -1;
 	cx->services_bad = cx->nerr != before;
+	broke(cx, before, CFG_BROKEN_SERVICES);
 	before = cx->nerr;
 	if (v[PROXIES] && parse_proxies(cx, v[PROXIES]) == -1)
 		rc = -1;
+	broke(cx, before, CFG_BROKEN_PROXIES);
 	if (resolve_db_proxy(cx, cx->nerr != before) == -1)
 		rc = -1;
+	before = cx->nerr;
 	if (v[SETUP] && !is_null(v[SETUP]) &&
 	    get_command(cx, v[SETUP], "setup", &cfg->setup) == -1)
 		rc = -1;
+	broke(cx, before, CFG_BROKEN_SETUP);
 	if (v[SETUP_TIMEOUT] && get_duration(cx, v[SETUP_TIMEOUT],
 	    "setup_timeout", 1, &cfg->setup_timeout_ms) == -1)
 		rc = -1;
+	before = cx->nerr;
 	if (v[TURN] && parse_turn(cx, v[TURN]) == -1)
 		rc = -1;
+	broke(cx, before, CFG_BROKEN_TURN);
+	before = cx->nerr;
 	if (v[INVARIANTS] && parse_invariants(cx, top, v[INVARIANTS]) == -1)
 		rc = -1;
+	broke(cx, before, CFG_BROKEN_INVARIANTS);
 	if (v[INVARIANT_TIMEOUT] && get_duration(cx, v[INVARIANT_TIMEOUT],
 	    "invariant_timeout", 1, &cfg->invariant_timeout_ms) == -1)
 		rc = -1;
@@ -1754,9 +1776,22 @@ cmp_where(const void *a, const void *b, void *arg)
 
 /* ---- public ------------------------------------------------------------ */
 
+void
+cfg_msg_where(const char *msg, const char *path, int *line, int *col)
+{
+	unsigned long	l, c;
+
+	*line = *col = 0;
+	if (strncmp(msg, path, strlen(path)) != 0)
+		return;
+	msg_where(msg, strlen(path), &l, &c);
+	*line = l > INT_MAX ? INT_MAX : (int)l;
+	*col = c > INT_MAX ? INT_MAX : (int)c;
+}
+
 static int
 load_text(const char *path, const char *text, size_t len, struct cfg *cfg,
-    char *err, struct cfg_errors *errs)
+    char *err, struct cfg_errors *errs, bool keep)
 {
 	yaml_parser_t	 parser;
 	yaml_document_t	 doc, extra;
@@ -1816,8 +1851,12 @@ load_text(const char *path, const char *text, size_t len, struct cfg *cfg,
 	/* After the load, which names an alias to no anchor in its words. */
 	if (refuse_aliases(&cx, cfg->text, len) == -1)
 		goto fail;
-	if (parse_top(&cx, top) == -1 || cx.nerr > 0)
+	if (parse_top(&cx, top) == -1 || cx.nerr > 0) {
+		/* The file is YAML: what did load may still be checked. */
+		if (keep)
+			cfg->broken |= CFG_BROKEN_SOME;
 		goto fail;
+	}
 	rc = 0;
 	goto out;
 fail:
@@ -1828,7 +1867,8 @@ fail:
 		qsort_r(errs->msg, errs->n, sizeof(*errs->msg), cmp_where, &plen);
 		snprintf(err, ERR_LEN, "%s", errs->msg[0]);
 	}
-	cfg_free(cfg);
+	if (!(cfg->broken & CFG_BROKEN_SOME))
+		cfg_free(cfg);
 out:
 	if (doc_ok)
 		yaml_document_delete(&doc);
@@ -1841,7 +1881,7 @@ int
 cfg_load_text(const char *path, const char *text, size_t len,
     struct cfg *cfg, char *err)
 {
-	return load_text(path, text, len, cfg, err, NULL);
+	return load_text(path, text, len, cfg, err, NULL, false);
 }
 
 int
@@ -1853,6 +1893,13 @@ cfg_load_file(const char *path, struct cfg *cfg, char *err)
 int
 cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
     struct cfg_errors *errs)
+{
+	return cfg_load_file_keep(path, cfg, err, errs, false);
+}
+
+int
+cfg_load_file_keep(const char *path, struct cfg *cfg, char *err,
+    struct cfg_errors *errs, bool keep)
 {
 	char	*text;
 	size_t	 len;
@@ -1868,9 +1915,28 @@ cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
 		}
 		return -1;
 	}
-	rc = load_text(path, text, len, cfg, err, errs);
+	rc = load_text(path, text, len, cfg, err, errs, keep);
 	free(text);
 	return rc;
+}
+
+void
+cfg_errors_add(struct cfg_errors *errs, const char *msg)
+{
+	if (errs->n < CFG_MAX_ERRS) {
+		errs->msg = xreallocarray(errs->msg, errs->n + 1, sizeof(*errs->msg));
+		errs->msg[errs->n++] = xstrdup(msg);
+	}
+	errs->total++;
+}
+
+void
+cfg_errors_sort(struct cfg_errors *errs, const char *path)
+{
+	size_t	plen = strlen(path);
+
+	if (errs->n > 1)
+		qsort_r(errs->msg, errs->n, sizeof(*errs->msg), cmp_where, &plen);
 }
 
 int

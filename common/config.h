@@ -191,7 +191,23 @@ struct cfg {
 	size_t			  nmarks;
 	struct cfg_command	 *commands;	/* services, setup, turn */
 	size_t			  ncommands;
+	/*
+	 * 0 after a load that succeeded.  A config kept though it did not
+	 * load (cfg_load_file_keep): CFG_BROKEN_SOME, and a bit for each
+	 * section that told a message, whose fields may be half filled (a
+	 * list's failed items have NULL names; an invariant that failed may
+	 * have no sql).  Every other field is as loaded, or its default.
+	 */
+	unsigned		  broken;
 };
+
+#define CFG_BROKEN_SOME		0x01
+#define CFG_BROKEN_DATABASE	0x02
+#define CFG_BROKEN_SERVICES	0x04
+#define CFG_BROKEN_PROXIES	0x08
+#define CFG_BROKEN_SETUP	0x10
+#define CFG_BROKEN_TURN		0x20
+#define CFG_BROKEN_INVARIANTS	0x40
 
 /*
  * Every message of one load, for a person to read (soak check, run,
@@ -208,6 +224,21 @@ int	cfg_load_file(const char *path, struct cfg *cfg, char *err);
 /* cfg_load_file, keeping every message in *errs (NULL: only err). */
 int	cfg_load_file_all(const char *path, struct cfg *cfg, char *err,
 	    struct cfg_errors *errs);
+/*
+ * cfg_load_file_all, and with keep a file that is YAML but did not load
+ * is kept as far as it loaded (cfg->broken says what failed) for checks
+ * that go on past the loader's (soak check: commands and SQL).  Returns
+ * -1 all the same; cfg_free it then.  A file that cannot be read or is
+ * not YAML leaves *cfg empty.
+ */
+int	cfg_load_file_keep(const char *path, struct cfg *cfg, char *err,
+	    struct cfg_errors *errs, bool keep);
+/* The LINE and COL of a "PATH:LINE:COL: ..." message; 0 and 0 without. */
+void	cfg_msg_where(const char *msg, const char *path, int *line, int *col);
+/* One more message (kept while there is room, counted always). */
+void	cfg_errors_add(struct cfg_errors *errs, const char *msg);
+/* In file order, as path:LINE:COL: messages say (the loader's order). */
+void	cfg_errors_sort(struct cfg_errors *errs, const char *path);
 /* "who: message" a line each, and how many more; returns the total. */
 int	cfg_errors_print(const struct cfg_errors *errs, FILE *f,
 	    const char *who);

@@ -26,6 +26,23 @@ parse_u64(const char *s, const char *end, uint64_t *v)
 }
 
 int
+seed_parse(const char *s, uint64_t *seed, char *err)
+{
+	const char	*p;
+
+	if (s == NULL || *s == '\0')
+		return errf(err, "an empty seed (want a decimal integer, e.g. 1477)");
+	for (p = s; *p; p++)
+		if (!isdigit((unsigned char)*p))
+			return errf(err, "\"%s\" is not a seed (want a decimal integer "
+			    "from 0 to %llu)", s, (unsigned long long)UINT64_MAX);
+	if (parse_u64(s, p, seed) == -1)
+		return errf(err, "%s is larger than the largest seed, %llu (seeds "
+		    "are 64-bit)", s, (unsigned long long)UINT64_MAX);
+	return 0;
+}
+
+int
 seed_range_parse(const char *s, struct seed_range *r, char *err)
 {
 	const char	*dots, *end;

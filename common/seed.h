@@ -15,6 +15,9 @@ struct seed_range {
 	uint64_t	last;		/* inclusive */
 };
 
+/* One seed, in decimal, 0..2^64-1 (one that overflows is refused).  0 or
+ * -1 with err set. */
+int		seed_parse(const char *s, uint64_t *seed, char *err);
 /* "A..B" inclusive, or "N" meaning 0..N-1.  0 or -1 with err set. */
 int		seed_range_parse(const char *s, struct seed_range *r, char *err);
 uint64_t	seed_range_count(const struct seed_range *r);

@@ -92,6 +92,12 @@ struct coord {
 	int			 halt_asked_status;
 	int			 halt_status;	/* its exit status: 78 or 2 */
 	struct cov		*cov;		/* what the final attempts exercised */
+	/* Local worker processes started and not joined (coord_worker_starting). */
+	struct starting {
+		uint32_t	 pid;
+		int64_t		 at;
+	}			*starting;
+	size_t			 nstarting;
 };
 
 static uint64_t
@@ -160,6 +166,7 @@ coord_free(struct coord *c)
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
 	cov_free(c->cov);
+	free(c->starting);
 	free(c->halt_why);
 	free(c->halt_asked);
 	free(c->leases);
@@ -841,6 +848,51 @@ coord_pid_reported(const struct coord *c, uint32_t pid)
 	return false;
 }
 
+/* The process pid is no longer to come: it joined or it died. */
+static void
+starting_drop(struct coord *c, uint32_t pid)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nstarting; i++)
+		if (c->starting[i].pid == pid) {
+			c->starting[i] = c->starting[--c->nstarting];
+			return;
+		}
+}
+
+void
+coord_worker_starting(struct coord *c, uint32_t pid, int64_t now)
+{
+	starting_drop(c, pid);
+	c->starting = xreallocarray(c->starting, c->nstarting + 1, sizeof(*c->starting));
+	c->starting[c->nstarting++] = (struct starting){ .pid = pid, .at = now };
+}
+
+/*
+ * Whether a worker other than `worker` can take a seed now or soon: one
+ * connected and not quarantined, or a local process started less than
+ * COORD_JOIN_WAIT_MS ago that has not joined yet.  Without the second, a
+ * retry asked for before the other local worker has said HELLO (a loaded
+ * machine starts processes slowly) went back to the worker that had just
+ * failed it.  The bound keeps a start that never joins from holding a
+ * seed for ever: run.c reaps a process that dies, not one that hangs.
+ */
+static bool
+another_worker(const struct coord *c, uint32_t worker, int64_t now)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nworkers; i++)
+		if (c->workers[i].id != worker && c->workers[i].alive &&
+		    !c->workers[i].quarantined)
+			return true;
+	for (i = 0; i < c->nstarting; i++)
+		if (now - c->starting[i].at < COORD_JOIN_WAIT_MS)
+			return true;
+	return false;
+}
+
 void
 coord_worker_died(struct coord *c, uint32_t pid, const char *why)
 {
@@ -849,6 +901,7 @@ coord_worker_died(struct coord *c, uint32_t pid, const char *why)
 	size_t		 i;
 
 	halt_apply(c);
+	starting_drop(c, pid);
 	for (i = c->nworkers; i-- > 0 && w == NULL;)
 		if (c->workers[i].pid == pid)
 			w = &c->workers[i];
@@ -1022,6 +1075,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	struct lease	*l = NULL;
 	uint64_t	 left, chunk;
 	int		 live;
+	bool		 elsewhere;
 	size_t		 i;
 
 	halt_apply(c);
@@ -1041,12 +1095,13 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 		    reason_name(w->quarantine_why));
 		return 1;
 	}
-	/* A retry goes to another worker than its last, whenever one is alive. */
+	/* A retry goes to another worker than its last, whenever there is one. */
 	live = coord_live_workers(c);
+	elsewhere = another_worker(c, worker, now);
 	for (i = 0; i < c->retry.len; i++) {
 		uint64_t	idx = q_at(&c->retry, i);
 
-		if (c->seeds[idx].last_worker != worker || live <= 1) {
+		if (c->seeds[idx].last_worker != worker || !elsewhere) {
 			l = lease_new(c, worker, now);
 			lease_add(c, l, idx);
 			queue_remove(&c->retry, i);
@@ -1057,7 +1112,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 	for (i = 0; i < c->confirm.len; i++) {
 		struct coord_seed	*s = &c->seeds[q_at(&c->confirm, i)];
 
-		if (s->worker != worker || live <= 1) {
+		if (s->worker != worker || !elsewhere) {
 			l = lease_new(c, worker, now);
 			set_confirm_state(s, CONFIRM_LEASED);
 			s->confirm_attempt = s->attempts + 1;
@@ -1155,6 +1210,7 @@ handle_hello(struct coord *c, const struct msg *req, uint32_t pipe, struct msg *
 		emit(c, "worker", json_pack("{s:i, s:s, s:s, s:i}", "id", (int)w->id,
 		    "name", w->name, "host", w->host, "pid", (int)w->pid));
 welcome:
+	starting_drop(c, w->pid);
 	memset(rep, 0, sizeof(*rep));
 	rep->type = MSG_WELCOME;
 	rep->u.welcome.worker_id = w->id;

@@ -26,7 +26,9 @@
  *    retried, the seeds that ran keep their last attempt as their
  *    verdict, the unstarted ones end without one;
  *  - an infra attempt is retried (cfg->retries more times), on another
- *    worker than the last one whenever another worker is alive;
+ *    worker than the last one whenever another worker is alive or about
+ *    to join (a local worker started, coord_worker_starting): meanwhile
+ *    its last worker takes other seeds, or waits;
  *  - fail is never retried away.  When every seed is final and
  *    cfg->confirm is set, the smallest failing seed of each fingerprint
  *    (at most CONFIRM_MAX) runs once more, on another worker than the
@@ -203,6 +205,14 @@ bool		 coord_pid_reported(const struct coord *c, uint32_t pid);
  * infra/worker-lost attempt (why), the rest back to the pool.
  */
 void		 coord_worker_died(struct coord *c, uint32_t pid, const char *why);
+/*
+ * `soak run` started a local worker process pid at now.  Until it says
+ * HELLO, dies (coord_worker_died) or COORD_JOIN_WAIT_MS pass, it counts as
+ * a worker about to join: a retry or a confirming re-run waits for it
+ * rather than going back to the worker that last ran its seed.
+ */
+#define COORD_JOIN_WAIT_MS	30000
+void		 coord_worker_starting(struct coord *c, uint32_t pid, int64_t now);
 /*
  * The config error is not plainly the config's after all (the caller
  * found the command on the coordinator's machine: the workers' copy of the

@@ -210,6 +210,9 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 			json_object_set(r, "coverage", json_object_get(d, "coverage"));
 		if (json_object_get(d, "workspace"))
 			json_object_set(r, "workspace", json_object_get(d, "workspace"));
+		if (json_object_get(d, "workspace_error"))
+			json_object_set(r, "workspace_error", json_object_get(d,
+			    "workspace_error"));
 	}
 	json_decref(d);
 	free(fp);
@@ -320,6 +323,100 @@ xml_escape(FILE *f, const char *s)
 	}
 }
 
+/* A cell as one line: control characters as spaces, cut with "…". */
+static void
+cell_put(FILE *f, const json_t *v, size_t max, void (*put)(FILE *, const char *))
+{
+	const char	*s = json_is_string(v) ? json_string_value(v) : "NULL";
+	size_t		 len = strlen(s), n = len > max ? utf8_prefix(s, len, max) : len;
+	char		*c = strndup(s, n), *p;
+
+	if (c == NULL)
+		abort();
+	for (p = c; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	put(f, c);
+	if (n < len)
+		put(f, "…");
+	free(c);
+}
+
+static void
+plain_put(FILE *f, const char *s)
+{
+	fputs(s, f);
+}
+
+/*
+ * The broken invariants' first rows, as replay shows them ("col | col",
+ * then a row a line), at most max_rows of each and max_inv invariants,
+ * each line after indent, through put (XML-escaped for junit).  The rows
+ * are report.json's: what the worker captured (and scrubbed).
+ */
+static void
+rows_put(FILE *f, const json_t *invariants, size_t max_inv, size_t max_rows,
+    const char *indent, void (*put)(FILE *, const char *))
+{
+	const json_t	*inv, *cols, *rows, *row, *v;
+	size_t		 i, r, k, nrows;
+	json_int_t	 total;
+	char		 more[96];
+
+	json_array_foreach(invariants, i, inv) {
+		if (i == max_inv) {
+			snprintf(more, sizeof(more), "%s… %zu more broken invariant(s)\n",
+			    indent, json_array_size(invariants) - max_inv);
+			put(f, more);
+			break;
+		}
+		cols = json_object_get(inv, "columns");
+		rows = json_object_get(inv, "rows");
+		total = json_integer_value(json_object_get(inv, "row_count"));
+		put(f, indent);
+		put(f, "\"");
+		put(f, json_string_value(json_object_get(inv, "name")) ?
+		    json_string_value(json_object_get(inv, "name")) : "?");
+		snprintf(more, sizeof(more), "\": %lld row%s\n", (long long)total,
+		    total == 1 ? "" : "s");
+		put(f, more);
+		if (json_array_size(cols) == 0)
+			continue;
+		put(f, indent);
+		put(f, "  ");
+		json_array_foreach(cols, k, v) {
+			if (k)
+				put(f, " | ");
+			cell_put(f, v, 40, put);
+		}
+		put(f, "\n");
+		nrows = json_array_size(rows);
+		for (r = 0; r < nrows && r < max_rows; r++) {
+			row = json_array_get(rows, r);
+			put(f, indent);
+			put(f, "  ");
+			json_array_foreach(row, k, v) {
+				if (k)
+					put(f, " | ");
+				cell_put(f, v, 40, put);
+			}
+			put(f, "\n");
+		}
+		if (total > (json_int_t)r) {
+			snprintf(more, sizeof(more), "%s  … %lld more row%s\n", indent,
+			    (long long)(total - (json_int_t)r), total - (json_int_t)r == 1 ?
+			    "" : "s");
+			put(f, more);
+		}
+	}
+}
+
+static void
+xml_put(FILE *f, const char *s)
+{
+	xml_escape(f, s);
+}
+
 static int
 write_junit(const struct report_meta *m, const struct coord *c, char *err)
 {
@@ -372,7 +469,10 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 			xml_escape(f, msg);
 			fprintf(f, "\">");
 			xml_escape(f, msg);
-			fprintf(f, "\nreplay: ");
+			fputc('\n', f);
+			rows_put(f, json_object_get(s->detail, "invariants"), 5, 5, "",
+			    xml_put);
+			fprintf(f, "replay: ");
 			xml_escape(f, replay);
 			fprintf(f, "\ndetails: failures/%" PRIu64 "/</%s>\n    </testcase>\n",
 			    s->seed, tag);
@@ -660,6 +760,8 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		first_line(s, msg, sizeof(msg));
 		if (*msg)
 			fprintf(f, "        %s\n", msg);
+		rows_put(f, json_object_get(s->detail, "invariants"), 2, 3, "        ",
+		    plain_put);
 		if (*report_reproduced(m->cfg, s, rep, sizeof(rep)))
 			fprintf(f, "        a confirming re-run %s\n", rep);
 		if ((sched = json_string_value(json_object_get(json_object_get(

@@ -135,6 +135,8 @@ spawn_worker(struct runctx *r)
 	}
 	if (pid == -1)
 		log_warn("cannot start a worker");
+	else
+		coord_worker_starting(r->coord, (uint32_t)pid, now_ms());
 	return pid;
 }
 
@@ -548,6 +550,9 @@ usage(FILE *f, bool local)
 		    "                  verdict are not run again\n"
 		    "  --dry-run       load the config and check the options, say what\n"
 		    "                  would run, and exit 0 without running it\n"
+		    "  --lease-ttl DUR, --heartbeat DUR\n"
+		    "                  as for soak coordinator (defaults 5s, 500ms): how\n"
+		    "                  soon a worker that stopped beating loses its seeds\n"
 		    "  -v, --verbose   log every step\n"
 		    "\n"
 		    "A worker process that dies is replaced: 2 x N (at least 4) at once,\n"
@@ -599,6 +604,7 @@ usage(FILE *f, bool local)
 		    "  --dry-run             check the config, the options and the secret or\n"
 		    "                        TLS files, say what would run, and exit 0\n"
 		    "                        without listening\n"
+		    "  -v, --verbose         log every step\n"
 		    "\n"
 		    "Who proves what, on any URL but ipc://: workers prove themselves to the\n"
 		    "coordinator (the secret, or --tls-client-ca) and the coordinator to its\n"
@@ -706,6 +712,32 @@ halt_here(struct coord *c, const struct cfg *cfg)
 		}
 }
 
+/*
+ * A config that did not load: the commands that did load and cannot be
+ * started here are told with the file's other mistakes, so one attempt
+ * shows them all (soak check tells the SQL's too).
+ */
+static void
+commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
+{
+	const struct cfg_mark	*m;
+	char			 why[ERR_LEN], *msg;
+	size_t			 i;
+	int			 errnum;
+
+	for (i = 0; i < cfg->ncommands; i++) {
+		if (wrk_command_check(cfg->commands[i].argv[0], &errnum, why) == 0)
+			continue;
+		if ((m = cfg_mark_find(cfg, cfg->commands[i].key)) != NULL)
+			msg = xasprintf("%s:%d:%d: %s: %s", cfg->path, m->line, m->col,
+			    cfg->commands[i].key, why);
+		else
+			msg = xasprintf("%s: %s: %s", cfg->path, cfg->commands[i].key, why);
+		cfg_errors_add(errs, msg);
+		free(msg);
+	}
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -723,9 +755,13 @@ run_main(struct runopts *o)
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
 
-	if (cfg_load_file_all(o->config, &cfg, err, &cerrs) == -1) {
+	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
+		if (cfg.broken & CFG_BROKEN_SOME)
+			commands_problems(&cfg, &cerrs);
+		cfg_errors_sort(&cerrs, o->config);
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
+		cfg_free(&cfg);
 		return SOAK_EXIT_CONFIG;
 	}
 	if (coordinator_ships_password(o, &cfg) == -1) {
@@ -957,6 +993,7 @@ parse(int argc, char **argv, struct runopts *o)
 	char	*end, err[ERR_LEN];
 	int64_t	 ms;
 	int	 ch;
+	bool	 workers_given = false;
 
 	o->workers = (int)sysconf(_SC_NPROCESSORS_ONLN);
 	if (o->workers < 1)
@@ -989,6 +1026,7 @@ parse(int argc, char **argv, struct runopts *o)
 			break;
 		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
 		case 'w':
+			workers_given = true;
 			o->workers = (int)strtol(optarg, &end, 10);
 			if (*end || o->workers < 1 || o->workers > 1024) {
 				fprintf(stderr, "soak: --workers wants 1..1024, got \"%s\"\n", optarg);
@@ -1033,6 +1071,11 @@ parse(int argc, char **argv, struct runopts *o)
 	o->config = argv[optind];
 	if (o->resume && o->out) {
 		fprintf(stderr, "soak: --resume DIR writes to DIR; --out is for a new run\n");
+		return -1;
+	}
+	if (!o->local && workers_given) {
+		fprintf(stderr, "soak coordinator: --workers is for `soak run` (a "
+		    "coordinator's workers dial in: soak worker --connect URL --slots N)\n");
 		return -1;
 	}
 	if (!o->local && o->listen == NULL) {

@@ -16,6 +16,7 @@
  * told, each as FILE:LINE:COL: KEY: what.
  */
 #include <errno.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -61,9 +62,23 @@ usage(FILE *f)
 	    "78 config error.\n");
 }
 
+/*
+ * One thing check says: a problem at a place in the file (the loader's,
+ * the commands', the SQL's) or a note about what could not be checked.
+ * They are told together at the end, problems in file order (a person
+ * reads top down; the checks run in dependency order), notes after.
+ */
+struct said {
+	int	 line, col;		/* 0: no place; INT_MAX: a note */
+	size_t	 seq;			/* the order it was found in */
+	char	*text;
+};
+
 /* What one check found. */
 struct check {
 	const struct cfg	*cfg;
+	struct said		*said;
+	size_t			 nsaid;
 	int			 nerr, nwarn;
 	int			 nplain;	/* of the --db errors: the SQL's own */
 	bool			 bad_setup;	/* its command cannot run here */
@@ -75,42 +90,115 @@ struct check {
 static void
 problem(struct check *k, bool warning, const char *key, int line, int col,
     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void
+note(struct check *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* "FILE:LINE:COL: KEY: [warning: ]what" on stderr, counted. */
+static void
+say(struct check *k, int line, int col, char *text)
+{
+	k->said = xreallocarray(k->said, k->nsaid + 1, sizeof(*k->said));
+	k->said[k->nsaid] = (struct said){ .line = line, .col = col,
+	    .seq = k->nsaid, .text = text };
+	k->nsaid++;
+}
+
+/* "FILE:LINE:COL: KEY: [warning: ]what", counted, told at the end. */
 static void
 problem(struct check *k, bool warning, const char *key, int line, int col,
     const char *fmt, ...)
 {
 	const struct cfg_mark	*m;
 	va_list			 ap;
+	char			*what;
 
 	if (line == 0 && (m = cfg_mark_find(k->cfg, key)) != NULL) {
 		line = m->line;
 		col = m->col;
 	}
-	if (line > 0)
-		fprintf(stderr, "%s:%d:%d: %s: ", k->cfg->path, line, col, key);
-	else
-		fprintf(stderr, "%s: %s: ", k->cfg->path, key);
-	if (warning)
-		fprintf(stderr, "warning: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	if (vasprintf(&what, fmt, ap) == -1)
+		fatalx("check: out of memory");
 	va_end(ap);
-	fputc('\n', stderr);
+	if (line > 0)
+		say(k, line, col, xasprintf("%s:%d:%d: %s: %s%s", k->cfg->path, line,
+		    col, key, warning ? "warning: " : "", what));
+	else
+		say(k, 0, 0, xasprintf("%s: %s: %s%s", k->cfg->path, key,
+		    warning ? "warning: " : "", what));
+	free(what);
 	if (warning)
 		k->nwarn++;
 	else
 		k->nerr++;
 }
 
+/* What could not be checked: not the config's fault, not counted. */
 static void
-note(struct check *k, const char *key, const char *fmt, ...)
+note(struct check *k, const char *fmt, ...)
+{
+	va_list	ap;
+	char	what[2 * ERR_LEN];
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	say(k, INT_MAX, 0, xasprintf("soak check: %s", what));
+}
+
+/* The loader's messages, each at the place it names. */
+static void
+loader_said(struct check *k, const char *path, const struct cfg_errors *e)
+{
+	size_t	i;
+	int	line, col;
+
+	for (i = 0; i < e->n; i++) {
+		cfg_msg_where(e->msg[i], path, &line, &col);
+		say(k, line, col, xstrdup(e->msg[i]));
+	}
+	if (e->total > e->n)
+		say(k, INT_MAX - 1, 0, xasprintf("... and %zu more error(s) of the "
+		    "file not shown", e->total - e->n));
+	k->nerr += (int)e->total;
+}
+
+static int
+said_cmp(const void *a, const void *b)
+{
+	const struct said	*x = a, *y = b;
+
+	if (x->line != y->line)
+		return x->line < y->line ? -1 : 1;
+	if (x->col != y->col)
+		return x->col < y->col ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Everything said, in file order, on stderr; then forgets it. */
+static void
+tell(struct check *k)
+{
+	size_t	i;
+
+	if (k->nsaid == 0)
+		return;		/* qsort of NULL is undefined, even of nothing */
+	qsort(k->said, k->nsaid, sizeof(*k->said), said_cmp);
+	for (i = 0; i < k->nsaid; i++) {
+		fprintf(stderr, "%s\n", k->said[i].text);
+		free(k->said[i].text);
+	}
+	free(k->said);
+	k->said = NULL;
+	k->nsaid = 0;
+}
+
+static void
+chose(struct check *k, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* "FILE:LINE:COL: KEY: note: what" on stdout: what check chose, not a problem. */
 static void
-note(struct check *k, const char *key, const char *fmt, ...)
+chose(struct check *k, const char *key, const char *fmt, ...)
 {
 	const struct cfg_mark	*m = cfg_mark_find(k->cfg, key);
 	va_list			 ap;
@@ -159,12 +247,12 @@ say_db_proxy(struct check *k)
 		    nother == 1 ? "is" : "are", nother == 1 ? "that variable" :
 		    "their own variables");
 	if (cfg->db_proxy < 0) {
-		note(k, "database.proxy", "a turn's PGHOST, PGPORT, DATABASE_URL and "
+		chose(k, "database.proxy", "a turn's PGHOST, PGPORT, DATABASE_URL and "
 		    "JDBC_DATABASE_URL name the database itself (none)%s", others);
 		return;
 	}
 	snprintf(key, sizeof(key), "proxies[%d]", cfg->db_proxy);
-	note(k, cfg->db_proxy_named ? "database.proxy" : key, "a turn's PGHOST, "
+	chose(k, cfg->db_proxy_named ? "database.proxy" : key, "a turn's PGHOST, "
 	    "PGPORT, DATABASE_URL and JDBC_DATABASE_URL name its own listener of "
 	    "proxy %s%s (SOAK_DIRECT_* the database itself)%s%s",
 	    cfg->proxies[cfg->db_proxy].name, cfg->db_proxy_named ? "" : ndb > 1 ?
@@ -202,16 +290,15 @@ check_db_plain(struct check *k)
 	snprintf(key, sizeof(key), "proxies[%zu].upstream", i);
 	if (iso_plain_probe(url, now_ms() + ISO_CONNECT_MS / 3, &pl, err) == -1) {
 		conninfo_scrub(err, sizeof(err), url);
-		fprintf(stderr, "soak check: did not ask the database (%s) whether "
-		    "the proxy can reach it: %s\n", from, err);
+		note(k, "did not ask the database (%s) whether the proxy can "
+		    "reach it: %s", from, err);
 		return;
 	}
 	if (!pl.refused)
 		return;
 	if (!pl.hba) {
-		fprintf(stderr, "soak check: the database (%s) refused a plain "
-		    "connection as the proxy makes: %s %s\n", from, pl.sqlstate,
-		    pl.message);
+		note(k, "the database (%s) refused a plain connection as the "
+		    "proxy makes: %s %s", from, pl.sqlstate, pl.message);
 		return;
 	}
 	if (pl.tls_wanted)
@@ -393,8 +480,28 @@ check_sql(struct check *k)
 
 	if (k->bad_service)
 		dry.nservices = 0;
+	/* What did not load is left out; what rests on it is not checked. */
+	if (dry.broken & CFG_BROKEN_SERVICES)
+		dry.nservices = 0;
+	if (dry.broken & CFG_BROKEN_PROXIES)
+		dry.nproxies = 0;
+	if (dry.broken & CFG_BROKEN_SETUP) {
+		dry.setup = NULL;
+		k->setup_failed = true;
+	}
+	if (dry.name == NULL)
+		dry.name = "check";
+	/* A schema file named but not there: nothing to prepare against. */
+	if ((dry.broken & CFG_BROKEN_DATABASE) && cfg_mark_find(&dry,
+	    "database.schema") != NULL && (dry.db_schema == NULL ||
+	    access(dry.db_schema, R_OK) == -1)) {
+		note(k, "the SQL was not checked: database.schema did not load");
+		return;
+	}
+	if (dry.ninvariants == 0 && (dry.broken & CFG_BROKEN_INVARIANTS))
+		note(k, "no invariant loaded: only the schema and setup are checked");
 	if ((pg = pg_embedded_start(iso_db_max_connections(&dry, 1), err)) == NULL) {
-		fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
+		note(k, "the SQL was not checked: %s", err);
 		return;
 	}
 	w.cfg = &dry;
@@ -403,8 +510,7 @@ check_sql(struct check *k)
 	w.conninfo = xstrdup(pg_embedded_conninfo(pg));
 	w.workspace = xasprintf("%s/soak-check-XXXXXX", scratch_root());
 	if (mkdtemp(w.workspace) == NULL) {
-		fprintf(stderr, "soak check: the SQL was not checked: %s: %s\n",
-		    w.workspace, strerror(errno));
+		note(k, "the SQL was not checked: %s: %s", w.workspace, strerror(errno));
 		goto out;
 	}
 	w.keep_dir = xasprintf("%s/failures", w.workspace);
@@ -413,7 +519,7 @@ check_sql(struct check *k)
 			problem(k, false, w.open_cfgerr.kind ? w.open_cfgerr.what :
 			    "services", 0, 0, "%s", err);
 		else
-			fprintf(stderr, "soak check: the SQL was not checked: %s\n", err);
+			note(k, "the SQL was not checked: %s", err);
 		goto close;
 	}
 	if (wrk_dry_seed(&w, k->cfg->seeds.first, &res, &ce) == -1) {
@@ -421,8 +527,8 @@ check_sql(struct check *k)
 		/* Without the schema there is nothing to prepare against;
 		 * without setup, the schema is still worth it. */
 		if (res.reason != REASON_SETUP) {
-			fprintf(stderr, "soak check: the invariants were not "
-			    "prepared: the schema did not apply\n");
+			note(k, "the invariants were not prepared: the schema did "
+			    "not apply");
 			goto close;
 		}
 		k->setup_failed = true;
@@ -430,8 +536,7 @@ check_sql(struct check *k)
 	if (inv_prepare(iso_conn(w.iso), &dry, now_ms() + ISO_CONNECT_MS +
 	    (int64_t)dry.ninvariants * dry.invariant_timeout_ms, bad_invariant, k,
 	    err) == -1) {
-		fprintf(stderr, "soak check: the invariants were not prepared: %s\n",
-		    err);
+		note(k, "the invariants were not prepared: %s", err);
 	}
 close:
 	seed_result_clear(&res);
@@ -455,6 +560,7 @@ check_config(struct check *k)
 	check_commands(k);
 	check_sql(k);
 	check_db_plain(k);
+	tell(k);
 	say_db_proxy(k);
 	if (k->nerr > 0) {
 		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,
@@ -474,7 +580,7 @@ print_outcomes(const struct inv_result *ir, int json)
 	size_t	i;
 
 	if (json) {
-		json_t	*j = inv_result_json(ir);
+		json_t	*j = inv_outcomes_json(ir);
 
 		json_dumpf(j, stdout, JSON_INDENT(2));
 		putchar('\n');
@@ -486,7 +592,7 @@ print_outcomes(const struct inv_result *ir, int json)
 
 		printf("%-6s %s", o->nrows ? "BROKEN" : "holds", o->inv->name);
 		if (o->nrows)
-			printf(" (%lld rows)", (long long)o->nrows);
+			printf(" (%lld row%s)", (long long)o->nrows, o->nrows == 1 ? "" : "s");
 		putchar('\n');
 		for (int r = 0; r < o->nkept; r++) {
 			printf("        ");
@@ -498,6 +604,40 @@ print_outcomes(const struct inv_result *ir, int json)
 			putchar('\n');
 		}
 	}
+}
+
+/*
+ * --schema NAME names no schema of the database: said, with the schemas
+ * it has that the role may use (the nearest first would need a distance;
+ * the list is short on a real database), and true.  An error asking is
+ * said too (and true): the monitor cannot vouch for the schema.
+ */
+static bool
+schema_missing(PGconn *conn, const char *schema, int64_t deadline)
+{
+	static const char q[] =
+	    "SELECT (SELECT count(*) FROM pg_namespace WHERE nspname = $1), "
+	    "(SELECT string_agg(nspname, ', ' ORDER BY nspname) FROM pg_namespace "
+	    "WHERE nspname !~ '^pg_' AND nspname <> 'information_schema' AND "
+	    "has_schema_privilege(oid, 'USAGE'))";
+	const char	*params[1] = { schema };
+	PGresult	*res;
+	bool		 expired, missing = true;
+	char		 err[ERR_LEN];
+
+	res = iso_pq_query(conn, q, 1, params, deadline, &expired);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
+		fprintf(stderr, "soak check: --schema %s: cannot ask the database "
+		    "whether it exists: %s\n", schema, expired ? "no answer" :
+		    iso_pq_msg(conn, res, err, sizeof(err)));
+	else if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+		fprintf(stderr, "soak check: --schema %s: the database has no such "
+		    "schema (its schemas: %s)\n", schema, PQgetisnull(res, 0, 1) ?
+		    "none this role may use" : PQgetvalue(res, 0, 1));
+	else
+		missing = false;
+	PQclear(res);
+	return missing;
 }
 
 int
@@ -534,10 +674,22 @@ cmd_check(int argc, char **argv)
 		usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
-	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
-		cfg_errors_print(&cerrs, stderr, "soak");
+	/*
+	 * A file that is YAML but did not load is kept as far as it did:
+	 * without --db, its commands and SQL are checked too, and every
+	 * problem is told in one pass (a mistake of the file must not hide
+	 * the others).  --db runs nothing on a config that did not load.
+	 */
+	if (cfg_load_file_keep(argv[optind], &cfg, err, &cerrs, db == NULL) == -1) {
+		loader_said(&k, argv[optind], &cerrs);
 		cfg_errors_free(&cerrs);
-		return SOAK_EXIT_CONFIG;
+		if (!(cfg.broken & CFG_BROKEN_SOME)) {
+			tell(&k);
+			fprintf(stderr, "soak check: %s: %d error(s)%s\n", argv[optind],
+			    k.nerr, db != NULL ? "; no invariant was run" : "");
+			cfg_free(&cfg);
+			return SOAK_EXIT_CONFIG;
+		}
 	}
 	if (db == NULL) {
 		rc = check_config(&k);
@@ -554,6 +706,10 @@ cmd_check(int argc, char **argv)
 	}
 	deadline = now_ms() + ISO_CONNECT_MS +
 	    2 * (int64_t)cfg.ninvariants * cfg.invariant_timeout_ms;
+	/* search_path takes a name no schema has, silently: every invariant
+	 * would then fail on its tables, or worse, find others of the path. */
+	if (schema && schema_missing(conn, schema, deadline))
+		goto out;
 	if (schema) {
 		char		*id = PQescapeIdentifier(conn, schema, strlen(schema));
 		char		*q = xasprintf("SET search_path = %s", id);
@@ -570,7 +726,9 @@ cmd_check(int argc, char **argv)
 		PQclear(res);
 	}
 	/* Every invariant that does not parse here is told, none run. */
-	if ((n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err)) == -1) {
+	n = inv_prepare(conn, &cfg, deadline, bad_invariant, &k, err);
+	tell(&k);
+	if (n == -1) {
 		fprintf(stderr, "soak check: %s\n", err);
 		goto out;
 	}
@@ -588,6 +746,7 @@ cmd_check(int argc, char **argv)
 	print_outcomes(&ir, json);
 	rc = ir.nviolated > 0 ? 1 : 0;
 out:
+	tell(&k);
 	inv_result_free(&ir);
 	iso_pq_abandon(conn);
 	cfg_free(&cfg);

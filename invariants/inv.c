@@ -212,6 +212,9 @@ inv_prepare(PGconn *conn, const struct cfg *cfg, int64_t deadline, inv_bad_fn ba
 	if (run_cmd(conn, "BEGIN READ ONLY", deadline, err) == -1)
 		goto fail;
 	for (i = 0; i < cfg->ninvariants; i++) {
+		/* A config kept past its errors (soak check): told already. */
+		if (cfg->invariants[i].sql == NULL)
+			continue;
 		if (run_cmd(conn, "SAVEPOINT soak_check", deadline, err) == -1)
 			goto fail;
 		r = iso_pq_prepare(conn, "", cfg->invariants[i].sql, deadline,
@@ -272,35 +275,51 @@ json_text(const char *s)
 	return j;
 }
 
+/* One outcome as JSON; with every, also "holds" and "duration_ms". */
+static json_t *
+outcome_json(const struct inv_outcome *o, bool every)
+{
+	json_t	*v, *cols = json_array(), *rows = json_array(), *row;
+	int	 r, c;
+
+	for (c = 0; c < o->ncols; c++)
+		json_array_append_new(cols, json_text(o->cols[c]));
+	for (r = 0; r < o->nkept; r++) {
+		row = json_array();
+		for (c = 0; c < o->ncols; c++)
+			json_array_append_new(row, json_text(o->cells[r * o->ncols + c]));
+		json_array_append_new(rows, row);
+	}
+	v = json_pack("{s:o, s:o, s:o, s:o, s:I}", "name", json_text(o->inv->name),
+	    "sql", json_text(o->inv->sql), "columns", cols, "rows", rows,
+	    "row_count", (json_int_t)o->nrows);
+	if (every) {
+		json_object_set_new(v, "holds", json_boolean(o->nrows == 0));
+		json_object_set_new(v, "duration_ms", json_real((double)o->duration_us /
+		    1000.0));
+	}
+	return v;
+}
+
 json_t *
 inv_result_json(const struct inv_result *res)
 {
-	const struct inv_outcome	*o;
-	json_t				*arr = json_array(), *v, *cols, *rows, *row;
-	size_t				 i;
-	int				 r, c;
+	json_t	*arr = json_array();
+	size_t	 i;
 
-	for (i = 0; res != NULL && i < res->n; i++) {
-		o = &res->out[i];
-		if (o->nrows == 0)
-			continue;
-		cols = json_array();
-		for (c = 0; c < o->ncols; c++)
-			json_array_append_new(cols, json_text(o->cols[c]));
-		rows = json_array();
-		for (r = 0; r < o->nkept; r++) {
-			row = json_array();
-			for (c = 0; c < o->ncols; c++)
-				json_array_append_new(row,
-				    json_text(o->cells[r * o->ncols + c]));
-			json_array_append_new(rows, row);
-		}
-		v = json_pack("{s:o, s:o, s:o, s:o, s:I}",
-		    "name", json_text(o->inv->name),
-		    "sql", json_text(o->inv->sql),
-		    "columns", cols, "rows", rows,
-		    "row_count", (json_int_t)o->nrows);
-		json_array_append_new(arr, v);
-	}
+	for (i = 0; res != NULL && i < res->n; i++)
+		if (res->out[i].nrows > 0)
+			json_array_append_new(arr, outcome_json(&res->out[i], false));
+	return arr;
+}
+
+json_t *
+inv_outcomes_json(const struct inv_result *res)
+{
+	json_t	*arr = json_array();
+	size_t	 i;
+
+	for (i = 0; res != NULL && i < res->n; i++)
+		json_array_append_new(arr, outcome_json(&res->out[i], true));
 	return arr;
 }

@@ -74,5 +74,11 @@ int	inv_prepare(PGconn *conn, const struct cfg *cfg, int64_t deadline,
  * "rows": [[..], ..], "row_count": N}, ..]  (new reference).
  */
 json_t	*inv_result_json(const struct inv_result *res);
+/*
+ * Every invariant's outcome, in config order, holding ones too (soak check
+ * --json): the fields above, and "holds" (no row came back) and
+ * "duration_ms" (new reference).
+ */
+json_t	*inv_outcomes_json(const struct inv_result *res);
 
 #endif

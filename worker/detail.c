@@ -344,6 +344,7 @@ detail_minimal(const json_t *detail, size_t nbytes, size_t max)
 	else
 		json_decref(names);
 	copy_key(out, detail, "workspace");
+	copy_key(out, detail, "workspace_error");
 	tr = json_object();
 	json_object_set_new(tr, "markers", json_pack("[s]", why));
 	json_object_set_new(tr, "full_data", full && (s = json_string(full)) ? s : json_null());

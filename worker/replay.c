@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/plan.h"
+#include "common/seed.h"
 #include "common/soak.h"
 #include "common/util.h"
 #include "isolation/iso.h"
@@ -62,12 +63,16 @@ usage(FILE *f)
 	    "               the kept schema and, with the embedded database, keep it\n"
 	    "               up until Enter, end of input, Ctrl-C or SIGTERM, then\n"
 	    "               stop it and remove it\n"
-	    "  --out DIR    where a failing seed's workspace is kept (default soak-replay)\n"
+	    "  --out DIR    where replay writes: a failing seed's workspace goes to\n"
+	    "               DIR/failures/N/workspace (default ./soak-replay)\n"
 	    "  --trace FILE the run's fault trace of this seed (RUN/failures/N/\n"
 	    "               trace.jsonl): say whether the replay's schedule was the\n"
 	    "               run's, or the first step where it left it\n"
-	    "  -v           log every state change, and print every step of a\n"
-	    "               schedule (else a long one shows its first and last %d)\n"
+	    "  -v, --verbose\n"
+	    "               log every state change, print every line of the fault\n"
+	    "               trace (else only the exchanges with a fault) and every\n"
+	    "               step of a schedule (else a long one shows its first and\n"
+	    "               last %d)\n"
 	    "\n"
 	    "Exit status: 0 pass, 1 fail, 125 infra (the environment broke: what\n"
 	    "`git bisect run` skips), 64 usage, 78 config error.\n",
@@ -154,6 +159,46 @@ replay_save_plan(const struct seed_result *res, const char *path)
 		    path, path);
 }
 
+/*
+ * The fault trace: without -v only the exchanges something happened to
+ * (a fault, or a note from the proxy), then how many others there were;
+ * a failure is read from those lines, and a seed of 200 clean exchanges
+ * would bury them.  Lines that are not JSON (the cut's own) are shown.
+ */
+static void
+replay_trace(const char *trace, size_t len, bool verbose)
+{
+	const char	*p = trace, *end = trace + len, *nl;
+	size_t		 quiet = 0;
+
+	printf("\nfault trace%s:\n", verbose ? "" : " (exchanges with a fault)");
+	for (; p < end; p = nl + 1) {
+		json_t		*j;
+		const char	*fault;
+		bool		 show;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if (nl == p)
+			continue;
+		j = json_loadb(p, (size_t)(nl - p), 0, NULL);
+		fault = json_string_value(json_object_get(j, "fault"));
+		show = verbose || j == NULL || fault == NULL || strcmp(fault, "none") != 0 ||
+		    json_object_get(j, "note") != NULL;
+		json_decref(j);
+		if (show)
+			printf("%.*s\n", (int)(nl - p), p);
+		else
+			quiet++;
+		if (nl == end)
+			break;
+	}
+	if (quiet > 0)
+		printf("(and %zu exchange%s without a fault, not shown: -v shows "
+		    "every line; the workspace's trace.jsonl has them all)\n", quiet,
+		    quiet == 1 ? "" : "s");
+}
+
 static volatile sig_atomic_t	hold_stop;
 
 static void
@@ -222,26 +267,29 @@ replay_hold(void)
 static void
 replay_kept(struct iso_db *db, const char *schema, bool shell)
 {
-	char	*red, *cmd, err[ERR_LEN];
+	char	*cmd, err[ERR_LEN];
 	bool	 pw;
 
+	/*
+	 * One command for both: psql on the kept schema, every setting of the
+	 * connection but the password, the schema first on the search_path
+	 * through the string's own options (PGOPTIONS would lose to options
+	 * the URL already has, and psql -c 'SET ...' runs it and exits).
+	 */
+	if ((cmd = iso_psql_command(db->conninfo, schema, &pw, err)) == NULL) {
+		printf("schema kept: %s (no psql command: %s)\n", schema, err);
+		return;
+	}
 	if (!shell) {
-		red = conninfo_redact(db->conninfo);
-		/* The password stays out of the terminal: PGPASSWORD or ~/.pgpass. */
-		printf("schema kept: %s (connect: psql \"%s\" -c 'SET search_path = %s')\n",
-		    schema, red, schema);
-		if (conninfo_has_password(db->conninfo))
-			printf("note: the password is shown as %s: give psql the "
-			    "real one (PGPASSWORD, ~/.pgpass)\n", CONNINFO_MARK);
-		free(red);
+		printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
+		if (pw)
+			printf("(the connection's password is not shown: give it to "
+			    "psql with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
 		if (db->pg)
 			printf("note: the embedded database is removed when replay exits; "
 			    "add --shell to keep it up while you look, or set "
 			    "SOAK_DATABASE_URL\n");
-		return;
-	}
-	if ((cmd = iso_psql_command(db->conninfo, schema, &pw, err)) == NULL) {
-		printf("schema kept: %s (no psql command: %s)\n", schema, err);
+		free(cmd);
 		return;
 	}
 	printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
@@ -282,16 +330,18 @@ cmd_replay(int argc, char **argv)
 	struct wrk		 w = { 0 };
 	struct seed_result	 res = { 0 };
 	struct iso_db		 db = { 0 };
-	const char		*out = "soak-replay", *seedarg = NULL, *against = NULL;
+	static const char	 default_out[] = "soak-replay";
+	const char		*out = default_out, *seedarg = NULL, *against = NULL;
 	const char		*planarg = NULL, *saveplan = NULL;
 	struct plan		 plan = { 0 };
 	bool			 then_seed = false, planned = false;
 	char			*runtrace = NULL;
 	size_t			 runtrace_len = 0;
 	struct cfg_errors	 cerrs = { 0 };
-	char			 err[ERR_LEN], *end, outabs[PATH_MAX], *schema = NULL;
+	char			 err[ERR_LEN], outabs[PATH_MAX], *schema = NULL;
 	uint64_t		 seed = 0;
 	bool			 keep = false, shell = false, verbose = false;
+	bool			 moved = true;	/* a failing seed's workspace */
 	/* Anything that stops the seed before its verdict is the environment's. */
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
 
@@ -317,18 +367,31 @@ cmd_replay(int argc, char **argv)
 		default: usage(stderr); return SOAK_EXIT_USAGE;
 		}
 	}
-	if (optind + 1 != argc || (seedarg == NULL) == (planarg == NULL) ||
-	    (then_seed && planarg == NULL)) {
+	if (optind + 1 != argc) {
+		fprintf(stderr, "soak replay: %s\n", optind >= argc ? "which config? "
+		    "give its file: soak replay CONFIG --seed N" : "one config only");
 		usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
-	if (seedarg != NULL) {
-		seed = strtoull(seedarg, &end, 10);
-		if (*seedarg == '\0' || *end != '\0' || *seedarg == '-') {
-			fprintf(stderr, "soak replay: --seed wants an integer, got "
-			    "\"%s\"\n", seedarg);
-			return SOAK_EXIT_USAGE;
-		}
+	if (seedarg == NULL && planarg == NULL) {
+		fprintf(stderr, "soak replay: which seed? --seed N or --plan FILE is "
+		    "required (a failing seed: the summary's, report.json's or a "
+		    "ticket's replay command names it)\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (seedarg != NULL && planarg != NULL) {
+		fprintf(stderr, "soak replay: --seed or --plan, not both (a plan "
+		    "names its seed)\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (then_seed && planarg == NULL) {
+		fprintf(stderr, "soak replay: --then seed continues a plan: give "
+		    "--plan FILE\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (seedarg != NULL && seed_parse(seedarg, &seed, err) == -1) {
+		fprintf(stderr, "soak replay: --seed: %s\n", err);
+		return SOAK_EXIT_USAGE;
 	}
 	if (planarg != NULL) {
 		if (plan_load(planarg, &plan, err) == -1) {
@@ -384,6 +447,15 @@ cmd_replay(int argc, char **argv)
 	else
 		printf("replay of seed %" PRIu64 " of %s (%d turns x %d rounds)\n",
 		    seed, cfg.name, cfg.turns, cfg.rounds);
+	/* Where its files go, before they do (--out changes it). */
+	if (keep)
+		printf("  --keep: the workspace and the schema stay where they are, "
+		    "said at the end\n");
+	else
+		printf("  writes into %s%s/ (a failing seed's workspace: failures/%"
+		    PRIu64 "/workspace%s)\n", out[0] == '/' || strncmp(out, "./", 2) == 0 ||
+		    strncmp(out, "../", 3) == 0 ? "" : "./", out, seed,
+		    out == default_out ? "; --out DIR for another folder" : "");
 	if (wrk_open(&w, err) == -1) {
 		printf("verdict: infra — %s\n", err);
 		wrk_close(&w, !keep);
@@ -394,10 +466,12 @@ cmd_replay(int argc, char **argv)
 	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_REPLAY_INFRA;
 	{
 		json_t		*ws = json_object_get(res.detail, "workspace");
+		json_t		*wserr = json_object_get(res.detail, "workspace_error");
 		json_t		*tr = json_object_get(res.detail, "trace");
 
 		if (json_is_string(tr) && json_string_length(tr) > 0)
-			printf("\nfault trace:\n%s", json_string_value(tr));
+			replay_trace(json_string_value(tr), json_string_length(tr),
+			    verbose);
 		/*
 		 * The detail's trace is cut to its first lines, which are in
 		 * turn order: a long schedule would lose whole turns' steps.
@@ -427,7 +501,13 @@ cmd_replay(int argc, char **argv)
 			replay_plan_said(&res);
 		if (saveplan != NULL)
 			replay_save_plan(&res, saveplan);
-		if (json_is_string(ws))
+		if (json_is_string(wserr)) {
+			/* Left where it ran, and said so: not removed below. */
+			printf("\nworkspace NOT kept under %s/failures/: %s; it stays "
+			    "at %s\n", outabs, json_string_value(wserr),
+			    json_string_value(ws));
+			moved = false;
+		} else if (json_is_string(ws))
 			printf("\nworkspace kept: %s\n", json_string_value(ws));
 	}
 	seed_result_clear(&res);
@@ -438,7 +518,7 @@ cmd_replay(int argc, char **argv)
 	if (keep)
 		replay_kept(&db, schema, shell);
 out:
-	if (!keep && w.workspace)
+	if (!keep && moved && w.workspace)
 		rm_rf(w.workspace);
 	iso_db_close(&db);
 	free(schema);

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
 #include "common/seed.h"
@@ -377,6 +378,40 @@ turn_exited(void *arg)
 	proxy_set_turn_exited(te->ps, te->turn);
 }
 
+/*
+ * How a turn ended, in words for the timeline ("ok", "exited 3", "died of
+ * SIGSEGV"), where the report keeps the status name and code.
+ */
+static const char *
+turn_words(const struct turn_outcome *t, char *buf, size_t len)
+{
+	const char	*sig = sigabbrev_np(t->code);
+
+	switch (t->status) {
+	case TURN_OK:
+		return "ok";
+	case TURN_ERROR:
+		snprintf(buf, len, "exited %d", t->code);
+		break;
+	case TURN_TEMPFAIL:
+		snprintf(buf, len, "exited %d (tempfail: its environment broke)", t->code);
+		break;
+	case TURN_SIGNAL:
+		snprintf(buf, len, "died of SIG%s", sig ? sig : "?");
+		break;
+	case TURN_TIMEOUT:
+		return "timed out (killed at turn.timeout)";
+	case TURN_EXEC:
+		return "could not be executed";
+	case TURN_KILLED:
+		return "killed (the seed passed seed_timeout)";
+	default:
+		snprintf(buf, len, "%s %d", turn_status_name(t->status), t->code);
+		break;
+	}
+	return buf;
+}
+
 static int
 run_round(struct seed_ctx *c, int round, struct seed_result *res)
 {
@@ -461,6 +496,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	qsort(ended, (size_t)n, sizeof(*ended), by_end);
 	for (i = 0; i < n; i++) {
 		const struct turn_outcome	*to = ended[i];
+		char				 words[64];
 		const char			*tail = to->status != TURN_OK &&
 						    to->stderr_tail ? to->stderr_tail : "";
 		int				 len = (int)strlen(tail);
@@ -468,10 +504,10 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		/* Its last newline would end the line early. */
 		while (len > 0 && tail[len - 1] == '\n')
 			len--;
-		timeline_at(c, to->end_ms, "round %d turn %d: %s %d (started at %.3fs, "
-		    "%lld ms)%s%.*s", round, to->turn, turn_status_name(to->status),
-		    to->code, (double)(to->start_ms - c->start) / 1000.0,
-		    (long long)to->duration_ms, len > 0 ? " stderr: " : "", len, tail);
+		timeline_at(c, to->end_ms, "round %d turn %d: %s (started at %.3fs, "
+		    "%lld ms)%s%.*s", round, to->turn, turn_words(to, words, sizeof(words)),
+		    (double)(to->start_ms - c->start) / 1000.0, (long long)to->duration_ms,
+		    len > 0 ? " stderr: " : "", len, tail);
 	}
 	if (hung) {
 		deadline_passed(c, res, "in round %d", round);
@@ -524,6 +560,118 @@ inv_error(struct seed_ctx *c, const struct inv_result *ir, const char *err)
 	free(prefix);
 }
 
+void
+wrk_scrub(const struct wrk *w, char *text, size_t size)
+{
+	conninfo_scrub(text, size, w->conninfo);
+}
+
+/*
+ * The broken invariants' rows as they leave the worker (report.json, the
+ * summary, junit, tickets): each value through wrk_scrub.  A value whose
+ * scrubbed text would not fit the buffer is cut there.
+ */
+static json_t *
+rows_scrubbed(const struct wrk *w, json_t *invariants)
+{
+	json_t	*inv, *row, *v;
+	size_t	 i, r, k;
+	char	 buf[INV_MAX_VALUE + 64];
+
+	json_array_foreach(invariants, i, inv)
+		json_array_foreach(json_object_get(inv, "rows"), r, row)
+			json_array_foreach(row, k, v) {
+				if (!json_is_string(v))
+					continue;
+				snprintf(buf, sizeof(buf), "%s", json_string_value(v));
+				wrk_scrub(w, buf, sizeof(buf));
+				if (strcmp(buf, json_string_value(v)) != 0) {
+					json_t	*n;
+
+					buf[utf8_prefix(buf, strlen(buf), sizeof(buf) - 1)] = '\0';
+					/* Never the old value: it held a secret. */
+					n = json_string(buf);
+					json_array_set_new(row, k, n ? n : json_string(CONNINFO_MARK));
+				}
+			}
+	return invariants;
+}
+
+/*
+ * "col=val, col=val" of row r, one line (a control character is a
+ * space), cut to at most max bytes on a character boundary with "…".
+ */
+static void
+row_quote(const struct inv_outcome *o, int r, char *buf, size_t max)
+{
+	size_t	len = 0, k;
+	char	*p;
+
+	buf[0] = '\0';
+	for (int col = 0; col < o->ncols && len < max; col++) {
+		const char	*v = o->cells[r * o->ncols + col];
+
+		len += (size_t)snprintf(buf + len, max + 1 - len, "%s%s=%s",
+		    col ? ", " : "", o->cols[col], v ? v : "NULL");
+		if (len > max)
+			len = max;
+	}
+	for (p = buf; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = ' ';
+	if (len >= max) {
+		k = utf8_prefix(buf, max, max - strlen("…"));
+		snprintf(buf + k, max + 1 - k, "…");
+	}
+}
+
+/*
+ * The one line every place that shows one line of a failure shows
+ * (junit's message, report.json's message, the summary, the CI lines,
+ * replay's verdict): the broken invariants, their row counts, and the
+ * first row of the first, cut to WRK_ROW_QUOTE bytes and scrubbed of the
+ * database's password.  Rows are the system's own data, so they go
+ * through wrk_scrub like any text soak quotes from it.
+ */
+static void
+broken_message(const struct wrk *w, const struct inv_result *ir, int round,
+    struct seed_result *res)
+{
+	const struct inv_outcome	*first = NULL;
+	char				 names[256], row[WRK_ROW_QUOTE + 1];
+	size_t				 len = 0, i;
+
+	names[0] = '\0';
+	for (i = 0; i < ir->n; i++) {
+		const struct inv_outcome	*o = &ir->out[i];
+
+		if (o->nrows == 0)
+			continue;
+		if (first == NULL)
+			first = o;
+		if (len < sizeof(names) - 1)
+			len += (size_t)snprintf(names + len, sizeof(names) - len,
+			    "%s\"%s\" (%lld row%s)", len ? ", " : "", o->inv->name,
+			    (long long)o->nrows, o->nrows == 1 ? "" : "s");
+	}
+	if (len >= sizeof(names) - 1)
+		names[utf8_prefix(names, sizeof(names) - 1, sizeof(names) - 2)] = '\0';
+	row[0] = '\0';
+	if (first != NULL && first->nkept > 0)
+		row_quote(first, 0, row, WRK_ROW_QUOTE);
+	wrk_scrub(w, row, sizeof(row));
+	if (ir->nviolated == 1)
+		verdict(res, REASON_INVARIANT, "%s broken after round %d%s%s", names,
+		    round, *row ? "; the first row: " : "", row);
+	else if (*row)
+		verdict(res, REASON_INVARIANT, "%zu invariants broken after round %d: "
+		    "%s; the first row of \"%s\": %s", ir->nviolated, round, names,
+		    first->inv->name, row);
+	else
+		verdict(res, REASON_INVARIANT, "%zu invariants broken after round %d: "
+		    "%s", ir->nviolated, round, names);
+}
+
 static int
 check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 {
@@ -567,13 +715,13 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 			}
 			if (o->nrows > o->nkept)
 				fprintf(c->w->timeline, "           (%lld rows in all)\n",
-				    (long long)o->nrows);
+				    (long long)o->nrows);	/* more than nkept: plural */
 		}
 	}
 	if (ir.nviolated > 0) {
-		verdict(res, REASON_INVARIANT, "%zu invariant(s) broken after round %d",
-		    ir.nviolated, round);
-		json_object_set_new(detail, "invariants", inv_result_json(&ir));
+		broken_message(c->w, &ir, round, res);
+		json_object_set_new(detail, "invariants", rows_scrubbed(c->w,
+		    inv_result_json(&ir)));
 		c->round = round;
 		rc = -1;
 	}
@@ -608,6 +756,7 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	if (private_dir(c->w->keep_dir, err) == -1) {
 		log_warnx("seed %" PRIu64 ": not keeping the workspace: %s", c->seed, err);
 		json_object_set_new(detail, "workspace", json_string(c->dir));
+		json_object_set_new(detail, "workspace_error", json_string(err));
 		return xstrdup(c->dir);
 	}
 	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
@@ -617,12 +766,16 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 	rm_rf(dst);
 	unlink(full);
 	free(full);
-	if (mkdir_p(parent, 0755, NULL) == 0 && move_tree(c->dir, dst, NULL) == 0) {
+	if (mkdir_p(parent, 0755, err) == 0 && move_tree(c->dir, dst, err) == 0) {
 		json_object_set_new(detail, "workspace", json_string(dst));
 		full = parent;
 		parent = NULL;
 	} else {
+		/* Said as what it is: where it stays, and why it is not there. */
+		log_warnx("seed %" PRIu64 ": the workspace stays at %s: %s", c->seed,
+		    c->dir, err);
 		json_object_set_new(detail, "workspace", json_string(c->dir));
+		json_object_set_new(detail, "workspace_error", json_string(err));
 		full = xstrdup(c->dir);
 	}
 	free(dst);

@@ -219,6 +219,16 @@ struct seed_result {
  * w->open_cfgerr whether it was a config error.
  */
 int	wrk_open(struct wrk *w, char *err);
+/*
+ * Scrubs text the system under test produced (an invariant's row quoted
+ * in a message) of the secrets soak holds, in place, within size bytes:
+ * today the database password, by conninfo_scrub (common/conninfo.h).
+ * Every such quote goes through here, so one place decides what a secret
+ * is.
+ */
+void	wrk_scrub(const struct wrk *w, char *text, size_t size);
+/* At most this many bytes of a violating row in a failure's message. */
+#define WRK_ROW_QUOTE	160
 void	wrk_close(struct wrk *w, bool drop_schema);
 /*
  * Never fails: every failure is a verdict.  seed_timeout bounds it whole:

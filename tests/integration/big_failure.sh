@@ -69,7 +69,10 @@ F=$T/out/failures/0
 expect_eq "run exit status" 1 "$rc"
 check_report "$T/out" 0 0
 expect_eq "verdict" 'fail/invariant' "$(jq -r '.results[0] | "\(.verdict)/\(.reason)"' "$R")"
-expect_eq "message" "1 invariant(s) broken after round $((ROUNDS - 1))" "$(jq -r '.results[0].message' "$R")"
+# The message names the invariant, its rows, and quotes the first row, cut.
+expect_match "message" "^\"wide rows after the last round\" \\(60 rows\\) broken after round $((ROUNDS - 1)); the first row: n=1, " \
+    "$(jq -r '.results[0].message' "$R")"
+expect_match "message: the row cut, and said so" '…$' "$(jq -r '.results[0].message' "$R")"
 expect_eq "one attempt: no worker died, nothing retried" 1 "$(jq '.results[0].attempts|length' "$R")"
 expect_eq "no infra" 0 "$(jq .totals.infra "$R")"
 grep -E 'larger than|more than [0-9]+|lost|does not fit' "$T/run.err" &&

@@ -105,7 +105,7 @@ printf 'name: tabs\nturn:\n\tcommand: [./turn.sh]\ninvariants:\n  - name: i\n   
 soak_rc rc check tab.yaml 2>tab.err
 expect_eq "check of a tab in the indentation" 78 "$rc"
 has "the tab, said as such" \
-    'soak: tab.yaml:3:1: YAML: a tab in the indentation: YAML indents with spaces only' tab.err
+    'tab.yaml:3:1: YAML: a tab in the indentation: YAML indents with spaces only' tab.err
 
 # --- YAML-level mistakes: every one at once, in file order ---
 cat >keys.yaml <<'YAML'
@@ -124,15 +124,67 @@ YAML
 soak_rc rc check keys.yaml 2>keys.err
 expect_eq "check of four wrong keys and values" 78 "$rc"
 expect_eq "all four told, in file order" \
-    "soak: keys.yaml:2:8: turns: expected an integer, got \"many\"
-soak: keys.yaml:3:1: sedes: unknown key, did you mean seeds?
-soak: keys.yaml:6:3: turn.timout: unknown key, did you mean timeout?
-soak: keys.yaml:11:10: tickets.infra: expected true or false, got \"maybe\"" \
+    "keys.yaml:2:8: turns: expected an integer, got \"many\"
+keys.yaml:3:1: sedes: unknown key, did you mean seeds?
+keys.yaml:6:3: turn.timout: unknown key, did you mean timeout?
+keys.yaml:11:10: tickets.infra: expected true or false, got \"maybe\"
+soak check: keys.yaml: 4 error(s)" \
     "$(cat keys.err)"
 # soak run reads the config the same way: the same four, nothing started.
 soak_rc rc run keys.yaml --out keys.out 2>keys.run.err
 expect_eq "run of the same config" 78 "$rc"
-expect_eq "run tells the same four" "$(cat keys.err)" "$(cat keys.run.err)"
+expect_eq "run tells the same four" "$(grep -v '^soak check: ' keys.err | sed 's/^/soak: /')" \
+    "$(cat keys.run.err)"
+
+# --- a mistake of the file hides nothing after it (issue 22 item 2): an
+# unknown key, a duration without its unit, a turn command that is not
+# there and SQL that does not parse, in one pass and in file order; the
+# invariant that loaded is prepared after the schema the file names. ---
+cat >mixed.yaml <<'YAML'
+name: mixed
+database:
+  schema: schema.sql
+  rest: truncate
+turn:
+  command: [./no-such-turn]
+  timeout: 5
+invariants:
+  - name: does not parse
+    sql: SELEC id FROM r
+  - name: names a column r lacks
+    sql: SELECT r.nope FROM r
+  - name: fine
+    sql: SELECT id FROM r WHERE amount < 0
+YAML
+soak_rc rc check mixed.yaml >mixed.out 2>mixed.err
+cat mixed.err
+expect_eq "check of a config that does not load, and more" 78 "$rc"
+expect_eq "the file's mistakes, the command's and the SQL's, in file order" \
+    "mixed.yaml:4:3: database.rest: unknown key, did you mean reset?
+mixed.yaml:6:12: turn.command: $T/no-such-turn: No such file or directory
+mixed.yaml:7:12: turn.timeout: \"5\" has no unit (use ms, s or m)
+mixed.yaml:10:10: invariants[0].sql: syntax error at or near \"SELEC\"
+mixed.yaml:12:17: invariants[1].sql: column r.nope does not exist
+soak check: mixed.yaml: 5 error(s)" "$(cat mixed.err)"
+# soak run tells the file's and the command's, and starts nothing.
+soak_rc rc run mixed.yaml --out mixed.run 2>mixed.run.err
+expect_eq "run of it" 78 "$rc"
+expect_eq "run: the file's mistakes and the command's, in file order" \
+    "soak: mixed.yaml:4:3: database.rest: unknown key, did you mean reset?
+soak: mixed.yaml:6:12: turn.command: $T/no-such-turn: No such file or directory
+soak: mixed.yaml:7:12: turn.timeout: \"5\" has no unit (use ms, s or m)" "$(cat mixed.run.err)"
+[ ! -e mixed.run ] || fail "a config that does not load left an output directory"
+# An invariant that failed to load is not prepared; the schema section's
+# own mistake leaves the SQL unchecked, said as a note, not an error.
+printf 'name: noschema\ndatabase:\n  schema: missing.sql\nturn: {command: [./turn.sh]}\ninvariants:\n  - {name: i, sql: SELEC 1}\n' >noschema.yaml
+soak_rc rc check noschema.yaml 2>noschema.err
+cat noschema.err
+expect_eq "check of a missing schema file" 78 "$rc"
+expect_match "the schema file" \
+    '^noschema\.yaml:3:11: database\.schema: "missing\.sql": No such file' "$(cat noschema.err)"
+expect_match "and the SQL not checked against nothing, said so" \
+    '^soak check: the SQL was not checked: database\.schema did not load$' "$(cat noschema.err)"
+expect_eq "one error, not the invariant's" 1 "$(grep -c '^noschema\.yaml:' noschema.err)"
 
 # --- an alias bomb: refused at the first alias, before anything walks it ---
 {
@@ -148,7 +200,7 @@ expect_eq "run tells the same four" "$(cat keys.err)" "$(cat keys.run.err)"
 rc=0; timeout 60 "$SOAK_BIN" check bomb.yaml 2>bomb.err || rc=$?
 expect_eq "check of an alias bomb (124: still walking it after 60 s)" 78 "$rc"
 expect_match "the first alias, where it stands" \
-    '^soak: bomb\.yaml:5:10: YAML: an alias \(\*l0\): soak does not expand aliases' "$(cat bomb.err)"
+    '^bomb\.yaml:5:10: YAML: an alias \(\*l0\): soak does not expand aliases' "$(cat bomb.err)"
 
 # --- --db: a production database, read only ---
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
@@ -192,6 +244,45 @@ YAML
 soak_rc rc check monitor.yaml --db "$url" >mon.out 2>mon.err
 cat mon.out mon.err
 expect_eq "check --db of a broken invariant (the turn command is not its business)" 1 "$rc"
-expect_match "the rows" 'BROKEN no negative amount \(1 rows\)' "$(cat mon.out)"
+expect_match "the rows" 'BROKEN no negative amount \(1 row\)' "$(cat mon.out)"
 expect_eq "--db wrote nothing" "$before" "$(snapshot)"
+
+# --json tells every invariant, the holding ones too (issue 22 item 4).
+cat >monitor2.yaml <<'YAML'
+name: monitor
+turn:
+  command: [./redeem.sh]
+invariants:
+  - name: no negative amount
+    sql: SELECT id, amount FROM r WHERE amount < 0
+  - name: no amount over 100
+    sql: SELECT id FROM r WHERE amount > 100
+YAML
+soak_rc rc check monitor2.yaml --db "$url" --json >json.out 2>json.err
+cat json.out json.err
+expect_eq "check --db --json, one broken" 1 "$rc"
+expect_eq "--json: every invariant, in config order, with holds" \
+    '[{"name":"no negative amount","holds":false,"row_count":1,"rows":[["1","-5"]]},{"name":"no amount over 100","holds":true,"row_count":0,"rows":[]}]' \
+    "$(jq -c '[.[] | {name, holds, row_count, rows}]' json.out)"
+
+# --schema that names no schema: said so, not run against another (exit 2).
+soak_rc rc check monitor2.yaml --db "$url" --schema nosuch >nosuch.out 2>nosuch.err
+cat nosuch.err
+expect_eq "check --schema nosuch" 2 "$rc"
+expect_eq "--schema nosuch: said so, with the schemas there are" \
+    "soak check: --schema nosuch: the database has no such schema (its schemas: public)" "$(cat nosuch.err)"
+[ ! -s nosuch.out ] || fail "check --schema nosuch ran invariants: $(cat nosuch.out)"
+soak_rc rc check monitor2.yaml --db "$url" --schema public >/dev/null 2>&1
+expect_eq "check --schema public" 1 "$rc"
+
+# A role the database does not let read the table: a permission the
+# monitor lacks is the database's to grant, not the config's (exit 2, not 78).
+q "CREATE ROLE watcher LOGIN"
+soak_rc rc check monitor2.yaml --db "postgresql://watcher@127.0.0.1:$port/postgres" >perm.out 2>perm.err
+cat perm.out perm.err
+expect_eq "check --db as a role without SELECT" 2 "$rc"
+expect_match "and it says which permission" 'permission denied for table r' "$(cat perm.err)"
+q "GRANT SELECT ON r TO watcher"
+soak_rc rc check monitor2.yaml --db "postgresql://watcher@127.0.0.1:$port/postgres" >/dev/null 2>&1
+expect_eq "the same role, granted SELECT" 1 "$rc"
 echo "check_cmd: ok"

@@ -48,6 +48,7 @@ stopped() {
 	expect_eq "$3: junit testcases" 40 "$(xmllint --xpath 'count(//testcase)' "$out/junit.xml")"
 	expect_eq "$3: junit missing" "$(jq .totals.missing "$r")" \
 	    "$(xmllint --xpath 'count(//testcase/error[@type="missing"])' "$out/junit.xml")"
+	junit_totals "$out"
 }
 
 # --- a turn command that is not there ---

@@ -63,3 +63,14 @@ make -C "$ROOT" -s $san uninstall DESTDIR="$T/root" PREFIX=/usr >"$T/uninstall.l
     fail "make uninstall failed: $(cat "$T/uninstall.log")"
 [ ! -e "$BIN" ] || fail "make uninstall left $BIN"
 ok "make uninstall removed it"
+# Under DESTDIR it leaves no empty folder behind, the staging root neither...
+[ ! -e "$T/root" ] || fail "make uninstall left folders: $(find "$T/root")"
+ok "make uninstall left no empty folder"
+# ...and nothing that is not soak's: another program beside it stays.
+mkdir -p "$T/shared/usr/bin"
+: >"$T/shared/usr/bin/other"
+make -C "$ROOT" -s $san install DESTDIR="$T/shared" PREFIX=/usr >/dev/null 2>&1
+make -C "$ROOT" -s $san uninstall DESTDIR="$T/shared" PREFIX=/usr >/dev/null 2>&1
+expect_eq "an uninstall beside another program leaves it, and only it" \
+    "$T/shared $T/shared/usr $T/shared/usr/bin $T/shared/usr/bin/other" \
+    "$(find "$T/shared" | sort | tr '\n' ' ' | sed 's/ $//')"

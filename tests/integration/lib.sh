@@ -105,6 +105,17 @@ check_report() {	# dir first last
 	    "$(xmllint --xpath 'count(//testcase/failure)' "$1/junit.xml")"
 	expect_eq "junit <error> = report infra + missing" "$(jq '.totals.infra + .totals.missing' "$r")" \
 	    "$(xmllint --xpath 'count(//testcase/error)' "$1/junit.xml")"
+	junit_totals "$1"
+}
+# junit_totals DIR: the counts CI pages show come from junit's attributes:
+# report.json's totals, seeds without a verdict among the tests and errors.
+junit_totals() {
+	local el
+	for el in testsuites testsuite; do
+		expect_eq "junit <$el> tests, failures, errors = report.json's" \
+		    "$(jq -r '"\(.totals.pass + .totals.fail + .totals.infra + .totals.missing) \(.totals.fail) \(.totals.infra + .totals.missing)"' "$1/report.json")" \
+		    "$(xmllint --xpath "concat(//$el/@tests, ' ', //$el/@failures, ' ', //$el/@errors)" "$1/junit.xml")"
+	done
 }
 
 # The certificate recipe of README.md "Across machines", into $pki (the

@@ -111,7 +111,13 @@ kept_workspace() {
 cleanup_hooks+=('kept_workspace "$T/replay.stdout"' 'kept_workspace "$T/shell.stdout"')
 soak_rc rc replay "$T/env.yaml" --seed 1 --keep --out "$T/replay" >"$T/replay.stdout" 2>"$T/replay.stderr"
 expect_eq "replay exit status" 1 "$rc"
-expect_match "replay shows the connection redacted" "password='\*\*\*'" "$(cat "$T/replay.stdout")"
+# --keep's hint is --shell's command: the connection without its password,
+# and a word that psql needs one (tests/integration/replay_output runs it).
+expect_match "replay --keep: the psql command, without the password" \
+    "^    psql 'user=soaktest dbname=soakdb host=127\.0\.0\.1 port=[0-9]+ .*options=-csearch_path=" \
+    "$(cat "$T/replay.stdout")"
+expect_match "replay --keep: psql needs the password" 'password is not shown: give it to psql' \
+    "$(cat "$T/replay.stdout")"
 # soak replay --shell on a server of one's own: a psql command with no
 # password at all, a word that psql needs one, and no wait (the schema
 # stays on that server); with the password given by PGPASSWORD it works.

@@ -52,6 +52,10 @@ replays() {
 			echo "seed $seed: the replay left the run's schedule:"
 			cp "$kept/trace.jsonl" "$T/diverged-$(basename "$cfg" .yaml)-$seed.jsonl"
 			k=$(first_diff "$run/failures/$seed/trace.jsonl" "$kept/trace.jsonl")
+			# the same decisions, another outcome (who held the lock):
+			# where the outcome first differs
+			[ -n "$k" ] || k=$(diff <(steps "$run/failures/$seed/trace.jsonl") \
+			    <(steps "$kept/trace.jsonl") | sed -n 's/^< \[\([0-9]*\),.*/\1/p' | head -n 1 || true)
 			if [ -n "$k" ] && woke_before "$run/failures/$seed/trace.jsonl" "$k"; then
 				woke=$((woke + 1))
 				echo "  (at step $k, after a transaction's end woke several lock waiters: PostgreSQL's order)"

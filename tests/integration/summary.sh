@@ -61,6 +61,26 @@ msg=$(jq -r '.results[0].message | split("\n")[0]' "$R")
 [ -n "$msg" ] || fail "seed 0 has no message in report.json"
 expect_eq "the line after it is the reason's first line" "        $msg" \
     "$(grep -A1 '^  FAIL ' "$T/broken.out" | tail -n 1)"
+# Which invariant, how many rows, the first of them (issue 22 item 1)...
+expect_eq "the message names the invariant and quotes the first row" \
+    '"no coupon over-redeemed" (1 row) broken after round 0; the first row: coupon=1' "$msg"
+# ...then the rows of the smallest seed, as pytest's short summary shows why.
+expect_eq "under the group: the smallest seed's rows" \
+    '        "no coupon over-redeemed": 1 row
+          coupon
+          1' "$(grep -A4 '^  FAIL ' "$T/broken.out" | sed -n '3,5p')"
+# junit: a failure's message is the same line, its body the rows too.
+J=$W/out-broken/junit.xml
+expect_eq "junit: the failure's message attribute" "$msg" \
+    "$(xmllint --xpath 'string(//testcase[@name="seed 0"]/failure/@message)' "$J")"
+xmllint --xpath 'string(//testcase[@name="seed 0"]/failure)' "$J" >"$T/junit-text"
+expect_eq "junit: the failure's text, the rows first" \
+    "$msg
+\"no coupon over-redeemed\": 1 row
+  coupon
+  1" "$(head -n 4 "$T/junit-text")"
+expect_match "junit: then the replay" '^replay: .*soak replay .*broken\.yaml --seed 0$' \
+    "$(sed -n 5p "$T/junit-text")"
 grep -q 'invariant|' "$T/broken.out" "$T/broken.err" &&
     fail "a fingerprint shown as invariant|…: $(grep -h 'invariant|' "$T/broken.out" "$T/broken.err")"
 ok "no fingerprint text on screen"

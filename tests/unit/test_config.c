@@ -1131,6 +1131,33 @@ test_all_errors(void **state)
 	assert_string_equal(err, want[0]);
 	cfg_errors_free(&errs);
 
+	/*
+	 * Kept (soak check): the same messages, and what loaded stays for
+	 * the checks after the loader's -- the turn command, the invariant
+	 * that loaded -- with the sections that failed named.
+	 */
+	assert_int_equal(cfg_load_file_keep("soak.yaml", &cfg, err, &errs, true), -1);
+	assert_int_equal(errs.total, nitems(want));
+	assert_string_equal(cfg.name, "n");
+	assert_int_equal(cfg.ncommands, 1);
+	assert_string_equal(cfg.commands[0].key, "turn.command");
+	assert_int_equal(cfg.ninvariants, 2);
+	assert_string_equal(cfg.invariants[0].sql, "select 1");
+	assert_int_equal(cfg.broken, CFG_BROKEN_SOME | CFG_BROKEN_DATABASE |
+	    CFG_BROKEN_SERVICES | CFG_BROKEN_PROXIES | CFG_BROKEN_INVARIANTS);
+	cfg_free(&cfg);
+	cfg_errors_free(&errs);
+	/* Not YAML: nothing to keep. */
+	assert_non_null(f = fopen("tab.yaml", "w"));
+	assert_int_equal(fputs("name: t\nturn:\n\tcommand: [x]\n", f) >= 0, 1);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(cfg_load_file_keep("tab.yaml", &cfg, err, &errs, true), -1);
+	assert_int_equal(cfg.broken, 0);
+	assert_null(cfg.name);
+	cfg_free(&cfg);
+	cfg_errors_free(&errs);
+	unlink("tab.yaml");
+
 	/* Past CFG_MAX_ERRS messages, the rest are counted, not kept. */
 	text = xstrdup("name: n\nturn: {command: t}\ninvariants: [{name: i, sql: x}]\n"
 	    "database:\n");

@@ -1491,6 +1491,83 @@ test_pipe_close_and_infra_retries(void **state)
 	coord_free(c);
 }
 
+/*
+ * soak run starts its local workers at once, but a loaded machine may let
+ * one of them say HELLO only after the other has failed a seed: the retry
+ * waits for the worker that is starting (the first takes fresh seeds
+ * meanwhile), and goes back to the same worker only once the other died
+ * before joining or COORD_JOIN_WAIT_MS passed.
+ */
+static void
+test_retry_waits_for_a_starting_worker(void **state)
+{
+	struct coord		*c = mk(0, 1);
+	struct msg		 rep;
+	struct msg		 req = { .type = MSG_HELLO };
+	uint32_t		 w1, w2;
+	uint64_t		 lid;
+
+	(void)state;
+	coord_worker_starting(c, 101, 0);
+	coord_worker_starting(c, 102, 0);
+	req.u.hello.name = "w";
+	req.u.hello.host = "h";
+	req.u.hello.pid = 101;
+	assert_int_equal(coord_handle(c, &req, 1, 0, &rep), 1);
+	w1 = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	lid = rep.u.lease.lease_id;
+	assert_int_equal(rep.u.lease.nseeds, 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	msg_clear(&rep);
+	assert_int_equal(result(c, w1, 1, lid, 0, 1, VERDICT_INFRA, "tempfail"), 1);
+	/* Seed 0's retry is not worker 1's while worker 2 is starting: it
+	 * takes the fresh seed 1 instead, then waits. */
+	assert_int_equal(lease(c, w1, 1, 10, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 1);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result(c, w1, 1, lid, 1, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(lease(c, w1, 1, 10, &rep), 0);
+	/* ...and worker 2, once it joins, takes it. */
+	req.u.hello.pid = 102;
+	assert_int_equal(coord_handle(c, &req, 2, 20, &rep), 1);
+	w2 = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	assert_int_equal(lease(c, w2, 2, 20, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result(c, w2, 2, lid, 0, 2, VERDICT_INFRA, "tempfail"), 1);
+	assert_int_equal(hist_worker(&coord_seeds(c, &(uint64_t){ 0 })[0], 1), w2);
+	/* Worker 2 gone for good: the last retry is worker 1's. */
+	coord_worker_died(c, 102, "its process died (signal 9)");
+	assert_int_equal(lease(c, w1, 1, 30, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 3);
+	msg_clear(&rep);
+	coord_free(c);
+
+	/* A start that never joins holds a retry COORD_JOIN_WAIT_MS at most. */
+	c = mk(0, 0);
+	coord_worker_starting(c, 201, 0);
+	coord_worker_starting(c, 202, 0);
+	req.u.hello.pid = 201;
+	assert_int_equal(coord_handle(c, &req, 1, 0, &rep), 1);
+	w1 = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result(c, w1, 1, lid, 0, 1, VERDICT_INFRA, "tempfail"), 1);
+	assert_int_equal(lease(c, w1, 1, COORD_JOIN_WAIT_MS - 1, &rep), 0);
+	assert_int_equal(lease(c, w1, 1, COORD_JOIN_WAIT_MS, &rep), 1);
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	msg_clear(&rep);
+	coord_free(c);
+}
+
 static void
 test_incoherent_result_is_infra(void **state)
 {
@@ -1880,6 +1957,7 @@ main(void)
 		cmocka_unit_test(test_lost_lease_requeues_unstarted_seeds),
 		cmocka_unit_test(test_refused_results_are_no_sign_of_life),
 		cmocka_unit_test(test_pipe_close_and_infra_retries),
+		cmocka_unit_test(test_retry_waits_for_a_starting_worker),
 		cmocka_unit_test(test_incoherent_result_is_infra),
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_queue_ring),

@@ -85,6 +85,34 @@ test_range_bad(void **state)
 	assert_string_equal(err, "empty seed range (want A..B or N)");
 }
 
+/* One seed: decimal, 0..2^64-1; past it, signs, hex and blanks are refused. */
+static void
+test_one_seed(void **state)
+{
+	static const char *const bad[] = { "", "-1", "+1", "0x10", " 1", "1 ",
+	    "18446744073709551616", "99999999999999999999999", "1e3" };
+	char		err[ERR_LEN];
+	uint64_t	v;
+	size_t		i;
+
+	(void)state;
+	assert_int_equal(seed_parse("0", &v, err), 0);
+	assert_true(v == 0);
+	assert_int_equal(seed_parse("1477", &v, err), 0);
+	assert_true(v == 1477);
+	assert_int_equal(seed_parse("18446744073709551615", &v, err), 0);
+	assert_true(v == UINT64_MAX);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 42;
+		assert_int_equal(seed_parse(bad[i], &v, err), -1);
+		assert_true(v == 42);
+	}
+	assert_int_equal(seed_parse("18446744073709551616", &v, err), -1);
+	assert_string_equal(err, "18446744073709551616 is larger than the largest "
+	    "seed, 18446744073709551615 (seeds are 64-bit)");
+	assert_int_equal(seed_parse(NULL, &v, err), -1);
+}
+
 static void
 test_golden(void **state)
 {
@@ -185,6 +213,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_range_good),
 		cmocka_unit_test(test_range_bad),
+		cmocka_unit_test(test_one_seed),
 		cmocka_unit_test(test_golden),
 		cmocka_unit_test(test_rng_golden),
 		cmocka_unit_test(test_rng_bounds),

@@ -1,0 +1,38 @@
+# soak --help names every command and where its options are; each
+# command's --help lists every long option it accepts (read from its
+# getopt table in the source, so a new option cannot go unlisted), or the
+# command refuses that option as another command's (exit 64).
+. "$(dirname "$0")/lib.sh"
+
+"$SOAK" --help >"$T/top" || fail "soak --help exited $?"
+for c in run coordinator worker replay proxy check tickets; do
+	grep -qE "^  soak $c( |$)" "$T/top" || fail "soak --help does not name $c"
+done
+ok "soak --help names every command"
+expect_match "and says where each one's options are" 'soak COMMAND --help' "$(cat "$T/top")"
+
+# command:source of its option table
+for pair in run:coordinator/run.c coordinator:coordinator/run.c worker:worker/worker.c \
+    replay:worker/replay.c proxy:fault-proxy/cmd.c check:invariants/check.c \
+    tickets:coordinator/tickets_cmd.c; do
+	c=${pair%%:*} src=$ROOT/${pair#*:}
+	"$SOAK" "$c" --help >"$T/$c.help" 2>&1 || fail "soak $c --help exited $?"
+	cmp -s "$T/$c.help" <("$SOAK" help "$c" 2>&1) || fail "soak help $c is not soak $c --help"
+	opts=$(grep -oE '\{[[:space:]]*"[a-z][a-z-]*",[[:space:]]*(no|required|optional)_argument' "$src" |
+	    sed -E 's/^\{[[:space:]]*"([a-z-]+)",[[:space:]]*([a-z]+)_argument/\1:\2/' | sort -u)
+	[ -n "$opts" ] || fail "no option table found in $src"
+	n=0
+	for ok in $opts; do
+		o=${ok%%:*}
+		[ "$o" = help ] && continue
+		n=$((n + 1))
+		grep -qE -- "--$o([^a-z-]|$)" "$T/$c.help" && continue
+		# Not listed: it must be refused here, as another command's.
+		if [ "${ok#*:}" = required ]; then set -- "--$o=1"; else set -- "--$o"; fi
+		soak_rc rc "$c" "$@" "$T/nothing.yaml" >/dev/null 2>"$T/refused"
+		[ "$rc" = 64 ] && grep -qE '(is|are) for `soak' "$T/refused" ||
+		    fail "soak $c takes --$o, and its --help does not say so ($rc: $(cat "$T/refused"))"
+	done
+	ok "soak $c --help: all $n options it takes"
+done
+echo "help: ok"
