@@ -45,8 +45,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	3	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
-				   3: HELLO rejoin, ACK keep, BYE drain */
+#define MSG_VERSION	4	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
+				   3: HELLO rejoin, ACK keep, BYE drain;
+				   4: LEASE and RESULT plan, plan_hash */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
@@ -153,6 +154,14 @@ struct msg {
 		struct {
 			uint64_t	 lease_id;
 			uint32_t	 ttl_ms;
+			/*
+			 * A regression's lease (common/regress.h): the plan's
+			 * name and the SHA-256 of its file, and exactly one
+			 * seed, the plan's; both "" for a lease of seeds.  The
+			 * decoder holds them to that.
+			 */
+			char		*plan;
+			char		*plan_hash;
 			uint32_t	 nseeds;
 			struct msg_seed	*seeds;
 		} lease;
@@ -161,6 +170,8 @@ struct msg {
 			uint64_t	 lease_id;
 			uint64_t	 seed;
 			uint32_t	 attempt;
+			char		*plan;		/* the lease's; "" for a seed */
+			char		*plan_hash;
 			uint8_t		 verdict;	/* enum msg_verdict */
 			char		*reason;	/* "" for pass */
 			uint32_t	 duration_ms;
