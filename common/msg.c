@@ -192,8 +192,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		}
 		w_u64(&w, m->u.lease.lease_id);
 		w_u32(&w, m->u.lease.ttl_ms);
-		w_str(&w, m->u.lease.plan, MSG_STR_SHORT, "plan");
-		w_str(&w, m->u.lease.plan_hash, MSG_STR_SHORT, "plan_hash");
+		w_str(&w, m->u.lease.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.lease.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		w_u32(&w, m->u.lease.nseeds);
 		for (i = 0; i < m->u.lease.nseeds; i++) {
 			w_u64(&w, m->u.lease.seeds[i].seed);
@@ -205,12 +205,12 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_u64(&w, m->u.result.lease_id);
 		w_u64(&w, m->u.result.seed);
 		w_u32(&w, m->u.result.attempt);
-		w_str(&w, m->u.result.plan, MSG_STR_SHORT, "plan");
-		w_str(&w, m->u.result.plan_hash, MSG_STR_SHORT, "plan_hash");
 		w_u8(&w, m->u.result.verdict);
 		w_str(&w, m->u.result.reason, MSG_STR_SHORT, "reason");
 		w_u32(&w, m->u.result.duration_ms);
 		w_str(&w, m->u.result.detail, MSG_DETAIL_MAX, "detail");
+		w_str(&w, m->u.result.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.result.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		break;
 	case MSG_HEARTBEAT:
 		w_u32(&w, m->u.heartbeat.worker_id);
@@ -372,7 +372,7 @@ plan_check(struct rbuf *r, const char *plan, const char *hash)
 	if (*plan == '\0' && *hash == '\0')
 		return 0;
 	if (*plan == '\0' || *plan == '.' || strchr(plan, '/') != NULL ||
-	    strlen(plan) > 200) {
+	    strlen(plan) > MSG_PLAN_MAX) {
 		r->failed = 1;
 		return errf(r->err, "%s message: plan \"%.64s\" is not a regression's "
 		    "name", r->type, plan);
@@ -454,8 +454,8 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 	case MSG_LEASE:
 		m->u.lease.lease_id = r_u64(&r, "lease_id");
 		m->u.lease.ttl_ms = r_u32(&r, "ttl_ms");
-		m->u.lease.plan = r_str(&r, MSG_STR_SHORT, "plan");
-		m->u.lease.plan_hash = r_str(&r, MSG_STR_SHORT, "plan_hash");
+		m->u.lease.plan = r_str(&r, MSG_PLAN_MAX, "plan");
+		m->u.lease.plan_hash = r_str(&r, MSG_PLAN_HASH_MAX, "plan_hash");
 		if (plan_check(&r, m->u.lease.plan, m->u.lease.plan_hash) == -1)
 			break;
 		m->u.lease.nseeds = r_u32(&r, "nseeds");
@@ -487,14 +487,14 @@ msg_decode(const void *buf, size_t len, struct msg *m, char *err)
 		m->u.result.lease_id = r_u64(&r, "lease_id");
 		m->u.result.seed = r_u64(&r, "seed");
 		m->u.result.attempt = r_u32(&r, "attempt");
-		m->u.result.plan = r_str(&r, MSG_STR_SHORT, "plan");
-		m->u.result.plan_hash = r_str(&r, MSG_STR_SHORT, "plan_hash");
-		if (plan_check(&r, m->u.result.plan, m->u.result.plan_hash) == -1)
-			break;
 		m->u.result.verdict = r_u8(&r, "verdict");
 		m->u.result.reason = r_str(&r, MSG_STR_SHORT, "reason");
 		m->u.result.duration_ms = r_u32(&r, "duration_ms");
 		m->u.result.detail = r_str(&r, MSG_DETAIL_MAX, "detail");
+		m->u.result.plan = r_str(&r, MSG_PLAN_MAX, "plan");
+		m->u.result.plan_hash = r_str(&r, MSG_PLAN_HASH_MAX, "plan_hash");
+		if (plan_check(&r, m->u.result.plan, m->u.result.plan_hash) == -1)
+			break;
 		if (!r.failed && m->u.result.verdict > VERDICT_INFRA) {
 			r.failed = 1;
 			errf(err, "result message: verdict %u is not pass, fail or infra",

@@ -67,7 +67,8 @@
  * at their caps (HELLO, the next largest, is three MSG_STR_SHORT strings).
  */
 #define MSG_RESULT_MAX	(MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4 + MSG_STR_SHORT + \
-			    4 + 4 + MSG_DETAIL_MAX)
+			    4 + 4 + MSG_DETAIL_MAX + 4 + MSG_PLAN_MAX + 4 + \
+			    MSG_PLAN_HASH_MAX)
 /*
  * The coordinator's receive cap (NNG_OPT_RECVMAXSZ), about 1.01 MiB:
  * MSG_RESULT_MAX, a session trailer (common/auth.h's AUTH_TRAILER_LEN, 40
@@ -80,6 +81,8 @@
  */
 #define MSG_COORD_RECV_MAX	(MSG_RESULT_MAX + 4096)
 #define MSG_MAX_SEEDS	4096		/* per lease */
+#define MSG_PLAN_MAX	200		/* a regression's name (common/regress.h) */
+#define MSG_PLAN_HASH_MAX	64	/* its SHA-256, hex */
 #define MSG_B32		32		/* a b32 field */
 
 enum msg_type {
