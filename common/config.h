@@ -186,6 +186,14 @@ struct cfg {
 	bool			  guard_set;	/* guard.min_ok_turns was given */
 
 	struct cfg_tickets	  tickets;
+	/*
+	 * The folder of pinned plans that run before the seeds
+	 * (common/regress.h): regressions: resolved against the config's
+	 * folder, or its regressions/ by default; regressions_set when the
+	 * key was given (then the folder must exist).
+	 */
+	char			 *regressions;
+	bool			  regressions_set;
 
 	struct cfg_mark		 *marks;	/* in file order */
 	size_t			  nmarks;

@@ -82,6 +82,13 @@ plan_free(struct plan *p)
 	free(p->config);
 	free(p->fingerprint);
 	free(p->message);
+	free(p->reason);
+	for (i = 0; i < p->ninvariants; i++)
+		free(p->invariants[i]);
+	free(p->invariants);
+	free(p->replay);
+	free(p->pinned_run);
+	free(p->pinned_from);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -280,7 +287,7 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 {
 	struct rd	 r = { what, err };
 	json_error_t	 je;
-	json_t		*o, *v, *px, *fail;
+	json_t		*o, *v, *px, *fail, *pin;
 	const char	*name;
 	int		 version, rc = -1;
 
@@ -331,8 +338,33 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 			goto out;
 	}
 	if ((fail = json_object_get(o, "failure")) != NULL) {
+		json_t	*invs = json_object_get(fail, "invariants"), *inv;
+		size_t	 k;
+
 		p->fingerprint = opt_str(fail, "fingerprint");
 		p->message = opt_str(fail, "message");
+		p->reason = opt_str(fail, "reason");
+		p->replay = opt_str(fail, "replay");
+		if (invs != NULL && !json_is_array(invs)) {
+			bad(&r, "failure.invariants", "not an array of names");
+			goto out;
+		}
+		p->invariants = xcalloc(json_array_size(invs) + 1, sizeof(char *));
+		json_array_foreach(invs, k, inv) {
+			if (!json_is_string(inv)) {
+				bad(&r, "failure.invariants", "not an array of names");
+				goto out;
+			}
+			p->invariants[p->ninvariants++] = xstrdup(json_string_value(inv));
+		}
+	}
+	if ((pin = json_object_get(o, "pinned")) != NULL) {
+		if (!json_is_object(pin)) {
+			bad(&r, "pinned", "not an object");
+			goto out;
+		}
+		p->pinned_run = opt_str(pin, "run");
+		p->pinned_from = opt_str(pin, "from");
 	}
 	rc = 0;
 out:
@@ -451,14 +483,35 @@ plan_dump(const struct plan *p)
 		json_object_set_new(px, p->proxies[i].name,
 		    proxy_json(&p->proxies[i]));
 	json_object_set_new(o, "proxies", px);
-	if (p->fingerprint != NULL || p->message != NULL) {
+	if (p->fingerprint != NULL || p->message != NULL || p->reason != NULL ||
+	    p->ninvariants > 0 || p->replay != NULL) {
 		fail = json_object();
 		if (p->fingerprint != NULL)
 			json_object_set_new(fail, "fingerprint",
 			    json_string(p->fingerprint));
 		if (p->message != NULL)
 			json_object_set_new(fail, "message", json_string(p->message));
+		if (p->reason != NULL)
+			json_object_set_new(fail, "reason", json_string(p->reason));
+		if (p->ninvariants > 0) {
+			json_t	*invs = json_array();
+
+			for (i = 0; i < p->ninvariants; i++)
+				json_array_append_new(invs, json_string(p->invariants[i]));
+			json_object_set_new(fail, "invariants", invs);
+		}
+		if (p->replay != NULL)
+			json_object_set_new(fail, "replay", json_string(p->replay));
 		json_object_set_new(o, "failure", fail);
+	}
+	if (p->pinned_run != NULL || p->pinned_from != NULL) {
+		json_t	*pin = json_object();
+
+		if (p->pinned_run != NULL)
+			json_object_set_new(pin, "run", json_string(p->pinned_run));
+		if (p->pinned_from != NULL)
+			json_object_set_new(pin, "from", json_string(p->pinned_from));
+		json_object_set_new(o, "pinned", pin);
 	}
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 	json_decref(o);

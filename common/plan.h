@@ -67,6 +67,18 @@ struct plan {
 	size_t			 nproxies;
 	char			*fingerprint;	/* the failure it was made of, or NULL */
 	char			*message;
+	/*
+	 * The failure as `soak pin` records it (docs/plan.md "Regressions"):
+	 * its reason, the invariants it broke (names), and the command that
+	 * replays the pinned file; where it was pinned from (the run, the
+	 * file).  Each NULL / 0 when absent.
+	 */
+	char			*reason;
+	char			**invariants;
+	size_t			 ninvariants;
+	char			*replay;
+	char			*pinned_run;
+	char			*pinned_from;
 };
 
 /* The text of a plan file; -1 with err naming what is wrong and where. */

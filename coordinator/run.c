@@ -27,6 +27,8 @@
 #include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
+#include "common/self.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
 #include "common/units.h"
@@ -108,6 +110,7 @@ struct runctx {
 	uint64_t		 last_done;
 	struct journal		*journal;
 	struct fp_groups	 ci_seen;	/* not a tty: failing seeds so far */
+	struct regress_set	 regress;	/* the config's, run first */
 };
 
 static pid_t
@@ -351,14 +354,28 @@ replay_event(const char *type, json_t *e, void *arg, char *err)
 	return coord_replay(arg, type, e, err);
 }
 
+/* The regressions a run began with, for --resume: [[name, hash], ...]. */
+static json_t *
+regress_json(const struct regress_set *rs)
+{
+	json_t	*a = json_array();
+	size_t	 i;
+
+	for (i = 0; i < rs->n; i++)
+		json_array_append_new(a, json_pack("[s, s]", rs->v[i].name,
+		    rs->v[i].hash));
+	return a;
+}
+
 /*
  * --resume DIR: the run whose journal is there, if it is this config's.
  * Sets the run id, the seeds and the start time from the journal's head.
  */
 static int
 resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *co,
-    char **run_id, int64_t *started)
+    const struct regress_set *rs, char **run_id, int64_t *started)
 {
+	json_t		*regs, *now = regress_json(rs);
 	json_t		*head;
 	char		 err[ERR_LEN], hash[CFG_HASH_LEN];
 	const char	*id, *was;
@@ -382,6 +399,13 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		    "hash is %.12s, the run's was %.12s (resume with the same config, "
 		    "or start a new run)\n", o->config, id, o->resume, hash, was);
 		rc = SOAK_EXIT_CONFIG;
+	} else if ((regs = json_object_get(head, "regressions")) != NULL &&
+	    !json_equal(regs, now)) {
+		fprintf(stderr, "soak: --resume: the regressions folder %s is not the "
+		    "one run %s began with (a plan added, removed or changed since): "
+		    "put it back as it was to resume, or start a new run\n",
+		    cfg->regressions, id);
+		rc = SOAK_EXIT_CONFIG;
 	} else if (o->seeds && (co->seeds.first != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 0)) || co->seeds.last != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 1))))
@@ -396,6 +420,7 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		rc = 0;
 	}
 	json_decref(head);
+	json_decref(now);
 	return rc == -1 ? SOAK_EXIT_USAGE : rc;
 }
 
@@ -418,10 +443,11 @@ journal_start(struct runctx *r, const struct cfg *cfg, const char *run_id,
 		return 0;
 	}
 	cfg_hash_hex(cfg, hash);
-	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I}", "format", 1,
+	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I, s:o}", "format", 1,
 	    "run_id", run_id, "config_hash", hash,
 	    "seeds", (json_int_t)meta->seeds.first, (json_int_t)meta->seeds.last,
-	    "started_at_ms", (json_int_t)meta->started_wall_ms);
+	    "started_at_ms", (json_int_t)meta->started_wall_ms,
+	    "regressions", regress_json(&r->regress));
 	if ((r->journal = journal_create(out, head, err)) == NULL)
 		return -1;
 	coord_on_event(r->coord, on_event, r);
@@ -451,6 +477,16 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
 	words = fp_words(reason_name(s->why), invs);
+	if (s->regress != NULL) {	/* said apart, each by its name */
+		line = xstrdup(json_is_string(msgj) ? json_string_value(msgj) : "");
+		line[strcspn(line, "\r\n")] = '\0';
+		log_escape(msg, sizeof(msg), line);
+		fprintf(stderr, "regression %s: %s %s%s%s\n", s->regress->name,
+		    msg_verdict_name(s->verdict), words, *msg ? " — " : "", msg);
+		free(line);
+		free(words);
+		return;
+	}
 	if (s->confirm == CONFIRM_DONE) {
 		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
 		    words, report_reproduced(r->meta->cfg, s, rep, sizeof(rep)));
@@ -738,6 +774,49 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 	}
 }
 
+/*
+ * The config's regressions (common/regress.h), each a config error when
+ * it cannot run; said once when there is no folder.  With --bundle, a
+ * folder outside the config's would not reach the workers: refused.
+ */
+static int
+regressions_load(const struct runopts *o, const struct cfg *cfg,
+    struct regress_set *rs)
+{
+	struct cfg_errors	 errs = { 0 };
+	char			 err[ERR_LEN], *rel;
+
+	if (regress_load(cfg, rs, &errs, err) == -1) {
+		cfg_errors_print(&errs, stderr, "soak");
+		cfg_errors_free(&errs);
+		regress_set_free(rs);
+		return -1;
+	}
+	cfg_errors_free(&errs);
+	if (rs->absent) {
+		log_info("no regressions: %s is not there (soak pin RUN_DIR --seed N "
+		    "adds one)", cfg->regressions);
+		return 0;
+	}
+	if (!o->local && o->bundle && rs->n > 0 &&
+	    (rel = path_under(cfg->regressions, cfg->dir)) == NULL) {
+		const struct cfg_mark	*m = cfg_mark_find(cfg, "regressions");
+
+		fprintf(stderr, "soak: %s:%d:%d: regressions: %s is outside the config's "
+		    "folder %s, so the bundle would not take it to the workers: move "
+		    "it into that folder, or run with --bundle off and the same "
+		    "folder on every worker\n", cfg->path, m ? m->line : 0,
+		    m ? m->col : 0, cfg->regressions, cfg->dir);
+		regress_set_free(rs);
+		return -1;
+	} else if (!o->local && o->bundle && rs->n > 0)
+		free(rel);
+	if (rs->n > 0)
+		log_info("%zu regression(s) in %s run before the seeds", rs->n,
+		    cfg->regressions);
+	return 0;
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -768,6 +847,10 @@ run_main(struct runopts *o)
 		cfg_free(&cfg);
 		return SOAK_EXIT_USAGE;
 	}
+	if (regressions_load(o, &cfg, &r.regress) == -1) {
+		cfg_free(&cfg);
+		return SOAK_EXIT_CONFIG;
+	}
 	co.seeds = cfg.seeds;
 	if (o->seeds && seed_range_parse(o->seeds, &co.seeds, err) == -1) {
 		fprintf(stderr, "soak: --seeds: %s\n", err);
@@ -777,7 +860,8 @@ run_main(struct runopts *o)
 	if (realpath(o->config, cfgpath) == NULL)
 		snprintf(cfgpath, sizeof(cfgpath), "%s", o->config);
 	if (o->resume) {
-		if ((rc = resume_check(o, &cfg, &co, &run_id, &started)) != 0) {
+		if ((rc = resume_check(o, &cfg, &co, &r.regress, &run_id,
+		    &started)) != 0) {
 			cfg_free(&cfg);
 			return rc;
 		}
@@ -790,11 +874,11 @@ run_main(struct runopts *o)
 	/* Everything a command line can get wrong is checked by now: a CI
 	 * recipe's command lines are tested this way (tests/deploy/ci.sh). */
 	if (o->dry_run) {
-		printf("soak: dry run: %s would run %" PRIu64 " seed(s), %" PRIu64 "..%"
-		    PRIu64 ", of %s %s, into %s; nothing run\n", o->local ? "run" :
-		    "coordinator", seed_range_count(&co.seeds), co.seeds.first,
-		    co.seeds.last, cfg.name, o->local ? "on this machine" :
-		    "for workers", out);
+		printf("soak: dry run: %s would run %zu regression(s), then %" PRIu64
+		    " seed(s), %" PRIu64 "..%" PRIu64 ", of %s %s, into %s; nothing "
+		    "run\n", o->local ? "run" : "coordinator", r.regress.n,
+		    seed_range_count(&co.seeds), co.seeds.first, co.seeds.last,
+		    cfg.name, o->local ? "on this machine" : "for workers", out);
 		rc = 0;
 		goto out;
 	}
@@ -860,6 +944,7 @@ run_main(struct runopts *o)
 	co.bundle_hash = bundle.data ? bundle.hash : "";
 	co.bundle = bundle.data;
 	co.bundle_len = bundle.len;
+	co.regress = &r.regress;
 	if ((r.coord = coord_new(&co, err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
@@ -964,6 +1049,7 @@ out:
 	free(run_id);
 	bundle_free(&bundle);
 	fp_groups_free(&r.ci_seen);
+	regress_set_free(&r.regress);
 	cfg_free(&cfg);
 	return rc;
 }

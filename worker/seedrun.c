@@ -759,7 +759,9 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 		json_object_set_new(detail, "workspace_error", json_string(err));
 		return xstrdup(c->dir);
 	}
-	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
+	/* regress hook: a regression's own folder (wrk.h keep_name) */
+	parent = c->w->keep_name != NULL ? xasprintf("%s/%s", c->w->keep_dir,
+	    c->w->keep_name) : xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
 	full = xasprintf("%s/detail.json", parent);
 	/* A re-run of the seed replaces what an earlier run kept. */

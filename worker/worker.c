@@ -29,6 +29,7 @@
 #include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
 #include "common/units.h"
@@ -1133,6 +1134,41 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 }
 
 /*
+ * A regression's lease (common/regress.h): the plan NAME of this worker's
+ * copy of the config's regressions folder, whose bytes must hash to the
+ * lease's, followed as `soak replay --plan` follows one (a divergence ends
+ * it infra/diverged).  A copy that is not the lease's tests nothing:
+ * infra/plan, saying which, and the coordinator retries it elsewhere.
+ */
+static void
+worker_run_regression(struct worker *k, const struct msg *lease,
+    const struct msg_seed *s, struct seed_result *res)
+{
+	struct plan	 p;
+	char		 err[ERR_LEN], *keep;
+
+	if (regress_open(&k->cfg, lease->u.lease.plan, lease->u.lease.plan_hash,
+	    &p, err) == -1) {
+		log_warnx("%s", err);
+		memset(res, 0, sizeof(*res));
+		res->verdict = VERDICT_INFRA;
+		res->reason = REASON_PLAN;
+		snprintf(res->message, sizeof(res->message), "%s", err);
+		res->detail = json_pack("{s:s}", "message", err);
+		return;
+	}
+	keep = xasprintf("regression-%s", lease->u.lease.plan);
+	k->w.plan = &p;
+	k->w.then_seed = false;
+	k->w.keep_name = keep;
+	worker_run_seed(k, s, res);
+	k->w.plan = NULL;
+	k->w.keep_name = NULL;
+	free(keep);
+	plan_free(&p);
+}
+
+/*
  * Report: one RESULT, acknowledged before the next seed starts.  Returns
  * 0 accepted, with *keep the seeds of the lease still this worker's (the
  * coordinator may have given the unstarted tail to an idle worker), 1
@@ -1140,9 +1176,10 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
  * cannot be reached.
  */
 static int
-worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
+worker_report(struct worker *k, const struct msg *lease, const struct msg_seed *s,
     const struct seed_result *res, uint32_t *keep)
 {
+	uint64_t	 lease_id = lease->u.lease.lease_id;
 	struct msg	 r = { .type = MSG_RESULT }, ack;
 	char		*detail, err[ERR_LEN], text[LOG_ESC_LEN];
 	int		 rc = 0;
@@ -1159,6 +1196,8 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	r.u.result.duration_ms = res->duration_ms > UINT32_MAX ?
 	    UINT32_MAX : (uint32_t)res->duration_ms;
 	r.u.result.detail = detail;
+	r.u.result.plan = lease->u.lease.plan;		/* a regression's: its own */
+	r.u.result.plan_hash = lease->u.lease.plan_hash;
 	/* Lost with the connection, the result is sent again once the worker
 	 * rejoined: the coordinator counts it once (msg.h). */
 	while (link_call(&k->link, &r, &ack, 60000, "result", err) == -1) {
@@ -1198,8 +1237,11 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		if (beat_lost(&k->beat) || draining)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
-		worker_run_seed(k, s, &res);
-		rc = worker_report(k, lease->u.lease.lease_id, s, &res, &keep);
+		if (lease->u.lease.plan != NULL && *lease->u.lease.plan != '\0')
+			worker_run_regression(k, lease, s, &res);
+		else
+			worker_run_seed(k, s, &res);
+		rc = worker_report(k, lease, s, &res, &keep);
 		seed_result_clear(&res);
 		if (rc == -1)
 			return -1;

@@ -163,6 +163,10 @@ struct wrk {
 	const struct plan	*plan;
 	bool			 then_seed;
 	bool			 save_plan;	/* a passing seed's plan too */
+	/* The folder under keep_dir a failing seed is kept in: NULL for its
+	 * number; a regression's "regression-NAME" (its seed may also be one
+	 * of the range's) */
+	const char		*keep_name;
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */

@@ -106,6 +106,12 @@ msgs(char *cfg_text)
 	m.u.lease.nseeds = 3;
 	m.u.lease.seeds = seeds;
 	put_msg("lease", &m);
+	/* A regression's lease (common/regress.h): its plan, alone. */
+	m.u.lease.plan = "seed-16-invariant-items-reserved-matches";
+	m.u.lease.plan_hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	m.u.lease.nseeds = 1;
+	put_msg("lease-regression", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_RESULT;
@@ -123,6 +129,12 @@ msgs(char *cfg_text)
 	m.u.result.reason = "";
 	m.u.result.detail = "{}";
 	put_msg("result-pass", &m);
+	m.u.result.plan = "seed-16-invariant-items-reserved-matches";
+	m.u.result.plan_hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	m.u.result.verdict = VERDICT_INFRA;
+	m.u.result.reason = "diverged";
+	put_msg("result-regression", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_HEARTBEAT;
