@@ -20,6 +20,7 @@ static const struct {
 	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]" },
 	{ "check",	 cmd_check,	  "check CONFIG [--db URL]" },
 	{ "tickets",	 cmd_tickets,	  "tickets RUN_DIR [--dry-run]" },
+	{ "report",	 cmd_report,	  "report RUN_DIR [--previous DIR | --no-previous]" },
 };
 
 static int
