@@ -47,8 +47,8 @@ report_usage(FILE *f)
 static int
 load_config(const char *run_dir, struct cfg *cfg)
 {
-	char	*path = xasprintf("%s/report.json", run_dir), err[ERR_LEN];
-	json_t	*r = json_load_file(path, 0, NULL);
+	char	 err[ERR_LEN];
+	json_t	*r = report_html_head(run_dir, err);
 	const char *cp = json_string_value(json_object_get(json_object_get(r, "config"), "path"));
 	int	 rc = -1;
 
@@ -58,7 +58,6 @@ load_config(const char *run_dir, struct cfg *cfg)
 		fprintf(stderr, "soak report: note: the run's config %s does not load (%s); "
 		    "only SOAK_DATABASE_URL's password is scrubbed\n", cp, err);
 	json_decref(r);
-	free(path);
 	return rc;
 }
 

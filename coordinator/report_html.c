@@ -12,6 +12,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -347,13 +348,130 @@ verdict_class(const char *v)
 	return 'i';
 }
 
+/*
+ * report.json one record at a time (report_html_int.h).  report.c writes
+ * "results" last; the head is the text before that key, closed, and each
+ * record is parsed alone (JSON_DISABLE_EOF_CHECK says where it ended).  A
+ * candidate "results" inside an earlier field leaves a head that does
+ * not parse, and the next one is tried.
+ */
+int
+rh_report_stream(const char *path, void (*head_fn)(json_t *, void *),
+    void (*rec_fn)(json_t *, void *), void *arg, char *err)
+{
+	int		 fd = open(path, O_RDONLY | O_CLOEXEC), rc = -1;
+	struct stat	 st;
+	char		*map = MAP_FAILED, *p, *end, *k, *head;
+	json_t		*h = NULL, *r;
+	json_error_t	 jerr;
+	size_t		 hl;
+
+	if (fd == -1 || fstat(fd, &st) == -1) {
+		errf(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (st.st_size == 0) {
+		errf(err, "%s is empty", path);
+		goto out;
+	}
+	if ((map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+		errf(err, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	end = map + st.st_size;
+	for (k = map; (k = memmem(k, (size_t)(end - k), "\"results\"", 9)) != NULL; k += 9) {
+		for (p = k + 9; p < end && strchr(" \t\r\n", *p); p++)
+			;
+		if (p >= end || *p != ':')
+			continue;
+		for (p++; p < end && strchr(" \t\r\n", *p); p++)
+			;
+		if (p >= end || *p != '[')
+			continue;
+		/* the head: up to the key, less its comma, closed */
+		for (hl = (size_t)(k - map); hl > 0 && strchr(" \t\r\n,", map[hl - 1]); hl--)
+			;
+		head = xcalloc(hl + 2, 1);
+		memcpy(head, map, hl);
+		head[hl] = '}';
+		h = json_loadb(head, hl + 1, 0, NULL);
+		free(head);
+		if (json_is_object(h))
+			break;
+		json_decref(h);
+		h = NULL;
+	}
+	if (h == NULL) {
+		/* not laid out as report.c writes it: whole */
+		if ((h = json_loadb(map, (size_t)st.st_size, 0, &jerr)) == NULL ||
+		    !json_is_object(h)) {
+			errf(err, "%s:%d:%d: %s", path, jerr.line, jerr.column,
+			    h ? "not an object" : jerr.text);
+			goto out;
+		}
+		head_fn(h, arg);
+		if (rec_fn != NULL) {
+			size_t	i;
+
+			json_array_foreach(json_object_get(h, "results"), i, r)
+				rec_fn(r, arg);
+		}
+		rc = 0;
+		goto out;
+	}
+	head_fn(h, arg);
+	for (p++; rec_fn != NULL && p < end;) {
+		if (strchr(" \t\r\n,", *p)) {
+			p++;
+			continue;
+		}
+		if (*p == ']')
+			break;
+		if ((r = json_loadb(p, (size_t)(end - p), JSON_DISABLE_EOF_CHECK, &jerr)) == NULL) {
+			errf(err, "%s: a record at byte %zu: %s", path, (size_t)(p - map), jerr.text);
+			goto out;
+		}
+		p += jerr.position;
+		rec_fn(r, arg);
+		json_decref(r);
+	}
+	rc = 0;
+out:
+	json_decref(h);
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	if (fd != -1)
+		close(fd);
+	return rc;
+}
+
+static void
+keep_head(json_t *h, void *arg)
+{
+	*(json_t **)arg = json_incref(h);
+}
+
+json_t *
+report_html_head(const char *run_dir, char *err)
+{
+	char	*path = xasprintf("%s/report.json", run_dir);
+	json_t	*h = NULL;
+
+	if (rh_report_stream(path, keep_head, NULL, &h, err) == -1) {
+		json_decref(h);
+		h = NULL;
+	}
+	free(path);
+	return h;
+}
+
 /* --- fingerprints ------------------------------------------------------ */
 
 struct group {
 	char		*fp;
 	char		 cls;		/* f or i */
 	uint64_t	 smallest;
-	size_t		 rec;		/* index in results of the smallest */
+	json_t		*first;		/* the record of the smallest */
 	uint64_t	*seeds;		/* ascending: results come by seed */
 	size_t		 n, cap;
 	uint64_t	 flaky;		/* its confirming re-run did not reproduce */
@@ -376,7 +494,7 @@ record_fp(const char *cfg_name, const json_t *r)
 }
 
 static size_t
-group_add(struct groups *g, char *fp, char cls, uint64_t seed, size_t rec)
+group_add(struct groups *g, char *fp, char cls, uint64_t seed, json_t *rec)
 {
 	struct group	*x;
 	size_t		 i;
@@ -391,13 +509,14 @@ group_add(struct groups *g, char *fp, char cls, uint64_t seed, size_t rec)
 		x->fp = fp;
 		x->cls = cls;
 		x->smallest = seed;
-		x->rec = rec;
+		x->first = json_incref(rec);
 	} else {
 		x = &g->v[i];
 		free(fp);
 		if (seed < x->smallest) {
 			x->smallest = seed;
-			x->rec = rec;
+			json_decref(x->first);
+			x->first = json_incref(rec);
 		}
 	}
 	if (x->n == x->cap) {
@@ -416,6 +535,7 @@ groups_free(struct groups *g)
 	for (i = 0; i < g->n; i++) {
 		free(g->v[i].fp);
 		free(g->v[i].seeds);
+		json_decref(g->v[i].first);
 	}
 	free(g->v);
 	memset(g, 0, sizeof(*g));
@@ -452,14 +572,15 @@ csp_hash(const char *s, char out[64])
 
 struct page {
 	struct rh	 h;
-	json_t		*results;
 	const char	*cfg_name;
 	struct seed_range seeds;
 	uint64_t	 count;
 	struct groups	 g;
 	char		*cls;		/* per seed of the range: p f i m */
-	int32_t		*rec;		/* per seed: index in results, -1 none */
+	char		**title;	/* per seed, at most RH_GRID_CELLS: "reason —
+					   message's first line", NULL: none */
 	int32_t		*grp;		/* per seed: its group, -1 none */
+	char		 err[ERR_LEN];	/* a record that does not fit */
 	const struct report_html_opts *o;
 };
 
@@ -566,17 +687,17 @@ put_header(struct page *p)
 	    json_object_get(r, "regressions") ? "<a href=\"#regressions\">Regressions</a>" : "");
 }
 
-/* The first line of a record's message, at most 200 bytes. */
-static void
-put_message_line(struct rh *h, const json_t *r)
+/* A grid cell's words: " reason — the message's first line" (200 bytes). */
+static char *
+cell_title(const json_t *r)
 {
-	const char	*m = jstr(r, "message");
-	size_t		 n;
+	const char	*m = jstr(r, "message"), *why = jstr(r, "reason");
+	size_t		 n = m ? strcspn(m, "\r\n") : 0;
 
-	if (m == NULL)
-		return;
-	n = strcspn(m, "\r\n");
-	rh_textn(h, m, n < 200 ? n : 200);
+	if (n > 200)
+		n = utf8_prefix(m, n, 200);
+	return xasprintf("%s%s%s%.*s", why ? " " : "", why ? why : "", n ? " — " : "",
+	    (int)n, m ? m : "");
 }
 
 static const char *
@@ -595,7 +716,6 @@ static void
 grid_cell(struct page *p, uint64_t k)
 {
 	struct rh	*h = &p->h;
-	json_t		*r = p->rec[k] >= 0 ? json_array_get(p->results, (size_t)p->rec[k]) : NULL;
 	uint64_t	 seed = p->seeds.first + k;
 	char		 c = p->cls[k];
 
@@ -605,14 +725,8 @@ grid_cell(struct page *p, uint64_t k)
 	else
 		rh_put(h, "<i class=\"c %c\" title=\"seed %" PRIu64 ": %s", c, seed,
 		    cls_word(c));
-	if (r != NULL && jstr(r, "reason")) {
-		rh_put(h, " ");
-		rh_text(h, jstr(r, "reason"));
-	}
-	if (r != NULL && jstr(r, "message")) {
-		rh_put(h, " — ");
-		put_message_line(h, r);
-	}
+	if (p->title[k] != NULL)
+		rh_text(h, p->title[k]);
 	rh_put(h, p->grp[k] >= 0 ? "\"></a>" : "\"></i>");
 }
 
@@ -826,7 +940,7 @@ put_group(struct page *p, size_t gi)
 {
 	struct rh	*h = &p->h;
 	struct group	*g = &p->g.v[gi];
-	json_t		*rec = json_array_get(p->results, g->rec), *inv, *conf;
+	json_t		*rec = g->first, *inv, *conf;
 	json_t		*rep = json_object_get(rec, "reproduced");
 	char		*words = fp_words(jstr(rec, "reason"), json_object_get(rec, "invariants"));
 	size_t		 i;
@@ -1080,14 +1194,50 @@ struct prev_fp {
 	uint64_t	 n, smallest;
 };
 
+struct prev {
+	json_t		*head;
+	struct prev_fp	*v;
+	size_t		 n;
+};
+
+static void
+prev_head(json_t *h, void *arg)
+{
+	((struct prev *)arg)->head = json_incref(h);
+}
+
+static void
+prev_rec(json_t *r, void *arg)
+{
+	struct prev	*pv = arg;
+	const char	*name = jstr(json_object_get(pv->head, "config"), "name");
+	char		*fp;
+	size_t		 j;
+	uint64_t	 seed = (uint64_t)jint(r, "seed", 0);
+
+	if (verdict_class(jstr(r, "verdict")) == 'p')
+		return;
+	fp = record_fp(name ? name : "", r);
+	for (j = 0; j < pv->n && strcmp(pv->v[j].fp, fp) != 0; j++)
+		;
+	if (j == pv->n) {
+		pv->v = xreallocarray(pv->v, pv->n + 1, sizeof(*pv->v));
+		pv->v[pv->n++] = (struct prev_fp){ fp, 0, seed };
+	} else
+		free(fp);
+	pv->v[j].n++;
+	if (seed < pv->v[j].smallest)
+		pv->v[j].smallest = seed;
+}
+
 static void
 put_since(struct page *p)
 {
 	struct rh	*h = &p->h;
 	const struct report_html_opts *o = p->o;
 	char		 why[512] = "", *prev = NULL, *path;
-	json_t		*pr = NULL, *r;
-	json_error_t	 jerr;
+	json_t		*pr = NULL;
+	struct prev	 pv = { 0 };
 	struct prev_fp	*pf = NULL;
 	size_t		 npf = 0, i, j, nfixed = 0, nflaky = 0;
 	const char	*pname;
@@ -1106,32 +1256,20 @@ put_since(struct page *p)
 		goto flaky;
 	}
 	path = xasprintf("%s/report.json", prev);
-	pr = json_load_file(path, 0, &jerr);
-	free(path);
-	if (pr == NULL) {
+	if (rh_report_stream(path, prev_head, prev_rec, &pv, why) == -1) {
+		free(path);
 		rh_put(h, "<p class=warn>The earlier run ");
 		rh_text(h, prev);
 		rh_put(h, " has no readable report.json (");
-		rh_text(h, jerr.text);
+		rh_text(h, why);
 		rh_put(h, "): nothing to compare.</p>\n");
 		goto flaky;
 	}
+	free(path);
+	pr = pv.head;
+	pf = pv.v;
+	npf = pv.n;
 	pname = jstr(json_object_get(pr, "config"), "name");
-	json_array_foreach(json_object_get(pr, "results"), i, r) {
-		char	*fp;
-
-		if (verdict_class(jstr(r, "verdict")) == 'p')
-			continue;
-		fp = record_fp(pname ? pname : "", r);
-		for (j = 0; j < npf && strcmp(pf[j].fp, fp) != 0; j++)
-			;
-		if (j == npf) {
-			pf = xreallocarray(pf, npf + 1, sizeof(*pf));
-			pf[npf++] = (struct prev_fp){ fp, 0, (uint64_t)jint(r, "seed", 0) };
-		} else
-			free(fp);
-		pf[j].n++;
-	}
 	rh_put(h, "<p>Compared with run <code>");
 	rh_text(h, jstr(pr, "run_id"));
 	rh_put(h, "</code> (");
@@ -1188,7 +1326,7 @@ put_since(struct page *p)
 flaky:
 	rh_put(h, "<h3>Flaky</h3>\n");
 	for (i = 0; i < p->g.n; i++) {
-		json_t	*rec = json_array_get(p->results, p->g.v[i].rec);
+		json_t	*rec = p->g.v[i].first;
 
 		if (!json_is_false(json_object_get(rec, "reproduced")))
 			continue;
@@ -1205,10 +1343,10 @@ flaky:
 	else
 		rh_put(h, "<p class=note>No confirming re-run failed to reproduce its "
 		    "seed.</p>\n");
-	for (j = 0; j < npf; j++)
-		free(pf[j].fp);
-	free(pf);
-	json_decref(pr);
+	for (j = 0; j < pv.n; j++)
+		free(pv.v[j].fp);
+	free(pv.v);
+	json_decref(pv.head);
 	free(prev);
 }
 
@@ -1216,7 +1354,7 @@ char *
 report_html_previous(const char *run_dir, char *why, size_t whylen)
 {
 	char		*abs = realpath(run_dir, NULL), *parent, *slash, *best = NULL;
-	char		*bstart = NULL, *mine = NULL, *path, *name = NULL;
+	char		*bstart = NULL, *mine = NULL, *path, *name = NULL, err[ERR_LEN];
 	DIR		*d;
 	struct dirent	*e;
 	json_t		*r;
@@ -1228,13 +1366,11 @@ report_html_previous(const char *run_dir, char *why, size_t whylen)
 	parent = xstrdup(abs);
 	if ((slash = strrchr(parent, '/')) != NULL)
 		*(slash == parent ? slash + 1 : slash) = '\0';
-	path = xasprintf("%s/report.json", abs);
-	if ((r = json_load_file(path, 0, NULL)) != NULL) {
+	if ((r = report_html_head(abs, err)) != NULL) {
 		mine = xstrdup(jstr(r, "started_at"));
 		name = xstrdup(jstr(json_object_get(r, "config"), "name"));
 	}
 	json_decref(r);
-	free(path);
 	if ((d = opendir(parent)) == NULL) {
 		snprintf(why, whylen, "No earlier run: cannot read the output root %s (%s).",
 		    parent, strerror(errno));
@@ -1248,7 +1384,8 @@ report_html_previous(const char *run_dir, char *why, size_t whylen)
 			continue;
 		dir = xasprintf("%s/%s", strcmp(parent, "/") == 0 ? "" : parent, e->d_name);
 		path = xasprintf("%s/report.json", dir);
-		r = strcmp(dir, abs) != 0 ? json_load_file(path, 0, NULL) : NULL;
+		r = strcmp(dir, abs) != 0 && access(path, R_OK) == 0 ?
+		    report_html_head(dir, err) : NULL;
 		free(path);
 		st = jstr(r, "started_at");
 		/* of the same config, earlier than this run, the newest of those */
@@ -1283,47 +1420,73 @@ out:
 
 /* --- the whole ---------------------------------------------------------- */
 
-static int
-page_index(struct page *p, char *err)
+/* report.json's head: the run's facts, and the seed range to index. */
+static void
+page_head(json_t *head, void *arg)
 {
-	json_t		*r;
-	size_t		 i, gi;
-	uint64_t	 k, *remap;
-	struct group	*sorted;
-	json_t		*seeds = json_object_get(p->h.report, "seeds");
+	struct page	*p = arg;
+	json_t		*seeds = json_object_get(head, "seeds");
+	uint64_t	 k;
 
-	p->results = json_object_get(p->h.report, "results");
-	p->cfg_name = jstr(json_object_get(p->h.report, "config"), "name");
-	if (!json_is_array(p->results) || p->cfg_name == NULL ||
-	    !json_is_integer(json_object_get(seeds, "first")) ||
+	p->h.report = json_incref(head);
+	p->cfg_name = jstr(json_object_get(head, "config"), "name");
+	if (p->cfg_name == NULL || !json_is_integer(json_object_get(seeds, "first")) ||
 	    !json_is_integer(json_object_get(seeds, "last")) ||
-	    jint(seeds, "last", 0) < jint(seeds, "first", 0))
-		return errf(err, "%s/report.json lacks results, config.name or seeds", p->h.dir);
+	    jint(seeds, "last", 0) < jint(seeds, "first", 0)) {
+		errf(p->err, "%s/report.json lacks config.name or seeds", p->h.dir);
+		return;
+	}
 	p->seeds.first = (uint64_t)jint(seeds, "first", 0);
 	p->seeds.last = (uint64_t)jint(seeds, "last", 0);
 	p->count = p->seeds.last - p->seeds.first + 1;
-	if (p->count > 100000000)
-		return errf(err, "%s/report.json: %" PRIu64 " seeds is more than report.html "
+	if (p->count > 100000000) {
+		errf(p->err, "%s/report.json: %" PRIu64 " seeds is more than report.html "
 		    "draws (100,000,000)", p->h.dir, p->count);
+		p->count = 0;
+		return;
+	}
 	p->cls = xcalloc(p->count, 1);
 	memset(p->cls, 'm', p->count);
-	p->rec = xcalloc(p->count, sizeof(int32_t));
 	p->grp = xcalloc(p->count, sizeof(int32_t));
+	if (p->count <= RH_GRID_CELLS)
+		p->title = xcalloc(p->count, sizeof(char *));
 	for (k = 0; k < p->count; k++)
-		p->rec[k] = p->grp[k] = -1;
-	json_array_foreach(p->results, i, r) {
-		int64_t	seed = jint(r, "seed", -1);
-		char	c = verdict_class(jstr(r, "verdict"));
+		p->grp[k] = -1;
+}
 
-		if (seed < (int64_t)p->seeds.first || seed > (int64_t)p->seeds.last)
-			continue;
-		k = (uint64_t)seed - p->seeds.first;
-		p->cls[k] = c;
-		p->rec[k] = (int32_t)i;
-		if (c != 'p')
-			p->grp[k] = (int32_t)group_add(&p->g, record_fp(p->cfg_name, r), c,
-			    (uint64_t)seed, i);
+/* One record: its cell, its group; nothing else of it is kept. */
+static void
+page_rec(json_t *r, void *arg)
+{
+	struct page	*p = arg;
+	int64_t		 seed = jint(r, "seed", -1);
+	char		 c = verdict_class(jstr(r, "verdict"));
+	uint64_t	 k;
+
+	if (p->cls == NULL || seed < (int64_t)p->seeds.first || seed > (int64_t)p->seeds.last)
+		return;
+	k = (uint64_t)seed - p->seeds.first;
+	p->cls[k] = c;
+	if (p->title != NULL) {
+		free(p->title[k]);
+		p->title[k] = cell_title(r);
 	}
+	if (c != 'p')
+		p->grp[k] = (int32_t)group_add(&p->g, record_fp(p->cfg_name, r), c,
+		    (uint64_t)seed, r);
+}
+
+static int
+page_index(struct page *p, const char *path, char *err)
+{
+	size_t		 gi;
+	uint64_t	 k, *remap;
+	struct group	*sorted;
+
+	if (rh_report_stream(path, page_head, page_rec, p, err) == -1)
+		return -1;
+	if (p->h.report == NULL || p->cls == NULL)
+		return errf(err, "%s", *p->err ? p->err : "report.json has no head");
 	/* Sections in group_cmp order: the cells' links follow. */
 	sorted = xcalloc(p->g.n + 1, sizeof(*sorted));
 	memcpy(sorted, p->g.v, p->g.n * sizeof(*sorted));
@@ -1392,23 +1555,20 @@ report_html_write(const struct report_html_opts *o, size_t *size, char *err)
 	struct page	 p = { .o = o };
 	char		*path = xasprintf("%s/report.json", o->run_dir);
 	char		*out = xasprintf("%s/%s", o->run_dir, RH_NAME), *tmp = NULL;
-	json_error_t	 jerr;
 	bool		 ok;
 	int		 rc = -1, fd = -1;
 	long		 end;
+	uint64_t	 k;
 
 	p.h.dir = o->run_dir;
 	report_scrub_init(&p.h.scrub, o->cfg);
-	if ((p.h.report = json_load_file(path, 0, &jerr)) == NULL) {
-		if (access(path, F_OK) == -1)
-			errf(err, "%s: %s (is %s the --out folder of a finished run? a run "
-			    "stopped midway writes it once resumed: soak run CONFIG --resume "
-			    "%s)", path, strerror(errno), o->run_dir, o->run_dir);
-		else
-			errf(err, "%s:%d:%d: %s", path, jerr.line, jerr.column, jerr.text);
+	if (access(path, R_OK) == -1) {
+		errf(err, "%s: %s (is %s the --out folder of a finished run? a run "
+		    "stopped midway writes it once resumed: soak run CONFIG --resume %s)",
+		    path, strerror(errno), o->run_dir, o->run_dir);
 		goto out;
 	}
-	if (page_index(&p, err) == -1)
+	if (page_index(&p, path, err) == -1)
 		goto out;
 	tmp = xasprintf("%s.tmp.%d", out, (int)getpid());
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1 ||
@@ -1435,7 +1595,9 @@ out:
 	json_decref(p.h.report);
 	groups_free(&p.g);
 	free(p.cls);
-	free(p.rec);
+	for (k = 0; p.title && k < p.count; k++)
+		free(p.title[k]);
+	free(p.title);
 	free(p.grp);
 	report_scrub_free(&p.h.scrub);
 	free(path);

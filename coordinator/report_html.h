@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <jansson.h>
+
 #include "common/config.h"
 
 #define RH_NAME		"report.html"
@@ -77,6 +79,9 @@ int	 report_html_write(const struct report_html_opts *o, size_t *size, char *err
  * (ties: the greater folder name).
  */
 char	*report_html_previous(const char *run_dir, char *why, size_t whylen);
+
+/* RUN_DIR/report.json without its results (a new reference), or NULL with err. */
+json_t	*report_html_head(const char *run_dir, char *err);
 
 /*
  * Secrets out of untrusted text: the one place report.html calls the

@@ -22,6 +22,15 @@ struct rh {
 	uint64_t		 svg_ids;	/* for ids unique in the page */
 };
 
+/*
+ * report.json read one record at a time, so a run of millions of seeds
+ * is never one tree in memory: head_fn gets the object without
+ * "results", then rec_fn each record, in file order (both borrowed;
+ * rec_fn NULL: the head alone).  0, or -1 with err.
+ */
+int	rh_report_stream(const char *path, void (*head_fn)(json_t *, void *),
+	    void (*rec_fn)(json_t *, void *), void *arg, char *err);
+
 /* Untrusted text, scrubbed and escaped. */
 void	rh_text(struct rh *h, const char *s);
 /* The same for at most n bytes of s (whole UTF-8 characters). */
