@@ -6,6 +6,7 @@
  */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -129,6 +130,131 @@ test_hostile_run(void **state)
 	free(path);
 }
 
+/* A run folder dir/name: seeds 0..n-1, seed s failing with fps[s % 3] when s % 7 == 1. */
+static void
+write_run(const char *dir, const char *started, uint64_t n, const char *const fps[3],
+    uint64_t recorded)
+{
+	json_t		*res = json_array(), *r;
+	char		*path;
+	uint64_t	 s;
+
+	for (s = 0; s < recorded && s < n; s++) {
+		bool		 fail = s % 7 == 1;
+		const char	*fp = fps[s % 3];
+
+		json_array_append_new(res, json_pack("{s:I, s:s, s:o, s:s, s:o, s:[]}",
+		    "seed", (json_int_t)s, "verdict", fail ? "fail" : "pass",
+		    "reason", fail ? json_string("invariant") : json_null(),
+		    "message", fail ? "1 invariant(s) broken after round 0" : "4 of 4 turns ok",
+		    "fingerprint", fail ? json_sprintf("t|invariant|%s", fp) : json_null(),
+		    "invariants"));
+	}
+	r = json_pack("{s:i, s:s, s:{s:s, s:s}, s:{s:I, s:I, s:I}, s:s, s:{s:i}, s:o}",
+	    "format", 1, "run_id", started, "config", "name", "t", "hash", "h",
+	    "seeds", "first", (json_int_t)0, "last", (json_int_t)(n - 1),
+	    "count", (json_int_t)n, "started_at", started, "totals", "fail", 1,
+	    "results", res);
+	assert_int_equal(mkdir_p(dir, 0755, NULL), 0);
+	path = xasprintf("%s/report.json", dir);
+	assert_int_equal(json_dump_file(r, path, JSON_INDENT(2)), 0);
+	free(path);
+	json_decref(r);
+}
+
+static char *
+render(const char *dir, const char *previous)
+{
+	struct report_html_opts	 o = { .run_dir = dir, .previous = previous };
+	char			 err[ERR_LEN], *path = xasprintf("%s/report.html", dir), *html;
+	size_t			 len;
+
+	if (report_html_write(&o, NULL, err) == -1)
+		fail_msg("%s", err);
+	html = read_file(path, 1 << 26, &len, err);
+	assert_non_null(html);
+	free(path);
+	return html;
+}
+
+static size_t
+count(const char *s, const char *what)
+{
+	size_t	n = 0;
+
+	for (; (s = strstr(s, what)) != NULL; s++)
+		n++;
+	return n;
+}
+
+/* Past RH_GRID_CELLS seeds a cell is a bin: 12,000 seeds are 2,400 cells of 5. */
+static void
+test_binning(void **state)
+{
+	static const char *const fps[3] = { "a", "b", "c" };
+	char	 root[] = "/tmp/soak-test-rhtml.XXXXXX", *dir, *html, *cmd;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	dir = xasprintf("%s/run", root);
+	write_run(dir, "2026-11-30T00:00:00Z", 12000, fps, 11000);
+	html = render(dir, "");
+	assert_int_equal(count(html, "class=\"c "), 2400);
+	assert_non_null(strstr(html, "title=\"seeds 0..4: 1 fail 4 pass\""));
+	/* the last 1,000 seeds never reported */
+	assert_non_null(strstr(html, "title=\"seeds 11995..11999: 5 without a verdict\""));
+	free(html);
+	free(dir);
+	/* a run at the threshold is a cell a seed */
+	dir = xasprintf("%s/small", root);
+	write_run(dir, "2026-11-30T00:00:00Z", RH_GRID_CELLS, fps, RH_GRID_CELLS);
+	html = render(dir, "");
+	assert_int_equal(count(html, "class=\"c "), RH_GRID_CELLS);
+	free(html);
+	free(dir);
+	cmd = xasprintf("rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+}
+
+/* Against the newest earlier run of the config beside it: new, still, fixed. */
+static void
+test_previous(void **state)
+{
+	static const char *const then[3] = { "x", "y", "x" }, *const now[3] = { "y", "z", "z" };
+	char	 root[] = "/tmp/soak-test-rhtml.XXXXXX", *a, *b, *c, *html, *cmd, why[512];
+	char	*prev;
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	a = xasprintf("%s/a", root);
+	b = xasprintf("%s/b", root);
+	c = xasprintf("%s/c", root);
+	write_run(a, "2026-11-29T00:00:00Z", 50, then, 50);
+	write_run(b, "2026-11-30T00:00:00Z", 50, now, 50);
+	write_run(c, "2026-12-01T00:00:00Z", 50, then, 50);	/* later: not "previous" */
+	prev = report_html_previous(b, why, sizeof(why));
+	assert_non_null(prev);
+	assert_non_null(strstr(prev, "/a"));
+	free(prev);
+	assert_null(report_html_previous(a, why, sizeof(why)));
+	assert_non_null(strstr(why, "No earlier run of t under the output root"));
+	html = render(b, NULL);
+	assert_non_null(strstr(html, "<tr class=\"new\"><td><span class=\"badge b-new\">new"
+	    "</span></td><td><a href=\"#g"));
+	assert_int_equal(count(html, "<tr class=\"new\">"), 1);
+	assert_int_equal(count(html, "<tr class=\"still\">"), 1);
+	assert_int_equal(count(html, "<tr class=fixed>"), 1);
+	assert_non_null(strstr(html, "fixed</span></td><td><code>t|invariant|x</code>"));
+	free(html);
+	cmd = xasprintf("rm -rf '%s'", root);
+	assert_int_equal(system(cmd), 0);
+	free(cmd);
+	free(a);
+	free(b);
+	free(c);
+}
+
 int
 main(void)
 {
@@ -136,6 +262,8 @@ main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_scrub),
 		cmocka_unit_test(test_hostile_run),
+		cmocka_unit_test(test_binning),
+		cmocka_unit_test(test_previous),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
