@@ -65,8 +65,8 @@ static const char page_css[] =
 ".c{display:block;flex:0 0 13px;height:13px;border-radius:2px}"
 ".p{background:var(--pass)}.f{background:var(--fail)}.i{background:var(--infra)}"
 ".m{background:#fff;border:1px dashed #818b98}"
-".f.part{background:repeating-linear-gradient(135deg,var(--fail) 0 3px,var(--pass) 3px 6px)}"
-".i.part{background:repeating-linear-gradient(135deg,var(--infra) 0 3px,var(--pass) 3px 6px)}"
+".f.part{background:radial-gradient(circle,var(--fail) 0 3.5px,var(--pass) 4px)}"
+".i.part{background:radial-gradient(circle,var(--infra) 0 3.5px,var(--pass) 4px)}"
 "a.c:hover,a.c:focus{outline:2px solid var(--ink)}"
 ".legend{font-size:12.5px;color:var(--mute);margin:4px 0}.legend>span{margin-right:16px;white-space:nowrap}"
 ".legend svg{display:inline-block;vertical-align:-2px;margin-right:3px}"
@@ -769,7 +769,10 @@ grid_bin(struct page *p, uint64_t k, uint64_t n)
 	rh_put(h, grp >= 0 ? "\"></a>" : "\"></i>");
 }
 
-/* The bin size: the smallest of 1, 2, 5, 10, 20, 25, 50, 100, ... that fits. */
+/*
+ * The bin size: 1 up to RH_GRID_CELLS seeds, else the smallest of 2, 5,
+ * 10, 20, 25, 50, 100, ... that makes at most RH_GRID_BINS cells.
+ */
 static uint64_t
 bin_size(uint64_t count)
 {
@@ -777,9 +780,11 @@ bin_size(uint64_t count)
 	uint64_t		scale = 1;
 	size_t			i;
 
+	if (count <= RH_GRID_CELLS)
+		return 1;
 	for (;;) {
 		for (i = 0; i < nitems(steps); i++)
-			if ((count + steps[i] * scale - 1) / (steps[i] * scale) <= RH_GRID_CELLS)
+			if ((count + steps[i] * scale - 1) / (steps[i] * scale) <= RH_GRID_BINS)
 				return steps[i] * scale;
 		scale *= 100;
 	}
@@ -800,7 +805,7 @@ put_grid(struct page *p)
 	else
 		rh_put(h, "%" PRIu64 " seeds are too many for a cell each: one cell per %"
 		    PRIu64 " seeds (%" PRIu64 " cells), coloured by the worst verdict in "
-		    "it, striped when some of its seeds passed; hover for the counts, "
+		    "it, a dot when only some of its seeds failed; hover for the counts, "
 		    "click a failing one for its failure.", p->count, bin, cells);
 	rh_put(h, "</p>\n<div class=legend><span><i class=\"sw p\"></i>pass</span>"
 	    "<span><i class=\"sw f\"></i>fail</span><span><i class=\"sw i\"></i>infra</span>"

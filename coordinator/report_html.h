@@ -43,6 +43,7 @@
 
 #define RH_NAME		"report.html"
 #define RH_GRID_CELLS	5000	/* seeds drawn one cell each; past it, bins */
+#define RH_GRID_BINS	2500	/* at most this many bins */
 #define RH_LIST_SEEDS	500	/* seeds linked in a fingerprint's list */
 #define RH_GROUPS	50	/* fingerprints given a section of their own */
 #define RH_LANE_MARKS	4000	/* exchanges drawn in one swimlane */

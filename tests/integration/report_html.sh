@@ -119,8 +119,8 @@ size=$(stat -c %s "$T/big/report.html")
 [ "$size" -le 15000000 ] || fail "the 100,000-seed page is $size bytes, over 15 MB"
 ok "100,000 seeds: $size bytes"
 $CHECK "$T/big/report.html" >"$T/big.json" || fail "the 100,000-seed page does not parse"
-expect_eq "grid cells (a bin of 25 seeds each)" 4000 "$(fact "$T/big.json" .cells)"
-expect_match "a bin says its seeds and counts" '^seeds 0\.\.24: 1 fail 24 pass$' \
+expect_eq "grid cells (a bin of 50 seeds each)" 2000 "$(fact "$T/big.json" .cells)"
+expect_match "a bin says its seeds and counts" '^seeds 0\.\.49: 1 fail 49 pass$' \
     "$(fact "$T/big.json" '.cell_titles[0]')"
 expect_ge "worker-timeline bars, merged below a pixel" 16 "$(fact "$T/big.json" .worker_bars)"
 [ "$(fact "$T/big.json" .worker_bars)" -le 20000 ] || fail "worker bars not merged"
