@@ -101,7 +101,7 @@ static const char page_css[] =
 ".wait{stroke:#CC79A7;stroke-width:1.5;fill:none}.arrh{fill:#CC79A7}"
 ".w-p{fill:var(--pass)}.w-f{fill:var(--fail)}.w-i{fill:var(--infra)}.w-c{fill:var(--accent)}"
 ".lost{stroke:#000;stroke-width:2}.quar{fill:#000}"
-"details>summary{cursor:pointer;color:var(--accent)}"
+"details>summary{cursor:pointer;color:var(--accent)}.seeds{margin:10px 0}.seeds details{display:inline}"
 "#loadms:empty{display:none}";
 
 /* Stamps how long the page took to load, for people and the browser test. */
@@ -826,19 +826,27 @@ put_grid(struct page *p)
 	rh_put(h, "</div>\n");
 }
 
-/* Seeds as runs of the seed grammar, the first RH_LIST_SEEDS linked. */
+/*
+ * Seeds as runs of the seed grammar, each end linked to its result.json:
+ * the first few inline, up to RH_LIST_SEEDS under "all N".
+ */
 static void
 put_seed_list(struct rh *h, const struct group *g)
 {
 	size_t	 i, j, shown = 0;
+	bool	 fold = false;
 
-	rh_put(h, "<p>%zu seed%s: ", g->n, g->n == 1 ? "" : "s");
+	rh_put(h, "<div class=seeds>%zu seed%s: ", g->n, g->n == 1 ? "" : "s");
 	for (i = 0; i < g->n; i = j) {
 		for (j = i + 1; j < g->n && g->seeds[j] == g->seeds[j - 1] + 1; j++)
 			;
 		if (shown >= RH_LIST_SEEDS) {
 			rh_put(h, " … and %zu more (report.json has them all)", g->n - i);
 			break;
+		}
+		if (shown >= 24 && !fold) {
+			rh_put(h, " <details><summary>all %zu</summary>", g->n);
+			fold = true;
 		}
 		rh_put(h, "%s<a href=\"failures/%" PRIu64 "/result.json\">%" PRIu64 "</a>",
 		    i ? ", " : "", g->seeds[i], g->seeds[i]);
@@ -847,7 +855,7 @@ put_seed_list(struct rh *h, const struct group *g)
 			    "</a>", g->seeds[j - 1], g->seeds[j - 1]);
 		shown += j - i > 1 ? 2 : 1;
 	}
-	rh_put(h, "</p>\n");
+	rh_put(h, "%s</div>\n", fold ? "</details>" : "");
 }
 
 static void
