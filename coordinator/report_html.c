@@ -1110,7 +1110,7 @@ static void
 put_json(struct rh *h, const json_t *v, int depth)
 {
 	const char	*k;
-	json_t		*x;
+	json_t		*x, *w;
 	size_t		 i;
 	char		*s;
 
@@ -1129,9 +1129,9 @@ put_json(struct rh *h, const json_t *v, int depth)
 			rh_text(h, k);
 			rh_put(h, "</th><td>");
 			if (strcmp(k, "warnings") == 0 && json_is_array(x)) {
-				json_array_foreach(x, i, v) {
+				json_array_foreach(x, i, w) {
 					rh_put(h, "<div class=warn>");
-					put_json(h, v, depth + 1);
+					put_json(h, w, depth + 1);
 					rh_put(h, "</div>");
 				}
 				if (json_array_size(x) == 0)

@@ -157,9 +157,17 @@ $SYN "$T/old" --seeds 40 --no-times
 soak_rc rc report "$T/old" >/dev/null
 expect_match "no worker timeline, said" "journal has no times" "$(cat "$T/old/report.html")"
 expect_match "check times not recorded, said" "its time was not recorded" "$(cat "$T/old/report.html")"
-$SYN "$T/sched" --seeds 20 --scheduled --hostile
+$SYN "$T/sched" --seeds 20 --scheduled --hostile --extras --infra-every 5
 soak_rc rc report "$T/sched" >/dev/null
 $CHECK "$T/sched/report.html" >"$T/s.json" || fail "the scheduled page does not parse"
 expect_ge "schedules drawn" 1 "$(fact "$T/s.json" .schedules)"
 expect_ge "lock waits drawn as arrows" 1 "$(fact "$T/s.json" .waits)"
 expect_eq "hostile SQL in a schedule stays text" 0 "$(fact "$T/s.json" .imgs)"
+expect_match "coverage: its warnings" 'proxy "cache" saw no exchange <script>' "$(fact "$T/s.json" .text)"
+expect_match "coverage: the PCT bound" 'PCT depth 3 over 40 steps' "$(fact "$T/s.json" .text)"
+expect_match "the minimized story" "turn 1's reply was lost, so it asked again <script>" \
+    "$(fact "$T/s.json" .text)"
+expect_match "a quarantined worker, marked" '<title>quarantined: 3 infra outcomes' \
+    "$(cat "$T/sched/report.html")"
+expect_match "infra attempts, marked" 'class="w-i"' "$(cat "$T/sched/report.html")"
+expect_match "no coverage: said" 'has no coverage' "$(cat "$T/old/report.html")"
