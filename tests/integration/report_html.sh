@@ -18,9 +18,10 @@ fact() { jq -r "$2" "$1"; }	# FACTS.json JQ
 browser() {
 	local prof
 	prof=$(mktemp -d "$T/chrome.XXXXXX")
-	timeout 60 unshare -n chromium --headless --no-sandbox --disable-gpu --disable-quic \
+	timeout 90 unshare -n chromium --headless --no-sandbox --disable-gpu --disable-quic \
 	    --no-first-run --disable-background-networking --disable-component-update \
-	    --disable-sync --user-data-dir="$prof" "$@" 2>>"$T/chromium.log"
+	    --disable-sync --user-data-dir="$prof" "$@" 2>>"$T/chromium.log" ||
+	    fail "watchdog: chromium $* did not finish within 90 s, or failed (exit $?; $T/chromium.log)"
 }
 
 phase "a system under test that writes markup into its rows and stderr"
