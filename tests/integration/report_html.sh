@@ -30,7 +30,8 @@ printf 'CREATE TABLE t (v text);\n' >"$T/h.sql"
 cat >"$T/turn.sh" <<'SH'
 #!/bin/sh
 v='<script>alert(1)</script>"><img src=x onerror=alert(2)>'
-psql -qAt -v ON_ERROR_STOP=1 -v v="$v t$SOAK_TURN" -c "INSERT INTO t VALUES (:'v')" >/dev/null || exit 1
+# psql interpolates :'v' (quoted, as a literal) in what it reads, not in -c
+echo "INSERT INTO t VALUES (:'v');" | psql -qAt -v ON_ERROR_STOP=1 -v v="$v t$SOAK_TURN" >/dev/null || exit 1
 echo "$v" >&2
 SH
 chmod +x "$T/turn.sh"
@@ -49,6 +50,8 @@ invariants:
 YAML
 soak_rc rc run "$T/h.yaml" --workers 2 --out "$T/runs/h" >"$T/h.out" 2>"$T/h.err"
 expect_eq "hostile run exit status" 1 "$rc"
+expect_eq "every seed broke the invariant" '["fail/invariant"]' \
+    "$(jq -c '[.results[] | "\(.verdict)/\(.reason)"] | unique' "$T/runs/h/report.json")"
 expect_match "the summary names the page" "page: +$T/runs/h/report.html" "$(cat "$T/h.out")"
 $CHECK "$T/runs/h/report.html" >"$T/h.json" || fail "report.html does not parse as HTML5"
 ok "report.html parses (html5lib, strict)"
