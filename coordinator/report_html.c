@@ -928,11 +928,20 @@ put_story(struct page *p, const struct group *g, const json_t *rec)
 	}
 	plan = x ? json_object_get(x, "plan") : NULL;
 	if (json_is_string(plan)) {
-		rh_put(h, "<p>plan: <a href=\"");
-		rh_text(h, json_string_value(plan));
-		rh_put(h, "\">");
-		rh_text(h, json_string_value(plan));
-		rh_put(h, "</a></p>\n");
+		/* a link only to a file of the run folder: no scheme, no way up */
+		const char	*pl = json_string_value(plan);
+		bool		 link = *pl != '/' && strstr(pl, "..") == NULL &&
+				    strspn(pl, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789._-/") == strlen(pl);
+
+		rh_put(h, "<p>plan: ");
+		if (link) {
+			rh_put(h, "<a href=\"");
+			rh_text(h, pl);
+			rh_put(h, "\">");
+		}
+		rh_text(h, pl);
+		rh_put(h, "%s</p>\n", link ? "</a>" : "");
 	} else if (plan != NULL && (txt = json_dumps(plan, JSON_INDENT(1))) != NULL) {
 		rh_put(h, "<details><summary>the minimized plan</summary><pre>");
 		rh_textn(h, txt, 64 * 1024);

@@ -103,6 +103,9 @@ test_hostile_run(void **state)
 	    "started_at", bad, "finished_at", bad, "wall_ms", 5, "workers",
 	    "totals", "pass", 0, "fail", 1, "infra", 0, "missing", 0,
 	    "exit_status", 1, "results", res);
+	/* a plan that is a URL is text, never a link */
+	json_object_set_new(r, "groups", json_pack("[{s:s, s:s, s:s}]", "fingerprint", bad,
+	    "story", bad, "plan", "javascript:alert(3)"));
 	path = xasprintf("%s/report.json", dir);
 	assert_int_equal(json_dump_file(r, path, 0), 0);
 	free(path);
@@ -122,6 +125,8 @@ test_hostile_run(void **state)
 	assert_null(strstr(html, "onerror=alert(2)>"));
 	assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;&quot;&gt;&lt;img"));
 	assert_non_null(strstr(html, "Content-Security-Policy"));
+	assert_null(strstr(html, "href=\"javascript"));
+	assert_non_null(strstr(html, "plan: javascript:alert(3)</p>"));
 	free(html);
 	unlink(path);
 	free(path);
