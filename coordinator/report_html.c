@@ -435,6 +435,22 @@ rh_report_stream(const char *path, void (*head_fn)(json_t *, void *),
 		rec_fn(r, arg);
 		json_decref(r);
 	}
+	/* Keys after "results" (report.c writes none; another writer may):
+	 * into the head, which the callbacks hold. */
+	if (rec_fn != NULL && p < end && *p == ']') {
+		for (p++; p < end && strchr(" \t\r\n", *p); p++)
+			;
+		if (p < end && *p == ',') {
+			head = xcalloc((size_t)(end - p) + 1, 1);
+			memcpy(head, p, (size_t)(end - p));
+			head[0] = '{';
+			if ((r = json_loadb(head, (size_t)(end - p), 0, NULL)) != NULL &&
+			    json_is_object(r))
+				json_object_update(h, r);
+			json_decref(r);
+			free(head);
+		}
+	}
 	rc = 0;
 out:
 	json_decref(h);
