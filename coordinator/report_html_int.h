@@ -7,11 +7,14 @@
 #ifndef SOAK_REPORT_HTML_INT_H
 #define SOAK_REPORT_HTML_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include <jansson.h>
 
+#include "common/seed.h"
+#include "common/util.h"
 #include "coordinator/report_html.h"
 
 struct rh {
@@ -21,6 +24,56 @@ struct rh {
 	struct report_scrub	 scrub;
 	uint64_t		 svg_ids;	/* for ids unique in the page */
 };
+
+struct group {
+	char		*fp;
+	char		 cls;		/* f or i */
+	uint64_t	 smallest;
+	json_t		*first;		/* the record of the smallest */
+	uint64_t	*seeds;		/* ascending: results come by seed */
+	size_t		 n, cap;
+	uint64_t	 flaky;		/* its confirming re-run did not reproduce */
+};
+
+struct groups {
+	struct group	*v;
+	size_t		 n;
+};
+
+struct page {
+	struct rh	 h;
+	const char	*cfg_name;
+	struct seed_range seeds;
+	uint64_t	 count;
+	struct groups	 g;
+	char		*cls;		/* per seed of the range: p f i m */
+	char		**title;	/* per seed, at most RH_GRID_CELLS: "reason —
+					   message's first line", NULL: none */
+	int32_t		*grp;		/* per seed: its group, -1 none */
+	char		 err[ERR_LEN];	/* a record that does not fit */
+	const struct report_html_opts *o;
+};
+
+static inline const char *
+jstr(const json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key));
+}
+
+static inline int64_t
+jint(const json_t *o, const char *key, int64_t dflt)
+{
+	json_t	*v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/* A verdict as the grid's class: p f i, m for none. */
+char	 rh_verdict_class(const char *verdict);
+/* A record's fingerprint: report.json's, or config|reason (heap). */
+char	*rh_record_fp(const char *cfg_name, const json_t *rec);
+/* "Since last time" (report_since.c). */
+void	 rh_since(struct page *p);
 
 /*
  * report.json read one record at a time, so a run of millions of seeds

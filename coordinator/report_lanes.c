@@ -21,20 +21,6 @@
 
 /* --- shared -------------------------------------------------------------- */
 
-static const char *
-jstr(const json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key));
-}
-
-static int64_t
-jint(const json_t *o, const char *key, int64_t dflt)
-{
-	json_t	*v = json_object_get(o, key);
-
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
-}
-
 /* A round step for a time axis of span ms, about n ticks. */
 static int64_t
 tick_step(int64_t span, int n)
