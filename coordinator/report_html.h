@@ -47,6 +47,7 @@
 #define RH_LIST_SEEDS	500	/* seeds linked in a fingerprint's list */
 #define RH_GROUPS	50	/* fingerprints given a section of their own */
 #define RH_LANE_MARKS	4000	/* exchanges drawn in one swimlane */
+#define RH_TRACE_LINES	50000	/* fault-trace lines read for one seed */
 #define RH_SCHED_STEPS	1500	/* scheduled steps drawn in one schedule */
 #define RH_BARS		3000	/* worker-timeline bars before merging */
 

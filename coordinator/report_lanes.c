@@ -157,6 +157,7 @@ struct lane_seed {
 	struct xch	*x;
 	size_t		 nx, capx;
 	bool		 cut;		/* the trace was cut (marker line) */
+	size_t		 cursor;	/* timing_line's next candidate */
 	bool		 timed;		/* some exchange has times */
 	int		 nlanes;	/* turns 0..nlanes-1 */
 	bool		 setup;		/* turn -1 has a lane */
@@ -232,18 +233,22 @@ trace_line(json_t *o, void *arg)
 	x->t_begin = x->t_admit = x->t_end = -1;
 }
 
-/* timing.jsonl: {"proxy","turn","conn","exchange","t_begin_ms","t_admit_ms","t_end_ms"} */
+/*
+ * timing.jsonl: {"proxy","turn","conn","exchange","t_begin_ms","t_admit_ms",
+ * "t_end_ms"}.  The search starts after the last match, so lines in the
+ * trace's own order cost one compare each.
+ */
 static void
 timing_line(json_t *o, void *arg)
 {
 	struct lane_seed	*s = arg;
 	const char		*p = jstr(o, "proxy");
-	size_t			 i;
+	size_t			 k, i;
 
-	if (p == NULL)
+	if (p == NULL || s->nx == 0)
 		return;
-	for (i = 0; i < s->nx; i++) {
-		struct xch	*x = &s->x[i];
+	for (k = 0; k < s->nx; k++) {
+		struct xch	*x = &s->x[i = (s->cursor + k) % s->nx];
 
 		if (x->turn == jint(o, "turn", -2) && x->conn == jint(o, "conn", -2) &&
 		    x->exch == jint(o, "exchange", -2) && strcmp(x->proxy, p) == 0) {
@@ -252,6 +257,7 @@ timing_line(json_t *o, void *arg)
 			x->t_end = jint(o, "t_end_ms", -1);
 			if (x->t_begin >= 0 || x->t_admit >= 0)
 				s->timed = true;
+			s->cursor = i + 1;
 			return;
 		}
 	}
@@ -617,7 +623,7 @@ rh_swimlane(struct rh *h, uint64_t seed, const char *label)
 		free(path);
 		path = xasprintf("%s/workspace/trace.jsonl", dir);
 	}
-	each_line(path, SIZE_MAX, trace_line, &s);
+	each_line(path, RH_TRACE_LINES, trace_line, &s);
 	free(path);
 	path = xasprintf("%s/timing.jsonl", dir);
 	if (stat(path, &st) != 0) {
@@ -625,7 +631,7 @@ rh_swimlane(struct rh *h, uint64_t seed, const char *label)
 		path = xasprintf("%s/workspace/timing.jsonl", dir);
 	}
 	if (s.nx > 0)
-		each_line(path, SIZE_MAX, timing_line, &s);
+		each_line(path, RH_TRACE_LINES, timing_line, &s);
 	free(path);
 	if (json_array_size(s.turns) == 0 && s.nx == 0) {
 		rh_put(h, "<p class=note>The seed recorded no turns and no exchanges "

@@ -34,6 +34,8 @@ p.add_argument("--no-times", action="store_true")
 p.add_argument("--workers", type=int, default=4)
 p.add_argument("--scheduled", action="store_true")
 p.add_argument("--name", default="synth")
+p.add_argument("--exchange-times", action="store_true",
+               help="failures/<seed>/timing.jsonl (docs/report.md), in trace order")
 p.add_argument("--extras", action="store_true",
                help="coverage, regressions, groups[].story/plan, a quarantined worker")
 a = p.parse_args()
@@ -190,6 +192,14 @@ for fp, s in smallest.items():
         full["timing"] = {"started_at_ms": started_ms, "checks": [[0, 36, 39, 1]]}
     with open(os.path.join(d, "result.json"), "w") as f:
         json.dump(full, f, indent=2)
+    if a.exchange_times:
+        with open(os.path.join(d, "timing.jsonl"), "w") as f:
+            for t in range(4):
+                for x in range(2):
+                    b = 3 + 2 * t + 12 * x
+                    f.write(json.dumps({"proxy": "db", "turn": t, "conn": 0, "exchange": x,
+                                        "t_begin_ms": b, "t_admit_ms": b + 1,
+                                        "t_end_ms": b + 6}, separators=(",", ":")) + "\n")
     with open(os.path.join(d, "trace.jsonl"), "w") as f:
         for t in range(4):
             for x in range(2):

@@ -175,3 +175,11 @@ expect_match "a quarantined worker, marked" '<title>quarantined: 3 infra outcome
     "$(cat "$T/sched/report.html")"
 expect_match "infra attempts, marked" 'class="w-i"' "$(cat "$T/sched/report.html")"
 expect_match "no coverage: said" 'has no coverage' "$(cat "$T/old/report.html")"
+expect_match "no exchange times: order, not time, said" 'positions within a turn show order, not time' \
+    "$(cat "$T/sched/report.html")"
+$SYN "$T/timed" --seeds 10 --exchange-times
+soak_rc rc report "$T/timed" >/dev/null
+expect_match "timing.jsonl: exchanges at their times" 'Exchanges at the time the proxy admitted them' \
+    "$(cat "$T/timed/report.html")"
+expect_match "timing.jsonl: an exchange's times on hover" 'began 5 ms, admitted 6 ms, ended 11 ms' \
+    "$(cat "$T/timed/report.html")"
