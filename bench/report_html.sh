@@ -17,21 +17,16 @@ trap 'rm -rf "$T"' EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# one DIR: "bytes median_ms user_ms"
+# one DIR: "bytes median_wall_ms median_cpu_ms" (cpu: user + system, of
+# soak report alone, from bash's time)
 measure() {
-	local i t0 t1 ms=() us=() u1 u1p
-	u1p=$(awk '{ print $16 + $17 }' /proc/$$/stat)
+	local i ms=() cpu=() line TIMEFORMAT='%R %U %S'
 	for i in $(seq "$RUNS"); do
-		t0=$(date +%s%N)
-		"$SOAK" report "$1" --no-previous >/dev/null 2>&1
-		t1=$(date +%s%N)
-		ms+=($(( (t1 - t0) / 1000000 )))
-		# the children's CPU (utime + stime of waited-for children), in ticks
-		u1=$(awk '{ print $16 + $17 }' /proc/$$/stat)
-		us+=($(( (u1 - u1p) * 1000 / $(getconf CLK_TCK) )))
-		u1p=$u1
+		line=$( { time "$SOAK" report "$1" --no-previous >/dev/null 2>&1; } 2>&1 )
+		ms+=($(awk '{ printf "%d", $1 * 1000 }' <<<"$line"))
+		cpu+=($(awk '{ printf "%d", ($2 + $3) * 1000 }' <<<"$line"))
 	done
-	echo "$(stat -c %s "$1/report.html") $(printf '%s\n' "${ms[@]}" | median) $(printf '%s\n' "${us[@]}" | median)"
+	echo "$(stat -c %s "$1/report.html") $(printf '%s\n' "${ms[@]}" | median) $(printf '%s\n' "${cpu[@]}" | median)"
 }
 
 echo "bench/report_html.sh: RUNS=$RUNS, load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores"
