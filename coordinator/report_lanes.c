@@ -55,9 +55,10 @@ time_axis(struct rh *h, int64_t span, int height, int64_t offset_label)
 	for (t = 0; t <= span; t += step) {
 		double	x = xat(t, span);
 
+		/* the last label ends at the edge rather than past it */
 		rh_put(h, "<line class=grd x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\"/>"
-		    "<text class=ax x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
-		    x, TOP - 6, x, height, x, TOP - 10,
+		    "<text class=ax x=\"%.1f\" y=\"%d\" text-anchor=\"%s\">%s</text>\n",
+		    x, TOP - 6, x, height, x, TOP - 10, x > VW - 40 ? "end" : "middle",
 		    rh_dur(t + offset_label, d, sizeof(d)));
 	}
 }
