@@ -157,6 +157,11 @@ if a.extras:
     # the shapes other branches define (docs/report.md): shown as they come
     results_at = report.pop("results")
     report["workers"][1]["quarantined"] = "3 infra outcomes in a row, the last db"
+    # worker 2's lease ended while it ran a seed: a worker lost
+    journal.append({"id": 999999, "worker": 2, "from": 0, "confirm": False,
+                    "seeds": [[a.seeds + 7, 1]], "t": "lease", "at_ms": started_ms + 50})
+    journal.append({"id": 999999, "running": True, "why": "its process died (signal 9)",
+                    "t": "lease_end", "at_ms": started_ms + 90})
     report["coverage"] = {
         "proxies": [{"name": "db", "exchanges": 812, "faults": {"lost_reply": 9, "reset": 4},
                      "forced": 2, "lock_waits": 17, "deadlocks": 1}],

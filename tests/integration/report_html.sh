@@ -174,6 +174,8 @@ expect_match "the minimized story" "turn 1's reply was lost, so it asked again <
 expect_match "a quarantined worker, marked" '<title>quarantined: 3 infra outcomes' \
     "$(cat "$T/sched/report.html")"
 expect_match "infra attempts, marked" 'class="w-i"' "$(cat "$T/sched/report.html")"
+expect_match "a worker lost mid-seed, marked" '<title>worker lost at 90 ms while it ran seed 27: its process died' \
+    "$(cat "$T/sched/report.html")"
 expect_match "no coverage: said" 'has no coverage' "$(cat "$T/old/report.html")"
 expect_match "no exchange times: order, not time, said" 'positions within a turn show order, not time' \
     "$(cat "$T/sched/report.html")"
