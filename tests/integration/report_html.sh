@@ -142,14 +142,14 @@ $SYN "$T/root/c" --seeds 300 --fps "other" --started 2026-11-28T01:00:00Z --name
 soak_rc rc report "$T/root/b" >/dev/null
 $CHECK "$T/root/b/report.html" >"$T/b.json"
 expect_eq "default previous: the newest earlier run of the config" \
-    'new:synth|invariant|stale read still:synth|invariant|lost credit fixed:synth|invariant|dup refund' \
-    "$(fact "$T/b.json" '[.since[] | "\(.[0]):\(.[1])"] | join(" ")')"
+    'fixed:synth|invariant|dup refund new:synth|invariant|stale read still:synth|invariant|lost credit' \
+    "$(fact "$T/b.json" '[.since[] | "\(.[0]):\(.[1])"] | sort | join(" ")')"
 expect_match "flaky: the re-run that did not reproduce" 'flaky seed [0-9]+ — synth\|invariant\|stale read' \
     "$(fact "$T/b.json" '.flaky | join(" ")')"
 soak_rc rc report "$T/root/b" --previous "$T/root/c" >/dev/null
 $CHECK "$T/root/b/report.html" >"$T/bc.json"
-expect_eq "--previous DIR: another run" 'new new fixed' \
-    "$(fact "$T/bc.json" '[.since[] | .[0]] | join(" ")')"
+expect_eq "--previous DIR: another run" 'fixed new new' \
+    "$(fact "$T/bc.json" '[.since[] | .[0]] | sort | join(" ")')"
 soak_rc rc report "$T/root/a" >/dev/null
 expect_match "no earlier run: said" 'No earlier run of synth under the output root' \
     "$(grep -o 'No earlier run[^<]*' "$T/root/a/report.html")"
