@@ -83,6 +83,9 @@ static const char page_css[] =
 "section.fp h3 .badge{margin-right:6px}"
 ".note{color:var(--mute);font-size:12.5px}"
 ".warn{background:#fff8c5;border:1px solid #d4a72c;border-radius:6px;padding:4px 10px;margin:6px 0}"
+"td.num{text-align:right;font-variant-numeric:tabular-nums}tr.unchecked td{color:var(--mute)}"
+"svg.share{display:inline-block;vertical-align:-1px}.sh0{fill:var(--panel);stroke:var(--line)}"
+".sh1{fill:var(--fail)}.pct{background:var(--panel);border-radius:6px;padding:6px 10px}"
 ".scroll{overflow-x:auto;border:1px solid var(--line);border-radius:6px;margin:6px 0}"
 "svg{display:block}svg text{font:11px system-ui,sans-serif;fill:var(--ink)}"
 "svg .ax{fill:var(--mute);font-size:10px}svg .grd{stroke:#eaeef2}"
@@ -1158,12 +1161,185 @@ put_json(struct rh *h, const json_t *v, int depth)
 	}
 }
 
+/* "lost_reply 9, reset 4" of an object of counts, the zeros left out. */
+static void
+put_counts(struct rh *h, const json_t *o, const char *none)
+{
+	const char	*k;
+	json_t		*v;
+	int		 n = 0;
+
+	if (!json_is_object(o)) {
+		if (o != NULL && !json_is_null(o))
+			put_json(h, o, 1);
+		else
+			rh_put(h, "<span class=note>—</span>");
+		return;
+	}
+	json_object_foreach(UNCONST(o), k, v) {
+		if (json_is_integer(v) && json_integer_value(v) == 0)
+			continue;
+		rh_put(h, "%s", n++ ? ", " : "");
+		rh_text(h, k);
+		rh_put(h, " ");
+		put_json(h, v, 1);
+	}
+	if (n == 0)
+		rh_put(h, "<span class=note>%s</span>", none);
+}
+
+static void
+put_cov_int(struct rh *h, const json_t *o, const char *key)
+{
+	json_t	*v = json_object_get(o, key);
+
+	rh_put(h, "<td class=num>");
+	if (v == NULL || json_is_null(v))
+		rh_put(h, "<span class=note>—</span>");
+	else
+		put_json(h, v, 1);
+	rh_put(h, "</td>");
+}
+
+/* coverage.proxies: an object by proxy name (docs/report.md), one row each. */
+static void
+put_cov_proxies(struct rh *h, const json_t *px)
+{
+	static const char *const known[] = { "schedule", "exchanges",
+	    "seeds_with_exchanges", "connections", "faults", "steps",
+	    "steps_per_seed", "forced", "lock_waits", "deadlocks" };
+	const char	*name, *k;
+	json_t		*o, *v, *spp;
+	size_t		 i;
+
+	rh_put(h, "<table class=plain><tr><th>proxy</th><th>schedule</th>"
+	    "<th>exchanges</th><th>seeds with one</th><th>connections</th>"
+	    "<th>faults fired</th><th>steps</th><th>steps a seed (median, most)</th>"
+	    "<th>forced decisions</th><th>lock waits</th><th>deadlocks</th></tr>\n");
+	json_object_foreach(UNCONST(px), name, o) {
+		rh_put(h, "<tr><td>");
+		rh_text(h, name);
+		rh_put(h, "</td><td>");
+		if (jstr(o, "schedule"))
+			rh_text(h, jstr(o, "schedule"));
+		else
+			rh_put(h, "<span class=note>none</span>");
+		rh_put(h, "</td>");
+		put_cov_int(h, o, "exchanges");
+		put_cov_int(h, o, "seeds_with_exchanges");
+		put_cov_int(h, o, "connections");
+		rh_put(h, "<td>");
+		put_counts(h, json_object_get(o, "faults"), "none fired");
+		rh_put(h, "</td>");
+		put_cov_int(h, o, "steps");
+		rh_put(h, "<td>");
+		spp = json_object_get(o, "steps_per_seed");
+		if (json_is_object(spp))
+			rh_put(h, "%" PRId64 ", %" PRId64, jint(spp, "median", 0),
+			    jint(spp, "max", 0));
+		else
+			rh_put(h, "<span class=note>no step</span>");
+		rh_put(h, "</td><td>");
+		put_counts(h, json_object_get(o, "forced"), "none");
+		rh_put(h, "</td>");
+		put_cov_int(h, o, "lock_waits");
+		rh_put(h, "<td>");
+		v = json_object_get(o, "deadlocks");
+		if (json_is_object(v)) {
+			rh_put(h, "%" PRId64 " broken by soak, %" PRId64 " by PostgreSQL",
+			    jint(v, "soak", 0), jint(v, "postgres", 0));
+		} else
+			put_counts(h, v, "—");
+		rh_put(h, "</td></tr>\n");
+		/* fields a later soak adds: under the row, as they are */
+		json_object_foreach(o, k, v) {
+			for (i = 0; i < nitems(known) && strcmp(known[i], k) != 0; i++)
+				;
+			if (i < nitems(known))
+				continue;
+			rh_put(h, "<tr><td></td><td colspan=10>");
+			rh_text(h, k);
+			rh_put(h, ": ");
+			put_json(h, v, 2);
+			rh_put(h, "</td></tr>\n");
+		}
+	}
+	rh_put(h, "</table>\n");
+}
+
+static void
+put_cov_invariants(struct rh *h, const json_t *inv)
+{
+	json_t	*o;
+	size_t	 i;
+	int64_t	 c, b;
+
+	rh_put(h, "<table class=plain><tr><th>invariant</th><th>seeds checked</th>"
+	    "<th>seeds broken</th><th></th></tr>\n");
+	json_array_foreach(inv, i, o) {
+		c = jint(o, "seeds_checked", 0);
+		b = jint(o, "seeds_broken", 0);
+		rh_put(h, "<tr%s><td>", c == 0 ? " class=unchecked" : "");
+		rh_text(h, jstr(o, "name"));
+		rh_put(h, "</td><td class=num>%" PRId64 "</td><td class=num>%" PRId64
+		    "</td><td>", c, b);
+		if (c == 0)
+			rh_put(h, "<span class=note>never checked</span>");
+		else
+			rh_put(h, "<svg class=share width=\"80\" height=\"9\" aria-hidden=\"true\">"
+			    "<rect class=sh0 width=\"80\" height=\"9\"/><rect class=sh1 "
+			    "width=\"%.1f\" height=\"9\"/></svg> %.1f %%",
+			    80.0 * (double)(b < c ? b : c) / (double)c,
+			    100.0 * (double)b / (double)c);
+		rh_put(h, "</td></tr>\n");
+	}
+	rh_put(h, "</table>\n");
+}
+
+/* coverage.pct: PCT's bound as a sentence, as the summary says it. */
+static void
+put_cov_pct(struct rh *h, const json_t *pct)
+{
+	json_t	*o;
+	size_t	 i;
+
+	json_array_foreach(pct, i, o) {
+		int64_t	n = jint(o, "turns", 0), k = jint(o, "steps", 0), d = jint(o, "depth", 0);
+
+		rh_put(h, "<p class=pct>PCT bound, proxy ");
+		rh_text(h, jstr(o, "proxy"));
+		rh_put(h, " (n = %" PRId64 " turns, k = %" PRId64 " steps, d = %" PRId64
+		    "): a bug of depth %" PRId64 " or less is found in a seed with "
+		    "probability p ≥ 1/(n·k<sup>d−1</sup>) = %.4g %%, and in the run's %"
+		    PRId64 " seeds with 1 − (1 − p)<sup>%" PRId64 "</sup> = %.4g %%", n, k, d,
+		    d, 100.0 * json_number_value(json_object_get(o, "per_seed")),
+		    jint(o, "seeds", 0), jint(o, "seeds", 0),
+		    100.0 * json_number_value(json_object_get(o, "over_run")));
+		if (jstr(o, "assumes")) {
+			rh_put(h, ", assuming ");
+			rh_text(h, jstr(o, "assumes"));
+		}
+		rh_put(h, " (this run: %" PRId64 " forced decision%s)</p>\n",
+		    jint(o, "forced", 0), jint(o, "forced", 0) == 1 ? "" : "s");
+	}
+}
+
+/*
+ * report.json's coverage (docs/report.md "coverage"): its warnings first,
+ * then per proxy, per invariant, PCT's bound; a key this build does not
+ * know, and any part not of the documented shape, as it is.
+ */
 static void
 put_coverage(struct page *p)
 {
+	static const char *const known[] = { "seeds", "proxies", "forced",
+	    "invariants", "pct", "warnings" };
 	struct rh	*h = &p->h;
 	json_t		*cov = json_object_get(h->report, "coverage");
 	json_t		*reg = json_object_get(h->report, "regressions");
+	json_t		*v, *w;
+	const char	*k;
+	size_t		 i, n = 0;
 
 	if (reg != NULL) {
 		rh_put(h, "<h2 id=\"regressions\">Regressions</h2>\n");
@@ -1176,9 +1352,68 @@ put_coverage(struct page *p)
 		    "of exchanges, faults by kind, forced decisions or lock waits.</p>\n");
 		return;
 	}
-	rh_put(h, "<p class=note>What the run exercised (docs/report.md "
-	    "\"coverage\").</p>\n");
-	put_json(h, cov, 0);
+	if (!json_is_object(cov)) {
+		put_json(h, cov, 0);
+		return;
+	}
+	rh_put(h, "<p>What the run exercised, summed over the final attempt of ");
+	if (json_is_integer(json_object_get(cov, "seeds")))
+		rh_put(h, "%" PRId64 " seed%s", jint(cov, "seeds", 0),
+		    jint(cov, "seeds", 0) == 1 ? "" : "s");
+	else
+		rh_put(h, "each seed");
+	v = json_object_get(cov, "forced");
+	if (json_is_object(v))
+		rh_put(h, "; %" PRId64 " decision%s left to a timeout, in %" PRId64
+		    " seed%s", jint(v, "decisions", 0), jint(v, "decisions", 0) == 1 ?
+		    "" : "s", jint(v, "seeds", 0), jint(v, "seeds", 0) == 1 ? "" : "s");
+	rh_put(h, ". <span class=note>(docs/report.md \"coverage\")</span></p>\n");
+	w = json_object_get(cov, "warnings");
+	if (json_is_array(w)) {
+		json_array_foreach(w, i, v) {
+			rh_put(h, "<div class=\"warn cov\">");
+			put_json(h, v, 1);
+			rh_put(h, "</div>\n");
+		}
+		if (json_array_size(w) == 0)
+			rh_put(h, "<p class=note>No warnings: every proxy saw exchanges, "
+			    "every fault kind with a share fired, every invariant was "
+			    "checked.</p>\n");
+	}
+	v = json_object_get(cov, "proxies");
+	if (json_is_object(v) && json_object_size(v) > 0) {
+		rh_put(h, "<h3>Proxies</h3>\n");
+		put_cov_proxies(h, v);
+	} else if (v != NULL && !json_is_object(v)) {
+		rh_put(h, "<h3>Proxies</h3>\n");
+		put_json(h, v, 0);
+	}
+	v = json_object_get(cov, "pct");
+	if (json_is_array(v))
+		put_cov_pct(h, v);
+	else if (v != NULL)
+		put_json(h, v, 0);
+	v = json_object_get(cov, "invariants");
+	if (json_is_array(v) && json_array_size(v) > 0) {
+		rh_put(h, "<h3>Invariants</h3>\n");
+		put_cov_invariants(h, v);
+	} else if (v != NULL && !json_is_array(v))
+		put_json(h, v, 0);
+	json_object_foreach(cov, k, v) {
+		for (i = 0; i < nitems(known) && strcmp(known[i], k) != 0; i++)
+			;
+		if (i < nitems(known))
+			continue;
+		if (n++ == 0)
+			rh_put(h, "<h3>More</h3>\n<table class=plain>\n");
+		rh_put(h, "<tr><th>");
+		rh_text(h, k);
+		rh_put(h, "</th><td>");
+		put_json(h, v, 1);
+		rh_put(h, "</td></tr>\n");
+	}
+	if (n > 0)
+		rh_put(h, "</table>\n");
 }
 
 /* --- the whole ---------------------------------------------------------- */

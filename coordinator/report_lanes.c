@@ -4,6 +4,7 @@
  * SVG, one element per thing drawn, each with its <title> for hover; the
  * coordinates are a 1000-wide viewBox that CSS scales to the page.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -267,8 +268,46 @@ timing_line(json_t *o, void *arg)
 static const char *const known_keys[] = {
 	"proxy", "turn", "conn", "exchange", "fault", "latency_ms", "bytes_up",
 	"bytes_down", "upstream_saw", "client_got_reply", "pg", "sql", "tx", "note",
-	"step", "cand", "forced", "waits_on",
+	"step", "cand", "forced", "waits_on", "req", "request", "round", "key",
+	"occ", "plan", "deferred", "deadlock", "wakes", "closed",
 };
+
+/*
+ * A set of turns (bit t): the trace writes it as a hex string ("a9"); an
+ * integer is read too (a trace of another writer).  0: none, or unreadable.
+ */
+static uint64_t
+jmask(const json_t *o, const char *key)
+{
+	const json_t	*v = json_object_get(o, key);
+	const char	*s = json_string_value(v);
+	char		*end;
+	uint64_t	 m;
+
+	if (json_is_integer(v))
+		return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+	if (s == NULL || *s == '\0')
+		return 0;
+	errno = 0;
+	m = strtoull(s, &end, 16);
+	return errno != 0 || *end != '\0' ? 0 : m;
+}
+
+/* A field of any type, as text ("" for none). */
+static void
+put_field(struct rh *h, const json_t *v)
+{
+	char	*s;
+
+	if (json_is_string(v)) {
+		rh_textn(h, json_string_value(v), 300);
+		return;
+	}
+	if ((s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) != NULL) {
+		rh_textn(h, s, 300);
+		free(s);
+	}
+}
 
 static void
 put_turnset(struct rh *h, uint64_t mask)
@@ -286,14 +325,14 @@ put_turnset(struct rh *h, uint64_t mask)
 static void
 xch_title(struct rh *h, const struct xch *x)
 {
-	const json_t	*r = x->rec;
-	const char	*k, *what = jstr(r, "sql");
-	json_t		*v;
+	const json_t	*r = x->rec, *v;
+	const char	*k, *what = jstr(r, "sql"), *dl = jstr(r, "deadlock");
 	size_t		 i;
-	char		*s;
 
 	if (x->step > 0)
 		rh_put(h, "step %" PRId64 ": ", x->step);
+	if (json_is_integer(json_object_get(r, "round")))
+		rh_put(h, "round %" PRId64 " ", jint(r, "round", 0));
 	rh_put(h, "turn %d · ", x->turn);
 	rh_text(h, x->proxy);
 	rh_put(h, " conn %" PRId64 " exchange %" PRId64 ": ", x->conn, x->exch);
@@ -305,6 +344,9 @@ xch_title(struct rh *h, const struct xch *x)
 		rh_put(h, " — the upstream got it, the client got no reply");
 	else if (json_is_false(json_object_get(r, "upstream_saw")))
 		rh_put(h, " — it never reached the upstream");
+	/* the statement, else the HTTP request line (req; request before) */
+	if (what == NULL)
+		what = jstr(r, "req");
 	if (what == NULL)
 		what = jstr(r, "request");
 	if (what != NULL) {
@@ -315,34 +357,69 @@ xch_title(struct rh *h, const struct xch *x)
 		rh_text(h, jstr(r, "pg"));
 		rh_put(h, ")");
 	}
+	if ((v = json_object_get(r, "key")) != NULL) {
+		rh_put(h, "\nstatement key ");
+		put_field(h, v);
+		if ((v = json_object_get(r, "occ")) != NULL) {
+			rh_put(h, ", occurrence ");
+			put_field(h, v);
+		}
+	}
+	if ((v = json_object_get(r, "plan")) != NULL && !json_is_null(v)) {
+		rh_put(h, "\nthe plan: ");
+		put_field(h, v);
+	}
+	if ((v = json_object_get(r, "deferred")) != NULL && !json_is_false(v) &&
+	    !json_is_null(v)) {
+		rh_put(h, "\ndeferred");
+		if (!json_is_true(v)) {
+			rh_put(h, ": ");
+			put_field(h, v);
+		}
+	}
 	if (jstr(r, "forced")) {
 		rh_put(h, "\nforced: ");
 		rh_text(h, jstr(r, "forced"));
+		if (strcmp(jstr(r, "forced"), "outside") == 0)
+			rh_put(h, " (a wait outside the schedule decided)");
 	}
-	if (jint(r, "waits_on", 0) > 0) {
+	if (jmask(r, "waits_on") > 0) {
 		rh_put(h, "\nwaited on a lock held by turns ");
-		put_turnset(h, (uint64_t)jint(r, "waits_on", 0));
+		put_turnset(h, jmask(r, "waits_on"));
 	}
-	if (jint(r, "cand", 0) > 0) {
+	if (jmask(r, "cand") > 0) {
 		rh_put(h, "\nturns waiting at this step: ");
-		put_turnset(h, (uint64_t)jint(r, "cand", 0));
+		put_turnset(h, jmask(r, "cand"));
+	}
+	if (dl != NULL) {
+		rh_put(h, "\ndeadlock victim: ");
+		rh_put(h, strcmp(dl, "soak") == 0 ? "cancelled by soak" :
+		    strcmp(dl, "postgres") == 0 ? "killed by PostgreSQL's detector" : "");
+		if (strcmp(dl, "soak") != 0 && strcmp(dl, "postgres") != 0)
+			rh_text(h, dl);
+	}
+	if (jmask(r, "wakes") > 0) {
+		rh_put(h, "\nits end woke turns ");
+		put_turnset(h, jmask(r, "wakes"));
+		rh_put(h, ": PostgreSQL's order");
+	}
+	if (jstr(r, "closed")) {
+		rh_put(h, "\nits connection closed: ");
+		rh_text(h, jstr(r, "closed"));
 	}
 	if (x->t_begin >= 0)
 		rh_put(h, "\nbegan %" PRId64 " ms, admitted %" PRId64 " ms, ended %" PRId64
 		    " ms", x->t_begin, x->t_admit, x->t_end);
-	/* Fields this build does not know (deadlock, wakes, closed, ...). */
+	/* Fields this build does not know, as they are. */
 	json_object_foreach(UNCONST(r), k, v) {
 		for (i = 0; i < nitems(known_keys) && strcmp(known_keys[i], k) != 0; i++)
 			;
-		if (i < nitems(known_keys) || strcmp(k, "request") == 0)
+		if (i < nitems(known_keys))
 			continue;
 		rh_put(h, "\n");
 		rh_text(h, k);
 		rh_put(h, ": ");
-		if ((s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY)) != NULL) {
-			rh_textn(h, json_is_string(v) ? json_string_value(v) : s, 300);
-			free(s);
-		}
+		put_field(h, v);
 	}
 }
 
@@ -548,7 +625,7 @@ put_schedule(struct rh *h, struct lane_seed *s, const char *proxy)
 		    "</text>\n", LX + cw * ((double)i + 0.5), TOP - 8, v[i]->step);
 	/* arrows under the marks */
 	for (i = 0; i < shown; i++) {
-		uint64_t	mask = (uint64_t)jint(v[i]->rec, "waits_on", 0);
+		uint64_t	mask = jmask(v[i]->rec, "waits_on");
 		double		x = LX + cw * ((double)i + 0.5);
 		int		y = TOP + LANE_H * v[i]->turn + 11, u;
 

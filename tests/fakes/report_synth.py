@@ -162,13 +162,31 @@ if a.extras:
                     "seeds": [[a.seeds + 7, 1]], "t": "lease", "at_ms": started_ms + 50})
     journal.append({"id": 999999, "running": True, "why": "its process died (signal 9)",
                     "t": "lease_end", "at_ms": started_ms + 90})
+    # coverage as docs/report.md "coverage" has it
     report["coverage"] = {
-        "proxies": [{"name": "db", "exchanges": 812, "faults": {"lost_reply": 9, "reset": 4},
-                     "forced": 2, "lock_waits": 17, "deadlocks": 1}],
-        "invariants": [{"name": "dup refund", "seeds_checked": a.seeds, "seeds_broken": 3}],
+        "seeds": a.seeds,
+        "proxies": {
+            "db": {"schedule": "pct", "exchanges": 812, "seeds_with_exchanges": a.seeds,
+                   "connections": 4 * a.seeds,
+                   "faults": {"lost_reply": 9, "reset": 4, "duplicate": 0, "blackhole": 0,
+                              "close_after": 0, "latency": 0},
+                   "steps": 8 * a.seeds, "steps_per_seed": {"median": 8, "max": 9},
+                   "forced": {"arrival": 0, "blocked": 2, "outside": 1},
+                   "lock_waits": 17, "deadlocks": {"soak": 1, "postgres": 0},
+                   "later_field": "kept" + (" " + HOSTILE if a.hostile else "")},
+            "cache" + ("<i>" if a.hostile else ""): {
+                "schedule": None, "exchanges": 0, "seeds_with_exchanges": 0,
+                "connections": 0, "faults": {"lost_reply": 0, "reset": 0},
+                "steps": 0, "steps_per_seed": None, "forced": {"arrival": 0, "blocked": 0},
+                "lock_waits": 0, "deadlocks": {"soak": 0, "postgres": 0}}},
+        "forced": {"decisions": 3, "seeds": 2},
+        "invariants": [{"name": "dup refund", "seeds_checked": a.seeds, "seeds_broken": 3},
+                       {"name": "never checked", "seeds_checked": 0, "seeds_broken": 0}],
+        "pct": [{"proxy": "db", "turns": 4, "steps": 8, "depth": 3, "per_seed": 0.00390625,
+                 "seeds": a.seeds, "over_run": 1 - (1 - 0.00390625) ** a.seeds, "forced": 3,
+                 "assumes": "no forced decisions and no exchanges outside the schedule"}],
         "warnings": ["proxy \"cache\" saw no exchange" + (" " + HOSTILE if a.hostile else "")],
-        "pct_bound": "PCT depth 3 over 40 steps: each seed finds a given depth-3 bug "
-                     "with probability at least 1/(8·40²)"}
+        "later_total": 7}
     report["regressions"] = [{"name": "dup-refund-0", "verdict": "fail"}]
     report["groups"] = [{"fingerprint": fp, "story": "turn 1's reply was lost, so it asked "
                          "again" + (" " + HOSTILE if a.hostile else ""),
@@ -215,13 +233,30 @@ for fp, s in smallest.items():
                         "upstream_saw": True, "client_got_reply": fault != "lost_reply"}
                 if a.scheduled:
                     line["step"] = 1 + x * 4 + t
-                    line["cand"] = 15
+                    line["cand"] = "f"   # a hex mask, as the proxy writes it
                     line["pg"] = "simple"
                     line["sql"] = ("UPDATE accounts SET b = b - 1" if x else "BEGIN") + \
                         (" " + HOSTILE if a.hostile else "")
                     if (t, x) == (2, 1):
-                        line["waits_on"] = 1 << 0
+                        line["waits_on"] = "1"
                         line["forced"] = "blocked"
                     if (t, x) == (3, 1):
-                        line["deadlock"] = True
+                        line["deadlock"] = "soak"
+                    if (t, x) == (0, 1):
+                        line["wakes"] = "6"
+                    if a.extras and (t, x) == (1, 1):
+                        # fields the lead's fault-proxy adds: rendered if present
+                        line.update(round=0, key="9f3c0a1b", occ=2, plan="lose the reply",
+                                    deferred=True, forced="outside",
+                                    closed="client gone")
+
                 f.write(json.dumps(line, separators=(",", ":")) + "\n")
+        if a.extras:
+            # an HTTP exchange: its request line (req), cut and redacted by the proxy
+            f.write(json.dumps({"proxy": "provider", "turn": 2, "conn": 0, "exchange": 0,
+                                "fault": "none", "latency_ms": 0, "bytes_up": 90,
+                                "bytes_down": 40, "upstream_saw": True,
+                                "client_got_reply": True,
+                                "req": "POST /refunds/d1 HTTP/1.1" +
+                                (" " + HOSTILE if a.hostile else "")},
+                               separators=(",", ":")) + "\n")

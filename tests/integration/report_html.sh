@@ -168,7 +168,24 @@ expect_ge "schedules drawn" 1 "$(fact "$T/s.json" .schedules)"
 expect_ge "lock waits drawn as arrows" 1 "$(fact "$T/s.json" .waits)"
 expect_eq "hostile SQL in a schedule stays text" 0 "$(fact "$T/s.json" .imgs)"
 expect_match "coverage: its warnings" 'proxy "cache" saw no exchange <script>' "$(fact "$T/s.json" .text)"
-expect_match "coverage: the PCT bound" 'PCT depth 3 over 40 steps' "$(fact "$T/s.json" .text)"
+expect_match "coverage: the PCT bound" 'PCT bound, proxy db \(n = 4 turns, k = 8 steps, d = 3\): .* = 0\.3906 %, and in the run.s 20 seeds with .* = 7\.529 %.* \(this run: 3 forced decisions\)' \
+    "$(fact "$T/s.json" .text)"
+expect_match "coverage: a proxy's row (faults fired, forced, deadlocks)" \
+    '<tr><td>db</td><td>pct</td><td class=num>812</td>.*<td>lost_reply 9, reset 4</td>.*<td>blocked 2, outside 1</td><td class=num>17</td><td>1 broken by soak, 0 by PostgreSQL</td>' \
+    "$(cat "$T/sched/report.html")"
+expect_match "coverage: an invariant never checked" '<tr class=unchecked><td>never checked</td>' \
+    "$(cat "$T/sched/report.html")"
+expect_match "coverage: a field this build does not know, as it is" '<th>later_total</th><td>7</td>' \
+    "$(cat "$T/sched/report.html")"
+expect_match "trace: the HTTP request line (req) on hover" 'POST /refunds/d1 HTTP/1.1 &lt;script&gt;' \
+    "$(cat "$T/sched/report.html")"
+expect_match "trace: a commit that woke turns (wakes, a hex mask)" "its end woke turns \\{1,2\\}: PostgreSQL's order" \
+    "$(cat "$T/sched/report.html")"
+expect_match "trace: the lock wait read from its hex mask" 'waited on a lock held by turns \{0\}' \
+    "$(cat "$T/sched/report.html")"
+expect_match "trace: round, key, occurrence, plan, deferred, forced outside, closed" \
+    'step 6: round 0 turn 1 .*statement key 9f3c0a1b, occurrence 2.the plan: lose the reply.deferred.forced: outside .*its connection closed: client gone' \
+    "$(tr '\n' . <"$T/sched/report.html")"
 expect_match "the minimized story" "turn 1's reply was lost, so it asked again <script>" \
     "$(fact "$T/s.json" .text)"
 expect_match "a quarantined worker, marked" '<title>quarantined: 3 infra outcomes' \
