@@ -114,6 +114,22 @@ size=$(stat -c %s "$H")
 [ "$size" -le 3000000 ] || fail "refunds' page is $size bytes, over 3 MB"
 ok "refunds' page: $size bytes"
 
+phase "a real schedule: the proxy's own trace (turn sets as hex masks)"
+# examples/reservations under schedule: pct, 4 turns, 2 seeds, with an
+# invariant every seed breaks, so each keeps its trace and gets a swimlane.
+RX=$ROOT/examples/reservations
+sed -e 's/^turns: 8$/turns: 4/' -e "s#\./reserve_turn#$RX/reserve_turn#" \
+    -e "s#schema: schema.sql#schema: $RX/schema.sql#" -e 's/^      steps: 24 .*/      steps: 12/' \
+    -e '/^invariants:/,$d' "$RX/scheduled.yaml" >"$T/rs.yaml"
+printf 'invariants:\n  - name: always broken\n    sql: SELECT 1 AS one\n' >>"$T/rs.yaml"
+soak_rc rc run "$T/rs.yaml" --seeds 0..1 --workers 2 --out "$T/runs/rs" >"$T/rs.out" 2>&1
+expect_eq "scheduled run exit status" 1 "$rc"
+$CHECK "$T/runs/rs/report.html" >"$T/rs.json" || fail "the scheduled run's page does not parse"
+expect_ge "schedules drawn from the proxy's trace" 1 "$(fact "$T/rs.json" .schedules)"
+expect_match "the turns waiting at a step, read from the trace's hex mask" \
+    'turns waiting at this step: \{[0-9]' "$(cat "$T/runs/rs/report.html")"
+echo "measure: the real schedule's page: $(fact "$T/rs.json" .waits) lock-wait arrows"
+
 phase "100,000 seeds (made up): binned, within 15 MB, loaded in the browser"
 $SYN "$T/big" --seeds 100000 --fps "dup refund,lost credit,stale read" --fail-every 97 \
     --infra-every 5003 --workers 16
