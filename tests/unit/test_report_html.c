@@ -135,6 +135,71 @@ test_hostile_run(void **state)
 	free(path);
 }
 
+/* Writes text to dir/name. */
+static void
+put_file(const char *dir, const char *name, const char *text)
+{
+	char	*path = xasprintf("%s/%s", dir, name);
+	FILE	*f = fopen(path, "w");
+
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	free(path);
+}
+
+/*
+ * The proxy writes turn sets as hex masks ("cand":"3"): a schedule's
+ * turns waiting, a lock wait's arrow and a COMMIT's wakes come from them;
+ * the trace fields a later proxy adds show on hover, none required.
+ */
+static void
+test_trace_masks(void **state)
+{
+	char		 dir[] = "/tmp/soak-test-rhtml.XXXXXX", err[ERR_LEN], *path, *html;
+	struct report_html_opts o = { 0 };
+	size_t		 len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "report.json", "{\"format\":1,\"config\":{\"name\":\"m\"},"
+	    "\"seeds\":{\"first\":0,\"last\":0,\"count\":1},\"totals\":{\"fail\":1},"
+	    "\"results\":[{\"seed\":0,\"verdict\":\"fail\",\"reason\":\"invariant\","
+	    "\"message\":\"x\",\"duration_ms\":40,\"fingerprint\":\"m|invariant|x\","
+	    "\"invariants\":[],\"failure_dir\":\"failures/0\"}]}\n");
+	path = xasprintf("%s/failures/0", dir);
+	assert_int_equal(mkdir_p(path, 0755, err), 0);
+	free(path);
+	put_file(dir, "failures/0/result.json", "{\"seed\":0,\"duration_ms\":40,\"turns\":["
+	    "{\"round\":0,\"turn\":0,\"status\":\"ok\",\"code\":0,\"start_ms\":1,\"end_ms\":30},"
+	    "{\"round\":0,\"turn\":1,\"status\":\"ok\",\"code\":0,\"start_ms\":2,\"end_ms\":35}]}\n");
+	put_file(dir, "failures/0/trace.jsonl",
+	    "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\","
+	    "\"step\":1,\"cand\":\"3\",\"pg\":\"simple\",\"sql\":\"UPDATE a\",\"wakes\":\"a\"}\n"
+	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":0,\"fault\":\"none\","
+	    "\"step\":2,\"cand\":\"2\",\"pg\":\"simple\",\"sql\":\"UPDATE b\","
+	    "\"waits_on\":\"1\",\"forced\":\"outside\",\"req\":\"GET /x HTTP/1.1\","
+	    "\"key\":\"ab12\",\"occ\":3,\"newer\":\"<b>\"}\n");
+	o.run_dir = dir;
+	o.previous = "";
+	assert_int_equal(report_html_write(&o, NULL, err), 0);
+	path = xasprintf("%s/report.html", dir);
+	html = read_file(path, 1 << 24, &len, err);
+	free(path);
+	assert_non_null(html);
+	assert_non_null(strstr(html, "turns waiting at this step: {0,1}"));
+	assert_non_null(strstr(html, "<line class=wait "));
+	assert_non_null(strstr(html, "waited on a lock held by turns {0}"));
+	assert_non_null(strstr(html, "its end woke turns {1,3}: PostgreSQL's order"));
+	assert_non_null(strstr(html, "forced: outside"));
+	assert_non_null(strstr(html, "statement key ab12, occurrence 3"));
+	assert_non_null(strstr(html, "newer: &lt;b&gt;"));
+	free(html);
+	path = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+	free(path);
+}
+
 /* A run folder dir/name: seeds 0..n-1, seed s failing with fps[s % 3] when s % 7 == 1. */
 static void
 write_run(const char *dir, const char *started, uint64_t n, const char *const fps[3],
@@ -267,6 +332,7 @@ main(void)
 		cmocka_unit_test(test_escape),
 		cmocka_unit_test(test_scrub),
 		cmocka_unit_test(test_hostile_run),
+		cmocka_unit_test(test_trace_masks),
 		cmocka_unit_test(test_binning),
 		cmocka_unit_test(test_previous),
 	};
