@@ -31,5 +31,6 @@ int	cmd_replay(int argc, char **argv);	/* worker/replay.c */
 int	cmd_proxy(int argc, char **argv);	/* fault-proxy/cmd.c */
 int	cmd_check(int argc, char **argv);	/* invariants/check.c */
 int	cmd_tickets(int argc, char **argv);	/* coordinator/tickets_cmd.c */
+int	cmd_report(int argc, char **argv);	/* coordinator/report_cmd.c */
 
 #endif

@@ -36,6 +36,7 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/journal.h"
 #include "coordinator/report.h"
+#include "coordinator/report_html.h"
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
@@ -738,6 +739,24 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 	}
 }
 
+/*
+ * report.html beside report.json.  The page is for people: one that
+ * cannot be written is a warning (soak report RUN_DIR writes it again),
+ * never a change of the run's exit status.
+ */
+static int
+html_page(const char *out, const struct cfg *cfg)
+{
+	struct report_html_opts	o = { .run_dir = out, .cfg = cfg };
+	char			err[ERR_LEN];
+
+	if (report_html_write(&o, NULL, err) == -1) {
+		log_warnx("%s (soak report %s writes it again)", err, out);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -754,6 +773,7 @@ run_main(struct runopts *o)
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
+	bool			 reported = true;
 
 	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
 		if (cfg.broken & CFG_BROKEN_SOME)
@@ -917,6 +937,7 @@ run_main(struct runopts *o)
 		log_warnx("%s", err);
 	r.journal = NULL;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
+		reported = false;
 		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
 		    "--resume %s` writes the report once there is room\n", err, out,
 		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
@@ -924,6 +945,8 @@ run_main(struct runopts *o)
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
 	report_summary(stdout, &meta, r.coord);
+	if (reported && html_page(out, &cfg) == 0)	/* report_html.h */
+		printf("  page:   %s/%s\n", out, RH_NAME);
 	fflush(stdout);
 	if (cfg.tickets.enabled)	/* else no need to read report.json back */
 		tickets_after_run(out, stdout);

@@ -33,6 +33,8 @@ struct seed_ctx {
 	uint64_t		 seed;
 	enum run_state		 state;
 	int64_t			 start, deadline;
+	int64_t			 start_wall;	/* the seed's start, wall clock */
+	json_t			*checks;	/* [[round, start_ms, end_ms, broken]] */
 	char			*dir;		/* the seed's workspace */
 	struct proxy_set	*proxies;
 	char			*trace_path;
@@ -669,8 +671,15 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	char			err[ERR_LEN];
 	size_t			i;
 	int			rc = 0;
+	int64_t			t0 = now_ms(), t1;
 
-	if (inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err) == -1) {
+	rc = inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err);
+	t1 = now_ms();
+	/* When the check ran, for report.html's swimlane. */
+	json_array_append_new(c->checks, json_pack("[i, I, I, I]", round,
+	    (json_int_t)(t0 - c->start), (json_int_t)(t1 - c->start),
+	    (json_int_t)(rc == -1 ? -1 : (json_int_t)ir.nviolated)));
+	if (rc == -1) {
 		timeline(c, "check after round %d: %s", round, err);
 		if (now_ms() >= c->deadline)
 			deadline_passed(c, res, "in the check after round %d", round);
@@ -872,6 +881,41 @@ seed_begin(struct seed_ctx *c, struct seed_result *res)
 	return 0;
 }
 
+/*
+ * When the seed's parts ran, for report.html (docs/report.md "timing"):
+ * the seed's start by the worker's wall clock, each invariant check, and
+ * for a pass (whose detail has no "turns") each turn's start, end and
+ * status as [round, turn, start_ms, end_ms, status], within
+ * DETAIL_TURNS_MAX bytes, what did not fit counted in "more_turns".
+ */
+static json_t *
+timing_json(struct seed_ctx *c, bool pass)
+{
+	json_t	*t = json_pack("{s:I, s:O}", "started_at_ms", (json_int_t)c->start_wall,
+	    "checks", c->checks), *turns, *o, *row;
+	size_t	 i, cost = 0, more = 0;
+
+	if (!pass)
+		return t;
+	turns = json_array();
+	json_array_foreach(c->turns, i, o) {
+		row = json_pack("[O, O, O, O, O]", json_object_get(o, "round"),
+		    json_object_get(o, "turn"), json_object_get(o, "start_ms"),
+		    json_object_get(o, "end_ms"), json_object_get(o, "status"));
+		if (row == NULL || more > 0 ||
+		    (cost += detail_cost(row) + 1) > DETAIL_TURNS_MAX) {
+			more++;
+			json_decref(row);
+			continue;
+		}
+		json_array_append_new(turns, row);
+	}
+	json_object_set_new(t, "turns", turns);
+	if (more > 0)
+		json_object_set_new(t, "more_turns", json_integer((json_int_t)more));
+	return t;
+}
+
 int
 wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
     struct cfgerr *cfgerr)
@@ -915,9 +959,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	res->reason = REASON_NONE;
 	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
+	c.start_wall = wall_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
+	c.checks = json_array();
 	c.state = RUN_VERDICT;
 	c.inv_checks = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_checks));
 	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
@@ -1003,6 +1049,7 @@ done:
 	json_object_set_new(detail, "total_turns", json_integer(c.total_turns));
 	if (res->verdict == VERDICT_INFRA && c.cfgerr.kind != CFGERR_NONE)
 		json_object_set_new(detail, "config_error", cfgerr_json(&c.cfgerr));
+	json_object_set_new(detail, "timing", timing_json(&c, res->verdict == VERDICT_PASS));
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
@@ -1030,6 +1077,7 @@ done:
 	detail_trace_free(&trace);
 	free(full_dir);
 	json_decref(c.turns);
+	json_decref(c.checks);
 	strv_free(ups);
 	free(c.trace_path);
 	free(c.dir);
