@@ -365,8 +365,9 @@ static const struct {
 	[PEER_NOTE_EVICTED] = { "closed the connection from %s: not authenticated, "
 	    "its place (of %d) given to a newer connection", "closed %u more "
 	    "connections not authenticated to give their places (of %d) to newer ones" },
-	[PEER_NOTE_SILENT] = { "closed the connection from %s: it sent nothing "
-	    "within %d ms", "closed %u more connections that sent nothing within %d ms" },
+	[PEER_NOTE_SILENT] = { "closed the connection from %s: no whole message "
+	    "from it within %d ms", "closed %u more connections with no whole "
+	    "message within %d ms" },
 	[PEER_NOTE_SLOW] = { "closed the connection from %s: not authenticated "
 	    "within %d s", "closed %u more connections not authenticated within %d s" },
 	[PEER_NOTE_FLOOD] = { "closed the connection from %s: one request too "
@@ -600,10 +601,7 @@ text_reply(struct msg *rep, enum msg_type type, const char *fmt, ...)
 static void
 peer_fail(struct peers *ps, struct peer *p, int64_t now, const char *why)
 {
-	char	detail[ERR_LEN + 16];
-
-	snprintf(detail, sizeof(detail), "pipe %u: %s", p->pipe, why);
-	peers_note(ps, PEER_NOTE_AUTH, p->addr, detail, now);
+	peers_note(ps, PEER_NOTE_AUTH, p->addr, why, now);
 	peer_close(ps, p);
 }
 

@@ -432,6 +432,14 @@ server_close(struct server *s)
 	}
 	nng_close(s->sock);
 	peers_note_flush(s->peers, now_ms(), true);
+	if (strncmp(s->url, "ipc://", 6) != 0) {
+		struct fdtab_stats	st;
+
+		fdtab_stats(&st);
+		log_debug("connections accepted: %llu; shut at the descriptor limit: %llu "
+		    "(%llu accepts met it)", (unsigned long long)st.accepted,
+		    (unsigned long long)st.evicted, (unsigned long long)st.limit_hits);
+	}
 	peers_free(s->peers);
 	free(s->url);
 	free(s->slots);
