@@ -19,7 +19,13 @@
 #    the worker joins from the same address as some of them: every guess
 #    is refused (none is met by a ban), the worker gets in, the
 #    coordinator's CPU per guess is printed and its lines about the
-#    failures are rate-limited.
+#    failures are rate-limited;
+#  - a join storm: 1,000 simulated workers (bench/fleet_sim, a thread and
+#    a connection each, the handshake as a worker does it) from 4
+#    addresses, all dialing at once, as a Kubernetes Job with parallelism
+#    1000 on 4 nodes starts: every one joins (the time it took, and how
+#    many joins were closed before authenticating and dialed again, are
+#    printed) and the run's 2,000 seeds pass.
 . "$(dirname "$0")/lib.sh"
 
 PEER=$SOAK_BUILD/tests/helpers/soak_peer
@@ -168,4 +174,26 @@ lines=$(grep -c 'authentication failed' "$T/guess.err" || true)
 [ "$lines" -le 30 ] || fail "$lines lines about 2,000 failed proofs: not rate-limited"
 ok "$lines line(s) about 2,000 failed proofs (rate-limited)"
 expect_eq "nothing refuses an address" 0 "$(grep -c 'refusing connections' "$T/guess.err" || true)"
+
+# --- a join storm: 1,000 workers from 4 addresses at once ---
+SIM=$SOAK_BUILD/bench/fleet_sim
+printf '%s\n' "$SOAK_SECRET" >"$T/secret"
+chmod 600 "$T/secret"
+sed 's/^seeds: .*/seeds: 0..1999/; s|command: \[./turn.sh\]|command: [/bin/true]|' \
+    "$T/fair.yaml" >"$T/storm.yaml"
+"$SOAK" coordinator "$T/storm.yaml" --listen tcp://127.0.0.1:0 --out "$T/storm" \
+    --bundle off >"$T/storm.out" 2>"$T/storm.err" &
+coord=$!
+cleanup_hooks+=("kill $coord 2>/dev/null")
+url=$(wait_line "$T/storm.err" 'listening on tcp://' 30 "the storm's coordinator listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+')
+timeout 300 "$SIM" --secret-file "$T/secret" --sources 4 "$url" 1000 >"$T/sim.out" 2>&1 ||
+    fail "the join storm: $(tail -n 5 "$T/sim.out")"
+wait_exit rc "$coord" 60 "the storm's coordinator after 2,000 seeds"
+expect_eq "the storm's run (exit status)" 0 "$rc"
+expect_eq "every simulated worker joined and ran" 0 "$(sed -n 's/^# failed=//p' "$T/sim.out")"
+expect_eq "the storm's seeds that passed" 2000 "$(jq .totals.pass "$T/storm/report.json")"
+printf 'join storm of 1,000 workers from 4 addresses: all joined after %s ms, %s joins closed before authenticating and dialed again\n' \
+    "$(sed -n 's/^# join_ms=//p' "$T/sim.out")" "$(sed -n 's/^# join_retries=//p' "$T/sim.out")" |
+    tee -a "$T/figures"
 cat "$T/figures"
