@@ -90,7 +90,7 @@ pem_open(const char *opt, const char *path, char **text, char *err)
 	size_t	len;
 	BIO	*b;
 
-	if ((*text = read_file(path, PEM_CAP, &len, e)) == NULL) {
+	if ((*text = read_regular_file(path, PEM_CAP, &len, e)) == NULL) {
 		errf(err, "%s: %s", opt, e);
 		return NULL;
 	}

@@ -38,6 +38,8 @@ static struct {
 	int32_t		 cap;
 	int32_t		 bucket[FDTAB_BUCKETS];
 	int32_t		 head, tail;	/* FD_NEGO, oldest first */
+	int32_t		 nnego;		/* in that queue */
+	int32_t		 nego_cap;	/* FDTAB_NEGO_SHARE of the limit */
 	uint64_t	 soft_was, limit;
 	struct fdtab_stats st;
 	int64_t		 logged;	/* when the limit was last told */
@@ -99,6 +101,7 @@ queue_unlink(int32_t i)
 	else
 		tab.tail = e->prev;
 	e->prev = e->next = -1;
+	tab.nnego--;
 }
 
 static void
@@ -154,6 +157,7 @@ ent_note(int fd, const struct sockaddr *sa)
 	else
 		tab.head = fd;
 	tab.tail = fd;
+	tab.nnego++;
 	tab.st.accepted++;
 }
 
@@ -172,22 +176,24 @@ sockaddr_matches(const struct sockaddr_storage *ss, bool v6, const uint8_t *ip,
 }
 
 /*
- * At the descriptor limit: shuts the oldest connections still in nng's
- * transport handshake, so the next accept finds a descriptor.  Each is
- * checked to be the connection noted (getpeername): a descriptor nng
- * closed (its 10 s negotiation timeout) is only forgotten.  O(batch).
+ * Shuts the oldest n connections still in nng's transport handshake (at
+ * the descriptor limit, or past the share of it they may hold), so the
+ * next accept finds a descriptor and the kernel's queue keeps moving.
+ * Each is checked to be the connection noted (getpeername): a descriptor
+ * nng closed meanwhile (its 10 s negotiation timeout) is only forgotten.
+ * O(n).
  */
 static void
-evict_oldest(void)
+evict_oldest(int n, bool at_limit)
 {
 	struct sockaddr_storage	ss;
 	socklen_t		sl;
 	int64_t			now = now_ms();
 	int			shut = 0, fd;
 
-	tab.st.limit_hits++;
-	while ((fd = tab.head) != -1 && shut < FDTAB_EVICT_BATCH &&
-	    now - tab.ent[fd].at >= FDTAB_EVICT_MIN_MS) {
+	if (at_limit)
+		tab.st.limit_hits++;
+	while ((fd = tab.head) != -1 && n-- > 0) {
 		struct fdent	*e = &tab.ent[fd];
 		bool		 same;
 
@@ -203,9 +209,11 @@ evict_oldest(void)
 	tab.st.evicted += (uint64_t)shut;
 	tab.untold += (uint64_t)shut;
 	if (tab.untold > 0 && (tab.logged == 0 || now - tab.logged >= FDTAB_LOG_MS)) {
-		log_warnx("at the descriptor limit (%llu): closed %llu connection(s) "
-		    "that had not finished their transport handshake, oldest first",
-		    (unsigned long long)tab.limit, (unsigned long long)tab.untold);
+		log_warnx("closed %llu connection(s) that had not finished their transport "
+		    "handshake, oldest first: %s (descriptors: %llu)",
+		    (unsigned long long)tab.untold, at_limit ? "at the descriptor limit" :
+		    "more than a quarter of the descriptors were in one",
+		    (unsigned long long)tab.limit);
 		tab.logged = now;
 		tab.untold = 0;
 	}
@@ -223,10 +231,12 @@ wrapped(int fd, struct sockaddr *sa, socklen_t *len, int flags, bool four)
 	nfd = call_real(fd, (struct sockaddr *)&ss, &sl, flags, four);
 	saved = errno;
 	pthread_mutex_lock(&tab.mu);
-	if (nfd >= 0)
+	if (nfd >= 0) {
 		ent_note(nfd, (struct sockaddr *)&ss);
-	else if (saved == EMFILE || saved == ENFILE)
-		evict_oldest();
+		if (tab.nnego > tab.nego_cap)
+			evict_oldest(tab.nnego - tab.nego_cap, false);
+	} else if (saved == EMFILE || saved == ENFILE)
+		evict_oldest(FDTAB_EVICT_BATCH, true);
 	pthread_mutex_unlock(&tab.mu);
 	if (nfd >= 0 && sa != NULL && len != NULL) {
 		memcpy(sa, &ss, *len < sl ? *len : sl);
@@ -271,6 +281,8 @@ fdtab_start(uint64_t *soft_was, uint64_t *limit)
 		tab.cap = tab.limit > 0 && tab.limit < FDTAB_MAX ? (int32_t)tab.limit :
 		    FDTAB_MAX;
 		tab.ent = xcalloc((size_t)tab.cap, sizeof(*tab.ent));
+		tab.nego_cap = tab.cap / FDTAB_NEGO_SHARE > FDTAB_NEGO_MIN ?
+		    tab.cap / FDTAB_NEGO_SHARE : FDTAB_NEGO_MIN;
 		for (i = 0; i < FDTAB_BUCKETS; i++)
 			tab.bucket[i] = -1;
 		__atomic_store_n(&tab.on, true, __ATOMIC_RELEASE);

@@ -20,14 +20,21 @@
  *    the caller keeps it and checks it with fdtab_is (getpeername and
  *    getsockname, O(1)) before it acts on it, since the descriptor may
  *    have been closed and reused meanwhile;
- *  - at the descriptor limit: when accept fails with EMFILE or ENFILE,
- *    the oldest connections that have not finished nng's transport
- *    handshake (the SP header, or TLS) — at most FDTAB_EVICT_BATCH, each
- *    at least FDTAB_EVICT_MIN_MS old — are shut, so a connection waiting
- *    in the kernel's queue gets a descriptor within nng's 10 ms accept
- *    retry rather than after nng's own 10 s negotiation timeout.  A
- *    slowloris that opens connections and sends a byte ties up
- *    descriptors, never the connections behind it for long.
+ *  - a share of the descriptors for connections in nng's transport
+ *    handshake (the SP header, or TLS): nng holds each for up to its own
+ *    10 s negotiation timeout, with no limit, so a slowloris that opens
+ *    connections and sends a byte would take every descriptor, and the
+ *    kernel's accept queue, refilled by its reconnects as fast as places
+ *    free, would starve a worker's connection behind it.  So once more
+ *    than 1/FDTAB_NEGO_SHARE of the descriptors (at least FDTAB_NEGO_MIN)
+ *    are in that handshake, each new one shuts the oldest (as an
+ *    eviction: the pipe does not exist yet, nothing of nng's is racing).
+ *    A worker's handshake takes a round trip, so it is never the oldest
+ *    for long; the queue keeps moving and its connection is accepted;
+ *  - at the descriptor limit itself (accept failing with EMFILE or ENFILE,
+ *    the descriptors held by something else), the oldest FDTAB_EVICT_BATCH
+ *    in that handshake are shut, so the next accept, in nng's 10 ms
+ *    retry, finds one.
  *
  * Thread-safe: accept runs on nng's poller thread, fdtab_claim on nng's
  * pipe callback, fdtab_is on the coordinator's loop.  Descriptors at or
@@ -43,12 +50,13 @@
 
 #include <nng/nng.h>
 
+#define FDTAB_NEGO_SHARE	4
+#define FDTAB_NEGO_MIN		64
 #define FDTAB_EVICT_BATCH	16
-#define FDTAB_EVICT_MIN_MS	100
 
 struct fdtab_stats {
 	uint64_t	accepted;	/* connections noted */
-	uint64_t	evicted;	/* shut at the descriptor limit */
+	uint64_t	evicted;	/* shut in their handshake: past the share, or at the limit */
 	uint64_t	limit_hits;	/* accepts that met EMFILE or ENFILE */
 };
 

@@ -3,7 +3,8 @@
 #  - no insecure default: a tcp:// coordinator with neither secret nor TLS
 #    exits 64 saying how to fix it, --insecure runs and warns; a worker
 #    that cannot authenticate its coordinator refuses unless --insecure;
-#    secret files others can read, and short secrets, are refused;
+#    secret files others can read, a FIFO (at once, never waited on), and
+#    short secrets are refused;
 #  - a worker refuses a coordinator that does not prove it knows the
 #    secret (a fake that skips the challenge, a fake with a made-up proof,
 #    a real coordinator with another secret) before it runs anything: the
@@ -95,6 +96,24 @@ expect_match "its refusal names the file and the fix" "$T/secret is mode 0644.*c
 soak_rc rc worker --connect tcp://127.0.0.1:9 --secret-file "$T/secret" 2>"$T/perm.err"
 expect_eq "a secret file others can read (worker)" 64 "$rc"
 chmod 600 "$T/secret"
+# A FIFO as the secret file: refused at once, before anything reads it
+# (it used to block the start for ever); the watchdog names the hang.
+mkfifo -m 600 "$T/secret.fifo"
+for side in coordinator worker; do
+	if [ $side = coordinator ]; then
+		set -- coordinator "$T/auth.yaml" --listen tcp://127.0.0.1:0
+	else
+		set -- worker --connect tcp://127.0.0.1:9
+	fi
+	set +e
+	timeout 10 "$SOAK" "$@" --secret-file "$T/secret.fifo" 2>"$T/fifo.err"
+	rc=$?
+	set -e
+	[ "$rc" != 124 ] || fail "watchdog: a $side given a FIFO as --secret-file still starting after 10 s"
+	expect_eq "a FIFO as the secret file ($side)" 64 "$rc"
+	expect_match "its refusal says why" "--secret-file: \"$T/secret.fifo\" is not a regular file \(a FIFO\)" \
+	    "$(cat "$T/fifo.err")"
+done
 SOAK_SECRET=short soak_rc rc worker --connect tcp://127.0.0.1:9 2>"$T/short.err"
 expect_eq "a short secret" 64 "$rc"
 expect_match "a short secret is explained" "at least 16" "$(cat "$T/short.err")"

@@ -12,9 +12,9 @@
 #  - slowloris: 1,000 connections that send one byte of the SP header and
 #    nothing more (nng holds each for its 10 s negotiation timeout), while
 #    descriptors remain (the coordinator raised RLIMIT_NOFILE, and says so);
-#  - the descriptor limit: the same 1,000 against a coordinator whose hard
-#    RLIMIT_NOFILE is 256, which closes the oldest connections still in
-#    their handshake when accept meets EMFILE;
+#  - the descriptor limit: the same 1,000, reconnecting at once when
+#    closed, against a coordinator whose hard RLIMIT_NOFILE is 256, which
+#    lets at most 64 be in their handshake and closes the oldest;
 #  - guesses: 2,000 wrong proofs from 50 addresses, 16 at a time, while
 #    the worker joins from the same address as some of them: every guess
 #    is refused (none is met by a ban), the worker gets in, the
@@ -143,14 +143,14 @@ start_coordinator limit prlimit --nofile=256:256
 expect_match "at the limit it says so" 'descriptors: up to 256 ' "$(cat "$T/limit.err")"
 "$PEER" "$url" slowloris 1000 127.3.0.1 >"$T/limit.flood" 2>&1 & loris=$!
 cleanup_hooks+=("kill $loris 2>/dev/null")
-wait_line "$T/limit.err" 'at the descriptor limit \(256\)' 60 \
-    "the coordinator at its descriptor limit" >/dev/null
+wait_line "$T/limit.err" 'that had not finished their transport handshake' 60 \
+    "the coordinator to close slowloris connections" >/dev/null
 first_lease "the descriptor limit (1,000 on 256)"
 finish "the descriptor limit (1,000 on 256)"
 stop_flood "$loris" "the slowloris at the limit" "$T/limit.flood"
 echo "the slowloris at the limit reopened $reopened connections"
-expect_match "it closed connections still in their handshake" \
-    'closed [0-9]+ connection\(s\) that had not finished their transport handshake' \
+expect_match "it closed connections still in their handshake, oldest first" \
+    'closed [0-9]+ connection\(s\) that had not finished their transport handshake, oldest first: (more than a quarter of the descriptors were in one|at the descriptor limit) \(descriptors: 256\)' \
     "$(cat "$T/limit.err")"
 
 # --- guesses: 2,000 wrong proofs from 50 addresses, 16 at a time ---
