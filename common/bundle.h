@@ -110,4 +110,22 @@ int	bundle_cached(const char *cache, const char *hash, char **dirp, char *err);
 int	bundle_install(const char *cache, const char *hash, const void *data,
 	    size_t len, char **dirp, char *err);
 
+/*
+ * The cache is pruned, or it would grow by a bundle with every change to
+ * a config folder, for ever.  A process that uses <cache>/bundle-<hash>
+ * holds it (bundle_hold: a shared flock on the directory, for as long as
+ * the process lives, and its mtime set to now: "last used"); bundle_prune
+ * then removes every bundle but the BUNDLE_KEEP used last, except those
+ * some process holds (a worker of an older run, still running on it),
+ * and leftovers of interrupted installs older than BUNDLE_TMP_AGE_S.  A
+ * bundle goes by rename first, under an exclusive lock, so a process
+ * about to take it either holds it first or finds it gone and fetches
+ * it again.  Returns how many bundles it removed.
+ */
+#define BUNDLE_KEEP		8
+#define BUNDLE_TMP_AGE_S	3600
+/* 0, or -1 with err: dir is gone or being removed (fetch it again). */
+int	bundle_hold(const char *dir, char *err);
+int	bundle_prune(const char *cache, int keep);
+
 #endif

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -642,6 +644,61 @@ test_cache(void **state)
 	free(src);
 }
 
+/* A cached bundle-<hash> used `ago` seconds ago. */
+static char *
+cached_dir(const char *cache, int i, time_t ago)
+{
+	char		*d = xasprintf("%s/bundle-%064x", cache, i);
+	struct timespec	 t[2] = { { time(NULL) - ago, 0 }, { time(NULL) - ago, 0 } };
+
+	assert_int_equal(mkdir(d, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, d, t, AT_SYMLINK_NOFOLLOW), 0);
+	return d;
+}
+
+/* The cache keeps the BUNDLE_KEEP used last, and any that is held. */
+static void
+test_prune(void **state)
+{
+	char		*root = tmpdir(), *cache, *dirs[12], err[ERR_LEN], *p;
+	struct timespec	 old[2] = { { time(NULL) - 5000, 0 }, { time(NULL) - 5000, 0 } };
+	struct stat	 st;
+	int		 i;
+
+	(void)state;
+	assert_non_null(cache = bundle_cache_dir(root, err));
+	for (i = 0; i < 12; i++)
+		dirs[i] = cached_dir(cache, i, 100 * (i + 1));	/* 0 the newest */
+	/* The oldest is held by a worker that still runs on it. */
+	assert_int_equal(bundle_hold(dirs[11], err), 0);
+	assert_int_equal(utimensat(AT_FDCWD, dirs[11], old, 0), 0);
+	p = xasprintf("%s/.tmp-000000000000-old", cache);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	free(p);
+	p = xasprintf("%s/.tmp-000000000000-new", cache);	/* being installed */
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(bundle_prune(cache, 3), 8);
+	for (i = 0; i < 12; i++)
+		assert_int_equal(lstat(dirs[i], &st) == 0, i < 3 || i == 11);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_int_equal(entries(cache), 5);	/* 3, the held one, the new tmp */
+	/* Taken again, a bundle is the one used last: it stays; the process
+	 * holds one bundle at a time, so the old one is let go and goes. */
+	assert_int_equal(bundle_hold(dirs[2], err), 0);
+	assert_int_equal(bundle_prune(cache, 1), 3);
+	assert_int_equal(lstat(dirs[2], &st), 0);
+	assert_int_equal(lstat(dirs[11], &st), -1);
+	/* A bundle that is gone cannot be held: the worker fetches it again. */
+	assert_int_equal(bundle_hold(dirs[5], err), -1);
+	free(p);
+	for (i = 0; i < 12; i++)
+		free(dirs[i]);
+	free(cache);
+	rm_rf(root);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -656,6 +713,7 @@ main(void)
 		cmocka_unit_test(test_pack_leaves_out),
 		cmocka_unit_test(test_pack_leaves_secret),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_prune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
