@@ -195,7 +195,8 @@ fuzz-bins: $(FUZZ_BIN)
 # messages, http's exchanges) into tests/fuzz/corpus/; after a change to
 # the wire format, run it and commit what changed.
 fuzz-corpus: $(BUILD)/tests/fuzz-mkcorpus
-	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http
+	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http tests/fuzz/corpus/bundle \
+	    tests/fuzz/corpus/preauth
 	$(BUILD)/tests/fuzz-mkcorpus tests/fuzz/corpus examples/refunds/soak.yaml
 
 $(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIB_OBJ)
