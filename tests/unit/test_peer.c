@@ -445,11 +445,23 @@ test_pool(void **state)
 	assert_int_equal(peers_admit(ps, 7000, "10.9.9.9", "10.9.9.9", -1,
 	    PEER_QUIET_MS + 10, &ev), PEER_ADMITTED);	/* one of ours, silent, goes */
 	assert_int_not_equal(ev.pipe, 1000);
+	peer_replied(ps, p, PEER_QUIET_MS + 10);
+	peers_free(ps);
+
+	/* Pinned, even the oldest silent place of a lone address stays. */
+	ps = peers_new(&K);
+	for (i = 0; i < PEER_MAX_UNAUTH; i++)
+		assert_non_null(join(ps, 1000 + i, host_n(h, sizeof(h), i), i, NULL));
+	p = peers_find(ps, 1000);
+	assert_true(peer_request(ps, p, 100));
+	assert_non_null(join(ps, 1, "192.0.2.7", 100, &ev));
+	assert_int_equal(ev.pipe, 1001);
+	peer_replied(ps, p, 101);
+	assert_non_null(join(ps, 2, "192.0.2.8", 102, &ev));
+	assert_int_equal(ev.pipe, 1000);	/* unpinned, the oldest silent again */
 	/* Local connections are admitted outside the pool. */
 	assert_int_equal(peers_admit(ps, 8000, "local", "", -1, 0, &ev), PEER_ADMITTED);
 	assert_int_equal(ev.pipe, 0);
-	/* A displaced place's next request is refused: the loop drops it. */
-	peer_replied(ps, p, PEER_QUIET_MS + 10);
 	peers_free(ps);
 }
 
