@@ -486,13 +486,27 @@ make_run_id(void)
 
 /*
  * With an external database, schemas of lost workers must not pile up.
- * Best effort, and within ISO_CONNECT_MS: a database that stopped
- * answering must not keep the run from ending.
+ * Best effort, and within ISO_TEARDOWN_MS: a database that stopped
+ * answering must not keep the run from ending; then what may be left is said.
  */
+static void
+left_schemas(const char *conninfo, const char *prefix, char *why)
+{
+	char	desc[256];
+
+	if (why)
+		conninfo_scrub(why, ERR_LEN, conninfo);
+	iso_conn_desc(conninfo, desc, sizeof(desc));
+	log_warnx("the schemas %s* of this run's workers may be left in the database "
+	    "at %s (%s); list them with SELECT nspname FROM pg_namespace WHERE nspname "
+	    "LIKE '%s%%'", prefix, desc, why ? why : "it did not answer within "
+	    "the teardown's time", prefix);
+}
+
 static void
 drop_run_schemas(const char *conninfo, const char *run_id)
 {
-	int64_t		 deadline = now_ms() + ISO_CONNECT_MS;
+	int64_t		 deadline = now_ms() + ISO_TEARDOWN_MS;
 	PGconn		*conn;
 	PGresult	*res;
 	char		 prefix[128], err[ERR_LEN], *q;
@@ -501,14 +515,16 @@ drop_run_schemas(const char *conninfo, const char *run_id)
 	size_t		 i;
 	int		 k;
 
-	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL)
-		return;
 	snprintf(prefix, sizeof(prefix), "soak_%s_w", run_id);
 	for (i = 0; prefix[i]; i++)
 		if (!((prefix[i] >= 'a' && prefix[i] <= 'z') ||
 		    (prefix[i] >= '0' && prefix[i] <= '9') || prefix[i] == '_'))
 			prefix[i] = (prefix[i] >= 'A' && prefix[i] <= 'Z') ?
 			    prefix[i] - 'A' + 'a' : '_';
+	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL) {
+		left_schemas(conninfo, prefix, err);
+		return;
+	}
 	res = iso_pq_query(conn, "SELECT nspname FROM pg_namespace "
 	    "WHERE left(nspname, length($1)) = $1", 1, params, deadline, &expired);
 	for (k = 0; PQresultStatus(res) == PGRES_TUPLES_OK && k < PQntuples(res); k++) {
@@ -522,6 +538,8 @@ drop_run_schemas(const char *conninfo, const char *run_id)
 		if (expired)
 			break;
 	}
+	if (expired)
+		left_schemas(conninfo, prefix, NULL);
 	PQclear(res);
 	iso_pq_abandon(conn);
 }

@@ -38,10 +38,7 @@ pgdir=$(mktemp -d /tmp/soak-fair-pg.XXXXXX)
 chmod 755 "$pgdir"; mkdir "$pgdir/data"; chown postgres "$pgdir" "$pgdir/data"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$pgdir/data" -w -t 30 -l "$pgdir/pg.log" \
-    -o "-c listen_addresses=127.0.0.1 -c port=$port -c unix_socket_directories=$pgdir -c fsync=off" \
-    start >/dev/null
-cleanup_hooks+=("runuser -u postgres -- '$PGBIN/pg_ctl' -D '$pgdir/data' -m immediate stop >/dev/null 2>&1; rm -rf '$pgdir'")
+own_pg_start "$pgdir" "$port"
 export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
 
 cat >"$T/turn.sh" <<'SH'

@@ -25,12 +25,10 @@ SECRET="shared-$SMARK-secret-0123456789abcdef"
 pgdir=$(mktemp -d /tmp/soak-scrub-pg.XXXXXX)
 chmod 755 "$pgdir"
 chown postgres "$pgdir"
-cleanup_hooks+=("runuser -u postgres -- '$PGBIN/pg_ctl' -D '$pgdir/data' -m immediate stop >/dev/null 2>&1; rm -rf '$pgdir'")
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres \
     --auth-local=trust --auth-host=scram-sha-256 >/dev/null
-runuser -u postgres -- "$PGBIN/pg_ctl" -D "$pgdir/data" -w -t 30 -l "$pgdir/pg.log" \
-    -o "-k $pgdir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start >/dev/null
+own_pg_start "$pgdir" "$port"
 admin() { psql -X -q -t -A -h "$pgdir" -p "$port" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 admin -v pw="$PW" <<<"CREATE ROLE soakscrub LOGIN PASSWORD :'pw';"
 admin -c "CREATE ROLE soakshort LOGIN PASSWORD 'pw12'"
