@@ -734,6 +734,12 @@ pack_read(struct packer *p, char *err)
 			    p->root, e->path);
 			e->dropped = true;
 			p->nskipped++;
+		} else if (r && r->key_len > 0 && memmem(e->data, e->size, r->key,
+		    r->key_len) != NULL) {
+			log_warnx("bundle: leaving out %s/%s: it holds the coordinator's "
+			    "TLS private key (--tls-cert)", p->root, e->path);
+			e->dropped = true;
+			p->nskipped++;
 		}
 	}
 	return 0;

@@ -23,7 +23,9 @@
  * bundle_pack takes directories, regular files and symlinks; it leaves
  * out every entry named ".git", the paths of rules->exclude (the run's
  * output directory, the coordinator's secret file and TLS key), every
- * file holding rules->secret (the shared secret, wherever it was copied),
+ * file holding rules->secret (the shared secret, wherever it was copied)
+ * or rules->key (a line of the coordinator's TLS private key, wherever
+ * the key was copied: a .key beside the .pem),
  * sockets, fifos and devices, and symlinks that do not resolve to an
  * entry of the bundle (each but .git and exclude said with log_warnx).
  * Past BUNDLE_MAX bytes or BUNDLE_MAX_ENTRIES entries it fails, naming
@@ -68,6 +70,9 @@ struct bundle_rules {
 						   NULL-terminated, may be NULL */
 	const uint8_t		*secret;	/* a file holding these bytes */
 	size_t			 secret_len;	/* 0: none */
+	const uint8_t		*key;		/* a file holding these bytes: a
+						   line of the TLS key's PEM */
+	size_t			 key_len;	/* 0: none */
 };
 
 /*

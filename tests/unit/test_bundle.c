@@ -580,6 +580,39 @@ test_pack_leaves_secret(void **state)
 	free(dst);
 }
 
+/* Nor does a copy of the coordinator's TLS key (rules->key, a line of it). */
+static void
+test_pack_leaves_key(void **state)
+{
+	static const char	 line[] = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZ3Jx1c9ke2Pq0Lw";
+	struct bundle		 b;
+	struct bundle_rules	 r = { .key = (const uint8_t *)line,
+				    .key_len = sizeof(line) - 1 };
+	char			*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	mkd(src, "pki");
+	put(src, "pki/coordinator.key", "-----BEGIN PRIVATE KEY-----\n"
+	    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZ3Jx1c9ke2Pq0Lw\n"
+	    "-----END PRIVATE KEY-----\n", 0600);
+	put(src, "pki/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n"
+	    "-----END CERTIFICATE-----\n", 0644);
+	if (bundle_pack(src, &r, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_null(memmem(b.data, b.len, line, sizeof(line) - 1));
+	assert_int_equal(b.nentries, 3);	/* soak.yaml, pki, pki/ca.pem */
+	assert_int_equal(b.nskipped, 1);
+	assert_int_equal(bundle_unpack(b.data, b.len, dst, err), 0);
+	assert_false(exists(dst, "pki/coordinator.key"));
+	assert_true(exists(dst, "pki/ca.pem"));
+	bundle_free(&b);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
 static void
 test_cache(void **state)
 {
@@ -712,6 +745,7 @@ main(void)
 		cmocka_unit_test(test_pack_cap),
 		cmocka_unit_test(test_pack_leaves_out),
 		cmocka_unit_test(test_pack_leaves_secret),
+		cmocka_unit_test(test_pack_leaves_key),
 		cmocka_unit_test(test_cache),
 		cmocka_unit_test(test_prune),
 	};
