@@ -70,6 +70,11 @@
  *                                            again on a new connection and
  *                                            prints the replies
  *   soak_peer URL relay LISTEN DUMP tamper   flips one bit of the WELCOME
+ *   soak_peer URL relay LISTEN DUMP stale    answers the worker's second
+ *                                            lease request with the
+ *                                            coordinator's sealed reply to
+ *                                            its first (the same session's
+ *                                            own message, an older seq), once
  *
  * A fake coordinator (listens on URL, optionally with TLS, and prints
  * "got TYPE" for each request):
@@ -925,6 +930,9 @@ struct relay {
 	uint8_t		*hello, *auth;	/* the worker's, as they passed */
 	size_t		 hlen, alen;
 	bool		 tricked;
+	uint8_t		*lease;		/* stale: the first LEASE, sealed */
+	size_t		 llen;
+	bool		 staled;
 };
 
 static int
@@ -1014,6 +1022,23 @@ relay_main(void *arg)
 				fflush(stdout);
 			}
 			r->tricked = true;
+			pthread_mutex_unlock(&r->mu);
+		}
+		if (msg_type_of(b, len) == MSG_LEASE && strcmp(r->mode, "stale") == 0) {
+			pthread_mutex_lock(&r->mu);
+			if (r->lease == NULL) {
+				r->lease = malloc(len);
+				memcpy(r->lease, b, len);
+				r->llen = len;
+			} else if (!r->staled) {
+				nng_msg_clear(m);
+				nng_msg_append(m, r->lease, r->llen);
+				b = nng_msg_body(m);
+				len = nng_msg_len(m);
+				r->staled = true;
+				printf("answered a lease request with the older lease\n");
+				fflush(stdout);
+			}
 			pthread_mutex_unlock(&r->mu);
 		}
 		record(r, b, len);
@@ -1197,7 +1222,7 @@ main(int argc, char **argv)
 	fprintf(stderr, "usage: soak_peer URL garbage|version|stranger|forged|badauth\n"
 	    "       soak_peer URL hold | inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
 	    "       soak_peer URL hush COUNT SRC | slowloris COUNT SRC | guess COUNT SRC PAR\n"
-	    "       soak_peer URL relay LISTEN DUMP [replay|tamper]\n"
+	    "       soak_peer URL relay LISTEN DUMP [replay|tamper|stale]\n"
 	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n"
 	    "       soak_peer URL fake-nack\n");
 	return 64;

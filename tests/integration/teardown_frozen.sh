@@ -21,8 +21,11 @@ cat >"$T/freeze.sh" <<'SH'
 [ "$SOAK_SEED" = 1 ] || exit 0
 data=${FREEZE_DATA:-$PGHOST/data}
 pm=$(head -n 1 "$data/postmaster.pid")
+kids=$(pgrep -P "$pm")
 echo "$pm" >"$SOAK_CONFIG_DIR/frozen.pid"
-kill -STOP "$pm" $(pgrep -P "$pm")
+echo $kids >"$SOAK_CONFIG_DIR/frozen.kids"
+echo "$data" >"$SOAK_CONFIG_DIR/frozen.dir"
+kill -STOP "$pm" $kids
 exit 0
 SH
 chmod +x "$T/freeze.sh"
@@ -45,6 +48,8 @@ ms() { date +%s%3N; }
 # leave it frozen), and waited for.
 unfreeze() {
 	local pm kids
+	kids=$(cat "$T/frozen.kids" 2>/dev/null || true)
+	kill -CONT $kids 2>/dev/null || true
 	pm=$(cat "$T/frozen.pid" 2>/dev/null || true)
 	[[ $pm =~ ^[0-9]+$ ]] && kill -0 "$pm" 2>/dev/null || return 0
 	kids=$(pgrep -P "$pm" || true)
@@ -73,6 +78,15 @@ if kill -0 "$pm" 2>/dev/null; then
 	fail "the frozen embedded postmaster $pm outlived the run"
 fi
 ok "the frozen embedded postmaster is gone"
+for k in $(cat "$T/frozen.kids"); do
+	if kill -0 "$k" 2>/dev/null; then
+		kill -CONT "$k" 2>/dev/null || true
+		fail "the frozen embedded cluster's process $k ($(cat /proc/$k/comm 2>/dev/null)) outlived the run"
+	fi
+done
+ok "the frozen embedded cluster's $(wc -w <"$T/frozen.kids") other processes are gone"
+[ ! -e "$(dirname "$(cat "$T/frozen.dir")")" ] || fail "the embedded cluster's folder $(cat "$T/frozen.dir") outlived the run"
+ok "the embedded cluster's folder is gone"
 expect_match "the worker said what it left" 'the schemas soak_.*_w1 and soak_.*_w1_tpl are left in the database at .* \(it did not answer within 5 s\); remove them with DROP SCHEMA IF EXISTS' \
     "$(cat "$T/embedded.err")"
 
