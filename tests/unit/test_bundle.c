@@ -613,6 +613,39 @@ test_pack_leaves_key(void **state)
 	free(dst);
 }
 
+/* The cap on entries at its boundary: BUNDLE_MAX_ENTRIES pack, one more not. */
+static void
+test_pack_entries_cap(void **state)
+{
+	struct bundle	 b;
+	char		*src = xstrdup("/dev/shm/soak-test-bundle.XXXXXX"), err[ERR_LEN];
+	char		 name[32];
+	int		 i, fd, dfd;
+
+	(void)state;
+	/* In memory, with bare creats: 20,000 write_file()s take a minute on disk. */
+	assert_non_null(mkdtemp(src));
+	assert_true((dfd = open(src, O_RDONLY | O_DIRECTORY)) != -1);
+	put(src, "soak.yaml", "name: t\n", 0644);
+	for (i = 1; i < BUNDLE_MAX_ENTRIES; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		assert_true((fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644)) != -1);
+		close(fd);
+	}
+	close(dfd);
+	if (bundle_pack(src, NULL, &b, err) == -1)
+		fail_msg("bundle_pack of %d entries: %s", BUNDLE_MAX_ENTRIES, err);
+	assert_int_equal(b.nentries, BUNDLE_MAX_ENTRIES);
+	bundle_free(&b);
+	put(src, "one-more", "", 0644);
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
+	if (strstr(err, "holds more than 20000 entries to bundle (use --bundle off)") == NULL)
+		fail_msg("the refusal does not say the cap: %s", err);
+	bundle_free(&b);
+	rm_rf(src);
+	free(src);
+}
+
 static void
 test_cache(void **state)
 {
@@ -746,6 +779,7 @@ main(void)
 		cmocka_unit_test(test_pack_leaves_out),
 		cmocka_unit_test(test_pack_leaves_secret),
 		cmocka_unit_test(test_pack_leaves_key),
+		cmocka_unit_test(test_pack_entries_cap),
 		cmocka_unit_test(test_cache),
 		cmocka_unit_test(test_prune),
 	};
