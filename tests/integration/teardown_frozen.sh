@@ -15,13 +15,16 @@
 
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)
 # freeze.sh: seed 1's turn stops the cluster named by $PGHOST (the
-# embedded one: PGHOST is its folder) or by $1 (a data directory).
+# embedded one: PGHOST is its folder) or by the data directory in
+# freeze.data beside the config (turns get no variable of the test's).
 cat >"$T/freeze.sh" <<'SH'
 #!/bin/sh
+set -e
 [ "$SOAK_SEED" = 1 ] || exit 0
-data=${FREEZE_DATA:-$PGHOST/data}
+data=$PGHOST/data
+[ -f "$SOAK_CONFIG_DIR/freeze.data" ] && data=$(cat "$SOAK_CONFIG_DIR/freeze.data")
 pm=$(head -n 1 "$data/postmaster.pid")
-kids=$(pgrep -P "$pm")
+kids=$(pgrep -P "$pm" || true)
 echo "$pm" >"$SOAK_CONFIG_DIR/frozen.pid"
 echo $kids >"$SOAK_CONFIG_DIR/frozen.kids"
 echo "$data" >"$SOAK_CONFIG_DIR/frozen.dir"
@@ -99,7 +102,7 @@ port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); pr
 runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null
 own_pg_start "$pgdir" "$port"
 export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
-export FREEZE_DATA=$pgdir/data
+echo "$pgdir/data" >"$T/freeze.data"
 frozen_run external
 expect_eq "external: exit status (seed 1 infra)" 2 "$rc"
 expect_match "the worker said what it left, and how to remove it" \
