@@ -51,10 +51,10 @@ refusal=$(wait_line "$T/worker.err" 'answers request [0-9]+, not [0-9]+' 30 \
 echo "the worker: $refusal"
 expect_match "the worker names the request the reply was sealed for, and its own" \
     'the reply to .* answers request ([0-9]+), not ([0-9]+)' "$refusal"
-r=$(grep -oE 'answers request [0-9]+, not [0-9]+' <<<"$refusal")
-set -- $r
-[ "$3" -lt "$5" ] || fail "the refused reply's request ($3) is not older than the worker's ($5)"
-ok "the refused reply was sealed for an older request ($3 < $5)"
+[[ $refusal =~ answers\ request\ ([0-9]+),\ not\ ([0-9]+) ]]
+old=${BASH_REMATCH[1]} new=${BASH_REMATCH[2]}
+[ "$old" -lt "$new" ] || fail "the refused reply's request ($old) is not older than the worker's ($new)"
+ok "the refused reply was sealed for an older request ($old < $new)"
 # Whatever the worker does next (it reconnects through the relay and gets
 # its seeds anew), no seed of the older lease ran twice before the end.
 wait_exit rc "$coord" 60 "the coordinator's run of four seeds"
