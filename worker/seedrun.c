@@ -303,7 +303,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	env_base(&env, c->w, ports, nports, dir);
 	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);
 	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
-	    .stdout_path = so, .stderr_path = se };
+	    .stdout_path = so, .stderr_path = se, .scrub = c->w->scrub };
 	wrk_run_batch(&req, 1, cfg->setup_timeout_ms, c->deadline, &out, &hung);
 	json_array_append_new(c->turns, outcome_json(c, &out));
 	timeline_at(c, out.end_ms, "setup: %s %d (started at %.3fs, %lld ms)",
@@ -457,7 +457,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		ends[i] = (struct turn_end){ c->proxies, i };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
-		    .ended = turn_exited, .ended_arg = &ends[i] };
+		    .ended = turn_exited, .ended_arg = &ends[i], .scrub = c->w->scrub };
 		out[i].round = round;
 		out[i].turn = i;
 	}
@@ -705,10 +705,13 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 			fputc('\n', c->w->timeline);
 			for (int r = 0; r < o->nkept; r++) {
 				for (int k = 0; k < o->ncols; k++) {
-					const char *v = o->cells[r * o->ncols + k];
+					const char	*v = o->cells[r * o->ncols + k];
+					char		*cell = xstrdup(v ? v : "NULL");
 
+					scrub_text(c->w->scrub, cell);
 					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
-					    v ? v : "NULL");
+					    cell);
+					free(cell);
 				}
 				fputc('\n', c->w->timeline);
 			}
@@ -937,8 +940,10 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 		rm_rf(c.dir);
 	free(c.dir);
 	/* The setup's outcome, with its stderr tail: what failed, in its words. */
+	scrub_text(w->scrub, res->message);
 	res->detail = json_pack("{s:s, s:o}", "message", res->message,
 	    "turns", c.turns);
+	scrub_json(w->scrub, res->detail);
 	return rc;
 }
 
@@ -1043,6 +1048,8 @@ done:
 	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
+	/* Before anything of the seed is written or sent (common/scrub.h). */
+	scrub_text(w->scrub, res->message);
 	json_object_set_new(detail, "message", json_string(res->message));
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
 	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));
@@ -1073,7 +1080,11 @@ done:
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);
 	full_dir = dispose_workspace(&c, res, detail);
+	/* Rows, tails, messages: the full detail (detail.json) and what is sent,
+	 * with the trace's lines. */
+	scrub_json(w->scrub, detail);
 	res->detail = bound_detail(seed, detail, traced ? &trace : NULL, full_dir);
+	scrub_json(w->scrub, res->detail);
 	detail_trace_free(&trace);
 	free(full_dir);
 	json_decref(c.turns);
