@@ -32,5 +32,6 @@ int	cmd_proxy(int argc, char **argv);	/* fault-proxy/cmd.c */
 int	cmd_check(int argc, char **argv);	/* invariants/check.c */
 int	cmd_tickets(int argc, char **argv);	/* coordinator/tickets_cmd.c */
 int	cmd_pin(int argc, char **argv);		/* coordinator/pin.c */
+int	cmd_report(int argc, char **argv);	/* coordinator/report_cmd.c */
 
 #endif

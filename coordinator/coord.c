@@ -447,16 +447,21 @@ worker_outcome(struct coord *c, struct wrec *w, enum reason why)
 /*
  * A pass whose detail says no more than its turn counts keeps only them:
  * {"message": "K of N turns ok", "round": null, "ok_turns": K,
- * "total_turns": N}, as worker/seedrun.c words every pass.
+ * "total_turns": N}, as worker/seedrun.c words every pass.  Its "timing"
+ * (when its turns ran) stays in the journal alone, for report.html: a
+ * million passes would otherwise hold a million of them here.
  */
 static void
 pass_compact(struct coord_seed *s)
 {
-	json_t		*ok = json_object_get(s->detail, "ok_turns");
-	json_t		*total = json_object_get(s->detail, "total_turns");
-	json_t		*msgj = json_object_get(s->detail, "message");
+	json_t		*ok, *total, *msgj;
 	char		 words[64];
 
+	if (s->verdict == VERDICT_PASS)
+		json_object_del(s->detail, "timing");
+	ok = json_object_get(s->detail, "ok_turns");
+	total = json_object_get(s->detail, "total_turns");
+	msgj = json_object_get(s->detail, "message");
 	if (s->verdict != VERDICT_PASS || json_object_size(s->detail) != 4 ||
 	    !json_is_integer(ok) || !json_is_integer(total) ||
 	    json_integer_value(ok) < 0 || json_integer_value(ok) > UINT32_MAX ||

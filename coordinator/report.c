@@ -270,6 +270,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
 		if (json_object_get(d, "coverage"))
 			json_object_set(r, "coverage", json_object_get(d, "coverage"));
+		if (json_object_get(d, "timing"))
+			json_object_set(r, "timing", json_object_get(d, "timing"));
 		if (json_object_get(d, "workspace"))
 			json_object_set(r, "workspace", json_object_get(d, "workspace"));
 		if (json_object_get(d, "workspace_error"))

@@ -38,6 +38,7 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/journal.h"
 #include "coordinator/report.h"
+#include "coordinator/report_html.h"
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
@@ -525,13 +526,27 @@ make_run_id(void)
 
 /*
  * With an external database, schemas of lost workers must not pile up.
- * Best effort, and within ISO_CONNECT_MS: a database that stopped
- * answering must not keep the run from ending.
+ * Best effort, and within ISO_TEARDOWN_MS: a database that stopped
+ * answering must not keep the run from ending; then what may be left is said.
  */
+static void
+left_schemas(const char *conninfo, const char *prefix, char *why)
+{
+	char	desc[256];
+
+	if (why)
+		conninfo_scrub(why, ERR_LEN, conninfo);
+	iso_conn_desc(conninfo, desc, sizeof(desc));
+	log_warnx("the schemas %s* of this run's workers may be left in the database "
+	    "at %s (%s); list them with SELECT nspname FROM pg_namespace WHERE nspname "
+	    "LIKE '%s%%'", prefix, desc, why ? why : "it did not answer within "
+	    "the teardown's time", prefix);
+}
+
 static void
 drop_run_schemas(const char *conninfo, const char *run_id)
 {
-	int64_t		 deadline = now_ms() + ISO_CONNECT_MS;
+	int64_t		 deadline = now_ms() + ISO_TEARDOWN_MS;
 	PGconn		*conn;
 	PGresult	*res;
 	char		 prefix[128], err[ERR_LEN], *q;
@@ -540,14 +555,16 @@ drop_run_schemas(const char *conninfo, const char *run_id)
 	size_t		 i;
 	int		 k;
 
-	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL)
-		return;
 	snprintf(prefix, sizeof(prefix), "soak_%s_w", run_id);
 	for (i = 0; prefix[i]; i++)
 		if (!((prefix[i] >= 'a' && prefix[i] <= 'z') ||
 		    (prefix[i] >= '0' && prefix[i] <= '9') || prefix[i] == '_'))
 			prefix[i] = (prefix[i] >= 'A' && prefix[i] <= 'Z') ?
 			    prefix[i] - 'A' + 'a' : '_';
+	if ((conn = iso_pq_connect(conninfo, deadline, err)) == NULL) {
+		left_schemas(conninfo, prefix, err);
+		return;
+	}
 	res = iso_pq_query(conn, "SELECT nspname FROM pg_namespace "
 	    "WHERE left(nspname, length($1)) = $1", 1, params, deadline, &expired);
 	for (k = 0; PQresultStatus(res) == PGRES_TUPLES_OK && k < PQntuples(res); k++) {
@@ -561,6 +578,8 @@ drop_run_schemas(const char *conninfo, const char *run_id)
 		if (expired)
 			break;
 	}
+	if (expired)
+		left_schemas(conninfo, prefix, NULL);
 	PQclear(res);
 	iso_pq_abandon(conn);
 }
@@ -679,12 +698,45 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
 }
 
 /*
+ * The first base64 line of the private key in the PEM file path (a
+ * --tls-cert), into line: 64 characters, 16 of them the key's own past the
+ * fixed prefix of its encoding, so any file that holds a copy of the key
+ * (a coordinator.key beside coordinator.pem) holds this line.  0 when
+ * found; -1 (nothing to match) otherwise.
+ */
+static int
+tls_key_line(const char *path, char *line, size_t cap)
+{
+	char	 buf[16384], *p, *e;
+	size_t	 n;
+	FILE	*f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strstr(buf, "PRIVATE KEY-----")) == NULL ||
+	    (p = strchr(p, '\n')) == NULL)
+		return -1;
+	p++;
+	if ((e = strchr(p, '\n')) == NULL || e - p < 16 || (size_t)(e - p) >= cap ||
+	    strncmp(p, "-----", 5) == 0)
+		return -1;
+	if (e > p && e[-1] == '\r')
+		e--;
+	snprintf(line, cap, "%.*s", (int)(e - p), p);
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
+}
+
+/*
  * The config folder as workers without it get it (common/bundle.h): built
  * once, before anything listens, without .git, the run's output directory
  * (nor, with the default --out, the soak-out folder every run writes
  * into), and never with this coordinator's credentials: its secret file,
  * its TLS certificate's key, any file holding the shared secret (a README
- * example keeps soak.secret beside soak.yaml).  -1 when it cannot travel
+ * example keeps soak.secret beside soak.yaml) or a copy of that key.  -1 when it cannot travel
  * (too big: the biggest files named).
  */
 static int
@@ -693,8 +745,8 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 {
 	const char		*exclude[5] = { NULL };
 	struct bundle_rules	 rules = { .exclude = exclude };
-	char			 err[ERR_LEN], size[32], path[4][PATH_MAX];
-	int			 n = 0, i;
+	char			 err[ERR_LEN], size[32], path[4][PATH_MAX], key[128];
+	int			 n = 0, i, rc;
 
 	if (realpath(out, path[n]) != NULL)
 		n++;
@@ -708,7 +760,13 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 		exclude[i] = path[i];
 	rules.secret = o->auth.secret.key;
 	rules.secret_len = o->auth.secret.len;
-	if (bundle_pack(cfg->dir, &rules, b, err) == -1) {
+	if (o->auth.tls_cert && tls_key_line(o->auth.tls_cert, key, sizeof(key)) == 0) {
+		rules.key = (const uint8_t *)key;
+		rules.key_len = strlen(key);
+	}
+	rc = bundle_pack(cfg->dir, &rules, b, err);
+	explicit_bzero(key, sizeof(key));
+	if (rc == -1) {
 		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
 		return -1;
 	}
@@ -817,6 +875,24 @@ regressions_load(const struct runopts *o, const struct cfg *cfg,
 	return 0;
 }
 
+/*
+ * report.html beside report.json.  The page is for people: one that
+ * cannot be written is a warning (soak report RUN_DIR writes it again),
+ * never a change of the run's exit status.
+ */
+static int
+html_page(const char *out, const struct cfg *cfg)
+{
+	struct report_html_opts	o = { .run_dir = out, .cfg = cfg };
+	char			err[ERR_LEN];
+
+	if (report_html_write(&o, NULL, err) == -1) {
+		log_warnx("%s (soak report %s writes it again)", err, out);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 run_main(struct runopts *o)
 {
@@ -833,6 +909,7 @@ run_main(struct runopts *o)
 	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
 	int64_t			 t0 = now_ms(), started = wall_ms();
 	int			 rc = SOAK_EXIT_INCOMPLETE, i;
+	bool			 reported = true;
 
 	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
 		if (cfg.broken & CFG_BROKEN_SOME)
@@ -1002,6 +1079,7 @@ run_main(struct runopts *o)
 		log_warnx("%s", err);
 	r.journal = NULL;
 	if ((rc = report_write(&meta, r.coord, err)) == -1) {
+		reported = false;
 		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
 		    "--resume %s` writes the report once there is room\n", err, out,
 		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
@@ -1009,6 +1087,8 @@ run_main(struct runopts *o)
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
 	report_summary(stdout, &meta, r.coord);
+	if (reported && html_page(out, &cfg) == 0)	/* report_html.h */
+		printf("  page:   %s/%s\n", out, RH_NAME);
 	fflush(stdout);
 	if (cfg.tickets.enabled)	/* else no need to read report.json back */
 		tickets_after_run(out, stdout);

@@ -33,6 +33,8 @@ struct seed_ctx {
 	uint64_t		 seed;
 	enum run_state		 state;
 	int64_t			 start, deadline;
+	int64_t			 start_wall;	/* the seed's start, wall clock */
+	json_t			*checks;	/* [[round, start_ms, end_ms, broken]] */
 	char			*dir;		/* the seed's workspace */
 	struct proxy_set	*proxies;
 	char			*trace_path;
@@ -302,7 +304,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	env_base(&env, c->w, ports, nports, dir);
 	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);
 	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
-	    .stdout_path = so, .stderr_path = se };
+	    .stdout_path = so, .stderr_path = se, .scrub = c->w->scrub };
 	wrk_run_batch(&req, 1, cfg->setup_timeout_ms, c->deadline, &out, &hung);
 	json_array_append_new(c->turns, outcome_json(c, &out));
 	timeline_at(c, out.end_ms, "setup: %s %d (started at %.3fs, %lld ms)",
@@ -465,7 +467,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		ends[i] = (struct turn_end){ c->proxies, t };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
-		    .ended = turn_exited, .ended_arg = &ends[i] };
+		    .ended = turn_exited, .ended_arg = &ends[i], .scrub = c->w->scrub };
 		out[i].round = round;
 		out[i].turn = t;
 	}
@@ -679,8 +681,15 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	char			err[ERR_LEN];
 	size_t			i;
 	int			rc = 0;
+	int64_t			t0 = now_ms(), t1;
 
-	if (inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err) == -1) {
+	rc = inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err);
+	t1 = now_ms();
+	/* When the check ran, for report.html's swimlane. */
+	json_array_append_new(c->checks, json_pack("[i, I, I, I]", round,
+	    (json_int_t)(t0 - c->start), (json_int_t)(t1 - c->start),
+	    (json_int_t)(rc == -1 ? -1 : (json_int_t)ir.nviolated)));
+	if (rc == -1) {
 		timeline(c, "check after round %d: %s", round, err);
 		if (now_ms() >= c->deadline)
 			deadline_passed(c, res, "in the check after round %d", round);
@@ -706,10 +715,13 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 			fputc('\n', c->w->timeline);
 			for (int r = 0; r < o->nkept; r++) {
 				for (int k = 0; k < o->ncols; k++) {
-					const char *v = o->cells[r * o->ncols + k];
+					const char	*v = o->cells[r * o->ncols + k];
+					char		*cell = xstrdup(v ? v : "NULL");
 
+					scrub_text(c->w->scrub, cell);
 					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
-					    v ? v : "NULL");
+					    cell);
+					free(cell);
 				}
 				fputc('\n', c->w->timeline);
 			}
@@ -928,6 +940,41 @@ seed_begin(struct seed_ctx *c, struct seed_result *res)
 	return 0;
 }
 
+/*
+ * When the seed's parts ran, for report.html (docs/report.md "timing"):
+ * the seed's start by the worker's wall clock, each invariant check, and
+ * for a pass (whose detail has no "turns") each turn's start, end and
+ * status as [round, turn, start_ms, end_ms, status], within
+ * DETAIL_TURNS_MAX bytes, what did not fit counted in "more_turns".
+ */
+static json_t *
+timing_json(struct seed_ctx *c, bool pass)
+{
+	json_t	*t = json_pack("{s:I, s:O}", "started_at_ms", (json_int_t)c->start_wall,
+	    "checks", c->checks), *turns, *o, *row;
+	size_t	 i, cost = 0, more = 0;
+
+	if (!pass)
+		return t;
+	turns = json_array();
+	json_array_foreach(c->turns, i, o) {
+		row = json_pack("[O, O, O, O, O]", json_object_get(o, "round"),
+		    json_object_get(o, "turn"), json_object_get(o, "start_ms"),
+		    json_object_get(o, "end_ms"), json_object_get(o, "status"));
+		if (row == NULL || more > 0 ||
+		    (cost += detail_cost(row) + 1) > DETAIL_TURNS_MAX) {
+			more++;
+			json_decref(row);
+			continue;
+		}
+		json_array_append_new(turns, row);
+	}
+	json_object_set_new(t, "turns", turns);
+	if (more > 0)
+		json_object_set_new(t, "more_turns", json_integer((json_int_t)more));
+	return t;
+}
+
 int
 wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
     struct cfgerr *cfgerr)
@@ -949,8 +996,10 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 		rm_rf(c.dir);
 	free(c.dir);
 	/* The setup's outcome, with its stderr tail: what failed, in its words. */
+	scrub_text(w->scrub, res->message);
 	res->detail = json_pack("{s:s, s:o}", "message", res->message,
 	    "turns", c.turns);
+	scrub_json(w->scrub, res->detail);
 	return rc;
 }
 
@@ -971,9 +1020,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	res->reason = REASON_NONE;
 	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
+	c.start_wall = wall_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
+	c.checks = json_array();
 	c.state = RUN_VERDICT;
 	c.inv_checks = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_checks));
 	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
@@ -1067,12 +1118,15 @@ done:
 	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
+	/* Before anything of the seed is written or sent (common/scrub.h). */
+	scrub_text(w->scrub, res->message);
 	json_object_set_new(detail, "message", json_string(res->message));
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
 	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));
 	json_object_set_new(detail, "total_turns", json_integer(c.total_turns));
 	if (res->verdict == VERDICT_INFRA && c.cfgerr.kind != CFGERR_NONE)
 		json_object_set_new(detail, "config_error", cfgerr_json(&c.cfgerr));
+	json_object_set_new(detail, "timing", timing_json(&c, res->verdict == VERDICT_PASS));
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
@@ -1102,10 +1156,15 @@ done:
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);
 	full_dir = dispose_workspace(&c, res, detail);
+	/* Rows, tails, messages: the full detail (detail.json) and what is sent,
+	 * with the trace's lines. */
+	scrub_json(w->scrub, detail);
 	res->detail = bound_detail(seed, detail, traced ? &trace : NULL, full_dir);
+	scrub_json(w->scrub, res->detail);
 	detail_trace_free(&trace);
 	free(full_dir);
 	json_decref(c.turns);
+	json_decref(c.checks);
 	strv_free(ups);
 	free(c.trace_path);
 	free(c.dir);

@@ -83,9 +83,39 @@ db_plain_check(struct wrk *w, char *err)
 	return errf(err, "%s", ce->detail);
 }
 
+/*
+ * The scrubber of text this worker captures (common/scrub.h).  A password
+ * too short, or equal to a name, cannot be scrubbed as text: said once.
+ */
+static void
+wrk_scrub_start(struct wrk *w)
+{
+	static bool	 told;
+	const char	*env = getenv("PGPASSWORD");
+	char		 why[ERR_LEN];
+	bool		 short_one = false;
+
+	if (w->scrub != NULL)
+		return;
+	w->scrub = scrub_new();
+	if (scrub_add_conninfo(w->scrub, w->conninfo, why) == -1)
+		short_one = true;
+	else if (env && *env && scrub_add(w->scrub, "the PGPASSWORD of soak's "
+	    "environment", env, strlen(env), why) == -1)
+		short_one = true;
+	else if (w->secret && w->secret->len > 0 && scrub_add(w->scrub,
+	    "the shared secret", w->secret->key, w->secret->len, why) == -1)
+		short_one = true;
+	if (short_one && !told) {
+		log_warnx("%s", why);
+		told = true;
+	}
+}
+
 int
 wrk_open(struct wrk *w, char *err)
 {
+	wrk_scrub_start(w);
 	w->path_env = xstrdup(wrk_path());
 	memset(&w->open_cfgerr, 0, sizeof(w->open_cfgerr));
 	if (w->unusable != NULL) {
@@ -131,6 +161,8 @@ wrk_close(struct wrk *w, bool drop_schema)
 	iso_dbparams_free(&w->db);
 	free(w->path_env);
 	w->path_env = NULL;
+	scrub_free(w->scrub);
+	w->scrub = NULL;
 }
 
 /* --- talking to the coordinator --- */
@@ -1012,6 +1044,7 @@ worker_hello(struct worker *k)
 		k->w.unusable = xstrdup(err);
 	}
 	k->w.cfg = &k->cfg;
+	k->w.secret = &k->o->auth.secret;
 	k->w.run_id = xstrdup(rep.u.welcome.run_id);
 	worker_paths(k, &rep);
 	k->beat.interval_ms = rep.u.welcome.heartbeat_ms ?

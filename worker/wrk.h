@@ -17,8 +17,10 @@
 #include <jansson.h>
 
 #include "common/cfgerr.h"
+#include "common/auth.h"
 #include "common/config.h"
 #include "common/plan.h"
+#include "common/scrub.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
 #include "worker/env.h"
@@ -77,6 +79,8 @@ struct spawn_req {
 	 */
 	void		(*ended)(void *arg);
 	void		*ended_arg;
+	/* Scrubs the stdout and stderr tails (common/scrub.h); may be NULL. */
+	const struct scrub *scrub;
 };
 
 /*
@@ -185,6 +189,14 @@ struct wrk {
 	bool			 workspace_ok;	/* iso_open took it: ours to remove */
 	char			*unusable;	/* why the config does not load
 						   here: every seed is infra/setup */
+	/*
+	 * What text captured from turns, services and setup is scrubbed of
+	 * before it is sent or written (common/scrub.h): the database
+	 * passwords of conninfo, the worker's own PGPASSWORD, and *secret
+	 * (the shared secret, when the caller set it).  Made by wrk_open.
+	 */
+	const struct auth_secret *secret;
+	struct scrub		*scrub;
 };
 
 /* A probe of the database once a seed's deadline passed (iso_probe). */

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1761,6 +1762,69 @@ test_confirm_smallest_per_bug_elsewhere(void **state)
 	coord_free(c);
 }
 
+/*
+ * The confirming re-runs' cap at its boundary: 25 distinct failures (each
+ * its own invariant) get CONFIRM_MAX (20) re-runs, those of the smallest
+ * 20 seeds in seed order, and the run ends after them.
+ */
+static void
+test_confirm_cap(void **state)
+{
+	struct coord		*c = mk(0, 29);
+	struct msg		 rep;
+	uint32_t		 w1, w2, i;
+	const struct coord_seed	*s;
+	uint64_t		 n, want = 0;
+	char			 inv[128];
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	while (lease(c, w1, 1, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			uint64_t	seed = rep.u.lease.seeds[i].seed;
+
+			snprintf(inv, sizeof(inv), "{\"message\":\"m\",\"invariants\":"
+			    "[{\"name\":\"I%" PRIu64 "\"}]}", seed);
+			assert_int_equal(result_d(c, w1, 1, rep.u.lease.lease_id, seed, 1,
+			    seed < 25 ? VERDICT_FAIL : VERDICT_PASS,
+			    seed < 25 ? "invariant" : "", inv), 1);
+		}
+		msg_clear(&rep);
+	}
+	msg_clear(&rep);
+	s = coord_seeds(c, &n);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(s[i].state, CSEED_FINAL);
+	while (lease(c, w2, 2, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		assert_int_equal(rep.u.lease.nseeds, 1);
+		if (rep.u.lease.seeds[0].seed != want)
+			fail_msg("confirming re-run %" PRIu64 " is of seed %" PRIu64,
+			    want, rep.u.lease.seeds[0].seed);
+		snprintf(inv, sizeof(inv), "{\"message\":\"m\",\"invariants\":"
+		    "[{\"name\":\"I%" PRIu64 "\"}]}", want);
+		assert_int_equal(result_d(c, w2, 2, rep.u.lease.lease_id, want, 2,
+		    VERDICT_FAIL, "invariant", inv), 1);
+		msg_clear(&rep);
+		want++;
+		assert_true(want <= 25);
+	}
+	assert_int_equal(rep.type, MSG_DONE);
+	msg_clear(&rep);
+	assert_int_equal(want, 20);
+	for (i = 0; i < 25; i++) {
+		if (i < 20)
+			assert_true(json_is_true(json_object_get(s[i].detail, "reproduced")));
+		else {
+			assert_int_equal(s[i].confirm, CONFIRM_NONE);
+			assert_null(json_object_get(s[i].detail, "reproduced"));
+		}
+	}
+	assert_true(coord_finished(c));
+	coord_free(c);
+}
+
 static void
 test_confirm_off_and_single_worker(void **state)
 {
@@ -2120,6 +2184,7 @@ main(void)
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
 		cmocka_unit_test(test_coverage_counts_final_attempts),
+		cmocka_unit_test(test_confirm_cap),
 		cmocka_unit_test(test_bundle_request),
 		cmocka_unit_test(test_regressions_first_and_apart),
 	};
