@@ -381,9 +381,19 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 		unlink(path);
 	}
 	free(path);
-	json_decref(rec);
 	plan = json_object_get(s->detail, "plan");
 	if (rc == 0 && json_is_object(plan)) {
+		json_t	*fp = json_object_get(rec, "fingerprint"), *failure;
+
+		/* what it failed with: the fingerprint is the coordinator's */
+		plan = json_deep_copy(plan);
+		if (json_is_string(fp)) {
+			if (!json_is_object(failure = json_object_get(plan, "failure"))) {
+				failure = json_object();
+				json_object_set_new(plan, "failure", failure);
+			}
+			json_object_set(failure, "fingerprint", fp);
+		}
 		path = xasprintf("%s/plan.json", dir);
 		errno = 0;
 		if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
@@ -392,7 +402,9 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 			unlink(path);
 		}
 		free(path);
+		json_decref(plan);
 	}
+	json_decref(rec);
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {
 		path = xasprintf("%s/trace.jsonl", dir);

@@ -828,15 +828,33 @@ plan_pick(struct gate *g, const char **mark, uint32_t *deferred)
 			return t;
 		}
 	if (s->turn < g->nturns && g->blocked[s->turn]) {
-		/* 3: it waits on a lock: its holder's next planned step first */
+		uint64_t	holders = 0, seen = 0, more;
+		int		u;
+
+		/*
+		 * 3: it waits on a lock: its holders' next planned step first,
+		 * in plan order.  A holder that waits on a lock itself passes it
+		 * on to its own holders (FOR UPDATE queues: the second reader
+		 * waits on the first waiter, which waits on the owner).
+		 */
 		for (e = g->ents; e != NULL; e = e->next)
 			if (e->turn == s->turn && e->st == GS_LOCK)
 				lock = e;
+		more = lock != NULL ? lock->rec->waits_on : 0;
+		while ((more &= ~seen) != 0) {
+			seen |= more;
+			holders |= more;
+			for (u = 0, more = 0; u < g->nturns && u < 64; u++)
+				if ((seen >> u & 1) && g->blocked[u])
+					for (e = g->ents; e != NULL; e = e->next)
+						if (e->turn == u && e->st == GS_LOCK)
+							more |= e->rec->waits_on;
+		}
 		for (j = g->cursor + 1; lock != NULL && j < g->plan->nsteps; j++) {
 			const struct plan_step	*h = &g->plan->steps[j];
 
 			if (g->used[j] || h->turn >= 64 ||
-			    !(lock->rec->waits_on >> h->turn & 1) ||
+			    !(holders >> h->turn & 1) ||
 			    !g->ready[h->turn] || !step_is(h, g->oldest[h->turn]))
 				continue;
 			*mark = "lock-deferred";
