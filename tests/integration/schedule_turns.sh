@@ -151,7 +151,7 @@ for style in percmd held; do
 	# every statement went through the schedule: three steps a turn
 	expect_eq "$style: steps of the smallest failing seed" 12 \
 	    "$(steps "$T/$style/failures/$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/$style/report.json")/trace.jsonl" | wc -l)"
-	replays 6 "$T/$style.yaml" "$T/$style" "$INV"
+	replays 4 "$T/$style.yaml" "$T/$style" "$INV"
 	echo "figures: $style: $nfail of 20 seeds fail; $same of $nrep failing seeds replay to the same verdict and the run's schedule step for step; $forced decisions forced by a timeout in their traces and replays"
 	expect_eq "$style: decisions forced by a timeout" 0 "$forced"
 	expect_eq "$style: replays with the run's schedule, step for step" "$nrep" "$same"
@@ -227,7 +227,7 @@ for mode in wrandom wpct; do
 	expect_eq "$mode: infra verdicts" 0 "$(jq .totals.infra "$T/$mode/report.json")"
 	nfail=$(jq .totals.fail "$T/$mode/report.json")
 	expect_ge "$mode: seeds whose lost debit was caught (of 20)" 3 "$nfail"
-	replays 6 "$T/$mode.yaml" "$T/$mode" "$WINV"
+	replays 4 "$T/$mode.yaml" "$T/$mode" "$WINV"
 	dl=$(grep -c ': a deadlock (step' "$T/$mode.err" || true)
 	echo "figures: $mode: $nfail of 20 seeds fail; $same of $nrep failing seeds replay step for step, $woke more leave it where a transaction's end woke several lock waiters ($passed_woke of those then passed); $forced decisions forced by a timeout; $dl deadlocks broken by soak in the run"
 	expect_eq "$mode: decisions forced by a timeout" 0 "$forced"
