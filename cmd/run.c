@@ -29,6 +29,8 @@
 #include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
+#include "common/self.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
 #include "common/units.h"
@@ -38,6 +40,7 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/journal.h"
 #include "coordinator/report.h"
+#include "coordinator/report_html.h"
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
@@ -119,6 +122,7 @@ struct runctx {
 	char			*ipcdir, *keep, *work;	/* soak run's private folders */
 	char			 cfgpath[PATH_MAX];
 	int64_t			 t0, started;	/* monotonic, wall */
+	struct regress_set	 regress;	/* the config's, run first */
 };
 
 static pid_t
@@ -362,14 +366,28 @@ replay_event(enum jev type, json_t *e, void *arg, char *err)
 	return coord_replay(arg, type, e, err);
 }
 
+/* The regressions a run began with, for --resume: [[name, hash], ...]. */
+static json_t *
+regress_json(const struct regress_set *rs)
+{
+	json_t	*a = json_array();
+	size_t	 i;
+
+	for (i = 0; i < rs->n; i++)
+		json_array_append_new(a, json_pack("[s, s]", rs->v[i].name,
+		    rs->v[i].hash));
+	return a;
+}
+
 /*
  * --resume DIR: the run whose journal is there, if it is this config's.
  * Sets the run id, the seeds and the start time from the journal's head.
  */
 static int
 resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *co,
-    char **run_id, int64_t *started)
+    const struct regress_set *rs, char **run_id, int64_t *started)
 {
+	json_t		*regs, *now = regress_json(rs);
 	json_t		*head;
 	char		 err[ERR_LEN], hash[CFG_HASH_LEN];
 	const char	*id, *was;
@@ -393,6 +411,13 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		    "hash is %.12s, the run's was %.12s (resume with the same config, "
 		    "or start a new run)\n", o->config, id, o->resume, hash, was);
 		rc = SOAK_EXIT_CONFIG;
+	} else if ((regs = json_object_get(head, "regressions")) != NULL &&
+	    !json_equal(regs, now)) {
+		fprintf(stderr, "soak: --resume: the regressions folder %s is not the "
+		    "one run %s began with (a plan added, removed or changed since): "
+		    "put it back as it was to resume, or start a new run\n",
+		    cfg->regressions, id);
+		rc = SOAK_EXIT_CONFIG;
 	} else if (o->seeds && (co->seeds.first != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 0)) || co->seeds.last != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 1))))
@@ -407,6 +432,7 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		rc = 0;
 	}
 	json_decref(head);
+	json_decref(now);
 	return rc == -1 ? SOAK_EXIT_USAGE : rc;
 }
 
@@ -429,10 +455,11 @@ journal_start(struct runctx *r, const struct cfg *cfg, const char *run_id,
 		return 0;
 	}
 	cfg_hash_hex(cfg, hash);
-	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I}", "format", 1,
+	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I, s:o}", "format", 1,
 	    "run_id", run_id, "config_hash", hash,
 	    "seeds", (json_int_t)meta->seeds.first, (json_int_t)meta->seeds.last,
-	    "started_at_ms", (json_int_t)meta->started_wall_ms);
+	    "started_at_ms", (json_int_t)meta->started_wall_ms,
+	    "regressions", regress_json(&r->regress));
 	if ((r->journal = journal_create(out, head, err)) == NULL)
 		return -1;
 	coord_on_event(r->coord, on_event, r);
@@ -462,6 +489,16 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
 	words = fp_words(reason_name(s->why), invs);
+	if (s->regress != NULL) {	/* said apart, each by its name */
+		line = xstrdup(json_is_string(msgj) ? json_string_value(msgj) : "");
+		line[strcspn(line, "\r\n")] = '\0';
+		log_escape(msg, sizeof(msg), line);
+		fprintf(stderr, "regression %s: %s %s%s%s\n", s->regress->name,
+		    msg_verdict_name(s->verdict), words, *msg ? " — " : "", msg);
+		free(line);
+		free(words);
+		return;
+	}
 	if (s->confirm == CONFIRM_DONE) {
 		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
 		    words, report_reproduced(r->meta->cfg, s, rep, sizeof(rep)));
@@ -496,6 +533,21 @@ make_run_id(void)
 	strftime(buf, sizeof(buf), "%Y%m%dT%H%M%S", &tm);
 	/* The pid keeps two runs started in the same second apart. */
 	return xasprintf("%s-%04x", buf, (unsigned)getpid() & 0xffff);
+}
+
+/* What a teardown that did not finish may have left (ISO_TEARDOWN_MS). */
+static void
+left_schemas(const char *conninfo, const char *prefix, char *why)
+{
+	char	desc[256];
+
+	if (why)
+		conninfo_scrub(why, ERR_LEN, conninfo);
+	iso_conn_desc(conninfo, desc, sizeof(desc));
+	log_warnx("the schemas %s* of this run's workers may be left in the database "
+	    "at %s (%s); list them with SELECT nspname FROM pg_namespace WHERE nspname "
+	    "LIKE '%s%%'", prefix, desc, why ? why : "it did not answer within "
+	    "the teardown's time", prefix);
 }
 
 static void
@@ -612,12 +664,46 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
 }
 
 /*
+ * The first base64 line of the private key in the PEM file path (a
+ * --tls-cert), into line: 64 characters, 16 of them the key's own past the
+ * fixed prefix of its encoding, so any file that holds a copy of the key
+ * (a coordinator.key beside coordinator.pem) holds this line.  0 when
+ * found; -1 (nothing to match) otherwise.
+ */
+static int
+tls_key_line(const char *path, char *line, size_t cap)
+{
+	char	 buf[16384], *p, *e;
+	size_t	 n;
+	FILE	*f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strstr(buf, "PRIVATE KEY-----")) == NULL ||
+	    (p = strchr(p, '\n')) == NULL)
+		return -1;
+	p++;
+	if ((e = strchr(p, '\n')) == NULL || e - p < 16 || (size_t)(e - p) >= cap ||
+	    strncmp(p, "-----", 5) == 0)
+		return -1;
+	if (e > p && e[-1] == '\r')
+		e--;
+	snprintf(line, cap, "%.*s", (int)(e - p), p);
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
+}
+
+/*
  * The config folder as workers without it get it (common/bundle.h): built
  * once, before anything listens, without .git, the run's output directory
  * (nor, with the default --out, the soak-out folder every run writes
  * into), and never with this coordinator's credentials: its secret file,
  * its TLS certificate's key, any file holding the shared secret (an
- * example of docs/fleet.md keeps soak.secret beside soak.yaml).  -1 when
+ * example of docs/fleet.md keeps soak.secret beside soak.yaml) or a copy of
+ * that key.  -1 when
  * it cannot travel (too big: the biggest files named).
  */
 static int
@@ -626,8 +712,8 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 {
 	const char		*exclude[5] = { NULL };
 	struct bundle_rules	 rules = { .exclude = exclude };
-	char			 err[ERR_LEN], size[32], path[4][PATH_MAX];
-	int			 n = 0, i;
+	char			 err[ERR_LEN], size[32], path[4][PATH_MAX], key[128];
+	int			 n = 0, i, rc;
 
 	if (realpath(out, path[n]) != NULL)
 		n++;
@@ -641,7 +727,13 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 		exclude[i] = path[i];
 	rules.secret = o->auth.secret.key;
 	rules.secret_len = o->auth.secret.len;
-	if (bundle_pack(cfg->dir, &rules, b, err) == -1) {
+	if (o->auth.tls_cert && tls_key_line(o->auth.tls_cert, key, sizeof(key)) == 0) {
+		rules.key = (const uint8_t *)key;
+		rules.key_len = strlen(key);
+	}
+	rc = bundle_pack(cfg->dir, &rules, b, err);
+	explicit_bzero(key, sizeof(key));
+	if (rc == -1) {
 		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
 		return -1;
 	}
@@ -708,6 +800,67 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 }
 
 /*
+ * The config's regressions (common/regress.h), each a config error when
+ * it cannot run; said once when there is no folder.  With --bundle, a
+ * folder outside the config's would not reach the workers: refused.
+ */
+static int
+regressions_load(const struct runopts *o, const struct cfg *cfg,
+    struct regress_set *rs)
+{
+	struct cfg_errors	 errs = { 0 };
+	char			 err[ERR_LEN], *rel;
+
+	if (regress_load(cfg, rs, &errs, err) == -1) {
+		cfg_errors_print(&errs, stderr, "soak");
+		cfg_errors_free(&errs);
+		regress_set_free(rs);
+		return -1;
+	}
+	cfg_errors_free(&errs);
+	if (rs->absent) {
+		log_info("no regressions: %s is not there (soak pin RUN_DIR --seed N "
+		    "adds one)", cfg->regressions);
+		return 0;
+	}
+	if (!o->local && o->bundle && rs->n > 0 &&
+	    (rel = path_under(cfg->regressions, cfg->dir)) == NULL) {
+		const struct cfg_mark	*m = cfg_mark_find(cfg, "regressions");
+
+		fprintf(stderr, "soak: %s:%d:%d: regressions: %s is outside the config's "
+		    "folder %s, so the bundle would not take it to the workers: move "
+		    "it into that folder, or run with --bundle off and the same "
+		    "folder on every worker\n", cfg->path, m ? m->line : 0,
+		    m ? m->col : 0, cfg->regressions, cfg->dir);
+		regress_set_free(rs);
+		return -1;
+	} else if (!o->local && o->bundle && rs->n > 0)
+		free(rel);
+	if (rs->n > 0)
+		log_info("%zu regression(s) in %s run before the seeds", rs->n,
+		    cfg->regressions);
+	return 0;
+}
+
+/*
+ * report.html beside report.json.  The page is for people: one that
+ * cannot be written is a warning (soak report RUN_DIR writes it again),
+ * never a change of the run's exit status.
+ */
+static int
+html_page(const char *out, const struct cfg *cfg)
+{
+	struct report_html_opts	o = { .run_dir = out, .cfg = cfg };
+	char			err[ERR_LEN];
+
+	if (report_html_write(&o, NULL, err) == -1) {
+		log_warnx("%s (soak report %s writes it again)", err, out);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * The config, the options, the run's id and output folder (a new run's,
  * or the killed one's with --resume): 0 to go on, else -1 and *rc the exit
  * status (0 for --dry-run, which says what would run).
@@ -732,6 +885,10 @@ run_prepare(struct runctx *r, int *rc)
 		*rc = SOAK_EXIT_USAGE;
 		return -1;
 	}
+	if (regressions_load(o, &r->cfg, &r->regress) == -1) {
+		*rc = SOAK_EXIT_CONFIG;
+		return -1;
+	}
 	r->co.seeds = r->cfg.seeds;
 	if (o->seeds && seed_range_parse(o->seeds, &r->co.seeds, err) == -1) {
 		fprintf(stderr, "soak: --seeds: %s\n", err);
@@ -741,7 +898,7 @@ run_prepare(struct runctx *r, int *rc)
 	if (realpath(o->config, r->cfgpath) == NULL)
 		snprintf(r->cfgpath, sizeof(r->cfgpath), "%s", o->config);
 	if (o->resume) {
-		if ((*rc = resume_check(o, &r->cfg, &r->co, &r->run_id,
+		if ((*rc = resume_check(o, &r->cfg, &r->co, &r->regress, &r->run_id,
 		    &r->started)) != 0)
 			return -1;
 		r->out = xstrdup(o->resume);
@@ -753,9 +910,10 @@ run_prepare(struct runctx *r, int *rc)
 	/* Everything a command line can get wrong is checked by now: a CI
 	 * recipe's command lines are tested this way (tests/deploy/ci.sh). */
 	if (o->dry_run) {
-		printf("soak: dry run: %s would run %" PRIu64 " seed(s), %" PRIu64 "..%"
-		    PRIu64 ", of %s %s, into %s; nothing run\n", o->local ? "run" :
-		    "coordinator", seed_range_count(&r->co.seeds), r->co.seeds.first,
+		printf("soak: dry run: %s would run %zu regression(s), then %" PRIu64
+		    " seed(s), %" PRIu64 "..%" PRIu64 ", of %s %s, into %s; nothing "
+		    "run\n", o->local ? "run" : "coordinator", r->regress.n,
+		    seed_range_count(&r->co.seeds), r->co.seeds.first,
 		    r->co.seeds.last, r->cfg.name, o->local ? "on this machine" :
 		    "for workers", r->out);
 		*rc = 0;
@@ -833,6 +991,7 @@ run_start(struct runctx *r)
 	co->bundle_hash = r->bundle.data ? r->bundle.hash : "";
 	co->bundle = r->bundle.data;
 	co->bundle_len = r->bundle.len;
+	co->regress = &r->regress;
 	if ((r->coord = coord_new(co, err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
 		return -1;
@@ -888,6 +1047,7 @@ run_finish(struct runctx *r)
 	struct report_meta	*meta = r->meta;
 	char			 err[ERR_LEN];
 	int			 rc;
+	bool			 reported = true;
 
 	meta->interrupted = stop_requested != 0;
 	halt_here(r->coord, &r->cfg);
@@ -906,6 +1066,7 @@ run_finish(struct runctx *r)
 		log_warnx("%s", err);
 	r->journal = NULL;
 	if ((rc = report_write(meta, r->coord, err)) == -1) {
+		reported = false;
 		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
 		    "--resume %s` writes the report once there is room\n", err, r->out,
 		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
@@ -913,17 +1074,24 @@ run_finish(struct runctx *r)
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
 	report_summary(stdout, meta, r->coord);
+	if (reported && html_page(r->out, &r->cfg) == 0)	/* report_html.h */
+		printf("  page:   %s/%s\n", r->out, RH_NAME);
 	fflush(stdout);
 	if (r->cfg.tickets.enabled)	/* else no need to read report.json back */
 		tickets_after_run(r->out, stdout);
 	/*
 	 * With an external database, schemas of lost workers must not pile
-	 * up.  Best effort, and within ISO_CONNECT_MS: a database that stopped
-	 * answering must not keep the run from ending.
+	 * up.  Best effort, and within ISO_TEARDOWN_MS: a database that
+	 * stopped answering must not keep the run from ending; then what may
+	 * be left is said.
 	 */
 	if (o->local && r->db.pg == NULL && r->db.conninfo && iso_drop_run(
-	    r->db.conninfo, r->run_id, now_ms() + ISO_CONNECT_MS, err) == -1)
-		log_warnx("the schemas of lost workers are left: %s", err);
+	    r->db.conninfo, r->run_id, now_ms() + ISO_TEARDOWN_MS, err) == -1) {
+		char	*prefix = iso_schema_prefix(r->run_id);
+
+		left_schemas(r->db.conninfo, prefix, err);
+		free(prefix);
+	}
 	/*
 	 * Late workers (a pod scheduled after the run, a slow node) hear "run
 	 * finished" and exit 0 instead of waiting out --reconnect and exiting
@@ -966,6 +1134,7 @@ run_free(struct runctx *r)
 	free(r->run_id);
 	bundle_free(&r->bundle);
 	fp_groups_free(&r->ci_seen);
+	regress_set_free(&r->regress);
 	cfg_free(&r->cfg);
 }
 

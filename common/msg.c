@@ -192,6 +192,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		}
 		w_u64(&w, m->u.lease.lease_id);
 		w_u32(&w, m->u.lease.ttl_ms);
+		w_str(&w, m->u.lease.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.lease.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		w_u32(&w, m->u.lease.nseeds);
 		for (i = 0; i < m->u.lease.nseeds; i++) {
 			w_u64(&w, m->u.lease.seeds[i].seed);
@@ -207,6 +209,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_str(&w, m->u.result.reason, MSG_STR_SHORT, "reason");
 		w_u32(&w, m->u.result.duration_ms);
 		w_str(&w, m->u.result.detail, MSG_DETAIL_MAX, "detail");
+		w_str(&w, m->u.result.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.result.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		break;
 	case MSG_HEARTBEAT:
 		w_u32(&w, m->u.heartbeat.worker_id);
@@ -354,6 +358,38 @@ r_bytes(struct rbuf *r, size_t cap, const char *field, uint32_t *n)
 	return p;
 }
 
+/*
+ * A lease's or result's regression (name, hash): both "" (seeds), or a
+ * file name of the regressions folder and 64 lower-case hex digits.
+ */
+static int
+plan_check(struct rbuf *r, const char *plan, const char *hash)
+{
+	size_t	i, n;
+
+	if (r->failed)
+		return -1;
+	if (*plan == '\0' && *hash == '\0')
+		return 0;
+	if (*plan == '\0' || *plan == '.' || strchr(plan, '/') != NULL ||
+	    strlen(plan) > MSG_PLAN_MAX) {
+		r->failed = 1;
+		return errf(r->err, "%s message: plan \"%.64s\" is not a regression's "
+		    "name", r->type, plan);
+	}
+	n = strlen(hash);
+	for (i = 0; i < n; i++)
+		if (!((hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' &&
+		    hash[i] <= 'f')))
+			break;
+	if (n != 64 || i != n) {
+		r->failed = 1;
+		return errf(r->err, "%s message: plan_hash is not 64 lower-case hex "
+		    "digits (a SHA-256)", r->type);
+	}
+	return 0;
+}
+
 /* The header: -1 with err unless it is a soak message of this version
  * whose body is the rest of buf; else its type in *type. */
 static int
@@ -390,7 +426,18 @@ decode_lease(struct rbuf *r, struct msg *m)
 
 	m->u.lease.lease_id = r_u64(r, "lease_id");
 	m->u.lease.ttl_ms = r_u32(r, "ttl_ms");
+	m->u.lease.plan = r_str(r, MSG_PLAN_MAX, "plan");
+	m->u.lease.plan_hash = r_str(r, MSG_PLAN_HASH_MAX, "plan_hash");
+	if (plan_check(r, m->u.lease.plan, m->u.lease.plan_hash) == -1)
+		return;
 	m->u.lease.nseeds = r_u32(r, "nseeds");
+	if (!r->failed && *m->u.lease.plan != '\0' && m->u.lease.nseeds != 1) {
+		r->failed = 1;
+		errf(r->err, "lease message: a regression's lease holds one "
+		    "seed, not %u", m->u.lease.nseeds);
+		m->u.lease.nseeds = 0;
+		return;
+	}
 	if (r->failed)
 		return;
 	if (m->u.lease.nseeds > MSG_MAX_SEEDS ||
@@ -419,6 +466,10 @@ decode_result(struct rbuf *r, struct msg *m)
 	m->u.result.reason = r_str(r, MSG_STR_SHORT, "reason");
 	m->u.result.duration_ms = r_u32(r, "duration_ms");
 	m->u.result.detail = r_str(r, MSG_DETAIL_MAX, "detail");
+	m->u.result.plan = r_str(r, MSG_PLAN_MAX, "plan");
+	m->u.result.plan_hash = r_str(r, MSG_PLAN_HASH_MAX, "plan_hash");
+	if (plan_check(r, m->u.result.plan, m->u.result.plan_hash) == -1)
+		return;
 	if (!r->failed && m->u.result.verdict > VERDICT_INFRA) {
 		r->failed = 1;
 		errf(r->err, "result message: verdict %u is not pass, fail or infra",
@@ -550,8 +601,12 @@ msg_clear(struct msg *m)
 		break;
 	case MSG_LEASE:
 		free(m->u.lease.seeds);
+		free(m->u.lease.plan);
+		free(m->u.lease.plan_hash);
 		break;
 	case MSG_RESULT:
+		free(m->u.result.plan);
+		free(m->u.result.plan_hash);
 		free(m->u.result.reason);
 		free(m->u.result.detail);
 		break;
