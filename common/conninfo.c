@@ -62,18 +62,6 @@ secrets_free(struct ci_secrets *sv)
 	memset(sv, 0, sizeof(*sv));
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* libpq's conninfo_uri_decode: %XX only; NULL for a bad or %00 escape. */
 static char *
 pct_decode(const char *s, size_t len)
@@ -89,8 +77,8 @@ pct_decode(const char *s, size_t len)
 		}
 		if (i + 2 >= len)
 			goto bad;
-		hi = hexval(s[i + 1]);
-		lo = hexval(s[i + 2]);
+		hi = hex_digit(s[i + 1]);
+		lo = hex_digit(s[i + 2]);
 		if (hi == -1 || lo == -1 || (hi == 0 && lo == 0))
 			goto bad;
 		*o++ = (char)(hi << 4 | lo);

@@ -131,18 +131,6 @@ scrub_add_conninfo(struct scrub *sc, const char *conninfo, char *why)
 	return rc;
 }
 
-static int
-hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 #define MATCH_STEPS	4096	/* tries per position: no text makes it slow */
 
 /*
@@ -163,8 +151,8 @@ match_from(const char *t, const struct secret *s, size_t i, size_t *end, int *st
 	if (--*steps < 0 || (x = (unsigned char)*t) == '\0')
 		return false;
 	c = s->b[i];
-	if (x == '%' && hexval(t[1]) >= 0 && hexval(t[2]) >= 0 &&
-	    hexval(t[1]) * 16 + hexval(t[2]) == c && match_from(t + 3, s, i + 1, end, steps)) {
+	if (x == '%' && hex_digit(t[1]) >= 0 && hex_digit(t[2]) >= 0 &&
+	    hex_digit(t[1]) * 16 + hex_digit(t[2]) == c && match_from(t + 3, s, i + 1, end, steps)) {
 		*end += 3;
 		return true;
 	}

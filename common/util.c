@@ -672,3 +672,15 @@ utf8_prefix(const char *s, size_t len, size_t max)
 		;
 	return n;
 }
+
+int
+hex_digit(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}

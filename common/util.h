@@ -145,6 +145,8 @@ int	dec_digits(const char **p, const char *end, uint64_t limit, uint64_t *v);
 int	dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v);
 /* qsort's comparison of two uint64_t. */
 int	cmp_u64(const void *a, const void *b);
+/* The value of a hex digit (either case), or -1. */
+int	hex_digit(int c);
 void	strv_free(char **v);		/* frees a NULL-terminated vector */
 char	**strv_dup(char *const *v);
 size_t	strv_len(char *const *v);
