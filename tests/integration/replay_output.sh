@@ -40,7 +40,7 @@ cd "$T"
 # --- usage ---
 soak_rc rc replay r.yaml 2>noseed.err
 expect_eq "no --seed: usage" 64 "$rc"
-expect_match "no --seed: says what is missing" '^soak replay: which seed\? --seed N is required' \
+expect_match "no --seed: says what is missing" '^soak replay: which seed\? --seed N or --plan FILE is required' \
     "$(cat noseed.err)"
 soak_rc rc replay r.yaml --seed 18446744073709551616 2>over.err
 expect_eq "a seed past 2^64-1: usage" 64 "$rc"
