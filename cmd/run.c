@@ -809,7 +809,7 @@ regressions_load(const struct runopts *o, const struct cfg *cfg,
     struct regress_set *rs)
 {
 	struct cfg_errors	 errs = { 0 };
-	char			 err[ERR_LEN], *rel;
+	char			 err[ERR_LEN], *rel = NULL;
 
 	if (regress_load(cfg, rs, &errs, err) == -1) {
 		cfg_errors_print(&errs, stderr, "soak");

@@ -513,9 +513,11 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 		put_step(sb, sizeof(sb), b->who, &b->v[i]);
 		put_differs(what, sizeof(what), d);
 		put_cause(why, sizeof(why), a, b, i);
-		snprintf(out, len, "left the run's at step %" PRIu64 " of proxy %s: "
+		/* cut to len, said whole by the trace files themselves */
+		if (snprintf(out, len, "left the run's at step %" PRIu64 " of proxy %s: "
 		    "%s; %s (they differ in %s)%s", a->v[i].step, name, sa, sb, what,
-		    why);
+		    why) >= (int)len && len > 4)
+			memcpy(out + len - 4, "...", 4);
 		return PC_DIFF;
 	}
 	if (a->known && b->known && a->total == b->total && a->digest == b->digest) {
