@@ -7,7 +7,9 @@
 # keeps its lost reply on POST /refunds when every turn first makes one
 # more request, and the idempotency-key fix passes it.  A doctored plan
 # (a step whose turn never sends that statement) diverges: exit 125 and a
-# report, or with --then seed the seed's scheduler goes on.
+# report, or with --then seed the seed's scheduler goes on.  And a Python
+# (psycopg2) counter's plan fails on the first try when every turn first
+# sends one more statement, which goes unplanned.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 RF=$ROOT/examples/refunds
@@ -116,3 +118,66 @@ sed -e "s#command: \[$RF/refund_turn\]#command: [$T/rfchatty.sh, --key]#" \
     -e "s#schema-no-unique.sql#schema.sql#" "$T/rf.yaml" >"$T/rffixed.yaml"
 soak_rc rc replay "$T/rffixed.yaml" --plan "$RP" --out "$T/rx" >"$T/rx.out" 2>&1
 expect_eq "the idempotency-key fix passes the plan" 0 "$rc"
+
+phase "a Python turn (psycopg2, libpq's defaults, think times): its plan holds with one more statement"
+cat >"$T/counter.sql" <<'SQL'
+CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
+INSERT INTO counter VALUES (1, 0);
+CREATE TABLE events (turn int NOT NULL);
+SQL
+cat >"$T/counter.py" <<'PY'
+#!/usr/bin/python3
+# A claim counter as people write it: read, think, write back what was read
+# plus one, log the event; autocommit, one connection (the proxy, by soak).
+import os, random, sys, time
+import psycopg2
+
+rng = random.Random(int(os.environ["SOAK_TURN_SEED"]))
+conn = psycopg2.connect("")
+conn.autocommit = True
+cur = conn.cursor()
+if "--chatty" in sys.argv:
+    cur.execute("SELECT count(*) FROM events")
+cur.execute("SELECT n FROM counter WHERE id = 1")
+n = cur.fetchone()[0]
+time.sleep(rng.uniform(0.002, 0.01))
+cur.execute("UPDATE counter SET n = %s WHERE id = 1", (n + 1,))
+cur.execute("INSERT INTO events (turn) VALUES (%s)", (int(os.environ["SOAK_TURN"]),))
+conn.close()
+PY
+chmod +x "$T/counter.py"
+PINV='the counter counts every event'
+py_cfg() {	# NAME COMMAND
+	cat >"$T/$1.yaml" <<YAML
+name: pycounter
+turns: 4
+seed_timeout: 60s
+database:
+  schema: $T/counter.sql
+proxies:
+  - name: db
+    upstream: database
+    protocol: postgres
+    schedule:
+      mode: random
+turn:
+  command: $2
+  timeout: 20s
+invariants:
+  - name: $PINV
+    sql: SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e WHERE c.n <> e.n
+YAML
+}
+py_cfg py "[$T/counter.py]"
+py_cfg pychatty "[$T/counter.py, --chatty]"
+soak_rc rc run "$T/py.yaml" --seeds 0..5 --out "$T/py" >"$T/py.out" 2>&1
+expect_eq "the Python counter: exit status" 1 "$rc"
+pseed=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/py/report.json")
+PP=$T/py/failures/$pseed/plan.json
+[ -s "$PP" ] || fail "the Python counter's seed $pseed: no plan.json"
+expect_eq "its plan: three statements a turn, scheduled" 12 \
+    "$(jq '[.proxies.db.steps[] | select(.what != null and (.what | test("^(SELECT|UPDATE|INSERT)")))] | length' "$PP")"
+soak_rc rc replay "$T/pychatty.yaml" --plan "$PP" --out "$T/pc" >"$T/pc.out" 2>&1
+expect_eq "one more statement a turn, under the plan: fails on the first try" 1 "$rc"
+grep -qF "\"$PINV\": BROKEN" "$T/pc.out" || fail "the chatty Python turn under --plan broke another invariant"
+expect_match "its new statements went unplanned" '^plan: followed; 4 unplanned exchanges, 0 lock deferrals$' "$(grep '^plan:' "$T/pc.out")"
