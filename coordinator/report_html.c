@@ -1122,10 +1122,12 @@ page_index(struct page *p, const char *path, char *err)
 		return errf(err, "%s", *p->err ? p->err : "report.json has no head");
 	/* Sections in group_cmp order: the cells' links follow. */
 	sorted = xcalloc(p->g.n + 1, sizeof(*sorted));
-	memcpy(sorted, p->g.v, p->g.n * sizeof(*sorted));
+	if (p->g.n > 0)
+		memcpy(sorted, p->g.v, p->g.n * sizeof(*sorted));
 	for (gi = 0; gi < p->g.n; gi++)
 		sorted[gi].cap = gi;	/* its old index, for the remap */
-	qsort(sorted, p->g.n, sizeof(*sorted), group_cmp);
+	if (p->g.n > 1)
+		qsort(sorted, p->g.n, sizeof(*sorted), group_cmp);
 	remap = xcalloc(p->g.n + 1, sizeof(uint64_t));
 	for (gi = 0; gi < p->g.n; gi++) {
 		remap[sorted[gi].cap] = gi;

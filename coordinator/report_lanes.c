@@ -598,7 +598,8 @@ put_schedule(struct rh *h, struct lane_seed *s, const char *proxy)
 	for (i = 0; i < s->nx; i++)
 		if (s->x[i].step > 0 && strcmp(s->x[i].proxy, proxy) == 0)
 			v[n++] = &s->x[i];
-	qsort(v, n, sizeof(*v), xch_by_step);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), xch_by_step);
 	shown = n > RH_SCHED_STEPS ? RH_SCHED_STEPS : n;
 	cw = shown > 0 && (double)PW / (double)shown > 9 ? (double)PW / (double)shown : 9;
 	width = (int)(LX + cw * (double)shown + 14);
@@ -1023,7 +1024,8 @@ put_quantiles(struct rh *h, const char *what, int64_t *v, size_t n)
 
 	if (n == 0)
 		return;
-	qsort(v, n, sizeof(*v), i64_cmp);
+	if (n > 1)
+		qsort(v, n, sizeof(*v), i64_cmp);
 	rh_put(h, "<tr><th>%s</th><td>%zu</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
 	    what, n, rh_dur(v[n / 2], d[0], sizeof(d[0])),
 	    rh_dur(v[(size_t)((double)(n - 1) * 0.9)], d[1], sizeof(d[1])),
@@ -1119,7 +1121,8 @@ rh_workers(struct rh *h)
 		if (i == nlanes && w.names[id] != NULL)
 			ids[nlanes++] = id;
 	}
-	qsort(w.bars, w.nbars, sizeof(*w.bars), bar_cmp);
+	if (w.nbars > 1)
+		qsort(w.bars, w.nbars, sizeof(*w.bars), bar_cmp);
 	for (i = 0; i < w.nbars; i++)
 		if (w.bars[i].a < w.start)
 			w.start = w.bars[i].a;
