@@ -321,6 +321,8 @@ iso_drop_run(const char *conninfo, const char *run_id, int64_t deadline,
 	PQclear(res);
 	rc = 0;
 out:
+	if (rc == -1)	/* libpq may quote the connection string back */
+		conninfo_scrub(err, ERR_LEN, conninfo);
 	iso_pq_abandon(conn);
 	free(pattern);
 	free(prefix);
