@@ -152,7 +152,7 @@ examples/%: examples/%.c
 # The ledger's seeded choices, shared with tests/helpers/ledger_mix.
 examples/ledger/ledger_turn examples/ledger/ledger_setup: examples/ledger/ledger_plan.h
 
-test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
+test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY) $(BUILD)/bench/fleet_sim
 	@BUILD=$(BUILD) tests/run test
 
 # The examples' long proofs: each fixed variant over 200 seeds, each mutant
@@ -186,7 +186,7 @@ mutants:
 
 # The test binaries and helpers, for tests/mutants/run.
 print-test-bins:
-	@echo $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY)
+	@echo $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY) $(BUILD)/bench/fleet_sim
 
 bench: all $(BENCH_BIN) $(TEST_HELPERS)
 	@BUILD=$(BUILD) bench/run
@@ -213,7 +213,8 @@ fuzz-bins: $(FUZZ_BIN)
 # messages, http's exchanges) into tests/fuzz/corpus/; after a change to
 # the wire format, run it and commit what changed.
 fuzz-corpus: $(BUILD)/tests/fuzz-mkcorpus
-	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http
+	@mkdir -p tests/fuzz/corpus/msg tests/fuzz/corpus/http tests/fuzz/corpus/bundle \
+	    tests/fuzz/corpus/preauth
 	$(BUILD)/tests/fuzz-mkcorpus tests/fuzz/corpus examples/refunds/soak.yaml
 
 $(BUILD)/tests/fuzz-mkcorpus: tests/fuzz/mkcorpus.c $(LIBS)

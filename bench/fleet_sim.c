@@ -3,7 +3,7 @@
  * bench/fleet.sh runs it; see bench/README.md "Fleet".
  *
  *	fleet_sim [--secret-file F] [--insecure] [--coord-pid PID] [--hold-ms MS]
- *	    URL WORKERS
+ *	    [--sources N] URL WORKERS
  *	fleet_sim --null URL SEEDS
  *	fleet_sim --rusage FILE COMMAND [ARGS...]
  *
@@ -20,8 +20,10 @@
  * order (a NACK, a bad MAC, a refused result) is counted and printed; a
  * refused result ends that lease, as in a worker; --hold-ms MS waits MS
  * before each RESULT, as if each seed ran that long (still no
- * heartbeats: keep MS under the lease TTL, 5 s); a
- * worker that cannot join or loses its coordinator exits 1.
+ * heartbeats: keep MS under the lease TTL, 5 s); --sources N spreads the
+ * workers over N source addresses, worker i dialing from 127.0.0.(1 + i %
+ * N) (nng's "tcp://SRC;HOST:PORT"), as a Kubernetes Job's pods come from
+ * a few nodes; a worker that cannot join or loses its coordinator exits 1.
  *
  * It prints one line for people and "# key=value" lines for the script:
  * join_ms (all joined), results, refused, leases, run_ms (release to the
@@ -81,6 +83,7 @@ struct conn {
 
 struct simw {
 	int			 idx;
+	char			*url;		/* g_url, from its source address */
 	pthread_t		 t;
 	struct conn		 c;
 	uint64_t		 results, refused, leases, join_retries;
@@ -96,6 +99,7 @@ static struct auth_opts		 g_auth;
 static pthread_barrier_t	 g_joined, g_go;
 static int64_t			 g_release_us;
 static int			 g_hold_ms;	/* a seed's run time before its RESULT */
+static int			 g_sources;	/* --sources: 127.0.0.1..N; 0: any */
 
 static int
 cmp_i64(const void *a, const void *b)
@@ -179,9 +183,9 @@ join_once(struct simw *w, char *err)
 	nng_socket_set_ms(c->s, NNG_OPT_SENDTIMEO, 10000);
 	nng_socket_set_ms(c->s, NNG_OPT_RECONNMINT, 20);
 	nng_socket_set_ms(c->s, NNG_OPT_RECONNMAXT, 1000);
-	if ((rv = nng_dial(c->s, g_url, NULL, 0)) != 0) {
+	if ((rv = nng_dial(c->s, w->url, NULL, 0)) != 0) {
 		nng_close(c->s);
-		return errf(err, "cannot dial %s: %s", g_url, nng_strerror(rv));
+		return errf(err, "cannot dial %s: %s", w->url, nng_strerror(rv));
 	}
 	snprintf(name, sizeof(name), "sim:%d", w->idx);
 	req.u.hello.name = name;
@@ -364,6 +368,11 @@ sim(int nworkers, int coord_pid)
 	pthread_barrier_init(&g_go, NULL, (unsigned)nworkers + 1);
 	for (i = 0; i < nworkers; i++) {
 		w[i].idx = i;
+		if (g_sources > 0 && strncmp(g_url, "tcp://", 6) == 0)
+			w[i].url = xasprintf("tcp://127.0.0.%d;%s", 1 + i % g_sources,
+			    g_url + 6);
+		else
+			w[i].url = xstrdup(g_url);
 		w[i].rtt = xcalloc(MAX_SAMPLES, sizeof(int64_t));
 		if (pthread_create(&w[i].t, NULL, sim_main, &w[i]) != 0) {
 			fprintf(stderr, "fleet_sim: cannot start thread %d\n", i);
@@ -419,8 +428,10 @@ sim(int nworkers, int coord_pid)
 		if (coord_pid > 0)
 			printf("# vmhwm_kb=%ld\n# vmrss_kb=%ld\n", hwm, rss);
 	}
-	for (i = 0; i < nworkers; i++)
+	for (i = 0; i < nworkers; i++) {
 		free(w[i].rtt);
+		free(w[i].url);
+	}
 	free(all);
 	free(w);
 	return failed ? 1 : 0;
@@ -613,7 +624,7 @@ rusage_mode(const char *file, char **argv)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: fleet_sim [--secret-file F] [--insecure] [--coord-pid PID] [--hold-ms MS]\n"
+	fprintf(stderr, "usage: fleet_sim [--secret-file F] [--insecure] [--coord-pid PID] [--hold-ms MS] [--sources N]\n"
 	    "                 URL WORKERS\n"
 	    "       fleet_sim --null URL SEEDS\n"
 	    "       fleet_sim --rusage FILE COMMAND [ARGS...]\n");
@@ -628,6 +639,7 @@ main(int argc, char **argv)
 		{ "insecure",		no_argument,	   NULL, 'I' },
 		{ "coord-pid",		required_argument, NULL, 'P' },
 		{ "hold-ms",		required_argument, NULL, 'H' },
+		{ "sources",		required_argument, NULL, 'S' },
 		{ "null",		no_argument,	   NULL, 'N' },
 		{ "rusage",		required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 }
@@ -643,6 +655,7 @@ main(int argc, char **argv)
 		case 'I': g_auth.insecure = true; break;
 		case 'P': coord_pid = atoi(optarg); break;
 		case 'H': g_hold_ms = atoi(optarg); break;
+		case 'S': g_sources = atoi(optarg); break;
 		case 'N': null = true; break;
 		case 'R':
 			if (optind >= argc)

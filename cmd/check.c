@@ -32,6 +32,7 @@
 #include "common/conninfo.h"
 #include "common/exec.h"
 #include "common/log.h"
+#include "common/regress.h"
 #include "common/soak.h"
 #include "common/util.h"
 #include "invariants/inv.h"
@@ -554,11 +555,35 @@ out:
 }
 
 /* Without --db: everything a run needs, every problem told. */
+/* The pinned plans (common/regress.h): each must be one the config runs. */
+static void
+check_regressions(struct check *k)
+{
+	const struct cfg_mark	*m = cfg_mark_find(k->cfg, "regressions");
+	struct regress_set	 rs = { 0 };
+	struct cfg_errors	 errs = { 0 };
+	char			 err[ERR_LEN];
+	size_t			 i;
+
+	if (regress_load(k->cfg, &rs, &errs, err) == -1) {
+		if (errs.n == 0)
+			cfg_errors_add(&errs, err);
+		for (i = 0; i < errs.n; i++) {
+			say(k, m ? m->line : 0, m ? m->col : 0, xstrdup(errs.msg[i]));
+			k->nerr++;
+		}
+		k->nerr += (int)(errs.total - errs.n);
+	}
+	cfg_errors_free(&errs);
+	regress_set_free(&rs);
+}
+
 static int
 check_config(struct check *k)
 {
 	const struct cfg	*cfg = k->cfg;
 
+	check_regressions(k);
 	check_commands(k);
 	check_sql(k);
 	check_db_plain(k);

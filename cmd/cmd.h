@@ -14,5 +14,7 @@ int	cmd_replay(int argc, char **argv);	/* cmd/replay.c */
 int	cmd_proxy(int argc, char **argv);	/* cmd/proxy.c */
 int	cmd_check(int argc, char **argv);	/* cmd/check.c */
 int	cmd_tickets(int argc, char **argv);	/* cmd/tickets.c */
+int	cmd_pin(int argc, char **argv);		/* cmd/pin.c */
+int	cmd_report(int argc, char **argv);	/* cmd/report.c */
 
 #endif

@@ -28,6 +28,10 @@ static const struct {
 	    "validates a config; with --db, the production monitor" },
 	{ "tickets",	 cmd_tickets,	  "tickets RUN_DIR [--dry-run]",
 	    "files a finished run's tickets" },
+	{ "report",	 cmd_report,	  "report RUN_DIR [--previous DIR | --no-previous]",
+	    "writes a run folder's report.html again" },
+	{ "pin",	 cmd_pin,	  "pin RUN_DIR --seed N [--name NAME] [--force]",
+	    "keeps a failing seed's plan as a regression, run before the seeds" },
 };
 
 /*

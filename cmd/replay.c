@@ -19,6 +19,7 @@
 #include "common/conninfo.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/plan.h"
 #include "common/seed.h"
 #include "common/soak.h"
 #include "common/util.h"
@@ -33,7 +34,8 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak replay CONFIG --seed N [--keep [--shell]] [--out DIR]\n"
+	    "usage: soak replay CONFIG (--seed N | --plan FILE [--then seed])\n"
+	    "                   [--save-plan FILE] [--keep [--shell]] [--out DIR]\n"
 	    "                   [--trace FILE] [-v]\n"
 	    "\n"
 	    "Runs one seed alone and prints its timeline: the schema reset, the setup,\n"
@@ -45,6 +47,16 @@ usage(FILE *f)
 	    "reported the seed.\n"
 	    "\n"
 	    "  --seed N     the seed to replay\n"
+	    "  --plan FILE  make a plan's decisions instead (docs/plan.md: a\n"
+	    "               failing seed's failures/N/plan.json, a pinned\n"
+	    "               regression): its faults, its turns, each scheduled\n"
+	    "               proxy's steps in its order; statements it has no step\n"
+	    "               for go first, and a step whose turn waits on a lock\n"
+	    "               waits for its holder's; one that cannot come is a\n"
+	    "               divergence, infra (exit 125)\n"
+	    "  --then seed  with --plan: after a divergence go on under the seed's\n"
+	    "               own scheduler, and let the invariants judge\n"
+	    "  --save-plan FILE  write this replay's decisions as a plan\n"
 	    "  --keep       keep the schema and the workspace, and say where they are\n"
 	    "               (the embedded database, if any, is stopped on exit: add\n"
 	    "               --shell, or set database.url or SOAK_DATABASE_URL)\n"
@@ -85,6 +97,67 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
 	else if (text[0] != '\0')
 		printf("\n%s", text);
 	free(text);
+}
+
+/*
+ * What following a plan took: the steps it made as planned, the exchanges
+ * it had no step for, its lock deferrals, and a divergence (docs/plan.md).
+ */
+static void
+replay_plan_said(const struct seed_result *res)
+{
+	const char	*p = res->trace, *end, *nl, *div;
+	size_t		 unplanned = 0, deferred = 0, after = 0;
+	char		 first[64] = "";
+
+	div = json_string_value(json_object_get(res->detail, "diverged"));
+	for (end = p ? p + res->trace_len : p; p != NULL && p < end; p = nl + 1) {
+		const char	*m;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		if ((m = memmem(p, (size_t)(nl - p), "\"plan\":\"", 8)) == NULL)
+			continue;
+		m += 8;
+		if (strncmp(m, "unplanned", 9) == 0)
+			unplanned++;
+		else if (strncmp(m, "lock-deferred", 13) == 0) {
+			const char	*d = memmem(p, (size_t)(nl - p),
+					    "\"deferred\":", 11);
+
+			if (deferred++ == 0 && d != NULL)
+				snprintf(first, sizeof(first), " (the first at step %ld)",
+				    strtol(d + 11, NULL, 10));
+		} else if (strncmp(m, "after divergence", 16) == 0)
+			after++;
+	}
+	printf("\nplan: %s; %zu unplanned exchange%s, %zu lock deferral%s%s",
+	    div != NULL ? "diverged" : "followed", unplanned, unplanned == 1 ?
+	    "" : "s", deferred, deferred == 1 ? "" : "s", first);
+	if (after > 0)
+		printf(", %zu step%s after the divergence under the seed's "
+		    "scheduler", after, after == 1 ? "" : "s");
+	printf("\n");
+	if (div != NULL)
+		printf("%s\n", div);
+}
+
+/* --save-plan: the replay's decisions as a plan. */
+static void
+replay_save_plan(const struct seed_result *res, const char *path)
+{
+	json_t	*plan = json_object_get(res->detail, "plan");
+
+	if (!json_is_object(plan)) {
+		printf("\nplan not saved: the seed's trace made none (see the log)\n");
+		return;
+	}
+	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1)
+		printf("\nplan not saved: cannot write %s: %s\n", path,
+		    strerror(errno));
+	else
+		printf("\nplan saved: %s (replay it: soak replay CONFIG --plan %s)\n",
+		    path, path);
 }
 
 /*
@@ -247,6 +320,9 @@ cmd_replay(int argc, char **argv)
 		{ "shell",	no_argument,	   NULL, 'S' },
 		{ "out",	required_argument, NULL, 'o' },
 		{ "trace",	required_argument, NULL, 't' },
+		{ "plan",	required_argument, NULL, 'p' },
+		{ "then",	required_argument, NULL, 'T' },
+		{ "save-plan",	required_argument, NULL, 'P' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -257,6 +333,9 @@ cmd_replay(int argc, char **argv)
 	struct iso_db		 db = { 0 };
 	static const char	 default_out[] = "soak-replay";
 	const char		*out = default_out, *seedarg = NULL, *against = NULL;
+	const char		*planarg = NULL, *saveplan = NULL;
+	struct plan		 plan = { 0 };
+	bool			 then_seed = false, planned = false;
 	char			*runtrace = NULL;
 	size_t			 runtrace_len = 0;
 	struct cfg_errors	 cerrs = { 0 };
@@ -274,6 +353,16 @@ cmd_replay(int argc, char **argv)
 		case 'S': shell = keep = true; break;
 		case 'o': out = optarg; break;
 		case 't': against = optarg; break;
+		case 'p': planarg = optarg; break;
+		case 'P': saveplan = optarg; break;
+		case 'T':
+			if (strcmp(optarg, "seed") != 0) {
+				fprintf(stderr, "soak replay: --then takes \"seed\", "
+				    "not \"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			then_seed = true;
+			break;
 		case 'v': log_init("replay", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SOAK_EXIT_USAGE;
@@ -285,15 +374,33 @@ cmd_replay(int argc, char **argv)
 		usage(stderr);
 		return SOAK_EXIT_USAGE;
 	}
-	if (seedarg == NULL) {
-		fprintf(stderr, "soak replay: which seed? --seed N is required (a "
-		    "failing seed: the summary's, report.json's or a ticket's replay "
-		    "command names it)\n");
+	if (seedarg == NULL && planarg == NULL) {
+		fprintf(stderr, "soak replay: which seed? --seed N or --plan FILE is "
+		    "required (a failing seed: the summary's, report.json's or a "
+		    "ticket's replay command names it)\n");
 		return SOAK_EXIT_USAGE;
 	}
-	if (seed_parse(seedarg, &seed, err) == -1) {
+	if (seedarg != NULL && planarg != NULL) {
+		fprintf(stderr, "soak replay: --seed or --plan, not both (a plan "
+		    "names its seed)\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (then_seed && planarg == NULL) {
+		fprintf(stderr, "soak replay: --then seed continues a plan: give "
+		    "--plan FILE\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (seedarg != NULL && seed_parse(seedarg, &seed, err) == -1) {
 		fprintf(stderr, "soak replay: --seed: %s\n", err);
 		return SOAK_EXIT_USAGE;
+	}
+	if (planarg != NULL) {
+		if (plan_load(planarg, &plan, err) == -1) {
+			fprintf(stderr, "soak replay: --plan: %s\n", err);
+			return SOAK_EXIT_USAGE;
+		}
+		planned = true;
+		seed = plan.seed;
 	}
 	/* Read before the seed runs: a wrong path is told before the wait. */
 	if (against != NULL && (runtrace = read_file(against, 64 << 20,
@@ -304,6 +411,13 @@ cmd_replay(int argc, char **argv)
 	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
+		plan_free(&plan);
+		return SOAK_EXIT_CONFIG;
+	}
+	if (planned && plan_fits(&plan, &cfg, err) == -1) {
+		fprintf(stderr, "soak replay: %s: %s\n", planarg, err);
+		plan_free(&plan);
+		cfg_free(&cfg);
 		return SOAK_EXIT_CONFIG;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -324,8 +438,16 @@ cmd_replay(int argc, char **argv)
 	w.timeline = stdout;
 	w.keep_all = keep;
 	w.whole_trace = true;
-	printf("replay of seed %" PRIu64 " of %s (%d turns x %d rounds)\n", seed,
-	    cfg.name, cfg.turns, cfg.rounds);
+	w.plan = planned ? &plan : NULL;
+	w.then_seed = then_seed;
+	w.save_plan = saveplan != NULL;
+	if (planned)
+		printf("replay of %s's plan %s (seed %" PRIu64 ", %d of %d turns x %d "
+		    "rounds)\n", cfg.name, planarg, seed, plan_turns_in(&plan, 0),
+		    cfg.turns, plan.rounds);
+	else
+		printf("replay of seed %" PRIu64 " of %s (%d turns x %d rounds)\n",
+		    seed, cfg.name, cfg.turns, cfg.rounds);
 	/* Where its files go, before they do (--out changes it). */
 	if (keep)
 		printf("  --keep: the workspace and the schema stay where they are, "
@@ -376,6 +498,10 @@ cmd_replay(int argc, char **argv)
 			if (why[0] != '\0')
 				printf("\nschedule: %s\n", why);
 		}
+		if (planned)
+			replay_plan_said(&res);
+		if (saveplan != NULL)
+			replay_save_plan(&res, saveplan);
 		if (json_is_string(wserr)) {
 			/* Left where it ran, and said so: not removed below. */
 			printf("\nworkspace NOT kept under %s/failures/: %s; it stays "
@@ -402,6 +528,7 @@ out:
 	free(w.conninfo);
 	free(w.workspace);
 	free(w.keep_dir);
+	plan_free(&plan);
 	cfg_free(&cfg);
 	return rc;
 }

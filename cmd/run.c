@@ -29,6 +29,8 @@
 #include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
+#include "common/self.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
 #include "common/units.h"
@@ -38,6 +40,7 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/journal.h"
 #include "coordinator/report.h"
+#include "coordinator/report_html.h"
 #include "coordinator/server.h"
 #include "coordinator/tickets.h"
 #include "isolation/iso.h"
@@ -109,16 +112,7 @@ struct runctx {
 	uint64_t		 last_done;
 	struct journal		*journal;
 	struct fp_groups	 ci_seen;	/* not a tty: failing seeds so far */
-	/* What run_main's phases share, and run_free lets go of. */
-	struct cfg		 cfg;
-	struct coord_opts	 co;
-	struct server		*srv;
-	struct iso_db		 db;		/* soak run's database */
-	struct bundle		 bundle;	/* coordinator: the config folder */
-	char			*run_id, *out;
-	char			*ipcdir, *keep, *work;	/* soak run's private folders */
-	char			 cfgpath[PATH_MAX];
-	int64_t			 t0, started;	/* monotonic, wall */
+	struct regress_set	 regress;	/* the config's, run first */
 };
 
 static pid_t
@@ -362,14 +356,28 @@ replay_event(enum jev type, json_t *e, void *arg, char *err)
 	return coord_replay(arg, type, e, err);
 }
 
+/* The regressions a run began with, for --resume: [[name, hash], ...]. */
+static json_t *
+regress_json(const struct regress_set *rs)
+{
+	json_t	*a = json_array();
+	size_t	 i;
+
+	for (i = 0; i < rs->n; i++)
+		json_array_append_new(a, json_pack("[s, s]", rs->v[i].name,
+		    rs->v[i].hash));
+	return a;
+}
+
 /*
  * --resume DIR: the run whose journal is there, if it is this config's.
  * Sets the run id, the seeds and the start time from the journal's head.
  */
 static int
 resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *co,
-    char **run_id, int64_t *started)
+    const struct regress_set *rs, char **run_id, int64_t *started)
 {
+	json_t		*regs, *now = regress_json(rs);
 	json_t		*head;
 	char		 err[ERR_LEN], hash[CFG_HASH_LEN];
 	const char	*id, *was;
@@ -393,6 +401,13 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		    "hash is %.12s, the run's was %.12s (resume with the same config, "
 		    "or start a new run)\n", o->config, id, o->resume, hash, was);
 		rc = SOAK_EXIT_CONFIG;
+	} else if ((regs = json_object_get(head, "regressions")) != NULL &&
+	    !json_equal(regs, now)) {
+		fprintf(stderr, "soak: --resume: the regressions folder %s is not the "
+		    "one run %s began with (a plan added, removed or changed since): "
+		    "put it back as it was to resume, or start a new run\n",
+		    cfg->regressions, id);
+		rc = SOAK_EXIT_CONFIG;
 	} else if (o->seeds && (co->seeds.first != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 0)) || co->seeds.last != (uint64_t)json_integer_value(
 	    json_array_get(seeds, 1))))
@@ -407,6 +422,7 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		rc = 0;
 	}
 	json_decref(head);
+	json_decref(now);
 	return rc == -1 ? SOAK_EXIT_USAGE : rc;
 }
 
@@ -429,10 +445,11 @@ journal_start(struct runctx *r, const struct cfg *cfg, const char *run_id,
 		return 0;
 	}
 	cfg_hash_hex(cfg, hash);
-	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I}", "format", 1,
+	head = json_pack("{s:i, s:s, s:s, s:[I, I], s:I, s:o}", "format", 1,
 	    "run_id", run_id, "config_hash", hash,
 	    "seeds", (json_int_t)meta->seeds.first, (json_int_t)meta->seeds.last,
-	    "started_at_ms", (json_int_t)meta->started_wall_ms);
+	    "started_at_ms", (json_int_t)meta->started_wall_ms,
+	    "regressions", regress_json(&r->regress));
 	if ((r->journal = journal_create(out, head, err)) == NULL)
 		return -1;
 	coord_on_event(r->coord, on_event, r);
@@ -462,6 +479,16 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 	if (r->tty || s->verdict == VERDICT_PASS)
 		return;
 	words = fp_words(reason_name(s->why), invs);
+	if (s->regress != NULL) {	/* said apart, each by its name */
+		line = xstrdup(json_is_string(msgj) ? json_string_value(msgj) : "");
+		line[strcspn(line, "\r\n")] = '\0';
+		log_escape(msg, sizeof(msg), line);
+		fprintf(stderr, "regression %s: %s %s%s%s\n", s->regress->name,
+		    msg_verdict_name(s->verdict), words, *msg ? " — " : "", msg);
+		free(line);
+		free(words);
+		return;
+	}
 	if (s->confirm == CONFIRM_DONE) {
 		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
 		    words, report_reproduced(r->meta->cfg, s, rep, sizeof(rep)));
@@ -496,6 +523,37 @@ make_run_id(void)
 	strftime(buf, sizeof(buf), "%Y%m%dT%H%M%S", &tm);
 	/* The pid keeps two runs started in the same second apart. */
 	return xasprintf("%s-%04x", buf, (unsigned)getpid() & 0xffff);
+}
+
+/*
+ * With an external database, schemas of lost workers must not pile up.
+ * Best effort, and within ISO_TEARDOWN_MS: a database that stopped
+ * answering must not keep the run from ending; then what may be left is said.
+ */
+static void
+left_schemas(const char *conninfo, const char *prefix, char *why)
+{
+	char	desc[256];
+
+	if (why)
+		conninfo_scrub(why, ERR_LEN, conninfo);
+	iso_conn_desc(conninfo, desc, sizeof(desc));
+	log_warnx("the schemas %s* of this run's workers may be left in the database "
+	    "at %s (%s); list them with SELECT nspname FROM pg_namespace WHERE nspname "
+	    "LIKE '%s%%'", prefix, desc, why ? why : "it did not answer within "
+	    "the teardown's time", prefix);
+}
+
+/* By the rule that named them (iso_schema_prefix), so a long run id's are
+ * found too; what it could not drop is said. */
+static void
+drop_run_schemas(const char *conninfo, const char *run_id)
+{
+	char	*prefix = iso_schema_prefix(run_id), err[ERR_LEN];
+
+	if (iso_drop_run(conninfo, run_id, now_ms() + ISO_TEARDOWN_MS, err) == -1)
+		left_schemas(conninfo, prefix, err);
+	free(prefix);
 }
 
 static void
@@ -612,13 +670,46 @@ coordinator_ships_password(const struct runopts *o, const struct cfg *cfg)
 }
 
 /*
+ * The first base64 line of the private key in the PEM file path (a
+ * --tls-cert), into line: 64 characters, 16 of them the key's own past the
+ * fixed prefix of its encoding, so any file that holds a copy of the key
+ * (a coordinator.key beside coordinator.pem) holds this line.  0 when
+ * found; -1 (nothing to match) otherwise.
+ */
+static int
+tls_key_line(const char *path, char *line, size_t cap)
+{
+	char	 buf[16384], *p, *e;
+	size_t	 n;
+	FILE	*f;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	if ((p = strstr(buf, "PRIVATE KEY-----")) == NULL ||
+	    (p = strchr(p, '\n')) == NULL)
+		return -1;
+	p++;
+	if ((e = strchr(p, '\n')) == NULL || e - p < 16 || (size_t)(e - p) >= cap ||
+	    strncmp(p, "-----", 5) == 0)
+		return -1;
+	if (e > p && e[-1] == '\r')
+		e--;
+	snprintf(line, cap, "%.*s", (int)(e - p), p);
+	explicit_bzero(buf, sizeof(buf));
+	return 0;
+}
+
+/*
  * The config folder as workers without it get it (common/bundle.h): built
  * once, before anything listens, without .git, the run's output directory
  * (nor, with the default --out, the soak-out folder every run writes
  * into), and never with this coordinator's credentials: its secret file,
  * its TLS certificate's key, any file holding the shared secret (an
- * example of docs/fleet.md keeps soak.secret beside soak.yaml).  -1 when
- * it cannot travel (too big: the biggest files named).
+ * example of docs/fleet.md keeps soak.secret beside soak.yaml) or a copy of
+ * that key.  -1 when it cannot travel (too big: the biggest files named).
  */
 static int
 coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *out,
@@ -626,8 +717,8 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 {
 	const char		*exclude[5] = { NULL };
 	struct bundle_rules	 rules = { .exclude = exclude };
-	char			 err[ERR_LEN], size[32], path[4][PATH_MAX];
-	int			 n = 0, i;
+	char			 err[ERR_LEN], size[32], path[4][PATH_MAX], key[128];
+	int			 n = 0, i, rc;
 
 	if (realpath(out, path[n]) != NULL)
 		n++;
@@ -641,7 +732,13 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 		exclude[i] = path[i];
 	rules.secret = o->auth.secret.key;
 	rules.secret_len = o->auth.secret.len;
-	if (bundle_pack(cfg->dir, &rules, b, err) == -1) {
+	if (o->auth.tls_cert && tls_key_line(o->auth.tls_cert, key, sizeof(key)) == 0) {
+		rules.key = (const uint8_t *)key;
+		rules.key_len = strlen(key);
+	}
+	rc = bundle_pack(cfg->dir, &rules, b, err);
+	explicit_bzero(key, sizeof(key));
+	if (rc == -1) {
 		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
 		return -1;
 	}
@@ -708,306 +805,304 @@ commands_problems(const struct cfg *cfg, struct cfg_errors *errs)
 }
 
 /*
- * The config, the options, the run's id and output folder (a new run's,
- * or the killed one's with --resume): 0 to go on, else -1 and *rc the exit
- * status (0 for --dry-run, which says what would run).
+ * The config's regressions (common/regress.h), each a config error when
+ * it cannot run; said once when there is no folder.  With --bundle, a
+ * folder outside the config's would not reach the workers: refused.
  */
 static int
-run_prepare(struct runctx *r, int *rc)
+regressions_load(const struct runopts *o, const struct cfg *cfg,
+    struct regress_set *rs)
 {
-	struct runopts		*o = r->o;
-	struct cfg_errors	 cerrs = { 0 };
-	char			 err[ERR_LEN];
+	struct cfg_errors	 errs = { 0 };
+	char			 err[ERR_LEN], *rel;
 
-	if (cfg_load_file_keep(o->config, &r->cfg, err, &cerrs, true) == -1) {
-		if (r->cfg.broken & CFG_BROKEN_SOME)
-			commands_problems(&r->cfg, &cerrs);
+	if (regress_load(cfg, rs, &errs, err) == -1) {
+		cfg_errors_print(&errs, stderr, "soak");
+		cfg_errors_free(&errs);
+		regress_set_free(rs);
+		return -1;
+	}
+	cfg_errors_free(&errs);
+	if (rs->absent) {
+		log_info("no regressions: %s is not there (soak pin RUN_DIR --seed N "
+		    "adds one)", cfg->regressions);
+		return 0;
+	}
+	if (!o->local && o->bundle && rs->n > 0 &&
+	    (rel = path_under(cfg->regressions, cfg->dir)) == NULL) {
+		const struct cfg_mark	*m = cfg_mark_find(cfg, "regressions");
+
+		fprintf(stderr, "soak: %s:%d:%d: regressions: %s is outside the config's "
+		    "folder %s, so the bundle would not take it to the workers: move "
+		    "it into that folder, or run with --bundle off and the same "
+		    "folder on every worker\n", cfg->path, m ? m->line : 0,
+		    m ? m->col : 0, cfg->regressions, cfg->dir);
+		regress_set_free(rs);
+		return -1;
+	} else if (!o->local && o->bundle && rs->n > 0)
+		free(rel);
+	if (rs->n > 0)
+		log_info("%zu regression(s) in %s run before the seeds", rs->n,
+		    cfg->regressions);
+	return 0;
+}
+
+/*
+ * report.html beside report.json.  The page is for people: one that
+ * cannot be written is a warning (soak report RUN_DIR writes it again),
+ * never a change of the run's exit status.
+ */
+static int
+html_page(const char *out, const struct cfg *cfg)
+{
+	struct report_html_opts	o = { .run_dir = out, .cfg = cfg };
+	char			err[ERR_LEN];
+
+	if (report_html_write(&o, NULL, err) == -1) {
+		log_warnx("%s (soak report %s writes it again)", err, out);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+run_main(struct runopts *o)
+{
+	struct cfg		 cfg = { 0 };
+	struct coord_opts	 co = { 0 };
+	struct report_meta	 meta = { 0 };
+	struct runctx		 r = { .o = o, .meta = &meta };
+	struct server		*srv = NULL;
+	struct iso_db		 db = { 0 };
+	struct bundle		 bundle = { 0 };
+	struct sigaction	 sa = { .sa_handler = on_signal };
+	struct cfg_errors	 cerrs = { 0 };
+	char			 err[ERR_LEN], *run_id = NULL, *out = NULL, *ipcdir = NULL;
+	char			*keep = NULL, *work = NULL, cfgpath[PATH_MAX], outabs[PATH_MAX];
+	int64_t			 t0 = now_ms(), started = wall_ms();
+	int			 rc = SOAK_EXIT_INCOMPLETE, i;
+	bool			 reported = true;
+
+	if (cfg_load_file_keep(o->config, &cfg, err, &cerrs, true) == -1) {
+		if (cfg.broken & CFG_BROKEN_SOME)
+			commands_problems(&cfg, &cerrs);
 		cfg_errors_sort(&cerrs, o->config);
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
-		*rc = SOAK_EXIT_CONFIG;
-		return -1;
+		cfg_free(&cfg);
+		return SOAK_EXIT_CONFIG;
 	}
-	if (coordinator_ships_password(o, &r->cfg) == -1) {
-		*rc = SOAK_EXIT_USAGE;
-		return -1;
+	if (coordinator_ships_password(o, &cfg) == -1) {
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
 	}
-	r->co.seeds = r->cfg.seeds;
-	if (o->seeds && seed_range_parse(o->seeds, &r->co.seeds, err) == -1) {
+	if (regressions_load(o, &cfg, &r.regress) == -1) {
+		cfg_free(&cfg);
+		return SOAK_EXIT_CONFIG;
+	}
+	co.seeds = cfg.seeds;
+	if (o->seeds && seed_range_parse(o->seeds, &co.seeds, err) == -1) {
 		fprintf(stderr, "soak: --seeds: %s\n", err);
-		*rc = SOAK_EXIT_USAGE;
-		return -1;
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
 	}
-	if (realpath(o->config, r->cfgpath) == NULL)
-		snprintf(r->cfgpath, sizeof(r->cfgpath), "%s", o->config);
+	if (realpath(o->config, cfgpath) == NULL)
+		snprintf(cfgpath, sizeof(cfgpath), "%s", o->config);
 	if (o->resume) {
-		if ((*rc = resume_check(o, &r->cfg, &r->co, &r->run_id,
-		    &r->started)) != 0)
-			return -1;
-		r->out = xstrdup(o->resume);
+		if ((rc = resume_check(o, &cfg, &co, &r.regress, &run_id,
+		    &started)) != 0) {
+			cfg_free(&cfg);
+			return rc;
+		}
+		rc = SOAK_EXIT_INCOMPLETE;
+		out = xstrdup(o->resume);
 	} else {
-		r->run_id = make_run_id();
-		r->out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s",
-		    r->run_id);
+		run_id = make_run_id();
+		out = o->out ? xstrdup(o->out) : xasprintf("soak-out/%s", run_id);
 	}
 	/* Everything a command line can get wrong is checked by now: a CI
 	 * recipe's command lines are tested this way (tests/deploy/ci.sh). */
 	if (o->dry_run) {
-		printf("soak: dry run: %s would run %" PRIu64 " seed(s), %" PRIu64 "..%"
-		    PRIu64 ", of %s %s, into %s; nothing run\n", o->local ? "run" :
-		    "coordinator", seed_range_count(&r->co.seeds), r->co.seeds.first,
-		    r->co.seeds.last, r->cfg.name, o->local ? "on this machine" :
-		    "for workers", r->out);
-		*rc = 0;
-		return -1;
+		printf("soak: dry run: %s would run %zu regression(s), then %" PRIu64
+		    " seed(s), %" PRIu64 "..%" PRIu64 ", of %s %s, into %s; nothing "
+		    "run\n", o->local ? "run" : "coordinator", r.regress.n,
+		    seed_range_count(&co.seeds), co.seeds.first, co.seeds.last,
+		    cfg.name, o->local ? "on this machine" : "for workers", out);
+		rc = 0;
+		goto out;
 	}
-	return 0;
-}
-
-/*
- * soak run's own: the database (embedded when none is configured), the
- * coordinator's ipc:// folder, failures/ for the workers' kept failures
- * and the turns' scratch folder.  0, or -1 said on stderr.
- */
-static int
-run_local_setup(struct runctx *r)
-{
-	char	err[ERR_LEN], outabs[PATH_MAX];
-
-	if (iso_db_open(&r->db, &r->cfg, r->o->workers, NULL, err) == -1) {
+	if (mkdir_p(out, 0755, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
-		return -1;
+		goto out;
 	}
-	if ((r->ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
-	    mkdtemp(r->ipcdir) == NULL) {
-		fprintf(stderr, "soak: cannot create a private directory: %s\n",
-		    strerror(errno));
-		return -1;
+	if (!o->local && o->bundle && coordinator_bundle(o, &cfg, out, &bundle) == -1) {
+		rmdir(out);	/* made just now, empty: nothing ran */
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
 	}
-	r->url = xasprintf("ipc://%s/coord", r->ipcdir);
-	r->keep = xasprintf("%s/failures", r->out);
-	/* Turn directories are created and removed for every seed: on
-	 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
-	 * A fresh name there, so nobody can have put anything in it. */
-	r->work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), r->run_id);
-	if (mkdtemp(r->work) == NULL) {
-		fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
-		    r->work, strerror(errno));
-		free(r->work);
-		r->work = NULL;
-		return -1;
-	}
-	if (realpath(r->out, outabs) != NULL) {
-		/* absolute, so workers agree with us whatever their cwd */
-		free(r->keep);
-		r->keep = xasprintf("%s/failures", outabs);
-	}
-	if (private_dir(r->keep, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
-		return -1;
-	}
-	return 0;
-}
+	if (report_config_copy(&cfg, out, err) == -1)
+		log_warnx("%s", err);	/* the run goes on without its copy */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 
-/*
- * The coordinator, its journal and its server, then soak run's worker
- * processes (or the line a coordinator's workers are waiting for).  0, or
- * -1 said on stderr.
- */
-static int
-run_start(struct runctx *r)
-{
-	struct runopts		*o = r->o;
-	struct coord_opts	*co = &r->co;
-	char			 err[ERR_LEN];
-	int			 i;
+	if (o->local) {
+		if (iso_db_open(&db, &cfg, o->workers, NULL, err) == -1) {
+			fprintf(stderr, "soak: %s\n", err);
+			goto out;
+		}
+		if ((ipcdir = strdup("/tmp/soak-ipc-XXXXXX")) == NULL ||
+		    mkdtemp(ipcdir) == NULL) {
+			fprintf(stderr, "soak: cannot create a private directory: %s\n",
+			    strerror(errno));
+			goto out;
+		}
+		r.url = xasprintf("ipc://%s/coord", ipcdir);
+		keep = xasprintf("%s/failures", out);
+		/* Turn directories are created and removed for every seed: on
+		 * tmpfs that costs a few ms a seed, on a disk 150 ms or more.
+		 * A fresh name there, so nobody can have put anything in it. */
+		work = xasprintf("%s/soak-work-%s-XXXXXX", scratch_root(), run_id);
+		if (mkdtemp(work) == NULL) {
+			fprintf(stderr, "soak: cannot create a private directory %s: %s\n",
+			    work, strerror(errno));
+			free(work);
+			work = NULL;
+			goto out;
+		}
+		if (realpath(out, outabs) != NULL) {
+			/* absolute, so workers agree with us whatever their cwd */
+			free(keep);
+			keep = xasprintf("%s/failures", outabs);
+		}
+		if (private_dir(keep, err) == -1) {
+			fprintf(stderr, "soak: %s\n", err);
+			goto out;
+		}
+	} else
+		r.url = xstrdup(o->listen);
 
-	co->cfg = &r->cfg;
-	co->run_id = r->run_id;
-	co->cfg_path = r->cfgpath;
-	co->db_conninfo = o->local ? r->db.conninfo : "";
-	co->keep_dir = r->keep ? r->keep : "";
-	co->workspace = r->work ? r->work : "";
-	co->heartbeat_ms = o->heartbeat_ms;
-	co->lease_ttl_ms = o->lease_ttl_ms;
-	co->bundle_hash = r->bundle.data ? r->bundle.hash : "";
-	co->bundle = r->bundle.data;
-	co->bundle_len = r->bundle.len;
-	if ((r->coord = coord_new(co, err)) == NULL) {
+	co.cfg = &cfg;
+	co.run_id = run_id;
+	co.cfg_path = cfgpath;
+	co.db_conninfo = o->local ? db.conninfo : "";
+	co.keep_dir = keep ? keep : "";
+	co.workspace = work ? work : "";
+	co.heartbeat_ms = o->heartbeat_ms;
+	co.lease_ttl_ms = o->lease_ttl_ms;
+	co.bundle_hash = bundle.data ? bundle.hash : "";
+	co.bundle = bundle.data;
+	co.bundle_len = bundle.len;
+	co.regress = &r.regress;
+	if ((r.coord = coord_new(&co, err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
-		return -1;
+		goto out;
 	}
-	*r->meta = (struct report_meta){ .cfg = &r->cfg, .cfg_path = r->cfgpath,
-	    .run_id = r->run_id, .out_dir = r->out, .seeds = co->seeds,
-	    .started_wall_ms = r->started };
-	coord_on_final(r->coord, on_final, r);
-	if (journal_start(r, &r->cfg, r->run_id, r->out, r->meta, err) == -1) {
+	meta = (struct report_meta){ .cfg = &cfg, .cfg_path = cfgpath, .run_id = run_id,
+	    .out_dir = out, .seeds = co.seeds, .started_wall_ms = started };
+	coord_on_final(r.coord, on_final, &r);
+	if (journal_start(&r, &cfg, run_id, out, &meta, err) == -1) {
 		fprintf(stderr, "soak: %s\n", err);
-		return -1;
+		goto out;
 	}
 	if (o->resume) {
 		struct coord_counts	n;
 
-		coord_counts(r->coord, &n);
+		coord_counts(r.coord, &n);
 		fprintf(stderr, "soak: resuming run %s: %" PRIu64 " of %" PRIu64 " seeds "
-		    "have their verdict\n", r->run_id, n.done, n.total);
+		    "have their verdict\n", run_id, n.done, n.total);
 	}
 	/* A worker has at most 2 requests waiting (its lease request parked,
 	 * a heartbeat): COORD_SLOTS serves about 950 of them, with 128 slots
 	 * left to connections not authenticated yet (coordinator/peer.h). */
-	if ((r->srv = server_open(r->url, o->local ? 2 * o->workers + 8 : COORD_SLOTS,
-	    &o->auth, err)) == NULL) {
+	if ((srv = server_open(r.url, o->local ? 2 * o->workers + 8 : COORD_SLOTS, &o->auth,
+	    err)) == NULL) {
 		fprintf(stderr, "soak: %s\n", err);
-		return -1;
+		goto out;
 	}
-	r->tty = isatty(STDERR_FILENO) && !o->verbose;
-	r->start_ms = now_ms();
+	r.tty = isatty(STDERR_FILENO) && !o->verbose;
+	r.start_ms = now_ms();
 	if (o->local) {
-		r->nkids = o->workers;
-		r->kids = xcalloc(r->nkids, sizeof(*r->kids));
-		r->tokens = RESPAWN_BURST(r->nkids);
-		r->refill_at = now_ms() + RESPAWN_REFILL_MS;
-		for (i = 0; i < r->nkids; i++)
-			r->kids[i].pid = spawn_worker(r);
+		r.nkids = o->workers;
+		r.kids = xcalloc(r.nkids, sizeof(*r.kids));
+		r.tokens = RESPAWN_BURST(r.nkids);
+		r.refill_at = now_ms() + RESPAWN_REFILL_MS;
+		for (i = 0; i < r.nkids; i++)
+			r.kids[i].pid = spawn_worker(&r);
 	} else
 		fprintf(stderr, "soak: coordinator for %s listening on %s (run %s)\n",
-		    r->cfg.name, server_url(r->srv), r->run_id);
-	return 0;
-}
+		    cfg.name, server_url(srv), run_id);
 
-/*
- * After the server's loop: the workers told and reaped, the journal
- * closed, report.json and junit.xml written, the summary printed, the
- * tickets filed, lost workers' schemas dropped, late workers told.  The
- * exit status.
- */
-static int
-run_finish(struct runctx *r)
-{
-	struct runopts		*o = r->o;
-	struct report_meta	*meta = r->meta;
-	char			 err[ERR_LEN];
-	int			 rc;
-
-	meta->interrupted = stop_requested != 0;
-	halt_here(r->coord, &r->cfg);
-	if ((meta->halted = coord_halt_reason(r->coord)) != NULL)
-		fprintf(stderr, "soak: the run stopped early: %s\n", meta->halted);
+	server_run(srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
+	meta.interrupted = stop_requested != 0;
+	halt_here(r.coord, &cfg);
+	if ((meta.halted = coord_halt_reason(r.coord)) != NULL)
+		fprintf(stderr, "soak: the run stopped early: %s\n", meta.halted);
 	/* Tell the workers; give them a moment to say bye and drop their schemas. */
-	server_drain(r->srv, r->coord, stop_requested ? 0 : 10000, &stop_requested);
-	progress(r, true);
-	reap_workers(r, meta->interrupted ? 0 : 10000);
-	if (r->died > 0)
+	server_drain(srv, r.coord, stop_requested ? 0 : 10000, &stop_requested);
+	progress(&r, true);
+	reap_workers(&r, meta.interrupted ? 0 : 10000);
+	if (r.died > 0)
 		fprintf(stderr, "soak: %d worker process(es) died during the run, %d "
 		    "replaced (the restart limit: %d at once, then one a second)\n",
-		    r->died, r->replaced, RESPAWN_BURST(r->nkids));
-	meta->wall_ms = now_ms() - r->t0;
-	if (journal_close(r->journal, err) == -1 && r->io_why == NULL)
+		    r.died, r.replaced, RESPAWN_BURST(r.nkids));
+	meta.wall_ms = now_ms() - t0;
+	if (journal_close(r.journal, err) == -1 && r.io_why == NULL)
 		log_warnx("%s", err);
-	r->journal = NULL;
-	if ((rc = report_write(meta, r->coord, err)) == -1) {
+	r.journal = NULL;
+	if ((rc = report_write(&meta, r.coord, err)) == -1) {
+		reported = false;
 		fprintf(stderr, "soak: %s; %s/%s keeps the verdicts recorded: `soak %s "
-		    "--resume %s` writes the report once there is room\n", err, r->out,
+		    "--resume %s` writes the report once there is room\n", err, out,
 		    JOURNAL_NAME, o->local ? "run CONFIG" : "coordinator CONFIG --listen URL",
-		    r->out);
+		    out);
 		rc = SOAK_EXIT_INCOMPLETE;
 	}
-	report_summary(stdout, meta, r->coord);
+	report_summary(stdout, &meta, r.coord);
+	if (reported && html_page(out, &cfg) == 0)	/* report_html.h */
+		printf("  page:   %s/%s\n", out, RH_NAME);
 	fflush(stdout);
-	if (r->cfg.tickets.enabled)	/* else no need to read report.json back */
-		tickets_after_run(r->out, stdout);
-	/*
-	 * With an external database, schemas of lost workers must not pile
-	 * up.  Best effort, and within ISO_CONNECT_MS: a database that stopped
-	 * answering must not keep the run from ending.
-	 */
-	if (o->local && r->db.pg == NULL && r->db.conninfo && iso_drop_run(
-	    r->db.conninfo, r->run_id, now_ms() + ISO_CONNECT_MS, err) == -1)
-		log_warnx("the schemas of lost workers are left: %s", err);
+	if (cfg.tickets.enabled)	/* else no need to read report.json back */
+		tickets_after_run(out, stdout);
+	if (o->local && db.pg == NULL && db.conninfo)
+		drop_run_schemas(db.conninfo, run_id);
 	/*
 	 * Late workers (a pod scheduled after the run, a slow node) hear "run
 	 * finished" and exit 0 instead of waiting out --reconnect and exiting
 	 * 1, which an engine counts as a failed job.  The report is written
 	 * and the summary printed first: only the exit waits.
 	 */
-	if (o->linger_ms > 0 && coord_finished(r->coord) && !stop_requested) {
+	if (o->linger_ms > 0 && coord_finished(r.coord) && !stop_requested) {
 		fprintf(stderr, "soak: run over; telling late workers so for %d s "
 		    "(--linger)\n", o->linger_ms / 1000);
-		server_linger(r->srv, r->coord, o->linger_ms, &stop_requested);
+		server_linger(srv, r.coord, o->linger_ms, &stop_requested);
 	}
-	return rc;
-}
-
-static void
-run_free(struct runctx *r)
-{
-	char	err[ERR_LEN];
-
+out:
 	/* Made at start, 0700, for the workers' kept failures: a run
 	 * without one leaves no empty failures/ behind. */
-	if (r->keep)
-		(void)rmdir(r->keep);
-	journal_close(r->journal, err);
-	server_close(r->srv);
-	coord_free(r->coord);
-	iso_db_close(&r->db);
-	if (r->work)
-		rm_rf(r->work);
-	if (r->ipcdir) {
-		rm_rf(r->ipcdir);
-		free(r->ipcdir);
+	if (keep)
+		(void)rmdir(keep);
+	journal_close(r.journal, err);
+	server_close(srv);
+	coord_free(r.coord);
+	iso_db_close(&db);
+	if (work)
+		rm_rf(work);
+	if (ipcdir) {
+		rm_rf(ipcdir);
+		free(ipcdir);
 	}
-	free(r->kids);
-	free(r->io_why);
-	free(r->url);
-	free(r->keep);
-	free(r->work);
-	free(r->out);
-	free(r->run_id);
-	bundle_free(&r->bundle);
-	fp_groups_free(&r->ci_seen);
-	cfg_free(&r->cfg);
-}
-
-/* A run, from its config to its exit status, in the phases above. */
-static int
-run_main(struct runopts *o)
-{
-	struct report_meta	 meta = { 0 };
-	struct runctx		 r = { .o = o, .meta = &meta, .t0 = now_ms(),
-				    .started = wall_ms() };
-	struct sigaction	 sa = { .sa_handler = on_signal };
-	char			 err[ERR_LEN];
-	int			 rc = SOAK_EXIT_INCOMPLETE;
-
-	if (run_prepare(&r, &rc) == -1)
-		goto out;
-	rc = SOAK_EXIT_INCOMPLETE;
-	if (mkdir_p(r.out, 0755, err) == -1) {
-		fprintf(stderr, "soak: %s\n", err);
-		goto out;
-	}
-	if (!o->local && o->bundle && coordinator_bundle(o, &r.cfg, r.out,
-	    &r.bundle) == -1) {
-		rmdir(r.out);	/* made just now, empty: nothing ran */
-		rc = SOAK_EXIT_CONFIG;
-		goto out;
-	}
-	if (report_config_copy(&r.cfg, r.out, err) == -1)
-		log_warnx("%s", err);	/* the run goes on without its copy */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
-	if (!o->local)
-		r.url = xstrdup(o->listen);
-	else if (run_local_setup(&r) == -1)
-		goto out;
-	if (run_start(&r) == -1)
-		goto out;
-	server_run(r.srv, r.coord, &stop_requested, r.tty ? 200 : 1000, tick, &r);
-	rc = run_finish(&r);
-out:
-	run_free(&r);
+	free(r.kids);
+	free(r.io_why);
+	free(r.url);
+	free(keep);
+	free(work);
+	free(out);
+	free(run_id);
+	bundle_free(&bundle);
+	fp_groups_free(&r.ci_seen);
+	regress_set_free(&r.regress);
+	cfg_free(&cfg);
 	return rc;
 }
 

@@ -49,17 +49,11 @@ secret_read_file(const char *file, struct auth_secret *s, char *err)
 	size_t		n = 0;
 	ssize_t		r;
 	int		fd, rc = -1;
+	char		e[ERR_LEN];
 
-	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) == -1)
-		return errf(err, "--secret-file %s: %s", file, strerror(errno));
-	if (fstat(fd, &st) == -1) {
-		errf(err, "--secret-file %s: %s", file, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		errf(err, "--secret-file %s is not a regular file", file);
-		goto out;
-	}
+	/* A FIFO is refused, not waited on: a start-up must not hang. */
+	if ((fd = open_regular(file, &st, e)) == -1)
+		return errf(err, "--secret-file: %s", e);
 	/* Like ssh's keys: a secret others can read is no longer a secret. */
 	if (st.st_mode & 077) {
 		errf(err, "--secret-file %s is mode %04o: group and others must have no "

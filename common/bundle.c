@@ -4,6 +4,7 @@
  */
 #include "common/bundle.h"
 
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -732,6 +734,12 @@ pack_read(struct packer *p, char *err)
 			    p->root, e->path);
 			e->dropped = true;
 			p->nskipped++;
+		} else if (r && r->key_len > 0 && memmem(e->data, e->size, r->key,
+		    r->key_len) != NULL) {
+			log_warnx("bundle: leaving out %s/%s: it holds the coordinator's "
+			    "TLS private key (--tls-cert)", p->root, e->path);
+			e->dropped = true;
+			p->nskipped++;
 		}
 	}
 	return 0;
@@ -989,4 +997,125 @@ out:
 	free(tmp);
 	free(dir);
 	return rc;
+}
+
+/* --- pruning the cache --- */
+
+/* The held bundle: its directory, locked shared until the process ends. */
+static int	held_fd = -1;
+static dev_t	held_dev;
+static ino_t	held_ino;
+
+int
+bundle_hold(const char *dir, char *err)
+{
+	struct stat	st, now;
+	int		fd;
+
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return errf(err, "cannot open %s: %s", dir, strerror(errno));
+	if (fstat(fd, &st) == -1 || (held_fd != -1 && st.st_dev == held_dev &&
+	    st.st_ino == held_ino)) {
+		close(fd);
+		return 0;	/* held already */
+	}
+	/* Not while a prune removes it; then, still the one at that path. */
+	if (flock(fd, LOCK_SH | LOCK_NB) == -1 || lstat(dir, &now) == -1 ||
+	    now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+		close(fd);
+		return errf(err, "%s is being removed from the cache", dir);
+	}
+	futimens(fd, NULL);	/* last used: now */
+	if (held_fd != -1)
+		close(held_fd);	/* a process runs one bundle at a time */
+	held_fd = fd;
+	held_dev = st.st_dev;
+	held_ino = st.st_ino;
+	return 0;
+}
+
+struct cached {
+	char	*name;
+	time_t	 used;
+};
+
+static int
+cmp_used(const void *a, const void *b)
+{
+	const struct cached	*x = a, *y = b;
+
+	return x->used > y->used ? -1 : x->used < y->used;
+}
+
+/* Removes cache/name unless a process holds it; 1 when it went. */
+static int
+prune_one(const char *cache, const char *name)
+{
+	char	*path = xasprintf("%s/%s", cache, name), *gone;
+	int	 fd, rc = 0;
+
+	if ((fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		free(path);
+		return 0;
+	}
+	gone = xasprintf("%s/.gone-%s-%ld", cache, name + strlen("bundle-"),
+	    (long)getpid());
+	/* Held by a worker that runs on it: it stays. */
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0 && rename(path, gone) == 0) {
+		rm_rf(gone);
+		rc = 1;
+	}
+	close(fd);
+	free(gone);
+	free(path);
+	return rc;
+}
+
+int
+bundle_prune(const char *cache, int keep)
+{
+	struct cached	*v = NULL;
+	struct dirent	*de;
+	struct stat	 st;
+	size_t		 n = 0, i;
+	time_t		 now = time(NULL);
+	char		*path;
+	DIR		*d;
+	int		 removed = 0;
+
+	if ((d = opendir(cache)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		bool	tmp = strncmp(de->d_name, ".tmp-", 5) == 0 ||
+			    strncmp(de->d_name, ".gone-", 6) == 0;
+
+		if (!tmp && (strncmp(de->d_name, "bundle-", 7) != 0 ||
+		    !bundle_hash_valid(de->d_name + 7)))
+			continue;
+		path = xasprintf("%s/%s", cache, de->d_name);
+		if (lstat(path, &st) == -1 || !S_ISDIR(st.st_mode)) {
+			free(path);
+			continue;
+		}
+		/* An install or a removal that died half-way. */
+		if (tmp) {
+			if (now - st.st_mtime > BUNDLE_TMP_AGE_S)
+				rm_rf(path);
+			free(path);
+			continue;
+		}
+		free(path);
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		v[n].name = xstrdup(de->d_name);
+		v[n++].used = st.st_mtime;
+	}
+	closedir(d);
+	qsort(v, n, sizeof(*v), cmp_used);
+	for (i = 0; i < n; i++) {
+		if ((int)i >= keep)
+			removed += prune_one(cache, v[i].name);
+		free(v[i].name);
+	}
+	free(v);
+	return removed;
 }

@@ -24,7 +24,9 @@
  * bundle_pack takes directories, regular files and symlinks; it leaves
  * out every entry named ".git", the paths of rules->exclude (the run's
  * output directory, the coordinator's secret file and TLS key), every
- * file holding rules->secret (the shared secret, wherever it was copied),
+ * file holding rules->secret (the shared secret, wherever it was copied)
+ * or rules->key (a line of the coordinator's TLS private key, wherever
+ * the key was copied: a .key beside the .pem),
  * sockets, fifos and devices, and symlinks that do not resolve to an
  * entry of the bundle (each but .git and exclude said with log_warnx).
  * Past BUNDLE_MAX bytes or BUNDLE_MAX_ENTRIES entries it fails, naming
@@ -69,6 +71,9 @@ struct bundle_rules {
 						   NULL-terminated, may be NULL */
 	const uint8_t		*secret;	/* a file holding these bytes */
 	size_t			 secret_len;	/* 0: none */
+	const uint8_t		*key;		/* a file holding these bytes: a
+						   line of the TLS key's PEM */
+	size_t			 key_len;	/* 0: none */
 };
 
 /*
@@ -110,5 +115,23 @@ int	bundle_cached(const char *cache, const char *hash, char **dirp, char *err);
  */
 int	bundle_install(const char *cache, const char *hash, const void *data,
 	    size_t len, char **dirp, char *err);
+
+/*
+ * The cache is pruned, or it would grow by a bundle with every change to
+ * a config folder, for ever.  A process that uses <cache>/bundle-<hash>
+ * holds it (bundle_hold: a shared flock on the directory, for as long as
+ * the process lives, and its mtime set to now: "last used"); bundle_prune
+ * then removes every bundle but the BUNDLE_KEEP used last, except those
+ * some process holds (a worker of an older run, still running on it),
+ * and leftovers of interrupted installs older than BUNDLE_TMP_AGE_S.  A
+ * bundle goes by rename first, under an exclusive lock, so a process
+ * about to take it either holds it first or finds it gone and fetches
+ * it again.  Returns how many bundles it removed.
+ */
+#define BUNDLE_KEEP		8
+#define BUNDLE_TMP_AGE_S	3600
+/* 0, or -1 with err: dir is gone or being removed (fetch it again). */
+int	bundle_hold(const char *dir, char *err);
+int	bundle_prune(const char *cache, int keep);
 
 #endif

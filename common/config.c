@@ -757,6 +757,7 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	    &cfg->db_schema) == 0) {
 		quote_value(cfg->db_schema, b, sizeof(b));
 		free(cfg->db_schema);
+	free(cfg->regressions);
 		cfg->db_schema = resolve(cx, scalar(v[1]));
 		if (stat(cfg->db_schema, &st) == -1)
 			rc = fail_at(cx, v[1], "database.schema",
@@ -1464,12 +1465,12 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 {
 	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, CONFIRM,
 	    DATABASE, SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
-	    INVARIANT_TIMEOUT, GUARD, TICKETS, NKEYS };
+	    INVARIANT_TIMEOUT, GUARD, TICKETS, REGRESSIONS, NKEYS };
 	/* Order matters: services before proxies, turns/rounds before guard. */
 	static const char *const keys[NKEYS] = { "name", "seeds", "turns",
 	    "rounds", "seed_timeout", "retries", "confirm", "database", "services",
 	    "proxies", "setup", "setup_timeout", "turn", "invariants",
-	    "invariant_timeout", "guard", "tickets" };
+	    "invariant_timeout", "guard", "tickets", "regressions" };
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[NKEYS];
 	char		 why[ERR_LEN];
@@ -1559,6 +1560,22 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 		rc = -1;
 	if (v[TICKETS] && parse_tickets(cx, v[TICKETS]) == -1)
 		rc = -1;
+	/* A folder of pinned plans (common/regress.h): whether it is there is
+	 * the run's to check, not the loader's (a worker's copy of the
+	 * config need not hold it). */
+	if (v[REGRESSIONS]) {
+		char	*rel = NULL;
+
+		if (get_str(cx, v[REGRESSIONS], "regressions", 1, &rel) == -1)
+			rc = -1;
+		else {
+			cfg->regressions = resolve(cx, rel);
+			cfg->regressions_set = true;
+		}
+		free(rel);
+	}
+	if (cfg->regressions == NULL)
+		cfg->regressions = resolve(cx, "regressions");
 	return rc;
 }
 
@@ -2093,6 +2110,18 @@ cfg_guard_floor(const struct cfg *cfg)
 	if (!cfg->guard_percent)
 		return cfg->guard_min_ok;
 	return (cfg->guard_min_ok * total + 99) / 100;
+}
+
+int64_t
+cfg_guard_floor_of(const struct cfg *cfg, int64_t ran)
+{
+	int64_t	total = (int64_t)cfg->turns * cfg->rounds;
+
+	if (ran >= total || total == 0)
+		return cfg_guard_floor(cfg);
+	if (cfg->guard_percent)
+		return (cfg->guard_min_ok * ran + 99) / 100;
+	return (cfg->guard_min_ok * ran + total - 1) / total;
 }
 
 bool

@@ -186,6 +186,14 @@ struct cfg {
 	bool			  guard_set;	/* guard.min_ok_turns was given */
 
 	struct cfg_tickets	  tickets;
+	/*
+	 * The folder of pinned plans that run before the seeds
+	 * (common/regress.h): regressions: resolved against the config's
+	 * folder, or its regressions/ by default; regressions_set when the
+	 * key was given (then the folder must exist).
+	 */
+	char			 *regressions;
+	bool			  regressions_set;
 
 	struct cfg_mark		 *marks;	/* in file order */
 	size_t			  nmarks;
@@ -283,6 +291,12 @@ void	cfg_sql_where(const struct cfg *cfg, size_t i, long pos, int *line,
 
 /* The minimum number of ok turns the guard demands for one seed. */
 int64_t	cfg_guard_floor(const struct cfg *cfg);
+/*
+ * The same for a seed of which only `ran` turns ran (a plan's runs,
+ * docs/plan.md): a share of those, or a count scaled to them (rounded
+ * up), so a plan of one turn can pass once its bug is fixed.
+ */
+int64_t	cfg_guard_floor_of(const struct cfg *cfg, int64_t ran);
 /*
  * Whether a seed may pass with a round in which no turn succeeded: only
  * when the config says so, guard.min_ok_turns: 0 (or 0%).  Without a

@@ -117,7 +117,18 @@ uri_prefix(const char *s)
 	return 0;
 }
 
-/* Each "password" parameter of the query that follows q ('?'). */
+/*
+ * The keywords whose values are secrets: the password, and sslpassword
+ * (the passphrase of an encrypted client key, sslkey=).
+ */
+static bool
+secret_key(const char *name, size_t len)
+{
+	return (len == 8 && strncmp(name, "password", 8) == 0) ||
+	    (len == 11 && strncmp(name, "sslpassword", 11) == 0);
+}
+
+/* Each secret parameter ("password", "sslpassword") of the query after q ('?'). */
 static void
 scan_query(const char *s, const char *q, struct ci_secrets *sv)
 {
@@ -130,7 +141,7 @@ scan_query(const char *s, const char *q, struct ci_secrets *sv)
 			continue;
 		if ((key = pct_decode(k, (size_t)(eq - k))) == NULL)
 			key = xasprintf("%.*s", (int)(eq - k), k);
-		if (strcmp(key, "password") == 0)
+		if (secret_key(key, strlen(key)))
 			add(sv, (size_t)(eq + 1 - s), (size_t)(amp - eq - 1),
 			    pct_decode(eq + 1, (size_t)(amp - eq - 1)), true);
 		free(key);
@@ -225,8 +236,8 @@ scan_keywords(const char *s, struct ci_secrets *sv)
 			if (*p == '\\')
 				p++;
 		}
-		last_was_pw = (size_t)(name_end - name) == 8 &&
-		    strncmp(name, "password", 8) == 0 && *plain != '\0';
+		last_was_pw = secret_key(name, (size_t)(name_end - name)) &&
+		    *plain != '\0';
 		if (last_was_pw)
 			add(sv, (size_t)(val - s), (size_t)(p - val), plain,
 			    false);
@@ -371,23 +382,27 @@ cmp_longer(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-/* The password libpq reads in conninfo: heap, or NULL (none, or refused). */
-static char *
-libpq_password(const char *conninfo)
+/*
+ * The secrets libpq reads in conninfo (password, sslpassword), appended
+ * to *needles (heap strings); none when libpq refuses the string.
+ */
+static void
+libpq_secrets(const char *conninfo, char ***needles, size_t *n)
 {
 	PQconninfoOption	*opts, *o;
-	char			*errmsg = NULL, *pw = NULL;
+	char			*errmsg = NULL;
 
 	if ((opts = PQconninfoParse(conninfo, &errmsg)) == NULL) {
 		PQfreemem(errmsg);
-		return NULL;
+		return;
 	}
 	for (o = opts; o->keyword != NULL; o++)
-		if (strcmp(o->keyword, "password") == 0 && o->val != NULL &&
-		    *o->val != '\0')
-			pw = xstrdup(o->val);
+		if (secret_key(o->keyword, strlen(o->keyword)) && o->val != NULL &&
+		    *o->val != '\0') {
+			*needles = xreallocarray(*needles, *n + 1, sizeof(**needles));
+			(*needles)[(*n)++] = xstrdup(o->val);
+		}
 	PQconninfoFree(opts);
-	return pw;
 }
 
 void
@@ -399,10 +414,7 @@ conninfo_scrub(char *msg, size_t size, const char *conninfo)
 
 	if (msg == NULL || size == 0 || conninfo == NULL)
 		return;
-	if ((w = libpq_password(conninfo)) != NULL) {
-		needles = xreallocarray(needles, n + 1, sizeof(*needles));
-		needles[n++] = w;
-	}
+	libpq_secrets(conninfo, &needles, &n);
 	scan(conninfo, &sv);
 	for (i = 0; i < sv.n; i++) {
 		raw = xasprintf("%.*s", (int)sv.v[i].len,

@@ -15,6 +15,8 @@
  *  - keyword/value form: the value of every "password" keyword, blanks
  *    around '=' allowed, unquoted (backslash escapes) or single-quoted
  *    ('a b\' c', which becomes '***').
+ * "sslpassword" (the passphrase of an encrypted sslkey) is a password too,
+ * in either form, and is hidden the same way.
  * and, where libpq would refuse the string or read it otherwise than its
  * author meant, soak hides more rather than less, because libpq's own error
  * messages echo the token they choke on: the scheme is matched in any case

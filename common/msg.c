@@ -192,6 +192,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		}
 		w_u64(&w, m->u.lease.lease_id);
 		w_u32(&w, m->u.lease.ttl_ms);
+		w_str(&w, m->u.lease.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.lease.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		w_u32(&w, m->u.lease.nseeds);
 		for (i = 0; i < m->u.lease.nseeds; i++) {
 			w_u64(&w, m->u.lease.seeds[i].seed);
@@ -207,6 +209,8 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_str(&w, m->u.result.reason, MSG_STR_SHORT, "reason");
 		w_u32(&w, m->u.result.duration_ms);
 		w_str(&w, m->u.result.detail, MSG_DETAIL_MAX, "detail");
+		w_str(&w, m->u.result.plan, MSG_PLAN_MAX, "plan");
+		w_str(&w, m->u.result.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		break;
 	case MSG_HEARTBEAT:
 		w_u32(&w, m->u.heartbeat.worker_id);
@@ -354,13 +358,46 @@ r_bytes(struct rbuf *r, size_t cap, const char *field, uint32_t *n)
 	return p;
 }
 
-/* The header: -1 with err unless it is a soak message of this version
- * whose body is the rest of buf; else its type in *type. */
+/*
+ * A lease's or result's regression (name, hash): both "" (seeds), or a
+ * file name of the regressions folder and 64 lower-case hex digits.
+ */
 static int
-decode_header(const uint8_t *p, size_t len, uint32_t *type, char *err)
+plan_check(struct rbuf *r, const char *plan, const char *hash)
 {
-	uint32_t	version, body;
+	size_t	i, n;
 
+	if (r->failed)
+		return -1;
+	if (*plan == '\0' && *hash == '\0')
+		return 0;
+	if (*plan == '\0' || *plan == '.' || strchr(plan, '/') != NULL ||
+	    strlen(plan) > MSG_PLAN_MAX) {
+		r->failed = 1;
+		return errf(r->err, "%s message: plan \"%.64s\" is not a regression's "
+		    "name", r->type, plan);
+	}
+	n = strlen(hash);
+	for (i = 0; i < n; i++)
+		if (!((hash[i] >= '0' && hash[i] <= '9') || (hash[i] >= 'a' &&
+		    hash[i] <= 'f')))
+			break;
+	if (n != 64 || i != n) {
+		r->failed = 1;
+		return errf(r->err, "%s message: plan_hash is not 64 lower-case hex "
+		    "digits (a SHA-256)", r->type);
+	}
+	return 0;
+}
+
+int
+msg_decode(const void *buf, size_t len, struct msg *m, char *err)
+{
+	const uint8_t	*p = buf;
+	struct rbuf	 r;
+	uint32_t	 version, type, body, i;
+
+	memset(m, 0, sizeof(*m));
 	if (len < MSG_HDR_LEN)
 		return errf(err, "message of %zu bytes is shorter than its header", len);
 	if (len > MSG_MAX)
@@ -368,147 +405,127 @@ decode_header(const uint8_t *p, size_t len, uint32_t *type, char *err)
 	if (memcmp(p, "SOAK", 4) != 0)
 		return errf(err, "not a soak message (bad magic)");
 	version = (uint32_t)p[4] << 8 | p[5];
-	*type = (uint32_t)p[6] << 8 | p[7];
+	type = (uint32_t)p[6] << 8 | p[7];
 	body = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
 	if (version != MSG_VERSION)
 		return errf(err, "protocol version %u, this soak speaks %u "
 		    "(run the same soak version on coordinator and workers)",
 		    version, MSG_VERSION);
-	if (*type == 0 || *type >= MSG_TYPE_MAX)
-		return errf(err, "unknown message type %u", *type);
+	if (type == 0 || type >= MSG_TYPE_MAX)
+		return errf(err, "unknown message type %u", type);
 	if (body != len - MSG_HDR_LEN)
 		return errf(err, "%s message: header says %u body bytes, %zu arrived",
-		    msg_type_name(*type), body, len - MSG_HDR_LEN);
-	return 0;
-}
+		    msg_type_name(type), body, len - MSG_HDR_LEN);
 
-/* LEASE's seeds: as many as it says, and exactly what is left. */
-static void
-decode_lease(struct rbuf *r, struct msg *m)
-{
-	uint32_t	i;
-
-	m->u.lease.lease_id = r_u64(r, "lease_id");
-	m->u.lease.ttl_ms = r_u32(r, "ttl_ms");
-	m->u.lease.nseeds = r_u32(r, "nseeds");
-	if (r->failed)
-		return;
-	if (m->u.lease.nseeds > MSG_MAX_SEEDS ||
-	    (size_t)m->u.lease.nseeds * 12 != r->len - r->off) {
-		r->failed = 1;
-		errf(r->err, "lease message: %u seeds do not match %zu bytes",
-		    m->u.lease.nseeds, r->len - r->off);
-		m->u.lease.nseeds = 0;
-		return;
-	}
-	m->u.lease.seeds = xcalloc(m->u.lease.nseeds, sizeof(struct msg_seed));
-	for (i = 0; i < m->u.lease.nseeds; i++) {
-		m->u.lease.seeds[i].seed = r_u64(r, "seed");
-		m->u.lease.seeds[i].attempt = r_u32(r, "attempt");
-	}
-}
-
-static void
-decode_result(struct rbuf *r, struct msg *m)
-{
-	m->u.result.worker_id = r_u32(r, "worker_id");
-	m->u.result.lease_id = r_u64(r, "lease_id");
-	m->u.result.seed = r_u64(r, "seed");
-	m->u.result.attempt = r_u32(r, "attempt");
-	m->u.result.verdict = r_u8(r, "verdict");
-	m->u.result.reason = r_str(r, MSG_STR_SHORT, "reason");
-	m->u.result.duration_ms = r_u32(r, "duration_ms");
-	m->u.result.detail = r_str(r, MSG_DETAIL_MAX, "detail");
-	if (!r->failed && m->u.result.verdict > VERDICT_INFRA) {
-		r->failed = 1;
-		errf(r->err, "result message: verdict %u is not pass, fail or infra",
-		    m->u.result.verdict);
-	}
-}
-
-/* The body's fields, in the order of its type (msg.h). */
-static void
-decode_body(struct rbuf *r, struct msg *m)
-{
-	switch (m->type) {
+	r = (struct rbuf){ .p = p, .len = len, .off = MSG_HDR_LEN, .err = err,
+	    .type = msg_type_name(type) };
+	m->type = type;
+	switch (type) {
 	case MSG_HELLO:
-		m->u.hello.name = r_str(r, MSG_STR_SHORT, "name");
-		m->u.hello.host = r_str(r, MSG_STR_SHORT, "host");
-		m->u.hello.pid = r_u32(r, "pid");
-		m->u.hello.slots = r_u32(r, "slots");
-		r_b32(r, m->u.hello.nonce, "nonce");
-		m->u.hello.rejoin_id = r_u32(r, "rejoin_id");
-		m->u.hello.rejoin_run = r_str(r, MSG_STR_SHORT, "rejoin_run");
+		m->u.hello.name = r_str(&r, MSG_STR_SHORT, "name");
+		m->u.hello.host = r_str(&r, MSG_STR_SHORT, "host");
+		m->u.hello.pid = r_u32(&r, "pid");
+		m->u.hello.slots = r_u32(&r, "slots");
+		r_b32(&r, m->u.hello.nonce, "nonce");
+		m->u.hello.rejoin_id = r_u32(&r, "rejoin_id");
+		m->u.hello.rejoin_run = r_str(&r, MSG_STR_SHORT, "rejoin_run");
 		break;
 	case MSG_CHALLENGE:
-		r_b32(r, m->u.challenge.nonce, "nonce");
-		r_b32(r, m->u.challenge.proof, "proof");
+		r_b32(&r, m->u.challenge.nonce, "nonce");
+		r_b32(&r, m->u.challenge.proof, "proof");
 		break;
 	case MSG_AUTH:
-		r_b32(r, m->u.auth.proof, "proof");
+		r_b32(&r, m->u.auth.proof, "proof");
 		break;
 	case MSG_WELCOME:
-		m->u.welcome.worker_id = r_u32(r, "worker_id");
-		m->u.welcome.run_id = r_str(r, MSG_STR_SHORT, "run_id");
-		m->u.welcome.cfg_path = r_str(r, MSG_STR_SHORT, "cfg_path");
-		m->u.welcome.cfg_text = r_str(r, MSG_STR_LONG, "cfg_text");
-		m->u.welcome.db_conninfo = r_str(r, MSG_STR_SHORT, "db_conninfo");
-		m->u.welcome.keep_dir = r_str(r, MSG_STR_SHORT, "keep_dir");
-		m->u.welcome.workspace = r_str(r, MSG_STR_SHORT, "workspace");
-		m->u.welcome.heartbeat_ms = r_u32(r, "heartbeat_ms");
-		m->u.welcome.bundle_hash = r_str(r, MSG_STR_SHORT, "bundle_hash");
+		m->u.welcome.worker_id = r_u32(&r, "worker_id");
+		m->u.welcome.run_id = r_str(&r, MSG_STR_SHORT, "run_id");
+		m->u.welcome.cfg_path = r_str(&r, MSG_STR_SHORT, "cfg_path");
+		m->u.welcome.cfg_text = r_str(&r, MSG_STR_LONG, "cfg_text");
+		m->u.welcome.db_conninfo = r_str(&r, MSG_STR_SHORT, "db_conninfo");
+		m->u.welcome.keep_dir = r_str(&r, MSG_STR_SHORT, "keep_dir");
+		m->u.welcome.workspace = r_str(&r, MSG_STR_SHORT, "workspace");
+		m->u.welcome.heartbeat_ms = r_u32(&r, "heartbeat_ms");
+		m->u.welcome.bundle_hash = r_str(&r, MSG_STR_SHORT, "bundle_hash");
 		break;
 	case MSG_LEASE_REQ:
-		m->u.lease_req.worker_id = r_u32(r, "worker_id");
+		m->u.lease_req.worker_id = r_u32(&r, "worker_id");
 		break;
 	case MSG_LEASE:
-		decode_lease(r, m);
+		m->u.lease.lease_id = r_u64(&r, "lease_id");
+		m->u.lease.ttl_ms = r_u32(&r, "ttl_ms");
+		m->u.lease.plan = r_str(&r, MSG_PLAN_MAX, "plan");
+		m->u.lease.plan_hash = r_str(&r, MSG_PLAN_HASH_MAX, "plan_hash");
+		if (plan_check(&r, m->u.lease.plan, m->u.lease.plan_hash) == -1)
+			break;
+		m->u.lease.nseeds = r_u32(&r, "nseeds");
+		if (!r.failed && *m->u.lease.plan != '\0' && m->u.lease.nseeds != 1) {
+			r.failed = 1;
+			errf(err, "lease message: a regression's lease holds one "
+			    "seed, not %u", m->u.lease.nseeds);
+			m->u.lease.nseeds = 0;
+			break;
+		}
+		if (r.failed)
+			break;
+		if (m->u.lease.nseeds > MSG_MAX_SEEDS ||
+		    (size_t)m->u.lease.nseeds * 12 != r.len - r.off) {
+			r.failed = 1;
+			errf(err, "lease message: %u seeds do not match %zu bytes",
+			    m->u.lease.nseeds, r.len - r.off);
+			m->u.lease.nseeds = 0;
+			break;
+		}
+		m->u.lease.seeds = xcalloc(m->u.lease.nseeds, sizeof(struct msg_seed));
+		for (i = 0; i < m->u.lease.nseeds; i++) {
+			m->u.lease.seeds[i].seed = r_u64(&r, "seed");
+			m->u.lease.seeds[i].attempt = r_u32(&r, "attempt");
+		}
 		break;
 	case MSG_RESULT:
-		decode_result(r, m);
+		m->u.result.worker_id = r_u32(&r, "worker_id");
+		m->u.result.lease_id = r_u64(&r, "lease_id");
+		m->u.result.seed = r_u64(&r, "seed");
+		m->u.result.attempt = r_u32(&r, "attempt");
+		m->u.result.verdict = r_u8(&r, "verdict");
+		m->u.result.reason = r_str(&r, MSG_STR_SHORT, "reason");
+		m->u.result.duration_ms = r_u32(&r, "duration_ms");
+		m->u.result.detail = r_str(&r, MSG_DETAIL_MAX, "detail");
+		m->u.result.plan = r_str(&r, MSG_PLAN_MAX, "plan");
+		m->u.result.plan_hash = r_str(&r, MSG_PLAN_HASH_MAX, "plan_hash");
+		if (plan_check(&r, m->u.result.plan, m->u.result.plan_hash) == -1)
+			break;
+		if (!r.failed && m->u.result.verdict > VERDICT_INFRA) {
+			r.failed = 1;
+			errf(err, "result message: verdict %u is not pass, fail or infra",
+			    m->u.result.verdict);
+		}
 		break;
 	case MSG_HEARTBEAT:
-		m->u.heartbeat.worker_id = r_u32(r, "worker_id");
-		m->u.heartbeat.lease_id = r_u64(r, "lease_id");
-		m->u.heartbeat.seed = r_u64(r, "seed");
+		m->u.heartbeat.worker_id = r_u32(&r, "worker_id");
+		m->u.heartbeat.lease_id = r_u64(&r, "lease_id");
+		m->u.heartbeat.seed = r_u64(&r, "seed");
 		break;
 	case MSG_ACK:
 	case MSG_NACK:
 	case MSG_DONE:
-		m->u.ack.ok = r_u8(r, "ok");
-		m->u.ack.text = r_str(r, MSG_STR_SHORT, "text");
-		m->u.ack.keep = r_u32(r, "keep");
+		m->u.ack.ok = r_u8(&r, "ok");
+		m->u.ack.text = r_str(&r, MSG_STR_SHORT, "text");
+		m->u.ack.keep = r_u32(&r, "keep");
 		break;
 	case MSG_BYE:
-		m->u.bye.worker_id = r_u32(r, "worker_id");
-		m->u.bye.drain = r_u8(r, "drain");
+		m->u.bye.worker_id = r_u32(&r, "worker_id");
+		m->u.bye.drain = r_u8(&r, "drain");
 		break;
 	case MSG_BUNDLE_REQ:
-		m->u.bundle_req.worker_id = r_u32(r, "worker_id");
-		m->u.bundle_req.hash = r_str(r, MSG_STR_SHORT, "hash");
+		m->u.bundle_req.worker_id = r_u32(&r, "worker_id");
+		m->u.bundle_req.hash = r_str(&r, MSG_STR_SHORT, "hash");
 		break;
 	case MSG_BUNDLE:
-		m->u.bundle.hash = r_str(r, MSG_STR_SHORT, "hash");
-		m->u.bundle.data = r_bytes(r, MSG_BYTES_MAX, "data", &m->u.bundle.len);
+		m->u.bundle.hash = r_str(&r, MSG_STR_SHORT, "hash");
+		m->u.bundle.data = r_bytes(&r, MSG_BYTES_MAX, "data", &m->u.bundle.len);
 		break;
-	case MSG_TYPE_MAX:
-		break;		/* refused by decode_header */
 	}
-}
-
-int
-msg_decode(const void *buf, size_t len, struct msg *m, char *err)
-{
-	struct rbuf	r;
-	uint32_t	type = 0;
-
-	memset(m, 0, sizeof(*m));
-	if (decode_header(buf, len, &type, err) == -1)
-		return -1;
-	r = (struct rbuf){ .p = buf, .len = len, .off = MSG_HDR_LEN, .err = err,
-	    .type = msg_type_name(type) };
-	m->type = type;
-	decode_body(&r, m);
 	if (!r.failed && r.off != r.len) {
 		r.failed = 1;
 		errf(err, "%s message has %zu trailing bytes", msg_type_name(type),
@@ -550,8 +567,12 @@ msg_clear(struct msg *m)
 		break;
 	case MSG_LEASE:
 		free(m->u.lease.seeds);
+		free(m->u.lease.plan);
+		free(m->u.lease.plan_hash);
 		break;
 	case MSG_RESULT:
+		free(m->u.result.plan);
+		free(m->u.result.plan_hash);
 		free(m->u.result.reason);
 		free(m->u.result.detail);
 		break;

@@ -45,8 +45,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	3	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
-				   3: HELLO rejoin, ACK keep, BYE drain */
+#define MSG_VERSION	4	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
+				   3: HELLO rejoin, ACK keep, BYE drain;
+				   4: LEASE and RESULT plan, plan_hash */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
@@ -66,7 +67,8 @@
  * at their caps (HELLO, the next largest, is three MSG_STR_SHORT strings).
  */
 #define MSG_RESULT_MAX	(MSG_HDR_LEN + 4 + 8 + 8 + 4 + 1 + 4 + MSG_STR_SHORT + \
-			    4 + 4 + MSG_DETAIL_MAX)
+			    4 + 4 + MSG_DETAIL_MAX + 4 + MSG_PLAN_MAX + 4 + \
+			    MSG_PLAN_HASH_MAX)
 /*
  * The coordinator's receive cap (NNG_OPT_RECVMAXSZ), about 1.01 MiB:
  * MSG_RESULT_MAX, a session trailer (common/auth.h's AUTH_TRAILER_LEN, 40
@@ -79,6 +81,8 @@
  */
 #define MSG_COORD_RECV_MAX	(MSG_RESULT_MAX + 4096)
 #define MSG_MAX_SEEDS	4096		/* per lease */
+#define MSG_PLAN_MAX	200		/* a regression's name (common/regress.h) */
+#define MSG_PLAN_HASH_MAX	64	/* its SHA-256, hex */
 #define MSG_B32		32		/* a b32 field */
 
 enum msg_type {
@@ -153,6 +157,14 @@ struct msg {
 		struct {
 			uint64_t	 lease_id;
 			uint32_t	 ttl_ms;
+			/*
+			 * A regression's lease (common/regress.h): the plan's
+			 * name and the SHA-256 of its file, and exactly one
+			 * seed, the plan's; both "" for a lease of seeds.  The
+			 * decoder holds them to that.
+			 */
+			char		*plan;
+			char		*plan_hash;
 			uint32_t	 nseeds;
 			struct msg_seed	*seeds;
 		} lease;
@@ -161,6 +173,8 @@ struct msg {
 			uint64_t	 lease_id;
 			uint64_t	 seed;
 			uint32_t	 attempt;
+			char		*plan;		/* the lease's; "" for a seed */
+			char		*plan_hash;
 			uint8_t		 verdict;	/* enum msg_verdict */
 			char		*reason;	/* "" for pass */
 			uint32_t	 duration_ms;

@@ -90,7 +90,7 @@ pem_open(const char *opt, const char *path, char **text, char *err)
 	size_t	len;
 	BIO	*b;
 
-	if ((*text = read_file(path, PEM_CAP, &len, e)) == NULL) {
+	if ((*text = read_regular_file(path, PEM_CAP, &len, e)) == NULL) {
 		errf(err, "%s: %s", opt, e);
 		return NULL;
 	}
@@ -357,8 +357,17 @@ probe_pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 }
 
 /*
- * A second handshake that verifies the chain but not the name, and never
- * refuses: it tells "wrong CA" from "wrong name".  Nothing is sent on it.
+ * After a failed verification, a second handshake, with verification
+ * OPTIONAL: mbedTLS checks the chain (and the name) but never refuses, so
+ * NNG_OPT_TLS_VERIFIED tells "another CA" (not verified) from "another
+ * name" (verified once the name is left out: dialer_config gets no name).
+ * It completes TLS with a peer whose certificate did not verify, which
+ * may be an impostor: it sees what any TLS server sees, our client
+ * certificate (--tls-cert) and a signature over this handshake's
+ * transcript with its key (useless anywhere else), and nng's 8-byte SP
+ * header once the pipe is up.  Not one soak message is sent on it: no
+ * request is queued on the socket, which is closed as soon as the dial
+ * returns, and nothing is read from it but the certificate's verdict.
  */
 static int
 probe(const char *url, const struct auth_opts *o, struct probe *pr)

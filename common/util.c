@@ -276,18 +276,14 @@ rm_rf(const char *path)
 	return lstat(path, &st) == -1 ? 0 : -1;
 }
 
-char *
-read_file(const char *path, size_t cap, size_t *lenp, char *err)
+/* Reads fd (closed) to its end, at most cap bytes, NUL-terminated. */
+static char *
+read_fd(int fd, const char *path, size_t cap, size_t *lenp, char *err)
 {
 	char	*buf = NULL;
 	size_t	 len = 0, size = 0;
 	ssize_t	 n;
-	int	 fd;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
-		errf(err, "cannot open \"%s\": %s", path, strerror(errno));
-		return NULL;
-	}
 	for (;;) {
 		if (len + 1 >= size) {
 			char	*nb;
@@ -323,6 +319,60 @@ fail:
 	close(fd);
 	free(buf);
 	return NULL;
+}
+
+char *
+read_file(const char *path, size_t cap, size_t *lenp, char *err)
+{
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		errf(err, "cannot open \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	return read_fd(fd, path, cap, lenp, err);
+}
+
+int
+open_regular(const char *path, struct stat *st, char *err)
+{
+	struct stat	mine;
+	int		fd;
+
+	if (st == NULL)
+		st = &mine;
+	/* O_NONBLOCK: opening a FIFO for reading would wait for a writer. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)) == -1)
+		return errf(err, "cannot open \"%s\": %s", path, strerror(errno));
+	if (fstat(fd, st) == -1) {
+		errf(err, "cannot open \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		errf(err, "\"%s\" is not a regular file (%s)", path,
+		    S_ISFIFO(st->st_mode) ? "a FIFO" : S_ISDIR(st->st_mode) ? "a directory" :
+		    S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode) ? "a device" :
+		    S_ISSOCK(st->st_mode) ? "a socket" : "not a file");
+		goto fail;
+	}
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) == -1) {
+		errf(err, "cannot open \"%s\": %s", path, strerror(errno));
+		goto fail;
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+char *
+read_regular_file(const char *path, size_t cap, size_t *lenp, char *err)
+{
+	int	fd;
+
+	if ((fd = open_regular(path, NULL, err)) == -1)
+		return NULL;
+	return read_fd(fd, path, cap, lenp, err);
 }
 
 static int

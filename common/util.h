@@ -87,6 +87,14 @@ int	move_tree(const char *from, const char *to, char *err);
 const char *scratch_root(void);
 /* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
 char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
+/*
+ * path opened for reading only if it is a regular file (st: its stat),
+ * checked before a byte is read and without blocking on a FIFO; -1 with
+ * err.  read_regular_file: the same, read whole (at most cap bytes).
+ */
+struct stat;
+int	 open_regular(const char *path, struct stat *st, char *err);
+char	*read_regular_file(const char *path, size_t cap, size_t *lenp, char *err);
 int	write_file(const char *path, const void *buf, size_t len, char *err);
 /*
  * Replaces path with buf in one rename(2), so a reader sees the old file or

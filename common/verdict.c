@@ -21,6 +21,8 @@ static const struct {
 	[REASON_EXEC] =		{ "exec",	VERDICT_INFRA,	"a turn could not be executed" },
 	[REASON_TEMPFAIL] =	{ "tempfail",	VERDICT_INFRA,	"a turn exited 75 (its environment broke)" },
 	[REASON_WORKER_LOST] =	{ "worker-lost", VERDICT_INFRA,	"the worker died mid-seed" },
+	[REASON_DIVERGED] =	{ "diverged",	VERDICT_INFRA,	"a plan's next step could not come" },
+	[REASON_PLAN] =		{ "plan",	VERDICT_INFRA,	"the worker's copy of a regression is not the lease's" },
 };
 
 const char *

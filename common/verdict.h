@@ -30,6 +30,10 @@ enum reason {
 	REASON_EXEC,		/* a turn could not be executed */
 	REASON_TEMPFAIL,	/* a turn exited 75 */
 	REASON_WORKER_LOST,	/* the worker died mid-seed, or spoke nonsense */
+	REASON_DIVERGED,	/* a plan's next step cannot come (docs/plan.md):
+				   the seed cannot test it */
+	REASON_PLAN,		/* a regression's plan the worker has is not
+				   the lease's (its hash), or is not there */
 	REASON_MAX
 };
 

@@ -8,6 +8,7 @@
 #include "common/cfgerr.h"
 #include "common/log.h"
 #include "common/queue.h"
+#include "common/regress.h"
 #include "common/util.h"
 #include "coordinator/coverage.h"
 #include "coordinator/fingerprint.h"
@@ -41,6 +42,9 @@ struct lease {
 	uint32_t		 keep;
 	uint64_t		 from;		/* the lease its seeds were taken from */
 	bool			 confirm;	/* a confirming re-run */
+	/* A regression's lease: 1 + its index in the regressions (it holds
+	 * that one alone); 0 for a lease of seeds. */
+	size_t			 reg;
 	struct msg_seed		*seeds;
 	uint8_t			*reported;
 };
@@ -64,8 +68,11 @@ struct wrec {
 
 struct coord {
 	struct coord_opts	 o;
+	/* the range's seeds, then the nregs regressions (c->seeds + nseeds) */
 	struct coord_seed	*seeds;
 	uint64_t		 nseeds, next_fresh, nfinal;
+	size_t			 nregs;
+	struct queue		 regq;		/* regressions waiting for a lease */
 	/* FIFOs of seed indices (uint64_t) */
 	struct queue		 returned;	/* unstarted seeds of dead leases */
 	struct queue		 retry;		/* infra seeds waiting for a new attempt */
@@ -132,13 +139,22 @@ coord_new(const struct coord_opts *o, char *err)
 	if (c->o.quarantine_after <= 0)
 		c->o.quarantine_after = 3;
 	c->nseeds = n;
-	c->seeds = xcalloc(n, sizeof(*c->seeds));
+	c->nregs = o->regress != NULL ? o->regress->n : 0;
+	c->seeds = xcalloc(n + c->nregs, sizeof(*c->seeds));
+	queue_init(&c->regq, sizeof(uint64_t));
 	queue_init(&c->returned, sizeof(uint64_t));
 	queue_init(&c->retry, sizeof(uint64_t));
 	queue_init(&c->confirm, sizeof(uint64_t));
 	c->cov = cov_new(o->cfg);
 	for (i = 0; i < n; i++) {
 		c->seeds[i].seed = o->seeds.first + i;
+	}
+	for (i = 0; i < c->nregs; i++) {
+		struct coord_seed	*s = &c->seeds[n + i];
+
+		s->seed = o->regress->v[i].seed;
+		s->regress = &o->regress->v[i];
+		q_push(c, &c->regq, s);
 	}
 	return c;
 }
@@ -150,7 +166,7 @@ coord_free(struct coord *c)
 
 	if (c == NULL)
 		return;
-	for (i = 0; i < c->nseeds; i++) {
+	for (i = 0; i < c->nseeds + c->nregs; i++) {
 		json_decref(c->seeds[i].history);
 		json_decref(c->seeds[i].detail);
 	}
@@ -162,6 +178,7 @@ coord_free(struct coord *c)
 		free(c->workers[i].name);
 		free(c->workers[i].host);
 	}
+	queue_free(&c->regq);
 	queue_free(&c->returned);
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
@@ -213,6 +230,30 @@ seed_get(struct coord *c, uint64_t seed)
 	return &c->seeds[seed - c->o.seeds.first];
 }
 
+/*
+ * What l->seeds[i] is: the lease's regression, or the seed of the range
+ * by its number.  NULL when the lease cannot hold it.
+ */
+static struct coord_seed *
+item_get(struct coord *c, const struct lease *l, uint32_t i)
+{
+	if (l->reg != 0)
+		return i == 0 && l->reg <= c->nregs ? &c->seeds[c->nseeds + l->reg - 1] :
+		    NULL;
+	return seed_get(c, l->seeds[i].seed);
+}
+
+/* "seed 7" or "regression NAME", for the log. */
+static const char *
+item_words(const struct coord_seed *s, char *buf, size_t len)
+{
+	if (s->regress != NULL)
+		snprintf(buf, len, "regression %s", s->regress->name);
+	else
+		snprintf(buf, len, "seed %" PRIu64, s->seed);
+	return buf;
+}
+
 static void
 set_lease_state(struct lease *l, enum lease_state s)
 {
@@ -224,8 +265,10 @@ set_lease_state(struct lease *l, enum lease_state s)
 static void
 set_seed_state(struct coord_seed *s, enum coord_seed_state st)
 {
-	log_debug("seed %" PRIu64 ": %s -> %s", s->seed, seed_state_names[s->state],
-	    seed_state_names[st]);
+	char	what[256];
+
+	log_debug("%s: %s -> %s", item_words(s, what, sizeof(what)),
+	    seed_state_names[s->state], seed_state_names[st]);
 	s->state = st;
 }
 
@@ -404,16 +447,21 @@ worker_outcome(struct coord *c, struct wrec *w, enum reason why)
 /*
  * A pass whose detail says no more than its turn counts keeps only them:
  * {"message": "K of N turns ok", "round": null, "ok_turns": K,
- * "total_turns": N}, as worker/seedrun.c words every pass.
+ * "total_turns": N}, as worker/seedrun.c words every pass.  Its "timing"
+ * (when its turns ran) stays in the journal alone, for report.html: a
+ * million passes would otherwise hold a million of them here.
  */
 static void
 pass_compact(struct coord_seed *s)
 {
-	json_t		*ok = json_object_get(s->detail, "ok_turns");
-	json_t		*total = json_object_get(s->detail, "total_turns");
-	json_t		*msgj = json_object_get(s->detail, "message");
+	json_t		*ok, *total, *msgj;
 	char		 words[64];
 
+	if (s->verdict == VERDICT_PASS)
+		json_object_del(s->detail, "timing");
+	ok = json_object_get(s->detail, "ok_turns");
+	total = json_object_get(s->detail, "total_turns");
+	msgj = json_object_get(s->detail, "message");
 	if (s->verdict != VERDICT_PASS || json_object_size(s->detail) != 4 ||
 	    !json_is_integer(ok) || !json_is_integer(total) ||
 	    json_integer_value(ok) < 0 || json_integer_value(ok) > UINT32_MAX ||
@@ -484,7 +532,8 @@ early_note(struct coord *c, const struct coord_seed *s, enum reason why,
     const json_t *detail)
 {
 	struct cfgerr	e;
-	uint64_t	want = c->nseeds < EARLY_SEEDS ? c->nseeds : EARLY_SEEDS;
+	uint64_t	total = c->nseeds + c->nregs;
+	uint64_t	want = total < EARLY_SEEDS ? total : EARLY_SEEDS;
 
 	if (c->early_off || c->halt_why != NULL || s->infra > 0)
 		return;		/* decided, or not the seed's first attempt */
@@ -598,7 +647,7 @@ halt_now(struct coord *c)
 		if (l->state != LEASE_ACTIVE || (run = lease_running(l)) + 1 >= l->keep)
 			continue;
 		for (k = run + 1; k < l->keep; k++) {
-			struct coord_seed	*t = seed_get(c, l->seeds[k].seed);
+			struct coord_seed	*t = item_get(c, l, k);
 
 			if (t != NULL && t->state == CSEED_LEASED)
 				seed_return(c, t);
@@ -663,7 +712,7 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 		w->seeds++;
 	if (c->final_cb && !c->replaying)
 		final_call(c, s);
-	if (c->nfinal == c->nseeds)
+	if (c->nfinal == c->nseeds + c->nregs)
 		plan_confirms(c);
 }
 
@@ -688,7 +737,8 @@ seed_return(struct coord *c, struct coord_seed *s)
 {
 	set_seed_state(s, CSEED_PENDING);
 	s->attempts--;		/* it never ran */
-	q_push(c, &c->returned, s);
+	/* A regression waits for a lease of its own kind, before the seeds. */
+	q_push(c, s->regress != NULL ? &c->regq : &c->returned, s);
 }
 
 /*
@@ -713,7 +763,8 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 	if (w && w->lease == l->id)
 		w->lease = 0;
 	for (i = 0; i < l->keep; i++) {
-		struct coord_seed	*s = seed_get(c, l->seeds[i].seed);
+		struct coord_seed	*s = item_get(c, l, i);
+		char			 what[256];
 
 		if (!l->reported[i] && s != NULL && s->confirm == CONFIRM_LEASED &&
 		    l->seeds[i].attempt == s->confirm_attempt) {
@@ -728,8 +779,8 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 		if (first) {
 			first = false;
 			if (!c->replaying)
-				log_warnx("seed %" PRIu64 ": worker %u lost (%s)", s->seed,
-			    l->worker, why);
+				log_warnx("%s: worker %u lost (%s)", item_words(s,
+				    what, sizeof(what)), l->worker, why);
 			seed_outcome(c, s, l->worker, REASON_WORKER_LOST, 0,
 			    json_pack("{s:s}", "message", why));
 		} else
@@ -778,6 +829,8 @@ lease_add(struct coord *c, struct lease *l, uint64_t idx)
 
 	set_seed_state(s, CSEED_LEASED);
 	s->attempts++;
+	if (s->regress != NULL)		/* a lease of its own kind, alone */
+		l->reg = (size_t)(s - c->seeds) - c->nseeds + 1;
 	l->seeds[l->n].seed = s->seed;
 	l->seeds[l->n].attempt = s->attempts;
 	l->n++;
@@ -954,7 +1007,7 @@ coord_live_workers(const struct coord *c)
 bool
 coord_finished(const struct coord *c)
 {
-	return c->nfinal == c->nseeds && c->nconfirm_open == 0;
+	return c->nfinal == c->nseeds + c->nregs && c->nconfirm_open == 0;
 }
 
 bool
@@ -974,13 +1027,17 @@ coord_halted(const struct coord *c)
 }
 
 static void
-lease_reply(const struct lease *l, int ttl, struct msg *rep)
+lease_reply(const struct coord *c, const struct lease *l, int ttl, struct msg *rep)
 {
 	memset(rep, 0, sizeof(*rep));
 	rep->type = MSG_LEASE;
 	rep->u.lease.lease_id = l->id;
 	rep->u.lease.ttl_ms = (uint32_t)ttl;
 	rep->u.lease.nseeds = l->keep;
+	rep->u.lease.plan = xstrdup(l->reg ? c->seeds[c->nseeds + l->reg - 1].regress->name :
+	    "");
+	rep->u.lease.plan_hash = xstrdup(l->reg ?
+	    c->seeds[c->nseeds + l->reg - 1].regress->hash : "");
 	rep->u.lease.seeds = xcalloc(l->keep, sizeof(struct msg_seed));
 	memcpy(rep->u.lease.seeds, l->seeds, l->keep * sizeof(struct msg_seed));
 }
@@ -1007,7 +1064,7 @@ text_reply(struct msg *rep, enum msg_type type, int ok, const char *fmt, ...)
 static void
 lease_event(struct coord *c, const struct lease *l)
 {
-	json_t		*seeds;
+	json_t		*seeds, *e;
 	uint32_t	 i;
 
 	if (c->event_cb == NULL || c->replaying)
@@ -1016,9 +1073,17 @@ lease_event(struct coord *c, const struct lease *l)
 	for (i = 0; i < l->n; i++)
 		json_array_append_new(seeds, json_pack("[I, i]",
 		    (json_int_t)l->seeds[i].seed, (int)l->seeds[i].attempt));
-	emit(c, JEV_LEASE, json_pack("{s:I, s:i, s:I, s:b, s:o}",
+	e = json_pack("{s:I, s:i, s:I, s:b, s:o}",
 	    "id", (json_int_t)l->id, "worker", (int)l->worker,
-	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds));
+	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds);
+	/* A regression's lease is keyed by its plan, not by its seed. */
+	if (l->reg != 0) {
+		const struct regress	*r = c->seeds[c->nseeds + l->reg - 1].regress;
+
+		json_object_set_new(e, "plan", json_string(r->name));
+		json_object_set_new(e, "hash", json_string(r->hash));
+	}
+	emit(c, JEV_LEASE, e);
 }
 
 /*
@@ -1124,6 +1189,13 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 			goto leased;
 		}
 	}
+	/* Regressions before any seed of the range: each a lease of its own. */
+	if (c->regq.len > 0) {
+		l = lease_new(c, worker, now);
+		lease_add(c, l, q_at(&c->regq, 0));
+		queue_remove(&c->regq, 0);
+		goto leased;
+	}
 	left = c->returned.len + (c->nseeds - c->next_fresh);
 	if (left == 0) {
 		if ((l = lease_steal(c, worker, now)) == NULL)
@@ -1146,9 +1218,13 @@ leased:
 	lease_fit(l);
 	w->lease = l->id;
 	lease_event(c, l);
-	lease_reply(l, c->o.lease_ttl_ms, rep);
-	log_debug("lease %" PRIu64 " to worker %u: %u seed(s) from %" PRIu64,
-	    l->id, worker, l->n, l->seeds[0].seed);
+	lease_reply(c, l, c->o.lease_ttl_ms, rep);
+	if (l->reg != 0)
+		log_debug("lease %" PRIu64 " to worker %u: regression %s", l->id, worker,
+		    c->seeds[c->nseeds + l->reg - 1].regress->name);
+	else
+		log_debug("lease %" PRIu64 " to worker %u: %u seed(s) from %" PRIu64,
+		    l->id, worker, l->n, l->seeds[0].seed);
 	return 1;
 }
 
@@ -1271,7 +1347,7 @@ static void
 result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
     enum reason why, int64_t duration_ms, json_t *detail)
 {
-	struct coord_seed	*s = seed_get(c, l->seeds[i].seed), *t;
+	struct coord_seed	*s = item_get(c, l, i), *t;
 	struct wrec		*w = worker_get(c, l->worker);
 	uint32_t		 k;
 
@@ -1285,7 +1361,7 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
 	if ((w != NULL && w->quarantined) || c->halt_why != NULL) {
 		/* It runs nothing more: what it has not started goes back. */
 		for (k = i + 1; k < l->keep; k++)
-			if (!l->reported[k] && (t = seed_get(c, l->seeds[k].seed)) != NULL &&
+			if (!l->reported[k] && (t = item_get(c, l, k)) != NULL &&
 			    t->state == CSEED_LEASED)
 				seed_return(c, t);
 		if (l->keep > i + 1)
@@ -1304,7 +1380,10 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 {
 	const uint64_t		 seed = req->u.result.seed;
 	struct lease		*l = lease_get(c, req->u.result.lease_id);
-	struct coord_seed	*s = seed_get(c, seed);
+	struct coord_seed	*s = NULL;
+	const char		*plan = req->u.result.plan ? req->u.result.plan : "";
+	const char		*hash = req->u.result.plan_hash ?
+				    req->u.result.plan_hash : "";
 	json_t			*detail;
 	json_error_t		 jerr;
 	uint32_t		 i;
@@ -1316,6 +1395,16 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	if (l == NULL || l->worker != req->u.result.worker_id) {
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is not yours",
 		    req->u.result.lease_id);
+		return false;
+	}
+	/* A regression's result names its plan as its lease did; a seed's none. */
+	s = l->reg != 0 ? item_get(c, l, 0) : seed_get(c, seed);
+	if (l->reg != 0 ? strcmp(plan, s->regress->name) != 0 ||
+	    strcmp(hash, s->regress->hash) != 0 : *plan != '\0') {
+		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is %s%s, not the "
+		    "result's %s%s", l->id, l->reg ? "regression " : "of seeds",
+		    l->reg ? s->regress->name : "", *plan ? "regression " : "seed",
+		    *plan ? plan : "");
 		return false;
 	}
 	/*
@@ -1365,12 +1454,19 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		detail = json_pack("{s:s}", "message", "the worker sent an unreadable result");
 		why = REASON_WORKER_LOST;
 	}
-	if (c->event_cb && !c->replaying)
-		emit(c, JEV_RESULT, json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
+	if (c->event_cb && !c->replaying) {
+		json_t	*e = json_pack("{s:I, s:I, s:i, s:s, s:I, s:O}",
 		    "lease", (json_int_t)l->id, "seed", (json_int_t)seed,
 		    "attempt", (int)req->u.result.attempt, "reason", reason_name(why),
 		    "duration_ms", (json_int_t)req->u.result.duration_ms,
-		    "detail", detail));
+		    "detail", detail);
+
+		if (l->reg != 0) {
+			json_object_set_new(e, "plan", json_string(s->regress->name));
+			json_object_set_new(e, "hash", json_string(s->regress->hash));
+		}
+		emit(c, JEV_RESULT, e);
+	}
 	result_apply(c, l, i, confirming, why, req->u.result.duration_ms, detail);
 	text_reply(rep, MSG_ACK, 1, "ok");
 	rep->u.ack.keep = l->keep;
@@ -1539,6 +1635,38 @@ coord_seeds(const struct coord *c, uint64_t *n)
 	return c->seeds;
 }
 
+const struct coord_seed *
+coord_regressions(const struct coord *c, size_t *n)
+{
+	*n = c->nregs;
+	return c->seeds + c->nseeds;
+}
+
+void
+coord_reg_counts(const struct coord *c, struct coord_reg_counts *n)
+{
+	size_t	i;
+
+	memset(n, 0, sizeof(*n));
+	n->total = c->nregs;
+	for (i = 0; i < c->nregs; i++) {
+		const struct coord_seed	*s = &c->seeds[c->nseeds + i];
+
+		if (s->state != CSEED_FINAL)
+			continue;
+		n->done++;
+		/* A diverged plan tested nothing: never a pass. */
+		if (s->verdict == VERDICT_PASS)
+			n->pass++;
+		else if (s->verdict == VERDICT_FAIL)
+			n->fail++;
+		else if (s->why == REASON_DIVERGED)
+			n->diverged++;
+		else
+			n->infra++;
+	}
+}
+
 const struct cov *
 coord_coverage(const struct coord *c)
 {
@@ -1603,6 +1731,22 @@ replay_worker(struct coord *c, json_t *e, char *err)
 	return 0;
 }
 
+/* The regression of that name and hash, or NULL. */
+static struct coord_seed *
+reg_find(struct coord *c, const char *name, const char *hash)
+{
+	size_t	i;
+
+	for (i = 0; i < c->nregs; i++) {
+		struct coord_seed	*s = &c->seeds[c->nseeds + i];
+
+		if (strcmp(s->regress->name, name) == 0 && hash != NULL &&
+		    strcmp(s->regress->hash, hash) == 0)
+			return s;
+	}
+	return NULL;
+}
+
 static int
 replay_lease(struct coord *c, json_t *e, char *err)
 {
@@ -1613,6 +1757,9 @@ replay_lease(struct coord *c, json_t *e, char *err)
 	struct wrec	*w = worker_get(c, (uint32_t)json_integer_value(
 			    json_object_get(e, "worker")));
 	struct lease	*l, *victim = NULL;
+	struct coord_seed	*reg = NULL;
+	const char	*plan = json_string_value(json_object_get(e, "plan"));
+	const char	*hash = json_string_value(json_object_get(e, "hash"));
 	size_t		 k;
 
 	if (id != (json_int_t)c->nleases + 1 || w == NULL || !json_is_array(seeds) ||
@@ -1623,12 +1770,19 @@ replay_lease(struct coord *c, json_t *e, char *err)
 	    victim->keep < json_array_size(seeds)))
 		return errf(err, "lease %lld: no lease %lld to take from",
 		    (long long)id, (long long)from);
+	if (plan != NULL && (reg = reg_find(c, plan, hash)) == NULL)
+		return errf(err, "lease %lld: regression %s (sha256 %.12s) is not one "
+		    "of this config's: its regressions folder changed since", (long long)id,
+		    plan, hash ? hash : "?");
+	if (reg != NULL && (json_array_size(seeds) != 1 || confirm || from != 0))
+		return errf(err, "lease %lld: a regression's lease holds it alone",
+		    (long long)id);
 	l = lease_new(c, w->id, 0);
 	l->from = (uint64_t)from;
 	l->confirm = confirm;
 	json_array_foreach(seeds, k, v) {
-		struct coord_seed	*s = seed_get(c, (uint64_t)json_integer_value(
-					    json_array_get(v, 0)));
+		struct coord_seed	*s = reg != NULL ? reg : seed_get(c,
+					    (uint64_t)json_integer_value(json_array_get(v, 0)));
 		uint32_t		 a = (uint32_t)json_integer_value(json_array_get(v, 1));
 		uint64_t		 idx;
 
@@ -1641,6 +1795,13 @@ replay_lease(struct coord *c, json_t *e, char *err)
 				    "confirming re-run waiting", (long long)id, s->seed);
 			set_confirm_state(s, CONFIRM_LEASED);
 			s->confirm_attempt = a;
+		} else if (reg != NULL) {
+			if (!q_take(&c->regq, idx) && !q_take(&c->retry, idx))
+				return errf(err, "lease %lld: regression %s was not free "
+				    "to lease", (long long)id, plan);
+			set_seed_state(s, CSEED_LEASED);
+			s->attempts = a;
+			l->reg = idx - c->nseeds + 1;
 		} else if (victim == NULL) {
 			if (idx == c->next_fresh)
 				c->next_fresh++;
@@ -1673,12 +1834,18 @@ replay_result(struct coord *c, json_t *e, char *err)
 				    "reason")) ? json_string_value(json_object_get(e,
 				    "reason")) : "?");
 	json_t			*detail = json_object_get(e, "detail");
-	struct coord_seed	*s = seed_get(c, seed);
+	const char		*plan = json_string_value(json_object_get(e, "plan"));
+	struct coord_seed	*s;
 	uint32_t		 i;
 	bool			 confirming;
 
-	if (l == NULL || s == NULL || why < 0 || !json_is_object(detail))
+	if (l == NULL || why < 0 || !json_is_object(detail))
 		return errf(err, "a result that does not parse");
+	s = l->reg != 0 ? item_get(c, l, 0) : seed_get(c, seed);
+	if (s == NULL || (l->reg != 0) != (plan != NULL) ||
+	    (plan != NULL && strcmp(plan, s->regress->name) != 0))
+		return errf(err, "a result of %s under lease %" PRIu64 ", which is "
+		    "not its", plan ? plan : "a seed", l->id);
 	for (i = 0; i < l->keep; i++)
 		if (l->seeds[i].seed == seed)
 			break;
@@ -1764,7 +1931,7 @@ coord_dump(const struct coord *c)
 	uint64_t	 i;
 	uint32_t	 k;
 
-	for (i = 0; i < c->nseeds; i++) {
+	for (i = 0; i < c->nseeds + c->nregs; i++) {
 		const struct coord_seed	*s = &c->seeds[i];
 
 		json_array_append_new(seeds, json_pack("{s:i, s:i, s:i, s:i, s:i, s:i, "
@@ -1778,6 +1945,9 @@ coord_dump(const struct coord *c)
 		    (json_int_t)s->ok_turns, (json_int_t)s->total_turns));
 		json_object_set_new(json_array_get(seeds, i), "forced",
 		    json_integer(s->forced));
+		if (s->regress != NULL)
+			json_object_set_new(json_array_get(seeds, i), "regression",
+			    json_string(s->regress->name));
 	}
 	for (i = 0; i < c->nleases; i++) {
 		const struct lease	*l = &c->leases[i];
@@ -1800,10 +1970,11 @@ coord_dump(const struct coord *c)
 		    "seeds", (int)w->seeds, "infra_run", (int)w->infra_run,
 		    "quarantined", w->quarantined));
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
 	    "s:i, s:b, s:s?, s:i, s:o}",
 	    "seeds", seeds, "leases", leases, "workers", workers,
 	    "returned", q_json(&c->returned), "retry", q_json(&c->retry),
+	    "regq", q_json(&c->regq),
 	    "confirm", q_json(&c->confirm), "next_fresh", (json_int_t)c->next_fresh,
 	    "nfinal", (json_int_t)c->nfinal, "nconfirm_open",
 	    (json_int_t)c->nconfirm_open, "retries", (json_int_t)c->retries,

@@ -29,6 +29,14 @@
  *    worker than the last one whenever another worker is alive or about
  *    to join (a local worker started, coord_worker_starting): meanwhile
  *    its last worker takes other seeds, or waits;
+ *  - regressions (coord_opts.regress) are leased before any seed of the
+ *    range: no lease of seeds is granted while a regression waits for its
+ *    first lease.  Each is a lease of its own kind holding it alone, keyed
+ *    by its name and hash (a RESULT must name both); its plan's seed may
+ *    also be in the range, and both run.  Otherwise a regression lives as a
+ *    seed does: retried when infra (its worker lost, its plan diverged),
+ *    final once, journaled (so --resume runs a finished one never again),
+ *    and never confirmed;
  *  - fail is never retried away.  When every seed is final and
  *    cfg->confirm is set, the smallest failing seed of each fingerprint
  *    (at most CONFIRM_MAX) runs once more, on another worker than the
@@ -55,8 +63,16 @@ enum coord_seed_state { CSEED_PENDING, CSEED_LEASED, CSEED_FINAL };
 /* The confirming re-run of a failing seed (cfg->confirm). */
 enum coord_confirm { CONFIRM_NONE, CONFIRM_PENDING, CONFIRM_LEASED, CONFIRM_DONE };
 
+struct regress;
+
 struct coord_seed {
 	uint64_t		 seed;
+	/*
+	 * A regression (common/regress.h), borrowed from coord_opts.regress:
+	 * seed is its plan's, which may also be one of the range's.  NULL for
+	 * a seed of the range.
+	 */
+	const struct regress	*regress;
 	enum coord_seed_state	 state;
 	uint8_t			 verdict;	/* final verdict */
 	enum reason		 why;		/* final reason (REASON_NONE for pass) */
@@ -109,6 +125,11 @@ struct coord_opts {
 	const char		*bundle_hash;
 	const uint8_t		*bundle;
 	size_t			 bundle_len;
+	/*
+	 * The config's regressions (common/regress.h), NULL or empty for
+	 * none; not copied: it must outlive the coord.
+	 */
+	const struct regress_set	*regress;
 };
 
 struct coord;
@@ -235,6 +256,12 @@ struct coord_counts {
 };
 void		 coord_counts(const struct coord *c, struct coord_counts *n);
 const struct coord_seed	*coord_seeds(const struct coord *c, uint64_t *n);
+/* The regressions, in coord_opts.regress's order (none: *n 0). */
+const struct coord_seed	*coord_regressions(const struct coord *c, size_t *n);
+struct coord_reg_counts {
+	size_t	total, done, pass, fail, diverged, infra;	/* infra: the rest */
+};
+void		 coord_reg_counts(const struct coord *c, struct coord_reg_counts *n);
 /*
  * The whole state but the clock and the connections, as JSON (a new
  * reference): what a replay must rebuild exactly (tests, debugging).

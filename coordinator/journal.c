@@ -274,6 +274,10 @@ journal_append(struct journal *j, enum jev type, json_t *e)
 		return;
 	}
 	json_object_set_new(e, "t", json_string(jev_name(type)));
+	/* When, by this machine's clock: report.html's worker timeline.  A
+	 * replay reads no time, so journals written before it resume alike. */
+	if (json_object_get(e, "at_ms") == NULL)
+		json_object_set_new(e, "at_ms", json_integer((json_int_t)wall_ms()));
 	j_write(j, e);
 	json_decref(e);
 }

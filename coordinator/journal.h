@@ -11,7 +11,10 @@
  *
  * then the coordinator's events (coordinator/coord.h coord_event_cb: a
  * worker's hello, a lease granted, a result accepted, a lease ended), each
- * {"t":TYPE, …}, and a {"t":"resume","at_ms":…} line for each restart.
+ * {"t":TYPE, …, "at_ms":…} (at_ms: when it was journalled, ms since the
+ * epoch by the coordinator's clock, for report.html's worker timeline;
+ * journals of older builds lack it, and nothing a resume rebuilds reads
+ * it), and a {"t":"resume","at_ms":…} line for each restart.
  * Every line is written (write(2), O_APPEND) before the reply that depends
  * on it is sent, so a killed coordinator loses nothing it acknowledged;
  * lines are fsync'd in small batches (JOURNAL_SYNC_LINES lines or
@@ -65,7 +68,8 @@ struct journal	*journal_resume(const char *dir, json_t **head,
 		    void *arg, char *err);
 /* The head of DIR/journal.jsonl alone (a new reference), or NULL with err. */
 json_t		*journal_head(const char *dir, char *err);
-/* Appends {"t":jev_name(type), …e} (e taken); fsyncs when a batch is due. */
+/* Appends {"t":jev_name(type), …e, "at_ms":now} (e taken); fsyncs when a
+ * batch is due. */
 void		 journal_append(struct journal *j, enum jev type, json_t *e);
 /* fsyncs what is pending if it has waited JOURNAL_SYNC_MS. */
 void		 journal_tick(struct journal *j);

@@ -21,23 +21,28 @@ struct note_rate {
 	unsigned	 more;		/* since then, not written */
 };
 
-/* One host's failed authentications. */
-struct limit {
-	char	 host[48];
-	int64_t	 first;		/* start of the counting window */
-	int	 fails;
-	int64_t	 banned_until;	/* 0: not banned */
+/* A place of the pre-auth pool (peer.h). */
+struct place {
+	uint32_t	 pipe;
+	uint64_t	 hkey;		/* its host's, hashed */
+	int		 fd;
+	char		 addr[64];
+	int64_t		 since;		/* admitted */
+	int64_t		 last;		/* its last message, or our last reply handed over */
+	bool		 heard;		/* a whole message of it arrived */
+	int		 pinned;	/* the loop works on it, or a reply is on its way */
 };
 
 struct peers {
 	const struct auth_secret *secret;	/* NULL: no handshake */
 	struct peer		**v;
 	size_t			  n;
-	pthread_mutex_t		  mu;		/* the limiter's, the count's and the
-						   notes', for nng's thread */
-	struct limit		 *lim;
-	size_t			  nlim;
-	unsigned		  unauth;	/* admitted, not OPEN, not gone */
+	struct peer		**bucket;	/* by pipe id; nbucket a power of two */
+	size_t			  nbucket;
+	pthread_mutex_t		  mu;		/* the pool's and the notes', for
+						   nng's threads */
+	struct place		  pool[PEER_MAX_UNAUTH];
+	int			  npool;
 	struct note_rate	  notes[PEER_NNOTES];
 };
 
@@ -48,7 +53,8 @@ peers_new(const struct auth_secret *secret)
 
 	ps->secret = secret && secret->len > 0 ? secret : NULL;
 	pthread_mutex_init(&ps->mu, NULL);
-	ps->lim = xcalloc(PEER_MAX_HOSTS, sizeof(*ps->lim));
+	ps->nbucket = 256;
+	ps->bucket = xcalloc(ps->nbucket, sizeof(*ps->bucket));
 	return ps;
 }
 
@@ -70,20 +76,44 @@ peers_free(struct peers *ps)
 	for (i = 0; i < ps->n; i++)
 		peer_free(ps->v[i]);
 	free(ps->v);
-	free(ps->lim);
+	free(ps->bucket);
 	pthread_mutex_destroy(&ps->mu);
 	free(ps);
+}
+
+static size_t
+pipe_bucket(const struct peers *ps, uint32_t pipe)
+{
+	return (size_t)((pipe * 2654435761u) & (uint32_t)(ps->nbucket - 1));
 }
 
 struct peer *
 peers_find(struct peers *ps, uint32_t pipe)
 {
-	size_t	i;
+	struct peer	*p;
 
-	for (i = 0; i < ps->n; i++)
-		if (ps->v[i]->pipe == pipe)
-			return ps->v[i];
+	for (p = ps->bucket[pipe_bucket(ps, pipe)]; p != NULL; p = p->hnext)
+		if (p->pipe == pipe)
+			return p;
 	return NULL;
+}
+
+/* Twice the buckets once there are twice as many peers: O(1) amortized. */
+static void
+peers_rehash(struct peers *ps)
+{
+	struct peer	*p;
+	size_t		 i, b;
+
+	free(ps->bucket);
+	ps->nbucket *= 2;
+	ps->bucket = xcalloc(ps->nbucket, sizeof(*ps->bucket));
+	for (i = 0; i < ps->n; i++) {
+		p = ps->v[i];
+		b = pipe_bucket(ps, p->pipe);
+		p->hnext = ps->bucket[b];
+		ps->bucket[b] = p;
+	}
 }
 
 struct peer *
@@ -91,56 +121,224 @@ peers_get(struct peers *ps, uint32_t pipe, const char *addr, const char *host,
     int64_t now)
 {
 	struct peer	*p;
+	size_t		 b;
 
 	if ((p = peers_find(ps, pipe)) != NULL)
 		return p;
 	p = xcalloc(1, sizeof(*p));
 	p->pipe = pipe;
+	p->fd = -1;
 	p->since = now;
-	p->deadline = now + PEER_AUTH_MS;
+	p->deadline = now + PEER_HELLO_MS;
 	snprintf(p->addr, sizeof(p->addr), "%s", addr);
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	ps->v = xreallocarray(ps->v, ps->n + 1, sizeof(*ps->v));
+	p->vidx = ps->n;
 	ps->v[ps->n++] = p;
+	if (ps->n > 2 * ps->nbucket)
+		peers_rehash(ps);
+	else {
+		b = pipe_bucket(ps, pipe);
+		p->hnext = ps->bucket[b];
+		ps->bucket[b] = p;
+	}
 	return p;
+}
+
+static void	note_locked(struct peers *, enum peer_note, const char *, const char *,
+		    int64_t);
+
+/* --- the pre-auth pool (peer.h): under ps->mu --- */
+
+static uint64_t
+host_key(const char *host)
+{
+	uint64_t	h = 1469598103934665603ull;
+
+	while (*host)
+		h = (h ^ (uint8_t)*host++) * 1099511628211ull;
+	return h;
+}
+
+static struct place *
+place_of(struct peers *ps, uint32_t pipe)
+{
+	int	i;
+
+	for (i = 0; i < ps->npool; i++)
+		if (ps->pool[i].pipe == pipe)
+			return &ps->pool[i];
+	return NULL;
+}
+
+static void
+place_remove(struct peers *ps, struct place *pl)
+{
+	*pl = ps->pool[--ps->npool];
+}
+
+static int
+host_places(const struct peers *ps, uint64_t hkey)
+{
+	int	i, n = 0;
+
+	for (i = 0; i < ps->npool; i++)
+		n += ps->pool[i].hkey == hkey;
+	return n;
+}
+
+/* Whether a is to go before b: not heard before heard, then older. */
+static bool
+gives_less(const struct place *a, const struct place *b)
+{
+	if (a->heard != b->heard)
+		return !a->heard;
+	return a->since < b->since;
+}
+
+/*
+ * The place a newcomer whose address holds have places takes, by the
+ * pool's rules (peer.h), or NULL.  O(PEER_MAX_UNAUTH^2) compares of
+ * integers at worst: a constant.
+ */
+static struct place *
+pick_victim(struct peers *ps, int have, int64_t now)
+{
+	struct place	*best = NULL, *pl;
+	int		 count[PEER_MAX_UNAUTH], most = 0, i;
+	uint64_t	 crowded = 0;
+
+	for (i = 0; i < ps->npool; i++) {
+		count[i] = host_places(ps, ps->pool[i].hkey);
+		if (count[i] > most) {
+			most = count[i];
+			crowded = ps->pool[i].hkey;
+		}
+	}
+	/* 1. An address over its share gives way to a poorer one. */
+	if (most > have + 1)
+		for (i = 0; i < ps->npool; i++) {
+			pl = &ps->pool[i];
+			if (pl->hkey == crowded && pl->pinned == 0 &&
+			    (best == NULL || gives_less(pl, best)))
+				best = pl;
+		}
+	if (best != NULL)
+		return best;
+	/* 2. The oldest silent one; 3. the oldest quiet one.  Never from an
+	 * address poorer than the newcomer's will be. */
+	for (i = 0; i < ps->npool; i++) {
+		pl = &ps->pool[i];
+		if (pl->pinned > 0 || count[i] < have + 1)
+			continue;
+		if (pl->heard && now - pl->last < PEER_QUIET_MS)
+			continue;
+		if (best == NULL || gives_less(pl, best))
+			best = pl;
+	}
+	return best;
+}
+
+enum peer_admit
+peers_admit(struct peers *ps, uint32_t pipe, const char *addr, const char *host,
+    int fd, int64_t now, struct peer_evicted *ev)
+{
+	struct place	*pl;
+	uint64_t	 key;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->fd = -1;
+	if (*host == '\0')
+		return PEER_ADMITTED;
+	key = host_key(host);
+	pthread_mutex_lock(&ps->mu);
+	if (ps->npool == PEER_MAX_UNAUTH) {
+		if ((pl = pick_victim(ps, host_places(ps, key), now)) == NULL) {
+			note_locked(ps, PEER_NOTE_FULL, addr, NULL, now);
+			pthread_mutex_unlock(&ps->mu);
+			return PEER_FULL;
+		}
+		ev->pipe = pl->pipe;
+		ev->fd = pl->fd;
+		snprintf(ev->addr, sizeof(ev->addr), "%s", pl->addr);
+		place_remove(ps, pl);
+	}
+	pl = &ps->pool[ps->npool++];
+	memset(pl, 0, sizeof(*pl));
+	pl->pipe = pipe;
+	pl->hkey = key;
+	pl->fd = fd;
+	snprintf(pl->addr, sizeof(pl->addr), "%s", addr);
+	pl->since = pl->last = now;
+	pthread_mutex_unlock(&ps->mu);
+	return PEER_ADMITTED;
+}
+
+void
+peers_heard(struct peers *ps, uint32_t pipe, int64_t now)
+{
+	struct place	*pl;
+
+	pthread_mutex_lock(&ps->mu);
+	if ((pl = place_of(ps, pipe)) != NULL) {
+		pl->heard = true;
+		pl->last = now;
+	}
+	pthread_mutex_unlock(&ps->mu);
+}
+
+int
+peers_pooled(struct peers *ps)
+{
+	int	n;
+
+	pthread_mutex_lock(&ps->mu);
+	n = ps->npool;
+	pthread_mutex_unlock(&ps->mu);
+	return n;
+}
+
+/* p leaves the pool: it opened, or it is gone. */
+static void
+peer_unpool(struct peers *ps, struct peer *p)
+{
+	struct place	*pl;
+
+	if (!p->pooled)
+		return;
+	pthread_mutex_lock(&ps->mu);
+	if ((pl = place_of(ps, p->pipe)) != NULL)
+		place_remove(ps, pl);
+	pthread_mutex_unlock(&ps->mu);
+	p->pooled = false;
 }
 
 struct peer *
 peers_add(struct peers *ps, uint32_t pipe, const char *addr, const char *host,
-    int64_t now)
+    int fd, int64_t now)
 {
 	struct peer	*p = peers_get(ps, pipe, addr, host, now);
 
-	/* peers_admit counted exactly the connections with a host. */
-	p->counted = *host != '\0';
+	/* peers_admit gave a place to exactly the connections with a host. */
+	p->pooled = *host != '\0';
+	p->fd = fd;
 	return p;
-}
-
-/* p no longer counts as unauthenticated: it opened, or it is gone. */
-static void
-peer_uncount(struct peers *ps, struct peer *p)
-{
-	if (!p->counted)
-		return;
-	pthread_mutex_lock(&ps->mu);
-	ps->unauth--;
-	pthread_mutex_unlock(&ps->mu);
-	p->counted = false;
 }
 
 void
 peers_gone(struct peers *ps, uint32_t pipe)
 {
-	size_t	i;
+	struct peer	*p = peers_find(ps, pipe), **pp;
 
-	for (i = 0; i < ps->n; i++) {
-		if (ps->v[i]->pipe != pipe)
-			continue;
-		peer_uncount(ps, ps->v[i]);
-		peer_free(ps->v[i]);
-		ps->v[i] = ps->v[--ps->n];
+	if (p == NULL)
 		return;
-	}
+	peer_unpool(ps, p);
+	for (pp = &ps->bucket[pipe_bucket(ps, pipe)]; *pp != p; pp = &(*pp)->hnext)
+		;
+	*pp = p->hnext;
+	ps->v[p->vidx] = ps->v[--ps->n];
+	ps->v[p->vidx]->vidx = p->vidx;
+	peer_free(p);
 }
 
 static void
@@ -150,7 +348,7 @@ set_peer_state(struct peers *ps, struct peer *p, enum peer_state st)
 	    peer_state_names[p->state], peer_state_names[st]);
 	p->state = st;
 	if (st == PEER_OPEN)
-		peer_uncount(ps, p);
+		peer_unpool(ps, p);
 }
 
 /* --- notes: what a flood would repeat, one line per kind per PEER_LOG_MS --- */
@@ -159,9 +357,17 @@ static const struct {
 	const char	*one;	/* "%s" the address, then the detail */
 	const char	*more;	/* the count */
 } note_fmt[PEER_NNOTES] = {
-	[PEER_NOTE_FULL] = { "closed the connection from %s: %d connections are "
-	    "not authenticated yet", "closed %u more connections: %d were not "
-	    "authenticated yet" },
+	[PEER_NOTE_FULL] = { "closed the connection from %s: all %d places for "
+	    "connections not authenticated yet are held by connections that are "
+	    "authenticating", "closed %u more connections: all %d places for "
+	    "connections not authenticated yet were held by connections "
+	    "authenticating" },
+	[PEER_NOTE_EVICTED] = { "closed the connection from %s: not authenticated, "
+	    "its place (of %d) given to a newer connection", "closed %u more "
+	    "connections not authenticated to give their places (of %d) to newer ones" },
+	[PEER_NOTE_SILENT] = { "closed the connection from %s: no whole message "
+	    "from it within %d ms", "closed %u more connections with no whole "
+	    "message within %d ms" },
 	[PEER_NOTE_SLOW] = { "closed the connection from %s: not authenticated "
 	    "within %d s", "closed %u more connections not authenticated within %d s" },
 	[PEER_NOTE_FLOOD] = { "closed the connection from %s: one request too "
@@ -170,6 +376,8 @@ static const struct {
 	[PEER_NOTE_DEAF] = { "closed the connection from %s: it did not take a "
 	    "reply within %d s", "closed %u more connections that did not take a "
 	    "reply within %d s" },
+	[PEER_NOTE_AUTH] = { "closed the connection from %s: authentication failed",
+	    "closed %u more connections whose authentication failed" },
 	[PEER_NOTE_MALFORMED] = { "refused a malformed message from %s", "refused "
 	    "%u more malformed messages" },
 	[PEER_NOTE_EARLY] = { "refused a request from %s before hello",
@@ -181,7 +389,9 @@ static int
 note_arg(enum peer_note what)
 {
 	switch (what) {
-	case PEER_NOTE_FULL:	return PEER_MAX_UNAUTH;
+	case PEER_NOTE_FULL:
+	case PEER_NOTE_EVICTED:	return PEER_MAX_UNAUTH;
+	case PEER_NOTE_SILENT:	return PEER_HELLO_MS;
 	case PEER_NOTE_SLOW:	return PEER_AUTH_MS / 1000;
 	case PEER_NOTE_DEAF:	return PEER_SEND_MS / 1000;
 	default:		return 0;
@@ -241,26 +451,7 @@ peers_note_flush(struct peers *ps, int64_t now, bool all)
 	pthread_mutex_unlock(&ps->mu);
 }
 
-/* --- admission and the costs of a connection (peer.h) --- */
-
-enum peer_admit
-peers_admit(struct peers *ps, const char *addr, const char *host, int64_t now)
-{
-	enum peer_admit	a = PEER_ADMITTED;
-
-	if (*host == '\0')
-		return PEER_ADMITTED;
-	if (peers_banned(ps, host, now))
-		return PEER_BANNED;
-	pthread_mutex_lock(&ps->mu);
-	if (ps->unauth >= PEER_MAX_UNAUTH) {
-		note_locked(ps, PEER_NOTE_FULL, addr, NULL, now);
-		a = PEER_FULL;
-	} else
-		ps->unauth++;
-	pthread_mutex_unlock(&ps->mu);
-	return a;
-}
+/* --- the costs of a connection (peer.h) --- */
 
 /* Forgets what p was proving; it is closed and will be gone. */
 static void
@@ -288,6 +479,31 @@ peer_drop(struct peers *ps, struct peer *p, enum peer_note why, int64_t now)
 	peer_close(ps, p);
 }
 
+void
+peers_evicted(struct peers *ps, uint32_t pipe, int64_t now)
+{
+	struct peer	*p = peers_find(ps, pipe);
+
+	if (p == NULL)
+		return;
+	p->pooled = false;	/* its place went with the eviction */
+	peer_drop(ps, p, PEER_NOTE_EVICTED, now);
+	p->shut = true;		/* by the pipe callback, already */
+}
+
+/* Whether a pooled p has sent a whole message (nng's thread saw it). */
+static bool
+peer_heard(struct peers *ps, const struct peer *p)
+{
+	struct place	*pl;
+	bool		 heard;
+
+	pthread_mutex_lock(&ps->mu);
+	heard = (pl = place_of(ps, p->pipe)) != NULL && pl->heard;
+	pthread_mutex_unlock(&ps->mu);
+	return heard;
+}
+
 size_t
 peers_overdue(struct peers *ps, int64_t now, uint32_t *out, size_t n, int64_t *next)
 {
@@ -300,12 +516,17 @@ peers_overdue(struct peers *ps, int64_t now, uint32_t *out, size_t n, int64_t *n
 		if (p->state == PEER_OPEN || p->state == PEER_CLOSING ||
 		    *p->host == '\0')
 			continue;
+		/* Past its time to speak, but it did: its time to be OPEN. */
+		if (p->deadline <= now && p->deadline < p->since + PEER_AUTH_MS &&
+		    (p->state != PEER_NEW || !p->pooled || peer_heard(ps, p)))
+			p->deadline = p->since + PEER_AUTH_MS;
 		if (p->deadline > now || k == n) {
 			if (*next == -1 || p->deadline < *next)
 				*next = p->deadline;
 			continue;
 		}
-		peer_drop(ps, p, PEER_NOTE_SLOW, now);
+		peer_drop(ps, p, p->deadline < p->since + PEER_AUTH_MS ?
+		    PEER_NOTE_SILENT : PEER_NOTE_SLOW, now);
 		out[k++] = p->pipe;
 	}
 	return k;
@@ -314,103 +535,45 @@ peers_overdue(struct peers *ps, int64_t now, uint32_t *out, size_t n, int64_t *n
 bool
 peer_request(struct peers *ps, struct peer *p, int64_t now)
 {
-	int	max = p->state == PEER_OPEN ? PEER_MAX_INFLIGHT : PEER_MAX_INFLIGHT_NEW;
+	int		 max = p->state == PEER_OPEN ? PEER_MAX_INFLIGHT :
+			    PEER_MAX_INFLIGHT_NEW;
+	struct place	*pl;
 
 	if (p->inflight >= max) {
 		peer_drop(ps, p, PEER_NOTE_FLOOD, now);
 		return false;
+	}
+	if (p->pooled) {
+		pthread_mutex_lock(&ps->mu);
+		if ((pl = place_of(ps, p->pipe)) != NULL)
+			pl->pinned++;
+		pthread_mutex_unlock(&ps->mu);
+		/* Displaced between its message and now: the pipe callback
+		 * has shut it, and the loop will hear so (peers_evicted). */
+		if (pl == NULL) {
+			peers_evicted(ps, p->pipe, now);
+			return false;
+		}
 	}
 	p->inflight++;
 	return true;
 }
 
 void
-peer_replied(struct peer *p)
+peer_replied(struct peers *ps, struct peer *p, int64_t now)
 {
+	struct place	*pl;
+
 	if (p->inflight > 0)
 		p->inflight--;
-}
-
-/* --- the limiter --- */
-
-/*
- * The entry of host, or a fresh one; when all PEER_MAX_HOSTS are taken,
- * the oldest unbanned host's, else the one whose ban ends first.  O(hosts)
- * per failure, none per message.
- */
-static struct limit *
-limit_slot(struct peers *ps, const char *host, int64_t now)
-{
-	struct limit	*l, *victim = NULL;
-	size_t		 i;
-
-	for (i = 0; i < ps->nlim; i++)
-		if (strcmp(ps->lim[i].host, host) == 0)
-			return &ps->lim[i];
-	if (ps->nlim < PEER_MAX_HOSTS)
-		l = &ps->lim[ps->nlim++];
-	else {
-		for (i = 0; i < ps->nlim; i++)
-			if (ps->lim[i].banned_until <= now && (victim == NULL ||
-			    ps->lim[i].first < victim->first))
-				victim = &ps->lim[i];
-		/* Every host banned: the ban ending first makes room. */
-		if (victim == NULL) {
-			victim = &ps->lim[0];
-			for (i = 1; i < ps->nlim; i++)
-				if (ps->lim[i].banned_until < victim->banned_until)
-					victim = &ps->lim[i];
-		}
-		l = victim;
-	}
-	memset(l, 0, sizeof(*l));
-	snprintf(l->host, sizeof(l->host), "%s", host);
-	l->first = now;
-	return l;
-}
-
-static void
-limit_fail(struct peers *ps, const char *host, int64_t now)
-{
-	struct limit	*l;
-
-	if (*host == '\0')
+	if (!p->pooled)
 		return;
 	pthread_mutex_lock(&ps->mu);
-	l = limit_slot(ps, host, now);
-	if (l->banned_until && l->banned_until <= now)
-		l->banned_until = 0;
-	if (now - l->first > PEER_FAIL_WINDOW_MS) {
-		l->first = now;
-		l->fails = 0;
-	}
-	if (++l->fails >= PEER_MAX_FAILS && l->banned_until == 0) {
-		l->banned_until = now + PEER_BAN_MS;
-		log_warnx("refusing connections from %s for %d s: %d failed "
-		    "authentications within %d s", host, PEER_BAN_MS / 1000, l->fails,
-		    PEER_FAIL_WINDOW_MS / 1000);
-		l->fails = 0;
-		l->first = now;
+	if ((pl = place_of(ps, p->pipe)) != NULL && pl->pinned > 0) {
+		pl->pinned--;
+		pl->last = now;
 	}
 	pthread_mutex_unlock(&ps->mu);
-}
-
-bool
-peers_banned(struct peers *ps, const char *host, int64_t now)
-{
-	bool	banned = false;
-	size_t	i;
-
-	if (*host == '\0')
-		return false;
-	pthread_mutex_lock(&ps->mu);
-	for (i = 0; i < ps->nlim; i++)
-		if (strcmp(ps->lim[i].host, host) == 0) {
-			banned = ps->lim[i].banned_until > now;
-			break;
-		}
-	pthread_mutex_unlock(&ps->mu);
-	return banned;
 }
 
 /* --- the handshake --- */
@@ -430,13 +593,16 @@ text_reply(struct msg *rep, enum msg_type type, const char *fmt, ...)
 	rep->u.ack.text = s;
 }
 
-/* A failed authentication: logged, counted, and the pipe closes. */
+/*
+ * A failed authentication costs the connection, nothing else: logged
+ * (rate-limited: a flood of guesses makes a few lines), and the pipe
+ * closes.  No address is counted or banned (peer.h).
+ */
 static void
 peer_fail(struct peers *ps, struct peer *p, int64_t now, const char *why)
 {
-	log_warnx("pipe %u (%s): authentication failed: %s", p->pipe, p->addr, why);
+	peers_note(ps, PEER_NOTE_AUTH, p->addr, why, now);
 	peer_close(ps, p);
-	limit_fail(ps, p->host, now);
 }
 
 static enum peer_action

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
 #include "common/seed.h"
 #include "common/self.h"
 #include "common/soak.h"
@@ -141,6 +142,59 @@ report_replay_here(const char *cfg_path, uint64_t seed)
 	return r;
 }
 
+/* "BIN replay CONFIG --plan FILE", each word quoted as needed. */
+static char *
+replay_plan_line(const char *bin, const char *cfg, const char *plan)
+{
+	char	*b = shell_word(bin), *c = shell_word(cfg), *p = shell_word(plan), *r;
+
+	r = xasprintf("%s replay %s --plan %s", b, c, p);
+	free(b);
+	free(c);
+	free(p);
+	return r;
+}
+
+char *
+report_replay_plan(const char *cfg_path, const char *plan_path)
+{
+	const char	*top = config_top(cfg_path);
+	char		*rel = top ? path_under(cfg_path, top) : NULL;
+	char		*prel = rel ? path_under(plan_path, top) : NULL;
+	char		*bin = self_command(rel && prel ? top : "/"), *r;
+
+	r = replay_plan_line(bin, rel && prel ? rel : cfg_path, prel ? prel : plan_path);
+	free(bin);
+	free(rel);
+	free(prel);
+	return r;
+}
+
+char *
+report_replay_plan_here(const char *cfg_path, const char *plan_path)
+{
+	const char	*cwd = self_cwd();
+	char		*rel = cwd ? path_under(cfg_path, cwd) : NULL;
+	char		*prel = cwd ? path_under(plan_path, cwd) : NULL;
+	char		*bin = self_command(NULL), *r;
+
+	r = replay_plan_line(bin, rel ? rel : cfg_path, prel ? prel : plan_path);
+	free(bin);
+	free(rel);
+	free(prel);
+	return r;
+}
+
+const char *
+report_failure_dir(const struct coord_seed *s, char *buf, size_t len)
+{
+	if (s->regress != NULL)
+		snprintf(buf, len, "failures/regression-%s", s->regress->name);
+	else
+		snprintf(buf, len, "failures/%" PRIu64, s->seed);
+	return buf;
+}
+
 static char *
 iso8601(int64_t ms)
 {
@@ -165,13 +219,21 @@ jref(json_t *d, const char *key, json_t *dflt)
 	return json_incref(v);
 }
 
+static json_t	*reg_record(const struct report_meta *, const struct coord_seed *,
+		    bool);
+
 static json_t *
 seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 {
-	json_t	*r, *d = coord_seed_detail(s);
-	char	*fp = NULL, *replay = report_replay(m->cfg_path, s->seed), *fdir = NULL;
-	json_t	*msgj = json_object_get(d, "message");
+	json_t	*r, *d;
 
+	if (s->regress != NULL)
+		return reg_record(m, s, full);
+	d = coord_seed_detail(s);
+	char	*fp = NULL, *replay = report_replay(m->cfg_path, s->seed), *fdir = NULL;
+	json_t	*msgj;
+
+	msgj = json_object_get(d, "message");
 	if (s->verdict == VERDICT_FAIL)
 		fp = seed_fingerprint(m->cfg, s);
 	if (s->verdict != VERDICT_PASS)
@@ -208,6 +270,8 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
 		if (json_object_get(d, "coverage"))
 			json_object_set(r, "coverage", json_object_get(d, "coverage"));
+		if (json_object_get(d, "timing"))
+			json_object_set(r, "timing", json_object_get(d, "timing"));
 		if (json_object_get(d, "workspace"))
 			json_object_set(r, "workspace", json_object_get(d, "workspace"));
 		if (json_object_get(d, "workspace_error"))
@@ -217,6 +281,62 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	json_decref(d);
 	free(fp);
 	free(fdir);
+	free(replay);
+	return r;
+}
+
+/*
+ * A regression's record (docs/report.md "regressions"): what a seed's
+ * holds, keyed by its name, file and hash; a missing one has no verdict
+ * (null) and says so.
+ */
+static json_t *
+reg_record(const struct report_meta *m, const struct coord_seed *s, bool full)
+{
+	const struct regress	*g = s->regress;
+	json_t			*d = coord_seed_detail(s), *r;
+	json_t			*msgj = json_object_get(d, "message");
+	char			*fp = NULL, *replay = report_replay_plan(m->cfg_path, g->file);
+	char			 fdir[300];
+	bool			 final = s->state == CSEED_FINAL;
+
+	if (final && s->verdict == VERDICT_FAIL)
+		fp = seed_fingerprint(m->cfg, s);
+	report_failure_dir(s, fdir, sizeof(fdir));
+	r = json_pack("{s:s, s:s, s:s, s:I, s:o, s:o, s:o, s:s, s:s, s:o, s:i, s:I, "
+	    "s:o, s:o, s:o, s:o, s:o, s:o}",
+	    "name", g->name, "file", g->file, "hash", g->hash,
+	    "seed", (json_int_t)s->seed,
+	    "verdict", final ? json_string(msg_verdict_name(s->verdict)) : json_null(),
+	    "reason", final && s->why != REASON_NONE ? json_string(reason_name(s->why)) :
+	    json_null(),
+	    "fingerprint", fp ? json_string(fp) : json_null(),
+	    "message", final ? json_is_string(msgj) ? json_string_value(msgj) : "" :
+	    "no verdict: the run ended before this regression finished",
+	    "replay", replay,
+	    "pinned_fingerprint", g->fingerprint ? json_string(g->fingerprint) :
+	    json_null(),
+	    "worker", (int)s->worker,
+	    "duration_ms", (json_int_t)s->duration_ms,
+	    "round", jref(d, "round", json_null()),
+	    "ok_turns", jref(d, "ok_turns", json_integer(0)),
+	    "total_turns", jref(d, "total_turns", json_integer(0)),
+	    "invariants", jref(d, "invariants", json_array()),
+	    "attempts", coord_seed_attempts(s),
+	    "failure_dir", final && s->verdict != VERDICT_PASS ? json_string(fdir) :
+	    json_null());
+	if (json_object_get(d, "diverged"))
+		json_object_set(r, "diverged", json_object_get(d, "diverged"));
+	if (json_object_get(d, "plan_departures"))
+		json_object_set(r, "plan_departures", json_object_get(d,
+		    "plan_departures"));
+	if (full) {
+		json_object_set_new(r, "turns", jref(d, "turns", json_array()));
+		if (json_object_get(d, "workspace"))
+			json_object_set(r, "workspace", json_object_get(d, "workspace"));
+	}
+	json_decref(d);
+	free(fp);
 	free(replay);
 	return r;
 }
@@ -239,12 +359,14 @@ int
 report_failure(const struct report_meta *m, const struct coord_seed *s, char *err)
 {
 	char	*dir, *path;
-	json_t	*rec, *trace;
+	json_t	*rec, *trace, *plan;
 	int	 rc = 0;
+
+	char	 rel[300];
 
 	if (s->verdict == VERDICT_PASS)
 		return 0;
-	dir = xasprintf("%s/failures/%" PRIu64, m->out_dir, s->seed);
+	dir = xasprintf("%s/%s", m->out_dir, report_failure_dir(s, rel, sizeof(rel)));
 	if (mkdir_p(dir, 0755, err) == -1) {
 		free(dir);
 		return -1;
@@ -259,6 +381,29 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 		unlink(path);
 	}
 	free(path);
+	plan = json_object_get(s->detail, "plan");
+	if (rc == 0 && json_is_object(plan)) {
+		json_t	*fp = json_object_get(rec, "fingerprint"), *failure;
+
+		/* what it failed with: the fingerprint is the coordinator's */
+		plan = json_deep_copy(plan);
+		if (json_is_string(fp)) {
+			if (!json_is_object(failure = json_object_get(plan, "failure"))) {
+				failure = json_object();
+				json_object_set_new(plan, "failure", failure);
+			}
+			json_object_set(failure, "fingerprint", fp);
+		}
+		path = xasprintf("%s/plan.json", dir);
+		errno = 0;
+		if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
+			rc = errf(err, "cannot write %s: %s", path,
+			    errno ? strerror(errno) : "an I/O error");
+			unlink(path);
+		}
+		free(path);
+		json_decref(plan);
+	}
 	json_decref(rec);
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {
@@ -279,13 +424,19 @@ report_exit_status(const struct coord *c)
 {
 	struct coord_counts	n;
 
+	struct coord_reg_counts	rn;
+
 	coord_counts(c, &n);
+	coord_reg_counts(c, &rn);
 	/* Stopped for a config error: that is what to fix first. */
 	if (coord_halt_status(c) != 0)
 		return coord_halt_status(c);
-	if (n.fail > 0)
+	/* A failing regression fails the run as a seed does; a diverged one
+	 * tested nothing: infra, never a pass. */
+	if (n.fail > 0 || rn.fail > 0)
 		return SOAK_EXIT_FAIL;
-	if (n.infra > 0 || n.done < n.total)
+	if (n.infra > 0 || n.done < n.total || rn.done < rn.total ||
+	    rn.diverged + rn.infra > 0)
 		return SOAK_EXIT_INCOMPLETE;
 	return SOAK_EXIT_PASS;
 }
@@ -406,12 +557,63 @@ xml_put(FILE *f, const char *s)
 	xml_escape(f, s);
 }
 
+/* One <testcase>: "seed N", or a regression's "regression NAME". */
+static void
+junit_case(FILE *f, const struct report_meta *m, const struct coord_seed *s,
+    const char *replay)
+{
+	json_t		*msgj = json_object_get(s->detail, "message");
+	const char	*msg = json_is_string(msgj) ? json_string_value(msgj) : "";
+	char		 fdir[300];
+
+	fprintf(f, "    <testcase classname=\"soak.");
+	xml_escape(f, m->cfg->name);
+	if (s->regress != NULL) {
+		fprintf(f, "\" name=\"regression ");
+		xml_escape(f, s->regress->name);
+		fprintf(f, "\" time=\"%.3f\"", (double)s->duration_ms / 1000.0);
+	} else
+		fprintf(f, "\" name=\"seed %" PRIu64 "\" time=\"%.3f\"", s->seed,
+		    (double)s->duration_ms / 1000.0);
+	if (s->state != CSEED_FINAL) {
+		fprintf(f, ">\n      <error type=\"missing\" message=\"no verdict: "
+		    "the run ended before this %s finished\"/>\n    </testcase>\n",
+		    s->regress ? "regression" : "seed");
+	} else if (s->verdict == VERDICT_PASS) {
+		fprintf(f, "/>\n");
+	} else {
+		const char	*tag = s->verdict == VERDICT_FAIL ? "failure" : "error";
+
+		fprintf(f, ">\n      <%s type=\"", tag);
+		xml_escape(f, reason_name(s->why));
+		fprintf(f, "\" message=\"");
+		xml_escape(f, msg);
+		fprintf(f, "\">");
+		xml_escape(f, msg);
+		fputc('\n', f);
+		rows_put(f, json_object_get(s->detail, "invariants"), 5, 5, "",
+		    xml_put);
+		if (s->regress != NULL) {
+			fprintf(f, "pinned plan: ");
+			xml_escape(f, s->regress->file);
+			fputc('\n', f);
+		}
+		fprintf(f, "replay: ");
+		xml_escape(f, replay);
+		fprintf(f, "\ndetails: ");
+		xml_escape(f, report_failure_dir(s, fdir, sizeof(fdir)));
+		fprintf(f, "/</%s>\n    </testcase>\n", tag);
+	}
+}
+
 static int
 write_junit(const struct report_meta *m, const struct coord *c, char *err)
 {
-	const struct coord_seed	*seeds;
+	const struct coord_seed	*seeds, *regs;
 	struct coord_counts	 n;
-	uint64_t		 ns, i;
+	struct coord_reg_counts	 rn;
+	uint64_t		 ns, i, tests, failures, errors;
+	size_t			 nr, k;
 	char			*path = xasprintf("%s/junit.xml", m->out_dir), *tmp;
 	FILE			*f;
 	bool			 synced;
@@ -424,48 +626,33 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 		return -1;
 	}
 	coord_counts(c, &n);
+	coord_reg_counts(c, &rn);
 	seeds = coord_seeds(c, &ns);
+	regs = coord_regressions(c, &nr);
+	tests = n.total + rn.total;
+	failures = n.fail + rn.fail;
+	/* A diverged regression is an error, never a pass; so is a missing one. */
+	errors = n.infra + (n.total - n.done) + rn.diverged + rn.infra +
+	    (rn.total - rn.done);
 	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
 	fprintf(f, "<testsuites name=\"soak\" tests=\"%" PRIu64 "\" failures=\"%" PRIu64
-	    "\" errors=\"%" PRIu64 "\" time=\"%.3f\">\n", n.total, n.fail,
-	    n.infra + (n.total - n.done), (double)m->wall_ms / 1000.0);
+	    "\" errors=\"%" PRIu64 "\" time=\"%.3f\">\n", tests, failures, errors,
+	    (double)m->wall_ms / 1000.0);
 	fprintf(f, "  <testsuite name=\"");
 	xml_escape(f, m->cfg->name);
 	fprintf(f, "\" tests=\"%" PRIu64 "\" failures=\"%" PRIu64 "\" errors=\"%" PRIu64
-	    "\" time=\"%.3f\">\n", n.total, n.fail, n.infra + (n.total - n.done),
-	    (double)m->wall_ms / 1000.0);
+	    "\" time=\"%.3f\">\n", tests, failures, errors, (double)m->wall_ms / 1000.0);
+	/* The regressions first, as they ran. */
+	for (k = 0; k < nr; k++) {
+		char	*replay = report_replay_plan(m->cfg_path, regs[k].regress->file);
+
+		junit_case(f, m, &regs[k], replay);
+		free(replay);
+	}
 	for (i = 0; i < ns; i++) {
-		const struct coord_seed	*s = &seeds[i];
-		json_t			*msgj = json_object_get(s->detail, "message");
-		const char		*msg = json_is_string(msgj) ? json_string_value(msgj) : "";
-		char			*replay = report_replay(m->cfg_path, s->seed);
+		char	*replay = report_replay(m->cfg_path, seeds[i].seed);
 
-		fprintf(f, "    <testcase classname=\"soak.");
-		xml_escape(f, m->cfg->name);
-		fprintf(f, "\" name=\"seed %" PRIu64 "\" time=\"%.3f\"", s->seed,
-		    (double)s->duration_ms / 1000.0);
-		if (s->state != CSEED_FINAL) {
-			fprintf(f, ">\n      <error type=\"missing\" message=\"no verdict: "
-			    "the run ended before this seed finished\"/>\n    </testcase>\n");
-		} else if (s->verdict == VERDICT_PASS) {
-			fprintf(f, "/>\n");
-		} else {
-			const char	*tag = s->verdict == VERDICT_FAIL ? "failure" : "error";
-
-			fprintf(f, ">\n      <%s type=\"", tag);
-			xml_escape(f, reason_name(s->why));
-			fprintf(f, "\" message=\"");
-			xml_escape(f, msg);
-			fprintf(f, "\">");
-			xml_escape(f, msg);
-			fputc('\n', f);
-			rows_put(f, json_object_get(s->detail, "invariants"), 5, 5, "",
-			    xml_put);
-			fprintf(f, "replay: ");
-			xml_escape(f, replay);
-			fprintf(f, "\ndetails: failures/%" PRIu64 "/</%s>\n    </testcase>\n",
-			    s->seed, tag);
-		}
+		junit_case(f, m, &seeds[i], replay);
 		free(replay);
 	}
 	fprintf(f, "  </testsuite>\n</testsuites>\n");
@@ -639,8 +826,27 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 	    "missing_seeds", missing_json(seeds, ns));
 	free(started);
 	free(finished);
-	if (root != NULL)
+	if (root != NULL) {
+		const struct coord_seed	*regs;
+		struct coord_reg_counts	 rn;
+		json_t			*ra = json_array();
+		size_t			 nr, k;
+
 		json_object_set_new(root, "coverage", cov_json(coord_coverage(c)));
+		/* Apart from the seeds' results, in the order they ran. */
+		regs = coord_regressions(c, &nr);
+		for (k = 0; k < nr; k++)
+			json_array_append_new(ra, reg_record(m, &regs[k], false));
+		json_object_set_new(root, "regressions", ra);
+		coord_reg_counts(c, &rn);
+		json_object_set_new(root, "regression_totals", json_pack("{s:I, s:I, "
+		    "s:I, s:I, s:I, s:I}", "count", (json_int_t)rn.total,
+		    "pass", (json_int_t)rn.pass, "fail", (json_int_t)rn.fail,
+		    "diverged", (json_int_t)rn.diverged, "infra", (json_int_t)rn.infra,
+		    "missing", (json_int_t)(rn.total - rn.done)));
+		if (rn.done < rn.total || rn.diverged + rn.infra > 0)
+			json_object_set_new(root, "complete", json_false());
+	}
 	if (root == NULL) {
 		errf(err, "cannot build report.json (internal error)");
 		return -1;
@@ -704,11 +910,62 @@ idle_passes(FILE *f, const struct coord_seed *seeds, uint64_t ns)
 		fprintf(f, "        %s\n", msg);
 }
 
+/*
+ * The regressions, apart from the seeds: "regressions: 3 pass, 1 FAIL, 0
+ * diverged", then each one that did not pass by name, with its replay.
+ */
+static void
+reg_summary(FILE *f, const struct report_meta *m, const struct coord *c)
+{
+	const struct coord_seed	*regs;
+	struct coord_reg_counts	 rn;
+	char			 msg[LOG_ESC_LEN];
+	size_t			 nr, k;
+
+	coord_reg_counts(c, &rn);
+	if (rn.total == 0)
+		return;
+	regs = coord_regressions(c, &nr);
+	fprintf(f, "\n  regressions: %zu pass, %zu %s, %zu diverged", rn.pass, rn.fail,
+	    rn.fail ? "FAIL" : "fail", rn.diverged);
+	if (rn.infra > 0)
+		fprintf(f, ", %zu infra", rn.infra);
+	if (rn.done < rn.total)
+		fprintf(f, ", %zu without a verdict", rn.total - rn.done);
+	fprintf(f, "\n");
+	for (k = 0; k < nr; k++) {
+		const struct coord_seed	*s = &regs[k];
+		char			*replay, *words;
+
+		if (s->state == CSEED_FINAL && s->verdict == VERDICT_PASS)
+			continue;
+		if (s->state != CSEED_FINAL) {
+			fprintf(f, "    MISSING  %s — no verdict\n", s->regress->name);
+			continue;
+		}
+		words = fp_words(reason_name(s->why), json_object_get(s->detail,
+		    "invariants"));
+		fprintf(f, "    %s %s — %s\n", s->verdict == VERDICT_FAIL ? "FAIL    " :
+		    s->why == REASON_DIVERGED ? "DIVERGED" : "INFRA   ", s->regress->name,
+		    words);
+		first_line(s, msg, sizeof(msg));
+		if (*msg)
+			fprintf(f, "             %s\n", msg);
+		rows_put(f, json_object_get(s->detail, "invariants"), 2, 3,
+		    "             ", plain_put);
+		replay = report_replay_plan_here(m->cfg_path, s->regress->file);
+		fprintf(f, "             replay: %s\n", replay);
+		free(replay);
+		free(words);
+	}
+}
+
 void
 report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 {
 	const struct coord_seed	*seeds;
 	struct coord_counts	 n;
+	struct coord_reg_counts	 rn;
 	struct fp_groups	 g;
 	json_t			*workers, *w;
 	size_t			 k;
@@ -766,6 +1023,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		free(words);
 	}
 	fp_groups_free(&g);
+	reg_summary(f, m, c);
 	idle_passes(f, seeds, ns);
 	workers = coord_workers_json(c);
 	json_array_foreach(workers, k, w)
@@ -778,7 +1036,12 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 	if (m->halted)
 		fprintf(f, "\n  the run stopped early: %s\n", m->halted);
 	fprintf(f, "\n  report: %s/report.json\n", m->out_dir);
+	coord_reg_counts(c, &rn);
 	if (n.done < n.total || n.infra > 0)
 		fprintf(f, "  the run is INCOMPLETE: %s\n", n.infra > 0 ?
 		    "infra verdicts are not a pass" : "some seeds have no verdict");
+	else if (rn.done < rn.total || rn.diverged + rn.infra > 0)
+		fprintf(f, "  the run is INCOMPLETE: %s\n", rn.diverged > 0 ?
+		    "a diverged regression tested nothing; it is not a pass" :
+		    "a regression ended infra or without a verdict");
 }

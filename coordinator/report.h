@@ -48,6 +48,12 @@ const char *report_reproduced(const struct cfg *cfg, const struct coord_seed *s,
  * config relative to that directory when under it, else absolute.
  */
 char	*report_replay(const char *cfg_path, uint64_t seed);
+/* The same for a regression: "BIN replay CONFIG --plan FILE". */
+char	*report_replay_plan(const char *cfg_path, const char *plan_path);
+char	*report_replay_plan_here(const char *cfg_path, const char *plan_path);
+/* Where s's failure files go under the run's folder: "failures/N", or a
+ * regression's "failures/regression-NAME".  Returns buf. */
+const char *report_failure_dir(const struct coord_seed *s, char *buf, size_t len);
 char	*report_replay_here(const char *cfg_path, uint64_t seed);
 /*
  * out_dir/config.yaml: the config text with database.url's password

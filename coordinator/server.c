@@ -20,6 +20,7 @@
 #include "common/queue.h"
 #include "common/tlsconf.h"
 #include "common/util.h"
+#include "coordinator/fdtab.h"
 #include "coordinator/peer.h"
 
 _Static_assert(AUTH_TRAILER_LEN + 4 <= MSG_COORD_RECV_MAX - MSG_RESULT_MAX,
@@ -55,9 +56,10 @@ struct slot {
  * EV_SENT: a slot's reply was handed to its pipe (rv 0), or not
  * (NNG_ETIMEDOUT: the peer did not read within PEER_SEND_MS).
  * EV_PIPE_NEW: a connection was admitted (peers_admit), before any of its
- * messages.  EV_PIPE_GONE: it closed.
+ * messages.  EV_EVICTED: an unauthenticated one lost its place to a
+ * newcomer, and its socket was shut.  EV_PIPE_GONE: it closed.
  */
-enum ev_kind { EV_MSG, EV_SENT, EV_PIPE_NEW, EV_PIPE_GONE };
+enum ev_kind { EV_MSG, EV_SENT, EV_PIPE_NEW, EV_EVICTED, EV_PIPE_GONE };
 
 struct event {
 	enum ev_kind	kind;
@@ -65,6 +67,7 @@ struct event {
 	int		rv;		/* EV_SENT */
 	uint32_t	pipe;
 	int64_t		at;		/* EV_PIPE_NEW: when admitted */
+	int		fd;		/* EV_PIPE_NEW: its socket, or -1 */
 	char		addr[64];	/* EV_PIPE_NEW */
 	char		host[48];
 };
@@ -143,6 +146,10 @@ slot_cb(void *arg)
 		nng_ctx_recv(sl->ctx, sl->aio);
 		return;
 	}
+	/* At once, on nng's thread: the loop may be behind a flood's events,
+	 * and the pool must know this connection is moving (peer.h). */
+	peers_heard(sl->srv->peers, (uint32_t)nng_pipe_id(nng_msg_get_pipe(
+	    nng_aio_get_msg(sl->aio))), now_ms());
 	slot_set(sl, SLOT_READY);
 	push_event(sl->srv, (struct event){ .kind = EV_MSG, .slot = sl->idx });
 }
@@ -198,56 +205,74 @@ sockaddr_is(const struct sockaddr_storage *ss, const nng_sockaddr *sa)
 	return false;
 }
 
-/*
- * Ends a connection.  nng 1.5.2 (Debian 12's) can leave a pipe's teardown
- * waiting forever when the pipe is closed while one of its I/Os is being
- * started on another thread (nanomsg/nng#1236, #1813; fixed in 1.8): the
- * reaper thread waits with it, and no connection is torn down again.  A
- * peer that floods keeps its pipe's receive side restarting, so
- * nng_pipe_close would race it.  Instead the connection's socket, found by
- * its two addresses among ours, is shut for reading: nng reads what is
- * queued, meets the end of the stream, and closes the pipe from its own
- * receive path, as when a peer hangs up.  The caller has nothing of ours
- * on the way to the pipe (peer_shut), so its send side is idle or waits
- * on a peer that does not read, and both cancel cleanly.  ipc://, or a
- * socket not found: nng_pipe_close.  O(open files).
- */
-static void
-pipe_shut(nng_pipe np)
+/* The socket of a TCP pipe, by its two addresses among ours: O(open files). */
+static int
+scan_fd(const nng_sockaddr *rem, const nng_sockaddr *loc)
 {
 	struct sockaddr_storage	 ss;
 	socklen_t		 sl;
-	nng_sockaddr		 rem, loc;
 	struct stat		 st;
 	struct dirent		*de;
 	DIR			*d;
 	int			 fd;
 
-	if (nng_pipe_get_addr(np, NNG_OPT_REMADDR, &rem) != 0 ||
-	    nng_pipe_get_addr(np, NNG_OPT_LOCADDR, &loc) != 0 ||
-	    (rem.s_family != NNG_AF_INET && rem.s_family != NNG_AF_INET6) ||
-	    (d = opendir("/proc/self/fd")) == NULL) {
-		nng_pipe_close(np);
-		return;
-	}
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
 	while ((de = readdir(d)) != NULL) {
 		if ((fd = atoi(de->d_name)) <= 2 || fd == dirfd(d) ||
 		    fstat(fd, &st) == -1 || !S_ISSOCK(st.st_mode))
 			continue;
 		sl = sizeof(ss);
 		if (getpeername(fd, (struct sockaddr *)&ss, &sl) == -1 ||
-		    !sockaddr_is(&ss, &rem))
+		    !sockaddr_is(&ss, rem))
 			continue;
 		sl = sizeof(ss);
 		if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1 ||
-		    !sockaddr_is(&ss, &loc))
+		    !sockaddr_is(&ss, loc))
 			continue;
 		closedir(d);
-		shutdown(fd, SHUT_RD);
-		return;
+		return fd;
 	}
 	closedir(d);
-	nng_pipe_close(np);
+	return -1;
+}
+
+/*
+ * Ends a connection.  nng 1.5.2 (Debian 12's) can leave a pipe's teardown
+ * waiting forever when the pipe is closed while one of its I/Os is being
+ * started on another thread (nanomsg/nng#1236, #1813; fixed in 1.8): the
+ * reaper thread waits with it, and no connection is torn down again.  A
+ * peer that floods keeps its pipe's receive side restarting, so
+ * nng_pipe_close would race it.  Instead the connection's socket is shut
+ * for reading: nng reads what is queued, meets the end of the stream, and
+ * closes the pipe from its own receive path, as when a peer hangs up.
+ * The caller has nothing of ours on the way to the pipe (peer_shut, or a
+ * place of the pool that is not pinned), so its send side is idle or
+ * waits on a peer that does not read, and both cancel cleanly.
+ *
+ * The socket is fd, noted when nng admitted the pipe (coordinator/fdtab.h)
+ * and checked here to still be that connection (getpeername and
+ * getsockname: O(1)); only a pipe whose socket was not noted is looked for
+ * among all our descriptors (O(open files)).  ipc://, or a socket not
+ * found: nng_pipe_close.
+ */
+static void
+pipe_shut(nng_pipe np, int fd)
+{
+	nng_sockaddr	rem, loc;
+
+	if (nng_pipe_get_addr(np, NNG_OPT_REMADDR, &rem) != 0 ||
+	    nng_pipe_get_addr(np, NNG_OPT_LOCADDR, &loc) != 0 ||
+	    (rem.s_family != NNG_AF_INET && rem.s_family != NNG_AF_INET6)) {
+		nng_pipe_close(np);
+		return;
+	}
+	if (!fdtab_is(fd, &rem, &loc))
+		fd = scan_fd(&rem, &loc);
+	if (fd >= 0)
+		shutdown(fd, SHUT_RD);
+	else
+		nng_pipe_close(np);
 }
 
 /* The loop's thread: the slot waits for the next request, as long as it takes. */
@@ -277,34 +302,50 @@ peer_shut(struct server *s, struct peer *p)
 
 		if (sl->state == SLOT_PARKED && sl->pipe == p->pipe) {
 			slot_listen(sl);
-			peer_replied(p);
+			peer_replied(s->peers, p, now_ms());
 		}
 	}
 	if (p->inflight > 0)
 		return;
 	p->shut = true;
 	np.id = p->pipe;
-	pipe_shut(np);
+	pipe_shut(np, p->fd);
 }
 
 /*
- * nng thread.  A connection is turned away before it is added when its
- * host failed too often, or when PEER_MAX_UNAUTH others have not
- * authenticated yet (peers_admit); else the loop hears of it first.
+ * nng thread.  A connection is added when the pre-auth pool has a place
+ * for it, maybe one it takes from a connection that has not authenticated
+ * (peers_admit, peer.h), whose socket is shut here and now; else it is
+ * closed before it starts, which is safe (nothing of it runs yet).  The
+ * loop hears of every admitted one before any of its messages.  O(1): a
+ * hash for its socket (fdtab_claim), the pool's constant work.
  */
 static void
 pipe_cb(nng_pipe p, nng_pipe_ev ev, void *arg)
 {
-	struct server	*s = arg;
-	struct event	 e = { .kind = EV_PIPE_NEW, .pipe = (uint32_t)nng_pipe_id(p) };
+	struct server		*s = arg;
+	struct event		 e = { .kind = EV_PIPE_NEW, .pipe = (uint32_t)nng_pipe_id(p),
+				    .fd = -1 };
+	struct peer_evicted	 gone;
+	nng_sockaddr		 rem;
+	nng_pipe		 victim = NNG_PIPE_INITIALIZER;
 
 	if (ev == NNG_PIPE_EV_ADD_PRE) {
 		e.at = now_ms();
 		pipe_addr(p, e.addr, sizeof(e.addr), e.host, sizeof(e.host));
-		if (peers_admit(s->peers, e.addr, e.host, e.at) == PEER_ADMITTED)
-			push_event(s, e);
-		else
+		if (*e.host != '\0' && nng_pipe_get_addr(p, NNG_OPT_REMADDR, &rem) == 0)
+			e.fd = fdtab_claim(&rem);
+		if (peers_admit(s->peers, e.pipe, e.addr, e.host, e.fd, e.at, &gone) !=
+		    PEER_ADMITTED) {
 			nng_pipe_close(p);
+			return;
+		}
+		push_event(s, e);
+		if (gone.pipe != 0) {
+			victim.id = gone.pipe;
+			pipe_shut(victim, gone.fd);
+			push_event(s, (struct event){ .kind = EV_EVICTED, .pipe = gone.pipe });
+		}
 		return;
 	}
 	push_event(s, (struct event){ .kind = EV_PIPE_GONE,
@@ -343,6 +384,19 @@ server_open(const char *url, int nslots, const struct auth_opts *auth, char *err
 	}
 	s->peers = peers_new(&auth->secret);
 	s->next_expiry = -1;
+	if (strncmp(url, "tcp://", 6) == 0 || strncmp(url, "tls+tcp://", 10) == 0) {
+		uint64_t	was, limit;
+
+		/* Before the listener starts: every accepted socket is noted. */
+		fdtab_start(&was, &limit);
+		if (limit > was)
+			log_info("descriptors: up to %llu (RLIMIT_NOFILE raised from %llu "
+			    "to its hard limit)", (unsigned long long)limit,
+			    (unsigned long long)was);
+		else
+			log_info("descriptors: up to %llu (RLIMIT_NOFILE, at its hard limit)",
+			    (unsigned long long)limit);
+	}
 	/* One cap for every pipe, authenticated or not (common/msg.h). */
 	nng_socket_set_size(s->sock, NNG_OPT_RECVMAXSZ, MSG_COORD_RECV_MAX);
 	nng_pipe_notify(s->sock, NNG_PIPE_EV_ADD_PRE, pipe_cb, s);
@@ -405,6 +459,14 @@ server_close(struct server *s)
 	}
 	nng_close(s->sock);
 	peers_note_flush(s->peers, now_ms(), true);
+	if (strncmp(s->url, "ipc://", 6) != 0) {
+		struct fdtab_stats	st;
+
+		fdtab_stats(&st);
+		log_debug("connections accepted: %llu; shut at the descriptor limit: %llu "
+		    "(%llu accepts met it)", (unsigned long long)st.accepted,
+		    (unsigned long long)st.evicted, (unsigned long long)st.limit_hits);
+	}
 	peers_free(s->peers);
 	free(s->url);
 	free(s->slots);
@@ -463,7 +525,7 @@ slot_sent(struct server *s, struct slot *sl, int rv)
 	struct peer	*p = peers_find(s->peers, sl->pipe);
 
 	if (p != NULL) {
-		peer_replied(p);
+		peer_replied(s->peers, p, now_ms());
 		if (rv == NNG_ETIMEDOUT)
 			peer_drop(s->peers, p, PEER_NOTE_DEAF, now_ms());
 		peer_shut(s, p);	/* a failed authentication's NACK is out */
@@ -515,7 +577,7 @@ handle_slot(struct server *s, struct coord *c, struct slot *sl)
 	switch (act) {
 	case PEER_DROP:
 		if (p != NULL) {
-			peer_replied(p);
+			peer_replied(s->peers, p, now_ms());
 			peer_shut(s, p);
 		}
 		slot_listen(sl);
@@ -592,7 +654,8 @@ wait_event(struct server *s, int timeout_ms, struct event *ev)
 static void
 pipe_new(struct server *s, const struct event *ev)
 {
-	struct peer	*p = peers_add(s->peers, ev->pipe, ev->addr, ev->host, ev->at);
+	struct peer	*p = peers_add(s->peers, ev->pipe, ev->addr, ev->host, ev->fd,
+			    ev->at);
 
 	if (*p->host != '\0' && (s->next_expiry < 0 || p->deadline < s->next_expiry))
 		s->next_expiry = p->deadline;
@@ -631,6 +694,9 @@ dispatch(struct server *s, struct coord *c, const struct event *ev)
 		break;
 	case EV_PIPE_NEW:
 		pipe_new(s, ev);
+		break;
+	case EV_EVICTED:
+		peers_evicted(s->peers, ev->pipe, now_ms());
 		break;
 	case EV_PIPE_GONE:
 		forget_pipe(s, ev->pipe);

@@ -539,6 +539,41 @@ bug_title(const struct tk_run *run, const struct tk_ticket *t,
 	return title;
 }
 
+/*
+ * The pinned regressions (report.json's regressions) that failed with the
+ * ticket's fingerprint: the bug is back, and which pin says so.
+ */
+static void
+put_regressions(FILE *f, enum tk_dialect d, const struct tk_run *run,
+    const struct tk_ticket *t)
+{
+	const json_t	*r;
+	size_t		 i;
+	char		*fp;
+
+	json_array_foreach(json_object_get(run->report, "regressions"), i, r) {
+		if (jstr(r, "verdict") == NULL || strcmp(jstr(r, "verdict"), "fail") != 0 ||
+		    jstr(r, "name") == NULL)
+			continue;
+		fp = tk_fingerprint(run->config_name, r);
+		if (strcmp(fp, t->fingerprint) == 0) {
+			fputs("It is the pinned regression ", f);
+			tk_put_code(f, d, jstr(r, "name"), TK_CELL_MAX, false);
+			fputs(" failing again (its plan, seed ", f);
+			fprintf(f, "%" JSON_INTEGER_FORMAT, json_integer_value(
+			    json_object_get(r, "seed")));
+			fputs(")", f);
+			if (jstr(r, "replay") != NULL) {
+				fputs(":\n\n", f);
+				tk_put_block(f, d, "sh", jstr(r, "replay"));
+			} else
+				fputs(".\n", f);
+			fputc('\n', f);
+		}
+		free(fp);
+	}
+}
+
 static void
 render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
     const json_t *result, const char *trace)
@@ -633,6 +668,7 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	fprintf(f, "Failing seeds (%zu)\n\n", t->nseeds);
 	put_seeds(f, t);
 	fputc('\n', f);
+	put_regressions(f, d, run, t);
 	put_run_meta(f, d, run, t);
 	fclose(f);
 
@@ -651,7 +687,9 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	tk_put_text(f, d, run->host ? run->host : "unknown", TK_CELL_MAX);
 	fprintf(f, "): %zu failing seed(s), the smallest is ", t->nseeds);
 	put_bold_u64(f, d, t->seeds[0]);
-	fputs(".\n\nSeeds: ", f);
+	fputs(".\n\n", f);
+	put_regressions(f, d, run, t);
+	fputs("Seeds: ", f);
 	put_seeds(f, t);
 	if (replay != NULL) {
 		fputs(replay_from_top(replay) ? "\nReplay, from the top folder of "
@@ -831,6 +869,20 @@ tk_build(const struct tk_run *run, struct tk_ticket **tvp, size_t *ntp,
 			fp_groups_add(&g, infra_fp, rec_seed(r), i);
 		}
 	}
+	/* A failing regression joins its fingerprint's ticket (or makes it):
+	 * its index past the results'. */
+	for (i = 0; i < json_array_size(json_object_get(run->report, "regressions")); i++) {
+		const json_t	*r = json_array_get(json_object_get(run->report,
+				    "regressions"), i);
+		char		*fp;
+
+		if (jstr(r, "verdict") == NULL || strcmp(jstr(r, "verdict"), "fail") != 0 ||
+		    !json_is_integer(json_object_get(r, "seed")))
+			continue;
+		fp = tk_fingerprint(run->config_name, r);
+		fp_groups_add(&g, fp, rec_seed(r), json_array_size(results) + i);
+		free(fp);
+	}
 	fp_groups_sort(&g);
 	nt = g.n;
 	if (nt > 0)
@@ -844,7 +896,10 @@ tk_build(const struct tk_run *run, struct tk_ticket **tvp, size_t *ntp,
 		t->seeds = g.v[i].seeds;	/* the ticket takes the list */
 		g.v[i].seeds = NULL;
 		t->nseeds = g.v[i].count;
-		t->first = json_array_get(results, g.v[i].first);
+		t->first = g.v[i].first < json_array_size(results) ?
+		    json_array_get(results, g.v[i].first) :
+		    json_array_get(json_object_get(run->report, "regressions"),
+		    g.v[i].first - json_array_size(results));
 	}
 	fp_groups_free(&g);
 	free(infra_fp);

@@ -4,7 +4,8 @@
 # clang and libclang-rt-dev, whose libFuzzer clang does not pull in, are
 # make fuzz's; munge and Slurm are make test-deploy's local cluster,
 # which it starts on private paths and ports; systemd is for
-# systemd-analyze verify).
+# systemd-analyze verify; chromium, a font for it and python3-html5lib read
+# report.html in tests/integration/report_html.sh).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
@@ -13,7 +14,7 @@ libnng-dev libcurl4-openssl-dev libpq-dev libyaml-dev libjansson-dev libcmocka-d
 libssl-dev openssl
 clang libclang-rt-dev
 postgresql postgresql-client postgresql-contrib
-libxml2-utils jq curl python3 python3-psycopg2 procps iproute2 nftables
+libxml2-utils jq curl python3 python3-psycopg2 python3-html5lib chromium fonts-dejavu-core procps iproute2 nftables
 scdoc mandoc
 iperf3 haproxy socat
 munge slurmctld slurmd slurm-client systemd"

@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/util.h"
 #include "fault-proxy/engine_int.h"
+#include "fault-proxy/stmtkey.h"
 
 static const char *const conn_state_names[CS_MAX] = {
 	[CS_IDLE] = "idle", [CS_PENDING] = "pending", [CS_DELAY] = "delay",
@@ -82,6 +83,7 @@ px_conn_free(struct conn *c)
 	px_live_release(c->l->ps);
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
+	pg_free(c->pgf);
 	free(c->pgf);
 	free(c->hello);
 	free(c->up.data);
@@ -280,10 +282,128 @@ exchange_begin(struct conn *c)
 	c->rec.exchange = c->exch_no++;
 	if (c->pg)
 		c->notifies0 = c->pgf->notifies;
-	if (c->pg || (c->http && l->has_re) || l->gate != NULL)
+	c->rec.round = c->round;
+	/* pg and http wait for their statement or request line: its key */
+	if (c->pg || c->http || l->gate != NULL)
 		set_state(c, CS_PENDING);
 	else
 		exchange_admit(c, NULL);
+}
+
+/* A new round's first connection: its turn's keys count from 0 again. */
+static void
+listener_round(struct listener *l, int round)
+{
+	if (l->occ_round == round)
+		return;
+	l->occ_round = round;
+	l->nocc = 0;
+	l->rconns = 0;
+}
+
+/* The occurrence of key among the turn's exchanges of this round. */
+static uint32_t
+occ_next(struct listener *l, int round, uint64_t key)
+{
+	size_t	i;
+
+	listener_round(l, round);
+	for (i = 0; i < l->nocc; i++)
+		if (l->occ_keys[i] == key)
+			return l->occ_next[i]++;
+	if (l->nocc == l->capocc) {
+		l->capocc = l->capocc ? l->capocc * 2 : 16;
+		l->occ_keys = xreallocarray(l->occ_keys, l->capocc,
+		    sizeof(*l->occ_keys));
+		l->occ_next = xreallocarray(l->occ_next, l->capocc,
+		    sizeof(*l->occ_next));
+	}
+	l->occ_keys[l->nocc] = key;
+	l->occ_next[l->nocc++] = 1;
+	return 0;
+}
+
+/* An exchange without a statement is keyed by its kind: "(startup)". */
+static uint64_t
+kind_key(const char *kind)
+{
+	char	k[32];
+
+	snprintf(k, sizeof(k), "(%s)", kind);
+	return stmtkey_sql(k, strlen(k));
+}
+
+/*
+ * What the exchange hits, once it is known (docs/plan.md): its key and
+ * occurrence, and for people its statement or request line.  Before the
+ * gate holds it or it is admitted, so a plan can name it either way.
+ */
+static void
+exchange_key(struct conn *c, const char *stmt)
+{
+	struct listener	*l = c->l;
+	uint64_t	 key;
+
+	if (c->rec.keyed)
+		return;
+	if (c->pg) {
+		c->rec.pg = pg_kind_name(c->pgf->kind);
+		if (c->pgf->has_sql)
+			memcpy(c->rec.sql, c->pgf->sql, sizeof(c->rec.sql));
+		key = c->pgf->has_key ? c->pgf->key : kind_key(c->rec.pg);
+	} else if (c->http && stmt != NULL) {
+		if ((key = stmtkey_http(stmt, strlen(stmt), c->rec.req,
+		    sizeof(c->rec.req))) == 0)
+			key = kind_key("http");
+	} else
+		key = kind_key(c->http ? "http" : "tcp");
+	c->rec.keyed = true;
+	c->rec.key = key;
+	c->rec.round = c->round;
+	c->rec.occ = occ_next(l, c->round, key);
+}
+
+/*
+ * Under a plan, the plan's fault for this exchange, and none where it
+ * has none (docs/plan.md); the seed's roll is not used.
+ */
+static void
+plan_fault(struct conn *c)
+{
+	const struct plan_proxy	*x = c->l->plan;
+	size_t			 i;
+
+	c->roll.fault = PROXY_FAULT_NONE;
+	c->roll.latency_ms = 0;
+	for (i = 0; x != NULL && i < x->nfaults; i++) {
+		const struct plan_fault_rec	*f = &x->faults[i];
+
+		if (f->fault == PLAN_BLACKHOLE || f->round != c->rec.round ||
+		    f->turn != c->l->turn || f->key != c->rec.key ||
+		    f->occ != c->rec.occ || c->rec.key == 0)
+			continue;
+		c->roll.fault = f->fault == PLAN_LOST_REPLY ?
+		    PROXY_FAULT_LOST_REPLY : f->fault == PLAN_RESET ?
+		    PROXY_FAULT_RESET : f->fault == PLAN_DUPLICATE ?
+		    PROXY_FAULT_DUPLICATE : PROXY_FAULT_NONE;
+		c->roll.latency_ms = f->latency_ms;
+		return;
+	}
+}
+
+/* Whether the plan blackholes the round's conn-th connection of turn t. */
+static bool
+plan_blackhole(const struct listener *l, int round, uint32_t conn)
+{
+	const struct plan_proxy	*x = l->plan;
+	size_t			 i;
+
+	for (i = 0; x != NULL && i < x->nfaults; i++)
+		if (x->faults[i].fault == PLAN_BLACKHOLE &&
+		    x->faults[i].round == round && x->faults[i].turn == l->turn &&
+		    x->faults[i].occ == conn)
+			return true;
+	return false;
 }
 
 /*
@@ -305,6 +425,9 @@ conn_hold(struct conn *c, const char *stmt)
 	if (c->pg && (c->rec.exchange == 0 || c->pgf->noreply))
 		return false;
 	c->gent.turn = c->l->turn;
+	c->gent.round = c->rec.round;
+	c->gent.key = c->rec.key;
+	c->gent.occ = c->rec.occ;
 	c->gent.pid = c->pg ? c->pgf->backend_pid : 0;
 	c->gent.rec = &c->rec;
 	c->has_line = !c->pg && stmt != NULL;
@@ -368,15 +491,13 @@ exchange_admit(struct conn *c, const char *stmt)
 {
 	struct listener	*l = c->l;
 
-	if (l->has_re && (stmt == NULL ||
+	exchange_key(c, stmt);
+	if (l->planned)
+		plan_fault(c);
+	else if (l->has_re && (stmt == NULL ||
 	    regexec(&l->re, stmt, 0, NULL, 0) != 0)) {
 		c->roll.fault = PROXY_FAULT_NONE;
 		c->roll.latency_ms = 0;
-	}
-	if (c->pg) {
-		c->rec.pg = pg_kind_name(c->pgf->kind);
-		if (c->pgf->has_sql)
-			memcpy(c->rec.sql, c->pgf->sql, sizeof(c->rec.sql));
 	}
 	c->rec.fault = c->roll.fault;
 	c->rec.latency_ms = c->roll.latency_ms;
@@ -890,6 +1011,7 @@ conn_frame(struct conn *c)
 		return -1;
 	if (c->state == CS_PENDING && c->gent.st != GS_WAIT &&
 	    exchange_known(c, line, sizeof(line), &stmt)) {
+		exchange_key(c, stmt);
 		if (conn_hold(c, stmt))
 			return 0;	/* the gate admits it */
 		exchange_admit(c, stmt);
@@ -1061,6 +1183,9 @@ px_conn_new(struct listener *l, int fd)
 	ps->live++;
 	c->l = l;
 	c->no = l->next_conn++;
+	c->round = atomic_load(&ps->round_no);
+	listener_round(l, c->round);
+	c->rconn = l->rconns++;
 	c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };
 	c->uep = (struct ep){ EP_UPSTREAM, c, -1, 0 };
 	c->state = CS_IDLE;
@@ -1068,12 +1193,16 @@ px_conn_new(struct listener *l, int fd)
 	if (ps->conns)
 		ps->conns->prev = c;
 	ps->conns = c;
-	if (proxy_roll_blackhole(&l->faults, ps->seed, l->name, l->turn, c->no)) {
+	if (l->planned ? plan_blackhole(l, c->round, c->rconn) :
+	    proxy_roll_blackhole(&l->faults, ps->seed, l->name, l->turn, c->no)) {
 		memset(&c->rec, 0, sizeof(c->rec));
 		c->rec.proxy = l->proxy;
 		c->rec.name = l->name;
 		c->rec.turn = l->turn;
 		c->rec.conn = c->no;
+		c->rec.round = c->round;
+		c->rec.keyed = true;	/* key 0, occ: the round's connection */
+		c->rec.occ = c->rconn;
 		c->rec.fault = PROXY_FAULT_BLACKHOLE;
 		c->in_exchange = true;	/* one record, written at close */
 		set_state(c, CS_BLACKHOLE);

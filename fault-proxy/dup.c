@@ -33,6 +33,7 @@ px_dup_free(struct dup *d)
 	if (d->next)
 		d->next->prev = d->prev;
 	http_frame_free(&d->resp);
+	pg_free(d->pgf);
 	free(d->pgf);
 	free(d->req);
 	free(d);

@@ -149,12 +149,18 @@ loop_turns(struct proxy_set *ps)
 	size_t		i;
 	int		t;
 
+	int		round = atomic_load(&ps->round_no);
+
 	if (gen == ps->turn_seen)
 		return;
 	ps->turn_seen = gen;
-	for (i = 0; i < ps->ngates; i++)
+	for (i = 0; i < ps->ngates; i++) {
+		if (round != ps->round_seen)
+			gate_round(ps->gates[i], round, NULL);
 		for (t = 0; t < ps->nturn_live; t++)
 			gate_live(ps->gates[i], t, atomic_load(&ps->turn_live[t]) != 0);
+	}
+	ps->round_seen = round;
 }
 
 /* Each gate's decisions, acted on: admit what it says, until it says none. */
@@ -163,12 +169,36 @@ loop_gates(struct proxy_set *ps)
 {
 	struct gate_ent	*e;
 	size_t		 i;
+	char		 why[sizeof(ps->diverged)];
 
 	loop_turns(ps);
-	for (i = 0; i < ps->ngates; i++)
+	for (i = 0; i < ps->ngates; i++) {
 		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL)
 			px_conn_admit((struct conn *)((char *)e -
 			    offsetof(struct conn, gent)));
+		if (!ps->diverged_told && gate_diverged(ps->gates[i],
+		    why, sizeof(why))) {
+			pthread_mutex_lock(&ps->mu);
+			memcpy(ps->diverged, why, sizeof(ps->diverged));
+			pthread_mutex_unlock(&ps->mu);
+			ps->diverged_told = true;
+		}
+	}
+}
+
+int
+proxy_set_diverged(struct proxy_set *ps, char *buf, size_t len)
+{
+	int	rc;
+
+	if (ps == NULL)
+		return 0;
+	pthread_mutex_lock(&ps->mu);
+	rc = ps->diverged[0] != '\0';
+	if (rc)
+		snprintf(buf, len, "%s", ps->diverged);
+	pthread_mutex_unlock(&ps->mu);
+	return rc;
 }
 
 static void *
@@ -257,6 +287,8 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	l->faults = *pl->faults;
 	l->faults.match = NULL;		/* the caller's; re is ours */
 	l->upstream = xstrdup(pl->upstream);
+	l->planned = pl->planned;
+	l->plan = pl->plan;
 	if (pl->faults->match != NULL) {
 		char	why[128];
 		int	rc;
@@ -337,7 +369,8 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		gc = (struct gate_conf){ .name = ps->ls[i].name, .nturns = nturns,
 		    .seed = ps->seed, .sched = ps->ls[i].schedule,
 		    .lockinfo = pl[i].lockinfo, .epfd = ps->epfd,
-		    .held = ps->held };
+		    .held = ps->held, .planned = pl[i].planned,
+		    .plan = pl[i].plan, .then_seed = pl[i].then_seed };
 		ps->gates = xreallocarray(ps->gates, ps->ngates + 1,
 		    sizeof(*ps->gates));
 		if ((ps->gates[ps->ngates] = gate_new(&gc, err)) == NULL)
@@ -426,8 +459,8 @@ proxy_set_listener_addr(const struct proxy_set *ps, size_t i)
 
 struct proxy_set *
 proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
-    const char *dbinfo, int turns, uint64_t seed, const char *trace_path,
-    char *err)
+    const char *dbinfo, int turns, uint64_t seed, const struct plan *plan,
+    bool then_seed, const char *trace_path, char *err)
 {
 	struct proxy_listen	*pl = NULL;
 	struct proxy_set	*ps = NULL;
@@ -454,10 +487,14 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->schedule = &cfg->proxies[i].schedule;
 			if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
 				p->lockinfo = dbinfo;
+			p->planned = plan != NULL;
+			p->plan = plan_proxy(plan, cfg->proxies[i].name);
+			p->then_seed = then_seed;
 		}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
 		ps->turns = turns;
+		ps->plan = plan;
 	}
 	free(pl);
 	return ps;
@@ -475,12 +512,13 @@ turns_changed(struct proxy_set *ps)
 }
 
 void
-proxy_set_round(struct proxy_set *ps, const bool *runs)
+proxy_set_round(struct proxy_set *ps, int round, const bool *runs)
 {
 	int	t;
 
 	if (ps == NULL)
 		return;
+	atomic_store(&ps->round_no, round);
 	for (t = 0; t < ps->nturn_live; t++)
 		atomic_store(&ps->turn_live[t], runs == NULL || runs[t] ? 1 : 0);
 	turns_changed(ps);
@@ -532,6 +570,8 @@ proxy_set_close(struct proxy_set *ps)
 		px_ep_close(ps->epfd, &ps->ls[i].ep, false);
 		free(ps->ls[i].name);
 		free(ps->ls[i].upstream);
+		free(ps->ls[i].occ_keys);
+		free(ps->ls[i].occ_next);
 		if (ps->ls[i].has_re)
 			regfree(&ps->ls[i].re);
 	}

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/plan.h"
 #include "fault-proxy/gate.h"
 #include "fault-proxy/http.h"
 #include "fault-proxy/io.h"
@@ -46,6 +47,19 @@ struct listener {
 	char			 addr[64];
 	uint32_t		 next_conn;
 	int64_t			 backoff_until;	/* accept paused (EMFILE) */
+	/*
+	 * What its exchanges hit (docs/plan.md): per key, the exchanges of
+	 * this turn seen so far in round occ_round (their next occurrence),
+	 * and the round's connections so far.
+	 */
+	uint64_t		*occ_keys;
+	uint32_t		*occ_next;
+	size_t			 nocc, capocc;
+	int			 occ_round;
+	uint32_t		 rconns;
+	/* under a plan: its decisions on this proxy (NULL: none planned) */
+	const struct plan_proxy	*plan;
+	bool			 planned;	/* the set follows a plan */
 };
 
 enum conn_state {
@@ -92,6 +106,8 @@ struct conn {
 	struct listener		*l;
 	struct conn		*next, *prev;
 	uint32_t		 no;
+	int			 round;		/* of the turn process that opened it */
+	uint32_t		 rconn;		/* its number among the round's */
 	enum conn_state		 state;
 	bool			 http;		/* framing of the current exchange */
 	bool			 pg;		/* PostgreSQL v3 framing: pgf */
@@ -179,6 +195,11 @@ struct proxy_set {
 	 */
 	_Atomic uint8_t		*turn_live;
 	int			 nturn_live;
+	atomic_int		 round_no;	/* proxy_set_round's round */
+	int			 round_seen;	/* the loop's: applied to the gates */
+	const struct plan	*plan;		/* the caller's, or NULL */
+	bool			 diverged_told;	/* the loop's: diverged is set */
+	char			 diverged[2048];	/* a plan's divergence; mu */
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
 };

@@ -83,6 +83,17 @@ struct gate {
 	long			 outside;	/* its count of outside waiters */
 
 	struct gate_stats	 stats;
+
+	/* under a plan (docs/plan.md) */
+	bool			 planned;
+	const struct plan_proxy	*plan;
+	bool			*used;		/* per plan step: admitted */
+	size_t			 cursor;	/* the first step not used */
+	bool			 then_seed;
+	enum { PM_PLAN, PM_SEED, PM_DRAIN } pmode;
+	char			*diverged;	/* why, once it did */
+	uint32_t		 stepno;	/* steps taken, by any strategy */
+	int			 round_no;	/* gate_round's */
 };
 
 static bool
@@ -704,14 +715,207 @@ idle_turns(struct gate *g, int64_t now, int64_t earliest, bool *go)
 	return NULL;
 }
 
+/* ---- under a plan ---- */
+
+static bool
+step_is(const struct plan_step *s, const struct gate_ent *e)
+{
+	return s->round == e->round && s->turn == e->turn && s->key == e->key &&
+	    s->occ == e->occ;
+}
+
+/* The plan's unused step e's exchange is, or SIZE_MAX: unplanned. */
+static size_t
+planned_as(const struct gate *g, const struct gate_ent *e)
+{
+	size_t	i;
+
+	if (g->plan == NULL || e->key == 0)
+		return SIZE_MAX;
+	for (i = g->cursor; i < g->plan->nsteps; i++)
+		if (!g->used[i] && step_is(&g->plan->steps[i], e))
+			return i;
+	return SIZE_MAX;
+}
+
+static void
+use_step(struct gate *g, size_t i)
+{
+	g->used[i] = true;
+	while (g->cursor < g->plan->nsteps && g->used[g->cursor])
+		g->cursor++;
+}
+
+/* "turn 2's SELECT items_reserved … (occurrence 1)" */
+static void
+put_ent(char *buf, size_t len, const struct gate_ent *e)
+{
+	snprintf(buf, len, "turn %d's %s (occurrence %" PRIu32 ")", e->turn,
+	    e->rec->sql[0] ? e->rec->sql : e->rec->req[0] ? e->rec->req :
+	    e->rec->pg ? e->rec->pg : "exchange", e->occ);
+}
+
+/*
+ * The plan's next exchange cannot come: say where, what was waiting, and
+ * the nearest match (the same turn's held exchange, else another
+ * occurrence of the step's key), once; then go on as then_seed says.
+ */
+static void
+diverge(struct gate *g, const char *why)
+{
+	const struct plan_step	*s = &g->plan->steps[g->cursor];
+	struct gate_ent		*e, *near = NULL;
+	char			 text[2048], one[256], hex[24];
+	size_t			 o;
+	int			 n = 0;
+
+	if (g->diverged != NULL)
+		return;
+	o = (size_t)snprintf(text, sizeof(text), "the plan diverged at step %zu "
+	    "of proxy %s: it wanted turn %d's %s (key %s, occurrence %" PRIu32
+	    ", round %d), but %s; waiting:", g->cursor + 1, g->name, s->turn,
+	    s->what ? s->what : "exchange", plan_key_hex(s->key, hex, sizeof(hex)),
+	    s->occ, s->round, why);
+	for (e = g->ents; e != NULL && o < sizeof(text); e = e->next) {
+		if (e->st != GS_WAIT)
+			continue;
+		put_ent(one, sizeof(one), e);
+		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s %s",
+		    n++ ? "," : "", one);
+		if (e->turn == s->turn || (near == NULL && e->key == s->key))
+			near = e;
+	}
+	if (n == 0 && o < sizeof(text))
+		o += (size_t)snprintf(text + o, sizeof(text) - o, " nothing");
+	if (near != NULL && o < sizeof(text)) {
+		put_ent(one, sizeof(one), near);
+		snprintf(text + o, sizeof(text) - o, "; nearest: %s", one);
+	}
+	g->diverged = xstrdup(text);
+	g->pmode = g->then_seed ? PM_SEED : PM_DRAIN;
+	log_warnx("seed %" PRIu64 ": %s", g->seed, text);
+}
+
+/*
+ * The plan's choice among the waiting turns (docs/plan.md's rules), or -1
+ * when it diverged (the caller then picks as its mode says).
+ */
+static int
+plan_pick(struct gate *g, const char **mark, uint32_t *deferred)
+{
+	const struct plan_step	*s;
+	struct gate_ent		*e, *lock = NULL;
+	size_t			 j;
+	int			 t;
+
+	*mark = NULL;
+	*deferred = 0;
+	for (t = 0; t < g->nturns; t++)		/* 1: unplanned, lowest turn */
+		if (g->ready[t] && planned_as(g, g->oldest[t]) == SIZE_MAX) {
+			*mark = "unplanned";
+			return t;
+		}
+	if (g->cursor >= g->plan->nsteps) {
+		for (t = 0; t < g->nturns && !g->ready[t]; t++)
+			;
+		*mark = "unplanned";	/* not reached: every step is used */
+		return t < g->nturns ? t : -1;
+	}
+	s = &g->plan->steps[g->cursor];
+	for (t = 0; t < g->nturns; t++)		/* 2: the next step */
+		if (g->ready[t] && step_is(s, g->oldest[t])) {
+			use_step(g, g->cursor);
+			return t;
+		}
+	if (s->turn < g->nturns && g->blocked[s->turn]) {
+		uint64_t	holders = 0, seen = 0, more;
+		int		u;
+
+		/*
+		 * 3: it waits on a lock: its holders' next planned step first,
+		 * in plan order.  A holder that waits on a lock itself passes it
+		 * on to its own holders (FOR UPDATE queues: the second reader
+		 * waits on the first waiter, which waits on the owner).
+		 */
+		for (e = g->ents; e != NULL; e = e->next)
+			if (e->turn == s->turn && e->st == GS_LOCK)
+				lock = e;
+		more = lock != NULL ? lock->rec->waits_on : 0;
+		while ((more &= ~seen) != 0) {
+			seen |= more;
+			holders |= more;
+			for (u = 0, more = 0; u < g->nturns && u < 64; u++)
+				if ((seen >> u & 1) && g->blocked[u])
+					for (e = g->ents; e != NULL; e = e->next)
+						if (e->turn == u && e->st == GS_LOCK)
+							more |= e->rec->waits_on;
+		}
+		for (j = g->cursor + 1; lock != NULL && j < g->plan->nsteps; j++) {
+			const struct plan_step	*h = &g->plan->steps[j];
+
+			if (g->used[j] || h->turn >= 64 ||
+			    !(holders >> h->turn & 1) ||
+			    !g->ready[h->turn] || !step_is(h, g->oldest[h->turn]))
+				continue;
+			*mark = "lock-deferred";
+			*deferred = (uint32_t)g->cursor + 1;
+			use_step(g, j);
+			return h->turn;
+		}
+		diverge(g, "its turn waits on a lock whose holders have no planned "
+		    "step waiting");
+		return -1;
+	}
+	diverge(g, s->turn < g->nturns && g->live[s->turn] ? "every live turn "
+	    "is held or blocked, and none with it" : "its turn is not running");
+	return -1;
+}
+
+/*
+ * Turn t exited: a step of its still to come never will.  Its last
+ * exchange has been admitted by then (a turn waits for its answers), so
+ * an unused step of (round, t) at or before the rounds that have run is
+ * a divergence.
+ */
+static void
+plan_exited(struct gate *g, int turn)
+{
+	size_t	i;
+
+	if (g->plan == NULL || g->pmode != PM_PLAN)
+		return;
+	for (i = g->cursor; i < g->plan->nsteps; i++)
+		if (!g->used[i] && g->plan->steps[i].turn == turn &&
+		    g->plan->steps[i].round <= g->round_no) {
+			size_t	keep = g->cursor;
+			char	why[96];
+
+			g->cursor = i;
+			snprintf(why, sizeof(why), "turn %d exited without it", turn);
+			diverge(g, why);
+			g->cursor = keep;
+			return;
+		}
+}
+
+int
+gate_diverged(const struct gate *g, char *buf, size_t len)
+{
+	if (g->diverged == NULL)
+		return 0;
+	snprintf(buf, len, "%s", g->diverged);
+	return 1;
+}
+
 struct gate_ent *
 gate_decide(struct gate *g, int64_t now)
 {
 	struct gate_ent	*e;
-	const char	*forced = NULL;
+	const char	*forced = NULL, *mark;
 	int64_t		 earliest;
 	uint64_t	 cand;
-	int		 t, idle;
+	uint32_t	 deferred;
+	int		 t, k, idle;
 	bool		 go;
 
 	g->next_at = 0;
@@ -731,12 +935,35 @@ gate_decide(struct gate *g, int64_t now)
 	}
 	g->outside_every = LOCK_PROBE_MS;
 	g->outside_at = 0;
-	t = sched_pick(g->s, g->ready);
+	mark = NULL;
+	deferred = 0;
+	t = -1;
+	if (g->planned && g->pmode == PM_PLAN) {
+		if (g->plan != NULL)
+			t = plan_pick(g, &mark, &deferred);
+		else
+			mark = "unplanned";	/* a proxy the plan has no steps for */
+	}
+	if (t == -1 && g->planned && g->pmode == PM_DRAIN) {
+		/* diverged: the oldest first, so the turns run to their end */
+		for (k = 0; k < g->nturns; k++)
+			if (g->ready[k] && (t == -1 ||
+			    g->oldest[k]->seq < g->oldest[t]->seq))
+				t = k;
+		mark = "after divergence";
+	}
+	if (t == -1) {
+		t = sched_pick(g->s, g->ready);
+		if (g->planned && g->pmode != PM_PLAN)
+			mark = "after divergence";
+	}
 	e = g->oldest[t];
 	ent_set(g, e, GS_RUN);
-	e->rec->step = sched_steps(g->s);
+	e->rec->step = ++g->stepno;
 	e->rec->cand = cand;
 	e->rec->forced = forced;
+	e->rec->plan = mark;
+	e->rec->deferred = deferred;
 	g->stats.steps = e->rec->step;
 	g->running = e;
 	g->running_since = now;
@@ -856,15 +1083,19 @@ gate_backend_gone(struct gate *g, int32_t pid)
 void
 gate_live(struct gate *g, int turn, bool live)
 {
-	if (turn >= 0 && turn < g->nturns)
-		g->live[turn] = live;
+	if (turn < 0 || turn >= g->nturns)
+		return;
+	if (g->live[turn] && !live)
+		plan_exited(g, turn);
+	g->live[turn] = live;
 }
 
 void
-gate_round(struct gate *g, const bool *runs)
+gate_round(struct gate *g, int round, const bool *runs)
 {
 	int	t;
 
+	g->round_no = round;
 	for (t = 0; t < g->nturns; t++)
 		g->live[t] = runs == NULL || runs[t];
 }
@@ -898,7 +1129,12 @@ gate_new(const struct gate_conf *c, char *err)
 	g->ready = xcalloc((size_t)c->nturns, sizeof(*g->ready));
 	g->blocked = xcalloc((size_t)c->nturns, sizeof(*g->blocked));
 	g->oldest = xcalloc((size_t)c->nturns, sizeof(*g->oldest));
-	gate_round(g, NULL);
+	gate_round(g, 0, NULL);
+	g->planned = c->planned;
+	g->plan = c->plan;
+	g->then_seed = c->then_seed;
+	if (c->plan != NULL)
+		g->used = xcalloc(c->plan->nsteps + 1, sizeof(*g->used));
 	side_open(g, c->lockinfo);
 	return g;
 }
@@ -918,6 +1154,8 @@ gate_free(struct gate *g)
 	free(g->oldest);
 	free(g->be);
 	free(g->rows);
+	free(g->used);
+	free(g->diverged);
 	free(g);
 }
 

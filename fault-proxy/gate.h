@@ -57,6 +57,14 @@
  * exchange's trace record says so ("wakes": the turns woken), and a
  * replay that parts from the run's there has a reason the trace names.
  *
+ * Under a plan (docs/plan.md) the pick is the plan's: unplanned exchanges
+ * first (lowest turn first), then the plan's next step; a step whose turn
+ * PostgreSQL says waits on a lock is deferred behind its holder's next
+ * planned step; anything else is a divergence, reported once, after which
+ * the seed's scheduler goes on (then_seed) or the gate admits in arrival
+ * order until the turns end.  The watchdogs and PostgreSQL's answers work
+ * as for a seed.
+ *
  * Costs: gate_decide scans the gate's entries (the exchanges in it, at
  * most one per connection of its turns) and its turns, O(entries + turns),
  * once per loop pass that has anything for it.
@@ -68,6 +76,7 @@
 #include <stdint.h>
 
 #include "common/config.h"
+#include "common/plan.h"
 #include "fault-proxy/proxy.h"
 
 struct gate;
@@ -89,6 +98,9 @@ enum gate_st {
  */
 struct gate_ent {
 	int			 turn;
+	int			 round;		/* what it hits (docs/plan.md) */
+	uint64_t		 key;		/* 0: unknown, never planned */
+	uint32_t		 occ;
 	int32_t			 pid;		/* PostgreSQL backend; 0: none known */
 	struct proxy_trace_rec	*rec;		/* step, cand, forced, waits_on, deadlock */
 	/* the gate's */
@@ -111,6 +123,13 @@ struct gate_conf {
 	/* per turn, shared by the gates of one set: entries of the turn held
 	 * at any gate (GS_WAIT, GS_LOCK, GS_STUCK); the set owns it */
 	uint32_t			*held;
+	/* under a plan: this proxy's steps (NULL with planned: none, every
+	 * exchange unplanned); then_seed: after a divergence the seed's own
+	 * scheduler goes on (else the gate admits in arrival order, so the
+	 * turns end, and the seed is infra/diverged) */
+	bool				 planned;
+	const struct plan_proxy		*plan;
+	bool				 then_seed;
 };
 
 #define LOCK_PROBE_MS		2	/* between two asks while one runs */
@@ -123,8 +142,8 @@ void		 gate_free(struct gate *g);
 /* Whether turn t may still send an exchange in this round (the worker's
  * word); all turns are live until told otherwise. */
 void		 gate_live(struct gate *g, int turn, bool live);
-/* A new round: every turn of runs (NULL: all) is live again. */
-void		 gate_round(struct gate *g, const bool *runs);
+/* Round `round` begins: every turn of runs (NULL: all) is live again. */
+void		 gate_round(struct gate *g, int round, const bool *runs);
 
 /* e's exchange is known and waits for admission. */
 void		 gate_wait(struct gate *g, struct gate_ent *e, int64_t now);
@@ -150,6 +169,12 @@ void		 gate_backend_gone(struct gate *g, int32_t pid);
 struct gate_ent	*gate_decide(struct gate *g, int64_t now);
 /* When gate_decide wants to run again (a now_ms() instant), or 0. */
 int64_t		 gate_next_at(const struct gate *g);
+
+/*
+ * Under a plan: whether it diverged, and why (gate.c says: the step, what
+ * the plan wanted, what was waiting, the nearest match); 0 when not.
+ */
+int		 gate_diverged(const struct gate *g, char *buf, size_t len);
 
 /* The side connection's socket is ready (EP_SIDE, owner the gate). */
 void		 gate_side_event(struct gate *g, uint32_t ev, int64_t now);

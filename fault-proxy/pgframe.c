@@ -3,6 +3,7 @@
  * clock, no allocation; the fuzz target drives it directly.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fault-proxy/pgframe.h"
@@ -90,6 +91,16 @@ pg_init(struct pgframe *f)
 }
 
 void
+pg_free(struct pgframe *f)
+{
+	if (f == NULL)
+		return;
+	free(f->stmts);
+	f->stmts = NULL;
+	f->nstmts = f->capstmts = 0;
+}
+
+void
 pg_exchange_next(struct pgframe *f)
 {
 	f->kind = PGK_NONE;
@@ -105,6 +116,8 @@ pg_exchange_next(struct pgframe *f)
 	f->err_seen = f->err_now = false;
 	f->err_len = 0;
 	f->err_sqlstate[0] = '\0';
+	f->has_key = false;
+	f->key = 0;
 }
 
 static void
@@ -192,15 +205,18 @@ tok_head(struct pgframe *f, struct pg_tok *t, bool server)
 
 /*
  * Consumes bytes of one message at most.  *end is set when the message
- * completed with these bytes; *head when its header did.
+ * completed with these bytes; *head when its header did; *body, *blen
+ * (may be NULL) say which of them were the message's body.
  */
 static size_t
 tok_feed(struct pgframe *f, struct pg_tok *t, const char *p, size_t n,
-    bool server, bool *head, bool *end)
+    bool server, bool *head, bool *end, const char **body, size_t *blen)
 {
 	size_t	used = 0, k;
 
 	*head = *end = false;
+	if (blen != NULL)
+		*blen = 0;
 	if (!t->in_body) {
 		k = t->hwant - t->hlen;
 		if (k > n)
@@ -225,6 +241,10 @@ tok_feed(struct pgframe *f, struct pg_tok *t, const char *p, size_t n,
 			c = k;
 		memcpy(t->cap + t->caplen, p + used, c);
 		t->caplen += c;
+	}
+	if (body != NULL) {
+		*body = p + used;
+		*blen = k;
 	}
 	t->left -= (uint32_t)k;
 	used += k;
@@ -342,8 +362,14 @@ cap_str(const struct pg_tok *t, size_t *off, size_t *len)
 	return s;
 }
 
+/*
+ * A Parse's named statement: its summary and key, for the Binds that name
+ * it later.  The table grows to PG_STMTS, then the oldest is recycled (a
+ * Bind of it is then keyed unknown, never planned).
+ */
 static void
-stmt_remember(struct pgframe *f, const char *name, size_t nl, const char *sql)
+stmt_remember(struct pgframe *f, const char *name, size_t nl, const char *sql,
+    uint64_t key)
 {
 	size_t	i;
 
@@ -354,17 +380,30 @@ stmt_remember(struct pgframe *f, const char *name, size_t nl, const char *sql)
 		    memcmp(f->stmts[i].name, name, nl) == 0)
 			break;
 	if (i == f->nstmts) {
-		if (f->nstmts == PG_STMTS)
-			i = f->nstmts - 1;	/* the last slot recycled */
-		else
+		if (f->nstmts == PG_STMTS) {
+			i = f->evict;
+			f->evict = (f->evict + 1) % PG_STMTS;
+		} else {
+			if (f->nstmts == f->capstmts) {
+				size_t		 cap = f->capstmts ? f->capstmts * 2 : 8;
+				struct pg_stmt	*n = realloc(f->stmts,
+				    cap * sizeof(*n));
+
+				if (n == NULL)
+					return;		/* it will key unknown */
+				f->stmts = n;
+				f->capstmts = cap;
+			}
 			f->nstmts++;
+		}
 	}
 	memcpy(f->stmts[i].name, name, nl);
 	f->stmts[i].name[nl] = '\0';
 	snprintf(f->stmts[i].sql, sizeof(f->stmts[i].sql), "%s", sql);
+	f->stmts[i].key = key;
 }
 
-static const char *
+static const struct pg_stmt *
 stmt_find(const struct pgframe *f, const char *name, size_t nl)
 {
 	size_t	i;
@@ -372,8 +411,50 @@ stmt_find(const struct pgframe *f, const char *name, size_t nl)
 	for (i = 0; i < f->nstmts; i++)
 		if (strlen(f->stmts[i].name) == nl &&
 		    memcmp(f->stmts[i].name, name, nl) == 0)
-			return f->stmts[i].sql;
+			return &f->stmts[i];
 	return NULL;
+}
+
+/* The exchange's key, the first to be known. */
+static void
+set_key(struct pgframe *f, uint64_t key)
+{
+	if (f->has_key)
+		return;
+	f->key = key;
+	f->has_key = true;
+}
+
+/*
+ * Body bytes of a Query or a Parse, into the statement's key: a Query's
+ * text is its whole body (up to its NUL), a Parse's the second string of
+ * its body, after the statement's name.
+ */
+static void
+key_feed(struct pgframe *f, const struct pg_tok *t, const char *p, size_t n)
+{
+	const char	*z;
+	size_t		 k;
+
+	if (t->type == 'Q') {
+		if ((z = memchr(p, '\0', n)) != NULL)
+			n = (size_t)(z - p);
+		sk_feed(&f->sk, p, n);
+		return;
+	}
+	while (n > 0 && f->sk_phase < 2) {
+		z = memchr(p, '\0', n);
+		k = z ? (size_t)(z - p) : n;
+		if (f->sk_phase == 1)
+			sk_feed(&f->sk, p, k);
+		if (z == NULL)
+			return;
+		f->sk_phase++;
+		p += k + 1;
+		n -= k + 1;
+		if (f->sk_phase == 2)
+			f->pkey = sk_done(&f->sk);
+	}
 }
 
 static void
@@ -391,6 +472,11 @@ fe_begin(struct pgframe *f, const struct pg_tok *t)
 {
 	enum pg_kind	k;
 
+	if (t->type == 'Q' || t->type == 'P') {
+		sk_init(&f->sk);
+		f->sk_phase = 0;
+		f->pkey = 0;
+	}
 	if (f->kind != PGK_NONE)
 		return;
 	switch (t->type) {
@@ -427,9 +513,10 @@ fe_begin(struct pgframe *f, const struct pg_tok *t)
 static void
 fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 {
-	char		 sum[PG_SQL_LEN];
-	const char	*name, *q, *known;
-	size_t		 off = 0, nl = 0, ql = 0;
+	char			 sum[PG_SQL_LEN];
+	const char		*name, *q;
+	const struct pg_stmt	*known;
+	size_t			 off = 0, nl = 0, ql = 0;
 
 	switch (t->type) {
 	case 'Q':
@@ -437,7 +524,11 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 			pg_sql_summary(t->cap, t->caplen, sum);
 			set_sql(f, sum);
 		}
-		f->ident = true;
+		/* known once its key is: the whole text, or STMTKEY_MAX of it */
+		if (!partial || f->sk.fed >= STMTKEY_MAX) {
+			set_key(f, sk_done(&f->sk));
+			f->ident = true;
+		}
 		if (!partial)
 			f->req_done = true;
 		break;
@@ -449,17 +540,27 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 			ql = 0;
 		}
 		pg_sql_summary(q, ql, sum);
+		if (f->sk_phase < 2 && (!partial || f->sk.fed >= STMTKEY_MAX)) {
+			f->pkey = sk_done(&f->sk);	/* cut: what came is the key */
+			f->sk_phase = 2;
+		}
 		if (!partial)
-			stmt_remember(f, name, nl, sum);
+			stmt_remember(f, name, nl, sum, f->pkey);
 		set_sql(f, sum);
-		f->ident = true;
+		if (f->sk_phase == 2) {
+			set_key(f, f->pkey);
+			f->ident = true;
+		}
 		break;
 	case 'B':
 		off = 0;
 		(void)cap_str(t, &off, &nl);		/* portal */
 		if ((name = cap_str(t, &off, &nl)) != NULL &&
-		    (known = stmt_find(f, name, nl)) != NULL)
-			set_sql(f, known);
+		    (known = stmt_find(f, name, nl)) != NULL) {
+			set_sql(f, known->sql);
+			set_key(f, known->key);
+		} else
+			set_key(f, 0);			/* unknown: never planned */
 		f->ident = true;
 		break;
 	case 'S':
@@ -491,7 +592,8 @@ size_t
 pg_scan_client(struct pgframe *f, const char *p, size_t n)
 {
 	struct pg_tok	*t = &f->fe;
-	size_t		 used = 0, k;
+	const char	*body = NULL;
+	size_t		 used = 0, k, blen = 0;
 	bool		 head, end;
 	char		 ty;
 
@@ -508,12 +610,15 @@ pg_scan_client(struct pgframe *f, const char *p, size_t n)
 			    (ty != 'd' && ty != 'c' && ty != 'f')))
 				break;
 		}
-		k = tok_feed(f, t, p + used, n - used, false, &head, &end);
+		k = tok_feed(f, t, p + used, n - used, false, &head, &end, &body,
+		    &blen);
 		used += k;
 		if (f->error)
 			break;
 		if (head)
 			fe_begin(f, t);
+		if (blen > 0 && (t->type == 'Q' || t->type == 'P'))
+			key_feed(f, t, body, blen);
 		if (end)
 			fe_end(f, t, false);
 		else if (t->in_body && t->keep && t->caplen == PG_CAP &&
@@ -585,7 +690,8 @@ pg_scan_server(struct pgframe *f, const char *p, size_t n)
 	bool		 head, end;
 
 	while (used < n && !f->error) {
-		used += tok_feed(f, t, p + used, n - used, true, &head, &end);
+		used += tok_feed(f, t, p + used, n - used, true, &head, &end, NULL,
+		    NULL);
 		if (f->error || !end)
 			continue;
 		switch (t->type) {

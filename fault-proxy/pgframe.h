@@ -23,7 +23,10 @@
  * only: it stops at the first byte of a message that begins the next one
  * (a message other than CopyData/CopyDone/CopyFail after the exchange's
  * request is complete), so the boundary is known from that message's first
- * byte.  pg_exchange_next() resets the exchange fields; the message
+ * byte.  An exchange is known (ident) once its key is final: a Query's
+ * whole text (or its first STMTKEY_MAX bytes) has been read, a Parse's
+ * query string, or the statement a Bind names has been looked up.
+ * pg_exchange_next() resets the exchange fields; the message
  * tokenizers carry on.  pg_scan_server() consumes server bytes and stops
  * right after a ReadyForQuery (ready is then set), and with stop_at_error
  * right after an ErrorResponse too (err_now is then set, err_len and
@@ -39,12 +42,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fault-proxy/stmtkey.h"
+
 #define PG_MSG_MAX	(1024u * 1024 * 1024)	/* the server's own limit */
 #define PG_STARTUP_MAX	10000			/* as MAX_STARTUP_PACKET_LENGTH */
 #define PG_CAP		512			/* body bytes kept per message */
 #define PG_SQL_LEN	96			/* statement summary, with "…" */
 #define PG_SQL_WORDS	8			/* at most this many words */
-#define PG_STMTS	32			/* named statements remembered */
+#define PG_STMTS	1024			/* named statements remembered */
 
 #define PG_CODE_PROTO3	196608u			/* 3.0 */
 #define PG_CODE_CANCEL	80877102u
@@ -74,6 +79,7 @@ struct pg_tok {
 struct pg_stmt {
 	char		 name[64];
 	char		 sql[PG_SQL_LEN];
+	uint64_t	 key;		/* stmtkey.h */
 };
 
 struct pgframe {
@@ -89,6 +95,13 @@ struct pgframe {
 	bool		 has_sql;	/* a statement (match applies) */
 	bool		 copy_ended;	/* the client sent CopyDone or CopyFail */
 	char		 sql[PG_SQL_LEN];
+	/* its key (stmtkey.h): the Query's, the first Parse's, or the one a
+	 * first Bind names; has_key once it is final */
+	bool		 has_key;
+	uint64_t	 key;
+	struct stmtkey	 sk;		/* the Query or Parse being keyed */
+	int		 sk_phase;	/* Parse: 0 its name, 1 its query, 2 after */
+	uint64_t	 pkey;		/* the last Parse's key, for its name */
 
 	/* the current exchange, server side */
 	bool		 ready;		/* ReadyForQuery seen */
@@ -106,8 +119,8 @@ struct pgframe {
 	bool		 started;	/* the first ReadyForQuery has been seen */
 	int32_t		 backend_pid;	/* from BackendKeyData, 0 until then */
 	uint64_t	 notifies;	/* NotificationResponses passed through */
-	struct pg_stmt	 stmts[PG_STMTS];
-	size_t		 nstmts;
+	struct pg_stmt	*stmts;		/* grown to PG_STMTS, then recycled */
+	size_t		 nstmts, capstmts, evict;
 };
 
 /* What the first bytes of a connection are. */
@@ -122,6 +135,8 @@ enum pg_first {
 enum pg_first	 pg_first(const char *p, size_t n);
 
 void	pg_init(struct pgframe *f);
+/* What pg_init's framer holds besides itself; f itself is the caller's. */
+void	pg_free(struct pgframe *f);
 size_t	pg_scan_client(struct pgframe *f, const char *p, size_t n);
 size_t	pg_scan_server(struct pgframe *f, const char *p, size_t n);
 void	pg_exchange_next(struct pgframe *f);

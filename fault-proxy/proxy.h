@@ -75,6 +75,8 @@
 #include "common/config.h"
 
 struct proxy_set;
+struct plan;
+struct plan_proxy;
 
 /*
  * Starts listeners on 127.0.0.1 ephemeral ports for each of cfg->proxies x
@@ -85,18 +87,33 @@ struct proxy_set;
  * (NULL: none).  Each decision is appended as one JSON line to trace_path
  * (created/truncated; NULL = no trace).
  */
+/*
+ * With a plan (NULL: none), the set makes the plan's decisions
+ * (docs/plan.md) instead of the seed's: faults by (round, turn, key,
+ * occurrence), each scheduled proxy's steps in the plan's order; then_seed:
+ * on a divergence, go on under the seed's own scheduler instead of
+ * stopping.  plan stays the caller's and must outlive the set.
+ */
 struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
 			    char *const *upstreams, const char *dbinfo,
-			    int turns, uint64_t seed, const char *trace_path,
-			    char *err);
+			    int turns, uint64_t seed, const struct plan *plan,
+			    bool then_seed, const char *trace_path, char *err);
 /*
- * A round begins: runs[t] says whether turn t runs in it (NULL: every
- * turn).  A schedule waits for exactly the turns that run and have not
+ * Whether a plan diverged (docs/plan.md): 1 and why (the step, what the
+ * plan wanted, what was waiting, the nearest match) into buf; 0 not.
+ * Any thread.
+ */
+int			 proxy_set_diverged(struct proxy_set *ps, char *buf,
+			    size_t len);
+/*
+ * Round `round` begins: runs[t] says whether turn t runs in it (NULL:
+ * every turn).  Its connections' exchanges are keyed in that round.  A schedule waits for exactly the turns that run and have not
  * exited, whatever their connections (gate.h): a turn that runs one
  * `psql -c` per statement is waited for between its statements.  Call
  * before spawning the round's turns.  Any thread; NULL is a no-op.
  */
-void			 proxy_set_round(struct proxy_set *ps, const bool *runs);
+void			 proxy_set_round(struct proxy_set *ps, int round,
+			    const bool *runs);
 /*
  * Turn t of the round has exited (reaped), or could not be started: no
  * schedule waits for it any more.  Any thread; NULL is a no-op.
@@ -140,6 +157,11 @@ struct proxy_listen {
 	 * which soak asks pg_blocking_pids() whether an admitted exchange
 	 * waits on a lock (NULL: the schedule's blocked timeout decides) */
 	const char		*lockinfo;
+	/* under a plan (docs/plan.md): this proxy's decisions (plan may be
+	 * NULL with planned: none for it) and what a divergence does */
+	bool			 planned;
+	const struct plan_proxy	*plan;
+	bool			 then_seed;
 };
 
 /* The pure decision for one exchange. */
@@ -170,6 +192,18 @@ struct proxy_trace_rec {
 	uint64_t		 bytes_down;	/* reply bytes passed to the client */
 	bool			 upstream_saw;
 	bool			 client_got_reply;
+	/* What it hit (docs/plan.md): its round, and when keyed its key and
+	 * occurrence among the turn's exchanges of that key in the round;
+	 * an HTTP exchange's request line as keyed ("POST /refunds/{}") */
+	int			 round;
+	bool			 keyed;
+	uint64_t		 key;
+	uint32_t		 occ;
+	char			 req[PROXY_SQL_LEN];
+	/* Under a plan: static "unplanned", "lock-deferred" (the plan's step
+	 * deferred is deferred), "after divergence"; NULL: as planned */
+	const char		*plan;
+	uint32_t		 deferred;
 	/* PostgreSQL framing only (pg NULL otherwise: no more fields) */
 	const char		*pg;		/* exchange kind: startup, simple... */
 	char			 sql[PROXY_SQL_LEN];	/* statement's first words */
@@ -197,7 +231,9 @@ struct proxy_trace_rec {
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
  * it does not fit.  Field order is fixed:
  * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
- *  "bytes_down","upstream_saw","client_got_reply"}, and for a PostgreSQL
+ *  "bytes_down","upstream_saw","client_got_reply"}, then "round" (when
+ * not 0 or when keyed), "key", "occ" and "req" when keyed, "plan" (and
+ * "deferred") under a plan when not as planned, and for a PostgreSQL
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"

@@ -136,9 +136,37 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	if (n < 0 || (size_t)n >= len)
 		return -1;
 	if (r->pg == NULL && r->step == 0 && r->deadlock == NULL &&
-	    r->wakes == 0 && r->closed == NULL)
+	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
+	    r->plan == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
+	if (r->round != 0 || r->keyed) {
+		char	num[96];
+
+		if (r->keyed)
+			snprintf(num, sizeof(num), ",\"round\":%d,\"key\":\"%016"
+			    PRIx64 "\",\"occ\":%" PRIu32, r->round, r->key, r->occ);
+		else
+			snprintf(num, sizeof(num), ",\"round\":%d", r->round);
+		if (put(buf, len, &o, num) == -1)
+			return -1;
+		if (r->req[0] != '\0' && (put(buf, len, &o, ",\"req\":\"") == -1 ||
+		    put_json(buf, len, &o, r->req) == -1 ||
+		    put(buf, len, &o, "\"") == -1))
+			return -1;
+	}
+	if (r->plan != NULL) {
+		if (put(buf, len, &o, ",\"plan\":\"") == -1 ||
+		    put(buf, len, &o, r->plan) == -1 || put(buf, len, &o, "\"") == -1)
+			return -1;
+		if (r->deferred != 0) {
+			char	num[40];
+
+			snprintf(num, sizeof(num), ",\"deferred\":%" PRIu32, r->deferred);
+			if (put(buf, len, &o, num) == -1)
+				return -1;
+		}
+	}
 	if (r->step != 0) {
 		char	num[64];
 

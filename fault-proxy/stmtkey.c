@@ -69,9 +69,80 @@ hash_bytes(struct stmtkey *k, const char *s, size_t n)
 			k->out[k->outlen++] = s[i];
 }
 
+/* Where a trailing locking clause is (stmtkey.h): its grammar by token. */
+enum { LK_NONE, LK_FOR, LK_NO, LK_NOKEY, LK_KEY, LK_DONE, LK_OF, LK_OFID,
+    LK_SKIP, LK_END };
+
+static bool
+tok_is(const char *s, size_t n, const char *w)
+{
+	return strlen(w) == n && memcmp(s, w, n) == 0;
+}
+
+/* The clause's next state after token s, or LK_NONE: not a clause. */
+static int
+lock_next(int st, const char *s, size_t n)
+{
+	bool	word = n > 0 && (word_start((unsigned char)s[0]) || s[0] == '"');
+
+	switch (st) {
+	case LK_FOR:
+		if (tok_is(s, n, "update") || tok_is(s, n, "share"))
+			return LK_DONE;
+		if (tok_is(s, n, "no"))
+			return LK_NO;
+		if (tok_is(s, n, "key"))
+			return LK_KEY;
+		return LK_NONE;
+	case LK_NO:
+		return tok_is(s, n, "key") ? LK_NOKEY : LK_NONE;
+	case LK_NOKEY:
+		return tok_is(s, n, "update") ? LK_DONE : LK_NONE;
+	case LK_KEY:
+		return tok_is(s, n, "share") ? LK_DONE : LK_NONE;
+	case LK_OF:
+		return word ? LK_OFID : LK_NONE;
+	case LK_OFID:
+		if (tok_is(s, n, ",") || tok_is(s, n, "."))
+			return LK_OF;
+		/* FALLTHROUGH */
+	case LK_DONE:
+		if (st == LK_DONE && tok_is(s, n, "of"))
+			return LK_OF;
+		if (tok_is(s, n, "nowait"))
+			return LK_END;
+		if (tok_is(s, n, "skip"))
+			return LK_SKIP;
+		/* FALLTHROUGH */
+	case LK_END:
+		if (tok_is(s, n, "for"))
+			return LK_FOR;
+		if (tok_is(s, n, ";"))
+			return LK_END;
+		return LK_NONE;
+	case LK_SKIP:
+		return tok_is(s, n, "locked") ? LK_END : LK_NONE;
+	}
+	return LK_NONE;
+}
+
 static void
 put(struct stmtkey *k, const char *s, size_t n)
 {
+	if (!tok_is(s, n, ";"))
+		k->semi = false;
+	else if (!k->semi) {
+		k->semi = true;
+		k->semi_h = k->h;
+		k->semi_outlen = k->outlen;
+	}
+	if (k->lk != LK_NONE)
+		k->lk = lock_next(k->lk, s, n);
+	else if (k->any && tok_is(s, n, "for")) {
+		k->lk = LK_FOR;
+		k->lk_h = k->h;
+		k->lk_outlen = k->outlen;
+	}
 	if (k->any)
 		hash_bytes(k, " ", 1);
 	hash_bytes(k, s, n);
@@ -438,6 +509,14 @@ sk_done(struct stmtkey *k)
 
 		k->held = 0;
 		put(k, &sign, 1);
+	}
+	/* a whole locking clause at the end: keyed as the statement without it */
+	if (k->lk == LK_DONE || k->lk == LK_OFID || k->lk == LK_END) {
+		k->h = k->lk_h;
+		k->outlen = k->lk_outlen;
+	} else if (k->semi) {
+		k->h = k->semi_h;
+		k->outlen = k->semi_outlen;
 	}
 	if (k->out != NULL && k->outcap > 0)
 		k->out[k->outlen] = '\0';

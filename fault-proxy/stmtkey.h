@@ -11,7 +11,11 @@
  * words true, false and null, and parameters $1, $2 ... -- one placeholder
  * "?", a sign before a number in an operand's place included.  So psql's
  * inline literals, psycopg2's client-side interpolation and libpq's
- * parameters give one key.  Quoted identifiers keep their case.  The text
+ * parameters give one key.  Quoted identifiers keep their case.  A locking
+ * clause that ends the statement (FOR UPDATE, FOR SHARE, ... OF t, NOWAIT,
+ * SKIP LOCKED) is left out: a fix that locks the row it reads keeps the
+ * key of the read it fixes, so a plan applies to it; so are semicolons at
+ * the end.  The text
  * is streamed (sk_feed, any number of pieces); past STMTKEY_MAX bytes it
  * is keyed by what came.
  *
@@ -49,6 +53,19 @@ struct stmtkey {
 	char		 held;		/* a sign held back ('-', '+'), or 0 */
 	char		 op[8];		/* an operator being read */
 	size_t		 oplen;
+	/*
+	 * A locking clause at the end (FOR UPDATE, FOR NO KEY UPDATE, FOR
+	 * SHARE, FOR KEY SHARE, OF tables, NOWAIT, SKIP LOCKED, repeated) is
+	 * not part of the key: the state at its FOR, and where in the clause
+	 * the tokens since are (0: none under way).
+	 */
+	int		 lk;
+	uint64_t	 lk_h;
+	size_t		 lk_outlen;
+	/* Semicolons at the end are not part of it either (psql -c "...;"). */
+	bool		 semi;
+	uint64_t	 semi_h;
+	size_t		 semi_outlen;
 	/* stmtkey_norm: the normalized text too (NULL: not wanted) */
 	char		*out;
 	size_t		 outcap, outlen;

@@ -47,6 +47,8 @@ struct step {
 	bool		 has_waits;
 	uint64_t	 waits_on;	/* turns holding the lock it waited on */
 	uint64_t	 wakes;		/* lock waiters its end woke together */
+	char		 plan[24];	/* under a plan: "unplanned", ... */
+	uint64_t	 deferred;	/* lock-deferred: the plan's step */
 	int		 line;		/* in its trace, for a doctored one */
 };
 
@@ -113,6 +115,8 @@ step_parse(const json_t *o, int lineno, struct step *st)
 	copy_str(st->pg, sizeof(st->pg), o, "pg");
 	copy_str(st->fault, sizeof(st->fault), o, "fault");
 	copy_str(st->deadlock, sizeof(st->deadlock), o, "deadlock");
+	copy_str(st->plan, sizeof(st->plan), o, "plan");
+	st->deferred = (uint64_t)json_integer_value(json_object_get(o, "deferred"));
 	if ((w = json_string_value(json_object_get(o, "wakes"))) != NULL)
 		st->wakes = strtoull(w, NULL, 16);
 	if ((w = json_string_value(json_object_get(o, "waits_on"))) != NULL) {
@@ -721,6 +725,11 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 	if (st->wakes != 0)
 		fprintf(f, "  [its end woke turns %s: PostgreSQL's order]",
 		    proxy_turn_set(st->wakes, set, sizeof(set)));
+	if (st->plan[0] != '\0' && st->deferred != 0)
+		fprintf(f, "  [%s: the plan's step %" PRIu64 " waited on its lock]",
+		    st->plan, st->deferred);
+	else if (st->plan[0] != '\0')
+		fprintf(f, "  [%s]", st->plan);
 	if (st->fault[0] != '\0' && strcmp(st->fault, "none") != 0)
 		fprintf(f, "  [fault: %s]", st->fault);
 	fputc('\n', f);

@@ -922,7 +922,7 @@ iso_drop(struct iso *iso, char *err)
 	char	*sql;
 	int	 rc, tries;
 
-	iso->deadline = now_ms() + ISO_CONNECT_MS;
+	iso->deadline = now_ms() + ISO_TEARDOWN_MS;
 	/* truncate's template goes with the schema (IF EXISTS: any mode). */
 	sql = xasprintf("BEGIN; SET LOCAL lock_timeout = '%s'; "
 	    "DROP SCHEMA IF EXISTS %s CASCADE; "
@@ -941,6 +941,18 @@ iso_drop(struct iso *iso, char *err)
 	free(sql);
 	if (rc == 0)
 		iso->created = false;
+	else {
+		char	desc[256], why[ERR_LEN];
+
+		snprintf(why, sizeof(why), "%s", err);
+		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
+		if (now_ms() >= iso->deadline)
+			snprintf(why, sizeof(why), "it did not answer within %d s",
+			    ISO_TEARDOWN_MS / 1000);
+		errf(err, "the schemas %s and %s are left in the database at %s (%s); "
+		    "remove them with DROP SCHEMA IF EXISTS %s, %s CASCADE", iso->schema,
+		    iso->tpl, desc, why, iso->qschema, iso->qtpl);
+	}
 	return rc;
 }
 

@@ -173,6 +173,13 @@ char	*iso_psql_command(const char *conninfo, const char *schema,
  * Nothing is created in the database until iso_reset.
  */
 #define ISO_CONNECT_MS	30000
+/*
+ * What a teardown gives the database, at most: a worker dropping its
+ * schema, `soak run` dropping the schemas of its lost workers.  A database
+ * that stopped answering (paused, cut off) must not keep a finished run
+ * from ending; what it leaves behind is said, with how to remove it.
+ */
+#define ISO_TEARDOWN_MS	5000
 struct iso;
 
 /*
@@ -226,7 +233,10 @@ int		iso_reset(struct iso *iso, int64_t deadline, char *err);
  * "" when the DDL was not what failed (the connection, a lock, the time).
  */
 const char	*iso_ddl_sqlstate(const struct iso *iso);
-/* Drops the schema (end of the worker, unless kept), within ISO_CONNECT_MS. */
+/*
+ * Drops the schema (end of the worker, unless kept), within ISO_TEARDOWN_MS;
+ * -1 with err naming what was left and the statement that removes it.
+ */
 int		iso_drop(struct iso *iso, char *err);
 
 /*

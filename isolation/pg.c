@@ -249,6 +249,39 @@ wait_deadline(pid_t pid, int64_t timeout_ms, int *status)
 	}
 }
 
+/*
+ * SIGCONT to pid and its children: a cluster paused with SIGSTOP (the
+ * chaos test does it, so can an operator) would not act on SIGQUIT, and
+ * its stopped backends would hold the postmaster's immediate shutdown
+ * for its 5 s before it kills them.  O(processes), once, at the end.
+ */
+static void
+continue_tree(pid_t pid)
+{
+	struct dirent	*de;
+	DIR		*d;
+	char		 path[300], buf[512], *p;
+	long		 ppid;
+	FILE		*f;
+
+	kill(pid, SIGCONT);
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", de->d_name);
+		if ((f = fopen(path, "r")) == NULL)
+			continue;
+		/* "pid (comm) state ppid ...": comm may hold blanks and ')' */
+		if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL &&
+		    sscanf(p + 1, " %*c %ld", &ppid) == 1 && ppid == (long)pid)
+			kill((pid_t)atol(de->d_name), SIGCONT);
+		fclose(f);
+	}
+	closedir(d);
+}
+
 static void
 stop_postgres(pid_t pm)
 {
@@ -257,6 +290,7 @@ stop_postgres(pid_t pm)
 	if (pm <= 0)
 		return;
 	kill(pm, SIGQUIT);
+	continue_tree(pm);
 	if (wait_deadline(pm, PG_STOP_TIMEOUT_MS, &status) == -1) {
 		kill(pm, SIGKILL);
 		waitpid(pm, &status, 0);
@@ -297,6 +331,7 @@ stop_restarted(const struct pg_plan *pl, pid_t pm)
 	/* Not our child: its pidfd says when it is gone. */
 	fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
 	kill((pid_t)pid, SIGQUIT);
+	continue_tree((pid_t)pid);
 	if (fd != -1) {
 		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 		if (poll(&pfd, 1, PG_STOP_TIMEOUT_MS) == 0)

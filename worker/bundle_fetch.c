@@ -64,19 +64,30 @@ bundle_dir(const struct msg *welcome, const char *root, wrk_call_fn call,
 {
 	const char	*hash = welcome->u.welcome.bundle_hash;
 	char		*cache, tmp[ERR_LEN];
-	int		 rc;
+	int		 rc, n;
 
 	if (!bundle_hash_valid(hash))
 		return errf(err, "the coordinator announced a bundle hash that is not "
 		    "64 hex digits");
 	if ((cache = bundle_cache_dir(root ? root : scratch_root(), tmp)) == NULL)
 		return errf(err, "no bundle cache: %s", tmp);
-	if ((rc = bundle_cached(cache, hash, dirp, tmp)) == 1)
+	/* A cached copy being pruned is fetched again. */
+	if ((rc = bundle_cached(cache, hash, dirp, tmp)) == 1 &&
+	    bundle_hold(*dirp, tmp) == 0)
 		log_debug("the config folder's bundle %.12s is cached: %s", hash, *dirp);
-	else if (rc == 0)
-		rc = bundle_fetch(welcome, cache, call, l, dirp, err);
-	else
+	else if (rc >= 0) {
+		free(*dirp);
+		*dirp = NULL;
+		if ((rc = bundle_fetch(welcome, cache, call, l, dirp, err)) == 0 &&
+		    bundle_hold(*dirp, tmp) == -1)
+			rc = errf(err, "the bundle cache: %s", tmp);
+	} else
 		errf(err, "the bundle cache: %s", tmp);
+	/* Held, ours is safe: the cache keeps the bundles used last. */
+	if (rc >= 0 && (n = bundle_prune(cache, BUNDLE_KEEP)) > 0)
+		log_info("removed %d bundle(s) of the config folder not used lately "
+		    "from %s (it keeps the %d used last, and any a worker runs on)",
+		    n, cache, BUNDLE_KEEP);
 	free(cache);
 	return rc == -1 ? -1 : 0;
 }

@@ -228,6 +228,37 @@ detail_trace_json(const struct detail_trace *t, const char *full_trace,
 	return s;
 }
 
+/*
+ * A plan over DETAIL_PLAN_MAX: without its "what" words, which are for
+ * people; still over: left out (null), said in a marker.
+ */
+static json_t *
+detail_trim_plan(const json_t *plan, json_t *markers)
+{
+	json_t		*p = json_deep_copy(UNCONST(plan)), *px, *x, *list, *e;
+	const char	*name, *kind;
+	size_t		 i, k;
+
+	px = json_object_get(p, "proxies");
+	json_object_foreach(px, name, x) {
+		for (k = 0; k < 2; k++) {
+			kind = k == 0 ? "faults" : "steps";
+			list = json_object_get(x, kind);
+			json_array_foreach(list, i, e)
+				json_object_del(e, "what");
+		}
+	}
+	if (detail_cost(p) <= DETAIL_PLAN_MAX) {
+		json_array_append_new(markers, json_string("the plan's statement "
+		    "heads (what) left out: over the plan's cap"));
+		return p;
+	}
+	json_decref(p);
+	json_array_append_new(markers, json_string("the plan left out: over its "
+	    "cap even without its statement heads"));
+	return json_null();
+}
+
 json_t *
 detail_trim(const json_t *detail, const struct detail_trace *t, const char *full_dir)
 {
@@ -241,6 +272,9 @@ detail_trim(const json_t *detail, const struct detail_trace *t, const char *full
 	if (json_is_array(v = json_object_get(detail, "turns")))
 		json_object_set_new(out, "turns",
 		    detail_trim_turns(v, DETAIL_TURNS_MAX, markers));
+	if ((v = json_object_get(detail, "plan")) != NULL &&
+	    detail_cost(v) > DETAIL_PLAN_MAX)
+		json_object_set_new(out, "plan", detail_trim_plan(v, markers));
 	if (t != NULL) {
 		full_trace = full_dir && ws ? xasprintf("%s/trace.jsonl", ws) : NULL;
 		json_object_set_new(out, "trace", detail_trace_json(t, full_trace, markers));

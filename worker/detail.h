@@ -10,6 +10,9 @@
  *
  *	message, round, turn counts, workspace,
  *	config_error, coverage		never cut
+ *	plan (DETAIL_PLAN_MAX)		whole; else without its "what" words
+ *					(the statements' heads, for people);
+ *					else left out, said in a marker
  *	invariants (DETAIL_INV_MAX)	every broken invariant's name, SQL,
  *					columns and row_count; then rows, the
  *					first row of each before the second of any
@@ -48,7 +51,8 @@
 #include "common/msg.h"
 
 #define DETAIL_INV_MAX		(MSG_DETAIL_MAX / 4)		/* 256 KiB */
-#define DETAIL_TURNS_MAX	(MSG_DETAIL_MAX / 16 * 7)	/* 448 KiB */
+#define DETAIL_TURNS_MAX	(MSG_DETAIL_MAX / 16 * 6)	/* 384 KiB */
+#define DETAIL_PLAN_MAX		(MSG_DETAIL_MAX / 16)		/* 64 KiB */
 #define DETAIL_TRACE_MAX	(MSG_DETAIL_MAX / 4)		/* 256 KiB */
 
 /* Bytes s[0..len) takes as a JSON string in jansson's output, quotes included. */

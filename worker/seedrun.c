@@ -34,6 +34,8 @@ struct seed_ctx {
 	uint64_t		 seed;
 	enum run_state		 state;
 	int64_t			 start, deadline;
+	int64_t			 start_wall;	/* the seed's start, wall clock */
+	json_t			*checks;	/* [[round, start_ms, end_ms, broken]] */
 	char			*dir;		/* the seed's workspace */
 	struct proxy_set	*proxies;
 	char			*trace_path;
@@ -43,6 +45,7 @@ struct seed_ctx {
 	int			 idle_round;	/* the first round in which no turn
 						   succeeded, or -1 */
 	char			 idle_why[300];	/* how its first turn ended */
+	char			 diverged[2048];	/* a plan's divergence, or "" */
 	/* per invariant (config order): rounds checked, rounds it broke */
 	uint32_t		*inv_checks, *inv_broken;
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
@@ -302,7 +305,7 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	env_base(&env, c->w, ports, nports, dir);
 	env_addf(&env, "SOAK_SEED", "%" PRIu64, c->seed);
 	req = (struct spawn_req){ .argv = cfg->setup, .envp = env.v, .dir = dir,
-	    .stdout_path = so, .stderr_path = se };
+	    .stdout_path = so, .stderr_path = se, .scrub = c->w->scrub };
 	wrk_run_batch(&req, 1, cfg->setup_timeout_ms, c->deadline, &out, &hung);
 	json_array_append_new(c->turns, outcome_json(c, &out));
 	timeline_at(c, out.end_ms, "setup: %s %d (started at %.3fs, %lld ms)",
@@ -416,22 +419,31 @@ static int
 run_round(struct seed_ctx *c, int round, struct seed_result *res)
 {
 	const struct cfg	 *cfg = c->w->cfg;
-	int			  n = cfg->turns, i, tempfail = 0, execfail = 0, ok = 0;
-	struct spawn_req	 *reqs = xcalloc(n, sizeof(*reqs));
-	struct turn_outcome	 *out = xcalloc(n, sizeof(*out));
-	struct turn_outcome	**ended = xcalloc(n, sizeof(*ended));
-	struct env		 *envs = xcalloc(n, sizeof(*envs));
-	struct turn_end		 *ends = xcalloc(n, sizeof(*ends));
-	char			**dirs = xcalloc(n, sizeof(char *));
-	char			**so = xcalloc(n, sizeof(char *)), **se = xcalloc(n, sizeof(char *));
+	const struct plan	 *plan = c->w->plan;
+	int			  n = 0, i, t, tempfail = 0, execfail = 0, ok = 0;
+	struct spawn_req	 *reqs = xcalloc(cfg->turns, sizeof(*reqs));
+	struct turn_outcome	 *out = xcalloc(cfg->turns, sizeof(*out));
+	struct turn_outcome	**ended = xcalloc(cfg->turns, sizeof(*ended));
+	struct env		 *envs = xcalloc(cfg->turns, sizeof(*envs));
+	struct turn_end		 *ends = xcalloc(cfg->turns, sizeof(*ends));
+	bool			 *runs = xcalloc(cfg->turns, sizeof(*runs));
+	char			**dirs = xcalloc(cfg->turns, sizeof(char *));
+	char			**so = xcalloc(cfg->turns, sizeof(char *));
+	char			**se = xcalloc(cfg->turns, sizeof(char *));
 	char			  err[ERR_LEN], name[128];
 	bool			  hung;
 	int			  rc = 0;
 	size_t			  p, nports;
 	const struct env_port	 *ports = wrk_service_ports(c->w, &nports);
 
-	for (i = 0; i < n; i++) {
-		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, i, err)) == NULL) {
+	/* Under a plan only its (round, turn) pairs run (docs/plan.md); the
+	 * others are never started and never waited for, and the ones that
+	 * run keep their numbers and turn seeds.  out[i] is the i-th that runs. */
+	for (t = 0; t < cfg->turns; t++) {
+		if (!(runs[t] = plan_runs(plan, round, t)))
+			continue;
+		i = n++;
+		if ((dirs[i] = iso_turn_dir(c->w->iso, c->seed, round, t, err)) == NULL) {
 			verdict(res, REASON_EXEC, "%s", err);
 			rc = -1;
 			goto out;
@@ -443,30 +455,30 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		 * proxy in front of the database, when there is one. */
 		env_turn(&envs[i], c->w, ports, nports, dirs[i], c->proxies &&
 		    cfg->db_proxy >= 0 ? proxy_set_addr(c->proxies,
-		    (size_t)cfg->db_proxy, i) : NULL);
+		    (size_t)cfg->db_proxy, t) : NULL);
 		env_addf(&envs[i], "SOAK_SEED", "%" PRIu64, c->seed);
 		env_addf(&envs[i], "SOAK_ROUND", "%d", round);
-		env_addf(&envs[i], "SOAK_TURN", "%d", i);
-		env_addf(&envs[i], "SOAK_TURNS", "%d", n);
-		env_addf(&envs[i], "SOAK_TURN_SEED", "%" PRIu64, seed_turn(c->seed, round, i));
+		env_addf(&envs[i], "SOAK_TURN", "%d", t);
+		env_addf(&envs[i], "SOAK_TURNS", "%d", cfg->turns);
+		env_addf(&envs[i], "SOAK_TURN_SEED", "%" PRIu64, seed_turn(c->seed, round, t));
 		for (p = 0; c->proxies && p < cfg->nproxies; p++) {
 			env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
-			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, i));
+			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, t));
 		}
-		ends[i] = (struct turn_end){ c->proxies, i };
+		ends[i] = (struct turn_end){ c->proxies, t };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
-		    .ended = turn_exited, .ended_arg = &ends[i] };
+		    .ended = turn_exited, .ended_arg = &ends[i], .scrub = c->w->scrub };
 		out[i].round = round;
-		out[i].turn = i;
+		out[i].turn = t;
 	}
 	/* the round's turns are new: a schedule waits for each of them until
 	 * it exits, whatever its connections */
-	proxy_set_round(c->proxies, NULL);
-	wrk_run_batch(reqs, n, cfg->turn_timeout_ms, c->deadline, out, &hung);
+	proxy_set_round(c->proxies, round, runs);
+	wrk_run_batch(reqs, (size_t)n, cfg->turn_timeout_ms, c->deadline, out, &hung);
 	for (i = 0; i < n; i++) {
 		out[i].round = round;
-		out[i].turn = i;
+		out[i].turn = ends[i].turn;
 		c->total_turns++;
 		switch (out[i].status) {
 		case TURN_OK:		c->ok_turns++; ok++; break;
@@ -486,18 +498,18 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 	/* The timeline in the order turns ended, each stamped when it did. */
 	qsort(ended, (size_t)n, sizeof(*ended), by_end);
 	for (i = 0; i < n; i++) {
-		const struct turn_outcome	*t = ended[i];
+		const struct turn_outcome	*to = ended[i];
 		char				 words[64];
-		const char			*tail = t->status != TURN_OK &&
-						    t->stderr_tail ? t->stderr_tail : "";
+		const char			*tail = to->status != TURN_OK &&
+						    to->stderr_tail ? to->stderr_tail : "";
 		int				 len = (int)strlen(tail);
 
 		/* Its last newline would end the line early. */
 		while (len > 0 && tail[len - 1] == '\n')
 			len--;
-		timeline_at(c, t->end_ms, "round %d turn %d: %s (started at %.3fs, "
-		    "%lld ms)%s%.*s", round, t->turn, turn_words(t, words, sizeof(words)),
-		    (double)(t->start_ms - c->start) / 1000.0, (long long)t->duration_ms,
+		timeline_at(c, to->end_ms, "round %d turn %d: %s (started at %.3fs, "
+		    "%lld ms)%s%.*s", round, to->turn, turn_words(to, words, sizeof(words)),
+		    (double)(to->start_ms - c->start) / 1000.0, (long long)to->duration_ms,
 		    len > 0 ? " stderr: " : "", len, tail);
 	}
 	if (hung) {
@@ -514,7 +526,7 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 			;
 		verdict(res, REASON_TEMPFAIL,
 		    "%d turn(s) exited 75 (environment broke) in round %d, first turn %d",
-		    tempfail, round, i);
+		    tempfail, round, out[i].turn);
 		rc = -1;
 	}
 out:
@@ -527,7 +539,7 @@ out:
 		free(se[i]);
 	}
 	free(reqs); free(out); free(ended); free(envs); free(ends); free(dirs);
-	free(so); free(se);
+	free(so); free(se); free(runs);
 	return rc;
 }
 
@@ -670,8 +682,15 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 	char			err[ERR_LEN];
 	size_t			i;
 	int			rc = 0;
+	int64_t			t0 = now_ms(), t1;
 
-	if (inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err) == -1) {
+	rc = inv_check(iso_conn(c->w->iso), c->w->cfg, c->deadline, &ir, err);
+	t1 = now_ms();
+	/* When the check ran, for report.html's swimlane. */
+	json_array_append_new(c->checks, json_pack("[i, I, I, I]", round,
+	    (json_int_t)(t0 - c->start), (json_int_t)(t1 - c->start),
+	    (json_int_t)(rc == -1 ? -1 : (json_int_t)ir.nviolated)));
+	if (rc == -1) {
 		timeline(c, "check after round %d: %s", round, err);
 		if (now_ms() >= c->deadline)
 			deadline_passed(c, res, "in the check after round %d", round);
@@ -697,10 +716,13 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 			fputc('\n', c->w->timeline);
 			for (int r = 0; r < o->nkept; r++) {
 				for (int k = 0; k < o->ncols; k++) {
-					const char *v = o->cells[r * o->ncols + k];
+					const char	*v = o->cells[r * o->ncols + k];
+					char		*cell = xstrdup(v ? v : "NULL");
 
+					scrub_text(c->w->scrub, cell);
 					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
-					    v ? v : "NULL");
+					    cell);
+					free(cell);
 				}
 				fputc('\n', c->w->timeline);
 			}
@@ -750,7 +772,9 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
 		json_object_set_new(detail, "workspace_error", json_string(err));
 		return xstrdup(c->dir);
 	}
-	parent = xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
+	/* regress hook: a regression's own folder (wrk.h keep_name) */
+	parent = c->w->keep_name != NULL ? xasprintf("%s/%s", c->w->keep_dir,
+	    c->w->keep_name) : xasprintf("%s/%" PRIu64, c->w->keep_dir, c->seed);
 	dst = xasprintf("%s/workspace", parent);
 	full = xasprintf("%s/detail.json", parent);
 	/* A re-run of the seed replaces what an earlier run kept. */
@@ -807,6 +831,50 @@ seed_coverage(const struct seed_ctx *c, json_t **sched)
 		json_object_set_new(cov, "invariants", invs);
 	}
 	return cov;
+}
+
+/*
+ * The seed's plan (docs/plan.md), made of its whole fault trace, into the
+ * detail ("plan", an object: the coordinator writes failures/<seed>/
+ * plan.json of it).  A plan the trace cannot make (a trace cut at
+ * PROXY_TRACE_CAP records, a soak too old) is said in the log, not fatal.
+ */
+static void
+seed_plan(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	struct plan		 p;
+	json_error_t		 je;
+	json_t			*o;
+	char			*trace, *text, err[ERR_LEN];
+	size_t			 len;
+
+	if (access(c->trace_path, F_OK) != 0)
+		return;
+	if ((trace = read_file(c->trace_path, WRK_TRACE_WHOLE_MAX, &len, err)) == NULL) {
+		log_warnx("seed %" PRIu64 ": no plan: %s", c->seed, err);
+		return;
+	}
+	if (plan_from_trace(trace, len, c->seed, cfg->name, cfg->turns, cfg->rounds,
+	    &p, err) == -1) {
+		log_warnx("seed %" PRIu64 ": no plan of its trace: %s", c->seed, err);
+		free(trace);
+		return;
+	}
+	free(trace);
+	/* a plan's own runs stay the runs of its replay */
+	if (c->w->plan != NULL && c->w->plan->runs != NULL) {
+		p.runs = xcalloc((size_t)p.rounds * (size_t)p.turns, sizeof(*p.runs));
+		memcpy(p.runs, c->w->plan->runs, (size_t)p.rounds * (size_t)p.turns *
+		    sizeof(*p.runs));
+	}
+	if (res->verdict == VERDICT_FAIL)
+		p.message = xstrdup(res->message);
+	text = plan_dump(&p);
+	plan_free(&p);
+	if ((o = json_loads(text, 0, &je)) != NULL)
+		json_object_set_new(detail, "plan", o);
+	free(text);
 }
 
 /*
@@ -873,6 +941,41 @@ seed_begin(struct seed_ctx *c, struct seed_result *res)
 	return 0;
 }
 
+/*
+ * When the seed's parts ran, for report.html (docs/report.md "timing"):
+ * the seed's start by the worker's wall clock, each invariant check, and
+ * for a pass (whose detail has no "turns") each turn's start, end and
+ * status as [round, turn, start_ms, end_ms, status], within
+ * DETAIL_TURNS_MAX bytes, what did not fit counted in "more_turns".
+ */
+static json_t *
+timing_json(struct seed_ctx *c, bool pass)
+{
+	json_t	*t = json_pack("{s:I, s:O}", "started_at_ms", (json_int_t)c->start_wall,
+	    "checks", c->checks), *turns, *o, *row;
+	size_t	 i, cost = 0, more = 0;
+
+	if (!pass)
+		return t;
+	turns = json_array();
+	json_array_foreach(c->turns, i, o) {
+		row = json_pack("[O, O, O, O, O]", json_object_get(o, "round"),
+		    json_object_get(o, "turn"), json_object_get(o, "start_ms"),
+		    json_object_get(o, "end_ms"), json_object_get(o, "status"));
+		if (row == NULL || more > 0 ||
+		    (cost += detail_cost(row) + 1) > DETAIL_TURNS_MAX) {
+			more++;
+			json_decref(row);
+			continue;
+		}
+		json_array_append_new(turns, row);
+	}
+	json_object_set_new(t, "turns", turns);
+	if (more > 0)
+		json_object_set_new(t, "more_turns", json_integer((json_int_t)more));
+	return t;
+}
+
 int
 wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
     struct cfgerr *cfgerr)
@@ -894,8 +997,10 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 		rm_rf(c.dir);
 	free(c.dir);
 	/* The setup's outcome, with its stderr tail: what failed, in its words. */
+	scrub_text(w->scrub, res->message);
 	res->detail = json_pack("{s:s, s:o}", "message", res->message,
 	    "turns", c.turns);
+	scrub_json(w->scrub, res->detail);
 	return rc;
 }
 
@@ -916,9 +1021,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	res->reason = REASON_NONE;
 	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
+	c.start_wall = wall_ms();
 	c.deadline = c.start + cfg->seed_timeout_ms;
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
+	c.checks = json_array();
 	c.state = RUN_VERDICT;
 	c.inv_checks = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_checks));
 	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
@@ -930,12 +1037,15 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
 		ups = proxy_upstreams(w);
 		if ((c.proxies = proxy_set_open_cfg(cfg, ups, w->conninfo, cfg->turns, seed,
-		    c.trace_path, err)) == NULL) {
+		    w->plan, w->then_seed, c.trace_path, err)) == NULL) {
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
 	}
 	for (round = 0; round < cfg->rounds; round++) {
+		/* a round a plan left no turn of is not run, nor checked */
+		if (w->plan != NULL && plan_turns_in(w->plan, round) == 0)
+			continue;
 		set_state(&c, RUN_ROUND, round);
 		if (run_round(&c, round, res) == -1) {
 			c.round = round;
@@ -956,6 +1066,16 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			    "after round %d; checking anyway", seed,
 			    WRK_SETTLE_MS / 1000, round);
 		}
+		/* A plan whose next step could not come tested nothing
+		 * (docs/plan.md); with --then seed the seed's scheduler went
+		 * on, and the invariants judge. */
+		if (proxy_set_diverged(c.proxies, c.diverged, sizeof(c.diverged)) &&
+		    !w->then_seed) {
+			verdict(res, REASON_DIVERGED, "%s", c.diverged);
+			timeline(&c, "%s", c.diverged);
+			c.round = round;
+			goto done;
+		}
 		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
@@ -968,10 +1088,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		    "tested nothing; guard: min_ok_turns: 0 lets such a seed pass",
 		    c.idle_round, c.ok_turns, c.total_turns, c.idle_why);
 		c.round = c.idle_round;
-	} else if (c.ok_turns < cfg_guard_floor(cfg))
+	} else if (c.ok_turns < cfg_guard_floor_of(cfg, c.total_turns))
 		verdict(res, REASON_GUARD,
 		    "only %d of %d turns succeeded; the guard wants at least %lld",
-		    c.ok_turns, c.total_turns, (long long)cfg_guard_floor(cfg));
+		    c.ok_turns, c.total_turns,
+		    (long long)cfg_guard_floor_of(cfg, c.total_turns));
 	else if (c.idle_round >= 0) {
 		verdict(res, REASON_NONE, "%d of %d turns ok; no turn of round %d "
 		    "succeeded, which guard: min_ok_turns: 0 allows (%s)", c.ok_turns,
@@ -998,17 +1119,26 @@ done:
 	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
+	/* Before anything of the seed is written or sent (common/scrub.h). */
+	scrub_text(w->scrub, res->message);
 	json_object_set_new(detail, "message", json_string(res->message));
 	json_object_set_new(detail, "round", c.round >= 0 ? json_integer(c.round) : json_null());
 	json_object_set_new(detail, "ok_turns", json_integer(c.ok_turns));
 	json_object_set_new(detail, "total_turns", json_integer(c.total_turns));
 	if (res->verdict == VERDICT_INFRA && c.cfgerr.kind != CFGERR_NONE)
 		json_object_set_new(detail, "config_error", cfgerr_json(&c.cfgerr));
+	json_object_set_new(detail, "timing", timing_json(&c, res->verdict == VERDICT_PASS));
 	if (res->verdict != VERDICT_PASS) {
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
 	}
 	json_object_set_new(detail, "coverage", seed_coverage(&c, &sched));
+	if (c.diverged[0] != '\0')
+		json_object_set_new(detail, "diverged", json_string(c.diverged));
+	/* Every failing seed's decisions as a plan (docs/plan.md), from the
+	 * whole trace before its workspace goes; any seed's for --save-plan. */
+	if ((res->verdict == VERDICT_FAIL || w->save_plan) && c.trace_path != NULL)
+		seed_plan(&c, res, detail);
 	/* No trace file (the proxies never opened) is no trace.  A later
 	 * attempt (a confirming re-run) ships its trace even when it passed:
 	 * the coordinator says where its schedule left the first one's. */
@@ -1027,10 +1157,15 @@ done:
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
 	    res->message);
 	full_dir = dispose_workspace(&c, res, detail);
+	/* Rows, tails, messages: the full detail (detail.json) and what is sent,
+	 * with the trace's lines. */
+	scrub_json(w->scrub, detail);
 	res->detail = bound_detail(seed, detail, traced ? &trace : NULL, full_dir);
+	scrub_json(w->scrub, res->detail);
 	detail_trace_free(&trace);
 	free(full_dir);
 	json_decref(c.turns);
+	json_decref(c.checks);
 	strv_free(ups);
 	free(c.trace_path);
 	free(c.dir);

@@ -346,20 +346,29 @@ wrk_spawn(const struct spawn_req *req, pid_t *pidp, int *pidfdp, int *exec_errno
 	return spawn_one(req, pidp, pidfdp, exec_errno, err);
 }
 
+/*
+ * The last TURN_TAIL_MAX bytes of a turn's output file, scrubbed of the
+ * worker's secrets (common/scrub.h).  They are read with a margin of the
+ * longest form a secret can take before them and scrubbed whole, then
+ * cut: a secret the cut would split is gone before it could leave a piece.
+ */
 static char *
-tail_of(const char *path)
+tail_of(const char *path, const struct scrub *sc)
 {
-	char		 buf[TURN_TAIL_MAX + 1];
+	size_t		 margin = scrub_reach(sc), want = TURN_TAIL_MAX + margin, len;
+	char		*buf = xcalloc(1, want + 1), *tail;
 	struct stat	 sb;
 	ssize_t		 n;
 	off_t		 size;
 	int		 fd;
 
-	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+	if (path == NULL || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		free(buf);
 		return xstrdup("");
+	}
 	size = fstat(fd, &sb) == 0 ? sb.st_size : 0;
-	n = size == 0 ? 0 : pread(fd, buf, TURN_TAIL_MAX,
-	    size > TURN_TAIL_MAX ? size - TURN_TAIL_MAX : 0);
+	n = size == 0 ? 0 : pread(fd, buf, want,
+	    size > (off_t)want ? size - (off_t)want : 0);
 	close(fd);
 	if (n < 0)
 		n = 0;
@@ -369,8 +378,13 @@ tail_of(const char *path)
 	for (ssize_t i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < 0x20 && buf[i] != '\n' && buf[i] != '\t')
 			buf[i] = '?';
-	utf8_scrub(buf, (size_t)n);
-	return xstrdup(buf);
+	scrub_text(sc, buf);
+	len = strlen(buf);
+	tail = len > TURN_TAIL_MAX ? buf + len - TURN_TAIL_MAX : buf;
+	utf8_scrub(tail, strlen(tail));
+	tail = xstrdup(tail);
+	free(buf);
+	return tail;
 }
 
 struct running {
@@ -405,8 +419,8 @@ reap(const struct spawn_req *req, struct running *r, int st, struct turn_outcome
 		out->status = out->code == 0 ? TURN_OK :
 		    out->code == 75 ? TURN_TEMPFAIL : TURN_ERROR;
 	}
-	out->stdout_tail = tail_of(req->stdout_path);
-	out->stderr_tail = tail_of(req->stderr_path);
+	out->stdout_tail = tail_of(req->stdout_path, req->scrub);
+	out->stderr_tail = tail_of(req->stderr_path, req->scrub);
 }
 
 void

@@ -31,6 +31,7 @@
 #include "common/exec.h"
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/regress.h"
 #include "common/soak.h"
 #include "common/tlsconf.h"
 #include "common/units.h"
@@ -84,9 +85,39 @@ db_plain_check(struct wrk *w, char *err)
 	return errf(err, "%s", ce->detail);
 }
 
+/*
+ * The scrubber of text this worker captures (common/scrub.h).  A password
+ * too short, or equal to a name, cannot be scrubbed as text: said once.
+ */
+static void
+wrk_scrub_start(struct wrk *w)
+{
+	static bool	 told;
+	const char	*env = getenv("PGPASSWORD");
+	char		 why[ERR_LEN];
+	bool		 short_one = false;
+
+	if (w->scrub != NULL)
+		return;
+	w->scrub = scrub_new();
+	if (scrub_add_conninfo(w->scrub, w->conninfo, why) == -1)
+		short_one = true;
+	else if (env && *env && scrub_add(w->scrub, "the PGPASSWORD of soak's "
+	    "environment", env, strlen(env), why) == -1)
+		short_one = true;
+	else if (w->secret && w->secret->len > 0 && scrub_add(w->scrub,
+	    "the shared secret", w->secret->key, w->secret->len, why) == -1)
+		short_one = true;
+	if (short_one && !told) {
+		log_warnx("%s", why);
+		told = true;
+	}
+}
+
 int
 wrk_open(struct wrk *w, char *err)
 {
+	wrk_scrub_start(w);
 	w->path_env = xstrdup(exec_path());
 	memset(&w->open_cfgerr, 0, sizeof(w->open_cfgerr));
 	if (w->unusable != NULL) {
@@ -132,6 +163,8 @@ wrk_close(struct wrk *w, bool drop_schema)
 	iso_dbparams_free(&w->db);
 	free(w->path_env);
 	w->path_env = NULL;
+	scrub_free(w->scrub);
+	w->scrub = NULL;
 }
 
 /* --- talking to the coordinator --- */
@@ -998,6 +1031,7 @@ worker_hello(struct worker *k)
 		k->w.unusable = xstrdup(err);
 	}
 	k->w.cfg = &k->cfg;
+	k->w.secret = &k->o->auth.secret;
 	k->w.run_id = xstrdup(rep.u.welcome.run_id);
 	worker_paths(k, &rep);
 	k->beat.interval_ms = rep.u.welcome.heartbeat_ms ?
@@ -1120,6 +1154,41 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 }
 
 /*
+ * A regression's lease (common/regress.h): the plan NAME of this worker's
+ * copy of the config's regressions folder, whose bytes must hash to the
+ * lease's, followed as `soak replay --plan` follows one (a divergence ends
+ * it infra/diverged).  A copy that is not the lease's tests nothing:
+ * infra/plan, saying which, and the coordinator retries it elsewhere.
+ */
+static void
+worker_run_regression(struct worker *k, const struct msg *lease,
+    const struct msg_seed *s, struct seed_result *res)
+{
+	struct plan	 p;
+	char		 err[ERR_LEN], *keep;
+
+	if (regress_open(&k->cfg, lease->u.lease.plan, lease->u.lease.plan_hash,
+	    &p, err) == -1) {
+		log_warnx("%s", err);
+		memset(res, 0, sizeof(*res));
+		res->verdict = VERDICT_INFRA;
+		res->reason = REASON_PLAN;
+		snprintf(res->message, sizeof(res->message), "%s", err);
+		res->detail = json_pack("{s:s}", "message", err);
+		return;
+	}
+	keep = xasprintf("regression-%s", lease->u.lease.plan);
+	k->w.plan = &p;
+	k->w.then_seed = false;
+	k->w.keep_name = keep;
+	worker_run_seed(k, s, res);
+	k->w.plan = NULL;
+	k->w.keep_name = NULL;
+	free(keep);
+	plan_free(&p);
+}
+
+/*
  * Report: one RESULT, acknowledged before the next seed starts.  Returns
  * 0 accepted, with *keep the seeds of the lease still this worker's (the
  * coordinator may have given the unstarted tail to an idle worker), 1
@@ -1127,9 +1196,10 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
  * cannot be reached.
  */
 static int
-worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
+worker_report(struct worker *k, const struct msg *lease, const struct msg_seed *s,
     const struct seed_result *res, uint32_t *keep)
 {
+	uint64_t	 lease_id = lease->u.lease.lease_id;
 	struct msg	 r = { .type = MSG_RESULT }, ack;
 	char		*detail, err[ERR_LEN], text[LOG_ESC_LEN];
 	int		 rc = 0;
@@ -1146,6 +1216,8 @@ worker_report(struct worker *k, uint64_t lease_id, const struct msg_seed *s,
 	r.u.result.duration_ms = res->duration_ms > UINT32_MAX ?
 	    UINT32_MAX : (uint32_t)res->duration_ms;
 	r.u.result.detail = detail;
+	r.u.result.plan = lease->u.lease.plan;		/* a regression's: its own */
+	r.u.result.plan_hash = lease->u.lease.plan_hash;
 	/* Lost with the connection, the result is sent again once the worker
 	 * rejoined: the coordinator counts it once (msg.h). */
 	while (link_call(&k->link, &r, &ack, 60000, "result", err) == -1) {
@@ -1185,8 +1257,11 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		if (beat_lost(&k->beat) || draining)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
-		worker_run_seed(k, s, &res);
-		rc = worker_report(k, lease->u.lease.lease_id, s, &res, &keep);
+		if (lease->u.lease.plan != NULL && *lease->u.lease.plan != '\0')
+			worker_run_regression(k, lease, s, &res);
+		else
+			worker_run_seed(k, s, &res);
+		rc = worker_report(k, lease, s, &res, &keep);
 		seed_result_clear(&res);
 		if (rc == -1)
 			return -1;

@@ -18,7 +18,10 @@
 
 #include "common/auth.h"
 #include "common/cfgerr.h"
+#include "common/auth.h"
 #include "common/config.h"
+#include "common/plan.h"
+#include "common/scrub.h"
 #include "common/verdict.h"
 #include "isolation/iso.h"
 #include "worker/env.h"
@@ -77,6 +80,8 @@ struct spawn_req {
 	 */
 	void		(*ended)(void *arg);
 	void		*ended_arg;
+	/* Scrubs the stdout and stderr tails (common/scrub.h); may be NULL. */
+	const struct scrub *scrub;
 };
 
 /*
@@ -140,6 +145,16 @@ struct wrk {
 	bool			 keep_all;	/* replay --keep: never remove the workspace */
 	bool			 whole_trace;	/* replay: seed_result.trace gets the
 						   whole fault trace, pass or fail */
+	/* A plan to follow instead of the seed's decisions (docs/plan.md),
+	 * the caller's; then_seed: after a divergence the seed's scheduler
+	 * goes on (else the seed ends infra/diverged) */
+	const struct plan	*plan;
+	bool			 then_seed;
+	bool			 save_plan;	/* a passing seed's plan too */
+	/* The folder under keep_dir a failing seed is kept in: NULL for its
+	 * number; a regression's "regression-NAME" (its seed may also be one
+	 * of the range's) */
+	const char		*keep_name;
 	char			*path_env;	/* the PATH turns inherit */
 	enum reason		 open_failed;	/* after wrk_open's -1: REASON_DB
 						   or REASON_SERVICE */
@@ -158,6 +173,14 @@ struct wrk {
 	bool			 workspace_ok;	/* iso_open took it: ours to remove */
 	char			*unusable;	/* why the config does not load
 						   here: every seed is infra/setup */
+	/*
+	 * What text captured from turns, services and setup is scrubbed of
+	 * before it is sent or written (common/scrub.h): the database
+	 * passwords of conninfo, the worker's own PGPASSWORD, and *secret
+	 * (the shared secret, when the caller set it).  Made by wrk_open.
+	 */
+	const struct auth_secret *secret;
+	struct scrub		*scrub;
 };
 
 /* A probe of the database once a seed's deadline passed (iso_probe). */

@@ -5,13 +5,20 @@ FAKES="$SOAK_ROOT/tests/fakes"
 WORK=$(mktemp -d /tmp/soak-tickets-test.XXXXXX)
 FAKE_PIDS=()
 
-cleanup() {
+tk_cleanup() {
 	local p
 	for p in "${FAKE_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${FAKE_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$WORK"
 }
-trap cleanup EXIT
+# Sourced after tests/integration/lib.sh, the fakes' cleanup joins its
+# hooks: a trap of our own would replace lib.sh's, and whatever the test
+# started (a PostgreSQL, a coordinator) would outlive it.
+if declare -F at_exit >/dev/null; then
+	cleanup_hooks+=(tk_cleanup)
+else
+	trap tk_cleanup EXIT
+fi
 
 die() { echo "FAIL: $*" >&2; exit 1; }
 

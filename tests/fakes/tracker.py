@@ -3,11 +3,15 @@
 
 Implements the documented request/response shapes of the calls soak makes:
 
-  github   GET  /repos/{o}/{r}/issues?state=open&labels=L     -> [issue]
+  github   GET  /repos/{o}/{r}/issues?state=open&labels=L&per_page=N -> [issue]
+                (state open, the default, closed or all; every label; at
+                most per_page, 1..100, default 30; the repository's only)
            POST /repos/{o}/{r}/issues {title, body, labels}   -> 201 issue
            POST /repos/{o}/{r}/issues/{n}/comments {body}     -> 201 comment
            auth: "Authorization: Bearer TOKEN"
-  gitlab   GET  /api/v4/projects/{id}/issues?state=opened&labels=L -> [issue]
+  gitlab   GET  /api/v4/projects/{id}/issues?state=opened&labels=L&per_page=N -> [issue]
+                (state opened or closed, every state when absent as GitLab
+                does; every label; at most per_page, 1..100, default 20)
            POST /api/v4/projects/{id}/issues {title, description, labels:"a,b"}
            POST /api/v4/projects/{id}/issues/{iid}/notes {body}
            auth: "PRIVATE-TOKEN: TOKEN"
@@ -15,7 +19,8 @@ Implements the documented request/response shapes of the calls soak makes:
            GET  /rest/api/3/search/jql?jql=..&maxResults=..&fields=a,b
                 -> {issues:[{id, key, self, fields}], isLast, nextPageToken?}
                 (Jira Cloud's enhanced search; an unknown request field, a
-                missing jql or a maxResults outside 0..5000 is 400)
+                missing jql or a maxResults outside 0..5000 is 400; the jql's
+                project, labels and statusCategory != Done clauses honoured)
            GET|POST /rest/api/{2,3}/search -> 410 Gone, as Jira Cloud answers
                 since CHANGE-2046 (--jira-dc: /rest/api/2/search works and
                 /rest/api/3/search/jql is 404, as on Jira Data Center)
@@ -51,6 +56,13 @@ ap.add_argument("--user", default="")
 ap.add_argument("--fail", default="")
 ap.add_argument("--jira-dc", action="store_true",
                 help="behave as Jira Data Center: no /rest/api/3/search/jql")
+ap.add_argument("--preload", default="",
+                help="a JSON file of issues the tracker holds before the first "
+                     "request (as --record writes them: github {number, title, "
+                     "body, labels, state: open|closed}, gitlab {iid, project, "
+                     "title, description, labels, state: opened|closed}, jira "
+                     "{key, id, fields: {project: {key}, summary, labels, "
+                     "status: {statusCategory: {key: new|done}}}})")
 ap.add_argument("--echo", action="store_true",
                 help="a --fail reply quotes the request's credentials back, "
                      "as a careless proxy might")
@@ -58,6 +70,9 @@ args = ap.parse_args()
 
 lock = threading.Lock()
 state = {"requests": [], "issues": [], "comments": []}
+if args.preload:
+    with open(args.preload) as f:
+        state["issues"] = json.load(f)
 fail = None
 if args.fail:
     parts = args.fail.split(":")
@@ -157,19 +172,29 @@ class H(BaseHTTPRequestHandler):
         if k == "github":
             m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues", p)
             if m and method == "GET":
-                want = q.get("labels", [""])[0].split(",")
-                open_ = q.get("state", ["open"])[0] == "open"
+                # As GitHub: state open (the default), closed or all; every
+                # label listed; per_page results (default 30, at most 100).
+                want = [w for w in q.get("labels", [""])[0].split(",") if w]
+                st = q.get("state", ["open"])[0]
+                if st not in ("open", "closed", "all"):
+                    return 422, {"message": "Validation Failed"}, None
+                per = self.per_page(q, 30)
+                if per is None:
+                    return 422, {"message": "Validation Failed"}, None
                 hits = [i for i in state["issues"]
                         if all(w in i["labels"] for w in want)
-                        and (not open_ or i["state"] == "open")]
-                return 200, [self.gh_issue(i) for i in hits], None
+                        and i.get("repo", m.group(1) + "/" + m.group(2)) ==
+                        m.group(1) + "/" + m.group(2)
+                        and (st == "all" or i["state"] == st)]
+                return 200, [self.gh_issue(i) for i in hits[:per]], None
             if m and method == "POST":
                 if not isinstance(body.get("title"), str) or not body["title"] \
                         or not isinstance(body.get("body"), str):
                     return 422, {"message": "Validation Failed"}, None
                 num = len(state["issues"]) + 1
                 i = {"number": num, "title": body["title"], "body": body["body"],
-                     "labels": body.get("labels", []), "state": "open"}
+                     "labels": body.get("labels", []), "state": "open",
+                     "repo": m.group(1) + "/" + m.group(2)}
                 state["issues"].append(i)
                 return 201, self.gh_issue(i), None
             m = re.fullmatch(r"/repos/([^/]+)/([^/]+)/issues/(\d+)/comments", p)
@@ -183,10 +208,20 @@ class H(BaseHTTPRequestHandler):
         if k == "gitlab":
             m = re.fullmatch(r"/api/v4/projects/([^/]+)/issues", p)
             if m and method == "GET":
-                want = q.get("labels", [""])[0].split(",")
+                # As GitLab: state opened or closed, all states when absent
+                # (GitLab's default); every label listed; per_page results
+                # (default 20, at most 100).
+                want = [w for w in q.get("labels", [""])[0].split(",") if w]
+                st = q.get("state", [None])[0]
+                if st not in (None, "opened", "closed", "all"):
+                    return 400, {"error": "state does not have a valid value"}, None
+                per = self.per_page(q, 20)
+                if per is None:
+                    return 400, {"error": "per_page is invalid"}, None
                 hits = [i for i in state["issues"] if all(w in i["labels"] for w in want)
-                        and i["project"] == unquote(m.group(1))]
-                return 200, hits, None
+                        and i["project"] == unquote(m.group(1))
+                        and (st in (None, "all") or i["state"] == st)]
+                return 200, hits[:per], None
             if m and method == "POST":
                 if not isinstance(body.get("title"), str) or not body["title"]:
                     return 400, {"message": {"title": ["can't be blank"]}}, None
@@ -261,8 +296,19 @@ class H(BaseHTTPRequestHandler):
         return 404, {"message": "Not Found"}, None
 
     def jira_hits(self, jql):
-        m = re.search(r'labels = "([^"]+)"', jql)
-        return [i for i in state["issues"] if m and m.group(1) in i["fields"]["labels"]]
+        """The clauses soak sends, each honoured: project, labels, and
+        statusCategory != Done (an issue's status category key "done")."""
+        lab = re.search(r'labels = "([^"]+)"', jql)
+        proj = re.search(r'project = "([^"]+)"', jql)
+        undone = re.search(r'statusCategory != Done', jql)
+
+        def done(i):
+            return ((i["fields"].get("status") or {}).get("statusCategory") or {}) \
+                .get("key") == "done"
+        return [i for i in state["issues"]
+                if lab and lab.group(1) in i["fields"].get("labels", [])
+                and (not proj or (i["fields"].get("project") or {}).get("key") == proj.group(1))
+                and (not undone or not done(i))]
 
     def jira_issue(self, i, fields):
         out = {"id": i["id"], "key": i["key"],
@@ -311,6 +357,13 @@ class H(BaseHTTPRequestHandler):
         return 200, {"startAt": 0, "maxResults": mr, "total": len(hits),
                      "issues": [{"key": i["key"], "fields": {"summary": i["fields"]["summary"]}}
                                 for i in hits[:mr]]}, None
+
+    def per_page(self, q, default):
+        try:
+            per = int(q.get("per_page", [str(default)])[0])
+        except ValueError:
+            return None
+        return per if 1 <= per <= 100 else None
 
     def gh_issue(self, i):
         return {"number": i["number"], "title": i["title"], "body": i["body"],

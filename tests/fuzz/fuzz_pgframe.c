@@ -29,6 +29,8 @@ struct walk {
 	size_t		 cend[MAX_EX];	/* client offset after the exchange */
 	size_t		 send[MAX_EX];	/* server offset after it */
 	char		 tx[MAX_EX];
+	bool		 has_key[MAX_EX];
+	uint64_t	 key[MAX_EX];
 	bool		 error;
 };
 
@@ -105,6 +107,8 @@ walk(const char *cs, size_t cn, const char *ss, size_t sn,
 		w->cend[w->nex] = co;
 		w->send[w->nex] = so;
 		w->tx[w->nex] = f.ready ? f.tx : 0;
+		w->has_key[w->nex] = f.has_key;
+		w->key[w->nex] = f.has_key ? f.key : 0;
 		w->nex++;
 		if (!f.ready && co == cn)
 			break;		/* neither side can say more */
@@ -121,6 +125,7 @@ walk(const char *cs, size_t cn, const char *ss, size_t sn,
 		FUZZ_CHECK(f.why[0] != '\0', "refused without a reason");
 	}
 	w->error = f.error;
+	pg_free(&f);
 }
 
 int
@@ -157,6 +162,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		FUZZ_CHECK(one.send[i] == cut.send[i], "exchange %zu: server end "
 		    "%zu vs %zu", i, one.send[i], cut.send[i]);
 		FUZZ_CHECK(one.tx[i] == cut.tx[i], "exchange %zu: tx", i);
+		/* nor does a statement's key (plans, docs/plan.md) */
+		FUZZ_CHECK(one.has_key[i] == cut.has_key[i] &&
+		    one.key[i] == cut.key[i], "exchange %zu: key %016llx vs %016llx",
+		    i, (unsigned long long)one.key[i], (unsigned long long)cut.key[i]);
 	}
 
 	/* the summary and the escaper on raw bytes */

@@ -1,15 +1,22 @@
 /*
  * Writes the seed inputs that come from code (make fuzz-corpus):
- * CORPUS/msg/ real messages of every type, encoded by msg_encode, and
+ * CORPUS/msg/ real messages of every type, encoded by msg_encode,
  * CORPUS/http/ requests and responses with fuzz_http's prefix (flags,
- * split sizes).  Run it after a change to the wire format and commit what
- * changed; tests/fuzz/corpus/config/ is written by hand.
+ * split sizes), CORPUS/bundle/ bundles of small folders (bundle_pack) and
+ * CORPUS/preauth/ programs for fuzz_preauth (a handshake, a wrong proof,
+ * a crowd of connections).  Run it after a change to the wire format and
+ * commit what changed; tests/fuzz/corpus/config/ is written by hand.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/bundle.h"
 #include "common/msg.h"
 #include "common/util.h"
 
@@ -106,6 +113,12 @@ msgs(char *cfg_text)
 	m.u.lease.nseeds = 3;
 	m.u.lease.seeds = seeds;
 	put_msg("lease", &m);
+	/* A regression's lease (common/regress.h): its plan, alone. */
+	m.u.lease.plan = "seed-16-invariant-items-reserved-matches";
+	m.u.lease.plan_hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	m.u.lease.nseeds = 1;
+	put_msg("lease-regression", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_RESULT;
@@ -123,6 +136,12 @@ msgs(char *cfg_text)
 	m.u.result.reason = "";
 	m.u.result.detail = "{}";
 	put_msg("result-pass", &m);
+	m.u.result.plan = "seed-16-invariant-items-reserved-matches";
+	m.u.result.plan_hash =
+	    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+	m.u.result.verdict = VERDICT_INFRA;
+	m.u.result.reason = "diverged";
+	put_msg("result-regression", &m);
 
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_HEARTBEAT;
@@ -234,6 +253,146 @@ http(void)
 	    "hello!");
 }
 
+/* A folder under tmp: name -> text (mode), "name/" a folder, "name@target" a symlink. */
+static void
+put_bundle(const char *name, const char *const *entries)
+{
+	char		 tmp[] = "/tmp/soak-mkcorpus.XXXXXX", err[ERR_LEN], *p;
+	struct bundle	 b;
+	const char	*at;
+	size_t		 i;
+
+	if (mkdtemp(tmp) == NULL)
+		exit(1);
+	for (i = 0; entries[i] != NULL; i++) {
+		const char	*e = entries[i];
+		size_t		 n = strlen(e);
+
+		if ((at = strchr(e, '@')) != NULL) {
+			char	*link = xasprintf("%s/%.*s", tmp, (int)(at - e), e);
+
+			if (symlink(at + 1, link) == -1)
+				exit(1);
+			free(link);
+		} else if (e[n - 1] == '/') {
+			p = xasprintf("%s/%s", tmp, e);
+			mkdir(p, 0755);
+			free(p);
+		} else {
+			p = xasprintf("%s/%s", tmp, e);
+			if (write_file(p, "#!/bin/sh\nexit 0\n", 17, err) == -1)
+				exit(1);
+			chmod(p, strstr(e, ".sh") ? 0755 : 0644);
+			free(p);
+		}
+	}
+	if (bundle_pack(tmp, NULL, &b, err) == -1) {
+		fprintf(stderr, "mkcorpus: %s: %s\n", name, err);
+		exit(1);
+	}
+	put("bundle", name, b.data, b.len);
+	bundle_free(&b);
+	rm_rf(tmp);
+}
+
+static void
+bundles(void)
+{
+	static const char *const config[] = { "soak.yaml", "schema.sql", "turn.sh",
+	    "fixtures/", "fixtures/a.sql", "fixtures/deep/", "fixtures/deep/b.sql",
+	    "run.sh@turn.sh", "data@fixtures", "up@fixtures/../schema.sql", NULL };
+	static const char *const one[] = { "soak.yaml", NULL };
+	static const char *const none[] = { NULL };
+
+	put_bundle("config-folder", config);
+	put_bundle("one-file", one);
+	put_bundle("empty", none);
+}
+
+/* fuzz_preauth's records (its header comment). */
+struct prog {
+	uint8_t	b[4096];
+	size_t	n;
+};
+
+static void
+op(struct prog *p, uint8_t code, int arg)
+{
+	p->b[p->n++] = code;
+	if (arg >= 0)
+		p->b[p->n++] = (uint8_t)arg;
+}
+
+static void
+op_msg(struct prog *p, uint8_t code, const struct msg *m)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	size_t	 len;
+
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(1);
+	p->b[p->n++] = code;
+	p->b[p->n++] = (uint8_t)(len >> 8);
+	p->b[p->n++] = (uint8_t)len;
+	memcpy(p->b + p->n, buf, len);
+	p->n += len;
+	free(buf);
+}
+
+static void
+preauth(void)
+{
+	struct prog	p;
+	struct msg	hello = { .type = MSG_HELLO }, auth = { .type = MSG_AUTH },
+			lease = { .type = MSG_LEASE_REQ }, beat = { .type = MSG_HEARTBEAT };
+	int		i;
+
+	hello.u.hello.name = "worker-1:77";
+	hello.u.hello.host = "worker-1";
+	hello.u.hello.slots = 1;
+	/* Fixed bytes: the same corpus at every make fuzz-corpus. */
+	memset(hello.u.hello.nonce, 0x5a, sizeof(hello.u.hello.nonce));
+	memset(auth.u.auth.proof, 0xa5, sizeof(auth.u.auth.proof));
+	lease.u.lease_req.worker_id = 1;
+	beat.u.heartbeat.worker_id = 1;
+	/* A worker: HELLO, the right AUTH, sealed requests, then it goes. */
+	memset(&p, 0, sizeof(p));
+	op_msg(&p, 0, &hello);
+	op(&p, 5, -1);
+	op(&p, 2, -1);
+	op_msg(&p, 1, &lease);
+	op_msg(&p, 1, &beat);
+	op_msg(&p, 0, &beat);
+	op(&p, 6, 200);
+	op(&p, 7, -1);
+	put("preauth", "worker", p.b, p.n);
+	/* A wrong proof, an AUTH out of the blue, a second HELLO. */
+	memset(&p, 0, sizeof(p));
+	op_msg(&p, 0, &hello);
+	op_msg(&p, 0, &auth);
+	op(&p, 3, 1);
+	op_msg(&p, 0, &auth);
+	op(&p, 3, 2);
+	op_msg(&p, 0, &hello);
+	op_msg(&p, 0, &hello);
+	put("preauth", "failures", p.b, p.n);
+	/* A crowd: silent ones, a few that speak, time passing. */
+	memset(&p, 0, sizeof(p));
+	for (i = 0; i < 14; i++) {
+		op(&p, 3, i);
+		if (i % 3 == 0) {
+			op_msg(&p, 0, &hello);
+			op(&p, 5, -1);
+		}
+	}
+	op(&p, 6, 30);
+	op(&p, 4, 2);
+	op(&p, 2, -1);
+	op(&p, 6, 130);
+	put("preauth", "crowd", p.b, p.n);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -251,6 +410,8 @@ main(int argc, char **argv)
 	}
 	msgs(cfg);
 	http();
+	bundles();
+	preauth();
 	free(cfg);
 	return 0;
 }

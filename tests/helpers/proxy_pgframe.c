@@ -3,7 +3,7 @@
  * One libpq session that walks every shape of the PostgreSQL protocol the
  * fault proxy frames, and prints what it got back, one line per result
  * (status, command tag, tx status after it, and an FNV-1a digest of every
- * value).  Run once directly and once through the proxy: with no faults the
+ * value), a COPY aborted with CopyFail last.  Run once directly and once through the proxy: with no faults the
  * two outputs must be identical.  The table t(id int primary key, v text)
  * must exist and be empty.  Exit 0 when the script ran to its end.
  */
@@ -176,6 +176,26 @@ main(int argc, char **argv)
 		return fail(pg, "pipeline exit");
 
 	show(pg, "count", PQexec(pg, "SELECT count(*) FROM t"));
+
+	/*
+	 * A COPY the client aborts (CopyFail, as PQputCopyEnd with a reason
+	 * sends it): an error, none of its rows, and the session goes on.
+	 */
+	res = PQexec(pg, "COPY t FROM STDIN");
+	if (PQresultStatus(res) != PGRES_COPY_IN)
+		return fail(pg, "copy in (to fail)");
+	PQclear(res);
+	for (i = 2000; i < 2100; i++) {
+		n = snprintf(row, sizeof(row), "%d\tcopied-%d\n", i, i);
+		if (PQputCopyData(pg, row, n) != 1)
+			return fail(pg, "copy data (to fail)");
+	}
+	if (PQputCopyEnd(pg, "the client gave up") != 1)
+		return fail(pg, "copy fail");
+	show(pg, "copy_fail", PQgetResult(pg));
+	while ((res = PQgetResult(pg)) != NULL)
+		PQclear(res);
+	show(pg, "count_after_copy_fail", PQexec(pg, "SELECT count(*) FROM t"));
 	printf("done\n");
 	fflush(stdout);
 	PQfinish(pg);

@@ -43,6 +43,23 @@
  *   soak_peer URL silent COUNT COUNT connections that say nothing at all
  *                              (stall with SIZE 0)
  *
+ * Floods from many source addresses (SRC: the first, e.g. 127.1.0.1; the
+ * i-th connection binds 127.X.(i / 250).(1 + i % 250) with X from SRC),
+ * each connection reopened from its address as soon as the coordinator
+ * closes it, until SIGTERM (then "reconnected N" and exit 0):
+ *
+ *   soak_peer URL hush COUNT SRC      the SP handshake, then silence;
+ *                                     prints "holding COUNT" once all are
+ *                                     past the handshake
+ *   soak_peer URL slowloris COUNT SRC one byte of the SP header, then
+ *                                     nothing; prints "slowloris COUNT" once
+ *                                     all are connected
+ *   soak_peer URL guess COUNT SRC PAR COUNT wrong proofs, PAR at a time:
+ *                                     each a connection of its own (HELLO,
+ *                                     then AUTH with a made-up proof);
+ *                                     prints "guesses N in T ms: refused R,
+ *                                     otherwise O" and exits
+ *
  * In the middle (listens on LISTEN for one worker, dials the coordinator
  * at URL, passes every message both ways and appends each one's bytes to
  * DUMP; prints "listening on URL" when ready):
@@ -53,6 +70,11 @@
  *                                            again on a new connection and
  *                                            prints the replies
  *   soak_peer URL relay LISTEN DUMP tamper   flips one bit of the WELCOME
+ *   soak_peer URL relay LISTEN DUMP stale    answers the worker's second
+ *                                            lease request with the
+ *                                            coordinator's sealed reply to
+ *                                            its first (the same session's
+ *                                            own message, an older seq), once
  *
  * A fake coordinator (listens on URL, optionally with TLS, and prints
  * "got TYPE" for each request):
@@ -77,6 +99,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -577,6 +600,268 @@ stall(const char *url, int count, uint64_t size, size_t part)
 	return 0;
 }
 
+/* --- floods from many source addresses --- */
+
+static volatile sig_atomic_t	flood_stop;
+
+static void
+on_term(int sig)
+{
+	(void)sig;
+	flood_stop = 1;
+}
+
+/* The i-th source address counted from src (127.X.Y.Z), as in the usage. */
+static struct in_addr
+source_addr(const char *src, int i)
+{
+	struct in_addr	a;
+	uint32_t	base;
+
+	if (inet_pton(AF_INET, src, &a) != 1) {
+		fprintf(stderr, "not an IPv4 address: %s\n", src);
+		exit(64);
+	}
+	base = ntohl(a.s_addr) & 0xff000000u;
+	base |= (ntohl(a.s_addr) & 0x00ff0000u);
+	a.s_addr = htonl(base | (uint32_t)(i / 250) << 8 | (uint32_t)(1 + i % 250));
+	return a;
+}
+
+static struct sockaddr_in
+url_addr(const char *url)
+{
+	struct sockaddr_in	sa = { .sin_family = AF_INET };
+	const char		*h = strstr(url, "://"), *colon = strrchr(url, ':');
+	char			 host[64];
+
+	if (h == NULL || colon == NULL || (size_t)(colon - h - 3) >= sizeof(host)) {
+		fprintf(stderr, "not tcp://IP:PORT: %s\n", url);
+		exit(64);
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)(colon - h - 3), h + 3);
+	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
+		fprintf(stderr, "not an IPv4 address: %s\n", host);
+		exit(64);
+	}
+	sa.sin_port = htons((uint16_t)atoi(colon + 1));
+	return sa;
+}
+
+/* A non-blocking connection from src to dst, under way; -1 when refused. */
+static int
+open_from(struct in_addr src, const struct sockaddr_in *dst)
+{
+	struct sockaddr_in	me = { .sin_family = AF_INET, .sin_addr = src };
+	int			fd;
+
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)) == -1 ||
+	    (connect(fd, (const struct sockaddr *)dst, sizeof(*dst)) == -1 &&
+	    errno != EINPROGRESS)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit	rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * hush (sends the 8-byte SP header) and slowloris (sends its first byte):
+ * count connections kept up from count addresses.
+ */
+static int
+flood(const char *url, int count, const char *src, bool loris)
+{
+	static const uint8_t	 hs[8] = { 0, 'S', 'P', 0, 0, 0x30, 0, 0 };
+	struct sockaddr_in	 dst = url_addr(url);
+	struct pollfd		*pfd = calloc(count, sizeof(*pfd));
+	bool			*up = calloc(count, sizeof(*up)), told = false;
+	uint64_t		 reconnects = 0;
+	uint8_t			 buf[64];
+	int			 i, nup = 0;
+
+	raise_nofile();
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_term);
+	for (i = 0; i < count; i++)
+		pfd[i] = (struct pollfd){ .fd = open_from(source_addr(src, i), &dst),
+		    .events = POLLOUT };
+	while (!flood_stop) {
+		if (poll(pfd, count, 100) < 0 && errno != EINTR)
+			break;
+		for (i = 0; i < count; i++) {
+			short	re = pfd[i].revents;
+			bool	lost = pfd[i].fd == -1;
+
+			if (!lost && (re & POLLOUT) && !up[i]) {
+				int		e = 0;
+				socklen_t	el = sizeof(e);
+
+				getsockopt(pfd[i].fd, SOL_SOCKET, SO_ERROR, &e, &el);
+				if (e == 0 && write(pfd[i].fd, hs, loris ? 1 : 8) > 0) {
+					up[i] = true;
+					nup++;
+					pfd[i].events = POLLIN;
+				} else
+					lost = true;
+			} else if (!lost && (re & (POLLIN | POLLHUP | POLLERR))) {
+				ssize_t	r = read(pfd[i].fd, buf, sizeof(buf));
+
+				if (r == 0 || (r < 0 && errno != EAGAIN))
+					lost = true;
+			}
+			if (!lost)
+				continue;
+			/* Closed, or refused: again from the same address. */
+			if (pfd[i].fd != -1)
+				close(pfd[i].fd);
+			if (up[i])
+				nup--;
+			up[i] = false;
+			reconnects++;
+			pfd[i] = (struct pollfd){ .fd = open_from(source_addr(src, i), &dst),
+			    .events = POLLOUT };
+		}
+		if (!told && nup == count) {
+			printf("%s %d\n", loris ? "slowloris" : "holding", count);
+			fflush(stdout);
+			told = true;
+		}
+	}
+	printf("reconnected %llu\n", (unsigned long long)reconnects);
+	fflush(stdout);
+	return 0;
+}
+
+/* One SP request on fd (req0 framing by hand) and its reply's body. */
+static ssize_t
+sp_call(int fd, uint32_t id, const uint8_t *body, size_t len, uint8_t *out, size_t cap)
+{
+	uint8_t		hdr[12];
+	size_t		got = 0, want;
+	ssize_t		r;
+
+	put_be64(hdr, 4 + len);
+	hdr[8] = 0x80 | (uint8_t)(id >> 24);
+	hdr[9] = (uint8_t)(id >> 16);
+	hdr[10] = (uint8_t)(id >> 8);
+	hdr[11] = (uint8_t)id;
+	if (write(fd, hdr, sizeof(hdr)) != sizeof(hdr) ||
+	    write(fd, body, len) != (ssize_t)len)
+		return -1;
+	while (got < 12 && (r = read(fd, hdr + got, 12 - got)) > 0)
+		got += (size_t)r;
+	if (got < 12)
+		return -1;
+	want = (size_t)get_be64(hdr) - 4;
+	if (want > cap)
+		return -1;
+	for (got = 0; got < want && (r = read(fd, out + got, want - got)) > 0; )
+		got += (size_t)r;
+	return got == want ? (ssize_t)want : -1;
+}
+
+struct guesser {
+	const char		*src;
+	struct sockaddr_in	 dst;
+	int			 first, step, count;
+	uint64_t		 refused, other;
+};
+
+static void *
+guess_main(void *arg)
+{
+	static const uint8_t	 hs[8] = { 0, 'S', 'P', 0, 0, 0x30, 0, 0 };
+	struct guesser		*g = arg;
+	struct msg		 m, rep;
+	char			 err[ERR_LEN];
+	uint8_t			*buf, out[4096], phs[8];
+	size_t			 len;
+	ssize_t			 r;
+	int			 i, fd;
+	bool			 ok;
+
+	for (i = g->first; i < g->count; i += g->step) {
+		struct sockaddr_in	me = { .sin_family = AF_INET,
+					    .sin_addr = source_addr(g->src, i % 1000) };
+
+		ok = false;
+		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+			goto next;
+		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) == -1 ||
+		    connect(fd, (struct sockaddr *)&g->dst, sizeof(g->dst)) == -1 ||
+		    write(fd, hs, 8) != 8 || read(fd, phs, 8) != 8)
+			goto next;
+		m = hello();
+		msg_encode(&m, &buf, &len, err);
+		r = sp_call(fd, 1, buf, len, out, sizeof(out));
+		free(buf);
+		if (r <= 0 || msg_decode(out, (size_t)r, &rep, err) == -1)
+			goto next;
+		ok = rep.type == MSG_CHALLENGE;
+		msg_clear(&rep);
+		if (!ok)
+			goto next;
+		memset(&m, 0, sizeof(m));
+		m.type = MSG_AUTH;
+		auth_nonce(m.u.auth.proof, err);
+		msg_encode(&m, &buf, &len, err);
+		r = sp_call(fd, 2, buf, len, out, sizeof(out));
+		free(buf);
+		ok = r > 0 && msg_decode(out, (size_t)r, &rep, err) == 0 &&
+		    rep.type == MSG_NACK && strcmp(rep.u.ack.text, "authentication failed") == 0;
+		if (r > 0)
+			msg_clear(&rep);
+next:
+		if (ok)
+			g->refused++;
+		else
+			g->other++;
+		if (fd != -1)
+			close(fd);
+	}
+	return NULL;
+}
+
+static int
+guess(const char *url, int count, const char *src, int par)
+{
+	struct guesser	*g = calloc(par, sizeof(*g));
+	pthread_t	*t = calloc(par, sizeof(*t));
+	uint64_t	 refused = 0, other = 0;
+	int64_t		 t0 = now_ms();
+	int		 i;
+
+	raise_nofile();
+	signal(SIGPIPE, SIG_IGN);
+	for (i = 0; i < par; i++) {
+		g[i] = (struct guesser){ .src = src, .dst = url_addr(url), .first = i,
+		    .step = par, .count = count };
+		pthread_create(&t[i], NULL, guess_main, &g[i]);
+	}
+	for (i = 0; i < par; i++) {
+		pthread_join(t[i], NULL);
+		refused += g[i].refused;
+		other += g[i].other;
+	}
+	printf("guesses %d in %lld ms: refused %llu, otherwise %llu\n", count,
+	    (long long)(now_ms() - t0), (unsigned long long)refused,
+	    (unsigned long long)other);
+	return 0;
+}
+
 static int
 client(const char *url, const char *mode)
 {
@@ -645,6 +930,9 @@ struct relay {
 	uint8_t		*hello, *auth;	/* the worker's, as they passed */
 	size_t		 hlen, alen;
 	bool		 tricked;
+	uint8_t		*lease;		/* stale: the first LEASE, sealed */
+	size_t		 llen;
+	bool		 staled;
 };
 
 static int
@@ -734,6 +1022,23 @@ relay_main(void *arg)
 				fflush(stdout);
 			}
 			r->tricked = true;
+			pthread_mutex_unlock(&r->mu);
+		}
+		if (msg_type_of(b, len) == MSG_LEASE && strcmp(r->mode, "stale") == 0) {
+			pthread_mutex_lock(&r->mu);
+			if (r->lease == NULL) {
+				r->lease = malloc(len);
+				memcpy(r->lease, b, len);
+				r->llen = len;
+			} else if (!r->staled) {
+				nng_msg_clear(m);
+				nng_msg_append(m, r->lease, r->llen);
+				b = nng_msg_body(m);
+				len = nng_msg_len(m);
+				r->staled = true;
+				printf("answered a lease request with the older lease\n");
+				fflush(stdout);
+			}
 			pthread_mutex_unlock(&r->mu);
 		}
 		record(r, b, len);
@@ -906,11 +1211,18 @@ main(int argc, char **argv)
 		    strtoull(argv[5], NULL, 10));
 	if (argc == 4 && strcmp(argv[2], "silent") == 0)
 		return stall(argv[1], atoi(argv[3]), 0, 0);
+	if (argc == 5 && strcmp(argv[2], "hush") == 0)
+		return flood(argv[1], atoi(argv[3]), argv[4], false);
+	if (argc == 5 && strcmp(argv[2], "slowloris") == 0)
+		return flood(argv[1], atoi(argv[3]), argv[4], true);
+	if (argc == 6 && strcmp(argv[2], "guess") == 0)
+		return guess(argv[1], atoi(argv[3]), argv[4], atoi(argv[5]));
 	if (argc == 3)
 		return client(argv[1], argv[2]);
 	fprintf(stderr, "usage: soak_peer URL garbage|version|stranger|forged|badauth\n"
 	    "       soak_peer URL hold | inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
-	    "       soak_peer URL relay LISTEN DUMP [replay|tamper]\n"
+	    "       soak_peer URL hush COUNT SRC | slowloris COUNT SRC | guess COUNT SRC PAR\n"
+	    "       soak_peer URL relay LISTEN DUMP [replay|tamper|stale]\n"
 	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n"
 	    "       soak_peer URL fake-nack\n");
 	return 64;

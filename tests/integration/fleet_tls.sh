@@ -103,8 +103,9 @@ refused 1 "a name the certificate does not carry" "signed by a CA in --tls-ca .*
 nothing_ran "after four refused handshakes"
 # The name from the URL (tcp4: localhost, whatever /etc/hosts lists first),
 # and an IP address with --tls-server-name.
+mkdir -m 700 "$T/ws"
 "$SOAK" worker --connect "tls+tcp4://localhost:$port" --tls-ca "$pki/ca.pem" \
-    --tls-cert "$pki/worker.pem" 2>"$T/w1.err" & w1=$!
+    --tls-cert "$pki/worker.pem" --workspace "$T/ws" 2>"$T/w1.err" & w1=$!
 $SOAK $W --tls-ca "$pki/ca.pem" --tls-cert "$pki/worker.pem" 2>"$T/w2.err" & w2=$!
 cleanup_hooks+=("kill $w1 $w2 2>/dev/null")
 wait_exit rc "$coord" 120 "the mutual-TLS coordinator"
@@ -116,6 +117,21 @@ expect_eq "worker 2 exit status (--tls-server-name)" 0 "$r2"
 check_report "$T/mtls" 0 5
 expect_eq "every seed passed" 6 "$(jq .totals.pass "$T/mtls/report.json")"
 expect_eq "turns that ran" 6 "$(find "$T/ran" -type f | wc -l)"
+# The bundle never carries the coordinator's credentials: not its
+# --tls-cert (certificate and key), nor the copy of its key beside it
+# (pki/coordinator.key), checked in the worker's bundle cache, where the
+# rest of the folder (the CA's certificate) is.
+cache=$(ls -d "$T"/ws/soak-bundles-*/bundle-* | head -n 1)
+[ -f "$cache/pki/ca.pem" ] || fail "the worker's bundle cache lacks the folder's pki/ca.pem: $(ls -R "$cache" | head -20)"
+for f in coordinator.pem coordinator.key; do
+	[ ! -e "$cache/pki/$f" ] || fail "pki/$f travelled to the worker's bundle cache"
+done
+keyline=$(sed -n '/PRIVATE KEY-----/{n;p;q}' "$pki/coordinator.key")
+[ ${#keyline} -ge 16 ] || fail "no key line read from $pki/coordinator.key"
+if grep -rlF "$keyline" "$cache"; then fail "the coordinator's private key is in the worker's bundle cache"; fi
+ok "neither the coordinator's certificate and key nor the copy of its key travelled"
+expect_match "the coordinator said it left the key's copy out" \
+    "leaving out $T/pki/coordinator.key: it holds the coordinator's TLS private key" "$(cat "$T/mtls.err")"
 
 # --- coordinators presenting another certificate ---
 rm -rf "$T/ran"

@@ -134,3 +134,38 @@ issue() {	# NAME CA EXTENSIONS: NAME.pem is the certificate and its key
 	cat "$pki/$1.crt" "$pki/$1.key" >"$pki/$1.pem"
 	chmod 600 "$pki/$1.pem"
 }
+
+# own_pg_start DIR PORT [-c OPTION...]: starts a PostgreSQL of the test's
+# own on DIR/data (initdb'd by the caller, DIR owned by postgres), its
+# sockets in DIR, listening on 127.0.0.1:PORT.  Its stop is a cleanup hook,
+# set before the start so a start that fails half-way is stopped too: it
+# continues a frozen (SIGSTOP) postmaster and its backends, SIGQUITs it and
+# waits for it to be gone (SIGKILL after 10 s), then removes DIR.  The
+# server is started without the test's descriptors beyond 0-2, so it can
+# never hold what the test holds (a lock a caller forgot to leave, -o).
+own_pg_start() {
+	local dir=$1 port=$2; shift 2
+	cleanup_hooks+=("own_pg_stop '$dir'")
+	( for fd in /proc/self/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] && eval "exec $fd>&-" 2>/dev/null || true
+	done
+	exec runuser -u postgres -- "${PGBIN:-/usr/lib/postgresql/15/bin}/pg_ctl" -D "$dir/data" -w -t 30 -l "$dir/pg.log" \
+	    -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off $*" start \
+	    >/dev/null ) || fail "PostgreSQL on $dir did not start: $(tail -n 5 "$dir/pg.log" 2>/dev/null)"
+}
+own_pg_stop() {	# DIR
+	local pm kids
+	pm=$(head -n 1 "$1/data/postmaster.pid" 2>/dev/null || true)
+	if [[ $pm =~ ^[0-9]+$ ]] && kill -0 "$pm" 2>/dev/null; then
+		kids=$(pgrep -P "$pm" || true)
+		kill -CONT "$pm" $kids 2>/dev/null || true
+		kill -QUIT "$pm" 2>/dev/null || true
+		if ! timeout 10 tail -s 0.1 --pid="$pm" -f /dev/null; then
+			kill -KILL "$pm" $kids 2>/dev/null || true
+			timeout 5 tail -s 0.1 --pid="$pm" -f /dev/null ||
+			    echo "warning: postmaster $pm of $1 survived SIGKILL" >&2
+		fi
+	fi
+	rm -rf "$1"
+}

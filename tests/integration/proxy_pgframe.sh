@@ -2,7 +2,8 @@
 # PostgreSQL framing in the fault proxy, against a real PostgreSQL and libpq:
 #  - with no faults, a session of every shape (simple, extended, a failing
 #    statement in a transaction, a named prepared statement, COPY in and
-#    out, a 2 MB result, a notification, a pipeline of three Syncs) gets
+#    out, a 2 MB result, a notification, a pipeline of three Syncs, a COPY
+#    the client aborts with CopyFail and a statement after it) gets
 #    exactly what it gets directly, through `protocol: postgres` and `auto`;
 #    the trace has one exchange per statement with its first words, no
 #    literal values, and the transaction state after it; a raw client gets
@@ -40,6 +41,13 @@ ci() { echo "host=127.0.0.1 port=${px#*:} user=postgres dbname=postgres sslmode=
 "$H/proxy_pgframe" "host=$dir port=$port user=postgres dbname=postgres" >"$dir/direct.txt" ||
     { cat "$dir/direct.txt"; die "direct session failed"; }
 grep -q '^done$' "$dir/direct.txt" || die "direct session did not finish"
+# The COPY the client aborted (CopyFail) failed with 57014, and the same
+# count of rows before and after it: none of its rows landed.
+grep -q '^copy_fail: PGRES_FATAL_ERROR .* sqlstate=57014 ' "$dir/direct.txt" ||
+    die "the aborted COPY did not fail as aborted: $(grep copy_fail "$dir/direct.txt")"
+[ "$(grep '^count:' "$dir/direct.txt" | cut -d' ' -f2-6)" = \
+    "$(grep '^count_after_copy_fail:' "$dir/direct.txt" | cut -d' ' -f2-6)" ] ||
+    die "the aborted COPY changed the table: $(grep '^count' "$dir/direct.txt")"
 
 for proto in postgres auto; do
 	sql "TRUNCATE t"
@@ -73,7 +81,9 @@ want = [
     (15, "extended", "SELECT $1::int * \u2026", "I", None),
     (16, "extended", "SELECT $1::int * \u2026", "I", None),
     (17, "simple", "SELECT count(*) FROM t", "I", None),
-    (18, "terminate", None, None, None),
+    (18, "simple", "COPY t FROM STDIN", "I", "copy passed through unframed"),
+    (19, "simple", "SELECT count(*) FROM t", "I", None),
+    (20, "terminate", None, None, None),
 ]
 if got != want:
     for g, w in zip(got + [None] * 20, want + [None] * 20):

@@ -4,7 +4,10 @@
 # one psql held open as a coprocess, and a Python psycopg2 wallet with
 # think times whose transfers deadlock.  The schedule waits for every live
 # turn process, whatever its connections, so each failing seed replays to
-# the same verdict and the run's schedule step for step; a deadlock among
+# the same verdict and the run's schedule step for step — up to where a
+# transaction's end woke several lock waiters at once (PostgreSQL's order,
+# which no schedule decides: such a replay is counted, and may pass, since
+# its schedule left the run's; any other departure fails); a deadlock among
 # the turns is found by soak and its victim cancelled, the same victim in
 # every replay, before PostgreSQL's own clock; and a circular wait through
 # a service's own database connection is decided without the watchdog.
@@ -37,17 +40,19 @@ woke_before() {
 # woke several lock waiters: the one thing the schedule does not decide).
 replays() {
 	local want=$1 cfg=$2 run=$3 inv=$4 seed rc kept k
-	same=0 nrep=0 forced=0 woke=0
+	same=0 nrep=0 forced=0 woke=0 passed_woke=0
 	for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | sort | .[]' "$run/report.json" | head -n "$want"); do
 		nrep=$((nrep + 1))
 		soak_rc rc replay "$cfg" --seed "$seed" --keep --out "$T/rp" >"$T/rp.out" 2>&1
-		[ "$rc" -eq 1 ] || { tail -n 20 "$T/rp.out"; fail "seed $seed: replay exit $rc, not 1"; }
-		grep -qF "\"$inv\": BROKEN" "$T/rp.out" || fail "seed $seed: the replay broke another invariant"
+		[ "$rc" -eq 1 ] || [ "$rc" -eq 0 ] || { tail -n 20 "$T/rp.out"; fail "seed $seed: replay exit $rc, not a verdict"; }
+		[ "$rc" -eq 0 ] || grep -qF "\"$inv\": BROKEN" "$T/rp.out" || fail "seed $seed: the replay broke another invariant"
 		kept=$(sed -n 's/^workspace kept: //p' "$T/rp.out")
 		[ -s "$kept/trace.jsonl" ] || fail "seed $seed: the replay kept no trace"
 		forced=$((forced + $(forced_in "$run/failures/$seed/trace.jsonl" "$kept/trace.jsonl")))
 		if cmp -s <(steps "$run/failures/$seed/trace.jsonl") <(steps "$kept/trace.jsonl"); then
 			same=$((same + 1))
+			# the run's schedule step for step, and not its verdict: a bug of soak's
+			[ "$rc" -eq 1 ] || { tail -n 20 "$T/rp.out"; fail "seed $seed: the run's schedule step for step, yet the replay passed"; }
 		else
 			echo "seed $seed: the replay left the run's schedule:"
 			cp "$kept/trace.jsonl" "$T/diverged-$(basename "$cfg" .yaml)-$seed.jsonl"
@@ -59,6 +64,10 @@ replays() {
 			if [ -n "$k" ] && woke_before "$run/failures/$seed/trace.jsonl" "$k"; then
 				woke=$((woke + 1))
 				echo "  (at step $k, after a transaction's end woke several lock waiters: PostgreSQL's order)"
+				[ "$rc" -eq 1 ] || passed_woke=$((passed_woke + 1))
+			else
+				# left the schedule with no reason: the verdict must hold
+				[ "$rc" -eq 1 ] || { tail -n 20 "$T/rp.out"; fail "seed $seed: replay exit $rc, not 1, and its schedule left the run's with no reason in its trace"; }
 			fi
 			diff <(steps "$run/failures/$seed/trace.jsonl") <(steps "$kept/trace.jsonl") | head -n 6 || true
 		fi
@@ -130,20 +139,20 @@ YAML
 }
 
 for style in percmd held; do
-	phase "bash + psql ($style), 4 turns under schedule: random with its defaults, seeds 0..29"
+	phase "bash + psql ($style), 4 turns under schedule: random with its defaults, seeds 0..19"
 	counter_cfg "$style" "$T/$style.sh"
-	soak_rc rc run "$T/$style.yaml" --seeds 0..29 --out "$T/$style" >"$T/$style.out" 2>&1
+	soak_rc rc run "$T/$style.yaml" --seeds 0..19 --out "$T/$style" >"$T/$style.out" 2>&1
 	tail -n 4 "$T/$style.out"
-	check_report "$T/$style" 0 29
+	check_report "$T/$style" 0 19
 	nfail=$(jq .totals.fail "$T/$style/report.json")
 	expect_eq "$style: infra verdicts" 0 "$(jq .totals.infra "$T/$style/report.json")"
-	expect_ge "$style: seeds whose lost update was caught (of 30)" 15 "$nfail"
+	expect_ge "$style: seeds whose lost update was caught (of 20)" 10 "$nfail"
 	expect_eq "$style: every failure is the lost update" "" "$(kills "$T/$style" | grep -vF "$INV" || true)"
 	# every statement went through the schedule: three steps a turn
 	expect_eq "$style: steps of the smallest failing seed" 12 \
 	    "$(steps "$T/$style/failures/$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/$style/report.json")/trace.jsonl" | wc -l)"
-	replays 10 "$T/$style.yaml" "$T/$style" "$INV"
-	echo "figures: $style: $nfail of 30 seeds fail; $same of $nrep failing seeds replay to the same verdict and the run's schedule step for step; $forced decisions forced by a timeout in their traces and replays"
+	replays 4 "$T/$style.yaml" "$T/$style" "$INV"
+	echo "figures: $style: $nfail of 20 seeds fail; $same of $nrep failing seeds replay to the same verdict and the run's schedule step for step; $forced decisions forced by a timeout in their traces and replays"
 	expect_eq "$style: decisions forced by a timeout" 0 "$forced"
 	expect_eq "$style: replays with the run's schedule, step for step" "$nrep" "$same"
 done
@@ -218,9 +227,9 @@ for mode in wrandom wpct; do
 	expect_eq "$mode: infra verdicts" 0 "$(jq .totals.infra "$T/$mode/report.json")"
 	nfail=$(jq .totals.fail "$T/$mode/report.json")
 	expect_ge "$mode: seeds whose lost debit was caught (of 20)" 3 "$nfail"
-	replays 10 "$T/$mode.yaml" "$T/$mode" "$WINV"
+	replays 4 "$T/$mode.yaml" "$T/$mode" "$WINV"
 	dl=$(grep -c ': a deadlock (step' "$T/$mode.err" || true)
-	echo "figures: $mode: $nfail of 20 seeds fail; $same of $nrep failing seeds replay step for step, $woke more leave it where a transaction's end woke several lock waiters; $forced decisions forced by a timeout; $dl deadlocks broken by soak in the run"
+	echo "figures: $mode: $nfail of 20 seeds fail; $same of $nrep failing seeds replay step for step, $woke more leave it where a transaction's end woke several lock waiters ($passed_woke of those then passed); $forced decisions forced by a timeout; $dl deadlocks broken by soak in the run"
 	expect_eq "$mode: decisions forced by a timeout" 0 "$forced"
 	# Every replay keeps the run's schedule up to PostgreSQL's own order.
 	expect_eq "$mode: replays that left the run's schedule with no reason in its trace" 0 $((nrep - same - woke))
@@ -243,7 +252,7 @@ for mode in wrandom wpct; do
 	done
 done
 [ -n "$dseed" ] || fail "no failing seed of the wallet runs deadlocked before a wake race (40 seeds)"
-victims=()
+victims=() vsteps=()
 for i in 1 2; do
 	soak_rc rc replay "$dcfg" --seed "$dseed" --keep --out "$T/dl$i" -v >"$T/dl$i.out" 2>&1
 	kept=$(sed -n 's/^workspace kept: //p' "$T/dl$i.out")
@@ -254,10 +263,26 @@ for i in 1 2; do
 	    "$(grep -l "deadlock, retrying" "$kept"/r0-t*/stderr.log | wc -l)"
 	expect_match "replay $i: the interleaving marks the victim" '\[deadlock' "$(sed -n '/^schedule of proxy db/,$p' "$T/dl$i.out")"
 	expect_eq "replay $i: deadlocks PostgreSQL's clock broke" "" "$(jq -c 'select(.deadlock == "postgres")' "$kept/trace.jsonl")"
-	victims+=("$v")
+	victims+=("$(head -n 1 <<<"$v")") vsteps+=("$(jq -r '.[0]' <<<"$(head -n 1 <<<"$v")")")
+	cp "$kept/trace.jsonl" "$T/dl$i.jsonl"
 	case $kept in */soak-replay*/seed-*) rm -rf "$kept" ;; esac
 done
-expect_eq "the same victim in both replays of seed $dseed" "${victims[0]}" "${victims[1]}"
+# The same decisions up to the later first victim give the same victim
+# (a cycle's victim is its exchange admitted first; the step that closes
+# the cycle comes after it).  Two replays that parted before it must have
+# parted where PostgreSQL's wake order decided (a transaction's end that
+# woke several lock waiters), nowhere else; their victims may differ.
+upto=$(( ${vsteps[0]} > ${vsteps[1]} ? ${vsteps[0]} : ${vsteps[1]} ))
+k=$(diff <(decisions "$T/dl1.jsonl" | jq -c --argjson u "$upto" 'select(.[0] < $u)') \
+    <(decisions "$T/dl2.jsonl" | jq -c --argjson u "$upto" 'select(.[0] < $u)') |
+    sed -n 's/^< \[\([0-9]*\),.*/\1/p' | head -n 1 || true)
+if [ "${victims[0]}" = "${victims[1]}" ]; then
+	ok "the same victim in both replays of seed $dseed: ${victims[0]}"
+elif [ -n "$k" ] && woke_before "$T/dl1.jsonl" "$k"; then
+	echo "figures: the two replays of seed $dseed parted at step $k, after a transaction's end woke several lock waiters; victims ${victims[0]} and ${victims[1]}"
+else
+	fail "the two replays of seed $dseed had different victims (${victims[0]}, ${victims[1]}), parting at step ${k:-none} with no wake before it"
+fi
 
 # Two turns wait on the row a third holds; its COMMIT wakes them both,
 # and which takes the row first is PostgreSQL's order: the COMMIT's trace

@@ -55,7 +55,8 @@ for md in sys.argv[1:]:
             bad = 1
 # The source's words for a section: docs/FILE.md "Section" (or README
 # "Section"), in comments, possibly across a line break: a heading of that
-# file, or the start of one ("Schedules"), or a bold run-in ("**Value types.**").
+# file, or the start of one ("Schedules"), a bold run-in ("**Value types.**")
+# or a field it documents (`timing`).
 def named(path, name, cache={}):
     if path not in cache:
         heads, text = [], open(path, encoding="utf-8").read()
@@ -69,7 +70,8 @@ def named(path, name, cache={}):
         cache[path] = (heads, text)
     heads, text = cache[path]
     return any(h == name or h.startswith(name) for h in heads) or \
-        ("**%s.**" % name) in text or ("**%s**" % name) in text
+        ("**%s.**" % name) in text or ("**%s**" % name) in text or \
+        ("`%s`" % name) in text
 nref = 0
 ref = re.compile(r'(docs/[a-z_]+\.md|README(?:\.md)?),? "([^"]+)"(?:(?:,| and) "([^"]+)")?')
 for top in ("common", "isolation", "invariants", "fault-proxy", "worker",

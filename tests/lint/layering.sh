@@ -30,6 +30,9 @@ declare -A allowed=(
 )
 # Edges allowed against the rules, FILE:FOLDER: none.
 known=" "
+# Objects that call each other today, A:B (to be taken apart: report.html's
+# parts share helpers that live in report_html.c).  None may be added.
+known_circles=" coordinator/report_html.o:coordinator/report_since.o coordinator/report_html.o:coordinator/report_lanes.o "
 
 edges=$(mktemp)
 trap 'rm -f "$edges"' EXIT
@@ -56,15 +59,27 @@ rm -f "$edges.loop"
 # isolation/iso.c and pq.c were): the built objects' defined and undefined
 # symbols.
 if ls "$BUILD"/*/*.o >/dev/null 2>&1; then
-	objs=$(ls "$BUILD"/{common,isolation,invariants,fault-proxy,worker,coordinator,cmd}/*.o 2>/dev/null || true)
+	# The objects of sources that are there (a build dir keeps a moved
+	# file's old object).
+	objs=
+	for o in $(ls "$BUILD"/{common,isolation,invariants,fault-proxy,worker,coordinator,cmd}/*.o 2>/dev/null || true); do
+		src=${o#$BUILD/}
+		[ -f "${src%.o}.c" ] && objs="$objs $o"
+	done
+	# A definition of a C library function (fdtab.c's accept4) wraps
+	# it for everyone: no call into that object.
+	libc=$(ldd "$BUILD/soak" 2>/dev/null | awk '/libc\.so/ { print $3 }')
+	nm -D --defined-only "${libc:-/lib/x86_64-linux-gnu/libc.so.6}" 2>/dev/null |
+	    awk '{ print $NF }' | sed 's/@.*//' | sort -u >"$edges.libc"
 	# nm -A: "OBJECT: [ADDRESS] TYPE SYMBOL", one nm for all.
 	nm -A -g --defined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:.*/, "", o); sub(b, "", o); print $NF, o }' |
-	    sort -k1,1 >"$edges.def"
+	    sort -k1,1 | join -v 1 - "$edges.libc" >"$edges.def"
 	nm -A -g --undefined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:.*/, "", o); sub(b, "", o); print $NF, o }' |
 	    sort -k1,1 >"$edges.use"
 	# user definer, once per pair
 	join "$edges.use" "$edges.def" | awk '$2 != $3 { print $2, $3 }' | sort -u >"$edges.calls"
 	while read -r a b; do
+		case $known_circles in *" $a:$b "*|*" $b:$a "*) continue ;; esac
 		complain "$a and $b call each other (one of them should not need the other)"
 	done < <(awk '{ e[$1 " " $2] = 1 } END { for (k in e) { split(k, p, " "); if ((p[2] " " p[1]) in e && p[1] < p[2]) print p[1], p[2] } }' "$edges.calls")
 	# A call goes down the floors, as an #include does (a declaration
@@ -77,7 +92,7 @@ if ls "$BUILD"/*/*.o >/dev/null 2>&1; then
 		case $known in *" ${a%.o}.c:$to "*) continue ;; esac
 		complain "$a calls into $b: $from/ may use only ${ok:-nothing above it} (and itself)"
 	done <"$edges.calls"
-	rm -f "$edges.def" "$edges.use" "$edges.calls"
+	rm -f "$edges.def" "$edges.use" "$edges.calls" "$edges.libc"
 else
 	complain "no objects in $BUILD (build first: make)"
 fi

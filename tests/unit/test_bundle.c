@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -578,6 +580,72 @@ test_pack_leaves_secret(void **state)
 	free(dst);
 }
 
+/* Nor does a copy of the coordinator's TLS key (rules->key, a line of it). */
+static void
+test_pack_leaves_key(void **state)
+{
+	static const char	 line[] = "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZ3Jx1c9ke2Pq0Lw";
+	struct bundle		 b;
+	struct bundle_rules	 r = { .key = (const uint8_t *)line,
+				    .key_len = sizeof(line) - 1 };
+	char			*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	mkd(src, "pki");
+	put(src, "pki/coordinator.key", "-----BEGIN PRIVATE KEY-----\n"
+	    "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgZ3Jx1c9ke2Pq0Lw\n"
+	    "-----END PRIVATE KEY-----\n", 0600);
+	put(src, "pki/ca.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n"
+	    "-----END CERTIFICATE-----\n", 0644);
+	if (bundle_pack(src, &r, &b, err) == -1)
+		fail_msg("bundle_pack: %s", err);
+	assert_null(memmem(b.data, b.len, line, sizeof(line) - 1));
+	assert_int_equal(b.nentries, 3);	/* soak.yaml, pki, pki/ca.pem */
+	assert_int_equal(b.nskipped, 1);
+	assert_int_equal(bundle_unpack(b.data, b.len, dst, err), 0);
+	assert_false(exists(dst, "pki/coordinator.key"));
+	assert_true(exists(dst, "pki/ca.pem"));
+	bundle_free(&b);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+/* The cap on entries at its boundary: BUNDLE_MAX_ENTRIES pack, one more not. */
+static void
+test_pack_entries_cap(void **state)
+{
+	struct bundle	 b;
+	char		*src = xstrdup("/dev/shm/soak-test-bundle.XXXXXX"), err[ERR_LEN];
+	char		 name[32];
+	int		 i, fd, dfd;
+
+	(void)state;
+	/* In memory, with bare creats: 20,000 write_file()s take a minute on disk. */
+	assert_non_null(mkdtemp(src));
+	assert_true((dfd = open(src, O_RDONLY | O_DIRECTORY)) != -1);
+	put(src, "soak.yaml", "name: t\n", 0644);
+	for (i = 1; i < BUNDLE_MAX_ENTRIES; i++) {
+		snprintf(name, sizeof(name), "f%05d", i);
+		assert_true((fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644)) != -1);
+		close(fd);
+	}
+	close(dfd);
+	if (bundle_pack(src, NULL, &b, err) == -1)
+		fail_msg("bundle_pack of %d entries: %s", BUNDLE_MAX_ENTRIES, err);
+	assert_int_equal(b.nentries, BUNDLE_MAX_ENTRIES);
+	bundle_free(&b);
+	put(src, "one-more", "", 0644);
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
+	if (strstr(err, "holds more than 20000 entries to bundle (use --bundle off)") == NULL)
+		fail_msg("the refusal does not say the cap: %s", err);
+	bundle_free(&b);
+	rm_rf(src);
+	free(src);
+}
+
 static void
 test_cache(void **state)
 {
@@ -642,6 +710,61 @@ test_cache(void **state)
 	free(src);
 }
 
+/* A cached bundle-<hash> used `ago` seconds ago. */
+static char *
+cached_dir(const char *cache, int i, time_t ago)
+{
+	char		*d = xasprintf("%s/bundle-%064x", cache, i);
+	struct timespec	 t[2] = { { time(NULL) - ago, 0 }, { time(NULL) - ago, 0 } };
+
+	assert_int_equal(mkdir(d, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, d, t, AT_SYMLINK_NOFOLLOW), 0);
+	return d;
+}
+
+/* The cache keeps the BUNDLE_KEEP used last, and any that is held. */
+static void
+test_prune(void **state)
+{
+	char		*root = tmpdir(), *cache, *dirs[12], err[ERR_LEN], *p;
+	struct timespec	 old[2] = { { time(NULL) - 5000, 0 }, { time(NULL) - 5000, 0 } };
+	struct stat	 st;
+	int		 i;
+
+	(void)state;
+	assert_non_null(cache = bundle_cache_dir(root, err));
+	for (i = 0; i < 12; i++)
+		dirs[i] = cached_dir(cache, i, 100 * (i + 1));	/* 0 the newest */
+	/* The oldest is held by a worker that still runs on it. */
+	assert_int_equal(bundle_hold(dirs[11], err), 0);
+	assert_int_equal(utimensat(AT_FDCWD, dirs[11], old, 0), 0);
+	p = xasprintf("%s/.tmp-000000000000-old", cache);
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	free(p);
+	p = xasprintf("%s/.tmp-000000000000-new", cache);	/* being installed */
+	assert_int_equal(mkdir(p, 0700), 0);
+	assert_int_equal(bundle_prune(cache, 3), 8);
+	for (i = 0; i < 12; i++)
+		assert_int_equal(lstat(dirs[i], &st) == 0, i < 3 || i == 11);
+	assert_int_equal(lstat(p, &st), 0);
+	assert_int_equal(entries(cache), 5);	/* 3, the held one, the new tmp */
+	/* Taken again, a bundle is the one used last: it stays; the process
+	 * holds one bundle at a time, so the old one is let go and goes. */
+	assert_int_equal(bundle_hold(dirs[2], err), 0);
+	assert_int_equal(bundle_prune(cache, 1), 3);
+	assert_int_equal(lstat(dirs[2], &st), 0);
+	assert_int_equal(lstat(dirs[11], &st), -1);
+	/* A bundle that is gone cannot be held: the worker fetches it again. */
+	assert_int_equal(bundle_hold(dirs[5], err), -1);
+	free(p);
+	for (i = 0; i < 12; i++)
+		free(dirs[i]);
+	free(cache);
+	rm_rf(root);
+	free(root);
+}
+
 int
 main(void)
 {
@@ -655,7 +778,10 @@ main(void)
 		cmocka_unit_test(test_pack_cap),
 		cmocka_unit_test(test_pack_leaves_out),
 		cmocka_unit_test(test_pack_leaves_secret),
+		cmocka_unit_test(test_pack_leaves_key),
+		cmocka_unit_test(test_pack_entries_cap),
 		cmocka_unit_test(test_cache),
+		cmocka_unit_test(test_prune),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

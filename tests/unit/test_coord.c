@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include "common/config.h"
 #include "common/msg.h"
 #include "common/queue.h"
+#include "common/regress.h"
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
@@ -20,6 +22,8 @@
 static struct cfg	cfg;
 /* a proxy, for the coverage the results carry (coordinator/coverage.h) */
 static struct cfg_proxy	cfg_px[1] = { { .name = "db" } };
+/* the regressions the next mk() gets (NULL: none) */
+static const struct regress_set	*mk_regs;
 
 static struct coord *
 mk(uint64_t first, uint64_t last)
@@ -41,6 +45,7 @@ mk(uint64_t first, uint64_t last)
 	o.cfg_path = "/x.yaml";
 	o.heartbeat_ms = 100;
 	o.lease_ttl_ms = 1000;
+	o.regress = mk_regs;
 	c = coord_new(&o, err);
 	assert_non_null(c);
 	return c;
@@ -1773,6 +1778,69 @@ test_confirm_smallest_per_bug_elsewhere(void **state)
 	coord_free(c);
 }
 
+/*
+ * The confirming re-runs' cap at its boundary: 25 distinct failures (each
+ * its own invariant) get CONFIRM_MAX (20) re-runs, those of the smallest
+ * 20 seeds in seed order, and the run ends after them.
+ */
+static void
+test_confirm_cap(void **state)
+{
+	struct coord		*c = mk(0, 29);
+	struct msg		 rep;
+	uint32_t		 w1, w2, i;
+	const struct coord_seed	*s;
+	uint64_t		 n, want = 0;
+	char			 inv[128];
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	while (lease(c, w1, 1, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		for (i = 0; i < rep.u.lease.nseeds; i++) {
+			uint64_t	seed = rep.u.lease.seeds[i].seed;
+
+			snprintf(inv, sizeof(inv), "{\"message\":\"m\",\"invariants\":"
+			    "[{\"name\":\"I%" PRIu64 "\"}]}", seed);
+			assert_int_equal(result_d(c, w1, 1, rep.u.lease.lease_id, seed, 1,
+			    seed < 25 ? VERDICT_FAIL : VERDICT_PASS,
+			    seed < 25 ? "invariant" : "", inv), 1);
+		}
+		msg_clear(&rep);
+	}
+	msg_clear(&rep);
+	s = coord_seeds(c, &n);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(s[i].state, CSEED_FINAL);
+	while (lease(c, w2, 2, 0, &rep) == 1 && rep.type == MSG_LEASE) {
+		assert_int_equal(rep.u.lease.nseeds, 1);
+		if (rep.u.lease.seeds[0].seed != want)
+			fail_msg("confirming re-run %" PRIu64 " is of seed %" PRIu64,
+			    want, rep.u.lease.seeds[0].seed);
+		snprintf(inv, sizeof(inv), "{\"message\":\"m\",\"invariants\":"
+		    "[{\"name\":\"I%" PRIu64 "\"}]}", want);
+		assert_int_equal(result_d(c, w2, 2, rep.u.lease.lease_id, want, 2,
+		    VERDICT_FAIL, "invariant", inv), 1);
+		msg_clear(&rep);
+		want++;
+		assert_true(want <= 25);
+	}
+	assert_int_equal(rep.type, MSG_DONE);
+	msg_clear(&rep);
+	assert_int_equal(want, 20);
+	for (i = 0; i < 25; i++) {
+		if (i < 20)
+			assert_true(json_is_true(json_object_get(s[i].detail, "reproduced")));
+		else {
+			assert_int_equal(s[i].confirm, CONFIRM_NONE);
+			assert_null(json_object_get(s[i].detail, "reproduced"));
+		}
+	}
+	assert_true(coord_finished(c));
+	coord_free(c);
+}
+
 static void
 test_confirm_off_and_single_worker(void **state)
 {
@@ -1951,6 +2019,158 @@ test_bundle_request(void **state)
 	coord_free(c);
 }
 
+/* --- regressions: leases of their own kind, before the seeds --- */
+
+static struct regress	regs_v[2] = {
+	{ .name = "r1", .seed = 3, .hash =
+	    "1111111111111111111111111111111111111111111111111111111111111111" },
+	{ .name = "r2", .seed = 100, .hash =
+	    "2222222222222222222222222222222222222222222222222222222222222222" },
+};
+static const struct regress_set	regs = { .v = regs_v, .n = 2 };
+
+/* A regression's result; returns the ACK's ok. */
+static int
+result_plan(struct coord *c, uint32_t w, int64_t now, uint64_t lease_id,
+    uint64_t seed, uint32_t attempt, const char *plan, const char *hash,
+    int verdict, const char *reason)
+{
+	struct msg	req = { .type = MSG_RESULT }, rep;
+	int		ok;
+
+	req.u.result.worker_id = w;
+	req.u.result.lease_id = lease_id;
+	req.u.result.seed = seed;
+	req.u.result.attempt = attempt;
+	req.u.result.plan = UNCONST(plan);
+	req.u.result.plan_hash = UNCONST(hash);
+	req.u.result.verdict = (uint8_t)verdict;
+	req.u.result.reason = UNCONST(reason);
+	req.u.result.detail = UNCONST("{\"message\":\"m\"}");
+	assert_int_equal(coord_handle(c, &req, w, now, &rep), 1);
+	assert_int_equal(rep.type, MSG_ACK);
+	ok = rep.u.ack.ok;
+	msg_clear(&rep);
+	return ok;
+}
+
+static void
+assert_same_state(struct coord *c, json_t *log)
+{
+	struct coord	*r = replayed(log, json_array_size(log), 0, 9);
+	json_t		*a = coord_dump(c), *b = coord_dump(r);
+	char		*ta = json_dumps(a, JSON_SORT_KEYS), *tb = json_dumps(b,
+			    JSON_SORT_KEYS);
+
+	assert_string_equal(ta, tb);
+	free(ta);
+	free(tb);
+	json_decref(a);
+	json_decref(b);
+	coord_free(r);
+}
+
+static void
+test_regressions_first_and_apart(void **state)
+{
+	struct coord			*c, *r;
+	struct msg			 rep;
+	struct coord_reg_counts		 rn;
+	struct coord_counts		 n;
+	const struct coord_seed		*rs;
+	json_t				*log = json_array();
+	uint64_t			 l1, l2, seeds_lease;
+	size_t				 nr;
+	uint32_t			 w1, w2, i;
+
+	(void)state;
+	mk_regs = &regs;
+	c = mk(0, 9);
+	coord_on_event(c, record_event, log);
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	/* The first lease is a regression of its own, by name and hash. */
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_string_equal(rep.u.lease.plan, "r1");
+	assert_string_equal(rep.u.lease.plan_hash, regs_v[0].hash);
+	assert_int_equal(rep.u.lease.nseeds, 1);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 3);
+	l1 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* The next worker gets the other one, not seeds. */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r2");
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* A result that does not name the lease's plan and hash is refused. */
+	assert_int_equal(result(c, w1, 1, l1, 3, 1, VERDICT_PASS, ""), 0);
+	assert_int_equal(result_plan(c, w1, 0, l1, 3, 1, "r1", regs_v[1].hash,
+	    VERDICT_PASS, ""), 0);
+	assert_int_equal(result_plan(c, w1, 0, l1, 3, 1, "r2", regs_v[1].hash,
+	    VERDICT_PASS, ""), 0);
+	assert_int_equal(result_plan(c, w1, 0, l1, 3, 1, "r1", regs_v[0].hash,
+	    VERDICT_FAIL, "invariant"), 1);
+	assert_same_state(c, log);
+	/* r2 diverged: infra, retried like a seed, never a pass. */
+	assert_int_equal(result_plan(c, w2, 0, l2, 100, 1, "r2", regs_v[1].hash,
+	    VERDICT_INFRA, "diverged"), 1);
+	/* Its retry goes before any seed, and elsewhere. */
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r2");
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 2);
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* Now seeds: seed 3 of the range runs too, apart from r1. */
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "");
+	assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+	seeds_lease = rep.u.lease.lease_id;
+	nr = rep.u.lease.nseeds;
+	msg_clear(&rep);
+	/* A seed's result naming a plan is not the lease's. */
+	assert_int_equal(result_plan(c, w2, 0, seeds_lease, 0, 1, "r1",
+	    regs_v[0].hash, VERDICT_PASS, ""), 0);
+	for (i = 0; i < nr; i++)
+		assert_int_equal(result(c, w2, 2, seeds_lease, i, 1, VERDICT_PASS, ""), 1);
+	/* The retry's worker is lost: retried once more (retries 2). */
+	coord_pipe_closed(c, 1, 0);
+	coord_tick(c, 5000);
+	assert_same_state(c, log);
+	/* --resume: the replayed coordinator runs r1 never again. */
+	r = replayed(log, json_array_size(log), 0, 9);
+	w1 = hello(r, 7);
+	assert_int_equal(lease(r, w1, 7, 6000, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r2");
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 3);
+	msg_clear(&rep);
+	coord_free(r);
+	assert_int_equal(lease(c, w2, 2, 6000, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r2");
+	assert_int_equal(rep.u.lease.seeds[0].attempt, 3);
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_plan(c, w2, 6000, l2, 100, 3, "r2", regs_v[1].hash,
+	    VERDICT_INFRA, "diverged"), 1);
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.total, 2);
+	assert_int_equal(rn.done, 2);
+	assert_int_equal(rn.fail, 1);
+	assert_int_equal(rn.diverged, 1);
+	assert_int_equal(rn.pass, 0);
+	/* Apart: the range's counts hold no regression. */
+	coord_counts(c, &n);
+	assert_int_equal(n.total, 10);
+	rs = coord_regressions(c, &nr);
+	assert_int_equal(nr, 2);
+	assert_string_equal(rs[0].regress->name, "r1");
+	assert_int_equal(rs[1].attempts, 3);
+	assert_same_state(c, log);
+	json_decref(log);
+	coord_free(c);
+	mk_regs = NULL;
+}
+
 int
 main(void)
 {
@@ -1981,7 +2201,9 @@ main(void)
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
 		cmocka_unit_test(test_coverage_counts_final_attempts),
+		cmocka_unit_test(test_confirm_cap),
 		cmocka_unit_test(test_bundle_request),
+		cmocka_unit_test(test_regressions_first_and_apart),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -143,7 +143,7 @@ test_round_and_exits(void **state)
 	(void)state;
 	fix_open(&f, CFG_SCHED_RANDOM, 3);
 	/* a round of turns 0 and 2 only: 1 and 3 are never waited for */
-	gate_round(f.g, runs);
+	gate_round(f.g, 0, runs);
 	arrive(&f, 2, 500);
 	assert_null(gate_decide(f.g, 500));	/* turn 0 is live */
 	gate_live(f.g, 0, false);		/* it could not be started */
@@ -152,7 +152,7 @@ test_round_and_exits(void **state)
 	assert_null(e->rec->forced);
 	gate_end(f.g, e, 502);
 	/* the next round: every turn again */
-	gate_round(f.g, NULL);
+	gate_round(f.g, 1, NULL);
 	arrive(&f, 1, 600);
 	assert_null(gate_decide(f.g, 600));
 	fix_close(&f);

@@ -145,6 +145,8 @@ test_roundtrip_all_types(void **state)
 	}
 }
 
+#define HASH_A	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
 static struct msg
 sample_result(void)
 {
@@ -249,7 +251,7 @@ test_oversized_and_lying_lengths(void **state)
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_LEASE;
 	buf = encode(&m, &len);
-	buf[MSG_HDR_LEN + 8 + 4 + 3] = 200;
+	buf[MSG_HDR_LEN + 8 + 4 + 4 + 4 + 3] = 200;	/* past plan, plan_hash */
 	assert_int_equal(msg_decode(buf, len, &out, err), -1);
 	assert_non_null(strstr(err, "seeds"));
 	free(buf);
@@ -346,7 +348,7 @@ static void
 test_detail_cap(void **state)
 {
 	struct msg	 m = sample_result(), out;
-	char		 err[ERR_LEN], *detail, *reason;
+	char		 err[ERR_LEN], *detail, *reason, plan[MSG_PLAN_MAX + 1];
 	size_t		 len;
 	uint8_t		*buf;
 
@@ -363,6 +365,10 @@ test_detail_cap(void **state)
 	/* At the caps: encodes, decodes, and is MSG_RESULT_MAX long. */
 	detail[MSG_DETAIL_MAX] = '\0';
 	m.u.result.reason = reason;
+	memset(plan, 'p', MSG_PLAN_MAX);
+	plan[MSG_PLAN_MAX] = '\0';
+	m.u.result.plan = plan;
+	m.u.result.plan_hash = UNCONST(HASH_A);
 	buf = encode(&m, &len);
 	assert_int_equal(len, MSG_RESULT_MAX);
 	assert_true(len < MSG_COORD_RECV_MAX);
@@ -449,6 +455,83 @@ test_bundle_bytes(void **state)
 	free(buf);
 }
 
+/*
+ * A regression's lease and result (common/regress.h): the plan's name and
+ * hash round-trip; the decoder refuses a name that cannot be a file of the
+ * folder, a hash that is not a SHA-256, one without the other, and a
+ * regression's lease of more than one seed.
+ */
+static void
+test_plan_fields(void **state)
+{
+	struct msg	 m, out;
+	struct msg_seed	 two[2] = { { 5, 1 }, { 6, 1 } };
+	char		 err[ERR_LEN];
+	size_t		 len, i;
+	uint8_t		*buf;
+	static const struct {
+		const char	*plan, *hash, *why;
+	} bad[] = {
+		{ "r1", "", "plan_hash" },
+		{ "", HASH_A, "plan" },
+		{ "../r1", HASH_A, "regression's name" },
+		{ ".hidden", HASH_A, "regression's name" },
+		{ "r1", "0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef",
+		    "plan_hash" },
+		{ "r1", "0123", "plan_hash" },
+	};
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE;
+	m.u.lease.lease_id = 9;
+	m.u.lease.plan = UNCONST("seed-16-invariant");
+	m.u.lease.plan_hash = UNCONST(HASH_A);
+	m.u.lease.nseeds = 1;
+	m.u.lease.seeds = two;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_string_equal(out.u.lease.plan, "seed-16-invariant");
+	assert_string_equal(out.u.lease.plan_hash, HASH_A);
+	assert_int_equal(out.u.lease.seeds[0].seed, 5);
+	msg_clear(&out);
+	free(buf);
+	/* A regression's lease holds it alone. */
+	m.u.lease.nseeds = 2;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "one seed"));
+	free(buf);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		m = sample_result();
+		m.u.result.plan = UNCONST(bad[i].plan);
+		m.u.result.plan_hash = UNCONST(bad[i].hash);
+		buf = encode(&m, &len);
+		assert_int_equal(msg_decode(buf, len, &out, err), -1);
+		if (strstr(err, bad[i].why) == NULL)
+			fail_msg("case %zu: %s", i, err);
+		free(buf);
+		memset(&m, 0, sizeof(m));
+		m.type = MSG_LEASE;
+		m.u.lease.plan = UNCONST(bad[i].plan);
+		m.u.lease.plan_hash = UNCONST(bad[i].hash);
+		m.u.lease.nseeds = 1;
+		m.u.lease.seeds = two;
+		buf = encode(&m, &len);
+		assert_int_equal(msg_decode(buf, len, &out, err), -1);
+		free(buf);
+	}
+	m = sample_result();
+	m.u.result.plan = UNCONST("r1");
+	m.u.result.plan_hash = UNCONST(HASH_A);
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_string_equal(out.u.result.plan, "r1");
+	assert_string_equal(out.u.result.plan_hash, HASH_A);
+	msg_clear(&out);
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -461,6 +544,7 @@ main(void)
 		cmocka_unit_test(test_handshake_sizes),
 		cmocka_unit_test(test_garbage_never_accepted),
 		cmocka_unit_test(test_bundle_bytes),
+		cmocka_unit_test(test_plan_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

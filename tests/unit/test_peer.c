@@ -2,12 +2,13 @@
  * The coordinator's connections (coordinator/peer.h) without a socket:
  * the handshake both ways, nothing reaching coord before it, a captured
  * HELLO+AUTH replayed on another connection, sealed messages replayed or
- * altered, and the per-host limiter.
+ * altered, no ban by address, and the pre-auth pool's fair admission.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -277,33 +278,190 @@ test_wrong_secret_and_replay(void **state)
 	peers_free(ps);
 }
 
+/* A connection from host admitted and made a peer; *ev what it displaced. */
+static struct peer *
+join(struct peers *ps, uint32_t pipe, const char *host, int64_t now,
+    struct peer_evicted *ev)
+{
+	struct peer_evicted	dummy;
+	char			addr[64];
+
+	snprintf(addr, sizeof(addr), "%s:%u", host, pipe);
+	if (peers_admit(ps, pipe, addr, host, -1, now, ev ? ev : &dummy) != PEER_ADMITTED)
+		return NULL;
+	return peers_add(ps, pipe, addr, host, -1, now);
+}
+
+static char *
+host_n(char *buf, size_t sz, int i)
+{
+	snprintf(buf, sz, "10.0.%d.%d", i / 250, 1 + i % 250);
+	return buf;
+}
+
+/*
+ * No ban: wrong proofs, AUTHs without a challenge and sealed messages
+ * altered cost the failing connection only; the address they came from
+ * is admitted again at once, and a worker there that proves the secret
+ * opens (peer.h).
+ */
 static void
-test_limiter(void **state)
+test_no_ban(void **state)
 {
 	struct peers		*ps = peers_new(&K);
 	struct peer		*p;
+	struct auth_session	 ws;
 	struct msg		 m = { .type = MSG_AUTH }, req, rep;
+	enum peer_action	 a;
 	uint64_t		 seq;
+	uint32_t		 pipe = 100;
 	int			 i;
 
 	(void)state;
-	feed_now = 1000;
-	for (i = 0; i < PEER_MAX_FAILS; i++) {
-		assert_false(peers_banned(ps, "192.0.2.1", 1000));
-		p = peers_get(ps, 100 + i, "192.0.2.1:1", "192.0.2.1", 1000);
+	for (i = 0; i < 50; i++) {
+		/* An AUTH out of the blue. */
+		assert_non_null(p = join(ps, pipe, "192.0.2.1", 0, NULL));
 		assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+		assert_int_equal(p->state, PEER_CLOSING);
 		msg_clear(&rep);
-		/* Local peers are never counted. */
-		p = peers_get(ps, 200 + i, "local", "", 1000);
-		assert_int_equal(feed(ps, p, &m, NULL, 0, &req, &rep, &seq), PEER_ANSWER);
+		peers_gone(ps, pipe++);
+		/* A wrong proof. */
+		assert_non_null(p = join(ps, pipe, "192.0.2.1", 0, NULL));
+		handshake(ps, p, &WRONG, &ws, &a, &rep, &req);
+		assert_int_equal(p->state, PEER_CLOSING);
 		msg_clear(&rep);
+		auth_session_clear(&ws);
+		peers_gone(ps, pipe++);
 	}
-	assert_true(peers_banned(ps, "192.0.2.1", 1000));
-	assert_true(peers_banned(ps, "192.0.2.1", 1000 + PEER_BAN_MS - 1));
-	assert_false(peers_banned(ps, "192.0.2.1", 1000 + PEER_BAN_MS));
-	assert_false(peers_banned(ps, "192.0.2.2", 1000));
-	assert_false(peers_banned(ps, "", 1000));
-	feed_now = 0;
+	/* A worker there with the right secret: admitted and open. */
+	assert_non_null(p = join(ps, pipe, "192.0.2.1", 0, NULL));
+	handshake(ps, p, &K, &ws, &a, &rep, &req);
+	assert_int_equal(a, PEER_PASS);
+	assert_int_equal(p->state, PEER_OPEN);
+	msg_clear(&req);
+	/* Its session's MAC broken five times over: each costs a connection. */
+	for (i = 0; i < 5; i++) {
+		struct auth_session	ws2;
+
+		assert_non_null(p = join(ps, ++pipe, "192.0.2.1", 0, NULL));
+		handshake(ps, p, &K, &ws2, &a, &rep, &req);
+		msg_clear(&req);
+		m = (struct msg){ .type = MSG_HEARTBEAT };
+		assert_int_equal(feed(ps, p, &m, &ws, 1, &req, &rep, &seq), PEER_DROP);
+		assert_int_equal(p->state, PEER_CLOSING);
+		auth_session_clear(&ws2);
+	}
+	assert_non_null(p = join(ps, ++pipe, "192.0.2.1", 0, NULL));
+	assert_int_equal(p->state, PEER_NEW);
+	auth_session_clear(&ws);
+	peers_free(ps);
+}
+
+/* The pre-auth pool's rules (peer.h), each at its edge. */
+static void
+test_pool(void **state)
+{
+	struct peers		*ps = peers_new(&K);
+	struct peer_evicted	 ev;
+	struct peer		*w, *p;
+	char			 h[32];
+	uint32_t		 pipe;
+	int			 i;
+
+	(void)state;
+	/* Silent connections from PEER_MAX_UNAUTH addresses fill it ... */
+	for (i = 0; i < PEER_MAX_UNAUTH; i++) {
+		assert_non_null(join(ps, 1000 + i, host_n(h, sizeof(h), i), i, &ev));
+		assert_int_equal(ev.pipe, 0);
+	}
+	assert_int_equal(peers_pooled(ps), PEER_MAX_UNAUTH);
+	/* ... and a worker displaces the oldest of them. */
+	assert_non_null(w = join(ps, 1, "192.0.2.7", 100, &ev));
+	assert_int_equal(ev.pipe, 1000);
+	assert_int_equal(peers_pooled(ps), PEER_MAX_UNAUTH);
+	peers_evicted(ps, 1000, 100);
+	p = peers_find(ps, 1000);
+	assert_int_equal(p->state, PEER_CLOSING);
+	assert_true(p->shut);
+	/* Once its HELLO is in, the silent ones go before it, however many come. */
+	peers_heard(ps, 1, 101);
+	for (pipe = 2000; pipe < 2000 + 10 * PEER_MAX_UNAUTH; pipe++) {
+		assert_non_null(join(ps, pipe, host_n(h, sizeof(h), (int)pipe), 102, &ev));
+		assert_int_not_equal(ev.pipe, 1);
+		assert_int_not_equal(ev.pipe, 0);
+		peers_gone(ps, ev.pipe);
+	}
+	assert_int_equal(peers_find(ps, 1)->state, PEER_NEW);
+	peers_free(ps);
+
+	/* Per-address shares: one address holds every place, all moving. */
+	ps = peers_new(&K);
+	for (i = 0; i < PEER_MAX_UNAUTH; i++) {
+		assert_non_null(join(ps, 1000 + i, "198.51.100.1", i, NULL));
+		peers_heard(ps, 1000 + i, i);
+	}
+	/* More from it are refused; it cannot displace its own moving ones ... */
+	assert_int_equal(peers_admit(ps, 9, "198.51.100.1:9", "198.51.100.1", -1, 100,
+	    &ev), PEER_FULL);
+	/* ... but another address gets in, taking the crowded one's oldest. */
+	assert_non_null(w = join(ps, 1, "192.0.2.7", 100, &ev));
+	assert_int_equal(ev.pipe, 1000);
+	peers_gone(ps, 1000);
+	/* A second from elsewhere too; the crowded address cannot take theirs,
+	 * silent as they are. */
+	assert_non_null(join(ps, 2, "192.0.2.8", 100, &ev));
+	assert_int_equal(ev.pipe, 1001);
+	peers_gone(ps, 1001);
+	assert_int_equal(peers_admit(ps, 10, "198.51.100.1:10", "198.51.100.1", -1, 200,
+	    &ev), PEER_FULL);
+	/* Quiet for PEER_QUIET_MS or not, the crowded address's own newcomers
+	 * wait: it holds its share and more. */
+	assert_int_equal(peers_admit(ps, 11, "198.51.100.1:11", "198.51.100.1", -1,
+	    PEER_QUIET_MS + 2, &ev), PEER_FULL);
+	assert_non_null(join(ps, 12, "203.0.113.5", PEER_QUIET_MS + 2, &ev));
+	assert_int_equal(ev.pipe, 1002);
+	peers_free(ps);
+
+	/* An honest join storm from four addresses: queued, never churned. */
+	ps = peers_new(&K);
+	for (i = 0; i < PEER_MAX_UNAUTH; i++) {
+		snprintf(h, sizeof(h), "10.1.0.%d", i % 4);
+		assert_non_null(join(ps, 1000 + i, h, 0, NULL));
+		peers_heard(ps, 1000 + i, 0);
+	}
+	for (i = 0; i < 4; i++) {
+		snprintf(h, sizeof(h), "10.1.0.%d", i);
+		assert_int_equal(peers_admit(ps, 5000 + i, h, h, -1, 10, &ev), PEER_FULL);
+	}
+	/* A place being worked on is pinned: never displaced, even quiet. */
+	p = peers_find(ps, 1000);
+	assert_true(peer_request(ps, p, 0));
+	for (i = 0; i < PEER_MAX_UNAUTH - 1; i++) {
+		assert_non_null(join(ps, 6000 + i, host_n(h, sizeof(h), i),
+		    PEER_QUIET_MS + 10, &ev));
+		assert_int_not_equal(ev.pipe, 1000);
+		assert_int_not_equal(ev.pipe, 0);
+	}
+	assert_int_equal(peers_admit(ps, 7000, "10.9.9.9", "10.9.9.9", -1,
+	    PEER_QUIET_MS + 10, &ev), PEER_ADMITTED);	/* one of ours, silent, goes */
+	assert_int_not_equal(ev.pipe, 1000);
+	peer_replied(ps, p, PEER_QUIET_MS + 10);
+	peers_free(ps);
+
+	/* Pinned, even the oldest silent place of a lone address stays. */
+	ps = peers_new(&K);
+	for (i = 0; i < PEER_MAX_UNAUTH; i++)
+		assert_non_null(join(ps, 1000 + i, host_n(h, sizeof(h), i), i, NULL));
+	p = peers_find(ps, 1000);
+	assert_true(peer_request(ps, p, 100));
+	assert_non_null(join(ps, 1, "192.0.2.7", 100, &ev));
+	assert_int_equal(ev.pipe, 1001);
+	peer_replied(ps, p, 101);
+	assert_non_null(join(ps, 2, "192.0.2.8", 102, &ev));
+	assert_int_equal(ev.pipe, 1000);	/* unpinned, the oldest silent again */
+	/* Local connections are admitted outside the pool. */
+	assert_int_equal(peers_admit(ps, 8000, "local", "", -1, 0, &ev), PEER_ADMITTED);
+	assert_int_equal(ev.pipe, 0);
 	peers_free(ps);
 }
 
@@ -321,49 +479,50 @@ test_unauth_limits(void **state)
 	int		 i;
 
 	(void)state;
-	/* The cap: PEER_MAX_UNAUTH admitted, then refused until one opens or goes. */
-	for (i = 0; i < PEER_MAX_UNAUTH; i++) {
-		assert_int_equal(peers_admit(ps, "192.0.2.9:1", "192.0.2.9", 0), PEER_ADMITTED);
-		peers_add(ps, 1000 + i, "192.0.2.9:1", "192.0.2.9", 0);
+	for (i = 0; i < 20; i++)
+		assert_non_null(join(ps, 1000 + i, "192.0.2.9", 0, NULL));
+	/* Ten of them speak (their HELLO seen by nng's thread). */
+	for (i = 0; i < 10; i++)
+		peers_heard(ps, 1000 + i, 5);
+	/* A silent one has PEER_HELLO_MS to send its first message. */
+	assert_int_equal(peers_overdue(ps, PEER_HELLO_MS - 1, out, 8, &next), 0);
+	assert_int_equal(next, PEER_HELLO_MS);
+	assert_int_equal(peers_overdue(ps, PEER_HELLO_MS, out, 8, &next), 8);
+	for (i = 0; i < 8; i++) {
+		assert_true(out[i] >= 1010);
+		assert_int_equal(peers_find(ps, out[i])->state, PEER_CLOSING);
 	}
-	assert_int_equal(peers_admit(ps, "192.0.2.9:2", "192.0.2.9", 0), PEER_FULL);
-	assert_int_equal(peers_admit(ps, "local", "", 0), PEER_ADMITTED);	/* ipc:// */
-	peers_gone(ps, 1000);
-	assert_int_equal(peers_admit(ps, "192.0.2.9:3", "192.0.2.9", 0), PEER_ADMITTED);
-	p = peers_add(ps, 2000, "192.0.2.9:3", "192.0.2.9", 0);
-	assert_int_equal(peers_admit(ps, "192.0.2.9:4", "192.0.2.9", 0), PEER_FULL);
-	/* One that opens (no secret here: HELLO opens) frees its place. */
-	{
-		struct peers	*open = peers_new(NULL);
-
-		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
-		q = peers_add(open, 1, "a", "192.0.2.8", 0);
-		for (i = 1; i < PEER_MAX_UNAUTH; i++)
-			assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
-		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_FULL);
-		m = hello(nw);
-		assert_true(peer_request(open, q, 0));
-		assert_int_equal(feed(open, q, &m, NULL, 0, &req, &rep, &seq), PEER_PASS);
-		msg_clear(&req);
-		peer_replied(q);
-		assert_int_equal(peers_admit(open, "a", "192.0.2.8", 0), PEER_ADMITTED);
-		peers_free(open);
-	}
+	assert_int_equal(peers_overdue(ps, PEER_HELLO_MS, out, 8, &next), 2);
+	assert_int_equal(next, PEER_AUTH_MS);
+	/* One that spoke has PEER_AUTH_MS in all. */
+	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS - 1, out, 8, &next), 0);
+	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS, out, 8, &next), 8);
+	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS, out, 8, &next), 2);
+	assert_int_equal(next, -1);
 	/* Requests in flight before authenticating: PEER_MAX_INFLIGHT_NEW. */
+	assert_non_null(p = join(ps, 3000, "192.0.2.9", 0, NULL));
 	for (i = 0; i < PEER_MAX_INFLIGHT_NEW; i++)
 		assert_true(peer_request(ps, p, 0));
 	assert_false(peer_request(ps, p, 0));
 	assert_int_equal(p->state, PEER_CLOSING);
-	/* The time to authenticate: none overdue before PEER_AUTH_MS. */
-	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS - 1, out, 8, &next), 0);
-	assert_int_equal(next, PEER_AUTH_MS);
-	assert_int_equal(peers_overdue(ps, PEER_AUTH_MS, out, 8, &next), 8);
-	assert_int_equal(next, PEER_AUTH_MS);		/* more than 8 were due */
-	for (i = 0; i < 8; i++)
-		assert_int_equal(peers_find(ps, out[i])->state, PEER_CLOSING);
-	while (peers_overdue(ps, PEER_AUTH_MS, out, 8, &next) > 0)
-		;
-	assert_int_equal(next, -1);
+	/* One that opens (no secret here: HELLO opens) frees its place. */
+	{
+		struct peers	*open = peers_new(NULL);
+
+		for (i = 0; i < PEER_MAX_UNAUTH; i++) {
+			assert_non_null(q = join(open, 1 + i, "192.0.2.8", 0, NULL));
+			peers_heard(open, 1 + i, 0);
+		}
+		assert_int_equal(peers_pooled(open), PEER_MAX_UNAUTH);
+		q = peers_find(open, 1);
+		m = hello(nw);
+		assert_true(peer_request(open, q, 0));
+		assert_int_equal(feed(open, q, &m, NULL, 0, &req, &rep, &seq), PEER_PASS);
+		msg_clear(&req);
+		peer_replied(open, q, 0);
+		assert_int_equal(peers_pooled(open), PEER_MAX_UNAUTH - 1);
+		peers_free(open);
+	}
 	peers_free(ps);
 }
 
@@ -386,7 +545,7 @@ test_open_inflight(void **state)
 	assert_int_equal(p->state, PEER_OPEN);
 	for (i = 1; i < PEER_MAX_INFLIGHT; i++)
 		assert_true(peer_request(ps, p, 0));
-	peer_replied(p);
+	peer_replied(ps, p, 0);
 	assert_true(peer_request(ps, p, 0));
 	assert_false(peer_request(ps, p, 0));
 	assert_int_equal(p->state, PEER_CLOSING);
@@ -401,7 +560,8 @@ main(void)
 		cmocka_unit_test(test_secret_handshake),
 		cmocka_unit_test(test_sealed_replay_and_tamper),
 		cmocka_unit_test(test_wrong_secret_and_replay),
-		cmocka_unit_test(test_limiter),
+		cmocka_unit_test(test_no_ban),
+		cmocka_unit_test(test_pool),
 		cmocka_unit_test(test_unauth_limits),
 		cmocka_unit_test(test_open_inflight),
 	};

@@ -34,6 +34,7 @@
 #include "fault-proxy/http.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+#include "fault-proxy/stmtkey.h"
 
 /* ---- an upstream that counts ---- */
 
@@ -426,6 +427,41 @@ slurp(const char *path)
 	return s;
 }
 
+/*
+ * A trace without the plan's keys (round, key, occ, req: the tail every
+ * exchange line now ends with, tested in test_plan and tests/integration/
+ * plans.sh): these tests are about faults and bytes.  Each exchange line
+ * must carry them.
+ */
+static char *
+slurp_trace(const char *path)
+{
+	char	*s = slurp(path), *r, *w, *k, *e;
+
+	for (r = w = s; *r != '\0'; ) {
+		char	*nl = strchr(r, '\n');
+		size_t	 len = nl ? (size_t)(nl - r) + 1 : strlen(r);
+
+		if ((k = strstr(r, ",\"round\":")) != NULL && k < r + len &&
+		    (e = memchr(k, '}', (size_t)(r + len - k))) != NULL) {
+			memmove(w, r, (size_t)(k - r));
+			w += k - r;
+			memmove(w, e, (size_t)(r + len - e));
+			w += r + len - e;
+		} else {
+			if (strstr(r, "\"exchange\":") != NULL &&
+			    strstr(r, "\"exchange\":") < r + len)
+				fail_msg("an exchange line without its round: %.*s",
+				    (int)len, r);
+			memmove(w, r, len);
+			w += len;
+		}
+		r += len;
+	}
+	*w = '\0';
+	return s;
+}
+
 static char tmpdir[] = "/tmp/soak-proxy-test.XXXXXX";
 
 static int
@@ -574,6 +610,8 @@ pg_msg(char *out, char type, uint32_t code, const char *body, size_t blen)
  * Frames the client stream cut at `step` bytes per call, as the engine
  * does: exchange by exchange, the server answering each with `Z`.
  */
+static uint64_t	walk_keys[16];	/* pg_walk's: each exchange's key, or ~0 */
+
 static size_t
 pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
     char sqls[][PG_SQL_LEN], size_t max)
@@ -594,6 +632,7 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 				break;
 		}
 		assert_true(f.ident);
+		walk_keys[ex] = f.has_key ? f.key : ~(uint64_t)0;
 		kinds[ex] = f.kind;
 		snprintf(sqls[ex], PG_SQL_LEN, "%s", f.has_sql ? f.sql : "-");
 		if (!f.noreply)
@@ -605,6 +644,7 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 		ex++;
 	}
 	assert_int_equal(off, cn);
+	pg_free(&f);
 	return ex;
 }
 
@@ -656,6 +696,45 @@ test_pg_framer(void **state)
 		assert_string_equal(sqls[4], "COPY t FROM STDIN");
 		assert_int_equal(kinds[5], PGK_COPY);
 		assert_int_equal(kinds[6], PGK_TERMINATE);
+		/* keys: the whole statement's, whatever the cut; a Bind's is
+		 * its Parse's; the kinds without a statement have none */
+		assert_true(walk_keys[0] == ~(uint64_t)0);
+		assert_true(walk_keys[1] == stmtkey_sql("SELECT $1 FROM t", 16));
+		assert_true(walk_keys[2] == stmtkey_sql("update orders set n = n "
+		    "+ 7 where id = 3", 41));
+		assert_true(walk_keys[3] == walk_keys[2]);
+		assert_true(walk_keys[4] == stmtkey_sql("COPY t FROM STDIN", 17));
+	}
+	/* a Bind of a statement never Parsed here: unknown, 0 */
+	{
+		static const char	bind2[] = "\0s9\0\0\0\0\0\0\0";
+		char			c2[256];
+		size_t			m = 0;
+
+		m += pg_msg(c2 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+		m += pg_msg(c2 + m, 'B', 0, bind2, sizeof(bind2) - 1);
+		m += pg_msg(c2 + m, 'E', 0, "\0\0\0\0\0", 5);
+		m += pg_msg(c2 + m, 'S', 0, "", 0);
+		assert_int_equal(pg_walk(c2, m, m, kinds, sqls, 8), 2);
+		assert_true(walk_keys[1] == 0);
+	}
+	/* a Query longer than the kept head is keyed whole, cut anywhere */
+	{
+		char	*big = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
+		size_t	 m = 0, k;
+
+		k = (size_t)snprintf(big, 9000, "INSERT INTO t VALUES (");
+		while (k < 8000)
+			k += (size_t)snprintf(big + k, 9000 - k, "%zu, ", k);
+		k += (size_t)snprintf(big + k, 9000 - k, "1)");
+		m += pg_msg(c3 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+		m += pg_msg(c3 + m, 'Q', 0, big, k + 1);
+		for (step = 7; step < m; step += 1001) {
+			assert_int_equal(pg_walk(c3, m, step, kinds, sqls, 8), 2);
+			assert_true(walk_keys[1] == stmtkey_sql(big, k));
+		}
+		free(big);
+		free(c3);
 	}
 
 	/* lengths off the network are not trusted */
@@ -794,7 +873,7 @@ test_match_http(void **state)
 	px_wait_idle(ps);
 	assert_int_equal(up_get(u, &u->reqs), 1);	/* the POST never went */
 	proxy_set_close(ps);
-	trace = slurp(path);
+	trace = slurp_trace(path);
 	assert_string_equal(trace,
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,"
 	    "\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":28,"
@@ -833,7 +912,7 @@ latency_trace(char *match, const char *name)
 	px_wait_idle(ps);
 	proxy_set_close(ps);
 	up_stop(u);
-	trace = slurp(path);
+	trace = slurp_trace(path);
 	return trace;
 }
 
@@ -1007,7 +1086,7 @@ test_keepalive_trace(void **state)
 	close(fd);
 	px_wait_idle(ps);
 	proxy_set_close(ps);
-	t = slurp(path);
+	t = slurp_trace(path);
 	assert_string_equal(t,
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":1,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":27,\"bytes_down\":41,\"upstream_saw\":true,\"client_got_reply\":true}\n"
@@ -1164,7 +1243,7 @@ test_10k_connections(void **state)
 	(void)rss1;
 #endif
 	proxy_set_close(ps);
-	t = slurp(path);
+	t = slurp_trace(path);
 	for (p = t; (p = strstr(p, "\"fault\":\"")) != NULL; p += 9) {
 		for (k = 0; k < PROXY_FAULT_MAX; k++)
 			if (strncmp(p + 9, proxy_fault_name(k),
@@ -1262,7 +1341,7 @@ test_stream_faults(void **state)
 	up_barrier(u);
 	assert_int_equal(up_get(u, &u->conns), 1);	/* the barrier's */
 	assert_int_equal(up_get(u, &u->reqs), 1);
-	t = slurp(path);
+	t = slurp_trace(path);
 	assert_string_equal(t,
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"blackhole\",\"latency_ms\":0,\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,\"client_got_reply\":false}\n");
 	free(t);
@@ -1471,7 +1550,7 @@ test_emfile(void **state)
 	px_wait_idle(ps);
 	proxy_set_close(ps);
 	/* the failed accepts took no connection number */
-	t = slurp(path);
+	t = slurp_trace(path);
 	assert_string_equal(t,
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":1,\"bytes_down\":1,\"upstream_saw\":true,\"client_got_reply\":true}\n"
 	    "{\"proxy\":\"prov\",\"turn\":0,\"conn\":1,\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,\"bytes_up\":1,\"bytes_down\":1,\"upstream_saw\":true,\"client_got_reply\":true}\n");

@@ -66,6 +66,10 @@ test_uri(void **state)
 		  "postgresql://h/db?user=u&password=***&sslmode=disable" },
 		{ "postgresql://h/db?pass%77ord=secret", "postgresql://h/db?pass%77ord=***" },
 		{ "postgresql://u:a@h/db?password=b", "postgresql://u:***@h/db?password=***" },
+		/* sslpassword, the passphrase of an encrypted sslkey, is one too */
+		{ "postgresql://u@h/db?sslkey=k.pem&sslpassword=kp",
+		  "postgresql://u@h/db?sslkey=k.pem&sslpassword=***" },
+		{ "postgresql://h/db?sslpass%77ord=kp", "postgresql://h/db?sslpass%77ord=***" },
 		/* nothing to hide */
 		{ "postgresql://u@h/db", "postgresql://u@h/db" },
 		{ "postgresql://h:5432/db", "postgresql://h:5432/db" },
@@ -102,6 +106,8 @@ test_keywords(void **state)
 		{ "password='it\\'s' host=h", "password='***' host=h" },
 		{ "password=se\\ cret host=h", "password=*** host=h" },
 		{ "password=a password=b", "password=*** password=***" },
+		{ "sslkey=k.pem sslpassword=kp host=h", "sslkey=k.pem sslpassword=*** host=h" },
+		{ "sslpassword = 'k p' password=pw", "sslpassword = '***' password=***" },
 		{ "user=password password=pw", "user=password password=***" },
 		/* libpq: the value after "= " is the next word */
 		{ "password= host=h", "password= ***" },
@@ -251,6 +257,10 @@ test_scrub(void **state)
 	snprintf(msg, sizeof(msg), "[abc] [b]");
 	conninfo_scrub(msg, sizeof(msg), "postgresql://u:abc@h/db?password=b");
 	assert_string_equal(msg, "[***] [***]");
+	/* sslpassword too, as libpq reads it */
+	snprintf(msg, sizeof(msg), "could not decrypt key with k p'w");
+	conninfo_scrub(msg, sizeof(msg), "sslkey=k.pem sslpassword='k p\\'w' host=h");
+	assert_string_equal(msg, "could not decrypt key with ***");
 	/* nothing to hide, no conninfo: untouched */
 	snprintf(msg, sizeof(msg), "password authentication failed");
 	conninfo_scrub(msg, sizeof(msg), "host=h user=u");

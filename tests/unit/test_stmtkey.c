@@ -89,7 +89,29 @@ test_comments_case_space(void **state)
 	same("SELECT Foo FROM t", "select foo from t");
 	differ("SELECT a FROM t", "SELECT b FROM t");
 	differ("BEGIN", "COMMIT");
-	norm_is("  BEGIN ; ", "begin ;");
+	norm_is("  BEGIN ; ", "begin");
+	same("COMMIT;", "commit");
+	same("SELECT 1;;", "SELECT 1");
+	differ("SELECT 1; SELECT 2", "SELECT 1 SELECT 2");
+}
+
+/* A fix that locks the row it reads keeps the read's key (docs/plan.md). */
+static void
+test_locking_clause(void **state)
+{
+	(void)state;
+	same("SELECT n FROM t WHERE id = $1", "SELECT n FROM t WHERE id = $1 FOR UPDATE");
+	same("SELECT n FROM t WHERE id = 1", "select n from t where id = 1 for update;");
+	same("SELECT n FROM t WHERE id = 1;", "SELECT n FROM t WHERE id = 1 FOR NO KEY UPDATE");
+	same("SELECT n FROM t", "SELECT n FROM t FOR SHARE OF t NOWAIT");
+	same("SELECT n FROM t", "SELECT n FROM t FOR KEY SHARE OF a, s.b SKIP LOCKED");
+	same("SELECT n FROM t", "SELECT n FROM t FOR UPDATE OF t FOR SHARE OF \"U\"");
+	/* not a locking clause at the end: keyed whole */
+	differ("SELECT substring(s FROM 1 FOR 2) FROM t", "SELECT substring(s FROM 1) FROM t");
+	differ("SELECT n FROM (SELECT n FROM t FOR UPDATE) x", "SELECT n FROM (SELECT n FROM t) x");
+	differ("SELECT n FROM t FOR UPDATE OF", "SELECT n FROM t");
+	differ("SELECT n FROM t FOR", "SELECT n FROM t");
+	norm_is("SELECT n FROM t WHERE id = 3 FOR UPDATE", "select n from t where id = ?");
 }
 
 static void
@@ -157,6 +179,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_literals_and_parameters),
 		cmocka_unit_test(test_comments_case_space),
+		cmocka_unit_test(test_locking_clause),
 		cmocka_unit_test(test_execute_unknown),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_http),

@@ -1,0 +1,260 @@
+/*
+ * soak pin RUN_DIR --seed N [--name NAME] [--force]: a failing seed's plan
+ * (failures/N/plan.json) into its config's regressions folder
+ * (common/regress.h), with the failure it pins: its fingerprint, reason,
+ * the invariants it broke, and the command that replays the pinned file
+ * (docs/plan.md "Regressions").  The run's config is the one report.json
+ * names (config.path).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "common/config.h"
+#include "common/plan.h"
+#include "common/regress.h"
+#include "common/soak.h"
+#include "common/util.h"
+#include "coordinator/report.h"
+
+#define EX_DATAERR	65
+#define EX_NOINPUT	66
+#define EX_CANTCREAT	73
+
+static int
+pin_usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: soak pin RUN_DIR --seed N [--name NAME] [--force]\n"
+	    "\n"
+	    "Pins a failing seed of the run in RUN_DIR as a regression: its plan\n"
+	    "(RUN_DIR/failures/N/plan.json) is copied into the config's regressions\n"
+	    "folder (regressions: in the config, default regressions/ beside it) as\n"
+	    "NAME.json, with the invariant it broke, its fingerprint and the command\n"
+	    "that replays it.  Every later soak run and soak coordinator of the\n"
+	    "config runs it before the seeds, and reports it apart.\n"
+	    "\n"
+	    "  --seed N     the failing seed (report.json's results)\n"
+	    "  --name NAME  the regression's name (default seed-N-<what failed>)\n"
+	    "  --force      replace a regression of that name\n"
+	    "  --help       this text\n"
+	    "\n"
+	    "Exit: 0 pinned; 64 usage; 65 the seed did not fail; 66 no report.json,\n"
+	    "plan.json or config; 73 NAME.json is there already (--force); 78 the\n"
+	    "config does not load, or cannot run the plan.\n" SOAK_MANUAL);
+	return f == stdout ? 0 : SOAK_EXIT_USAGE;
+}
+
+static const char *
+jstr(const json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+/* The result record of seed in report.json's results, or NULL. */
+static const json_t *
+find_result(const json_t *report, uint64_t seed)
+{
+	const json_t	*r;
+	size_t		 i;
+
+	json_array_foreach(json_object_get(report, "results"), i, r)
+		if (json_is_integer(json_object_get(r, "seed")) &&
+		    (uint64_t)json_integer_value(json_object_get(r, "seed")) == seed)
+			return r;
+	return NULL;
+}
+
+/* What the record says of its failure, into the plan (plan.h). */
+static void
+pin_failure(struct plan *p, const json_t *rec, const char *replay, const char *run_id,
+    const char *from)
+{
+	const json_t	*inv;
+	size_t		 i, k;
+
+	free(p->fingerprint);
+	p->fingerprint = jstr(rec, "fingerprint") ? xstrdup(jstr(rec, "fingerprint")) :
+	    NULL;
+	free(p->message);
+	p->message = jstr(rec, "message") ? xstrdup(jstr(rec, "message")) : NULL;
+	free(p->reason);
+	p->reason = jstr(rec, "reason") ? xstrdup(jstr(rec, "reason")) : NULL;
+	for (k = 0; k < p->ninvariants; k++)
+		free(p->invariants[k]);
+	free(p->invariants);
+	p->invariants = xcalloc(json_array_size(json_object_get(rec, "invariants")) + 1,
+	    sizeof(char *));
+	p->ninvariants = 0;
+	json_array_foreach(json_object_get(rec, "invariants"), i, inv)
+		if (jstr(inv, "name") != NULL)
+			p->invariants[p->ninvariants++] = xstrdup(jstr(inv, "name"));
+	free(p->replay);
+	p->replay = xstrdup(replay);
+	free(p->pinned_run);
+	p->pinned_run = run_id ? xstrdup(run_id) : NULL;
+	free(p->pinned_from);
+	p->pinned_from = xstrdup(from);
+}
+
+int
+cmd_pin(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "seed",	required_argument, NULL, 's' },
+		{ "name",	required_argument, NULL, 'n' },
+		{ "force",	no_argument,	   NULL, 'f' },
+		{ "help",	no_argument,	   NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct cfg	 cfg = { 0 };
+	struct plan	 p = { 0 };
+	json_t		*report = NULL;
+	json_error_t	 jerr;
+	const json_t	*rec;
+	const char	*run_dir, *cfg_path, *name = NULL, *verdict;
+	char		*path = NULL, *plan_path = NULL, *dst = NULL, *file = NULL;
+	char		*defname = NULL, *slug = NULL, *replay = NULL, *text = NULL;
+	char		 err[ERR_LEN], *end;
+	uint64_t	 seed = 0;
+	bool		 have_seed = false, force = false;
+	int		 ch, rc = SOAK_EXIT_USAGE;
+	struct stat	 st;
+
+	optind = 1;
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, "s:n:fh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's':
+			errno = 0;
+			seed = strtoull(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || *optarg == '\0' || *optarg == '-') {
+				fprintf(stderr, "soak pin: --seed wants a seed number, got "
+				    "\"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			have_seed = true;
+			break;
+		case 'n': name = optarg; break;
+		case 'f': force = true; break;
+		case 'h': return pin_usage(stdout);
+		default:
+			fprintf(stderr, "soak pin: unknown option \"%s\"\n", argv[optind - 1]);
+			return pin_usage(stderr);
+		}
+	}
+	if (argc - optind != 1 || !have_seed) {
+		fprintf(stderr, "soak pin: want RUN_DIR and --seed N\n");
+		return pin_usage(stderr);
+	}
+	if (name != NULL && !regress_name_valid(name)) {
+		fprintf(stderr, "soak pin: --name \"%s\": a regression's name is a file "
+		    "name (no '/', not starting with '.', at most 200 bytes)\n", name);
+		return SOAK_EXIT_USAGE;
+	}
+	run_dir = argv[optind];
+	path = path_join(run_dir, "report.json");
+	if ((report = json_load_file(path, 0, &jerr)) == NULL) {
+		fprintf(stderr, "soak pin: %s: %s; is %s the --out folder of a finished "
+		    "run?\n", path, access(path, R_OK) == 0 ? jerr.text :
+		    "missing or unreadable", run_dir);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	cfg_path = jstr(json_object_get(report, "config"), "path");
+	if (cfg_path == NULL || cfg_path[0] != '/') {
+		fprintf(stderr, "soak pin: %s names no config path (config.path): pin "
+		    "from a run of this soak\n", path);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if ((rec = find_result(report, seed)) == NULL) {
+		fprintf(stderr, "soak pin: seed %" PRIu64 " has no verdict in %s: pin a "
+		    "seed of that run that failed\n", seed, path);
+		rc = EX_DATAERR;
+		goto out;
+	}
+	verdict = jstr(rec, "verdict");
+	if (verdict == NULL || strcmp(verdict, "fail") != 0) {
+		fprintf(stderr, "soak pin: seed %" PRIu64 " did not fail in that run (it "
+		    "ended %s): a regression pins a failure; pin a failing seed (the "
+		    "summary lists them), or replay this one with soak replay --seed\n",
+		    seed, verdict ? verdict : "without a verdict");
+		rc = EX_DATAERR;
+		goto out;
+	}
+	plan_path = xasprintf("%s/failures/%" PRIu64 "/plan.json", run_dir, seed);
+	if (plan_load(plan_path, &p, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n  (a failing seed's plan is written by the "
+		    "coordinator; without it, soak replay %s --seed %" PRIu64 " "
+		    "--save-plan FILE makes one)\n", err, cfg_path, seed);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (cfg_load_file(cfg_path, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: the run's config: %s\n", err);
+		rc = access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
+		goto out;
+	}
+	if (plan_fits(&p, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s cannot run the plan of seed %" PRIu64 ": %s\n",
+		    cfg_path, seed, err);
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
+	}
+	if (name == NULL) {
+		slug = regress_slug(jstr(rec, "fingerprint") ? jstr(rec, "fingerprint") :
+		    "", 60);
+		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s", seed, slug) :
+		    xasprintf("seed-%" PRIu64, seed);
+		name = defname;
+	}
+	file = xasprintf("%s.json", name);
+	dst = path_join(cfg.regressions, file);
+	if (!force && lstat(dst, &st) == 0) {
+		fprintf(stderr, "soak pin: %s is there already: --force replaces it, or "
+		    "--name NAME pins under another name\n", dst);
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	if (mkdir_p(cfg.regressions, 0755, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	replay = report_replay_plan(cfg.path[0] == '/' ? cfg.path : cfg_path, dst);
+	pin_failure(&p, rec, replay, jstr(report, "run_id"), plan_path);
+	text = plan_dump(&p);
+	if (write_file_atomic(dst, text, strlen(text), 0644, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	printf("pinned seed %" PRIu64 " as regression %s: %s\n", seed, name, dst);
+	if (p.fingerprint != NULL)
+		printf("  it failed with %s\n", p.fingerprint);
+	printf("  soak run and soak coordinator of %s run it before the seeds\n"
+	    "  replay: %s\n", cfg_path, replay);
+	rc = 0;
+out:
+	json_decref(report);
+	plan_free(&p);
+	cfg_free(&cfg);
+	free(path);
+	free(plan_path);
+	free(dst);
+	free(file);
+	free(defname);
+	free(slug);
+	free(replay);
+	free(text);
+	return rc;
+}

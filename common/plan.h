@@ -1,0 +1,121 @@
+/*
+ * A plan: a seed's decisions as data (docs/plan.md).  Read from and
+ * written to its JSON form here; made from a seed's fault trace
+ * (plan_from_trace); followed by the proxies (fault-proxy/) and the worker
+ * (the runs); compared, pinned and minimized by the commands.
+ *
+ * Every decision is keyed by what it hit: (round, turn, key, occurrence),
+ * key being fault-proxy/stmtkey.h's; a blackhole by (round, turn, the
+ * turn's connection number in the round).
+ */
+#ifndef SOAK_PLAN_H
+#define SOAK_PLAN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#define PLAN_VERSION	1
+#define PLAN_MAX_BYTES	(16u * 1024 * 1024)	/* a plan file, read whole */
+
+enum plan_fault {
+	PLAN_NONE,		/* latency only */
+	PLAN_LOST_REPLY,
+	PLAN_RESET,
+	PLAN_DUPLICATE,
+	PLAN_BLACKHOLE,		/* of a connection: conn, no key */
+	PLAN_FAULT_MAX
+};
+const char	*plan_fault_name(enum plan_fault f);
+
+struct plan_fault_rec {
+	int		 round, turn;
+	uint64_t	 key;		/* PLAN_BLACKHOLE: unused */
+	uint32_t	 occ;		/* PLAN_BLACKHOLE: the connection */
+	enum plan_fault	 fault;
+	int64_t		 latency_ms;
+	char		*what;		/* for people; NULL */
+	bool		 used;		/* a replay: it was applied */
+};
+
+struct plan_step {
+	int		 round, turn;
+	uint64_t	 key;
+	uint32_t	 occ;
+	char		*what;
+	uint64_t	 waits_on;	/* turns (bit t), as reported then */
+	bool		 lock_wait;
+	char		*deadlock;	/* "soak", "postgres" or NULL */
+};
+
+struct plan_proxy {
+	char			*name;
+	struct plan_fault_rec	*faults;
+	size_t			 nfaults;
+	struct plan_step	*steps;
+	size_t			 nsteps;
+};
+
+struct plan {
+	uint64_t		 seed;
+	char			*config;	/* the config's name then, or NULL */
+	int			 turns, rounds;
+	bool			*runs;		/* rounds x turns, round-major; NULL: all */
+	struct plan_proxy	*proxies;
+	size_t			 nproxies;
+	char			*fingerprint;	/* the failure it was made of, or NULL */
+	char			*message;
+	/*
+	 * The failure as `soak pin` records it (docs/plan.md "Regressions"):
+	 * its reason, the invariants it broke (names), and the command that
+	 * replays the pinned file; where it was pinned from (the run, the
+	 * file).  Each NULL / 0 when absent.
+	 */
+	char			*reason;
+	char			**invariants;
+	size_t			 ninvariants;
+	char			*replay;
+	char			*pinned_run;
+	char			*pinned_from;
+};
+
+/* The text of a plan file; -1 with err naming what is wrong and where. */
+int			 plan_parse(const char *text, size_t len, const char *what,
+			    struct plan *p, char *err);
+int			 plan_load(const char *path, struct plan *p, char *err);
+/* Its JSON (with a trailing newline), malloc'd. */
+char			*plan_dump(const struct plan *p);
+int			 plan_save(const struct plan *p, const char *path, char *err);
+void			 plan_free(struct plan *p);
+
+/*
+ * A plan of a seed's fault trace (JSON lines; the whole trace, not a cut
+ * detail's): its faults and scheduled steps; the config's turns and rounds,
+ * every turn running.  Lines without a key (a trace written by an older
+ * soak) make it fail with err saying so.
+ */
+int			 plan_from_trace(const char *trace, size_t len, uint64_t seed,
+			    const char *config, int turns, int rounds,
+			    struct plan *p, char *err);
+
+struct cfg;
+/*
+ * Whether cfg can run p: no more turns or rounds than cfg has, every proxy
+ * of p in cfg (by name), every scheduled one scheduled.  A changed config
+ * (a fix) runs a plan by these, not by its hash.  -1 with err.
+ */
+int			 plan_fits(const struct plan *p, const struct cfg *cfg,
+			    char *err);
+/* Whether (round, turn) runs under p: all of p's turns and rounds when
+ * it lists no runs; true when p is NULL. */
+bool			 plan_runs(const struct plan *p, int round, int turn);
+/* Turns of round r that run; at most turns. */
+int			 plan_turns_in(const struct plan *p, int round);
+const struct plan_proxy	*plan_proxy(const struct plan *p, const char *name);
+/* 16 hex digits (buf 17+). */
+const char		*plan_key_hex(uint64_t key, char *buf, size_t len);
+int			 plan_key_parse(const char *s, uint64_t *key);
+
+#endif

@@ -1,0 +1,215 @@
+/*
+ * Plans (common/plan.c): the file's form read and written back the same,
+ * its errors named by where they are, a trace made into a plan (faults by
+ * key and occurrence, blackholes by connection, steps in admission order),
+ * which (round, turn) pairs run, and which configs can run a plan.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/config.h"
+#include "common/plan.h"
+#include "common/util.h"
+
+static const char good[] =
+    "{\"soak_plan\": 1, \"config\": \"res\", \"seed\": 16, \"turns\": 3, \"rounds\": 2,\n"
+    " \"runs\": [[0, 0], [0, 2], [1, 1]],\n"
+    " \"proxies\": {\"db\": {\n"
+    "   \"faults\": [{\"round\": 0, \"turn\": 2, \"key\": \"9f1c2a7b44d0e1f3\", \"occ\": 1,\n"
+    "                 \"what\": \"COMMIT\", \"fault\": \"lost_reply\"},\n"
+    "                {\"round\": 1, \"turn\": 1, \"conn\": 2, \"fault\": \"blackhole\"},\n"
+    "                {\"round\": 0, \"turn\": 0, \"key\": \"0000000000000001\", \"occ\": 0,\n"
+    "                 \"latency_ms\": 12}],\n"
+    "   \"steps\": [{\"round\": 0, \"turn\": 2, \"key\": \"0c7d9e11a2b3c4d5\", \"occ\": 0,\n"
+    "                \"what\": \"SELECT\"},\n"
+    "               {\"round\": 0, \"turn\": 0, \"key\": \"0c7d9e11a2b3c4d5\", \"occ\": 0,\n"
+    "                \"waits_on\": [2], \"deadlock\": \"soak\"}]}},\n"
+    " \"failure\": {\"fingerprint\": \"res|invariant|x\", \"message\": \"1 broken\"}}\n";
+
+static void
+test_roundtrip(void **state)
+{
+	struct plan	 p, q;
+	char		 err[256], *a, *b;
+
+	(void)state;
+	assert_int_equal(plan_parse(good, strlen(good), "p.json", &p, err), 0);
+	assert_int_equal(p.seed, 16);
+	assert_int_equal(p.turns, 3);
+	assert_int_equal(p.nproxies, 1);
+	assert_int_equal(p.proxies[0].nfaults, 3);
+	assert_int_equal(p.proxies[0].faults[0].fault, PLAN_LOST_REPLY);
+	assert_true(p.proxies[0].faults[0].key == 0x9f1c2a7b44d0e1f3ULL);
+	assert_int_equal(p.proxies[0].faults[1].fault, PLAN_BLACKHOLE);
+	assert_int_equal(p.proxies[0].faults[1].occ, 2);
+	assert_int_equal(p.proxies[0].faults[2].latency_ms, 12);
+	assert_int_equal(p.proxies[0].nsteps, 2);
+	assert_true(p.proxies[0].steps[1].lock_wait);
+	assert_int_equal(p.proxies[0].steps[1].waits_on, 4);
+	assert_string_equal(p.proxies[0].steps[1].deadlock, "soak");
+	assert_true(plan_runs(&p, 0, 2));
+	assert_false(plan_runs(&p, 0, 1));
+	assert_true(plan_runs(&p, 1, 1));
+	assert_false(plan_runs(&p, 2, 0));	/* past its rounds */
+	assert_int_equal(plan_turns_in(&p, 0), 2);
+	a = plan_dump(&p);
+	assert_int_equal(plan_parse(a, strlen(a), "a", &q, err), 0);
+	b = plan_dump(&q);
+	assert_string_equal(a, b);
+	assert_string_equal(q.fingerprint, "res|invariant|x");
+	free(a);
+	free(b);
+	plan_free(&p);
+	plan_free(&q);
+	/* no runs: every turn of the plan's, none past them */
+	a = "{\"soak_plan\":1,\"seed\":1,\"turns\":2,\"rounds\":1}";
+	assert_int_equal(plan_parse(a, strlen(a), "x", &p, err), 0);
+	assert_true(plan_runs(&p, 0, 1));
+	assert_false(plan_runs(&p, 0, 2));
+	assert_true(plan_runs(NULL, 5, 7));
+	plan_free(&p);
+}
+
+static void
+test_errors(void **state)
+{
+	static const struct {
+		const char	*text, *want;
+	} cases[] = {
+		{ "[]", "p.json: (top): not an object" },
+		{ "{\"soak_plan\": 2, \"seed\": 1, \"turns\": 1, \"rounds\": 1}",
+		  "p.json: a plan of version 2; this soak reads version 1" },
+		{ "{\"soak_plan\": 1, \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: missing, or not an integer" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"steps\": [{\"round\": 0, \"turn\": 2, \"key\": "
+		  "\"0000000000000001\", \"occ\": 0}]}}}",
+		  "p.json: proxies.db.steps[0].turn: 2 is out of range (0..1)" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"faults\": [{\"round\": 0, \"turn\": 1, \"key\": \"xyz\", "
+		  "\"occ\": 0, \"fault\": \"reset\"}]}}}",
+		  "p.json: proxies.db.faults[0].key: missing, or not 16 hex digits" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"faults\": [{\"round\": 0, \"turn\": 1, \"key\": "
+		  "\"0000000000000001\", \"occ\": 0, \"fault\": \"explode\"}]}}}",
+		  "p.json: proxies.db.faults[0].fault: not one of lost_reply, reset, "
+		  "duplicate, blackhole" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 1, \"rounds\": 1, \"runs\": [[0, 1]]}",
+		  "p.json: runs[0]: round or turn out of range" },
+	};
+	struct plan	p;
+	char		err[256];
+	size_t		i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(plan_parse(cases[i].text, strlen(cases[i].text),
+		    "p.json", &p, err), -1);
+		assert_string_equal(err, cases[i].want);
+	}
+	assert_int_equal(plan_parse("{", 1, "p.json", &p, err), -1);
+	assert_non_null(strstr(err, "p.json:1:"));
+}
+
+static void
+test_from_trace(void **state)
+{
+	static const char trace[] =
+	    "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"none\","
+	    "\"latency_ms\":0,\"round\":0,\"key\":\"00000000000000aa\",\"occ\":0}\n"
+	    "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":1,\"fault\":\"lost_reply\","
+	    "\"latency_ms\":3,\"round\":0,\"key\":\"00000000000000bb\",\"occ\":0,"
+	    "\"step\":2,\"cand\":\"3\",\"pg\":\"simple\",\"sql\":\"COMMIT\"}\n"
+	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":1,\"fault\":\"none\","
+	    "\"latency_ms\":0,\"round\":0,\"key\":\"00000000000000bb\",\"occ\":0,"
+	    "\"step\":1,\"cand\":\"3\",\"waits_on\":\"1\",\"pg\":\"simple\",\"sql\":\"COMMIT\"}\n"
+	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":1,\"exchange\":0,\"fault\":\"blackhole\","
+	    "\"latency_ms\":0,\"round\":0,\"key\":\"0000000000000000\",\"occ\":1}\n"
+	    "{\"proxy\":\"api\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":\"close_after\","
+	    "\"latency_ms\":0,\"round\":0,\"key\":\"00000000000000cc\",\"occ\":0,"
+	    "\"req\":\"GET /x\"}\n";
+	struct plan			 p;
+	const struct plan_proxy		*db, *api;
+	char				 err[256];
+
+	(void)state;
+	assert_int_equal(plan_from_trace(trace, strlen(trace), 9, "res", 2, 1, &p,
+	    err), 0);
+	assert_int_equal(p.seed, 9);
+	db = plan_proxy(&p, "db");
+	api = plan_proxy(&p, "api");
+	assert_non_null(db);
+	assert_non_null(api);
+	/* the lost reply with its latency, the blackhole by its connection */
+	assert_int_equal(db->nfaults, 2);
+	assert_int_equal(db->faults[0].fault, PLAN_LOST_REPLY);
+	assert_int_equal(db->faults[0].latency_ms, 3);
+	assert_string_equal(db->faults[0].what, "COMMIT");
+	assert_int_equal(db->faults[1].fault, PLAN_BLACKHOLE);
+	assert_int_equal(db->faults[1].occ, 1);
+	/* close_after is a stream fault, not a decision */
+	assert_int_equal(api->nfaults, 0);
+	/* steps in admission order, not the trace's */
+	assert_int_equal(db->nsteps, 2);
+	assert_int_equal(db->steps[0].turn, 1);
+	assert_true(db->steps[0].lock_wait);
+	assert_int_equal(db->steps[1].turn, 0);
+	plan_free(&p);
+	/* a trace with no keys (an older soak's) makes no plan */
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0}\n", 24, 1,
+	    NULL, 1, 1, &p, err), -1);
+	assert_non_null(strstr(err, "no keys"));
+}
+
+static void
+test_fits(void **state)
+{
+	struct cfg	cfg = { 0 };
+	struct cfg_proxy px[2] = { { .name = "db" }, { .name = "api" } };
+	struct plan	p;
+	char		err[256];
+
+	(void)state;
+	assert_int_equal(plan_parse(good, strlen(good), "p.json", &p, err), 0);
+	cfg.name = "res";
+	cfg.turns = 3;
+	cfg.rounds = 2;
+	cfg.proxies = px;
+	cfg.nproxies = 2;
+	px[0].schedule.enabled = true;
+	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	cfg.turns = 2;
+	assert_int_equal(plan_fits(&p, &cfg, err), -1);
+	assert_string_equal(err, "the plan is of 3 turns x 2 rounds; res has 2 x 2");
+	cfg.turns = 8;		/* more turns: the plan runs its own */
+	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	px[0].name = "db2";
+	assert_int_equal(plan_fits(&p, &cfg, err), -1);
+	assert_string_equal(err, "the plan has decisions for proxy db, which res "
+	    "does not have");
+	px[0].name = "db";
+	px[0].schedule.enabled = false;
+	assert_int_equal(plan_fits(&p, &cfg, err), -1);
+	assert_non_null(strstr(err, "which has no schedule"));
+	plan_free(&p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_from_trace),
+		cmocka_unit_test(test_fits),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
