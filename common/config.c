@@ -757,7 +757,6 @@ parse_database(struct cfg_ctx *cx, yaml_node_t *map)
 	    &cfg->db_schema) == 0) {
 		quote_value(cfg->db_schema, b, sizeof(b));
 		free(cfg->db_schema);
-	free(cfg->regressions);
 		cfg->db_schema = resolve(cx, scalar(v[1]));
 		if (stat(cfg->db_schema, &st) == -1)
 			rc = fail_at(cx, v[1], "database.schema",
@@ -1998,6 +1997,7 @@ cfg_free(struct cfg *cfg)
 	free(cfg->name);
 	free(cfg->db_url);
 	free(cfg->db_schema);
+	free(cfg->regressions);
 	for (i = 0; i < cfg->nservices; i++) {
 		free(cfg->services[i].name);
 		strv_free(cfg->services[i].command);
