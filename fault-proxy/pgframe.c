@@ -437,8 +437,14 @@ key_feed(struct pgframe *f, const struct pg_tok *t, const char *p, size_t n)
 	size_t		 k;
 
 	if (t->type == 'Q') {
-		if ((z = memchr(p, '\0', n)) != NULL)
+		/* up to its first NUL, whichever piece it comes in (found by
+		 * make fuzz: bytes after it in a later read were keyed) */
+		if (f->sk_phase != 0)
+			return;
+		if ((z = memchr(p, '\0', n)) != NULL) {
 			n = (size_t)(z - p);
+			f->sk_phase = 1;
+		}
 		sk_feed(&f->sk, p, n);
 		return;
 	}
