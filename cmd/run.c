@@ -387,7 +387,7 @@ static int
 resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *co,
     const struct regress_set *rs, char **run_id, int64_t *started)
 {
-	json_t		*regs, *now = regress_json(rs);
+	json_t		*regs, *now;
 	json_t		*head;
 	char		 err[ERR_LEN], hash[CFG_HASH_LEN];
 	const char	*id, *was;
@@ -398,6 +398,7 @@ resume_check(const struct runopts *o, const struct cfg *cfg, struct coord_opts *
 		fprintf(stderr, "soak: --resume: %s\n", err);
 		return SOAK_EXIT_USAGE;
 	}
+	now = regress_json(rs);
 	cfg_hash_hex(cfg, hash);
 	id = json_string_value(json_object_get(head, "run_id"));
 	was = json_string_value(json_object_get(head, "config_hash"));
