@@ -182,6 +182,10 @@ for _ in range(2):
             with conn.cursor() as cur:
                 cur.execute("SELECT bal FROM acct WHERE id = %s", (src,))
                 bal = cur.fetchone()[0]
+                # the agent's think time: what the schedule must wait
+                # through (a turn between statements), never what orders
+                # the turns; "0 decisions forced by a timeout" below shows
+                # no outcome rested on it
                 time.sleep(think)
                 cur.execute("UPDATE acct SET bal = %s WHERE id = %s", (bal - amount, src))
                 cur.execute("UPDATE acct SET bal = bal + %s WHERE id = %s", (amount, dst))
