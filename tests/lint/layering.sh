@@ -56,7 +56,13 @@ rm -f "$edges.loop"
 # isolation/iso.c and pq.c were): the built objects' defined and undefined
 # symbols.
 if ls "$BUILD"/*/*.o >/dev/null 2>&1; then
-	objs=$(ls "$BUILD"/{common,isolation,invariants,fault-proxy,worker,coordinator,cmd}/*.o 2>/dev/null || true)
+	# The objects of sources that are there (a build dir keeps a moved
+	# file's old object).
+	objs=
+	for o in $(ls "$BUILD"/{common,isolation,invariants,fault-proxy,worker,coordinator,cmd}/*.o 2>/dev/null || true); do
+		src=${o#$BUILD/}
+		[ -f "${src%.o}.c" ] && objs="$objs $o"
+	done
 	# nm -A: "OBJECT: [ADDRESS] TYPE SYMBOL", one nm for all.
 	nm -A -g --defined-only $objs | awk -v b="$BUILD/" '{ o = $1; sub(/:.*/, "", o); sub(b, "", o); print $NF, o }' |
 	    sort -k1,1 >"$edges.def"
