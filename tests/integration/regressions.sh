@@ -91,7 +91,7 @@ phase "--resume does not run a finished regression again"
 cp -r "$T/again" "$T/cut"
 rm -f "$T/cut/report.json" "$T/cut/junit.xml"
 # the journal as a kill right after the regression's result leaves it
-n=$(grep -n '"t":"result"' "$T/cut/journal.jsonl" | head -n 1 | cut -d: -f1)
+n=$(grep -m 1 -n '"t":"result"' "$T/cut/journal.jsonl" | cut -d: -f1)
 head -n "$n" "$T/again/journal.jsonl" >"$T/cut/journal.jsonl"
 expect_eq "the cut journal ends with the regression's result" "$NAME" \
     "$(tail -n 1 "$T/cut/journal.jsonl" | jq -r .plan)"

@@ -108,7 +108,7 @@ expect_eq "external: exit status (seed 1 infra)" 2 "$rc"
 expect_match "the worker said what it left, and how to remove it" \
     'the schemas (soak_[a-z0-9_]+_w1) and soak_[a-z0-9_]+_w1_tpl are left in the database at 127\.0\.0\.1:[0-9]+/postgres \(it did not answer within 5 s\); remove them with DROP SCHEMA IF EXISTS' \
     "$(cat "$T/external.err")"
-schema=$(grep -oE 'the schemas soak_[a-z0-9_]+_w1 ' "$T/external.err" | head -n 1 | awk '{ print $3 }')
+schema=$(grep -m 1 -oE 'the schemas soak_[a-z0-9_]+_w1 ' "$T/external.err" | head -n 1 | awk '{ print $3 }')
 pm=$(cat "$T/frozen.pid")
 kill -CONT "$pm" $(pgrep -P "$pm")
 expect_eq "the schema the log named is in the database" "$schema" \
