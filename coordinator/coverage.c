@@ -347,8 +347,11 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 			    " connections in %" PRIu64 " seeds (none passed that many "
 			    "bytes)", x->p->name, x->connections, c->seeds);
 		else {
-			snprintf(expect, sizeof(expect), f->match ? "" :
-			    ", about %.3g expected", share * (double)base);
+			if (f->match)
+				expect[0] = '\0';
+			else
+				snprintf(expect, sizeof(expect),
+				    ", about %.3g expected", share * (double)base);
 			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
 			    " seeds, though its share is %.3g %% of them%s%s", x->p->name,
 			    fault_kinds[i], base, of, c->seeds, share * 100, expect,
