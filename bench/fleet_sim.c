@@ -79,6 +79,7 @@ struct conn {
 	bool			 sealed;
 	uint64_t		 seq;
 	uint32_t		 wid;
+	uint32_t		 pipe;		/* the last reply's connection */
 };
 
 struct simw {
@@ -117,8 +118,8 @@ static int
 call(struct conn *c, const struct msg *req, struct msg *rep, bool seal, bool open,
     int *nng_rv, char *err)
 {
-	uint8_t		*buf = NULL;
-	void		*rbuf;
+	uint8_t		*buf = NULL, *rbuf;
+	nng_msg		*nm;
 	size_t		 len, rlen, mlen;
 	uint64_t	 seq = seal || open ? ++c->seq : 0, rseq = 0;	/* AUTH: 0 */
 	char		 tmp[ERR_LEN];
@@ -131,19 +132,22 @@ call(struct conn *c, const struct msg *req, struct msg *rep, bool seal, bool ope
 		auth_seal(&c->sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
 	rv = nng_send(c->s, buf, len, 0);
 	free(buf);
-	if (rv != 0 || (rv = nng_recv(c->s, &rbuf, &rlen, NNG_FLAG_ALLOC)) != 0) {
+	c->pipe = 0;
+	if (rv != 0 || (rv = nng_recvmsg(c->s, &nm, 0)) != 0) {
 		*nng_rv = rv;
 		return errf(err, "%s: %s", msg_type_name(req->type), nng_strerror(rv));
 	}
-	mlen = rlen;
+	c->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(nm));
+	rbuf = nng_msg_body(nm);
+	mlen = rlen = nng_msg_len(nm);
 	if (open && (auth_open(&c->sess, AUTH_TO_WORKER, rbuf, rlen, &rseq, &mlen, tmp) == -1 ||
 	    rseq != seq)) {
-		nng_free(rbuf, rlen);
+		nng_msg_free(nm);
 		return errf(err, "the reply to %s fails its session MAC or seq",
 		    msg_type_name(req->type));
 	}
 	rv = msg_decode(rbuf, mlen, rep, tmp);
-	nng_free(rbuf, rlen);
+	nng_msg_free(nm);
 	if (rv == -1)
 		return errf(err, "bad reply to %s: %s", msg_type_name(req->type), tmp);
 	if (rep->type == MSG_NACK) {
@@ -171,6 +175,7 @@ join_once(struct simw *w, char *err)
 	struct msg	 req = { .type = MSG_HELLO }, rep;
 	uint8_t		 nw[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN];
 	char		 name[64];
+	uint32_t	 challenged_on;
 	int		 rv, nrv = 0;
 
 	memset(c, 0, sizeof(*c));
@@ -213,8 +218,18 @@ join_once(struct simw *w, char *err)
 		auth_proof(&g_auth.secret, AUTH_WORKER, nw, nc, req.u.auth.proof);
 		/* AUTH goes in the clear; the WELCOME answering it is sealed, seq 0. */
 		c->seq = (uint64_t)-1;
-		if (call(c, &req, &rep, false, true, &nrv, err) == -1)
+		challenged_on = c->pipe;
+		if (call(c, &req, &rep, false, true, &nrv, err) == -1) {
+			/*
+			 * The challenge's connection closed with AUTH
+			 * outstanding and req0 sent it again on the next,
+			 * which was never challenged (worker_prove does the
+			 * same): start over.
+			 */
+			if (c->pipe != 0 && c->pipe != challenged_on)
+				nrv = NNG_ECONNSHUT;
 			goto fail;
+		}
 		c->sealed = true;
 	}
 	if (rep.type != MSG_WELCOME) {

@@ -194,6 +194,8 @@ struct link {
 	char		*url;
 	struct link_auth *auth;
 	int		 rv;		/* the last exchange's nng error, or 0 */
+	uint32_t	 pipe;		/* the connection the last reply came on
+					   (nng_pipe_id), or 0 */
 };
 
 /*
@@ -474,6 +476,7 @@ link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
 	}
 	free(buf);
 	l->rv = 0;
+	l->pipe = 0;
 	nng_aio_set_timeout(l->aio, timeout_ms < 0 ? NNG_DURATION_INFINITE : timeout_ms);
 	nng_aio_set_msg(l->aio, nm);
 	nng_ctx_send(l->ctx, l->aio);
@@ -495,6 +498,7 @@ link_exchange(struct link *l, uint8_t *buf, size_t len, int timeout_ms,
 		    "the connection closed" : nng_strerror(rv));
 	}
 	*reply = nng_aio_get_msg(l->aio);
+	l->pipe = (uint32_t)nng_pipe_id(nng_msg_get_pipe(*reply));
 	return 0;
 }
 
@@ -762,6 +766,7 @@ worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep
 	uint8_t				 nc[AUTH_NONCE_LEN];
 	char				 err[ERR_LEN];
 	const char			*url = k->o->url;
+	uint32_t			 challenged_on = k->link.pipe;
 	int				 rc = -1;
 
 	memcpy(nc, rep->u.challenge.nonce, AUTH_NONCE_LEN);
@@ -782,7 +787,19 @@ worker_prove(struct worker *k, const uint8_t nw[AUTH_NONCE_LEN], struct msg *rep
 	/* AUTH goes in the clear; the WELCOME answering it is sealed, seq 0. */
 	if (link_roundtrip(&k->link, &req, rep, 60000, "auth", false, true, 0,
 	    err) == -1) {
-		if (link_lost(&k->link)) {
+		/*
+		 * The connection that carried the challenge closed (the
+		 * coordinator's pre-auth pool, coordinator/peer.h) with AUTH
+		 * outstanding, and nng's req0 sent it again on the next one,
+		 * where no challenge was made: the coordinator's NACK there
+		 * is for that connection, not a verdict on our proof (which
+		 * matches the coordinator's, checked above).  Start over.
+		 */
+		if (k->link.pipe != 0 && k->link.pipe != challenged_on) {
+			log_debug("%s (on another connection than the challenge's: "
+			    "starting over)", err);
+			rc = -2;
+		} else if (link_lost(&k->link)) {
 			log_debug("%s", err);
 			rc = -2;
 		} else

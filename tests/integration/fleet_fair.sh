@@ -64,11 +64,19 @@ invariants:
     sql: SELECT 1 WHERE false
 YAML
 
+# The coordinators under a flood: nng 1.5.2's own leak of pipes shut
+# mid-handshake is let off for them alone (tests/lsan-nng-flood.supp says
+# why); SANITIZE=1 only.
+flood_lsan=()
+[ -n "${LSAN_OPTIONS:-}" ] &&
+    flood_lsan=(env "LSAN_OPTIONS=suppressions=$ROOT/tests/lsan-nng-flood.supp:print_suppressions=0")
 start_coordinator() {	# NAME [prlimit args]: sets $coord, $url, $cname
 	local name=$1; shift
 	cname=$name
 	# --bundle off: the worker shares this folder (the gate is a fifo here).
-	"$@" "$SOAK" coordinator "$T/fair.yaml" --listen tcp://127.0.0.1:0 --out "$T/$name" \
+	local lsan=("${flood_lsan[@]}")
+	[ "$name" != none ] || lsan=()	# no flood: every leak counts
+	"$@" "${lsan[@]}" "$SOAK" coordinator "$T/fair.yaml" --listen tcp://127.0.0.1:0 --out "$T/$name" \
 	    --bundle off -v >"$T/$name.out" 2>"$T/$name.err" &
 	coord=$!
 	cleanup_hooks+=("kill $coord 2>/dev/null")
@@ -176,9 +184,14 @@ expect_eq "nothing refuses an address" 0 "$(grep -c 'refusing connections' "$T/g
 SIM=$SOAK_BUILD/bench/fleet_sim
 printf '%s\n' "$SOAK_SECRET" >"$T/secret"
 chmod 600 "$T/secret"
-sed 's/^seeds: .*/seeds: 0..1999/; s|command: \[./turn.sh\]|command: [/bin/true]|' \
+# retries: a lease that expired while a thousand workers' results queued
+# (the simulated workers send no heartbeats; a sanitizer build on a loaded
+# machine is slow enough) goes back to the queue, as in any run: the
+# storm is about joining, and every seed must still pass
+sed 's/^seeds: .*/seeds: 0..1999/; s/^retries: 0$/retries: 3/; s|command: \[./turn.sh\]|command: [/bin/true]|' \
     "$T/fair.yaml" >"$T/storm.yaml"
-"$SOAK" coordinator "$T/storm.yaml" --listen tcp://127.0.0.1:0 --out "$T/storm" \
+grep -q '^retries: 3$' "$T/storm.yaml" || fail "the storm's config has no retries"
+"${flood_lsan[@]}" "$SOAK" coordinator "$T/storm.yaml" --listen tcp://127.0.0.1:0 --out "$T/storm" \
     --bundle off >"$T/storm.out" 2>"$T/storm.err" &
 coord=$!
 cleanup_hooks+=("kill $coord 2>/dev/null")
