@@ -1,0 +1,951 @@
+/*
+ * `soak explore CONFIG --seed N`: every interleaving of one seed's scenario
+ * at its scheduled proxy, up to a bound on preemptions (docs/explore.md).
+ *
+ * Stateless model checking in the manner of CHESS (Musuvathi et al., OSDI
+ * 2008), loom and Shuttle's check_dfs, over real processes and a real
+ * PostgreSQL: every execution starts from the seed's own start (the schema
+ * reset, fresh turn processes, the same turn seeds and faults) and follows
+ * a prefix of choices the gate is told strictly (plan.h's plan_proxy.prefix);
+ * after the prefix the gate extends it without preempting anyone (the turn
+ * that went last goes on while it can, else the lowest waiting turn).  Each
+ * step of an execution records the turns that had an exchange waiting
+ * (the trace's `cand`); depth first, every other waiting turn at every step
+ * past the prefix becomes a prefix of its own, unless taking it would make
+ * more than --preemptions preemptions.  A preemption is a step that passes
+ * over the turn of the step before while that turn has its next exchange
+ * waiting; a turn that waits on a lock, or has exited, is not preempted by
+ * being passed.
+ *
+ * Nothing is pruned as equivalent: there is no reduction yet (--no-reduce
+ * is what runs), so two schedules that differ only in the order of steps
+ * that commute are both run.  What the result claims is said with it: the
+ * bound, whether the tree was exhausted for it, and what makes an
+ * execution differ from the schedule it was given, each counted.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "common/config.h"
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/plan.h"
+#include "common/seed.h"
+#include "common/soak.h"
+#include "common/units.h"
+#include "common/util.h"
+#include "common/verdict.h"
+#include "coordinator/fingerprint.h"
+#include "isolation/iso.h"
+#include "worker/wrk.h"
+
+#define XP_MAX_TURNS		64	/* cand is a 64-bit set */
+#define XP_SAVED_PLANS		100	/* failing schedules written as plans */
+#define XP_DEFAULT_P		2
+
+/* One admission of an execution, as its trace has it. */
+struct xstep {
+	int		 round, turn;
+	uint64_t	 key;
+	uint32_t	 occ;
+	uint64_t	 cand;		/* turns with an exchange waiting then */
+	char		 what[96];
+};
+
+/* A branch still to run: a prefix of choices. */
+struct xnode {
+	struct xstep	*steps;
+	size_t		 n;
+	int		 preemptions;
+};
+
+struct xstack {
+	struct xnode	*v;
+	size_t		 n, cap;
+};
+
+/* What the executions were, counted. */
+struct xstats {
+	uint64_t	 executions, failing, passing, diverged, infra;
+	uint64_t	 distinct;
+	uint64_t	 beyond_bound;		/* branches the bound cut */
+	uint64_t	 no_alternative;	/* a waiting turn that never went */
+	uint64_t	 steps_min, steps_max, steps_sum;
+	uint64_t	 forced, wakes, pg_deadlocks, soak_deadlocks, notify;
+	uint64_t	 several_conns;		/* executions with a turn of 2+ connections */
+	uint64_t	 saved;
+	int64_t		 exec_ms;
+	/* coverage: per step position, the turns seen waiting and taken */
+	uint64_t	*seen, *tried;
+	size_t		 npos;
+	uint64_t	 raced[XP_MAX_TURNS];	/* bit u of [t]: t and u waited together */
+	/* distinct schedules: their digests, an open-addressing set */
+	uint64_t	*set;
+	size_t		 setcap, setn;
+	/* fingerprints of the failing executions */
+	char		**fps;
+	uint64_t	*fpcount;
+	size_t		 nfps;
+};
+
+static volatile sig_atomic_t	xp_stop;
+
+static void
+xp_on_signal(int sig)
+{
+	xp_stop = sig;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+	    "usage: soak explore CONFIG --seed N [--turns LIST] [--preemptions P]\n"
+	    "                    [--budget DUR|COUNT] [--out DIR] [--no-reduce] [-v]\n"
+	    "\n"
+	    "Runs one seed's scenario again and again, each time in another order at\n"
+	    "its scheduled proxy, until every order with at most P preemptions has run\n"
+	    "(depth first; a preemption passes over a turn whose next statement is\n"
+	    "waiting).  Every execution starts from the seed's start: the schema reset,\n"
+	    "fresh turns with the seed's turn seeds, the seed's faults.  Says whether\n"
+	    "the tree was exhausted for the bound, how many schedules ran and failed,\n"
+	    "and what made an execution depart from the order it was given; every\n"
+	    "failing schedule is written as a plan (soak replay --plan runs it).\n"
+	    "\n"
+	    "  --seed N         the seed whose turns, turn seeds and faults are explored\n"
+	    "  --turns LIST     only these turns run (\"0,1\"; the others are never\n"
+	    "                   started); default every turn of the config\n"
+	    "  --preemptions P  the bound (default %d; -1: none, every interleaving)\n"
+	    "  --budget B       stop after B executions (a number) or after B of\n"
+	    "                   wall time (30s, 5m); the result is then incomplete\n"
+	    "  --out DIR        explore.json and failing/K.plan.json go here (default\n"
+	    "                   ./soak-explore)\n"
+	    "  --no-reduce      run every schedule, equivalent or not: today the only\n"
+	    "                   mode (no reduction is built yet)\n"
+	    "  -v, --verbose    one line per execution, and the log\n"
+	    "\n"
+	    "The config must have exactly one proxy with a schedule.\n"
+	    "\n"
+	    "Exit status: 1 a failing schedule was found; 0 the tree was exhausted for\n"
+	    "the bound and none failed; 2 incomplete (budget, Ctrl-C, or executions\n"
+	    "that diverged or broke) and none failed: never a pass; 64 usage; 78\n"
+	    "config error; 125 the seed itself could not run (infra).\n" SOAK_MANUAL,
+	    XP_DEFAULT_P);
+}
+
+static void
+stack_push(struct xstack *s, struct xnode n)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 64;
+		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+	}
+	s->v[s->n++] = n;
+}
+
+/* Whether d was not in the set (then it is now). */
+static bool
+set_add(struct xstats *x, uint64_t d)
+{
+	size_t	i;
+
+	if (d == 0)
+		d = 1;
+	if (2 * (x->setn + 1) > x->setcap) {
+		uint64_t	*old = x->set;
+		size_t		 oldcap = x->setcap, j;
+
+		x->setcap = x->setcap ? x->setcap * 2 : 256;
+		x->set = xcalloc(x->setcap, sizeof(*x->set));
+		x->setn = 0;
+		for (j = 0; j < oldcap; j++)
+			if (old[j] != 0)
+				(void)set_add(x, old[j]);
+		free(old);
+	}
+	for (i = d & (x->setcap - 1); x->set[i] != 0; i = (i + 1) & (x->setcap - 1))
+		if (x->set[i] == d)
+			return false;
+	x->set[i] = d;
+	x->setn++;
+	return true;
+}
+
+static uint64_t
+hexval(const json_t *o, const char *k)
+{
+	const char	*s = json_string_value(json_object_get(o, k));
+
+	return s != NULL ? strtoull(s, NULL, 16) : 0;
+}
+
+static int
+cmp_line_step(const void *a, const void *b)
+{
+	const json_t	*x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t	 i = json_integer_value(json_object_get(x, "step"));
+	json_int_t	 j = json_integer_value(json_object_get(y, "step"));
+
+	return i < j ? -1 : i > j;
+}
+
+/*
+ * The steps proxy took in one execution's whole trace, in step order, and
+ * what in it makes the execution inexact, counted into x.  -1 when a step
+ * line lacks what a step needs (err).
+ */
+static int
+trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out,
+    size_t *nout, struct xstats *x, char *err)
+{
+	const char	*p = trace, *end = trace + len, *nl;
+	json_t		**lines = NULL;
+	size_t		 n = 0, cap = 0, i;
+	uint32_t	 conns[XP_MAX_TURNS] = { 0 };
+	bool		 several = false;
+	int		 rc = 0;
+
+	*out = NULL;
+	*nout = 0;
+	for (; p < end; p = nl + 1) {
+		json_t		*j;
+		json_int_t	 t;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		j = nl > p ? json_loadb(p, (size_t)(nl - p), 0, NULL) : NULL;
+		if (j != NULL && json_is_string(json_object_get(j, "proxy")) &&
+		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
+			t = json_integer_value(json_object_get(j, "turn"));
+			if (t >= 0 && t < XP_MAX_TURNS) {
+				json_int_t c = json_integer_value(json_object_get(j, "conn"));
+
+				if (c > 0)
+					several = true;
+				conns[t]++;
+			}
+			if (json_integer_value(json_object_get(j, "step")) > 0) {
+				if (n == cap) {
+					cap = cap ? cap * 2 : 64;
+					lines = xreallocarray(lines, cap, sizeof(*lines));
+				}
+				lines[n++] = j;
+				j = NULL;
+			}
+		}
+		json_decref(j);
+		if (nl == end)
+			break;
+	}
+	if (several)
+		x->several_conns++;
+	qsort(lines, n, sizeof(*lines), cmp_line_step);
+	*out = xcalloc(n + 1, sizeof(**out));
+	for (i = 0; i < n; i++) {
+		json_t		*o = lines[i];
+		struct xstep	*s = &(*out)[i];
+		const char	*w, *dl, *fo;
+
+		s->turn = (int)json_integer_value(json_object_get(o, "turn"));
+		s->round = (int)json_integer_value(json_object_get(o, "round"));
+		s->occ = (uint32_t)json_integer_value(json_object_get(o, "occ"));
+		s->cand = hexval(o, "cand");
+		if (!json_is_string(json_object_get(o, "key")) || s->turn < 0 ||
+		    s->turn >= XP_MAX_TURNS) {
+			rc = errf(err, "step %" JSON_INTEGER_FORMAT " of proxy %s has no "
+			    "key (a trace of an older soak?)",
+			    json_integer_value(json_object_get(o, "step")), proxy);
+			break;
+		}
+		s->key = hexval(o, "key");
+		w = json_string_value(json_object_get(o, "sql"));
+		if (w == NULL)
+			w = json_string_value(json_object_get(o, "req"));
+		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
+		if ((fo = json_string_value(json_object_get(o, "forced"))) != NULL &&
+		    fo[0] != '\0')
+			x->forced++;
+		if ((dl = json_string_value(json_object_get(o, "deadlock"))) != NULL)
+			strcmp(dl, "postgres") == 0 ? x->pg_deadlocks++ : x->soak_deadlocks++;
+		if (__builtin_popcountll(hexval(o, "wakes")) >= 2)
+			x->wakes++;
+		if (w != NULL && (strncasecmp(w, "LISTEN", 6) == 0 ||
+		    strncasecmp(w, "NOTIFY", 6) == 0))
+			x->notify++;
+	}
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+	free(lines);
+	if (rc == -1) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	*nout = n;
+	return 0;
+}
+
+/* Whether choosing turn t at step i of s preempts the turn of step i - 1. */
+static bool
+preempts(const struct xstep *s, size_t i, int t)
+{
+	int	prev;
+
+	if (i == 0)
+		return false;
+	prev = s[i - 1].turn;
+	return t != prev && (s[i].cand >> prev & 1);
+}
+
+static uint64_t
+schedule_digest(const struct xstep *s, size_t n)
+{
+	uint64_t	h = 0xcbf29ce484222325ULL;
+	size_t		i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t	v[3] = { (uint64_t)s[i].turn << 32 | (uint32_t)s[i].round,
+				    s[i].key, s[i].occ };
+
+		h ^= fnv1a64(v, sizeof(v));
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/*
+ * The children of an execution that ran prefix node: at every step past
+ * the prefix, each other turn that was waiting, as the exchange it had
+ * waiting (its next step in this execution), within the bound.
+ */
+static void
+branch(struct xstack *st, const struct xnode *node, const struct xstep *s, size_t n,
+    int bound, struct xstats *x)
+{
+	int	*pc = xcalloc(n + 1, sizeof(*pc));
+	size_t	 i, j;
+	int	 t;
+
+	for (i = 1; i <= n; i++)
+		pc[i] = pc[i - 1] + (preempts(s, i - 1, s[i - 1].turn) ? 1 : 0);
+	/* pushed from the deepest, so the shallowest branch is run first */
+	for (i = n; i-- > node->n;) {
+		for (t = XP_MAX_TURNS - 1; t >= 0; t--) {
+			struct xnode	 child;
+			int		 p;
+
+			if (!(s[i].cand >> t & 1) || t == s[i].turn)
+				continue;
+			p = pc[i] + (preempts(s, i, t) ? 1 : 0);
+			if (bound >= 0 && p > bound) {
+				x->beyond_bound++;
+				continue;
+			}
+			for (j = i + 1; j < n && s[j].turn != t; j++)
+				;
+			if (j == n) {
+				x->no_alternative++;
+				continue;
+			}
+			child.n = i + 1;
+			child.steps = xcalloc(child.n, sizeof(*child.steps));
+			memcpy(child.steps, s, i * sizeof(*s));
+			child.steps[i] = s[j];
+			child.steps[i].cand = s[i].cand;
+			child.preemptions = p;
+			stack_push(st, child);
+		}
+	}
+	free(pc);
+}
+
+static void
+coverage_add(struct xstats *x, const struct xstep *s, size_t n)
+{
+	size_t	i;
+	int	t;
+
+	if (n > x->npos) {
+		x->seen = xreallocarray(x->seen, n, sizeof(*x->seen));
+		x->tried = xreallocarray(x->tried, n, sizeof(*x->tried));
+		memset(x->seen + x->npos, 0, (n - x->npos) * sizeof(*x->seen));
+		memset(x->tried + x->npos, 0, (n - x->npos) * sizeof(*x->tried));
+		x->npos = n;
+	}
+	for (i = 0; i < n; i++) {
+		x->seen[i] |= s[i].cand;
+		x->tried[i] |= (uint64_t)1 << s[i].turn;
+		for (t = 0; t < XP_MAX_TURNS; t++)
+			if (s[i].cand >> t & 1)
+				x->raced[t] |= s[i].cand & ~((uint64_t)1 << t);
+	}
+}
+
+static void
+fp_count(struct xstats *x, const char *fp)
+{
+	size_t	i;
+
+	for (i = 0; i < x->nfps; i++)
+		if (strcmp(x->fps[i], fp) == 0) {
+			x->fpcount[i]++;
+			return;
+		}
+	x->fps = xreallocarray(x->fps, (x->nfps + 1), sizeof(*x->fps));
+	x->fpcount = xreallocarray(x->fpcount, (x->nfps + 1), sizeof(*x->fpcount));
+	x->fps[x->nfps] = xstrdup(fp);
+	x->fpcount[x->nfps++] = 1;
+}
+
+static char *
+turn_list(const struct xstep *s, size_t n)
+{
+	char	*buf = xcalloc(n * 4 + 1, 1);
+	size_t	 i, o = 0;
+
+	for (i = 0; i < n; i++)
+		o += (size_t)snprintf(buf + o, n * 4 + 1 - o, "%s%d", i ? " " : "",
+		    s[i].turn);
+	return buf;
+}
+
+/* "0,1" into runs (rounds x turns); -1 with err. */
+static int
+parse_turns(const char *s, const struct cfg *cfg, bool *runs, char *err)
+{
+	char		*copy = xstrdup(s), *tok, *save = NULL, *end;
+	bool		*one = xcalloc((size_t)cfg->turns, sizeof(*one));
+	long		 t;
+	int		 r, n = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+		errno = 0;
+		t = strtol(tok, &end, 10);
+		if (errno != 0 || *end != '\0' || end == tok || t < 0 || t >= cfg->turns) {
+			errf(err, "--turns: \"%s\" is not a turn of %s (0..%d)", tok,
+			    cfg->name, cfg->turns - 1);
+			free(copy);
+			free(one);
+			return -1;
+		}
+		n += !one[t];
+		one[t] = true;
+	}
+	free(copy);
+	if (n == 0) {
+		free(one);
+		return errf(err, "--turns: no turn given");
+	}
+	for (r = 0; r < cfg->rounds; r++)
+		memcpy(runs + (size_t)r * (size_t)cfg->turns, one, (size_t)cfg->turns);
+	free(one);
+	return 0;
+}
+
+/* A failing execution's plan (the seed's detail has it), with its fingerprint. */
+static char *
+save_failing(const struct seed_result *res, const char *fp, const char *dir,
+    uint64_t k)
+{
+	json_t	*plan = json_object_get(res->detail, "plan"), *failure;
+	char	*path;
+
+	if (!json_is_object(plan))
+		return NULL;
+	failure = json_object_get(plan, "failure");
+	if (!json_is_object(failure)) {
+		failure = json_object();
+		json_object_set_new(plan, "failure", failure);
+	}
+	json_object_set_new(failure, "fingerprint", json_string(fp));
+	json_object_set_new(failure, "message", json_string(res->message));
+	path = xasprintf("%s/failing/%" PRIu64 ".plan.json", dir, k);
+	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
+		log_warnx("cannot write %s", path);
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static json_t *
+turnset_json(uint64_t m)
+{
+	json_t	*a = json_array();
+	int	 t;
+
+	for (t = 0; t < XP_MAX_TURNS; t++)
+		if (m >> t & 1)
+			json_array_append_new(a, json_integer(t));
+	return a;
+}
+
+int
+cmd_explore(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "seed",	 required_argument, NULL, 's' },
+		{ "turns",	 required_argument, NULL, 't' },
+		{ "preemptions", required_argument, NULL, 'p' },
+		{ "budget",	 required_argument, NULL, 'b' },
+		{ "out",	 required_argument, NULL, 'o' },
+		{ "no-reduce",	 no_argument,	    NULL, 'R' },
+		{ "verbose",	 no_argument,	    NULL, 'v' },
+		{ "help",	 no_argument,	    NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	struct cfg		 cfg = { 0 };
+	struct cfg_errors	 cerrs = { 0 };
+	struct wrk		 w = { 0 };
+	struct iso_db		 db = { 0 };
+	struct seed_result	 res = { 0 };
+	struct plan		 base = { 0 };
+	struct plan_proxy	*pp = NULL;
+	struct xstack		 st = { 0 };
+	struct xstats		 x = { 0 };
+	struct sigaction	 sa = { .sa_handler = xp_on_signal }, oint, oterm;
+	const char		*seedarg = NULL, *turnsarg = NULL, *out = "soak-explore";
+	const char		*proxy = NULL, *stopped = NULL;
+	char			 err[ERR_LEN], outabs[PATH_MAX], *text, *p;
+	json_t			*failing = json_array(), *o, *cov, *pos, *never;
+	bool			 verbose = false, *runs = NULL;
+	uint64_t		 seed = 0, budget_n = 0, k;
+	int64_t			 budget_ms = 0, t0, te;
+	long			 bound = XP_DEFAULT_P;
+	size_t			 i, nsched = 0, deepest = 0;
+	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
+
+	while ((ch = getopt_long(argc, argv, "s:t:p:b:o:Rvh", longopts, NULL)) != -1) {
+		switch (ch) {
+		case 's': seedarg = optarg; break;
+		case 't': turnsarg = optarg; break;
+		case 'p':
+			errno = 0;
+			bound = strtol(optarg, &p, 10);
+			if (errno != 0 || *p != '\0' || p == optarg || bound < -1 ||
+			    bound > 1000) {
+				fprintf(stderr, "soak explore: --preemptions takes a number "
+				    "from -1 (no bound) to 1000, not \"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		case 'b':
+			if (optarg[0] != '\0' && strspn(optarg, "0123456789") ==
+			    strlen(optarg)) {
+				budget_n = strtoull(optarg, NULL, 10);
+				if (budget_n == 0) {
+					fprintf(stderr, "soak explore: --budget 0 runs "
+					    "nothing\n");
+					return SOAK_EXIT_USAGE;
+				}
+			} else if (parse_duration_ms(optarg, &budget_ms, err) == -1 ||
+			    budget_ms <= 0) {
+				fprintf(stderr, "soak explore: --budget takes a count of "
+				    "executions or a duration (30s, 5m), not \"%s\"\n",
+				    optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		case 'o': out = optarg; break;
+		case 'R': break;	/* the only mode today */
+		case 'v': log_init("explore", 1); verbose = true; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return SOAK_EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, "soak explore: %s\n", optind >= argc ? "which config? "
+		    "soak explore CONFIG --seed N" : "one config only");
+		usage(stderr);
+		return SOAK_EXIT_USAGE;
+	}
+	if (seedarg == NULL) {
+		fprintf(stderr, "soak explore: which seed? --seed N (its turns, turn "
+		    "seeds and faults are the scenario explored)\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (seed_parse(seedarg, &seed, err) == -1) {
+		fprintf(stderr, "soak explore: --seed: %s\n", err);
+		return SOAK_EXIT_USAGE;
+	}
+	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
+		cfg_errors_print(&cerrs, stderr, "soak");
+		cfg_errors_free(&cerrs);
+		return SOAK_EXIT_CONFIG;
+	}
+	for (i = 0; i < cfg.nproxies; i++)
+		if (cfg.proxies[i].schedule.enabled) {
+			proxy = cfg.proxies[i].name;
+			nsched++;
+		}
+	if (nsched != 1) {
+		fprintf(stderr, "soak explore: %s: %s\n", argv[optind], nsched == 0 ?
+		    "no proxy has a schedule: nothing to explore (give the proxy "
+		    "in front of the database a `schedule:`)" : "more than one proxy "
+		    "has a schedule; explore drives one at a time");
+		cfg_free(&cfg);
+		return SOAK_EXIT_CONFIG;
+	}
+	if (cfg.turns > XP_MAX_TURNS) {
+		fprintf(stderr, "soak explore: %s has %d turns; explore takes at most "
+		    "%d (give --turns)\n", argv[optind], cfg.turns, XP_MAX_TURNS);
+		cfg_free(&cfg);
+		return SOAK_EXIT_CONFIG;
+	}
+	runs = xcalloc((size_t)cfg.turns * (size_t)cfg.rounds, sizeof(*runs));
+	if (turnsarg != NULL && parse_turns(turnsarg, &cfg, runs, err) == -1) {
+		fprintf(stderr, "soak explore: %s\n", err);
+		free(runs);
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
+	}
+	if (turnsarg == NULL) {
+		free(runs);
+		runs = NULL;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	if (mkdir_p(out, 0755, err) == -1 || realpath(out, outabs) == NULL) {
+		fprintf(stderr, "soak explore: %s: %s\n", out, err);
+		goto out;
+	}
+	p = xasprintf("%s/failing", outabs);
+	rm_rf(p);
+	if (mkdir_p(p, 0755, err) == -1) {
+		fprintf(stderr, "soak explore: %s\n", err);
+		free(p);
+		goto out;
+	}
+	free(p);
+	if (iso_db_open(&db, &cfg, 1, NULL, err) == -1) {
+		fprintf(stderr, "soak explore: %s\n", err);
+		goto out;
+	}
+	w.cfg = &cfg;
+	w.run_id = xasprintf("explore%d", (int)getpid());
+	w.id = 1;
+	w.conninfo = xstrdup(db.conninfo);
+	w.workspace = xasprintf("%s/soak-explore-%d", scratch_root(), (int)getpid());
+	w.keep_dir = xasprintf("%s/failures", outabs);
+	w.whole_trace = true;
+	w.save_plan = true;
+	if (wrk_open(&w, err) == -1) {
+		printf("explore: cannot start: %s\n", err);
+		wrk_close(&w, true);
+		goto out;
+	}
+
+	/*
+	 * The seed's own run, every turn, as a run would make it: its faults
+	 * become every execution's (a plan keys them by what they hit, so
+	 * they follow their exchanges into any order).
+	 */
+	printf("explore: %s, seed %" PRIu64 ", proxy %s, turns %s; bound: ",
+	    cfg.name, seed, proxy, turnsarg ? turnsarg : "all");
+	if (bound < 0)
+		printf("none (every interleaving)");
+	else
+		printf("at most %ld preemption%s", bound, bound == 1 ? "" : "s");
+	printf("; reduction: none\n");
+	fflush(stdout);
+	w.keep_name = "seed";
+	w.plan = NULL;
+	wrk_run_seed(&w, seed, 1, &res);
+	o = json_object_get(res.detail, "plan");
+	if (!json_is_object(o)) {
+		printf("explore: the seed made no plan (%s: %s): nothing to explore\n",
+		    msg_verdict_name(res.verdict), res.message);
+		seed_result_clear(&res);
+		wrk_close(&w, true);
+		goto out;
+	}
+	text = json_dumps(o, JSON_COMPACT);
+	if (plan_parse(text, strlen(text), "the seed's plan", &base, err) == -1) {
+		printf("explore: the seed's plan: %s\n", err);
+		free(text);
+		seed_result_clear(&res);
+		wrk_close(&w, true);
+		goto out;
+	}
+	free(text);
+	if (runs != NULL) {
+		free(base.runs);
+		base.runs = runs;
+		runs = NULL;
+		printf("  the seed's faults are those of its own run of all turns, "
+		    "applied to the turns that run\n");
+	}
+	seed_result_clear(&res);
+	/* the scheduled proxy's entry: its steps are the prefix from now on */
+	for (i = 0; i < base.nproxies && strcmp(base.proxies[i].name, proxy) != 0; i++)
+		;
+	if (i == base.nproxies) {
+		base.proxies = xreallocarray(base.proxies, (base.nproxies + 1), sizeof(*base.proxies));
+		memset(&base.proxies[i], 0, sizeof(base.proxies[i]));
+		base.proxies[i].name = xstrdup(proxy);
+		base.nproxies++;
+	}
+	pp = &base.proxies[i];
+	for (k = 0; k < pp->nsteps; k++)
+		free(pp->steps[k].what), free(pp->steps[k].deadlock);
+	free(pp->steps);
+	pp->steps = NULL;
+	pp->nsteps = 0;
+	pp->prefix = true;
+	w.plan = &base;
+
+	stack_push(&st, (struct xnode){ 0 });
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, &oint);
+	sigaction(SIGTERM, &sa, &oterm);
+	t0 = now_ms();
+	while (st.n > 0) {
+		struct xnode	 node = st.v[--st.n];
+		struct xstep	*s = NULL;
+		size_t		 n = 0;
+		char		*fp, keep[48];
+		bool		 fresh;
+
+		if (xp_stop) {
+			stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+			st.n++;		/* still unexplored */
+			break;
+		}
+		if ((budget_n > 0 && x.executions >= budget_n) ||
+		    (budget_ms > 0 && now_ms() - t0 >= budget_ms)) {
+			stopped = "the budget";
+			st.n++;
+			break;
+		}
+		pp->steps = xcalloc(node.n + 1, sizeof(*pp->steps));
+		for (i = 0; i < node.n; i++) {
+			pp->steps[i].round = node.steps[i].round;
+			pp->steps[i].turn = node.steps[i].turn;
+			pp->steps[i].key = node.steps[i].key;
+			pp->steps[i].occ = node.steps[i].occ;
+		}
+		pp->nsteps = node.n;
+		snprintf(keep, sizeof(keep), "schedule-%" PRIu64, x.executions + 1);
+		w.keep_name = keep;
+		te = now_ms();
+		wrk_run_seed(&w, seed, 1, &res);
+		free(pp->steps);
+		pp->steps = NULL;
+		pp->nsteps = 0;
+		if (xp_stop) {
+			/* the signal reached the turns too: this one says nothing */
+			seed_result_clear(&res);
+			stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+			stack_push(&st, node);
+			break;
+		}
+		x.exec_ms += now_ms() - te;
+		x.executions++;
+		if (res.trace == NULL || trace_steps(res.trace, res.trace_len, proxy,
+		    &s, &n, &x, err) == -1) {
+			printf("  execution %" PRIu64 ": no schedule read (%s): its "
+			    "branches are not explored\n", x.executions, res.trace ?
+			    err : "no trace");
+			x.infra++;
+			seed_result_clear(&res);
+			free(node.steps);
+			continue;
+		}
+		fresh = set_add(&x, schedule_digest(s, n));
+		x.distinct += fresh;
+		x.steps_sum += n;
+		if (x.executions == 1 || n < x.steps_min)
+			x.steps_min = n;
+		if (n > x.steps_max)
+			x.steps_max = n;
+		coverage_add(&x, s, n);
+		if (verbose) {
+			char	*tl = turn_list(s, n);
+
+			printf("  execution %" PRIu64 " (prefix %zu, %d preemption%s): %s "
+			    "— %s\n", x.executions, node.n, node.preemptions,
+			    node.preemptions == 1 ? "" : "s", tl,
+			    msg_verdict_name(res.verdict));
+			free(tl);
+		}
+		if (res.reason == REASON_DIVERGED) {
+			/* the scenario did not do again what it did: the branch is lost */
+			x.diverged++;
+			printf("  execution %" PRIu64 " diverged: %s\n", x.executions,
+			    res.message);
+		} else if (res.verdict == VERDICT_FAIL) {
+			x.failing++;
+			fp = fp_string(cfg.name, reason_name(res.reason),
+			    json_object_get(res.detail, "invariants"));
+			fp_count(&x, fp);
+			p = x.saved < XP_SAVED_PLANS ? save_failing(&res, fp, outabs,
+			    x.failing) : NULL;
+			if (p != NULL) {
+				char	*tl = turn_list(s, n);
+
+				x.saved++;
+				json_array_append_new(failing, json_pack("{s:s,s:s,s:s,s:i,s:s}",
+				    "plan", p, "fingerprint", fp, "turns", tl,
+				    "preemptions", (int)(node.preemptions), "message",
+				    res.message));
+				if (x.saved <= 3 || verbose)
+					printf("  failing schedule %" PRIu64 ": %s\n    soak replay "
+					    "%s --plan %s\n", x.failing, tl, argv[optind], p);
+				free(tl);
+				free(p);
+			}
+			free(fp);
+			branch(&st, &node, s, n, (int)bound, &x);
+		} else if (res.verdict == VERDICT_PASS) {
+			x.passing++;
+			branch(&st, &node, s, n, (int)bound, &x);
+		} else {
+			x.infra++;
+			printf("  execution %" PRIu64 ": %s (%s): its branches are not "
+			    "explored\n", x.executions, msg_verdict_name(res.verdict),
+			    res.message);
+		}
+		seed_result_clear(&res);
+		free(s);
+		free(node.steps);
+	}
+	sigaction(SIGINT, &oint, NULL);
+	sigaction(SIGTERM, &oterm, NULL);
+	for (i = 0; i < st.n; i++)
+		if (st.v[i].n > deepest)
+			deepest = st.v[i].n;
+
+	/* The result, said as what it is. */
+	{
+		bool		 complete = stopped == NULL && st.n == 0 && x.diverged == 0 &&
+				    x.infra == 0 && x.no_alternative == 0;
+		double		 secs = (double)(now_ms() - t0) / 1000.0;
+		char		 bnd[96];
+		json_t		*j;
+
+		if (bound < 0)
+			snprintf(bnd, sizeof(bnd), "all schedules");
+		else
+			snprintf(bnd, sizeof(bnd), "all schedules with ≤ %ld preemption%s",
+			    bound, bound == 1 ? "" : "s");
+		printf("\n");
+		if (complete)
+			printf("complete: %s of turns %s — %" PRIu64 " explored, %" PRIu64
+			    " fail\n", bnd, turnsarg ? turnsarg : "all", x.executions,
+			    x.failing);
+		else
+			printf("incomplete: %s after %" PRIu64 " execution%s (%" PRIu64
+			    " fail); %zu branch%s unexplored%s%zu%s\n", stopped ? stopped :
+			    x.diverged ? "executions diverged" : x.infra ?
+			    "executions broke" : "waiting turns never went",
+			    x.executions, x.executions == 1 ? "" : "s", x.failing, st.n,
+			    st.n == 1 ? "" : "es", st.n ? ", the deepest at step " : "",
+			    st.n ? deepest : 0, "");
+		printf("  %" PRIu64 " distinct schedule%s, %" PRIu64 "..%" PRIu64 " steps, "
+		    "%.1f s (%.2f s an execution); reduction: none (0 pruned as "
+		    "equivalent)\n", x.distinct, x.distinct == 1 ? "" : "s", x.steps_min,
+		    x.steps_max, secs, x.executions ? (double)x.exec_ms / 1000.0 /
+		    (double)x.executions : 0.0);
+		if (bound >= 0)
+			printf("  %" PRIu64 " branch%s beyond the bound, not run\n",
+			    x.beyond_bound, x.beyond_bound == 1 ? "" : "es");
+		printf("  not exact: %" PRIu64 " decision%s forced by a timeout, %" PRIu64
+		    " commit%s that woke several lock waiters (PostgreSQL's order), %"
+		    PRIu64 " deadlock%s resolved by PostgreSQL, %" PRIu64 " diverged, %"
+		    PRIu64 " with a turn of several connections, %" PRIu64
+		    " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not "
+		    "observed\n", x.forced, x.forced == 1 ? "" : "s", x.wakes,
+		    x.wakes == 1 ? "" : "s", x.pg_deadlocks, x.pg_deadlocks == 1 ? "" : "s",
+		    x.diverged, x.several_conns, x.notify, cfg.nservices > 0 ?
+		    "services persisted across executions (started once)" :
+		    "no services");
+		for (i = 0; i < x.nfps; i++)
+			printf("  failing: %" PRIu64 " schedule%s with %s\n", x.fpcount[i],
+			    x.fpcount[i] == 1 ? "" : "s", x.fps[i]);
+		if (x.failing > x.saved)
+			printf("  (%" PRIu64 " failing schedules not written: the first %d "
+			    "are)\n", x.failing - x.saved, XP_SAVED_PLANS);
+
+		cov = json_object();
+		pos = json_array();
+		for (i = 0; i < x.npos; i++)
+			json_array_append_new(pos, json_pack("{s:i,s:o,s:o}", "step",
+			    (int)i + 1, "seen", turnset_json(x.seen[i]), "tried",
+			    turnset_json(x.tried[i])));
+		json_object_set_new(cov, "positions", pos);
+		never = json_array();
+		for (t = 0; t < cfg.turns && t < XP_MAX_TURNS; t++)
+			for (u = t + 1; u < cfg.turns && u < XP_MAX_TURNS; u++)
+				if (plan_runs(&base, 0, t) && plan_runs(&base, 0, u) &&
+				    !(x.raced[t] >> u & 1))
+					json_array_append_new(never, json_pack("[i,i]", t, u));
+		json_object_set_new(cov, "never_raced", never);
+		j = json_pack("{s:i,s:s,s:I,s:s,s:s?,s:i,s:s,s:b,s:s?,s:I,s:I,s:I,"
+		    "s:I,s:I,s:I,s:I,s:I,s:{s:I,s:I},s:f,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:b},"
+		    "s:o,s:O}",
+		    "soak_explore", 1, "config", cfg.name, "seed", (json_int_t)seed,
+		    "proxy", proxy, "turns", turnsarg, "preemptions", (int)bound,
+		    "reduction", "none", "complete", complete, "stopped_by", stopped,
+		    "executions", (json_int_t)x.executions,
+		    "distinct_schedules", (json_int_t)x.distinct,
+		    "failing", (json_int_t)x.failing,
+		    "passing", (json_int_t)x.passing,
+		    "pruned_equivalent", (json_int_t)0,
+		    "beyond_bound", (json_int_t)x.beyond_bound,
+		    "unexplored", (json_int_t)st.n,
+		    "deepest_unexplored", (json_int_t)deepest,
+		    "steps", "min", (json_int_t)x.steps_min, "max", (json_int_t)x.steps_max,
+		    "seconds", secs,
+		    "inexact", "forced", (json_int_t)x.forced, "wakes", (json_int_t)x.wakes,
+		    "postgres_deadlocks", (json_int_t)x.pg_deadlocks,
+		    "diverged", (json_int_t)x.diverged, "infra", (json_int_t)x.infra,
+		    "several_connections", (json_int_t)x.several_conns,
+		    "services_persisted", cfg.nservices > 0,
+		    "coverage", cov, "failing_schedules", failing);
+		json_object_set_new(j, "no_alternative", json_integer((json_int_t)x.no_alternative));
+		json_object_set_new(j, "notify", json_integer((json_int_t)x.notify));
+		p = xasprintf("%s/explore.json", outabs);
+		if (json_dump_file(j, p, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1)
+			printf("  cannot write %s\n", p);
+		else
+			printf("  result: %s\n", p);
+		free(p);
+		json_decref(j);
+		rc = x.failing > 0 ? SOAK_EXIT_FAIL : complete ? SOAK_EXIT_PASS :
+		    SOAK_EXIT_INCOMPLETE;
+	}
+	wrk_close(&w, true);
+out:
+	for (i = 0; i < st.n; i++)
+		free(st.v[i].steps);
+	free(st.v);
+	if (w.workspace)
+		rm_rf(w.workspace);
+	iso_db_close(&db);
+	free(w.run_id);
+	free(w.conninfo);
+	free(w.workspace);
+	free(w.keep_dir);
+	for (i = 0; i < x.nfps; i++)
+		free(x.fps[i]);
+	free(x.fps);
+	free(x.fpcount);
+	free(x.seen);
+	free(x.tried);
+	free(x.set);
+	json_decref(failing);
+	free(runs);
+	plan_free(&base);
+	cfg_free(&cfg);
+	return rc;
+}
