@@ -86,6 +86,8 @@ struct xstats {
 	uint64_t	 several_conns;		/* executions with a turn of 2+ connections */
 	uint64_t	 saved;
 	int64_t		 exec_ms;
+	int64_t		 turns_ms;		/* of that, from the first turn's start
+						   to the last one's end, per round */
 	/* coverage: per step position, the turns seen waiting and taken */
 	uint64_t	*seen, *tried;
 	size_t		 npos;
@@ -294,6 +296,48 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 	}
 	*nout = n;
 	return 0;
+}
+
+/*
+ * How long the turns of one execution ran: per round, from the first
+ * turn's start to the last one's end (a failing seed's detail lists its
+ * turns, a passing one's timing does), summed.  What is left of the
+ * execution is soak's own: the reset, the setup, spawning, the checks.
+ */
+static int64_t
+turns_span_ms(const json_t *detail)
+{
+	const json_t	*turns = json_object_get(detail, "turns"), *o;
+	int64_t		 lo[64], hi[64], sum = 0, a, b;
+	size_t		 i;
+	int		 r;
+	bool		 rows = false;
+
+	if (!json_is_array(turns)) {
+		turns = json_object_get(json_object_get(detail, "timing"), "turns");
+		rows = true;
+	}
+	for (r = 0; r < 64; r++)
+		lo[r] = INT64_MAX, hi[r] = INT64_MIN;
+	json_array_foreach(turns, i, o) {
+		if (rows) {
+			r = (int)json_integer_value(json_array_get(o, 0));
+			a = json_integer_value(json_array_get(o, 2));
+			b = json_integer_value(json_array_get(o, 3));
+		} else {
+			r = (int)json_integer_value(json_object_get(o, "round"));
+			a = json_integer_value(json_object_get(o, "start_ms"));
+			b = json_integer_value(json_object_get(o, "end_ms"));
+		}
+		if (r < 0 || r >= 64 || b < a)
+			continue;
+		lo[r] = a < lo[r] ? a : lo[r];
+		hi[r] = b > hi[r] ? b : hi[r];
+	}
+	for (r = 0; r < 64; r++)
+		if (hi[r] >= lo[r])
+			sum += hi[r] - lo[r];
+	return sum;
 }
 
 /* Whether choosing turn t at step i of s preempts the turn of step i - 1. */
@@ -733,6 +777,7 @@ cmd_explore(int argc, char **argv)
 			pp->steps[i].turn = node.steps[i].turn;
 			pp->steps[i].key = node.steps[i].key;
 			pp->steps[i].occ = node.steps[i].occ;
+			pp->steps[i].what = node.steps[i].what;	/* for the log */
 		}
 		pp->nsteps = node.n;
 		snprintf(keep, sizeof(keep), "schedule-%" PRIu64, x.executions + 1);
@@ -750,6 +795,7 @@ cmd_explore(int argc, char **argv)
 			break;
 		}
 		x.exec_ms += now_ms() - te;
+		x.turns_ms += turns_span_ms(res.detail);
 		x.executions++;
 		if (res.trace == NULL || trace_steps(res.trace, res.trace_len, proxy,
 		    &s, &n, &x, err) == -1) {
@@ -843,19 +889,30 @@ cmd_explore(int argc, char **argv)
 			printf("complete: %s of turns %s — %" PRIu64 " explored, %" PRIu64
 			    " fail\n", bnd, turnsarg ? turnsarg : "all", x.executions,
 			    x.failing);
-		else
+		else {
 			printf("incomplete: %s after %" PRIu64 " execution%s (%" PRIu64
-			    " fail); %zu branch%s unexplored%s%zu%s\n", stopped ? stopped :
+			    " fail); %zu branch%s unexplored", stopped ? stopped :
 			    x.diverged ? "executions diverged" : x.infra ?
 			    "executions broke" : "waiting turns never went",
 			    x.executions, x.executions == 1 ? "" : "s", x.failing, st.n,
-			    st.n == 1 ? "" : "es", st.n ? ", the deepest at step " : "",
-			    st.n ? deepest : 0, "");
+			    st.n == 1 ? "" : "es");
+			if (st.n > 0)
+				printf(", the deepest at step %zu", deepest);
+			if (x.diverged > 0 || x.infra > 0)
+				printf("; %" PRIu64 " diverged and %" PRIu64 " broken "
+				    "execution%s left their subtrees unexplored", x.diverged,
+				    x.infra, x.diverged + x.infra == 1 ? "" : "s");
+			printf("\n");
+		}
 		printf("  %" PRIu64 " distinct schedule%s, %" PRIu64 "..%" PRIu64 " steps, "
 		    "%.1f s (%.2f s an execution); reduction: none (0 pruned as "
 		    "equivalent)\n", x.distinct, x.distinct == 1 ? "" : "s", x.steps_min,
 		    x.steps_max, secs, x.executions ? (double)x.exec_ms / 1000.0 /
 		    (double)x.executions : 0.0);
+		if (x.exec_ms > 0)
+			printf("  of each execution, the turns ran %.0f %% (first start to "
+			    "last end) and soak's own work (reset, setup, spawn, checks) "
+			    "took the rest\n", 100.0 * (double)x.turns_ms / (double)x.exec_ms);
 		if (bound >= 0)
 			printf("  %" PRIu64 " branch%s beyond the bound, not run\n",
 			    x.beyond_bound, x.beyond_bound == 1 ? "" : "es");
@@ -914,6 +971,8 @@ cmd_explore(int argc, char **argv)
 		    "coverage", cov, "failing_schedules", failing);
 		json_object_set_new(j, "no_alternative", json_integer((json_int_t)x.no_alternative));
 		json_object_set_new(j, "notify", json_integer((json_int_t)x.notify));
+		json_object_set_new(j, "execution_ms", json_integer((json_int_t)x.exec_ms));
+		json_object_set_new(j, "turns_ms", json_integer((json_int_t)x.turns_ms));
 		p = xasprintf("%s/explore.json", outabs);
 		if (json_dump_file(j, p, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1)
 			printf("  cannot write %s\n", p);
