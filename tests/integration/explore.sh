@@ -119,6 +119,21 @@ expect_eq "bash: complete" true "$(x bash .complete)"
 expect_eq "bash: failing (a read of each before the other's write)" "$nolock_fail" "$(x bash .failing)"
 expect_eq "bash: turns of several connections are counted" 20 "$(x bash .inexact.several_connections)"
 
+phase "passing over a turn that has exited is no preemption"
+# 3 turns of one statement each: no order preempts anyone, so P=0 runs 3! = 6
+cat >"$T/one.sh" <<'SH'
+#!/bin/bash
+exec psql -Xq -c "INSERT INTO bumps VALUES ($SOAK_TURN)"
+SH
+chmod +x "$T/one.sh"
+sed -e "s#command: \[$T/bump.sh\]#command: [$T/one.sh]#" -e 's/^turns: 2$/turns: 3/' \
+    -e '/^invariants:/,$d' "$T/bash.yaml" >"$T/one.yaml"
+printf 'invariants:\n  - name: three bumps\n    sql: SELECT 1 WHERE (SELECT count(*) FROM bumps) <> 3\n' >>"$T/one.yaml"
+soak_rc rc explore "$T/one.yaml" --seed 0 --preemptions 0 --out "$T/one" >"$T/one.out" 2>&1
+expect_eq "one statement a turn, P=0: exit 0" 0 "$rc"
+expect_eq "one statement a turn, P=0: 3! executions" 6 "$(x one .executions)"
+expect_eq "one statement a turn, P=0: nothing beyond the bound" 0 "$(x one .beyond_bound)"
+
 phase "a scenario that does not do again what it did: diverged, incomplete"
 # turn 0 sends an extra statement first on every other start: a prefix
 # recorded from one execution names a step the next does not make
