@@ -129,6 +129,8 @@ usage(FILE *f)
 	    "  --turns LIST     only these turns run (\"0,1\"; the others are never\n"
 	    "                   started); default every turn of the config\n"
 	    "  --preemptions P  the bound (default %d; -1: none, every interleaving)\n"
+	    "  --rounds R       explore round R only: the rounds before it run once as\n"
+	    "                   the seed ran them, the ones after as they come\n"
 	    "  --budget B       stop after B executions (a number) or after B of\n"
 	    "                   wall time (30s, 5m); the result is then incomplete\n"
 	    "  --out DIR        explore.json and failing/K.plan.json go here (default\n"
@@ -214,7 +216,8 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 	const char	*p = trace, *end = trace + len, *nl;
 	json_t		**lines = NULL;
 	size_t		 n = 0, cap = 0, i;
-	uint32_t	 conns[XP_MAX_TURNS] = { 0 };
+	uint64_t	*rtc = NULL;		/* (round, turn, conn) of each line */
+	size_t		 nrtc = 0, caprtc = 0;
 	bool		 several = false;
 	int		 rc = 0;
 
@@ -231,11 +234,15 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
 			t = json_integer_value(json_object_get(j, "turn"));
 			if (t >= 0 && t < XP_MAX_TURNS) {
-				json_int_t c = json_integer_value(json_object_get(j, "conn"));
+				json_int_t	c = json_integer_value(json_object_get(j, "conn"));
+				json_int_t	r = json_integer_value(json_object_get(j, "round"));
 
-				if (c > 0)
-					several = true;
-				conns[t]++;
+				if (nrtc == caprtc) {
+					caprtc = caprtc ? caprtc * 2 : 64;
+					rtc = xreallocarray(rtc, caprtc, sizeof(*rtc));
+				}
+				rtc[nrtc++] = (uint64_t)(r & 0xffffff) << 40 |
+				    (uint64_t)t << 32 | (uint32_t)c;
 			}
 			if (json_integer_value(json_object_get(j, "step")) > 0) {
 				if (n == cap) {
@@ -250,6 +257,11 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		if (nl == end)
 			break;
 	}
+	/* a turn of several connections: two conns of one (round, turn) */
+	qsort(rtc, nrtc, sizeof(*rtc), cmp_u64);
+	for (i = 1; i < nrtc && !several; i++)
+		several = rtc[i] >> 32 == rtc[i - 1] >> 32 && rtc[i] != rtc[i - 1];
+	free(rtc);
 	if (several)
 		x->several_conns++;
 	qsort(lines, n, sizeof(*lines), cmp_line_step);
@@ -375,7 +387,7 @@ schedule_digest(const struct xstep *s, size_t n)
  */
 static void
 branch(struct xstack *st, const struct xnode *node, const struct xstep *s, size_t n,
-    int bound, struct xstats *x)
+    int bound, int only_round, struct xstats *x)
 {
 	int	*pc = xcalloc(n + 1, sizeof(*pc));
 	size_t	 i, j;
@@ -385,6 +397,8 @@ branch(struct xstack *st, const struct xnode *node, const struct xstep *s, size_
 		pc[i] = pc[i - 1] + (preempts(s, i - 1, s[i - 1].turn) ? 1 : 0);
 	/* pushed from the deepest, so the shallowest branch is run first */
 	for (i = n; i-- > node->n;) {
+		if (only_round >= 0 && s[i].round != only_round)
+			continue;	/* --rounds: another round runs as it comes */
 		for (t = XP_MAX_TURNS - 1; t >= 0; t--) {
 			struct xnode	 child;
 			int		 p;
@@ -542,6 +556,7 @@ cmd_explore(int argc, char **argv)
 		{ "seed",	 required_argument, NULL, 's' },
 		{ "turns",	 required_argument, NULL, 't' },
 		{ "preemptions", required_argument, NULL, 'p' },
+		{ "rounds",	 required_argument, NULL, 'r' },
 		{ "budget",	 required_argument, NULL, 'b' },
 		{ "out",	 required_argument, NULL, 'o' },
 		{ "no-reduce",	 no_argument,	    NULL, 'R' },
@@ -557,6 +572,7 @@ cmd_explore(int argc, char **argv)
 	struct plan		 base = { 0 };
 	struct plan_proxy	*pp = NULL;
 	struct xstack		 st = { 0 };
+	struct xnode		 root;
 	struct xstats		 x = { 0 };
 	struct sigaction	 sa = { .sa_handler = xp_on_signal }, oint, oterm;
 	const char		*seedarg = NULL, *turnsarg = NULL, *out = "soak-explore";
@@ -566,11 +582,11 @@ cmd_explore(int argc, char **argv)
 	bool			 verbose = false, *runs = NULL;
 	uint64_t		 seed = 0, budget_n = 0, k;
 	int64_t			 budget_ms = 0, t0, te;
-	long			 bound = XP_DEFAULT_P;
+	long			 bound = XP_DEFAULT_P, only_round = -1;
 	size_t			 i, nsched = 0, deepest = 0;
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
 
-	while ((ch = getopt_long(argc, argv, "s:t:p:b:o:Rvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:o:Rvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 't': turnsarg = optarg; break;
@@ -581,6 +597,16 @@ cmd_explore(int argc, char **argv)
 			    bound > 1000) {
 				fprintf(stderr, "soak explore: --preemptions takes a number "
 				    "from -1 (no bound) to 1000, not \"%s\"\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		case 'r':
+			errno = 0;
+			only_round = strtol(optarg, &p, 10);
+			if (errno != 0 || *p != '\0' || p == optarg || only_round < 0 ||
+			    only_round > 100000) {
+				fprintf(stderr, "soak explore: --rounds takes a round "
+				    "number (0, 1, ...), not \"%s\"\n", optarg);
 				return SOAK_EXIT_USAGE;
 			}
 			break;
@@ -641,6 +667,12 @@ cmd_explore(int argc, char **argv)
 		cfg_free(&cfg);
 		return SOAK_EXIT_CONFIG;
 	}
+	if (only_round >= cfg.rounds) {
+		fprintf(stderr, "soak explore: --rounds %ld: %s has rounds 0..%d\n",
+		    only_round, argv[optind], cfg.rounds - 1);
+		cfg_free(&cfg);
+		return SOAK_EXIT_USAGE;
+	}
 	if (cfg.turns > XP_MAX_TURNS) {
 		fprintf(stderr, "soak explore: %s has %d turns; explore takes at most "
 		    "%d (give --turns)\n", argv[optind], cfg.turns, XP_MAX_TURNS);
@@ -694,8 +726,9 @@ cmd_explore(int argc, char **argv)
 	 * become every execution's (a plan keys them by what they hit, so
 	 * they follow their exchanges into any order).
 	 */
-	printf("explore: %s, seed %" PRIu64 ", proxy %s, turns %s; bound: ",
-	    cfg.name, seed, proxy, turnsarg ? turnsarg : "all");
+	printf("explore: %s, seed %" PRIu64 ", proxy %s, turns %s%s; bound: ",
+	    cfg.name, seed, proxy, turnsarg ? turnsarg : "all", only_round >= 0 ?
+	    ", one round" : "");
 	if (bound < 0)
 		printf("none (every interleaving)");
 	else
@@ -740,6 +773,26 @@ cmd_explore(int argc, char **argv)
 		base.nproxies++;
 	}
 	pp = &base.proxies[i];
+	root = (struct xnode){ 0 };
+	if (only_round > 0) {
+		/* --rounds R: the rounds before R run once, as the seed ran them */
+		root.steps = xcalloc(pp->nsteps + 1, sizeof(*root.steps));
+		for (k = 0; k < pp->nsteps; k++) {
+			const struct plan_step	*ps = &pp->steps[k];
+
+			if (ps->round >= only_round || !plan_runs(&base, ps->round, ps->turn))
+				continue;
+			root.steps[root.n].round = ps->round;
+			root.steps[root.n].turn = ps->turn;
+			root.steps[root.n].key = ps->key;
+			root.steps[root.n].occ = ps->occ;
+			snprintf(root.steps[root.n].what, sizeof(root.steps[root.n].what),
+			    "%s", ps->what ? ps->what : "exchange");
+			root.n++;
+		}
+		printf("  rounds before %ld run once, as the seed ran them (%zu steps)\n",
+		    only_round, root.n);
+	}
 	for (k = 0; k < pp->nsteps; k++)
 		free(pp->steps[k].what), free(pp->steps[k].deadlock);
 	free(pp->steps);
@@ -748,7 +801,7 @@ cmd_explore(int argc, char **argv)
 	pp->prefix = true;
 	w.plan = &base;
 
-	stack_push(&st, (struct xnode){ 0 });
+	stack_push(&st, root);
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &oint);
 	sigaction(SIGTERM, &sa, &oterm);
@@ -851,10 +904,10 @@ cmd_explore(int argc, char **argv)
 				free(p);
 			}
 			free(fp);
-			branch(&st, &node, s, n, (int)bound, &x);
+			branch(&st, &node, s, n, (int)bound, (int)only_round, &x);
 		} else if (res.verdict == VERDICT_PASS) {
 			x.passing++;
-			branch(&st, &node, s, n, (int)bound, &x);
+			branch(&st, &node, s, n, (int)bound, (int)only_round, &x);
 		} else {
 			x.infra++;
 			printf("  execution %" PRIu64 ": %s (%s): its branches are not "
@@ -876,9 +929,11 @@ cmd_explore(int argc, char **argv)
 		bool		 complete = stopped == NULL && st.n == 0 && x.diverged == 0 &&
 				    x.infra == 0 && x.no_alternative == 0;
 		double		 secs = (double)(now_ms() - t0) / 1000.0;
-		char		 bnd[96];
+		char		 bnd[96], rnd[48] = "";
 		json_t		*j;
 
+		if (only_round >= 0)
+			snprintf(rnd, sizeof(rnd), " in round %ld", only_round);
 		if (bound < 0)
 			snprintf(bnd, sizeof(bnd), "all schedules");
 		else
@@ -886,9 +941,9 @@ cmd_explore(int argc, char **argv)
 			    bound, bound == 1 ? "" : "s");
 		printf("\n");
 		if (complete)
-			printf("complete: %s of turns %s — %" PRIu64 " explored, %" PRIu64
-			    " fail\n", bnd, turnsarg ? turnsarg : "all", x.executions,
-			    x.failing);
+			printf("complete: %s of turns %s%s — %" PRIu64 " explored, %"
+			    PRIu64 " fail\n", bnd, turnsarg ? turnsarg : "all", rnd,
+			    x.executions, x.failing);
 		else {
 			printf("incomplete: %s after %" PRIu64 " execution%s (%" PRIu64
 			    " fail); %zu branch%s unexplored", stopped ? stopped :
@@ -971,6 +1026,8 @@ cmd_explore(int argc, char **argv)
 		    "coverage", cov, "failing_schedules", failing);
 		json_object_set_new(j, "no_alternative", json_integer((json_int_t)x.no_alternative));
 		json_object_set_new(j, "notify", json_integer((json_int_t)x.notify));
+		json_object_set_new(j, "round", only_round >= 0 ?
+		    json_integer((json_int_t)only_round) : json_null());
 		json_object_set_new(j, "execution_ms", json_integer((json_int_t)x.exec_ms));
 		json_object_set_new(j, "turns_ms", json_integer((json_int_t)x.turns_ms));
 		p = xasprintf("%s/explore.json", outabs);

@@ -68,6 +68,24 @@ expect_eq "the fix: failing" 0 "$(x lock .failing)"
 expect_ge "the fix: executions" 2 "$(x lock .executions)"
 expect_eq "the fix: 5 steps a turn" 10 "$(x lock .steps.max)"
 
+phase "ledger: the share-lock mutant on the two turns that race, one round"
+# seed 1's round 0: turn 2 cancels lesson 2 while turn 4 marks it; without
+# the share lock the mark's charge escapes the cancellation's reversal
+LG=$ROOT/examples/ledger
+soak_rc rc explore "$LG/mutants/no-share-lock.yaml" --seed 1 --turns 2,4 --rounds 0 --preemptions 0 --out "$T/lg0" >"$T/lg0.out" 2>&1
+expect_eq "the mutant, P=0: complete, none fails (the race needs a preemption)" "0 true 0" "$rc $(x lg0 .complete) $(x lg0 .failing)"
+soak_rc rc explore "$LG/mutants/no-share-lock.yaml" --seed 1 --turns 2,4 --rounds 0 --preemptions 1 --out "$T/lg1" >"$T/lg1.out" 2>&1
+cat "$T/lg1.out"
+expect_eq "the mutant, P=1: found" 1 "$rc"
+expect_ge "the mutant, P=1: failing schedules" 1 "$(x lg1 .failing)"
+expect_match "the mutant, P=1: its fingerprint" 'a cancelled lesson nets to zero' "$(x lg1 '.failing_schedules[0].fingerprint')"
+expect_eq "the mutant, P=1: 2 x 7 steps of round 0, 2 + 12 schedules" 14 "$(x lg1 .executions)"
+expect_eq "one round: its rounds are said" 0 "$(x lg1 .round)"
+soak_rc rc explore "$LG/fixed.yaml" --seed 1 --turns 2,4 --rounds 0 --preemptions 2 --out "$T/lgf" >"$T/lgf.out" 2>&1
+expect_eq "the fixed ledger, P=2: exit 0" 0 "$rc"
+expect_eq "the fixed ledger, P=2: complete, 0 fail" "true 0" "$(x lgf .complete) $(x lgf .failing)"
+echo "figures: ledger: $(grep -E '^complete' "$T/lg1.out"); fixed: $(grep -E '^complete' "$T/lgf.out")"
+
 phase "a budget: incomplete, never a pass"
 soak_rc rc explore "$T/lock.yaml" --seed 1 --preemptions -1 --budget 3 --out "$T/bud" >"$T/bud.out" 2>&1
 expect_eq "budget of 3: exit 2 (incomplete, none failed)" 2 "$rc"
