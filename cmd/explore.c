@@ -60,14 +60,19 @@ struct xstep {
 	uint64_t	 key;
 	uint32_t	 occ;
 	uint64_t	 cand;		/* turns with an exchange waiting then */
+	int		 cls;		/* enum xcls: what it ran */
 	char		 what[96];
 };
+
+/* The trace's "cls" (fault-proxy/stmtkey.h sk_class): what commutes. */
+enum xcls { XC_OTHER, XC_READ, XC_BEGIN, XC_SESSION };
 
 /* A branch still to run: a prefix of choices. */
 struct xnode {
 	struct xstep	*steps;
 	size_t		 n;
 	int		 preemptions;
+	uint64_t	 sleep;		/* turns asleep after the prefix (reduction) */
 };
 
 struct xstack {
@@ -80,6 +85,14 @@ struct xstats {
 	uint64_t	 executions, failing, passing, diverged, infra;
 	uint64_t	 distinct;
 	uint64_t	 beyond_bound;		/* branches the bound cut */
+	uint64_t	 slept;			/* branches a sleep set cut */
+	uint64_t	 redundant;		/* executions whose rest was covered */
+	/* equivalence classes (by the reduction's rule) and their verdicts */
+	uint64_t	*cset;
+	uint8_t		*cverdict;		/* bit 0 passed, bit 1 failed */
+	size_t		 ccap, cn;
+	uint64_t	 mixed;			/* classes with both verdicts */
+	bool		 classes_cut;		/* an execution too long to class */
 	uint64_t	 no_alternative;	/* a waiting turn that never went */
 	uint64_t	 steps_min, steps_max, steps_sum;
 	uint64_t	 forced, wakes, pg_deadlocks, soak_deadlocks, notify;
@@ -283,6 +296,13 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 			break;
 		}
 		s->key = hexval(o, "key");
+		{
+			const char	*c = json_string_value(json_object_get(o, "cls"));
+
+			s->cls = c == NULL ? XC_OTHER : strcmp(c, "read") == 0 ? XC_READ :
+			    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
+			    XC_SESSION : XC_OTHER;
+		}
 		w = json_string_value(json_object_get(o, "sql"));
 		if (w == NULL)
 			w = json_string_value(json_object_get(o, "req"));
@@ -381,51 +401,194 @@ schedule_digest(const struct xstep *s, size_t n)
 }
 
 /*
+ * Whether two steps of two turns commute (docs/explore.md, "Reduction"):
+ * a BEGIN or a session setting commutes with anything of another session,
+ * two plain reads with each other; everything else, and a step not known,
+ * is dependent.
+ */
+static bool
+indep(const struct xstep *a, const struct xstep *b)
+{
+	if (a == NULL || b == NULL || a->turn == b->turn)
+		return false;
+	if (a->cls == XC_BEGIN || b->cls == XC_BEGIN || a->cls == XC_SESSION ||
+	    b->cls == XC_SESSION)
+		return true;
+	return a->cls == XC_READ && b->cls == XC_READ;
+}
+
+/* Turn u's step waiting at position j of s: its next one from j, or NULL. */
+static const struct xstep *
+pending(const struct xstep *s, size_t n, size_t j, int u)
+{
+	for (; j < n; j++)
+		if (s[j].turn == u)
+			return &s[j];
+	return NULL;
+}
+
+/*
  * The children of an execution that ran prefix node: at every step past
  * the prefix, each other turn that was waiting, as the exchange it had
  * waiting (its next step in this execution), within the bound.
+ *
+ * With reduce, sleep sets (Godefroid): siblings are ordered (the turn the
+ * execution took, then the others by number); a child carries asleep the
+ * earlier siblings and the node's sleeping turns whose waiting steps
+ * commute with its own, and is not pushed while its turn is asleep; a
+ * turn stays asleep down the path until a step that does not commute with
+ * its waiting one.  An execution whose default extension took a sleeping
+ * turn is covered from there on by the sibling that ran it first: nothing
+ * past that step is branched.
  */
 static void
 branch(struct xstack *st, const struct xnode *node, const struct xstep *s, size_t n,
-    int bound, int only_round, struct xstats *x)
+    int bound, int only_round, bool reduce, struct xstats *x)
 {
-	int	*pc = xcalloc(n + 1, sizeof(*pc));
-	size_t	 i, j;
-	int	 t;
+	int		*pc = xcalloc(n + 1, sizeof(*pc));
+	struct xnode	*kids = NULL;
+	size_t		 i, nk = 0, capk = 0;
+	uint64_t	 zz = node->sleep, done, nz;
+	int		 t, u, d;
 
 	for (i = 1; i <= n; i++)
 		pc[i] = pc[i - 1] + (preempts(s, i - 1, s[i - 1].turn) ? 1 : 0);
-	/* pushed from the deepest, so the shallowest branch is run first */
-	for (i = n; i-- > node->n;) {
-		if (only_round >= 0 && s[i].round != only_round)
-			continue;	/* --rounds: another round runs as it comes */
-		for (t = XP_MAX_TURNS - 1; t >= 0; t--) {
-			struct xnode	 child;
-			int		 p;
+	for (i = node->n; i < n; i++) {
+		d = s[i].turn;
+		if (reduce && (zz >> d & 1)) {
+			x->redundant++;
+			break;
+		}
+		done = (uint64_t)1 << d;
+		for (t = 0; t < XP_MAX_TURNS && !(only_round >= 0 &&
+		    s[i].round != only_round); t++) {
+			const struct xstep	*e;
+			struct xnode		 child;
+			int			 p;
 
-			if (!(s[i].cand >> t & 1) || t == s[i].turn)
+			if (!(s[i].cand >> t & 1) || t == d)
 				continue;
+			if (reduce && (zz >> t & 1)) {
+				x->slept++;
+				continue;
+			}
 			p = pc[i] + (preempts(s, i, t) ? 1 : 0);
 			if (bound >= 0 && p > bound) {
 				x->beyond_bound++;
 				continue;
 			}
-			for (j = i + 1; j < n && s[j].turn != t; j++)
-				;
-			if (j == n) {
+			if ((e = pending(s, n, i + 1, t)) == NULL) {
 				x->no_alternative++;
 				continue;
 			}
 			child.n = i + 1;
 			child.steps = xcalloc(child.n, sizeof(*child.steps));
 			memcpy(child.steps, s, i * sizeof(*s));
-			child.steps[i] = s[j];
+			child.steps[i] = *e;
 			child.steps[i].cand = s[i].cand;
 			child.preemptions = p;
-			stack_push(st, child);
+			child.sleep = 0;
+			for (u = 0; reduce && u < XP_MAX_TURNS; u++)
+				if (((zz | done) >> u & 1) &&
+				    indep(pending(s, n, i, u), e))
+					child.sleep |= (uint64_t)1 << u;
+			if (nk == capk) {
+				capk = capk ? capk * 2 : 16;
+				kids = xreallocarray(kids, capk, sizeof(*kids));
+			}
+			kids[nk++] = child;
+			done |= (uint64_t)1 << t;
 		}
+		for (u = 0, nz = 0; reduce && u < XP_MAX_TURNS; u++)
+			if ((zz >> u & 1) && indep(pending(s, n, i + 1, u), &s[i]))
+				nz |= (uint64_t)1 << u;
+		zz = nz;
 	}
+	/* pushed from the deepest, so the shallowest branch is run first */
+	while (nk > 0)
+		stack_push(st, kids[--nk]);
+	free(kids);
 	free(pc);
+}
+
+/*
+ * The schedule's equivalence class: its lexicographic normal form under
+ * indep (at each place the lowest turn whose next step commutes with
+ * every step left before it), as a digest.  0: too long to class.
+ */
+#define XP_CLASS_MAX_STEPS	512
+
+static uint64_t
+class_digest(const struct xstep *s, size_t n)
+{
+	struct xstep	*out;
+	bool		*used;
+	size_t		 k, i, l, best;
+	uint64_t	 d;
+
+	if (n > XP_CLASS_MAX_STEPS)
+		return 0;
+	out = xcalloc(n + 1, sizeof(*out));
+	used = xcalloc(n + 1, sizeof(*used));
+	for (k = 0; k < n; k++) {
+		best = SIZE_MAX;
+		for (i = 0; i < n; i++) {
+			bool	ok = !used[i];
+
+			for (l = 0; l < i && ok; l++)
+				if (!used[l] && !indep(&s[l], &s[i]))
+					ok = false;
+			if (ok && (best == SIZE_MAX || s[i].turn < s[best].turn))
+				best = i;
+		}
+		used[best] = true;
+		out[k] = s[best];
+	}
+	d = schedule_digest(out, n);
+	free(out);
+	free(used);
+	return d == 0 ? 1 : d;
+}
+
+/* The class's verdicts so far, with this one's (bit 0 pass, bit 1 fail). */
+static void
+class_add(struct xstats *x, uint64_t d, int verdict_bit)
+{
+	size_t	i;
+
+	if (d == 0) {
+		x->classes_cut = true;
+		return;
+	}
+	if (2 * (x->cn + 1) > x->ccap) {
+		uint64_t	*os = x->cset;
+		uint8_t		*ov = x->cverdict;
+		size_t		 oc = x->ccap, j;
+
+		x->ccap = x->ccap ? x->ccap * 2 : 256;
+		x->cset = xcalloc(x->ccap, sizeof(*x->cset));
+		x->cverdict = xcalloc(x->ccap, sizeof(*x->cverdict));
+		x->cn = 0;
+		x->mixed = 0;
+		for (j = 0; j < oc; j++)
+			if (os[j] != 0) {
+				class_add(x, os[j], ov[j] & 1);
+				if (ov[j] & 2)
+					class_add(x, os[j], 2);
+			}
+		free(os);
+		free(ov);
+	}
+	for (i = d & (x->ccap - 1); x->cset[i] != 0 && x->cset[i] != d;
+	    i = (i + 1) & (x->ccap - 1))
+		;
+	if (x->cset[i] == 0) {
+		x->cset[i] = d;
+		x->cn++;
+	}
+	if (x->cverdict[i] != 3 && (x->cverdict[i] | verdict_bit) == 3)
+		x->mixed++;
+	x->cverdict[i] |= (uint8_t)verdict_bit;
 }
 
 static void
@@ -579,7 +742,8 @@ cmd_explore(int argc, char **argv)
 	const char		*proxy = NULL, *stopped = NULL;
 	char			 err[ERR_LEN], outabs[PATH_MAX], *text, *p;
 	json_t			*failing = json_array(), *o, *cov, *pos, *never;
-	bool			 verbose = false, *runs = NULL;
+	bool			 verbose = false, *runs = NULL, no_reduce = false;
+	bool			 reduce;
 	uint64_t		 seed = 0, budget_n = 0, k;
 	int64_t			 budget_ms = 0, t0, te;
 	long			 bound = XP_DEFAULT_P, only_round = -1;
@@ -628,7 +792,7 @@ cmd_explore(int argc, char **argv)
 			}
 			break;
 		case 'o': out = optarg; break;
-		case 'R': break;	/* the only mode today */
+		case 'R': no_reduce = true; break;
 		case 'v': log_init("explore", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return SOAK_EXIT_USAGE;
@@ -733,7 +897,16 @@ cmd_explore(int argc, char **argv)
 		printf("none (every interleaving)");
 	else
 		printf("at most %ld preemption%s", bound, bound == 1 ? "" : "s");
-	printf("; reduction: none\n");
+	/*
+	 * Sleep sets and a preemption bound together can leave a class
+	 * unexplored within the bound (its one representative under the sleep
+	 * sets may need more preemptions than another of the class): the
+	 * reduction runs only without a bound.
+	 */
+	reduce = !no_reduce && bound < 0;
+	printf("; reduction: %s\n", reduce ? "sleep sets" : no_reduce ? "none "
+	    "(--no-reduce)" : "none (a preemption bound: sleep sets run only "
+	    "without one)");
 	fflush(stdout);
 	w.keep_name = "seed";
 	w.plan = NULL;
@@ -877,6 +1050,9 @@ cmd_explore(int argc, char **argv)
 			    msg_verdict_name(res.verdict));
 			free(tl);
 		}
+		if (res.verdict == VERDICT_PASS || (res.verdict == VERDICT_FAIL &&
+		    res.reason != REASON_DIVERGED))
+			class_add(&x, class_digest(s, n), res.verdict == VERDICT_PASS ? 1 : 2);
 		if (res.reason == REASON_DIVERGED) {
 			/* the scenario did not do again what it did: the branch is lost */
 			x.diverged++;
@@ -904,10 +1080,10 @@ cmd_explore(int argc, char **argv)
 				free(p);
 			}
 			free(fp);
-			branch(&st, &node, s, n, (int)bound, (int)only_round, &x);
+			branch(&st, &node, s, n, (int)bound, (int)only_round, reduce, &x);
 		} else if (res.verdict == VERDICT_PASS) {
 			x.passing++;
-			branch(&st, &node, s, n, (int)bound, (int)only_round, &x);
+			branch(&st, &node, s, n, (int)bound, (int)only_round, reduce, &x);
 		} else {
 			x.infra++;
 			printf("  execution %" PRIu64 ": %s (%s): its branches are not "
@@ -935,7 +1111,8 @@ cmd_explore(int argc, char **argv)
 		if (only_round >= 0)
 			snprintf(rnd, sizeof(rnd), " in round %ld", only_round);
 		if (bound < 0)
-			snprintf(bnd, sizeof(bnd), "all schedules");
+			snprintf(bnd, sizeof(bnd), "%s", reduce ? "all schedules up to "
+			    "equivalence" : "all schedules");
 		else
 			snprintf(bnd, sizeof(bnd), "all schedules with ≤ %ld preemption%s",
 			    bound, bound == 1 ? "" : "s");
@@ -959,11 +1136,23 @@ cmd_explore(int argc, char **argv)
 				    x.infra, x.diverged + x.infra == 1 ? "" : "s");
 			printf("\n");
 		}
-		printf("  %" PRIu64 " distinct schedule%s, %" PRIu64 "..%" PRIu64 " steps, "
-		    "%.1f s (%.2f s an execution); reduction: none (0 pruned as "
-		    "equivalent)\n", x.distinct, x.distinct == 1 ? "" : "s", x.steps_min,
+		printf("  %" PRIu64 " distinct schedule%s in %zu equivalence class%s%s, %"
+		    PRIu64 "..%" PRIu64 " steps, %.1f s (%.2f s an execution)\n",
+		    x.distinct, x.distinct == 1 ? "" : "s", x.cn, x.cn == 1 ? "" : "es",
+		    x.classes_cut ? " (longer ones not classed)" : "", x.steps_min,
 		    x.steps_max, secs, x.executions ? (double)x.exec_ms / 1000.0 /
 		    (double)x.executions : 0.0);
+		if (reduce)
+			printf("  reduction (sleep sets): %" PRIu64 " branch%s pruned as "
+			    "equivalent, %" PRIu64 " execution%s covered from a step on\n",
+			    x.slept, x.slept == 1 ? "" : "es", x.redundant,
+			    x.redundant == 1 ? "" : "s");
+		if (x.mixed > 0)
+			printf("  warning: %" PRIu64 " equivalence class%s held both a "
+			    "passing and a failing schedule: steps the rule says commute did "
+			    "not (a read that writes through a view or a trigger?), or the "
+			    "system is not deterministic; trust --no-reduce here\n",
+			    x.mixed, x.mixed == 1 ? "" : "es");
 		if (x.exec_ms > 0)
 			printf("  of each execution, the turns ran %.0f %% (first start to "
 			    "last end) and soak's own work (reset, setup, spawn, checks) "
@@ -1007,12 +1196,13 @@ cmd_explore(int argc, char **argv)
 		    "s:o,s:O}",
 		    "soak_explore", 1, "config", cfg.name, "seed", (json_int_t)seed,
 		    "proxy", proxy, "turns", turnsarg, "preemptions", (int)bound,
-		    "reduction", "none", "complete", complete, "stopped_by", stopped,
+		    "reduction", reduce ? "sleep sets" : "none", "complete", complete,
+		    "stopped_by", stopped,
 		    "executions", (json_int_t)x.executions,
 		    "distinct_schedules", (json_int_t)x.distinct,
 		    "failing", (json_int_t)x.failing,
 		    "passing", (json_int_t)x.passing,
-		    "pruned_equivalent", (json_int_t)0,
+		    "pruned_equivalent", (json_int_t)x.slept,
 		    "beyond_bound", (json_int_t)x.beyond_bound,
 		    "unexplored", (json_int_t)st.n,
 		    "deepest_unexplored", (json_int_t)deepest,
@@ -1029,6 +1219,29 @@ cmd_explore(int argc, char **argv)
 		json_object_set_new(j, "round", only_round >= 0 ?
 		    json_integer((json_int_t)only_round) : json_null());
 		json_object_set_new(j, "execution_ms", json_integer((json_int_t)x.exec_ms));
+		json_object_set_new(j, "covered_executions", json_integer((json_int_t)x.redundant));
+		json_object_set_new(j, "classes", x.classes_cut ? json_null() :
+		    json_integer((json_int_t)x.cn));
+		json_object_set_new(j, "classes_mixed", json_integer((json_int_t)x.mixed));
+		{
+			/* the failing classes, as sorted digests: two explorations
+			 * of one scenario compare by them */
+			uint64_t	*fc = xcalloc(x.cn + 1, sizeof(*fc));
+			json_t		*a = json_array();
+			size_t		 nf = 0, q;
+			char		 hex[24];
+
+			for (q = 0; q < x.ccap; q++)
+				if (x.cset[q] != 0 && (x.cverdict[q] & 2))
+					fc[nf++] = x.cset[q];
+			qsort(fc, nf, sizeof(*fc), cmp_u64);
+			for (q = 0; q < nf; q++) {
+				snprintf(hex, sizeof(hex), "%016" PRIx64, fc[q]);
+				json_array_append_new(a, json_string(hex));
+			}
+			json_object_set_new(j, "failing_classes", a);
+			free(fc);
+		}
 		json_object_set_new(j, "turns_ms", json_integer((json_int_t)x.turns_ms));
 		p = xasprintf("%s/explore.json", outabs);
 		if (json_dump_file(j, p, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1)
@@ -1059,6 +1272,8 @@ out:
 	free(x.seen);
 	free(x.tried);
 	free(x.set);
+	free(x.cset);
+	free(x.cverdict);
 	json_decref(failing);
 	free(runs);
 	plan_free(&base);

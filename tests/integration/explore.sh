@@ -18,6 +18,7 @@ sed "s#command: \[$EX/reserve_turn\]#command: [$EX/reserve_turn, --lock]#" "$T/r
 grep -q -- '--lock' "$T/lock.yaml" || fail "the lock config runs no --lock"
 
 x() { jq -r "$2" "$T/$1/explore.json"; }
+xc() { jq -c "$2" "$T/$1/explore.json"; }
 
 phase "no bound: every interleaving, C(6,3) = 20"
 soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions -1 --no-reduce --out "$T/all" >"$T/all.out" 2>&1
@@ -34,7 +35,6 @@ expect_match "the result says its bound and that it is complete" \
 expect_eq "nothing forced by a timeout" 0 "$(x all .inexact.forced)"
 expect_eq "nothing diverged" 0 "$(x all .inexact.diverged)"
 expect_eq "every failing schedule written as a plan" "$(x all .failing)" "$(x all '.failing_schedules | length')"
-nolock_fail=$(x all .failing)
 
 phase "a failing schedule replays by its plan to the same fingerprint"
 P=$(x all '.failing_schedules[0].plan')
@@ -45,6 +45,20 @@ soak_rc rc replay "$T/res.yaml" --plan "$P" --out "$T/r1" >"$T/r1.out" 2>&1
 expect_eq "replay --plan of the failing schedule" 1 "$rc"
 grep -qF "\"$INV\": BROKEN" "$T/r1.out" || { tail -20 "$T/r1.out"; fail "the plan's replay broke another invariant"; }
 expect_match "the replay followed the plan" '^plan: followed; 0 unplanned' "$(grep '^plan:' "$T/r1.out")"
+
+phase "reduction: sleep sets find the same failing classes in fewer executions"
+soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions -1 --out "$T/red" >"$T/red.out" 2>&1
+cat "$T/red.out"
+expect_eq "reduced: exit status" 1 "$rc"
+expect_eq "reduced: the mode" "sleep sets" "$(x red .reduction)"
+expect_eq "reduced: complete" true "$(x red .complete)"
+expect_eq "without reduction: 20 schedules in 14 classes (the two reads commute)" 14 "$(x all .classes)"
+expect_eq "reduced: one execution a class" "14 14" "$(x red '"\(.executions) \(.classes)"')"
+expect_eq "reduced: the same failing classes as without" "$(xc all .failing_classes)" "$(xc red .failing_classes)"
+expect_eq "no class held both verdicts (the rule held), without reduction" 0 "$(x all .classes_mixed)"
+expect_eq "no class held both verdicts, reduced" 0 "$(x red .classes_mixed)"
+expect_ge "reduced: branches pruned as equivalent" 1 "$(x red .pruned_equivalent)"
+expect_match "it says the bound as classes" '^complete: all schedules up to equivalence of turns all — 14 explored' "$(cat "$T/red.out")"
 
 phase "bounded: at most 2, 1, 0 preemptions"
 for pc in "2 14" "1 6" "0 2"; do
@@ -67,6 +81,13 @@ expect_eq "the fix: complete" true "$(x lock .complete)"
 expect_eq "the fix: failing" 0 "$(x lock .failing)"
 expect_ge "the fix: executions" 2 "$(x lock .executions)"
 expect_eq "the fix: 5 steps a turn" 10 "$(x lock .steps.max)"
+expect_eq "the fix, reduced (the default without a bound)" "sleep sets" "$(x lock .reduction)"
+soak_rc rc explore "$T/lock.yaml" --seed 1 --preemptions -1 --no-reduce --out "$T/lockn" >"$T/lockn.out" 2>&1
+expect_eq "the fix without reduction: exit status" 0 "$rc"
+expect_eq "the fix: the same classes either way" "$(x lockn .classes)" "$(x lock .classes)"
+[ "$(x lock .executions)" -lt "$(x lockn .executions)" ] ||
+    fail "the reduction ran $(x lock .executions) executions of the fix, not fewer than $(x lockn .executions)"
+ok "the fix: $(x lock .executions) executions reduced, $(x lockn .executions) without, $(x lock .classes) classes"
 
 phase "ledger: the share-lock mutant on the two turns that race, one round"
 # seed 1's round 0: turn 2 cancels lesson 2 while turn 4 marks it; without
@@ -132,10 +153,12 @@ YAML
 soak_rc rc explore "$T/bash.yaml" --seed 0 --preemptions -1 --out "$T/bash" >"$T/bash.out" 2>&1
 cat "$T/bash.out"
 expect_eq "bash: exit status (the lost update)" 1 "$rc"
-expect_eq "bash: executions" 20 "$(x bash .executions)"
+expect_eq "bash: executions (reduced: 20 schedules, 14 classes)" 14 "$(x bash .executions)"
 expect_eq "bash: complete" true "$(x bash .complete)"
-expect_eq "bash: failing (a read of each before the other's write)" "$nolock_fail" "$(x bash .failing)"
-expect_eq "bash: turns of several connections are counted" 20 "$(x bash .inexact.several_connections)"
+expect_eq "bash: failing classes (a read of each before the other's write), as reservations'" \
+    "$(x red '.failing_classes | length')" "$(x bash .failing)"
+expect_eq "bash: no class held both verdicts" 0 "$(x bash .classes_mixed)"
+expect_eq "bash: turns of several connections are counted" 14 "$(x bash .inexact.several_connections)"
 
 phase "passing over a turn that has exited is no preemption"
 # 3 turns of one statement each: no order preempts anyone, so P=0 runs 3! = 6
