@@ -17,11 +17,12 @@
  * waiting; a turn that waits on a lock, or has exited, is not preempted by
  * being passed.
  *
- * Nothing is pruned as equivalent: there is no reduction yet (--no-reduce
- * is what runs), so two schedules that differ only in the order of steps
- * that commute are both run.  What the result claims is said with it: the
- * bound, whether the tree was exhausted for it, and what makes an
- * execution differ from the schedule it was given, each counted.
+ * Without a bound, schedules equivalent to one already run (the same but
+ * for the order of steps that commute, by a conservative rule: branch's
+ * sleep sets, indep) are pruned; --no-reduce runs them all.  What the
+ * result claims is said with it: the bound, whether the tree was exhausted
+ * for it, and what makes an execution differ from the schedule it was
+ * given, each counted.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -148,8 +149,11 @@ usage(FILE *f)
 	    "                   wall time (30s, 5m); the result is then incomplete\n"
 	    "  --out DIR        explore.json and failing/K.plan.json go here (default\n"
 	    "                   ./soak-explore)\n"
-	    "  --no-reduce      run every schedule, equivalent or not: today the only\n"
-	    "                   mode (no reduction is built yet)\n"
+	    "  --no-reduce      run every schedule, equivalent or not (without a\n"
+	    "                   bound, schedules that differ only in the order of\n"
+	    "                   steps that commute -- BEGIN, SET, two plain reads --\n"
+	    "                   are otherwise pruned by sleep sets; with a bound\n"
+	    "                   nothing is)\n"
 	    "  -v, --verbose    one line per execution, and the log\n"
 	    "\n"
 	    "The config must have exactly one proxy with a schedule.\n"
