@@ -78,8 +78,8 @@ for sc in "C, no think:c.yaml:0" "reservations (thinks):res.yaml:1"; do
 		rates+=("$(jq '.executions / (.execution_ms / 1000)' "$T/o/explore.json")")
 		shares+=("$(jq '100 * .turns_ms / .execution_ms' "$T/o/explore.json")")
 	done
+	share=$(printf '%s\n' "${shares[@]}" | median)
 	printf '%-24s %s executions a tree; median %.1f executions/s (goal >= 20 for C, no think); the turns %.0f %% of an execution, soak %.0f %%\n' \
-	    "$name:" "$n" "$(printf '%s\n' "${rates[@]}" | median)" \
-	    "$(printf '%s\n' "${shares[@]}" | median)" "$(awk -v s="$(printf '%s\n' "${shares[@]}" | median)" 'BEGIN { print 100 - s }')"
+	    "$name:" "$n" "$(printf '%s\n' "${rates[@]}" | median)" "$share" "$(awk -v s="$share" 'BEGIN { print 100 - s }')"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
