@@ -25,6 +25,7 @@
  * given, each counted.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -33,7 +34,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <poll.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include <jansson.h>
 
@@ -127,8 +130,9 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak explore CONFIG --seed N [--turns LIST] [--preemptions P]\n"
-	    "                    [--budget DUR|COUNT] [--out DIR] [--no-reduce] [-v]\n"
+	    "usage: soak explore CONFIG --seed N [--turns LIST] [--rounds R]\n"
+	    "                    [--preemptions P] [--budget DUR|COUNT] [--workers N]\n"
+	    "                    [--out DIR] [--no-reduce] [-v]\n"
 	    "\n"
 	    "Runs one seed's scenario again and again, each time in another order at\n"
 	    "its scheduled proxy, until every order with at most P preemptions has run\n"
@@ -147,6 +151,8 @@ usage(FILE *f)
 	    "                   the seed ran them, the ones after as they come\n"
 	    "  --budget B       stop after B executions (a number) or after B of\n"
 	    "                   wall time (30s, 5m); the result is then incomplete\n"
+	    "  --workers N      N executions at a time, each in a process of its own\n"
+	    "                   with its own schema (default 1)\n"
 	    "  --out DIR        explore.json and failing/K.plan.json go here (default\n"
 	    "                   ./soak-explore)\n"
 	    "  --no-reduce      run every schedule, equivalent or not (without a\n"
@@ -201,6 +207,12 @@ set_add(struct xstats *x, uint64_t d)
 	x->set[i] = d;
 	x->setn++;
 	return true;
+}
+
+static uint64_t
+hexval_of(const char *s)
+{
+	return s != NULL ? strtoull(s, NULL, 16) : 0;
 }
 
 static uint64_t
@@ -716,6 +728,459 @@ turnset_json(uint64_t m)
 	return a;
 }
 
+/* What one execution's result goes into (take_result). */
+struct xctx {
+	const struct cfg	*cfg;
+	const char		*proxy, *outabs, *config_arg;
+	struct xstack		*st;
+	struct xstats		*x;
+	json_t			*failing;
+	int			 bound, only_round;
+	bool			 reduce, verbose;
+};
+
+/* Runs node's prefix as execution no on w; its wall time, ms. */
+static int64_t
+run_one(struct wrk *w, struct plan_proxy *pp, uint64_t seed, const struct xnode *node,
+    uint64_t no, struct seed_result *res)
+{
+	char	keep[48];
+	int64_t	te = now_ms();
+	size_t	i;
+
+	pp->steps = xcalloc(node->n + 1, sizeof(*pp->steps));
+	for (i = 0; i < node->n; i++) {
+		pp->steps[i].round = node->steps[i].round;
+		pp->steps[i].turn = node->steps[i].turn;
+		pp->steps[i].key = node->steps[i].key;
+		pp->steps[i].occ = node->steps[i].occ;
+		pp->steps[i].what = UNCONST(node->steps[i].what);	/* for the log */
+	}
+	pp->nsteps = node->n;
+	snprintf(keep, sizeof(keep), "schedule-%" PRIu64, no);
+	w->keep_name = keep;
+	wrk_run_seed(w, seed, 1, res);
+	w->keep_name = NULL;
+	free(pp->steps);
+	pp->steps = NULL;
+	pp->nsteps = 0;
+	return now_ms() - te;
+}
+
+/* An execution's result into the counts, the failing plans and the tree. */
+static void
+take_result(struct xctx *c, struct xnode *node, struct seed_result *res, int64_t ms)
+{
+	struct xstats	*x = c->x;
+	struct xstep	*s = NULL;
+	size_t		 n = 0;
+	char		*fp, *p, err[ERR_LEN];
+
+	x->exec_ms += ms;
+	x->turns_ms += turns_span_ms(res->detail);
+	x->executions++;
+	if (res->trace == NULL || trace_steps(res->trace, res->trace_len, c->proxy,
+	    &s, &n, x, err) == -1) {
+		printf("  execution %" PRIu64 ": no schedule read (%s): its "
+		    "branches are not explored\n", x->executions, res->trace ?
+		    err : "no trace");
+		x->infra++;
+		return;
+	}
+	x->distinct += set_add(x, schedule_digest(s, n));
+	x->steps_sum += n;
+	if (x->executions == 1 || n < x->steps_min)
+		x->steps_min = n;
+	if (n > x->steps_max)
+		x->steps_max = n;
+	coverage_add(x, s, n);
+	if (c->verbose) {
+		char	*tl = turn_list(s, n);
+
+		printf("  execution %" PRIu64 " (prefix %zu, %d preemption%s): %s "
+		    "— %s\n", x->executions, node->n, node->preemptions,
+		    node->preemptions == 1 ? "" : "s", tl,
+		    msg_verdict_name(res->verdict));
+		free(tl);
+	}
+	if (res->verdict == VERDICT_PASS || (res->verdict == VERDICT_FAIL &&
+	    res->reason != REASON_DIVERGED))
+		class_add(x, class_digest(s, n), res->verdict == VERDICT_PASS ? 1 : 2);
+	if (res->reason == REASON_DIVERGED) {
+		/* the scenario did not do again what it did: the branch is lost */
+		x->diverged++;
+		printf("  execution %" PRIu64 " diverged: %s\n", x->executions,
+		    res->message);
+	} else if (res->verdict == VERDICT_FAIL) {
+		x->failing++;
+		fp = fp_string(c->cfg->name, reason_name(res->reason),
+		    json_object_get(res->detail, "invariants"));
+		fp_count(x, fp);
+		p = x->saved < XP_SAVED_PLANS ? save_failing(res, fp, c->outabs,
+		    x->failing) : NULL;
+		if (p != NULL) {
+			char	*tl = turn_list(s, n);
+
+			x->saved++;
+			json_array_append_new(c->failing, json_pack("{s:s,s:s,s:s,s:i,s:s}",
+			    "plan", p, "fingerprint", fp, "turns", tl,
+			    "preemptions", (int)(node->preemptions), "message",
+			    res->message));
+			if (x->saved <= 3 || c->verbose)
+				printf("  failing schedule %" PRIu64 ": %s\n    soak replay "
+				    "%s --plan %s\n", x->failing, tl, c->config_arg, p);
+			free(tl);
+			free(p);
+		}
+		free(fp);
+		branch(c->st, node, s, n, c->bound, c->only_round, c->reduce, x);
+	} else if (res->verdict == VERDICT_PASS) {
+		x->passing++;
+		branch(c->st, node, s, n, c->bound, c->only_round, c->reduce, x);
+	} else {
+		x->infra++;
+		printf("  execution %" PRIu64 ": %s (%s): its branches are not "
+		    "explored\n", x->executions, msg_verdict_name(res->verdict),
+		    res->message);
+	}
+	free(s);
+}
+
+/* ---- --workers N: executors in processes of their own ---- */
+
+/* One JSON message on fd, as its length (4 bytes, big-endian) and text. */
+static int
+msg_put(int fd, json_t *j)
+{
+	char		*text = json_dumps(j, JSON_COMPACT);
+	size_t		 len = text ? strlen(text) : 0, o = 0;
+	uint8_t		 h[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16),
+			    (uint8_t)(len >> 8), (uint8_t)len };
+	ssize_t		 k;
+	int		 rc = 0;
+
+	if (text == NULL)
+		return -1;
+	while (o < 4 + len && rc == 0) {
+		k = o < 4 ? write(fd, h + o, 4 - o) : write(fd, text + o - 4, len - (o - 4));
+		if (k > 0)
+			o += (size_t)k;
+		else if (k == -1 && errno == EINTR)
+			continue;
+		else
+			rc = -1;
+	}
+	free(text);
+	return rc;
+}
+
+static int
+read_full(int fd, void *buf, size_t n)
+{
+	size_t	o = 0;
+	ssize_t	k;
+
+	while (o < n) {
+		if ((k = read(fd, (char *)buf + o, n - o)) > 0)
+			o += (size_t)k;
+		else if (k == -1 && errno == EINTR)
+			continue;
+		else
+			return -1;	/* the other end is gone */
+	}
+	return 0;
+}
+
+/* The next message on fd, or NULL when the other end is gone. */
+static json_t *
+msg_get(int fd)
+{
+	uint8_t		 h[4];
+	uint32_t	 len;
+	char		*text;
+	json_t		*j;
+
+	if (read_full(fd, h, 4) == -1)
+		return NULL;
+	len = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+	if (len > (uint32_t)WRK_TRACE_WHOLE_MAX + (64u << 20))
+		return NULL;
+	text = xcalloc(len + 1, 1);
+	if (read_full(fd, text, len) == -1) {
+		free(text);
+		return NULL;
+	}
+	j = json_loadb(text, len, 0, NULL);
+	free(text);
+	return j;
+}
+
+static json_t *
+node_json(const struct xnode *node, uint64_t no)
+{
+	json_t	*a = json_array();
+	char	 hex[24];
+	size_t	 i;
+
+	for (i = 0; i < node->n; i++) {
+		snprintf(hex, sizeof(hex), "%016" PRIx64, node->steps[i].key);
+		json_array_append_new(a, json_pack("[i,i,s,I,s]", node->steps[i].round,
+		    node->steps[i].turn, hex, (json_int_t)node->steps[i].occ,
+		    node->steps[i].what));
+	}
+	return json_pack("{s:I,s:o}", "no", (json_int_t)no, "steps", a);
+}
+
+/* A request's prefix as a node (its steps only). */
+static void
+node_of_json(const json_t *j, struct xnode *node)
+{
+	const json_t	*a = json_object_get(j, "steps"), *v;
+	size_t		 i;
+
+	memset(node, 0, sizeof(*node));
+	node->n = json_array_size(a);
+	node->steps = xcalloc(node->n + 1, sizeof(*node->steps));
+	json_array_foreach(a, i, v) {
+		const char	*w = json_string_value(json_array_get(v, 4));
+
+		node->steps[i].round = (int)json_integer_value(json_array_get(v, 0));
+		node->steps[i].turn = (int)json_integer_value(json_array_get(v, 1));
+		node->steps[i].key = hexval_of(json_string_value(json_array_get(v, 2)));
+		node->steps[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
+		snprintf(node->steps[i].what, sizeof(node->steps[i].what), "%s",
+		    w ? w : "exchange");
+	}
+}
+
+/*
+ * An executor: its own worker (schema, workspace, services), running each
+ * prefix it is sent and sending back the result, until its pipe closes.
+ */
+static void
+executor_main(struct wrk *w, struct plan *base, struct plan_proxy *pp, uint64_t seed,
+    int rfd, int wfd)
+{
+	struct seed_result	 res = { 0 };
+	struct xnode		 node;
+	json_t			*req, *rep;
+	char			 err[ERR_LEN];
+	int64_t			 ms;
+
+	w->plan = base;
+	if (wrk_open(w, err) == -1) {
+		rep = json_pack("{s:s}", "error", err);
+		(void)msg_put(wfd, rep);
+		json_decref(rep);
+		wrk_close(w, true);
+		return;
+	}
+	rep = json_pack("{s:b}", "ready", 1);
+	(void)msg_put(wfd, rep);
+	json_decref(rep);
+	while ((req = msg_get(rfd)) != NULL) {
+		node_of_json(req, &node);
+		ms = run_one(w, pp, seed, &node, (uint64_t)json_integer_value(
+		    json_object_get(req, "no")), &res);
+		rep = json_pack("{s:i,s:s,s:s,s:O?,s:s%,s:I,s:b}", "verdict", res.verdict,
+		    "reason", reason_name(res.reason), "message", res.message,
+		    "detail", res.detail, "trace", res.trace ? res.trace : "",
+		    res.trace ? res.trace_len : 0, "ms", (json_int_t)ms,
+		    "has_trace", res.trace != NULL);
+		seed_result_clear(&res);
+		free(node.steps);
+		json_decref(req);
+		if (rep == NULL || msg_put(wfd, rep) == -1) {
+			json_decref(rep);
+			break;
+		}
+		json_decref(rep);
+	}
+	wrk_close(w, true);
+}
+
+/* A result message back into a seed_result (owned by res). */
+static void
+result_of_json(const json_t *j, struct seed_result *res)
+{
+	const json_t	*t = json_object_get(j, "trace");
+	int		 r = reason_parse(json_string_value(json_object_get(j, "reason")) ?
+			    json_string_value(json_object_get(j, "reason")) : "?");
+
+	memset(res, 0, sizeof(*res));
+	res->verdict = (int)json_integer_value(json_object_get(j, "verdict"));
+	res->reason = r < 0 ? REASON_NONE : (enum reason)r;
+	snprintf(res->message, sizeof(res->message), "%s",
+	    json_string_value(json_object_get(j, "message")) ?
+	    json_string_value(json_object_get(j, "message")) : "");
+	res->detail = json_incref(json_object_get(j, "detail"));
+	if (res->detail == NULL)
+		res->detail = json_object();
+	if (json_is_true(json_object_get(j, "has_trace")) && json_is_string(t)) {
+		res->trace_len = json_string_length(t);
+		res->trace = xcalloc(res->trace_len + 1, 1);
+		memcpy(res->trace, json_string_value(t), res->trace_len);
+	}
+}
+
+/*
+ * --workers N: the parent's worker is closed, N executors are forked,
+ * each with a worker of its own (id 1..N: a schema each), and the tree is
+ * handed out a prefix at a time; results come back in any order, which the
+ * sleep sets do not mind (a sibling's sleep set names the siblings before
+ * it in a fixed order, not the ones run first).  What stopped it, or NULL.
+ */
+static const char *
+explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_proxy *pp,
+    uint64_t seed, int nw, uint64_t budget_n, int64_t budget_ms, int64_t t0)
+{
+	struct ex {
+		pid_t		 pid;
+		int		 to, from;	/* request and result pipes */
+		bool		 busy, ok;
+		struct xnode	 node;
+		uint64_t	 no;
+	}		*ex = xcalloc((size_t)nw, sizeof(*ex));
+	struct pollfd	*pf = xcalloc((size_t)nw, sizeof(*pf));
+	struct xstack	*st = c->st;
+	const char	*stopped = NULL;
+	uint64_t	 sent = 0;
+	int64_t		 ms;
+	int		 k, busy = 0, alive = 0, a[2], b[2];
+	json_t		*j;
+
+	/* The caller closed its worker: each executor opens its own. */
+	fflush(stdout);
+	fflush(stderr);
+	for (k = 0; k < nw; k++) {
+		ex[k].to = ex[k].from = -1;
+		if (pipe2(a, O_CLOEXEC) == -1 || pipe2(b, O_CLOEXEC) == -1)
+			break;
+		if ((ex[k].pid = fork()) == -1) {
+			close(a[0]), close(a[1]), close(b[0]), close(b[1]);
+			break;
+		}
+		if (ex[k].pid == 0) {
+			int	q;
+
+			for (q = 0; q < k; q++)
+				close(ex[q].to), close(ex[q].from);
+			close(a[1]);
+			close(b[0]);
+			w->id = k + 1;
+			free(w->workspace);
+			w->workspace = xasprintf("%s/soak-explore-%d-x%d", scratch_root(),
+			    (int)getppid(), k + 1);
+			executor_main(w, base, pp, seed, a[0], b[1]);
+			rm_rf(w->workspace);
+			fflush(stdout);
+			_exit(0);
+		}
+		close(a[0]);
+		close(b[1]);
+		ex[k].to = a[1];
+		ex[k].from = b[0];
+	}
+	for (k = 0; k < nw; k++) {
+		if (ex[k].from == -1)
+			continue;
+		if ((j = msg_get(ex[k].from)) != NULL && json_is_true(json_object_get(j,
+		    "ready"))) {
+			ex[k].ok = true;
+			alive++;
+		} else
+			printf("  executor %d could not start: %s\n", k + 1, j ?
+			    json_string_value(json_object_get(j, "error")) : "it died");
+		json_decref(j);
+	}
+	printf("  %d executor%s at work\n", alive, alive == 1 ? "" : "s");
+	while (alive > 0 && (busy > 0 || (st->n > 0 && stopped == NULL))) {
+		/* hand out what there is, while nothing says stop */
+		for (k = 0; k < nw && stopped == NULL; k++) {
+			if (!ex[k].ok || ex[k].busy || st->n == 0)
+				continue;
+			if (xp_stop || (budget_n > 0 && sent >= budget_n) ||
+			    (budget_ms > 0 && now_ms() - t0 >= budget_ms)) {
+				stopped = xp_stop == SIGINT ? "Ctrl-C" : xp_stop ?
+				    "SIGTERM" : "the budget";
+				break;
+			}
+			ex[k].node = st->v[--st->n];
+			ex[k].no = ++sent;
+			j = node_json(&ex[k].node, ex[k].no);
+			if (msg_put(ex[k].to, j) == -1) {
+				stack_push(st, ex[k].node);
+				ex[k].ok = false;
+				alive--;
+			} else {
+				ex[k].busy = true;
+				busy++;
+			}
+			json_decref(j);
+		}
+		if (busy == 0)
+			break;
+		for (k = 0; k < nw; k++) {
+			pf[k].fd = ex[k].busy ? ex[k].from : -1;
+			pf[k].events = POLLIN;
+			pf[k].revents = 0;
+		}
+		if (poll(pf, (nfds_t)nw, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (k = 0; k < nw; k++) {
+			struct seed_result	res;
+
+			if (!ex[k].busy || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			ex[k].busy = false;
+			busy--;
+			if ((j = msg_get(ex[k].from)) == NULL) {
+				printf("  executor %d died running a prefix of %zu steps: "
+				    "the prefix goes back\n", k + 1, ex[k].node.n);
+				stack_push(st, ex[k].node);
+				ex[k].ok = false;
+				alive--;
+				continue;
+			}
+			if (xp_stop) {
+				/* the signal reached its turns too: this one says nothing */
+				stack_push(st, ex[k].node);
+				json_decref(j);
+				continue;
+			}
+			result_of_json(j, &res);
+			ms = json_integer_value(json_object_get(j, "ms"));
+			json_decref(j);
+			take_result(c, &ex[k].node, &res, ms);
+			seed_result_clear(&res);
+			free(ex[k].node.steps);
+		}
+		if (xp_stop && stopped == NULL)
+			stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+	}
+	if (alive == 0 && st->n > 0 && stopped == NULL)
+		stopped = "no executor left";
+	for (k = 0; k < nw; k++) {
+		if (ex[k].to != -1)
+			close(ex[k].to);	/* its end of input: it closes its worker */
+		if (ex[k].from != -1)
+			close(ex[k].from);
+	}
+	for (k = 0; k < nw; k++) {
+		int	status;
+
+		if (ex[k].pid > 0)
+			while (waitpid(ex[k].pid, &status, 0) == -1 && errno == EINTR)
+				;
+	}
+	free(ex);
+	free(pf);
+	return stopped;
+}
+
 int
 cmd_explore(int argc, char **argv)
 {
@@ -725,6 +1190,7 @@ cmd_explore(int argc, char **argv)
 		{ "preemptions", required_argument, NULL, 'p' },
 		{ "rounds",	 required_argument, NULL, 'r' },
 		{ "budget",	 required_argument, NULL, 'b' },
+		{ "workers",	 required_argument, NULL, 'w' },
 		{ "out",	 required_argument, NULL, 'o' },
 		{ "no-reduce",	 no_argument,	    NULL, 'R' },
 		{ "verbose",	 no_argument,	    NULL, 'v' },
@@ -740,6 +1206,7 @@ cmd_explore(int argc, char **argv)
 	struct plan_proxy	*pp = NULL;
 	struct xstack		 st = { 0 };
 	struct xnode		 root;
+	struct xctx		 ctx;
 	struct xstats		 x = { 0 };
 	struct sigaction	 sa = { .sa_handler = xp_on_signal }, oint, oterm;
 	const char		*seedarg = NULL, *turnsarg = NULL, *out = "soak-explore";
@@ -749,12 +1216,12 @@ cmd_explore(int argc, char **argv)
 	bool			 verbose = false, *runs = NULL, no_reduce = false;
 	bool			 reduce;
 	uint64_t		 seed = 0, budget_n = 0, k;
-	int64_t			 budget_ms = 0, t0, te;
-	long			 bound = XP_DEFAULT_P, only_round = -1;
+	int64_t			 budget_ms = 0, t0;
+	long			 bound = XP_DEFAULT_P, only_round = -1, nworkers = 1;
 	size_t			 i, nsched = 0, deepest = 0;
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
 
-	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:o:Rvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:Rvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 't': turnsarg = optarg; break;
@@ -792,6 +1259,16 @@ cmd_explore(int argc, char **argv)
 				fprintf(stderr, "soak explore: --budget takes a count of "
 				    "executions or a duration (30s, 5m), not \"%s\"\n",
 				    optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		case 'w':
+			errno = 0;
+			nworkers = strtol(optarg, &p, 10);
+			if (errno != 0 || *p != '\0' || p == optarg || nworkers < 1 ||
+			    nworkers > 64) {
+				fprintf(stderr, "soak explore: --workers takes 1 to 64, "
+				    "not \"%s\"\n", optarg);
 				return SOAK_EXIT_USAGE;
 			}
 			break;
@@ -871,7 +1348,7 @@ cmd_explore(int argc, char **argv)
 		goto out;
 	}
 	free(p);
-	if (iso_db_open(&db, &cfg, 1, NULL, err) == -1) {
+	if (iso_db_open(&db, &cfg, (int)nworkers, NULL, err) == -1) {
 		fprintf(stderr, "soak explore: %s\n", err);
 		goto out;
 	}
@@ -979,124 +1456,43 @@ cmd_explore(int argc, char **argv)
 	w.plan = &base;
 
 	stack_push(&st, root);
+	ctx = (struct xctx){ .cfg = &cfg, .proxy = proxy, .outabs = outabs,
+	    .config_arg = argv[optind], .st = &st, .x = &x, .failing = failing,
+	    .bound = (int)bound, .only_round = (int)only_round, .reduce = reduce,
+	    .verbose = verbose };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &oint);
 	sigaction(SIGTERM, &sa, &oterm);
 	t0 = now_ms();
-	while (st.n > 0) {
-		struct xnode	 node = st.v[--st.n];
-		struct xstep	*s = NULL;
-		size_t		 n = 0;
-		char		*fp, keep[48];
-		bool		 fresh;
+	if (nworkers == 1) {
+		while (st.n > 0) {
+			struct xnode	node = st.v[--st.n];
+			int64_t		ms;
 
-		if (xp_stop) {
-			stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
-			st.n++;		/* still unexplored */
-			break;
-		}
-		if ((budget_n > 0 && x.executions >= budget_n) ||
-		    (budget_ms > 0 && now_ms() - t0 >= budget_ms)) {
-			stopped = "the budget";
-			st.n++;
-			break;
-		}
-		pp->steps = xcalloc(node.n + 1, sizeof(*pp->steps));
-		for (i = 0; i < node.n; i++) {
-			pp->steps[i].round = node.steps[i].round;
-			pp->steps[i].turn = node.steps[i].turn;
-			pp->steps[i].key = node.steps[i].key;
-			pp->steps[i].occ = node.steps[i].occ;
-			pp->steps[i].what = node.steps[i].what;	/* for the log */
-		}
-		pp->nsteps = node.n;
-		snprintf(keep, sizeof(keep), "schedule-%" PRIu64, x.executions + 1);
-		w.keep_name = keep;
-		te = now_ms();
-		wrk_run_seed(&w, seed, 1, &res);
-		free(pp->steps);
-		pp->steps = NULL;
-		pp->nsteps = 0;
-		if (xp_stop) {
-			/* the signal reached the turns too: this one says nothing */
-			seed_result_clear(&res);
-			stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
-			stack_push(&st, node);
-			break;
-		}
-		x.exec_ms += now_ms() - te;
-		x.turns_ms += turns_span_ms(res.detail);
-		x.executions++;
-		if (res.trace == NULL || trace_steps(res.trace, res.trace_len, proxy,
-		    &s, &n, &x, err) == -1) {
-			printf("  execution %" PRIu64 ": no schedule read (%s): its "
-			    "branches are not explored\n", x.executions, res.trace ?
-			    err : "no trace");
-			x.infra++;
+			if (xp_stop || (budget_n > 0 && x.executions >= budget_n) ||
+			    (budget_ms > 0 && now_ms() - t0 >= budget_ms)) {
+				stopped = xp_stop == SIGINT ? "Ctrl-C" : xp_stop ?
+				    "SIGTERM" : "the budget";
+				st.n++;		/* still unexplored */
+				break;
+			}
+			ms = run_one(&w, pp, seed, &node, x.executions + 1, &res);
+			if (xp_stop) {
+				/* the signal reached the turns too: this one says nothing */
+				seed_result_clear(&res);
+				stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+				stack_push(&st, node);
+				break;
+			}
+			take_result(&ctx, &node, &res, ms);
 			seed_result_clear(&res);
 			free(node.steps);
-			continue;
 		}
-		fresh = set_add(&x, schedule_digest(s, n));
-		x.distinct += fresh;
-		x.steps_sum += n;
-		if (x.executions == 1 || n < x.steps_min)
-			x.steps_min = n;
-		if (n > x.steps_max)
-			x.steps_max = n;
-		coverage_add(&x, s, n);
-		if (verbose) {
-			char	*tl = turn_list(s, n);
-
-			printf("  execution %" PRIu64 " (prefix %zu, %d preemption%s): %s "
-			    "— %s\n", x.executions, node.n, node.preemptions,
-			    node.preemptions == 1 ? "" : "s", tl,
-			    msg_verdict_name(res.verdict));
-			free(tl);
-		}
-		if (res.verdict == VERDICT_PASS || (res.verdict == VERDICT_FAIL &&
-		    res.reason != REASON_DIVERGED))
-			class_add(&x, class_digest(s, n), res.verdict == VERDICT_PASS ? 1 : 2);
-		if (res.reason == REASON_DIVERGED) {
-			/* the scenario did not do again what it did: the branch is lost */
-			x.diverged++;
-			printf("  execution %" PRIu64 " diverged: %s\n", x.executions,
-			    res.message);
-		} else if (res.verdict == VERDICT_FAIL) {
-			x.failing++;
-			fp = fp_string(cfg.name, reason_name(res.reason),
-			    json_object_get(res.detail, "invariants"));
-			fp_count(&x, fp);
-			p = x.saved < XP_SAVED_PLANS ? save_failing(&res, fp, outabs,
-			    x.failing) : NULL;
-			if (p != NULL) {
-				char	*tl = turn_list(s, n);
-
-				x.saved++;
-				json_array_append_new(failing, json_pack("{s:s,s:s,s:s,s:i,s:s}",
-				    "plan", p, "fingerprint", fp, "turns", tl,
-				    "preemptions", (int)(node.preemptions), "message",
-				    res.message));
-				if (x.saved <= 3 || verbose)
-					printf("  failing schedule %" PRIu64 ": %s\n    soak replay "
-					    "%s --plan %s\n", x.failing, tl, argv[optind], p);
-				free(tl);
-				free(p);
-			}
-			free(fp);
-			branch(&st, &node, s, n, (int)bound, (int)only_round, reduce, &x);
-		} else if (res.verdict == VERDICT_PASS) {
-			x.passing++;
-			branch(&st, &node, s, n, (int)bound, (int)only_round, reduce, &x);
-		} else {
-			x.infra++;
-			printf("  execution %" PRIu64 ": %s (%s): its branches are not "
-			    "explored\n", x.executions, msg_verdict_name(res.verdict),
-			    res.message);
-		}
-		seed_result_clear(&res);
-		free(s);
-		free(node.steps);
+	} else {
+		/* the executors open workers of their own */
+		wrk_close(&w, true);
+		stopped = explore_parallel(&ctx, &w, &base, pp, seed, (int)nworkers,
+		    budget_n, budget_ms, t0);
 	}
 	sigaction(SIGINT, &oint, NULL);
 	sigaction(SIGTERM, &oterm, NULL);
@@ -1257,7 +1653,8 @@ cmd_explore(int argc, char **argv)
 		rc = x.failing > 0 ? SOAK_EXIT_FAIL : complete ? SOAK_EXIT_PASS :
 		    SOAK_EXIT_INCOMPLETE;
 	}
-	wrk_close(&w, true);
+	if (nworkers == 1)
+		wrk_close(&w, true);
 out:
 	for (i = 0; i < st.n; i++)
 		free(st.v[i].steps);

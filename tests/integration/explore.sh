@@ -60,6 +60,18 @@ expect_eq "no class held both verdicts, reduced" 0 "$(x red .classes_mixed)"
 expect_ge "reduced: branches pruned as equivalent" 1 "$(x red .pruned_equivalent)"
 expect_match "it says the bound as classes" '^complete: all schedules up to equivalence of turns all — 14 explored' "$(cat "$T/red.out")"
 
+phase "--workers 2: two executors, the same tree"
+soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions -1 --no-reduce --workers 2 --out "$T/w2" >"$T/w2.out" 2>&1
+expect_eq "two executors: exit status" 1 "$rc"
+expect_match "two executors said" '^  2 executors at work$' "$(cat "$T/w2.out")"
+expect_eq "two executors: the same counts as one" "$(x all '"\(.executions) \(.failing) \(.classes)"')" \
+    "$(x w2 '"\(.executions) \(.failing) \(.classes)"')"
+expect_eq "two executors: the same failing classes" "$(xc all .failing_classes)" "$(xc w2 .failing_classes)"
+soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions -1 --workers 2 --out "$T/w2r" >"$T/w2r.out" 2>&1
+expect_eq "two executors, reduced: one execution a class" "14 14" "$(x w2r '"\(.executions) \(.classes)"')"
+expect_eq "two executors, reduced: the same failing classes" "$(xc all .failing_classes)" "$(xc w2r .failing_classes)"
+echo "figures: one executor $(x all .seconds) s, two $(x w2 .seconds) s for the same 20 executions"
+
 phase "bounded: at most 2, 1, 0 preemptions"
 for pc in "2 14" "1 6" "0 2"; do
 	set -- $pc
