@@ -1212,7 +1212,7 @@ cmd_explore(int argc, char **argv)
 	const char		*seedarg = NULL, *turnsarg = NULL, *out = "soak-explore";
 	const char		*proxy = NULL, *stopped = NULL;
 	char			 err[ERR_LEN], outabs[PATH_MAX], *text, *p;
-	json_t			*failing = json_array(), *o, *cov, *pos, *never;
+	json_t			*failing = NULL, *o, *cov, *pos, *never;
 	bool			 verbose = false, *runs = NULL, no_reduce = false;
 	bool			 reduce;
 	uint64_t		 seed = 0, budget_n = 0, k;
@@ -1456,6 +1456,7 @@ cmd_explore(int argc, char **argv)
 	w.plan = &base;
 
 	stack_push(&st, root);
+	failing = json_array();
 	ctx = (struct xctx){ .cfg = &cfg, .proxy = proxy, .outabs = outabs,
 	    .config_arg = argv[optind], .st = &st, .x = &x, .failing = failing,
 	    .bound = (int)bound, .only_round = (int)only_round, .reduce = reduce,
