@@ -32,6 +32,8 @@ static const struct {
 	    "writes a run folder's report.html again" },
 	{ "pin",	 cmd_pin,	  "pin RUN_DIR --seed N [--name NAME] [--force]",
 	    "keeps a failing seed's plan as a regression, run before the seeds" },
+	{ "explore",	 cmd_explore,	  "explore CONFIG --seed N [--preemptions P] [--budget B]",
+	    "every interleaving of one seed up to a bound on preemptions" },
 };
 
 /*

@@ -56,6 +56,15 @@ struct plan_proxy {
 	size_t			 nfaults;
 	struct plan_step	*steps;
 	size_t			 nsteps;
+	/*
+	 * An explorer's prefix, never read from or written to a file
+	 * (worker/explore.h): the steps are followed strictly and alone (an
+	 * exchange they do not name waits, and one that cannot come is a
+	 * divergence); after the last, the turn that went last goes on while
+	 * it has an exchange waiting, else the lowest turn that has one: the
+	 * extension preempts no turn.
+	 */
+	bool			 prefix;
 };
 
 struct plan {

@@ -868,6 +868,7 @@ pg_reply(struct conn *c, char *p, size_t n)
 			f->ready = false;
 			if (counted) {
 				c->rec.tx = f->tx;
+				c->rec.cls = sk_class_name(pg_exchange_class(f));
 				exchange_end(c);
 				set_state(c, CS_IDLE);
 			}

@@ -93,6 +93,7 @@ struct gate {
 	enum { PM_PLAN, PM_SEED, PM_DRAIN } pmode;
 	char			*diverged;	/* why, once it did */
 	uint32_t		 stepno;	/* steps taken, by any strategy */
+	int			 last_turn;	/* the last step's turn, or -1 */
 	int			 round_no;	/* gate_round's */
 };
 
@@ -797,6 +798,42 @@ diverge(struct gate *g, const char *why)
 }
 
 /*
+ * An explorer's prefix (plan.h, plan_proxy.prefix): its next step, and
+ * nothing else, while it has one; then the last step's turn while it has
+ * an exchange waiting, else the lowest turn that has one, marked
+ * "explore".  -1 when the step cannot come (a divergence: the scenario did
+ * not do again what it did when the prefix was recorded).
+ */
+static int
+prefix_pick(struct gate *g, const char **mark)
+{
+	const struct plan_step	*s;
+	int			 t;
+
+	if (g->cursor < g->plan->nsteps) {
+		s = &g->plan->steps[g->cursor];
+		t = s->turn;
+		if (t >= 0 && t < g->nturns && g->ready[t] && step_is(s, g->oldest[t])) {
+			use_step(g, g->cursor);
+			return t;
+		}
+		diverge(g, t >= 0 && t < g->nturns && g->ready[t] ? "its turn has "
+		    "another exchange waiting" : t >= 0 && t < g->nturns &&
+		    g->blocked[t] ? "its turn waits on a lock" : t >= 0 &&
+		    t < g->nturns && g->live[t] ? "every live turn is held or "
+		    "blocked, and none with it" : "its turn is not running");
+		return -1;
+	}
+	*mark = "explore";
+	if (g->last_turn >= 0 && g->ready[g->last_turn])
+		return g->last_turn;
+	for (t = 0; t < g->nturns; t++)
+		if (g->ready[t])
+			return t;
+	return -1;
+}
+
+/*
  * The plan's choice among the waiting turns (docs/plan.md's rules), or -1
  * when it diverged (the caller then picks as its mode says).
  */
@@ -810,6 +847,8 @@ plan_pick(struct gate *g, const char **mark, uint32_t *deferred)
 
 	*mark = NULL;
 	*deferred = 0;
+	if (g->plan->prefix)
+		return prefix_pick(g, mark);
 	for (t = 0; t < g->nturns; t++)		/* 1: unplanned, lowest turn */
 		if (g->ready[t] && planned_as(g, g->oldest[t]) == SIZE_MAX) {
 			*mark = "unplanned";
@@ -959,6 +998,7 @@ gate_decide(struct gate *g, int64_t now)
 	}
 	e = g->oldest[t];
 	ent_set(g, e, GS_RUN);
+	g->last_turn = t;
 	e->rec->step = ++g->stepno;
 	e->rec->cand = cand;
 	e->rec->forced = forced;
@@ -1096,6 +1136,7 @@ gate_round(struct gate *g, int round, const bool *runs)
 	int	t;
 
 	g->round_no = round;
+	g->last_turn = -1;
 	for (t = 0; t < g->nturns; t++)
 		g->live[t] = runs == NULL || runs[t];
 }

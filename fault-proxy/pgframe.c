@@ -118,6 +118,8 @@ pg_exchange_next(struct pgframe *f)
 	f->err_sqlstate[0] = '\0';
 	f->has_key = false;
 	f->key = 0;
+	f->cls = SK_OTHER;
+	f->nruns = 0;
 }
 
 static void
@@ -401,6 +403,7 @@ stmt_remember(struct pgframe *f, const char *name, size_t nl, const char *sql,
 	f->stmts[i].name[nl] = '\0';
 	snprintf(f->stmts[i].sql, sizeof(f->stmts[i].sql), "%s", sql);
 	f->stmts[i].key = key;
+	f->stmts[i].cls = f->pcls;
 }
 
 static const struct pg_stmt *
@@ -413,6 +416,19 @@ stmt_find(const struct pgframe *f, const char *name, size_t nl)
 		    memcmp(f->stmts[i].name, name, nl) == 0)
 			return &f->stmts[i];
 	return NULL;
+}
+
+/* A statement the exchange runs, of class c. */
+static void
+note_run(struct pgframe *f, int c)
+{
+	f->cls = f->nruns++ == 0 ? (uint8_t)c : SK_OTHER;
+}
+
+int
+pg_exchange_class(const struct pgframe *f)
+{
+	return f->nruns == 1 ? f->cls : SK_OTHER;
 }
 
 /* The exchange's key, the first to be known. */
@@ -533,6 +549,7 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 		/* known once its key is: the whole text, or STMTKEY_MAX of it */
 		if (!partial || f->sk.fed >= STMTKEY_MAX) {
 			set_key(f, sk_done(&f->sk));
+			note_run(f, partial ? SK_OTHER : sk_class(&f->sk));
 			f->ident = true;
 		}
 		if (!partial)
@@ -550,6 +567,7 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 			f->pkey = sk_done(&f->sk);	/* cut: what came is the key */
 			f->sk_phase = 2;
 		}
+		f->pcls = partial ? SK_OTHER : (uint8_t)sk_class(&f->sk);
 		if (!partial)
 			stmt_remember(f, name, nl, sum, f->pkey);
 		set_sql(f, sum);
@@ -565,8 +583,11 @@ fe_end(struct pgframe *f, const struct pg_tok *t, bool partial)
 		    (known = stmt_find(f, name, nl)) != NULL) {
 			set_sql(f, known->sql);
 			set_key(f, known->key);
-		} else
+			note_run(f, known->cls);
+		} else {
 			set_key(f, 0);			/* unknown: never planned */
+			note_run(f, SK_OTHER);
+		}
 		f->ident = true;
 		break;
 	case 'S':

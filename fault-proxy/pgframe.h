@@ -76,10 +76,15 @@ struct pg_tok {
 	size_t		 caplen;
 };
 
+/* The class of what the current exchange ran (stmtkey.h's sk_class). */
+struct pgframe;
+int		 pg_exchange_class(const struct pgframe *f);
+
 struct pg_stmt {
 	char		 name[64];
 	char		 sql[PG_SQL_LEN];
 	uint64_t	 key;		/* stmtkey.h */
+	uint8_t		 cls;		/* enum sk_class */
 };
 
 struct pgframe {
@@ -102,6 +107,12 @@ struct pgframe {
 	struct stmtkey	 sk;		/* the Query or Parse being keyed */
 	int		 sk_phase;	/* Parse: 0 its name, 1 its query, 2 after */
 	uint64_t	 pkey;		/* the last Parse's key, for its name */
+	uint8_t		 pcls;		/* ... and its class (enum sk_class) */
+	/* what the exchange runs, for soak explore's reduction: the class of
+	 * its one statement (a Query's, or the one its Bind names); several
+	 * statements, or none, are SK_OTHER (pg_exchange_class) */
+	uint8_t		 cls;
+	int		 nruns;
 
 	/* the current exchange, server side */
 	bool		 ready;		/* ReadyForQuery seen */

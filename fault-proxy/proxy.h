@@ -212,6 +212,9 @@ struct proxy_trace_rec {
 	/* Scheduled proxies only (step 0 otherwise: no more fields) */
 	uint32_t		 step;		/* admission order, 1, 2, ... */
 	uint64_t		 cand;		/* turns waiting at that step (bit t) */
+	/* what it ran, for soak explore's reduction (stmtkey.h sk_class):
+	 * static "read", "begin", "session", "other"; NULL: not known */
+	const char		*cls;
 	const char		*forced;	/* static: a timeout decided, or NULL */
 	/* PostgreSQL said it waited on a lock (pg_blocking_pids), held by
 	 * these turns (bit t; 0: by no turn of this proxy) */

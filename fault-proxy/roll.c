@@ -174,6 +174,9 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		    PRIx64 "\"", r->step, r->cand);
 		if (put(buf, len, &o, num) == -1)
 			return -1;
+		if (r->cls != NULL && (put(buf, len, &o, ",\"cls\":\"") == -1 ||
+		    put(buf, len, &o, r->cls) == -1 || put(buf, len, &o, "\"") == -1))
+			return -1;
 		if (r->forced != NULL && (put(buf, len, &o, ",\"forced\":\"") == -1 ||
 		    put(buf, len, &o, r->forced) == -1 || put(buf, len, &o, "\"") == -1))
 			return -1;

@@ -126,9 +126,57 @@ lock_next(int st, const char *s, size_t n)
 	return LK_NONE;
 }
 
+/*
+ * Words that may stand before "(" in a read without calling anything: SQL
+ * keywords, and built-in functions that neither write nor lock nor wait.
+ */
+static bool
+paren_ok(const char *w)
+{
+	static const char *const ok[] = { "select", "from", "where", "and", "or",
+	    "not", "in", "exists", "any", "all", "some", "on", "join", "by",
+	    "having", "as", "values", "array", "row", "cast", "case", "when",
+	    "then", "else", "between", "like", "ilike", "is", "distinct", "over",
+	    "filter", "using", "union", "except", "intersect", "lateral",
+	    "count", "sum", "min", "max", "avg", "coalesce", "nullif", "greatest",
+	    "least", "array_agg", "string_agg", "bool_and", "bool_or", "every",
+	    "json_agg", "jsonb_agg", "json_build_object", "jsonb_build_object",
+	    "lower", "upper", "length", "abs", "round", "floor", "ceil", "trim",
+	    "substring", "position", "concat", "extract", "date_trunc",
+	    "array_length", "cardinality", "unnest", "now", NULL };
+	size_t	i;
+
+	for (i = 0; ok[i] != NULL; i++)
+		if (strcmp(w, ok[i]) == 0)
+			return true;
+	return false;
+}
+
+/* What a token says of the statement's class (sk_class). */
+static void
+classify(struct stmtkey *k, const char *s, size_t n)
+{
+	if (!k->any) {
+		n = n < sizeof(k->first) - 1 ? n : sizeof(k->first) - 1;
+		memcpy(k->first, s, n);
+		k->first[n] = '\0';
+		return;
+	}
+	if (k->semi && !tok_is(s, n, ";"))
+		k->more = true;		/* a second statement */
+	if (tok_is(s, n, "for") || tok_is(s, n, "into"))
+		k->not_read = true;
+	else if (tok_is(s, n, "(") && (k->last[0] == '"' || k->lastdot ||
+	    (word_start((unsigned char)k->last[0]) && !paren_ok(k->last))))
+		k->not_read = true;	/* a call of something that may write:
+					   quoted or schema-qualified names too */
+	k->lastdot = strcmp(k->last, ".") == 0;
+}
+
 static void
 put(struct stmtkey *k, const char *s, size_t n)
 {
+	classify(k, s, n);
 	if (!tok_is(s, n, ";"))
 		k->semi = false;
 	else if (!k->semi) {
@@ -523,6 +571,32 @@ sk_done(struct stmtkey *k)
 	if (k->execute)
 		return 0;
 	return k->h != 0 ? k->h : 1;
+}
+
+enum sk_class
+sk_class(const struct stmtkey *k)
+{
+	if (k->more || k->execute || k->fed >= STMTKEY_MAX || k->st != S_WS)
+		return SK_OTHER;
+	if (strcmp(k->first, "begin") == 0 || strcmp(k->first, "start") == 0)
+		return SK_BEGIN;
+	if (strcmp(k->first, "set") == 0 || strcmp(k->first, "reset") == 0 ||
+	    strcmp(k->first, "show") == 0)
+		return SK_SESSION;
+	if (strcmp(k->first, "select") == 0 && !k->not_read && k->lk == LK_NONE)
+		return SK_READ;
+	return SK_OTHER;
+}
+
+const char *
+sk_class_name(enum sk_class c)
+{
+	switch (c) {
+	case SK_READ:		return "read";
+	case SK_BEGIN:		return "begin";
+	case SK_SESSION:	return "session";
+	default:		return "other";
+	}
 }
 
 uint64_t

@@ -66,6 +66,11 @@ struct stmtkey {
 	bool		 semi;
 	uint64_t	 semi_h;
 	size_t		 semi_outlen;
+	/* the statement's class (sk_class), from its tokens */
+	char		 first[16];	/* its first word, lowered, cut */
+	bool		 not_read;	/* a token a pure read never has */
+	bool		 more;		/* a statement after a semicolon */
+	bool		 lastdot;	/* the token before the last was "." */
 	/* stmtkey_norm: the normalized text too (NULL: not wanted) */
 	char		*out;
 	size_t		 outcap, outlen;
@@ -75,6 +80,25 @@ void		 sk_init(struct stmtkey *k);
 void		 sk_feed(struct stmtkey *k, const char *p, size_t n);
 /* The key of what was fed; 0 for SQL EXECUTE (unknown). */
 uint64_t	 sk_done(struct stmtkey *k);
+/*
+ * What a statement can do to another turn's, for soak explore's reduction
+ * (docs/explore.md): read from the tokens, conservatively, so anything
+ * unsure is SK_OTHER.
+ *  - SK_BEGIN: BEGIN or START TRANSACTION alone (no snapshot is taken
+ *    until the transaction's first statement, no lock: it commutes with
+ *    every statement of another session);
+ *  - SK_SESSION: SET, RESET, SHOW alone (the session's own settings);
+ *  - SK_READ: one SELECT with no locking clause (no FOR anywhere), no
+ *    INTO, and no call of a function outside a short list of built-in
+ *    pure ones (count, sum, coalesce, ...): two reads of two sessions
+ *    commute;
+ *  - SK_OTHER: anything else, several statements, a cut one, EXECUTE.
+ * A view or a row-level policy that calls a writing function is not seen
+ * (docs/explore.md says so).  After sk_done.
+ */
+enum sk_class { SK_OTHER, SK_READ, SK_BEGIN, SK_SESSION };
+enum sk_class	 sk_class(const struct stmtkey *k);
+const char	*sk_class_name(enum sk_class c);
 /* One whole statement. */
 uint64_t	 stmtkey_sql(const char *sql, size_t n);
 /*

@@ -222,6 +222,90 @@ test_deterministic(void **state)
 	assert_memory_equal(order[0], order[1], sizeof(order[0]));
 }
 
+/*
+ * An explorer's prefix (plan.h's plan_proxy.prefix): its steps alone and in
+ * order, whatever turn is lower; then the turn that went last goes on while
+ * it has an exchange waiting, else the lowest; a step that cannot come is
+ * a divergence.
+ */
+static void
+prefix_gate(struct fix *f, struct plan_proxy *pp)
+{
+	struct gate_conf	gc;
+	char			err[256];
+
+	gate_free(f->g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 1,
+	    .sched = &f->sc, .epfd = f->epfd, .held = f->held, .planned = true,
+	    .plan = pp };
+	f->g = gate_new(&gc, err);
+	assert_non_null(f->g);
+}
+
+static struct gate_ent *
+step_of(struct fix *f, int64_t now)
+{
+	struct gate_ent	*e = gate_decide(f->g, now);
+
+	assert_non_null(e);
+	return e;
+}
+
+static void
+test_prefix(void **state)
+{
+	struct fix		 f;
+	struct plan_step	 steps[2] = {
+		{ .round = 0, .turn = 2, .key = 0x22, .occ = 0 },
+		{ .round = 0, .turn = 1, .key = 0x11, .occ = 0 },
+	};
+	struct plan_proxy	 pp = { .name = UNCONST("db"), .steps = steps,
+				    .nsteps = 2, .prefix = true };
+	struct gate_ent		*e;
+	char			 why[512];
+	int			 t;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 1);
+	prefix_gate(&f, &pp);
+	f.e[0].key = 0x5, f.e[1].key = 0x11, f.e[2].key = 0x22, f.e[3].key = 0x33;
+	for (t = 0; t < NT; t++)
+		arrive(&f, t, 1000);
+	/* the prefix: turn 2, then turn 1, though turn 0 is lowest */
+	e = step_of(&f, 1000);
+	assert_int_equal(e->turn, 2);
+	assert_null(e->rec->plan);
+	gate_end(f.g, e, 1001);
+	arrive(&f, 2, 1001);
+	e = step_of(&f, 1001);
+	assert_int_equal(e->turn, 1);
+	gate_end(f.g, e, 1002);
+	/* past it: turn 1 went last and has another exchange: it goes on */
+	arrive(&f, 1, 1002);
+	e = step_of(&f, 1002);
+	assert_int_equal(e->turn, 1);
+	assert_string_equal(e->rec->plan, "explore");
+	gate_end(f.g, e, 1003);
+	/* turn 1 exits: the lowest waiting turn, 0 */
+	gate_live(f.g, 1, false);
+	e = step_of(&f, 1003);
+	assert_int_equal(e->turn, 0);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 0);
+	fix_close(&f);
+
+	/* a prefix step whose turn sends another exchange: a divergence */
+	fix_open(&f, CFG_SCHED_RANDOM, 1);
+	prefix_gate(&f, &pp);
+	for (t = 0; t < NT; t++) {
+		f.e[t].key = 0x99;
+		arrive(&f, t, 1000);
+	}
+	(void)gate_decide(f.g, 1000);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "its turn has another exchange waiting"));
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -231,6 +315,7 @@ main(void)
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
 		cmocka_unit_test(test_deterministic),
+		cmocka_unit_test(test_prefix),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -611,6 +611,7 @@ pg_msg(char *out, char type, uint32_t code, const char *body, size_t blen)
  * does: exchange by exchange, the server answering each with `Z`.
  */
 static uint64_t	walk_keys[16];	/* pg_walk's: each exchange's key, or ~0 */
+static int	walk_cls[16];	/* ... and its class (pg_exchange_class) */
 
 static size_t
 pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
@@ -633,6 +634,7 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 		}
 		assert_true(f.ident);
 		walk_keys[ex] = f.has_key ? f.key : ~(uint64_t)0;
+		walk_cls[ex] = pg_exchange_class(&f);
 		kinds[ex] = f.kind;
 		snprintf(sqls[ex], PG_SQL_LEN, "%s", f.has_sql ? f.sql : "-");
 		if (!f.noreply)
@@ -646,6 +648,58 @@ pg_walk(const char *cs, size_t cn, size_t step, enum pg_kind *kinds,
 	assert_int_equal(off, cn);
 	pg_free(&f);
 	return ex;
+}
+
+/*
+ * What an exchange ran, for soak explore's reduction: the class of its one
+ * statement, whichever protocol carried it; a Bind takes the class of the
+ * statement its Parse gave the name; two statements, or none, are "other".
+ */
+static void
+test_pg_exchange_class(void **state)
+{
+	static const char	 startup[] = "user\0u\0database\0d\0";
+	static const char	 pread[] = "\0SELECT n FROM t WHERE id = $1\0\0\0";
+	static const char	 ps1[] = "s1\0SELECT n FROM t WHERE id = $1\0\0\0";
+	static const char	 ps2[] = "s2\0UPDATE t SET n = $1\0\0\0";
+	static const char	 bun[] = "\0\0\0\0\0\0\0\0";
+	static const char	 b1[] = "\0s1\0\0\0\0\0\0\0";
+	static const char	 b2[] = "\0s2\0\0\0\0\0\0\0";
+	char			 cs[1024], sqls[8][PG_SQL_LEN];
+	enum pg_kind		 kinds[8];
+	size_t			 n = 0, step;
+
+	(void)state;
+	n += pg_msg(cs + n, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+	n += pg_msg(cs + n, 'Q', 0, "SELECT n FROM t", 16);		/* 1 */
+	n += pg_msg(cs + n, 'Q', 0, "BEGIN", 6);			/* 2 */
+	n += pg_msg(cs + n, 'P', 0, pread, sizeof(pread) - 1);		/* 3 */
+	n += pg_msg(cs + n, 'B', 0, bun, sizeof(bun) - 1);
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	n += pg_msg(cs + n, 'P', 0, ps1, sizeof(ps1) - 1);		/* 4 */
+	n += pg_msg(cs + n, 'P', 0, ps2, sizeof(ps2) - 1);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	n += pg_msg(cs + n, 'B', 0, b1, sizeof(b1) - 1);		/* 5 */
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	n += pg_msg(cs + n, 'B', 0, b1, sizeof(b1) - 1);		/* 6 */
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'B', 0, b2, sizeof(b2) - 1);
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	n += pg_msg(cs + n, 'Q', 0, "SELECT 1; UPDATE t SET n = 2", 29);	/* 7 */
+	for (step = 1; step <= n; step += step < 16 ? 1 : 23) {
+		assert_int_equal(pg_walk(cs, n, step, kinds, sqls, 8), 8);
+		assert_int_equal(walk_cls[0], SK_OTHER);	/* start-up */
+		assert_int_equal(walk_cls[1], SK_READ);
+		assert_int_equal(walk_cls[2], SK_BEGIN);
+		assert_int_equal(walk_cls[3], SK_READ);		/* Parse, Bind, Execute */
+		assert_int_equal(walk_cls[4], SK_OTHER);	/* Parses alone run nothing */
+		assert_int_equal(walk_cls[5], SK_READ);		/* the class its Parse left */
+		assert_int_equal(walk_cls[6], SK_OTHER);	/* a read and a write */
+		assert_int_equal(walk_cls[7], SK_OTHER);	/* two statements */
+	}
 }
 
 static void
@@ -1566,6 +1620,7 @@ main(void)
 		cmocka_unit_test(test_trace_format),
 		cmocka_unit_test(test_http_framer),
 		cmocka_unit_test(test_pg_framer),
+		cmocka_unit_test(test_pg_exchange_class),
 		cmocka_unit_test(test_trace_format_pg),
 		cmocka_unit_test(test_match_http),
 		cmocka_unit_test(test_match_keeps_rolls),

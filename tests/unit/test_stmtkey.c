@@ -173,6 +173,58 @@ test_http(void **state)
 	assert_int_equal(stmtkey_http("not a request", 13, NULL, 0), 0);
 }
 
+/*
+ * The class soak explore's reduction reads (sk_class): only what is sure
+ * to commute is a read, a BEGIN or a session setting; everything else,
+ * and anything unsure, is "other".
+ */
+static enum sk_class
+class_of(const char *sql)
+{
+	struct stmtkey	k;
+
+	sk_init(&k);
+	sk_feed(&k, sql, strlen(sql));
+	(void)sk_done(&k);
+	return sk_class(&k);
+}
+
+static void
+test_class(void **state)
+{
+	(void)state;
+	assert_int_equal(class_of("SELECT items_reserved, version FROM orders WHERE id = $1"), SK_READ);
+	assert_int_equal(class_of("select n from counter where id = 1;"), SK_READ);
+	assert_int_equal(class_of("SELECT count(*), coalesce(sum(n), 0) FROM t WHERE x IN (1, 2)"), SK_READ);
+	assert_int_equal(class_of("SELECT 1 WHERE EXISTS (SELECT 1 FROM t)"), SK_READ);
+	assert_int_equal(class_of("BEGIN"), SK_BEGIN);
+	assert_int_equal(class_of("begin isolation level repeatable read"), SK_BEGIN);
+	assert_int_equal(class_of("START TRANSACTION"), SK_BEGIN);
+	assert_int_equal(class_of("SET search_path = s1"), SK_SESSION);
+	assert_int_equal(class_of("SHOW server_version"), SK_SESSION);
+	/* a locking read, anywhere, is not a read */
+	assert_int_equal(class_of("SELECT n FROM counter WHERE id = 1 FOR UPDATE"), SK_OTHER);
+	assert_int_equal(class_of("SELECT n FROM counter WHERE id = 1 FOR NO KEY UPDATE NOWAIT"), SK_OTHER);
+	assert_int_equal(class_of("SELECT * FROM (SELECT * FROM t FOR SHARE) x"), SK_OTHER);
+	/* writes, and reads that may write */
+	assert_int_equal(class_of("UPDATE counter SET n = n + 1"), SK_OTHER);
+	assert_int_equal(class_of("INSERT INTO t VALUES (1)"), SK_OTHER);
+	assert_int_equal(class_of("COMMIT"), SK_OTHER);
+	assert_int_equal(class_of("WITH u AS (UPDATE t SET n = 1 RETURNING n) SELECT n FROM u"), SK_OTHER);
+	assert_int_equal(class_of("SELECT nextval('s')"), SK_OTHER);
+	assert_int_equal(class_of("SELECT pg_advisory_lock(1)"), SK_OTHER);
+	assert_int_equal(class_of("SELECT my_func(1)"), SK_OTHER);
+	assert_int_equal(class_of("SELECT myschema.count(1)"), SK_OTHER);
+	assert_int_equal(class_of("SELECT \"count\"(1)"), SK_OTHER);
+	assert_int_equal(class_of("SELECT * INTO t2 FROM t"), SK_OTHER);
+	/* several statements, or none whole */
+	assert_int_equal(class_of("SELECT 1; UPDATE t SET n = 2"), SK_OTHER);
+	assert_int_equal(class_of("BEGIN; SELECT 1"), SK_OTHER);
+	assert_int_equal(class_of("EXECUTE p(1)"), SK_OTHER);
+	assert_int_equal(class_of("SELECT 'unterminated"), SK_OTHER);
+	assert_int_equal(class_of(""), SK_OTHER);
+}
+
 int
 main(void)
 {
@@ -183,6 +235,7 @@ main(void)
 		cmocka_unit_test(test_execute_unknown),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_class),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
