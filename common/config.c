@@ -1250,9 +1250,11 @@ parse_turn(struct cfg_ctx *cx, yaml_node_t *map)
 static int
 parse_invariant(struct cfg_ctx *cx, yaml_node_t *item, size_t i)
 {
-	static const char *const keys[] = { "name", "sql" };
+	static const char *const keys[] = { "name", "sql", "when" };
+	static const char *const whens[] = { "rounds", "steps" };
 	struct cfg		*cfg = cx->cfg;
 	struct cfg_invariant	*inv = &cfg->invariants[i];
+	int			 when = 0;
 	yaml_node_t		*v[nitems(keys)];
 	char			 prefix[CFG_KEY_LEN], path[CFG_KEY_LEN], b[QUOTE_LEN];
 	const char		*p;
@@ -1279,6 +1281,10 @@ parse_invariant(struct cfg_ctx *cx, yaml_node_t *item, size_t i)
 			    quote_value(inv->name, b, sizeof(b)), j);
 			break;
 		}
+	key_join(path, prefix, "when");
+	if (v[2] && get_enum(cx, v[2], path, whens, nitems(whens), &when) == -1)
+		rc = -1;
+	inv->steps = when == 1;
 	key_join(path, prefix, "sql");
 	if (v[1] == NULL)
 		return rc;

@@ -103,6 +103,12 @@ struct cfg_invariant {
 	char		*name;
 	char		*sql;
 	int		 line;			/* where it was defined, for messages */
+	/*
+	 * when: steps -- also checked between the steps of a scheduled proxy
+	 * at which none of its turns has a transaction open (docs/config.md);
+	 * false (when: rounds, the default): after each round only.
+	 */
+	bool		 steps;
 };
 
 /*

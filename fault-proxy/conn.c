@@ -142,7 +142,7 @@ px_conn_close(struct conn *c, enum px_close why)
 		c->rec.closed = px_close_name(why);
 	exchange_end(c);		/* out of the gate too, in any state */
 	if (c->l->gate != NULL) {
-		gate_conn_closed(c->l->gate);
+		gate_conn_closed(c->l->gate, &c->gent);
 		if (c->pid_told > 0)
 			gate_backend_gone(c->l->gate, c->pid_told);
 	}

@@ -591,3 +591,32 @@ proxy_set_close(struct proxy_set *ps)
 	pthread_cond_destroy(&ps->idle);
 	free(ps);
 }
+
+void
+proxy_set_step_check(struct proxy_set *ps, int (*fn)(void *arg, int round,
+    uint32_t step), void *arg)
+{
+	size_t	i;
+
+	if (ps == NULL)
+		return;
+	for (i = 0; i < ps->ngates; i++)
+		gate_set_step_check(ps->gates[i], fn, arg);
+}
+
+bool
+proxy_set_scheduled(const struct proxy_set *ps)
+{
+	return ps != NULL && ps->ngates > 0;
+}
+
+uint32_t
+proxy_set_step_checks(const struct proxy_set *ps)
+{
+	uint32_t	n = 0;
+	size_t		i;
+
+	for (i = 0; ps != NULL && i < ps->ngates; i++)
+		n += gate_step_checks(ps->gates[i]);
+	return n;
+}

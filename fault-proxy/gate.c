@@ -4,6 +4,7 @@
  * waits, waits outside the proxy, and the cancel of a deadlock's victim).
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,14 @@ struct gate {
 	char			*diverged;	/* why, once it did */
 	uint32_t		 stepno;	/* steps taken, by any strategy */
 	int			 last_turn;	/* the last step's turn, or -1 */
+	/* when: steps (gate_set_step_check) */
+	gate_step_fn		 check_fn;
+	void			*check_arg;
+	_Atomic bool		 check_on;
+	bool			 check_over;	/* it broke, or could not run */
+	uint32_t		 checked_at;	/* the step after which it last ran */
+	_Atomic uint32_t	 nchecks;
+	int			 open_tx;	/* entries with in_tx */
 	int			 round_no;	/* gate_round's */
 };
 
@@ -972,6 +981,15 @@ gate_decide(struct gate *g, int64_t now)
 			return NULL;
 		g->stats.forced++;
 	}
+	/* when: steps: the state between two steps, no transaction open */
+	if (atomic_load_explicit(&g->check_on, memory_order_acquire) &&
+	    !g->check_over && g->stepno > g->checked_at && g->n[GS_LOCK] == 0 &&
+	    g->open_tx == 0) {
+		g->checked_at = g->stepno;
+		atomic_fetch_add(&g->nchecks, 1);
+		if (g->check_fn(g->check_arg, g->round_no, g->stepno) != 0)
+			g->check_over = true;
+	}
 	g->outside_every = LOCK_PROBE_MS;
 	g->outside_at = 0;
 	mark = NULL;
@@ -1071,9 +1089,22 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 	}
 }
 
+/* e's connection has, or has not, a transaction open now. */
+static void
+set_in_tx(struct gate *g, struct gate_ent *e, bool in)
+{
+	if (e->in_tx == in)
+		return;
+	e->in_tx = in;
+	g->open_tx += in ? 1 : -1;
+}
+
 void
 gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 {
+	/* ReadyForQuery's status, when the exchange reached one */
+	if (e->rec != NULL && e->rec->tx != '\0')
+		set_in_tx(g, e, e->rec->tx == 'T' || e->rec->tx == 'E');
 	if (e->st == GS_OUT)
 		return;
 	mark_wakes(g, e);
@@ -1090,8 +1121,9 @@ gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 }
 
 void
-gate_conn_closed(struct gate *g)
+gate_conn_closed(struct gate *g, struct gate_ent *e)
 {
+	set_in_tx(g, e, false);		/* PostgreSQL rolls it back */
 	g->gen++;
 	g->settled = false;
 }
@@ -1128,6 +1160,20 @@ gate_live(struct gate *g, int turn, bool live)
 	if (g->live[turn] && !live)
 		plan_exited(g, turn);
 	g->live[turn] = live;
+}
+
+void
+gate_set_step_check(struct gate *g, gate_step_fn fn, void *arg)
+{
+	g->check_fn = fn;
+	g->check_arg = arg;
+	atomic_store_explicit(&g->check_on, fn != NULL, memory_order_release);
+}
+
+uint32_t
+gate_step_checks(const struct gate *g)
+{
+	return atomic_load(&g->nchecks);
 }
 
 void

@@ -109,6 +109,8 @@ struct gate_ent {
 	uint64_t		 seq;		/* arrival order */
 	int64_t			 since;		/* waiting, or woke, since */
 	bool			 victim;	/* soak cancelled it: a deadlock */
+	bool			 in_tx;		/* its connection's last exchange left
+						   a transaction open (T or E) */
 };
 
 struct gate_conf {
@@ -150,8 +152,23 @@ void		 gate_wait(struct gate *g, struct gate_ent *e, int64_t now);
 /* e's exchange is over (answered, or its connection closed), in any
  * state; a no-op for GS_OUT. */
 void		 gate_end(struct gate *g, struct gate_ent *e, int64_t now);
-/* A connection of the gate's turns closed: it may have held locks. */
-void		 gate_conn_closed(struct gate *g);
+/* A connection of the gate's turns closed (e its entry): it may have held
+ * locks, and its transaction, if any, is over. */
+void		 gate_conn_closed(struct gate *g, struct gate_ent *e);
+
+/*
+ * when: steps (docs/config.md): fn(arg, round, step) is called on the
+ * proxy's thread before an admission, once after each step at which no
+ * exchange runs or waits on a lock and no connection of the gate's turns
+ * has a transaction open (ReadyForQuery said I); nothing is admitted while
+ * it runs.  It returns 0 (the invariants held), 1 (one broke) or -1 (they
+ * could not run): after 1 or -1 it is not called again.  Set before the
+ * turns start (any thread; published with a release store).
+ */
+typedef int	(*gate_step_fn)(void *arg, int round, uint32_t step);
+void		 gate_set_step_check(struct gate *g, gate_step_fn fn, void *arg);
+/* How many times it ran (any thread). */
+uint32_t	 gate_step_checks(const struct gate *g);
 /*
  * The backend pid of a connection of turn t (BackendKeyData), so that the
  * turns holding a lock can be named; gone: the connection closed.  Every

@@ -119,6 +119,18 @@ void			 proxy_set_round(struct proxy_set *ps, int round,
  * schedule waits for it any more.  Any thread; NULL is a no-op.
  */
 void			 proxy_set_turn_exited(struct proxy_set *ps, int turn);
+/*
+ * when: steps (docs/config.md): every scheduled proxy of the set calls
+ * fn(arg, round, step) between steps at which none of its turns has a
+ * transaction open (gate.h, gate_set_step_check), on the set's thread.
+ * Call before the first round.  NULL ps is a no-op.
+ */
+void			 proxy_set_step_check(struct proxy_set *ps,
+			    int (*fn)(void *arg, int round, uint32_t step), void *arg);
+/* How many checks between steps its proxies have run (any thread). */
+uint32_t		 proxy_set_step_checks(const struct proxy_set *ps);
+/* Whether the set has a scheduled proxy. */
+bool			 proxy_set_scheduled(const struct proxy_set *ps);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
 const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
 			    int turn);

@@ -637,7 +637,7 @@ row_quote(const struct inv_outcome *o, int r, char *buf, size_t max)
  * through wrk_scrub like any text soak quotes from it.
  */
 static void
-broken_message(const struct wrk *w, const struct inv_result *ir, int round,
+broken_message(const struct wrk *w, const struct inv_result *ir, const char *where,
     struct seed_result *res)
 {
 	const struct inv_outcome	*first = NULL;
@@ -664,15 +664,15 @@ broken_message(const struct wrk *w, const struct inv_result *ir, int round,
 		row_quote(first, 0, row, WRK_ROW_QUOTE);
 	wrk_scrub(w, row, sizeof(row));
 	if (ir->nviolated == 1)
-		verdict(res, REASON_INVARIANT, "%s broken after round %d%s%s", names,
-		    round, *row ? "; the first row: " : "", row);
+		verdict(res, REASON_INVARIANT, "%s broken %s%s%s", names,
+		    where, *row ? "; the first row: " : "", row);
 	else if (*row)
-		verdict(res, REASON_INVARIANT, "%zu invariants broken after round %d: "
-		    "%s; the first row of \"%s\": %s", ir->nviolated, round, names,
+		verdict(res, REASON_INVARIANT, "%zu invariants broken %s: "
+		    "%s; the first row of \"%s\": %s", ir->nviolated, where, names,
 		    first->inv->name, row);
 	else
-		verdict(res, REASON_INVARIANT, "%zu invariants broken after round %d: "
-		    "%s", ir->nviolated, round, names);
+		verdict(res, REASON_INVARIANT, "%zu invariants broken %s: "
+		    "%s", ir->nviolated, where, names);
 }
 
 static int
@@ -732,7 +732,10 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 		}
 	}
 	if (ir.nviolated > 0) {
-		broken_message(c->w, &ir, round, res);
+		char	where[64];
+
+		snprintf(where, sizeof(where), "after round %d", round);
+		broken_message(c->w, &ir, where, res);
 		json_object_set_new(detail, "invariants", rows_scrubbed(c->w,
 		    inv_result_json(&ir)));
 		c->round = round;
@@ -1004,6 +1007,176 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 	return rc;
 }
 
+/*
+ * when: steps (docs/config.md): the invariants that say so, checked on the
+ * proxy's thread between steps at which no transaction of its turns is
+ * open (fault-proxy/gate.h), on a connection of their own to the seed's
+ * schema.  What the first check that broke found is kept for the seed's
+ * thread, which reads it once the round's turns are over.
+ */
+struct step_check {
+	struct seed_ctx		*c;
+	struct cfg		 cfg;	/* a shallow copy: those invariants alone */
+	PGconn			*conn;
+	pthread_mutex_t		 mu;
+	int			 state;	/* 0 held, 1 broke, -1 could not run */
+	int			 round;
+	uint32_t		 step;
+	struct inv_result	 ir;	/* state 1: what broke */
+	uint32_t		 told;	/* checks said in the timeline so far */
+	char			 err[ERR_LEN];
+};
+
+static int
+step_check_fn(void *arg, int round, uint32_t step)
+{
+	struct step_check	*sc = arg;
+	struct inv_result	 ir = { 0 };
+	PGresult		*r;
+	char			 err[ERR_LEN], *q, *sql;
+	bool			 expired = false;
+	int			 rc;
+
+	if (sc->conn == NULL) {
+		if ((sc->conn = iso_pq_connect(iso_conninfo(sc->c->w->iso),
+		    sc->c->deadline, err)) == NULL)
+			goto bad;
+		q = PQescapeIdentifier(sc->conn, iso_schema(sc->c->w->iso),
+		    strlen(iso_schema(sc->c->w->iso)));
+		sql = xasprintf("SET search_path TO %s", q ? q : "public");
+		PQfreemem(q);
+		r = iso_pq_exec(sc->conn, sql, sc->c->deadline, &expired);
+		free(sql);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+			snprintf(err, sizeof(err), "the steps' check connection: %s",
+			    expired ? "no answer before the seed's deadline" :
+			    PQerrorMessage(sc->conn));
+			PQclear(r);
+			goto bad;
+		}
+		PQclear(r);
+	}
+	rc = inv_check(sc->conn, &sc->cfg, sc->c->deadline, &ir, err);
+	if (rc == -1) {
+		inv_result_free(&ir);
+		goto bad;
+	}
+	pthread_mutex_lock(&sc->mu);
+	if (ir.nviolated > 0 && sc->state == 0) {
+		sc->state = 1;
+		sc->round = round;
+		sc->step = step;
+		sc->ir = ir;
+		memset(&ir, 0, sizeof(ir));
+	}
+	rc = sc->state;
+	pthread_mutex_unlock(&sc->mu);
+	inv_result_free(&ir);
+	return rc;
+bad:
+	pthread_mutex_lock(&sc->mu);
+	if (sc->state == 0) {
+		sc->state = -1;
+		sc->round = round;
+		sc->step = step;
+		snprintf(sc->err, sizeof(sc->err), "%s", err);
+	}
+	pthread_mutex_unlock(&sc->mu);
+	return -1;
+}
+
+/* The steps invariants of cfg, or 0 (then sc is not set up). */
+static size_t
+step_check_open(struct step_check *sc, struct seed_ctx *c)
+{
+	const struct cfg	*cfg = c->w->cfg;
+	size_t			 i, n = 0;
+
+	memset(sc, 0, sizeof(*sc));
+	for (i = 0; i < cfg->ninvariants; i++)
+		n += cfg->invariants[i].steps;
+	if (n == 0)
+		return 0;
+	sc->c = c;
+	sc->cfg = *cfg;
+	sc->cfg.invariants = xcalloc(n, sizeof(*sc->cfg.invariants));
+	sc->cfg.ninvariants = 0;
+	for (i = 0; i < cfg->ninvariants; i++)
+		if (cfg->invariants[i].steps)
+			sc->cfg.invariants[sc->cfg.ninvariants++] = cfg->invariants[i];
+	pthread_mutex_init(&sc->mu, NULL);
+	return n;
+}
+
+static void
+step_check_close(struct step_check *sc)
+{
+	if (sc->c == NULL)
+		return;
+	if (sc->conn != NULL)
+		PQfinish(sc->conn);
+	inv_result_free(&sc->ir);
+	free(sc->cfg.invariants);
+	pthread_mutex_destroy(&sc->mu);
+	memset(sc, 0, sizeof(*sc));
+}
+
+/*
+ * After round's turns: a step check that broke is the seed's verdict (the
+ * invariant, "between steps, after step N of round R"), one that could not
+ * run is infra/db; -1 then, else 0.
+ */
+static int
+step_check_verdict(struct step_check *sc, struct seed_ctx *c, int round,
+    struct seed_result *res, json_t *detail)
+{
+	char	where[96];
+	size_t	i, x;
+	int	st;
+
+	if (sc->c == NULL)
+		return 0;
+	pthread_mutex_lock(&sc->mu);
+	st = sc->state;
+	pthread_mutex_unlock(&sc->mu);
+	{
+		/* the cost, said: one invariant transaction per check */
+		uint32_t	n = proxy_set_step_checks(c->proxies);
+
+		timeline(c, "checks between steps in round %d: %" PRIu32 "%s", round,
+		    n - sc->told, st == 0 ? ", every invariant held" : "");
+		json_object_set_new(detail, "step_checks", json_integer(n));
+		sc->told = n;
+	}
+	if (st == 0)
+		return 0;
+	if (st == -1) {
+		verdict(res, REASON_DB, "the check between steps of round %d (after "
+		    "step %" PRIu32 "): %s", sc->round, sc->step, sc->err);
+		c->round = sc->round;
+		return -1;
+	}
+	snprintf(where, sizeof(where), "between steps, after step %" PRIu32
+	    " of round %d", sc->step, sc->round);
+	for (i = 0; i < sc->ir.n; i++) {
+		const struct inv_outcome	*o = &sc->ir.out[i];
+
+		for (x = 0; x < c->w->cfg->ninvariants; x++)
+			if (strcmp(c->w->cfg->invariants[x].name, o->inv->name) == 0)
+				c->inv_broken[x] += o->nrows > 0;
+		timeline(c, "check %s: \"%s\": %s", where, o->inv->name,
+		    o->nrows == 0 ? "holds" : "BROKEN");
+	}
+	broken_message(c->w, &sc->ir, where, res);
+	json_object_set_new(detail, "invariants", rows_scrubbed(c->w,
+	    inv_result_json(&sc->ir)));
+	json_object_set_new(detail, "broken_at_step", json_pack("{s:i,s:I}", "round",
+	    sc->round, "step", (json_int_t)sc->step));
+	(void)round;
+	c->round = sc->round;
+	return -1;
+}
+
 void
 wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result *res)
 {
@@ -1014,6 +1187,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	struct detail_trace	  trace = { 0 };
 	char			  err[ERR_LEN], **ups = NULL, *full_dir;
 	json_t			 *sched = NULL;
+	struct step_check	  sc;
 	bool			  died, traced = false;
 	int			  round;
 
@@ -1029,6 +1203,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	c.state = RUN_VERDICT;
 	c.inv_checks = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_checks));
 	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
+	memset(&sc, 0, sizeof(sc));
 
 	if (seed_begin(&c, res) == -1)
 		goto done;
@@ -1041,6 +1216,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
+		if (proxy_set_scheduled(c.proxies) && step_check_open(&sc, &c) > 0)
+			proxy_set_step_check(c.proxies, step_check_fn, &sc);
 	}
 	for (round = 0; round < cfg->rounds; round++) {
 		/* a round a plan left no turn of is not run, nor checked */
@@ -1076,6 +1253,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			c.round = round;
 			goto done;
 		}
+		if (step_check_verdict(&sc, &c, round, res, detail) == -1)
+			goto done;
 		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
@@ -1108,6 +1287,7 @@ done:
 		proxy_set_close(c.proxies);
 		c.proxies = NULL;
 	}
+	step_check_close(&sc);	/* after the proxies' thread is gone */
 	/* A service that died under the seed makes the seed unreliable,
 	 * and one that then would not come back says why. */
 	if (res->verdict != VERDICT_INFRA && cfg->nservices > 0) {
