@@ -1060,6 +1060,31 @@ test_schedule(void **state)
 	cfg_free(&cfg);
 }
 
+/* invariants[].when: rounds (the default) or steps, and nothing else. */
+static void
+test_invariant_when(void **state)
+{
+	static const char yaml[] = "name: n\nturn: {command: t}\n"
+	    "invariants:\n  - {name: a, sql: x}\n  - {name: b, sql: x, when: rounds}\n"
+	    "  - {name: c, sql: x, when: steps}\n";
+	static const char bad[] = "name: n\nturn: {command: t}\n"
+	    "invariants:\n  - {name: a, sql: x, when: often}\n";
+	struct cfg	cfg;
+	char		err[ERR_LEN];
+
+	(void)state;
+	assert_int_equal(cfg_load_text("soak.yaml", yaml, sizeof(yaml) - 1, &cfg,
+	    err), 0);
+	assert_false(cfg.invariants[0].steps);
+	assert_false(cfg.invariants[1].steps);
+	assert_true(cfg.invariants[2].steps);
+	cfg_free(&cfg);
+	assert_int_equal(cfg_load_text("soak.yaml", bad, sizeof(bad) - 1, &cfg,
+	    err), -1);
+	assert_non_null(strstr(err, "soak.yaml:4:"));
+	assert_non_null(strstr(err, "invariants[0].when"));
+}
+
 /*
  * One load tells every mistake of a file, in file order, with the first
  * in err too; what rests on a section that failed is not blamed twice.
@@ -1242,6 +1267,7 @@ main(void)
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_invariant_when),
 		cmocka_unit_test(test_all_errors),
 		cmocka_unit_test(test_alias_bomb),
 		cmocka_unit_test(test_tickets_http),
