@@ -1162,8 +1162,10 @@ step_check_verdict(struct step_check *sc, struct seed_ctx *c, int round,
 		const struct inv_outcome	*o = &sc->ir.out[i];
 
 		for (x = 0; x < c->w->cfg->ninvariants; x++)
-			if (strcmp(c->w->cfg->invariants[x].name, o->inv->name) == 0)
+			if (strcmp(c->w->cfg->invariants[x].name, o->inv->name) == 0) {
+				c->inv_checks[x]++;	/* checked, if not after a round */
 				c->inv_broken[x] += o->nrows > 0;
+			}
 		timeline(c, "check %s: \"%s\": %s", where, o->inv->name,
 		    o->nrows == 0 ? "holds" : "BROKEN");
 	}
