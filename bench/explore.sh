@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/explore.sh — what soak explore costs (issue 27's goal: >= 20
 # executions a second on 2 cores for 2 C turns that do not think, one
-# executor).  Two scenarios, each explored whole with no bound (a tree of
+# executor; and reservations' thinking turns with --workers 2).  Two scenarios, each explored whole with no bound (a tree of
 # C(6,3) = 20 executions), RUNS times; the median executions per second,
 # and the share of each execution the turns took (first start to last
 # end) against soak's own work (the schema reset, the setup, spawning the
@@ -69,13 +69,17 @@ sed -e "s#\./reserve_turn#$EX/reserve_turn#" -e "s#schema: schema.sql#schema: $E
     -e 's/^turns: 8$/turns: 2/' -e '/^tickets:/,$d' "$EX/soak.yaml" >"$T/res.yaml"
 
 echo "bench/explore.sh: RUNS=$RUNS, load $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) cores, one executor"
-for sc in "C, no think:c.yaml:0" "reservations (thinks):res.yaml:1"; do
-	IFS=: read -r name cfg seed <<<"$sc"
+for sc in "C, no think:c.yaml:0:1" "reservations (thinks):res.yaml:1:1" \
+    "reservations, --workers 2:res.yaml:1:2"; do
+	IFS=: read -r name cfg seed nw <<<"$sc"
 	rates=() shares=() n=
 	for i in $(seq "$RUNS"); do
-		"$SOAK" explore "$T/$cfg" --seed "$seed" --preemptions -1 --out "$T/o" >/dev/null 2>&1 || true
+		"$SOAK" explore "$T/$cfg" --seed "$seed" --preemptions -1 --workers "$nw" \
+		    --out "$T/o" >/dev/null 2>&1 || true
 		n=$(jq .executions "$T/o/explore.json")
-		rates+=("$(jq '.executions / (.execution_ms / 1000)' "$T/o/explore.json")")
+		# executions per second of wall time (with N executors, the
+		# executions overlap: not per executor)
+		rates+=("$(jq '.executions / .seconds' "$T/o/explore.json")")
 		shares+=("$(jq '100 * .turns_ms / .execution_ms' "$T/o/explore.json")")
 	done
 	share=$(printf '%s\n' "${shares[@]}" | median)
