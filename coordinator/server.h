@@ -23,6 +23,12 @@ struct server;
  */
 struct server	*server_open(const char *url, int nslots, const struct auth_opts *auth,
 		    char *err);
+/*
+ * Closes the listener and every connection, and frees s.  nng's close is
+ * bounded by SERVER_CLOSE_MS (nng 1.5.2 can hang in it): past that, s is
+ * left to nng and the process is expected to exit.
+ */
+#define SERVER_CLOSE_MS	5000
 void		 server_close(struct server *s);
 /* The URL as bound (a tcp port 0 resolved to the real one). */
 const char	*server_url(const struct server *s);
