@@ -131,6 +131,16 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 		    sizeof(res->message) - 2)] = '\0';
 }
 
+/* The seed's time: the config's seed_timeout, or the caller's shorter one
+ * (wrk.h seed_timeout_ms). */
+static int64_t
+seed_timeout(const struct wrk *w)
+{
+	if (w->seed_timeout_ms > 0 && w->seed_timeout_ms < w->cfg->seed_timeout_ms)
+		return w->seed_timeout_ms;
+	return w->cfg->seed_timeout_ms;
+}
+
 /*
  * The seed's deadline passed while it was `where` (seed_timeout bounds the
  * whole seed: reset, setup, rounds, settling, checks; every libpq call
@@ -151,7 +161,7 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
 {
 	va_list		 ap;
 	char		 where[128], err[ERR_LEN];
-	long long	 timeout = (long long)c->w->cfg->seed_timeout_ms;
+	long long	 timeout = (long long)seed_timeout(c->w);
 
 	va_start(ap, fmt);
 	vsnprintf(where, sizeof(where), fmt, ap);
@@ -1022,7 +1032,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
 	c.start_wall = wall_ms();
-	c.deadline = c.start + cfg->seed_timeout_ms;
+	c.deadline = c.start + seed_timeout(w);
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
 	c.checks = json_array();
