@@ -16,5 +16,6 @@ int	cmd_check(int argc, char **argv);	/* cmd/check.c */
 int	cmd_tickets(int argc, char **argv);	/* cmd/tickets.c */
 int	cmd_pin(int argc, char **argv);		/* cmd/pin.c */
 int	cmd_report(int argc, char **argv);	/* cmd/report.c */
+int	cmd_minimize(int argc, char **argv);	/* cmd/minimize.c */
 
 #endif

@@ -20,7 +20,7 @@ static const struct {
 	    "a run across machines: leases seeds to workers" },
 	{ "worker",	 cmd_worker,	  "worker [--connect URL] [--slots N]",
 	    "runs seeds for a coordinator" },
-	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep [--shell]] [--out DIR]",
+	{ "replay",	 cmd_replay,	  "replay CONFIG (--seed N | --plan FILE) [--keep [--shell]] [--out DIR]",
 	    "one seed alone, with its timeline" },
 	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]",
 	    "the fault proxy on its own" },
@@ -32,6 +32,8 @@ static const struct {
 	    "writes a run folder's report.html again" },
 	{ "pin",	 cmd_pin,	  "pin RUN_DIR --seed N [--name NAME] [--force]",
 	    "keeps a failing seed's plan as a regression, run before the seeds" },
+	{ "minimize",	 cmd_minimize,	  "minimize CONFIG (--seed N | --plan FILE) [--tries K] [--budget DUR] [--out FILE]",
+	    "reduces a failing seed's plan to a 1-minimal one, and tells its story" },
 };
 
 /*
