@@ -249,6 +249,26 @@ min_candidate(const struct plan *p, enum min_kind k, const struct min_elem *e,
 			reschedule(x, brk);
 			free(brk);
 		}
+	/* A removed lost reply or reset takes the retry it caused with it:
+	 * the kept faults after it of the same turn and key come one
+	 * occurrence earlier (minimize.h). */
+	if (k == MIN_FAULTS)
+		for (i = 0; i < n; i++) {
+			const struct plan_fault_rec	*r;
+			struct plan_proxy		*x = &out->proxies[e[i].proxy];
+
+			r = &p->proxies[e[i].proxy].faults[e[i].index];
+			if (keep[i] || (r->fault != PLAN_LOST_REPLY && r->fault != PLAN_RESET))
+				continue;
+			for (j = 0; j < x->nfaults; j++) {
+				const struct plan_fault_rec	*f;
+
+				f = &p->proxies[e[i].proxy].faults[j];
+				if (f->fault != PLAN_BLACKHOLE && f->round == r->round &&
+				    f->turn == r->turn && f->key == r->key && f->occ > r->occ)
+					x->faults[j].occ--;
+			}
+		}
 	/* Faults not kept, and every decision of a pair that does not run. */
 	for (i = 0; i < out->nproxies; i++) {
 		struct plan_proxy	*x = &out->proxies[i];

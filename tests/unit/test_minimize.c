@@ -261,6 +261,24 @@ test_runs(void **state)
 	assert_int_equal(c.proxies[0].nsteps, 6);
 	plan_free(&c);
 	free(e);
+	/* a removed lost reply takes its retry: turn 1's later fault of the
+	 * same key comes one occurrence earlier; a duplicate's does not */
+	plan_free(&p);
+	two_turns(&p, true);
+	p.proxies[0].faults[0] = (struct plan_fault_rec){ .turn = 1, .key = 103,
+	    .occ = 2, .fault = PLAN_DUPLICATE };
+	p.proxies[0].faults[1].occ = 1;
+	n = min_elems(&p, MIN_FAULTS, &e);
+	keep[0] = true, keep[1] = false;
+	min_candidate(&p, MIN_FAULTS, e, n, keep, &c);
+	assert_int_equal(c.proxies[0].nfaults, 1);
+	assert_int_equal(c.proxies[0].faults[0].occ, 1);
+	plan_free(&c);
+	p.proxies[0].faults[1].fault = PLAN_DUPLICATE;
+	min_candidate(&p, MIN_FAULTS, e, n, keep, &c);
+	assert_int_equal(c.proxies[0].faults[0].occ, 2);
+	plan_free(&c);
+	free(e);
 	/* the round removed: nothing runs */
 	n = min_elems(&p, MIN_ROUNDS, &e);
 	keep[0] = false;
