@@ -71,7 +71,8 @@ usage(FILE *f)
 	    "               N, ./soak-minimize/seed-N.plan.json); written at once\n"
 	    "               and after each reduction\n"
 	    "  -v, --verbose\n"
-	    "               log every replay's state changes\n"
+	    "               log every replay's state changes and warnings (else a\n"
+	    "               candidate's divergence is counted, not told)\n"
 	    "\n"
 	    "A candidate gets about twice the original's time (at least %d s), so a\n"
 	    "turn that waits on a removed peer ends it instead of turn.timeout.\n"
@@ -660,7 +661,10 @@ cmd_minimize(int argc, char **argv)
 	default:
 		break;
 	}
+	/* a candidate's divergence is counted, not told, unless -v */
+	log_set_warnings(log_verbose());
 	stopped = min_minimize(&m, &best);
+	log_set_warnings(1);
 report:
 	counts_line(&m, &z, &best, line, sizeof(line));
 	if (stopped == -1) {
