@@ -50,7 +50,8 @@ for item in "abc":
 PY
 chmod +x "$T/pair.sh" "$T/pair.py"
 INV="turn 0's b and turn 1's c are never both doubled"
-cfg() {	# NAME COMMAND
+INV2="turn 2's a is never doubled"
+cfg() {	# NAME COMMAND [more invariants]
 	cat >"$T/$1.yaml" <<YAML
 name: pair
 turns: 4
@@ -73,10 +74,16 @@ invariants:
       FROM (SELECT count(*) AS n FROM log WHERE turn = 0 AND item = 'b') b,
            (SELECT count(*) AS n FROM log WHERE turn = 1 AND item = 'c') c
       WHERE b.n > 1 AND c.n > 1
+$3
+guard:
+  min_ok_turns: 100%
 YAML
 }
 cfg sh "$T/pair.sh"
 cfg py "$T/pair.py"
+# the same, and a second rule that turn 2's lost reply on a breaks
+cfg two "$T/pair.sh" "  - name: $INV2
+    sql: SELECT count(*) AS n FROM log WHERE turn = 2 AND item = 'a' HAVING count(*) > 1"
 
 phase "a seed that does not fail"
 # in $T: the default --out of a seed is ./soak-minimize/seed-N.plan.json
@@ -146,6 +153,14 @@ for i in 0 1; do
 	soak_rc rc replay "$T/sh.yaml" --plan "$T/less.json" --out "$T/v" >"$T/v.out" 2>&1
 	expect_eq "without turn $(jq -r ".runs[$i][1]" "$M")" 0 "$rc"
 done
+
+phase "only the original's fingerprint: two rules broken, both kept"
+soak_rc rc minimize "$T/two.yaml" --plan "$T/plan.json" --tries 1 --out "$T/two.min.json" >"$T/m3.out" 2>&1
+expect_eq "minimize with two rules broken" 0 "$rc" || { cat "$T/m3.out"; exit 1; }
+expect_match "it fails with both" "^fails: pair\|invariant\|$INV\|$INV2 " "$(cat "$T/m3.out")"
+expect_eq "the turns of both failures" '[[0,0],[0,1],[0,2]]' "$(jq -c .runs "$T/two.min.json")"
+expect_eq "the faults of both failures" '["turn 0 b","turn 1 c","turn 2 a"]' "$(jq -c '[.proxies.db.faults[].what] | sort' "$T/two.min.json")"
+expect_match "a candidate that broke one rule only failed otherwise" '; 0 diverged, [1-9][0-9]* failed otherwise$' "$(grep '^replays: ' "$T/m3.out")"
 
 phase "minimize a Python turn's plan (one connection, held)"
 if /usr/bin/python3 -c 'import psycopg2' 2>/dev/null; then
