@@ -74,7 +74,7 @@ invariants:
       FROM (SELECT count(*) AS n FROM log WHERE turn = 0 AND item = 'b') b,
            (SELECT count(*) AS n FROM log WHERE turn = 1 AND item = 'c') c
       WHERE b.n > 1 AND c.n > 1
-$3
+${3:-}
 guard:
   min_ok_turns: 100%
 YAML
