@@ -46,7 +46,7 @@ usage(FILE *f)
 {
 	fprintf(f,
 	    "usage: soak minimize CONFIG (--seed N | --plan FILE) [--tries K]\n"
-	    "                     [--budget DUR] [--out FILE] [-v]\n"
+	    "                     [--budget DUR] [--out FILE] [--explain N] [-v]\n"
 	    "\n"
 	    "Reduces a failing seed's plan (docs/plan.md) by delta debugging until it\n"
 	    "is 1-minimal: removing any one element left makes the failure go away.\n"
@@ -70,6 +70,10 @@ usage(FILE *f)
 	    "               NAME.min.json, e.g. failures/N/plan.min.json; for --seed\n"
 	    "               N, ./soak-minimize/seed-N.plan.json); written at once\n"
 	    "               and after each reduction\n"
+	    "  --explain N  after minimizing, try each kept fault as the other kinds\n"
+	    "               and with N latencies drawn from the seed, each kept step\n"
+	    "               swapped with the next, and say what does not matter\n"
+	    "               (default 5; 0: none)\n"
 	    "  -v, --verbose\n"
 	    "               log every replay's state changes and warnings (else a\n"
 	    "               candidate's divergence is counted, not told)\n"
@@ -401,6 +405,76 @@ story(const struct cfg *cfg, const struct plan *p, const struct seed_result *res
 		printf("  the failure: %s\n", res->message);
 }
 
+static const char *
+said_words(enum min_said s)
+{
+	return s == MIN_STILL_FAILS ? "still fails" : s == MIN_PASSES ? "passes" :
+	    "cannot come (diverged)";
+}
+
+/*
+ * What the explain phase found: each kept fault as the other kinds and
+ * with other latencies, each step swapped with the next; "does not
+ * matter" where it still fails.
+ */
+static void
+explain_print(const struct plan *p, const struct min_note *v, size_t n,
+    int variants)
+{
+	size_t	i, j;
+
+	printf("\nwhat matters (explain: each fault as the other kinds and with up "
+	    "to %d latencies, each step swapped with the next):\n", variants);
+	for (i = 0; i < n; i = j) {
+		const struct min_note	*a = &v[i];
+		size_t			 lats = 0, lfail = 0;
+		int64_t			 lo = INT64_MAX, hi = 0;
+
+		for (j = i; j < n && v[j].kind == a->kind && v[j].proxy == a->proxy &&
+		    v[j].index == a->index; j++)
+			;
+		if (a->kind == MIN_FAULTS) {
+			const struct plan_fault_rec	*f = &p->proxies[a->proxy].faults[a->index];
+			const char			*sep = "";
+			size_t				 q;
+
+			printf("  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
+			    f->round, f->turn, f->what ? f->what : "(an exchange)",
+			    plan_fault_name(f->fault), f->latency_ms > 0 ? ", late" : "");
+			for (q = i; q < j; q++) {
+				if (v[q].latency_ms >= 0) {
+					lats++;
+					lfail += v[q].said == MIN_STILL_FAILS;
+					lo = v[q].latency_ms < lo ? v[q].latency_ms : lo;
+					hi = v[q].latency_ms > hi ? v[q].latency_ms : hi;
+					continue;
+				}
+				printf("%s%s — %s", sep, v[q].variant, said_words(v[q].said));
+				sep = "; ";
+			}
+			if (lats > 0 && lfail == lats)
+				printf("%slatency: any value (%zu tried, %lld..%lld ms) — still "
+				    "fails", sep, lats, (long long)lo, (long long)hi);
+			else if (lats > 0)
+				for (q = i; q < j; q++)
+					if (v[q].latency_ms >= 0 && v[q].said != MIN_STILL_FAILS)
+						printf("%s%s — %s", sep, v[q].variant,
+						    said_words(v[q].said)), sep = "; ";
+			printf("\n");
+		} else {
+			const struct plan_proxy	*x = &p->proxies[a->proxy];
+			const struct plan_step	*s = &x->steps[a->index];
+			const struct plan_step	*t = &x->steps[a->index + 1];
+
+			printf("  steps %zu-%zu of %s: turn %d's %s after turn %d's %s — %s%s\n",
+			    a->index + 1, a->index + 2, x->name, s->turn, s->what ? s->what :
+			    "statement", t->turn, t->what ? t->what : "statement",
+			    said_words(a->said), a->said == MIN_STILL_FAILS ?
+			    " (the order does not matter)" : " (the order matters)");
+		}
+	}
+}
+
 /* The default --out: beside the plan, or under ./soak-minimize/. */
 static char *
 default_out(const char *planarg, uint64_t seed, char *err)
@@ -451,6 +525,7 @@ cmd_minimize(int argc, char **argv)
 		{ "tries",	required_argument, NULL, 'k' },
 		{ "budget",	required_argument, NULL, 'b' },
 		{ "out",	required_argument, NULL, 'o' },
+		{ "explain",	required_argument, NULL, 'e' },
 		{ "verbose",	no_argument,	   NULL, 'v' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -469,10 +544,14 @@ cmd_minimize(int argc, char **argv)
 	char			 line[256];
 	uint64_t		 seed = 0;
 	int64_t			 budget = 0;
-	long			 tries = 3;
+	long			 tries = 3, explain = 5;
+	struct seed_result	 told = { 0 };
+	struct min_note		*notes = NULL;
+	size_t			 nnotes = 0;
+	bool			 have_story = false;
 	int			 ch, rc = MIN_EXIT_CANNOT, stopped = 0;
 
-	while ((ch = getopt_long(argc, argv, "s:p:k:b:o:vh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:p:k:b:o:e:vh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 'p': planarg = optarg; break;
@@ -485,6 +564,18 @@ cmd_minimize(int argc, char **argv)
 			if (errno != 0 || *end != '\0' || tries < 1 || tries > 100) {
 				fprintf(stderr, "soak minimize: --tries: \"%s\" is not a "
 				    "count of 1..100\n", optarg);
+				return SOAK_EXIT_USAGE;
+			}
+			break;
+		}
+		case 'e': {
+			char	*end;
+
+			errno = 0;
+			explain = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || explain < 0 || explain > 100) {
+				fprintf(stderr, "soak minimize: --explain: \"%s\" is not a "
+				    "count of 0..100\n", optarg);
 				return SOAK_EXIT_USAGE;
 			}
 			break;
@@ -703,10 +794,24 @@ report:
 		m.deadline_ms = INT64_MAX;
 		(void)min_test(&m, &best);
 	}
-	if (m.last_hash == min_plan_hash(&best))
-		story(&cfg, &best, &m.last);
+	if (m.last_hash == min_plan_hash(&best)) {
+		told = m.last;
+		memset(&m.last, 0, sizeof(m.last));
+		have_story = true;
+	}
+	/* Explain: what of it does not matter (not of a stopped one). */
+	if (stopped == 0 && explain > 0) {
+		log_set_warnings(log_verbose());
+		if (min_explain(&m, &best, (int)explain, &notes, &nnotes) == -1)
+			printf("(explain stopped: %s)\n", min_stop ? "a signal" : "the budget");
+		log_set_warnings(1);
+	}
+	if (have_story)
+		story(&cfg, &best, &told);
 	else
 		printf("\n(no story: the plan's last failing replay is not this plan's)\n");
+	if (nnotes > 0)
+		explain_print(&best, notes, nnotes, (int)explain);
 close:
 	wrk_close(&w, true);
 out:
@@ -714,6 +819,8 @@ out:
 		rm_rf(keep);
 	iso_db_close(&db);
 	seed_result_clear(&res);
+	seed_result_clear(&told);
+	free(notes);
 	min_run_free(&m);
 	free(m.want);
 	free(keep);

@@ -524,3 +524,108 @@ min_run_free(struct min_run *m)
 	m->seen = NULL;
 	m->nseen = 0;
 }
+
+/* ---- explain ---- */
+
+static int
+note(struct min_run *m, const struct plan *cand, enum min_kind k, size_t proxy,
+    size_t index, const char *variant, int64_t lat, struct min_note **notes,
+    size_t *n)
+{
+	size_t	div = m->diverged;
+	int	r;
+
+	if ((r = min_test(m, cand)) == -1)
+		return -1;
+	*notes = xreallocarray(*notes, *n + 1, sizeof(**notes));
+	(*notes)[*n] = (struct min_note){ .kind = k, .proxy = proxy, .index = index,
+	    .said = r == 1 ? MIN_STILL_FAILS : m->diverged > div ? MIN_DIVERGES :
+	    MIN_PASSES, .latency_ms = lat };
+	snprintf((*notes)[*n].variant, sizeof((*notes)[*n].variant), "%s", variant);
+	(*n)++;
+	return 0;
+}
+
+/* best with step i of proxy x and its neighbour j swapped, when they are
+ * of one round and two turns: 1, else 0 (nothing tried). */
+static int
+swapped(const struct plan *best, size_t x, size_t i, size_t j, struct plan *out)
+{
+	const struct plan_proxy	*px = &best->proxies[x];
+	struct plan_step	 t;
+	size_t			 q;
+
+	if (j >= px->nsteps || px->steps[i].round != px->steps[j].round ||
+	    px->steps[i].turn == px->steps[j].turn)
+		return 0;
+	plan_copy(best, out);
+	t = out->proxies[x].steps[i];
+	out->proxies[x].steps[i] = out->proxies[x].steps[j];
+	out->proxies[x].steps[j] = t;
+	for (q = 0; q < out->proxies[x].nsteps; q++)
+		out->proxies[x].steps[q].has_cand = false;
+	return 1;
+}
+
+int
+min_explain(struct min_run *m, const struct plan *best, int variants,
+    struct min_note **notes, size_t *n)
+{
+	static const enum plan_fault	 kinds[] = { PLAN_LOST_REPLY, PLAN_RESET,
+					    PLAN_DUPLICATE };
+	struct seed_rng			 rng;
+	struct plan			 c;
+	char				 what[64];
+	size_t				 x, i, k;
+	int				 v;
+
+	*notes = NULL;
+	*n = 0;
+	seed_rng_init(&rng, seed_derive(best->seed, 0x6578706c61696eull, 0));
+	for (x = 0; x < best->nproxies; x++)
+		for (i = 0; i < best->proxies[x].nfaults; i++) {
+			const struct plan_fault_rec	*f = &best->proxies[x].faults[i];
+			int64_t				 hi;
+
+			if (f->fault == PLAN_BLACKHOLE)
+				continue;
+			for (k = 0; f->fault != PLAN_NONE && k < 3; k++) {
+				if (kinds[k] == f->fault)
+					continue;
+				plan_copy(best, &c);
+				c.proxies[x].faults[i].fault = kinds[k];
+				snprintf(what, sizeof(what), "as %s", plan_fault_name(kinds[k]));
+				v = note(m, &c, MIN_FAULTS, x, i, what, -1, notes, n);
+				plan_free(&c);
+				if (v == -1)
+					return -1;
+			}
+			/* its latency: none, then values drawn up to twice its own */
+			hi = f->latency_ms > 25 ? 2 * f->latency_ms : 50;
+			for (v = 0; v < variants; v++) {
+				int64_t	lat = v == 0 ? 0 : 1 + (int64_t)seed_rng_below(&rng,
+					    (uint64_t)hi);
+				int	r;
+
+				if (lat == f->latency_ms || (lat == 0 && f->fault == PLAN_NONE))
+					continue;
+				plan_copy(best, &c);
+				c.proxies[x].faults[i].latency_ms = lat;
+				snprintf(what, sizeof(what), "latency %lld ms", (long long)lat);
+				r = note(m, &c, MIN_FAULTS, x, i, what, lat, notes, n);
+				plan_free(&c);
+				if (r == -1)
+					return -1;
+			}
+		}
+	for (x = 0; x < best->nproxies; x++)
+		for (i = 0; i < best->proxies[x].nsteps; i++) {
+			if (swapped(best, x, i, i + 1, &c)) {
+				v = note(m, &c, MIN_PREEMPTIONS, x, i, "one later", -1, notes, n);
+				plan_free(&c);
+				if (v == -1)
+					return -1;
+			}
+		}
+	return 0;
+}

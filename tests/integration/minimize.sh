@@ -6,7 +6,8 @@
 # lost replies, resets, a duplicate and latencies that do not) minimizes
 # to those two faults and turns 0 and 1, every other removed; removing
 # either fault or either turn passes (1-minimality, checked by replaying
-# each).  A bash/psql turn (one `psql -c` per statement) and a Python
+# each).  The explain phase says a duplicate would do as well as either
+# lost reply, a reset would not, and no latency matters.  A bash/psql turn (one `psql -c` per statement) and a Python
 # psycopg2 turn (one connection held, reconnected after a lost reply)
 # reach the same plan.  A seed that does not fail: its own exit status,
 # a clear message, no plan written.  --budget and SIGTERM stop it with
@@ -139,6 +140,10 @@ expect_match "the story: a reply lost" 'db INSERT INTO log .* — reply lost \(t
 expect_match "the story: a turn's own output" '\| turn 1: c after 2 tries' "$(cat "$T/m1.out")"
 expect_match "the story: the broken invariant and its rows" "^  broken: \"$INV\" \\(1 row\\)" "$(cat "$T/m1.out")"
 expect_match "its row" '^    2 \| 2$' "$(cat "$T/m1.out")"
+expect_match "explain: a lost reply on b as a reset passes, as a duplicate still fails, its latency does not matter" \
+    "^  db round 0 turn 0 turn 0 b \(lost_reply\): as reset — passes; as duplicate — still fails; latency: any value \(4 tried, [0-9]+\.\.[0-9]+ ms\) — still fails$" \
+    "$(cat "$T/m1.out")"
+expect_match "explain: the same of turn 1's c" "^  db round 0 turn 1 turn 1 c \(lost_reply\): as reset — passes; as duplicate — still fails; " "$(cat "$T/m1.out")"
 replays=$(sed -n 's/^replays: \([0-9]*\) of.*/\1/p' "$T/m1.out")
 echo "figures: bash/psql: 8 faults, 4 turns -> 2, 2 in $replays replays, $(grep -A2 '^1-minimal: ' "$T/m1.out" | tail -n 1)"
 
