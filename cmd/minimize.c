@@ -661,7 +661,11 @@ cmd_minimize(int argc, char **argv)
 	/* The original, as given: it must fail, and its fingerprint is the
 	 * one every candidate must fail with. */
 	if (original(&w, seed, (int)tries, &res, why, sizeof(why)) == -1) {
-		if (res.verdict == VERDICT_PASS) {
+		if (min_stop) {
+			printf("stopped (%s) before the original's verdict: no plan "
+			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
+			rc = MIN_EXIT_STOPPED;
+		} else if (res.verdict == VERDICT_PASS) {
 			printf("seed %" PRIu64 " does not fail (%ld tr%s): %s\nnothing to "
 			    "minimize; no plan written\n", seed, tries, tries == 1 ? "y" :
 			    "ies", why);
