@@ -40,7 +40,7 @@ for ex in "${examples[@]}"; do
 			echo "bench/minimize.sh: $ex seed $s: minimize exited $rc" >&2
 			continue
 		fi
-		r=$(sed -n 's/^replays: \([0-9]*\) of.*/\1/p' "$T/m.out")
+		r=$(sed -n 's/^replays: \([0-9]*\), of.*/\1/p' "$T/m.out")
 		b=$(elements "$T/m.out" before) a=$(elements "$T/m.out" after)
 		printf '%-13s %5s %8s %8s %9s %9s %s\n' "$ex" "$s" "$r" "$wall" "$b" "$a" \
 		    "$(awk -v r="$r" -v b="$b" 'BEGIN { printf "%.2f", b ? r / b : 0 }')"

@@ -780,8 +780,9 @@ report:
 	}
 	if (plan_save(&best, out, err) == -1)
 		printf("(not written: %s)\n", err);
-	printf("replays: %zu of %zu candidate plans (%zu more were tried before); "
-	    "%zu diverged, %zu failed otherwise\n", m.replays, m.candidates,
+	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "
+	    "were the same as one tried before); %zu diverged, %zu failed "
+	    "otherwise\n", m.replays, m.candidates, tries, tries == 1 ? "y" : "ies",
 	    m.cached, m.diverged, m.other);
 	if (m.disagreed > 0)
 		printf("tries that disagreed: %zu (a try passed, a later try of the same "

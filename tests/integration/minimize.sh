@@ -144,7 +144,7 @@ expect_match "explain: a lost reply on b as a reset passes, as a duplicate still
     "^  db round 0 turn 0 turn 0 b \(lost_reply\): as reset — passes; as duplicate — still fails; latency: any value \(4 tried, [0-9]+\.\.[0-9]+ ms\) — still fails$" \
     "$(cat "$T/m1.out")"
 expect_match "explain: the same of turn 1's c" "^  db round 0 turn 1 turn 1 c \(lost_reply\): as reset — passes; as duplicate — still fails; " "$(cat "$T/m1.out")"
-replays=$(sed -n 's/^replays: \([0-9]*\) of.*/\1/p' "$T/m1.out")
+replays=$(sed -n 's/^replays: \([0-9]*\), of.*/\1/p' "$T/m1.out")
 echo "figures: bash/psql: 8 faults, 4 turns -> 2, 2 in $replays replays, $(grep -A2 '^1-minimal: ' "$T/m1.out" | tail -n 1)"
 
 phase "1-minimal: without any one element it passes"
