@@ -72,7 +72,7 @@ usage(FILE *f)
 	    "               and after each reduction\n"
 	    "  --explain N  after minimizing, try each kept fault as the other kinds\n"
 	    "               and with N latencies drawn from the seed, each kept step\n"
-	    "               swapped with the next, and say what does not matter\n"
+	    "               up to N places later, and say what does not matter\n"
 	    "               (default 5; 0: none)\n"
 	    "  -v, --verbose\n"
 	    "               log every replay's state changes and warnings (else a\n"
@@ -414,7 +414,7 @@ said_words(enum min_said s)
 
 /*
  * What the explain phase found: each kept fault as the other kinds and
- * with other latencies, each step swapped with the next; "does not
+ * with other latencies, each step later and later; "does not
  * matter" where it still fails.
  */
 static void
@@ -424,7 +424,8 @@ explain_print(const struct plan *p, const struct min_note *v, size_t n,
 	size_t	i, j;
 
 	printf("\nwhat matters (explain: each fault as the other kinds and with up "
-	    "to %d latencies, each step swapped with the next):\n", variants);
+	    "to %d latencies, each step up to %d places later):\n", variants,
+	    variants);
 	for (i = 0; i < n; i = j) {
 		const struct min_note	*a = &v[i];
 		size_t			 lats = 0, lfail = 0;
@@ -464,13 +465,20 @@ explain_print(const struct plan *p, const struct min_note *v, size_t n,
 		} else {
 			const struct plan_proxy	*x = &p->proxies[a->proxy];
 			const struct plan_step	*s = &x->steps[a->index];
-			const struct plan_step	*t = &x->steps[a->index + 1];
+			const struct min_note	*z = &v[j - 1];
+			const struct plan_step	*t = &x->steps[a->index + (size_t)z->latency_ms];
 
-			printf("  steps %zu-%zu of %s: turn %d's %s after turn %d's %s — %s%s\n",
-			    a->index + 1, a->index + 2, x->name, s->turn, s->what ? s->what :
-			    "statement", t->turn, t->what ? t->what : "statement",
-			    said_words(a->said), a->said == MIN_STILL_FAILS ?
-			    " (the order does not matter)" : " (the order matters)");
+			printf("  step %zu of %s, turn %d's %s: ", a->index + 1, x->name,
+			    s->turn, s->what ? s->what : "statement");
+			if (z->said == MIN_STILL_FAILS)
+				printf("%lld later (after turn %d's %s) — still fails (its place "
+				    "does not matter that far)\n", (long long)z->latency_ms,
+				    t->turn, t->what ? t->what : "statement");
+			else
+				printf("%s%lld later (after turn %d's %s) — %s (its place "
+				    "matters)\n", z->latency_ms > 1 ? "up to 1 less still "
+				    "fails; " : "", (long long)z->latency_ms, t->turn, t->what ?
+				    t->what : "statement", said_words(z->said));
 		}
 	}
 }

@@ -546,22 +546,24 @@ note(struct min_run *m, const struct plan *cand, enum min_kind k, size_t proxy,
 	return 0;
 }
 
-/* best with step i of proxy x and its neighbour j swapped, when they are
- * of one round and two turns: 1, else 0 (nothing tried). */
+/* best with step i of proxy x moved k places later, past steps of other
+ * turns of its round only: 1, else 0 (nothing tried). */
 static int
-swapped(const struct plan *best, size_t x, size_t i, size_t j, struct plan *out)
+moved(const struct plan *best, size_t x, size_t i, size_t k, struct plan *out)
 {
 	const struct plan_proxy	*px = &best->proxies[x];
 	struct plan_step	 t;
 	size_t			 q;
 
-	if (j >= px->nsteps || px->steps[i].round != px->steps[j].round ||
-	    px->steps[i].turn == px->steps[j].turn)
-		return 0;
+	for (q = i + 1; q <= i + k; q++)
+		if (q >= px->nsteps || px->steps[q].round != px->steps[i].round ||
+		    px->steps[q].turn == px->steps[i].turn)
+			return 0;
 	plan_copy(best, out);
 	t = out->proxies[x].steps[i];
-	out->proxies[x].steps[i] = out->proxies[x].steps[j];
-	out->proxies[x].steps[j] = t;
+	memmove(&out->proxies[x].steps[i], &out->proxies[x].steps[i + 1],
+	    k * sizeof(t));
+	out->proxies[x].steps[i + k] = t;
 	for (q = 0; q < out->proxies[x].nsteps; q++)
 		out->proxies[x].steps[q].has_cand = false;
 	return 1;
@@ -618,14 +620,18 @@ min_explain(struct min_run *m, const struct plan *best, int variants,
 					return -1;
 			}
 		}
+	/* each step later and later, until it no longer fails there */
 	for (x = 0; x < best->nproxies; x++)
-		for (i = 0; i < best->proxies[x].nsteps; i++) {
-			if (swapped(best, x, i, i + 1, &c)) {
-				v = note(m, &c, MIN_PREEMPTIONS, x, i, "one later", -1, notes, n);
+		for (i = 0; i < best->proxies[x].nsteps; i++)
+			for (k = 1; k <= (size_t)variants && moved(best, x, i, k, &c); k++) {
+				snprintf(what, sizeof(what), "%zu later", k);
+				v = note(m, &c, MIN_PREEMPTIONS, x, i, what, (int64_t)k,
+				    notes, n);
 				plan_free(&c);
 				if (v == -1)
 					return -1;
+				if ((*notes)[*n - 1].said != MIN_STILL_FAILS)
+					break;
 			}
-		}
 	return 0;
 }

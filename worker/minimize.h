@@ -152,8 +152,9 @@ void	min_run_free(struct min_run *m);
  * Explain (Hypothesis's explain phase): what of a minimal plan does not
  * matter.  Each kept fault is tried as each other kind (lost reply, reset,
  * duplicate) and with `variants` latencies drawn from the plan's seed (0
- * first); each kept step of a schedule swapped with the next one, when
- * that is another turn's of the same round ("one later").  Each
+ * first); each kept step of a schedule moved 1, 2, ... `variants` places
+ * later, past other turns' steps of its round only, until it no longer
+ * fails there ("2 later").  Each
  * variant is a candidate as any other (m->tries, the fingerprint).  One
  * note per variant into *notes (heap, *n of them); -1 stopped (the notes
  * so far are kept).
@@ -162,8 +163,9 @@ enum min_said { MIN_STILL_FAILS, MIN_PASSES, MIN_DIVERGES };
 struct min_note {
 	enum min_kind	 kind;		/* MIN_FAULTS or MIN_PREEMPTIONS (a step) */
 	size_t		 proxy, index;	/* the fault's, or the step's */
-	char		 variant[64];	/* "as reset", "latency 37 ms", "one later" */
-	int64_t		 latency_ms;	/* a latency variant's, else -1 */
+	char		 variant[64];	/* "as reset", "latency 37 ms", "2 later" */
+	int64_t		 latency_ms;	/* a latency variant's; a step's places
+					   later; else -1 */
 	enum min_said	 said;
 };
 int	min_explain(struct min_run *m, const struct plan *best, int variants,

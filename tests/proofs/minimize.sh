@@ -55,7 +55,8 @@ for f in "$T"/rs/failures/*/plan.json; do
 	minimize "$RS/soak.yaml" "$f" "rs$s"
 	expect_match "reservations seed $s: 2 turns, 1 preemption" '^turns 8 → 2, faults 0 → 0, preemptions [0-9]+ → 1,' \
 	    "$(grep -A2 '^1-minimal' "$T/rs$s.out" | tail -n 1)"
-	expect_ge "explain: an order of its steps that matters" 1 "$(grep -c ' — passes (the order matters)$' "$T/rs$s.out")"
+	expect_ge "explain: a step whose place matters (a read after the other's write passes)" 1 \
+	    "$(grep -cE "^  step [0-9]+ of db, turn [0-9]+'s SELECT .* later \(after turn [0-9]+'s UPDATE .* — passes \(its place matters\)$" "$T/rs$s.out")"
 	expect_eq "its story marks the preemption" 1 "$(grep -cE '^  \*  +[0-9]+\. round 0 turn [0-9]+ .*— preempts turn [0-9]+$' "$T/rs$s.out")"
 	n=$((n + 1))
 done
