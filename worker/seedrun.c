@@ -874,9 +874,15 @@ seed_plan(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
 	free(trace);
 	/* a plan's own runs stay the runs of its replay */
 	if (c->w->plan != NULL && c->w->plan->runs != NULL) {
+		int	r, t;
+
+		/* pair by pair: the plan may have fewer turns or rounds than
+		 * the config (plan_fits), and so its runs fewer cells */
 		p.runs = xcalloc((size_t)p.rounds * (size_t)p.turns, sizeof(*p.runs));
-		memcpy(p.runs, c->w->plan->runs, (size_t)p.rounds * (size_t)p.turns *
-		    sizeof(*p.runs));
+		for (r = 0; r < p.rounds; r++)
+			for (t = 0; t < p.turns; t++)
+				p.runs[(size_t)r * (size_t)p.turns + (size_t)t] =
+				    plan_runs(c->w->plan, r, t);
 	}
 	if (res->verdict == VERDICT_FAIL)
 		p.message = xstrdup(res->message);
