@@ -658,9 +658,12 @@ cmd_minimize(int argc, char **argv)
 	w.whole_trace = true;
 	w.save_plan = planarg == NULL;
 	w.plan = planarg != NULL ? &in : NULL;
-	printf("minimize %s of %s (%d turns x %d rounds), %ld tr%s a candidate\n",
-	    planarg != NULL ? planarg : "its seed", cfg.name, cfg.turns, cfg.rounds,
-	    tries, tries == 1 ? "y" : "ies");
+	if (planarg != NULL)
+		printf("minimize %s of %s", planarg, cfg.name);
+	else
+		printf("minimize seed %" PRIu64 " of %s", seed, cfg.name);
+	printf(" (%d turns x %d rounds), %ld tr%s a candidate\n", cfg.turns,
+	    cfg.rounds, tries, tries == 1 ? "y" : "ies");
 	fflush(stdout);
 	if (wrk_open(&w, err) == -1) {
 		printf("cannot test: %s\n", err);
