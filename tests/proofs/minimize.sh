@@ -4,7 +4,7 @@
 # reply or duplicate), one that keeps the lost reply to 1 turn, and each
 # minimal plan replays to the fingerprint; every failing scheduled
 # reservations seed of 0..3 to 2 turns and 1 preemption (two reads before
-# two writes); the ledger's seed 9, whose mark and cancellation share a
+# two writes), and one by --seed N as well; the ledger's seed 9, whose mark and cancellation share a
 # teaching round and whose clear is in the evening, to at most 3 (round,
 # turn) pairs in at most 2 rounds, its story listing mark, cancel, clear
 # in that order.  Each with the default 3 tries a candidate.  The small
@@ -61,6 +61,14 @@ for f in "$T"/rs/failures/*/plan.json; do
 	n=$((n + 1))
 done
 expect_ge "reservations seeds minimized" 1 "$n"
+# --seed N: the plan made of the seed's own run, under ./soak-minimize/
+set +e
+(cd "$T" && exec "$SOAK" minimize "$RS/soak.yaml" --seed 1 --explain 0) >"$T/rss.out" 2>&1
+rc=$?
+set -e
+expect_eq "reservations --seed 1: exit status" 0 "$rc"
+expect_match "it names the seed" '^minimize seed 1 of reservations ' "$(head -n 1 "$T/rss.out")"
+expect_eq "its plan beside, 2 turns" 2 "$(jq '.runs | length' "$T/soak-minimize/seed-1.plan.json")"
 
 phase "ledger: seed 9, mark and cancel in a teaching hour, the clear in the evening"
 LG=$ROOT/examples/ledger
