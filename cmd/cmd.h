@@ -17,5 +17,6 @@ int	cmd_tickets(int argc, char **argv);	/* cmd/tickets.c */
 int	cmd_pin(int argc, char **argv);		/* cmd/pin.c */
 int	cmd_report(int argc, char **argv);	/* cmd/report.c */
 int	cmd_explore(int argc, char **argv);	/* cmd/explore.c */
+int	cmd_minimize(int argc, char **argv);	/* cmd/minimize.c */
 
 #endif

@@ -20,7 +20,7 @@ static const struct {
 	    "a run across machines: leases seeds to workers" },
 	{ "worker",	 cmd_worker,	  "worker [--connect URL] [--slots N]",
 	    "runs seeds for a coordinator" },
-	{ "replay",	 cmd_replay,	  "replay CONFIG --seed N [--keep [--shell]] [--out DIR]",
+	{ "replay",	 cmd_replay,	  "replay CONFIG (--seed N | --plan FILE) [--keep [--shell]] [--out DIR]",
 	    "one seed alone, with its timeline" },
 	{ "proxy",	 cmd_proxy,	  "proxy --listen ADDR --upstream ADDR --seed N [fault options]",
 	    "the fault proxy on its own" },
@@ -34,6 +34,8 @@ static const struct {
 	    "keeps a failing seed's plan as a regression, run before the seeds" },
 	{ "explore",	 cmd_explore,	  "explore CONFIG --seed N [--preemptions P] [--budget B]",
 	    "every interleaving of one seed up to a bound on preemptions" },
+	{ "minimize",	 cmd_minimize,	  "minimize CONFIG (--seed N | --plan FILE) [--tries K] [--budget DUR] [--out FILE]",
+	    "reduces a failing seed's plan to a 1-minimal one, and tells its story" },
 };
 
 /*

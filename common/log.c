@@ -12,6 +12,7 @@
 
 static char	log_role[64] = "soak";
 static int	log_level_verbose;
+static int	log_warnings_off;
 
 void
 log_init(const char *role, int verbose)
@@ -24,6 +25,12 @@ void
 log_set_role(const char *role)
 {
 	snprintf(log_role, sizeof(log_role), "%s", role);
+}
+
+void
+log_set_warnings(int on)
+{
+	log_warnings_off = !on;
 }
 
 int
@@ -81,6 +88,8 @@ log_warn(const char *fmt, ...)
 {
 	va_list	ap;
 
+	if (log_warnings_off)
+		return;
 	va_start(ap, fmt);
 	log_vemit("warning: ", fmt, ap, 1);
 	va_end(ap);
@@ -91,6 +100,8 @@ log_warnx(const char *fmt, ...)
 {
 	va_list	ap;
 
+	if (log_warnings_off)
+		return;
 	va_start(ap, fmt);
 	log_vemit("warning: ", fmt, ap, 0);
 	va_end(ap);

@@ -12,6 +12,9 @@
 void	log_init(const char *role, int verbose);
 void	log_set_role(const char *role);
 int	log_verbose(void);
+/* Off: log_warn and log_warnx say nothing (soak minimize's candidates,
+ * whose divergences and failures it counts and tells itself); on again. */
+void	log_set_warnings(int on);
 
 void	log_debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void	log_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

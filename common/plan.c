@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/log.h"
 #include "common/util.h"
 
 static const char *const fault_names[PLAN_FAULT_MAX] = {
@@ -216,6 +217,20 @@ read_step(struct rd *r, json_t *o, const char *path, const struct plan *p,
 			s->waits_on |= (uint64_t)1 << json_integer_value(t);
 		}
 	}
+	if ((w = json_object_get(o, "cand")) != NULL) {
+		char	q[320];
+
+		snprintf(q, sizeof(q), "%s.cand", path);
+		if (!json_is_array(w))
+			return bad(r, q, "not a list of turns");
+		s->has_cand = true;
+		json_array_foreach(w, i, t) {
+			if (!json_is_integer(t) || json_integer_value(t) < 0 ||
+			    json_integer_value(t) >= 64)
+				return bad(r, q, "a turn is not an integer of 0..63");
+			s->cand |= (uint64_t)1 << json_integer_value(t);
+		}
+	}
 	s->what = opt_str(o, "what");
 	s->deadlock = opt_str(o, "deadlock");
 	return 0;
@@ -389,6 +404,17 @@ plan_load(const char *path, struct plan *p, char *err)
 	return rc;
 }
 
+void
+plan_copy(const struct plan *src, struct plan *dst)
+{
+	char	*text = plan_dump(src), err[ERR_LEN];
+
+	/* plan_dump writes only what plan_parse reads back */
+	if (plan_parse(text, strlen(text), "(a copy)", dst, err) == -1)
+		fatalx("%s: %s", __func__, err);
+	free(text);
+}
+
 /* ---- writing ---- */
 
 static json_t *
@@ -439,6 +465,8 @@ proxy_json(const struct plan_proxy *x)
 		    (int)s->occ);
 		if (s->what != NULL)
 			json_object_set_new(e, "what", json_string(s->what));
+		if (s->has_cand)
+			json_object_set_new(e, "cand", turns_json(s->cand));
 		if (s->lock_wait)
 			json_object_set_new(e, "waits_on", turns_json(s->waits_on));
 		if (s->deadlock != NULL)
@@ -653,6 +681,10 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	    .step = (uint64_t)json_integer_value(json_object_get(o, "step")),
 	    .s = { .round = round, .turn = turn, .key = key, .occ = (uint32_t)occ,
 	    .what = what ? xstrdup(what) : NULL } };
+	if ((w = json_string_value(json_object_get(o, "cand"))) != NULL) {
+		t->s.has_cand = true;
+		t->s.cand = strtoull(w, NULL, 16);
+	}
 	if ((w = json_string_value(json_object_get(o, "waits_on"))) != NULL) {
 		t->s.lock_wait = true;
 		t->s.waits_on = strtoull(w, NULL, 16);

@@ -47,6 +47,11 @@ struct plan_step {
 	char		*what;
 	uint64_t	 waits_on;	/* turns (bit t), as reported then */
 	bool		 lock_wait;
+	/* the turns whose exchange was held when this step was chosen (bit
+	 * t; the trace's "cand"), when the plan says (has_cand): what
+	 * `soak minimize` calls a preemption is read from it */
+	uint64_t	 cand;
+	bool		 has_cand;
 	char		*deadlock;	/* "soak", "postgres" or NULL */
 };
 
@@ -98,6 +103,8 @@ int			 plan_load(const char *path, struct plan *p, char *err);
 char			*plan_dump(const struct plan *p);
 int			 plan_save(const struct plan *p, const char *path, char *err);
 void			 plan_free(struct plan *p);
+/* A deep copy of src into dst (through its JSON form). */
+void			 plan_copy(const struct plan *src, struct plan *dst);
 
 /*
  * A plan of a seed's fault trace (JSON lines; the whole trace, not a cut

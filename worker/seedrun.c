@@ -131,6 +131,16 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 		    sizeof(res->message) - 2)] = '\0';
 }
 
+/* The seed's time: the config's seed_timeout, or the caller's shorter one
+ * (wrk.h seed_timeout_ms). */
+static int64_t
+seed_timeout(const struct wrk *w)
+{
+	if (w->seed_timeout_ms > 0 && w->seed_timeout_ms < w->cfg->seed_timeout_ms)
+		return w->seed_timeout_ms;
+	return w->cfg->seed_timeout_ms;
+}
+
 /*
  * The seed's deadline passed while it was `where` (seed_timeout bounds the
  * whole seed: reset, setup, rounds, settling, checks; every libpq call
@@ -151,7 +161,7 @@ deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ..
 {
 	va_list		 ap;
 	char		 where[128], err[ERR_LEN];
-	long long	 timeout = (long long)c->w->cfg->seed_timeout_ms;
+	long long	 timeout = (long long)seed_timeout(c->w);
 
 	va_start(ap, fmt);
 	vsnprintf(where, sizeof(where), fmt, ap);
@@ -867,9 +877,15 @@ seed_plan(struct seed_ctx *c, const struct seed_result *res, json_t *detail)
 	free(trace);
 	/* a plan's own runs stay the runs of its replay */
 	if (c->w->plan != NULL && c->w->plan->runs != NULL) {
+		int	r, t;
+
+		/* pair by pair: the plan may have fewer turns or rounds than
+		 * the config (plan_fits), and so its runs fewer cells */
 		p.runs = xcalloc((size_t)p.rounds * (size_t)p.turns, sizeof(*p.runs));
-		memcpy(p.runs, c->w->plan->runs, (size_t)p.rounds * (size_t)p.turns *
-		    sizeof(*p.runs));
+		for (r = 0; r < p.rounds; r++)
+			for (t = 0; t < p.turns; t++)
+				p.runs[(size_t)r * (size_t)p.turns + (size_t)t] =
+				    plan_runs(c->w->plan, r, t);
 	}
 	if (res->verdict == VERDICT_FAIL)
 		p.message = xstrdup(res->message);
@@ -1198,7 +1214,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	/* One deadline for the whole seed; every phase gets what is left. */
 	c.start = now_ms();
 	c.start_wall = wall_ms();
-	c.deadline = c.start + cfg->seed_timeout_ms;
+	c.deadline = c.start + seed_timeout(w);
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
 	c.checks = json_array();

@@ -151,6 +151,11 @@ struct wrk {
 	const struct plan	*plan;
 	bool			 then_seed;
 	bool			 save_plan;	/* a passing seed's plan too */
+	/* A seed's whole time when shorter than the config's seed_timeout
+	 * (0: the config's): soak minimize gives a candidate about twice
+	 * the original's time, so a turn waiting on a removed peer ends the
+	 * candidate as a hang (not its failure) instead of at turn.timeout */
+	int64_t			 seed_timeout_ms;
 	/* The folder under keep_dir a failing seed is kept in: NULL for its
 	 * number; a regression's "regression-NAME" (its seed may also be one
 	 * of the range's) */

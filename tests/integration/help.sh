@@ -5,7 +5,7 @@
 . "$(dirname "$0")/lib.sh"
 
 "$SOAK" --help >"$T/top" || fail "soak --help exited $?"
-for c in run coordinator worker replay proxy check tickets pin report explore; do
+for c in run coordinator worker replay proxy check tickets pin report explore minimize; do
 	grep -qE "^  soak $c( |$)" "$T/top" || fail "soak --help does not name $c"
 done
 ok "soak --help names every command"
@@ -14,7 +14,8 @@ expect_match "and says where each one's options are" 'soak COMMAND --help' "$(ca
 # command:source of its option table
 for pair in run:cmd/run.c coordinator:cmd/run.c worker:cmd/worker.c \
     replay:cmd/replay.c proxy:cmd/proxy.c check:cmd/check.c \
-    tickets:cmd/tickets.c pin:cmd/pin.c report:cmd/report.c explore:cmd/explore.c; do
+    tickets:cmd/tickets.c pin:cmd/pin.c report:cmd/report.c explore:cmd/explore.c \
+    minimize:cmd/minimize.c; do
 	c=${pair%%:*} src=$ROOT/${pair#*:}
 	"$SOAK" "$c" --help >"$T/$c.help" 2>&1 || fail "soak $c --help exited $?"
 	cmp -s "$T/$c.help" <("$SOAK" help "$c" 2>&1) || fail "soak help $c is not soak $c --help"

@@ -1,0 +1,305 @@
+/*
+ * soak minimize's engine (worker/minimize.c) without a database: ddmin
+ * ends at exactly what a failure needs (every target set of a monotone
+ * test), tries the empty set first, stops with the best so far; a
+ * plan's preemptions are the switches away from a turn still waiting;
+ * a candidate without one lets that turn go on, and keeping everything
+ * gives the plan's own order; a removed pair takes its faults and steps.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/plan.h"
+#include "common/util.h"
+#include "worker/minimize.h"
+
+/* A monotone test: fails when every element of need is kept. */
+struct target {
+	const bool	*need;
+	size_t		 n, calls, stop_after;
+};
+
+static int
+needs(const bool *keep, void *arg)
+{
+	struct target	*t = arg;
+	size_t		 i;
+
+	if (t->stop_after > 0 && t->calls >= t->stop_after)
+		return -1;
+	t->calls++;
+	for (i = 0; i < t->n; i++)
+		if (t->need[i] && !keep[i])
+			return 0;
+	return 1;
+}
+
+static void
+test_ddmin_exact(void **state)
+{
+	bool		 need[24], keep[24];
+	uint64_t	 x = 0x9e3779b97f4a7c15ull;
+	size_t		 n, i, trial;
+
+	(void)state;
+	/* every size, random targets of 0..4 elements (the generator is
+	 * fixed: the same cases every run) */
+	for (trial = 0; trial < 400; trial++) {
+		struct target	t;
+		size_t		 k, want = 0;
+		int		 rc;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		n = 1 + x % 24;
+		memset(need, 0, sizeof(need));
+		for (k = 0; k < (x >> 8) % 5; k++)
+			need[(x >> (16 + 5 * k)) % n] = true;
+		for (i = 0; i < n; i++) {
+			keep[i] = true;
+			want += need[i];
+		}
+		t = (struct target){ need, n, 0, 0 };
+		rc = min_ddmin(n, keep, needs, &t);
+		for (i = 0; i < n; i++)
+			if (keep[i] != need[i])
+				fail_msg("n %zu, trial %zu: element %zu kept %d, needed %d",
+				    n, trial, i, keep[i], need[i]);
+		assert_int_equal(rc, want < n ? 1 : 0);
+	}
+}
+
+static void
+test_ddmin_edges(void **state)
+{
+	bool		need[10] = { 0 }, keep[10];
+	struct target	t = { need, 10, 0, 0 };
+	size_t		i;
+
+	(void)state;
+	/* needing none: the empty set, on the first try */
+	for (i = 0; i < 10; i++)
+		keep[i] = true;
+	assert_int_equal(min_ddmin(10, keep, needs, &t), 1);
+	assert_int_equal(t.calls, 1);
+	for (i = 0; i < 10; i++)
+		assert_false(keep[i]);
+	/* only what it is given: elements not kept stay out */
+	need[3] = need[7] = true;
+	for (i = 0; i < 10; i++)
+		keep[i] = i != 5;
+	t.calls = 0;
+	assert_int_equal(min_ddmin(10, keep, needs, &t), 1);
+	for (i = 0; i < 10; i++)
+		assert_int_equal(keep[i], need[i]);
+	/* stopped: the smallest failing set so far, a superset of need */
+	for (i = 0; i < 10; i++)
+		keep[i] = true;
+	t = (struct target){ need, 10, 0, 3 };
+	assert_int_equal(min_ddmin(10, keep, needs, &t), -1);
+	assert_true(keep[3] && keep[7]);
+	/* one element that is needed: one try, nothing removed */
+	{
+		bool	one = true, k1 = true;
+		struct target	t1 = { &one, 1, 0, 0 };
+
+		assert_int_equal(min_ddmin(1, &k1, needs, &t1), 0);
+		assert_true(k1);
+		assert_int_equal(t1.calls, 1);
+	}
+}
+
+/* A plan of two turns on proxy db: A A B B A B, cand as given. */
+static void
+two_turns(struct plan *p, bool with_cand)
+{
+	static const int	turns[] = { 0, 0, 1, 1, 0, 1 };
+	struct plan_proxy	*x;
+	size_t			 i;
+
+	memset(p, 0, sizeof(*p));
+	p->seed = 7;
+	p->turns = 3;
+	p->rounds = 1;
+	p->proxies = xcalloc(1, sizeof(*p->proxies));
+	p->nproxies = 1;
+	x = &p->proxies[0];
+	x->name = xstrdup("db");
+	x->nsteps = 6;
+	x->steps = xcalloc(6, sizeof(*x->steps));
+	for (i = 0; i < 6; i++) {
+		x->steps[i].turn = turns[i];
+		x->steps[i].key = 100 + i;
+		x->steps[i].has_cand = with_cand;
+		x->steps[i].cand = 3;	/* both waiting */
+	}
+	/* turn 2 runs but is not scheduled: it has a fault */
+	x->nfaults = 2;
+	x->faults = xcalloc(2, sizeof(*x->faults));
+	x->faults[0] = (struct plan_fault_rec){ .turn = 2, .key = 9, .fault = PLAN_RESET };
+	x->faults[1] = (struct plan_fault_rec){ .turn = 1, .key = 103,
+	    .fault = PLAN_LOST_REPLY };
+}
+
+static void
+expect_order(const struct plan *p, const char *want)
+{
+	char	got[64] = "";
+	size_t	i;
+
+	for (i = 0; i < p->proxies[0].nsteps; i++)
+		snprintf(got + strlen(got), sizeof(got) - strlen(got), "%s%d",
+		    i ? " " : "", (int)(p->proxies[0].steps[i].key - 100));
+	assert_string_equal(got, want);
+}
+
+static void
+test_preemptions(void **state)
+{
+	struct plan	 p, c;
+	struct min_elem	*e;
+	bool		 keep[2];
+	size_t		 n, counts[MIN_KINDS];
+	int		 a = -1;
+
+	(void)state;
+	two_turns(&p, true);
+	/* step 2: turn 0 (step 4 to come) passed over; step 4: turn 1 (step
+	 * 5 to come); step 5 is no switch of a waiting turn: 0 is done */
+	n = min_elems(&p, MIN_PREEMPTIONS, &e);
+	assert_int_equal(n, 2);
+	assert_int_equal(e[0].index, 2);
+	assert_int_equal(e[0].preempted, 0);
+	assert_int_equal(e[1].index, 4);
+	assert_int_equal(e[1].preempted, 1);
+	assert_false(min_is_preemption(&p.proxies[0], 5, &a));
+	assert_false(min_is_preemption(&p.proxies[0], 1, &a));
+	/* everything kept: the plan's own order, cand kept */
+	keep[0] = keep[1] = true;
+	min_candidate(&p, MIN_PREEMPTIONS, e, n, keep, &c);
+	expect_order(&c, "0 1 2 3 4 5");
+	assert_true(c.proxies[0].steps[0].has_cand);
+	plan_free(&c);
+	/* without the first: turn 0 goes on through its step 4 */
+	keep[0] = false;
+	min_candidate(&p, MIN_PREEMPTIONS, e, n, keep, &c);
+	expect_order(&c, "0 1 4 2 3 5");
+	assert_false(c.proxies[0].steps[0].has_cand);
+	plan_free(&c);
+	/* without the second: turn 1 goes on through its step 5 */
+	keep[0] = true, keep[1] = false;
+	min_candidate(&p, MIN_PREEMPTIONS, e, n, keep, &c);
+	expect_order(&c, "0 1 2 3 5 4");
+	plan_free(&c);
+	/* without both: no switch but at a turn's end */
+	keep[0] = false;
+	min_candidate(&p, MIN_PREEMPTIONS, e, n, keep, &c);
+	expect_order(&c, "0 1 4 2 3 5");
+	min_counts(&c, counts);
+	assert_int_equal(counts[MIN_PREEMPTIONS], 0);
+	plan_free(&c);
+	free(e);
+	/* turn 0 was not waiting at step 2 (cand 2: turn 1 only): no
+	 * preemption there, and that switch stays */
+	p.proxies[0].steps[2].cand = 2;
+	assert_false(min_is_preemption(&p.proxies[0], 2, &a));
+	n = min_elems(&p, MIN_PREEMPTIONS, &e);
+	assert_int_equal(n, 1);
+	keep[0] = false;
+	min_candidate(&p, MIN_PREEMPTIONS, e, n, keep, &c);
+	expect_order(&c, "0 1 2 3 5 4");
+	plan_free(&c);
+	free(e);
+	plan_free(&p);
+	/* without cand: inferred, and a turn blocked on a lock is no
+	 * preemption */
+	two_turns(&p, false);
+	assert_true(min_is_preemption(&p.proxies[0], 2, &a));
+	p.proxies[0].steps[1].lock_wait = true;
+	assert_false(min_is_preemption(&p.proxies[0], 2, &a));
+	plan_free(&p);
+}
+
+static void
+test_runs(void **state)
+{
+	struct plan	 p, c;
+	struct min_elem	*e;
+	bool		 keep[3] = { true, false, true };
+	size_t		 n, counts[MIN_KINDS];
+
+	(void)state;
+	two_turns(&p, true);
+	min_counts(&p, counts);
+	assert_int_equal(counts[MIN_ROUNDS], 1);
+	assert_int_equal(counts[MIN_RUNS], 3);
+	assert_int_equal(counts[MIN_FAULTS], 2);
+	assert_int_equal(counts[MIN_PREEMPTIONS], 2);
+	n = min_elems(&p, MIN_RUNS, &e);
+	assert_int_equal(n, 3);
+	/* turn 1 removed: its steps and its fault go, turn 2's fault stays */
+	min_candidate(&p, MIN_RUNS, e, n, keep, &c);
+	assert_false(plan_runs(&c, 0, 1));
+	assert_true(plan_runs(&c, 0, 0) && plan_runs(&c, 0, 2));
+	expect_order(&c, "0 1 4");
+	assert_int_equal(c.proxies[0].nfaults, 1);
+	assert_int_equal(c.proxies[0].faults[0].turn, 2);
+	plan_free(&c);
+	free(e);
+	/* a fault removed: the other stays */
+	n = min_elems(&p, MIN_FAULTS, &e);
+	keep[0] = false, keep[1] = true;
+	min_candidate(&p, MIN_FAULTS, e, n, keep, &c);
+	assert_int_equal(c.proxies[0].nfaults, 1);
+	assert_int_equal(c.proxies[0].faults[0].fault, PLAN_LOST_REPLY);
+	assert_int_equal(c.proxies[0].nsteps, 6);
+	plan_free(&c);
+	free(e);
+	/* a removed lost reply takes its retry: turn 1's later fault of the
+	 * same key comes one occurrence earlier; a duplicate's does not */
+	plan_free(&p);
+	two_turns(&p, true);
+	p.proxies[0].faults[0] = (struct plan_fault_rec){ .turn = 1, .key = 103,
+	    .occ = 2, .fault = PLAN_DUPLICATE };
+	p.proxies[0].faults[1].occ = 1;
+	n = min_elems(&p, MIN_FAULTS, &e);
+	keep[0] = true, keep[1] = false;
+	min_candidate(&p, MIN_FAULTS, e, n, keep, &c);
+	assert_int_equal(c.proxies[0].nfaults, 1);
+	assert_int_equal(c.proxies[0].faults[0].occ, 1);
+	plan_free(&c);
+	p.proxies[0].faults[1].fault = PLAN_DUPLICATE;
+	min_candidate(&p, MIN_FAULTS, e, n, keep, &c);
+	assert_int_equal(c.proxies[0].faults[0].occ, 2);
+	plan_free(&c);
+	free(e);
+	/* the round removed: nothing runs */
+	n = min_elems(&p, MIN_ROUNDS, &e);
+	keep[0] = false;
+	min_candidate(&p, MIN_ROUNDS, e, n, keep, &c);
+	assert_int_equal(plan_turns_in(&c, 0), 0);
+	assert_int_equal(c.proxies[0].nsteps, 0);
+	assert_int_equal(c.proxies[0].nfaults, 0);
+	plan_free(&c);
+	free(e);
+	plan_free(&p);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ddmin_exact),
+		cmocka_unit_test(test_ddmin_edges),
+		cmocka_unit_test(test_preemptions),
+		cmocka_unit_test(test_runs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
