@@ -439,6 +439,10 @@ test_quarantine(void **state)
 		    VERDICT_INFRA, "service", &keep), 1);
 	/* Quarantined at seed 8: the ACK cuts its lease there. */
 	assert_int_equal(keep, 9);
+	/* and what it had not started is no longer leased */
+	s = coord_seeds(c, &n);
+	for (i = 9; i < r1.u.lease.nseeds; i++)
+		assert_int_not_equal(s[r1.u.lease.seeds[i].seed].state, CSEED_LEASED);
 	assert_true(coord_halted(c));		/* nobody else to run the rest */
 	assert_int_equal(lease(c, w1, 1, 0, &r), 1);
 	assert_int_equal(r.type, MSG_DONE);
@@ -2171,6 +2175,136 @@ test_regressions_first_and_apart(void **state)
 	mk_regs = NULL;
 }
 
+/* --- tests for the mutation sweep's survivors (tests/mutants/sweep) --- */
+
+/*
+ * A halt keeps, of every active lease, only the seed that may be running:
+ * the ACK's keep cuts the lease after it, and the unstarted seeds behind it
+ * are no longer leased (they end the run without a verdict).
+ */
+static void
+test_halt_cuts_active_leases(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	struct msg		 r1, r2;
+	const struct coord_seed	*s;
+	uint32_t		 w1, w2, keep = 0, i, n;
+	uint64_t		 ns;
+
+	(void)state;
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(r1.type, MSG_LEASE);
+	n = r1.u.lease.nseeds;
+	assert_true(n >= 4);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id,
+	    r1.u.lease.seeds[0].seed, 1, VERDICT_PASS, "", &keep), 1);
+	assert_int_equal(keep, n);
+	coord_halt(c, 1, "asked to stop");
+	/* the halt applies at the next request, here another worker's */
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(r2.type, MSG_DONE);
+	msg_clear(&r2);
+	/* seed 1 may be running: it is kept, and nothing after it */
+	s = coord_seeds(c, &ns);
+	assert_int_equal(s[r1.u.lease.seeds[1].seed].state, CSEED_LEASED);
+	for (i = 2; i < n; i++)
+		assert_int_not_equal(s[r1.u.lease.seeds[i].seed].state, CSEED_LEASED);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id,
+	    r1.u.lease.seeds[1].seed, 1, VERDICT_PASS, "", &keep), 1);
+	assert_int_equal(keep, 2);
+	msg_clear(&r1);
+	coord_free(c);
+}
+
+/* A parked request of a worker the coordinator does not know stays parked. */
+static void
+test_serve_unknown_worker_parks(void **state)
+{
+	struct coord	*c = mk(0, 9);
+	struct msg	 rep;
+
+	(void)state;
+	(void)hello(c, 1);
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(coord_serve(c, 4242, 0, &rep), 0);
+	assert_int_equal(rep.type, 0);
+	coord_free(c);
+}
+
+/*
+ * The workers a run still waits for: every live one, however long it has
+ * lived, and one whose connection closed, for a lease's time to rejoin.
+ */
+static void
+test_awaited_workers(void **state)
+{
+	struct coord	*c = mk(0, 9);
+
+	(void)state;
+	assert_int_equal(coord_awaited_workers(c, 0), 0);
+	(void)hello(c, 1);
+	(void)hello(c, 2);
+	assert_int_equal(coord_awaited_workers(c, 0), 2);
+	assert_int_equal(coord_awaited_workers(c, 50000), 2);	/* alive: always */
+	coord_pipe_closed(c, 1, 10000);
+	assert_int_equal(coord_awaited_workers(c, 10000 + 999), 2);	/* within the TTL */
+	assert_int_equal(coord_awaited_workers(c, 10000 + 1000), 1);	/* past it */
+	coord_free(c);
+}
+
+/* A run holds at most 10,000,000 seeds: one more is refused, and said so. */
+static void
+test_seed_cap(void **state)
+{
+	struct coord_opts	o = { 0 };
+	char			err[ERR_LEN] = "";
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	o.cfg = &cfg;
+	o.seeds.first = 5;
+	o.seeds.last = 5 + 10u * 1000 * 1000;		/* 10,000,001 seeds */
+	o.run_id = "r";
+	assert_null(coord_new(&o, err));
+	assert_string_equal(err, "a run holds at most 10000000 seeds; split the range");
+}
+
+/* The early stop names where in the file, even on its first line. */
+static void
+test_early_stop_line_one(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	static char		 key[] = "turn.command";
+	static struct cfg_mark	 mark = { key, 1, 7 };
+	struct msg		 r1, r2;
+	uint32_t		 w1, w2, keep;
+
+	(void)state;
+	cfg.path = "soak.yaml";
+	cfg.marks = &mark;
+	cfg.nmarks = 1;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, r1.u.lease.seeds[0].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(result_ce(c, w2, r2.u.lease.lease_id, r2.u.lease.seeds[0].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, r1.u.lease.seeds[1].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_true(coord_halted(c));
+	assert_string_equal(coord_halt_reason(c), "a config error on the first 3 "
+	    "seed(s), which no retry mends: soak.yaml:1:7: turn.command: "
+	    "/x/redeem.sh: No such file or directory");
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -2204,6 +2338,11 @@ main(void)
 		cmocka_unit_test(test_confirm_cap),
 		cmocka_unit_test(test_bundle_request),
 		cmocka_unit_test(test_regressions_first_and_apart),
+		cmocka_unit_test(test_halt_cuts_active_leases),
+		cmocka_unit_test(test_serve_unknown_worker_parks),
+		cmocka_unit_test(test_awaited_workers),
+		cmocka_unit_test(test_seed_cap),
+		cmocka_unit_test(test_early_stop_line_one),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
