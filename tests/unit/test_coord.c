@@ -5,8 +5,10 @@
 #include <stddef.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/config.h"
@@ -1593,6 +1595,39 @@ test_retry_waits_for_a_starting_worker(void **state)
 	coord_free(c);
 }
 
+/* What the coordinator logs (stderr) between capture_begin and capture_end. */
+static int	cap_saved = -1;
+static FILE	*cap_file;
+
+static void
+capture_begin(void)
+{
+	fflush(stderr);
+	cap_file = tmpfile();
+	assert_non_null(cap_file);
+	cap_saved = dup(STDERR_FILENO);
+	assert_true(cap_saved >= 0);
+	assert_true(dup2(fileno(cap_file), STDERR_FILENO) >= 0);
+}
+
+static char *
+capture_end(void)
+{
+	char	*text;
+	long	 len;
+
+	fflush(stderr);
+	assert_true(dup2(cap_saved, STDERR_FILENO) >= 0);
+	close(cap_saved);
+	len = ftell(cap_file);
+	assert_true(len >= 0);
+	text = xcalloc((size_t)len + 1, 1);
+	rewind(cap_file);
+	assert_int_equal(fread(text, 1, (size_t)len, cap_file), (size_t)len);
+	fclose(cap_file);
+	return text;
+}
+
 static void
 test_incoherent_result_is_infra(void **state)
 {
@@ -1601,13 +1636,19 @@ test_incoherent_result_is_infra(void **state)
 	const struct coord_seed	*s;
 	uint64_t		 n;
 	uint32_t		 w;
+	char			*logged;
 
 	(void)state;
 	w = hello(c, 1);
 	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
-	/* "pass" with a failure reason is not believed. */
+	/* "pass" with a failure reason is not believed, and the log says so. */
+	capture_begin();
 	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS,
 	    "invariant"), 1);
+	logged = capture_end();
+	assert_non_null(strstr(logged, "seed 0: worker 1 sent an unreadable result "
+	    "(verdict 0, reason \"invariant\")"));
+	free(logged);
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[0].state, CSEED_PENDING);
 	assert_int_equal(s[0].infra, 1);
@@ -2305,6 +2346,53 @@ test_early_stop_line_one(void **state)
 	coord_free(c);
 }
 
+/*
+ * A confirming re-run that does not reproduce, under a schedule: its record
+ * says where the re-run's schedule left the run's (confirm.schedule).
+ */
+static void
+test_confirm_schedule_said(void **state)
+{
+	struct coord		*c = mk(0, 0);
+	struct msg		 rep;
+	uint32_t		 w1, w2;
+	const struct coord_seed	*s;
+	uint64_t		 n, lid;
+	json_t			*d;
+	char			*detail;
+	const char		*sched;
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	d = json_pack("{s:s, s:[{s:s}], s:s}", "message", "m", "invariants", "name",
+	    "A", "trace", "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":1,"
+	    "\"fault\":\"none\",\"step\":1,\"cand\":\"1\",\"pg\":\"simple\","
+	    "\"sql\":\"UPDATE\",\"tx\":\"I\"}\n");
+	detail = json_dumps(d, JSON_COMPACT);
+	json_decref(d);
+	assert_int_equal(result_d(c, w1, 1, lid, 0, 1, VERDICT_FAIL, "invariant",
+	    detail), 1);
+	free(detail);
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_d(c, w2, 2, lid, 0, 2, VERDICT_PASS, "",
+	    "{\"message\":\"m\"}"), 1);
+	s = coord_seeds(c, &n);
+	assert_true(json_is_false(json_object_get(s[0].detail, "reproduced")));
+	sched = json_string_value(json_object_get(json_object_get(s[0].detail,
+	    "confirm"), "schedule"));
+	assert_non_null(sched);
+	assert_non_null(strstr(sched, "step"));
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -2343,6 +2431,7 @@ main(void)
 		cmocka_unit_test(test_awaited_workers),
 		cmocka_unit_test(test_seed_cap),
 		cmocka_unit_test(test_early_stop_line_one),
+		cmocka_unit_test(test_confirm_schedule_said),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
