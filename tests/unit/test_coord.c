@@ -2393,6 +2393,42 @@ test_confirm_schedule_said(void **state)
 	coord_free(c);
 }
 
+/* The counts are the run's whole, whatever the caller's struct held. */
+static void
+test_counts_from_nothing(void **state)
+{
+	struct coord		*c = mk(0, 2);
+	struct coord_counts	 n;
+	struct coord_reg_counts	 rn;
+	struct msg		 rep;
+	uint32_t		 w;
+
+	(void)state;
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 1, 1, VERDICT_FAIL,
+	    "invariant"), 1);
+	msg_clear(&rep);
+	memset(&n, 0xa5, sizeof(n));
+	coord_counts(c, &n);
+	assert_int_equal(n.total, 3);
+	assert_int_equal(n.done, 2);
+	assert_int_equal(n.pass, 1);
+	assert_int_equal(n.fail, 1);
+	assert_int_equal(n.infra, 0);
+	assert_int_equal(n.retries, 0);
+	memset(&rn, 0xa5, sizeof(rn));
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.total, 0);
+	assert_int_equal(rn.done, 0);
+	assert_int_equal(rn.pass, 0);
+	assert_int_equal(rn.fail, 0);
+	assert_int_equal(rn.diverged, 0);
+	assert_int_equal(rn.infra, 0);
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -2432,6 +2468,7 @@ main(void)
 		cmocka_unit_test(test_seed_cap),
 		cmocka_unit_test(test_early_stop_line_one),
 		cmocka_unit_test(test_confirm_schedule_said),
+		cmocka_unit_test(test_counts_from_nothing),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
