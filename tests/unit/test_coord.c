@@ -2429,6 +2429,67 @@ test_counts_from_nothing(void **state)
 	coord_free(c);
 }
 
+/* A journal's result that is not one the run could have written: refused. */
+static void
+test_replay_refuses_bad_results(void **state)
+{
+	struct coord	*c = mk(0, 9), *r;
+	json_t		*log = json_array(), *res = NULL, *bad;
+	struct msg	 rep;
+	char		 err[ERR_LEN];
+	uint32_t	 w;
+	size_t		 i, n;
+	static const struct {
+		const char	*key;
+		const char	*json;		/* the value put there */
+		const char	*said;
+	} cases[] = {
+		{ "lease", "999", "a result that does not parse" },
+		{ "reason", "\"nonsense\"", "a result that does not parse" },
+		{ "detail", "\"m\"", "a result that does not parse" },
+		{ "plan", "\"p\"", "which is not its" },
+		{ "seed", "9", "was not open under lease" },
+		{ "attempt", "2", "was not open under lease" },
+	};
+
+	(void)state;
+	coord_on_event(c, record_event, log);
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_true(rep.u.lease.nseeds < 10);		/* seed 9 is not in it */
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	msg_clear(&rep);
+	n = json_array_size(log);
+	for (i = 0; i < n; i++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(log, i),
+		    "t")), jev_name(JEV_RESULT)) == 0)
+			res = json_object_get(json_array_get(log, i), "e");
+	assert_non_null(res);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(log, n - 1),
+	    "t")), jev_name(JEV_RESULT));
+	r = replayed(log, n - 1, 0, 9);
+	for (i = 0; i < nitems(cases); i++) {
+		bad = json_deep_copy(res);
+		json_object_set_new(bad, cases[i].key, json_loads(cases[i].json,
+		    JSON_DECODE_ANY, NULL));
+		err[0] = '\0';
+		if (coord_replay(r, JEV_RESULT, bad, err) != -1)
+			fail_msg("a result with %s %s was replayed", cases[i].key,
+			    cases[i].json);
+		if (strstr(err, cases[i].said) == NULL)
+			fail_msg("%s %s: \"%s\", not \"%s\"", cases[i].key, cases[i].json,
+			    err, cases[i].said);
+		json_decref(bad);
+	}
+	/* the real one replays, once */
+	assert_int_equal(coord_replay(r, JEV_RESULT, res, err), 0);
+	assert_int_equal(coord_replay(r, JEV_RESULT, res, err), -1);
+	assert_non_null(strstr(err, "was not open under lease"));
+	coord_free(r);
+	coord_free(c);
+	json_decref(log);
+}
+
 int
 main(void)
 {
@@ -2469,6 +2530,7 @@ main(void)
 		cmocka_unit_test(test_early_stop_line_one),
 		cmocka_unit_test(test_confirm_schedule_said),
 		cmocka_unit_test(test_counts_from_nothing),
+		cmocka_unit_test(test_replay_refuses_bad_results),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
