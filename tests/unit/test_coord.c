@@ -2490,6 +2490,55 @@ test_replay_refuses_bad_results(void **state)
 	json_decref(log);
 }
 
+/*
+ * After --resume: a lease whose worker died with the coordinator
+ * (orphaned) expires at once, its running seed lost (an infra attempt) and
+ * the rest back; otherwise its worker has a lease's time to come back.
+ */
+static void
+test_resumed_leases(void **state)
+{
+	struct coord		*c = mk(0, 9), *r;
+	json_t			*log = json_array();
+	struct msg		 rep;
+	const struct coord_seed	*s;
+	uint64_t		 ns;
+	uint32_t		 w;
+	size_t			 n;
+	int			 orphaned;
+
+	(void)state;
+	coord_on_event(c, record_event, log);
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_true(rep.u.lease.nseeds >= 3);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	msg_clear(&rep);
+	n = json_array_size(log);
+	for (orphaned = 0; orphaned <= 1; orphaned++) {
+		r = replayed(log, n, 0, 9);
+		coord_resumed(r, 10000, orphaned);
+		s = coord_seeds(r, &ns);
+		if (orphaned) {
+			assert_int_not_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[1].infra, 1);	/* it may have run */
+			assert_int_not_equal(s[2].state, CSEED_LEASED);
+			assert_int_equal(s[2].infra, 0);	/* it never ran */
+		} else {
+			assert_int_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[2].state, CSEED_LEASED);
+			coord_tick(r, 10000 + 500);
+			assert_int_equal(s[1].state, CSEED_LEASED);
+			coord_tick(r, 10000 + 5000);		/* never came back */
+			assert_int_not_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[1].infra, 1);
+		}
+		coord_free(r);
+	}
+	coord_free(c);
+	json_decref(log);
+}
+
 int
 main(void)
 {
@@ -2531,6 +2580,7 @@ main(void)
 		cmocka_unit_test(test_confirm_schedule_said),
 		cmocka_unit_test(test_counts_from_nothing),
 		cmocka_unit_test(test_replay_refuses_bad_results),
+		cmocka_unit_test(test_resumed_leases),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
