@@ -2539,6 +2539,26 @@ test_resumed_leases(void **state)
 	json_decref(log);
 }
 
+/* The replay command a report prints: each word quoted only when needed. */
+static void
+test_replay_line_quoting(void **state)
+{
+	char	*r;
+
+	(void)state;
+	/* outside any git checkout: the path as given */
+	r = report_replay("/nonexistent/soak.yaml", 7);
+	assert_non_null(strstr(r, " replay /nonexistent/soak.yaml --seed 7"));
+	assert_null(strchr(r, '\''));
+	free(r);
+	r = report_replay("/nonexistent/my dir/it's.yaml", 7);
+	assert_non_null(strstr(r, " replay '/nonexistent/my dir/it'\\''s.yaml' --seed 7"));
+	free(r);
+	r = report_replay("/nonexistent/a$b.yaml", 3);
+	assert_non_null(strstr(r, " replay '/nonexistent/a$b.yaml' --seed 3"));
+	free(r);
+}
+
 int
 main(void)
 {
@@ -2581,6 +2601,7 @@ main(void)
 		cmocka_unit_test(test_counts_from_nothing),
 		cmocka_unit_test(test_replay_refuses_bad_results),
 		cmocka_unit_test(test_resumed_leases),
+		cmocka_unit_test(test_replay_line_quoting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
