@@ -2559,6 +2559,39 @@ test_replay_line_quoting(void **state)
 	free(r);
 }
 
+/* The seeds' counts leave the regressions (after them in one array) out. */
+static void
+test_counts_apart_from_regressions(void **state)
+{
+	struct coord		*c;
+	struct coord_counts	 n;
+	struct coord_reg_counts	 rn;
+	struct msg		 rep;
+	uint32_t		 w;
+	uint64_t		 l;
+
+	(void)state;
+	mk_regs = &regs;
+	c = mk(0, 9);
+	mk_regs = NULL;
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r1");
+	l = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_plan(c, w, 0, l, 3, 1, "r1", regs_v[0].hash,
+	    VERDICT_PASS, ""), 1);
+	coord_counts(c, &n);
+	assert_int_equal(n.total, 10);
+	assert_int_equal(n.done, 0);		/* r1 is not one of the seeds */
+	assert_int_equal(n.pass, 0);
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.total, 2);
+	assert_int_equal(rn.done, 1);
+	assert_int_equal(rn.pass, 1);
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -2602,6 +2635,7 @@ main(void)
 		cmocka_unit_test(test_replay_refuses_bad_results),
 		cmocka_unit_test(test_resumed_leases),
 		cmocka_unit_test(test_replay_line_quoting),
+		cmocka_unit_test(test_counts_apart_from_regressions),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
