@@ -2592,6 +2592,36 @@ test_counts_apart_from_regressions(void **state)
 	coord_free(c);
 }
 
+/* What the report says of a confirming re-run: each outcome its own words. */
+static void
+test_reproduced_words(void **state)
+{
+	struct coord_seed	s;
+	char			buf[1024];
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	memset(&s, 0, sizeof(s));
+	s.confirm = CONFIRM_DONE;
+	s.detail = json_pack("{s:b, s:{}}", "reproduced", 1, "confirm");
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)), "reproduced it");
+	json_decref(s.detail);
+	s.detail = json_pack("{s:b, s:{}}", "reproduced", 0, "confirm");
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)),
+	    "did NOT reproduce it (it depends on more than the seed, timing most "
+	    "often: a replay may need tries)");
+	json_decref(s.detail);
+	s.detail = json_pack("{s:{}}", "confirm");		/* infra: unknown */
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)),
+	    "ended infra; reproduction unknown");
+	json_decref(s.detail);
+	s.confirm = CONFIRM_NONE;				/* never re-run */
+	s.detail = json_pack("{s:b}", "reproduced", 1);
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)), "");
+	json_decref(s.detail);
+}
+
 int
 main(void)
 {
@@ -2636,6 +2666,7 @@ main(void)
 		cmocka_unit_test(test_resumed_leases),
 		cmocka_unit_test(test_replay_line_quoting),
 		cmocka_unit_test(test_counts_apart_from_regressions),
+		cmocka_unit_test(test_reproduced_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
