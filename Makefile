@@ -1,4 +1,4 @@
-# soak — one Makefile.  make | make test | make test-deploy [test-image] | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make deps
+# soak — one Makefile.  make | make test | make test-deploy [test-image] | make proofs | make chaos | make SANITIZE=1 test | make bench | make mutants | make mutants-sweep | make deps
 #          make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="msg http"] | make fuzz-smoke | make fuzz-corpus
 #          make install [PREFIX=/usr/local] [DESTDIR=] | make uninstall
 CC      ?= cc
@@ -184,6 +184,14 @@ chaos: all $(TEST_HELPERS)
 mutants:
 	@tests/mutants/run
 
+# Mechanical mutants (operators flipped, bounds off by one, conditions
+# negated, calls dropped, constants changed) sampled over the files that
+# matter, each against the fast tests of its file (tests/mutants/sweep);
+# a score per file.  Not part of make test or CI: about an hour.
+mutants-sweep:
+	@tests/mutants/sweep $(if $(SEED),--seed $(SEED)) $(if $(COUNT),--count $(COUNT)) \
+	    $(if $(FILES),--files "$(FILES)") $(if $(ONLY),--only "$(ONLY)")
+
 # The test binaries and helpers, for tests/mutants/run.
 print-test-bins:
 	@echo $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY) $(BUILD)/bench/fleet_sim
@@ -257,7 +265,7 @@ uninstall:
 clean:
 	rm -rf build build-san build-fuzz soak $(EXAMPLE_BIN)
 
-.PHONY: all test test-deploy test-image proofs chaos bench deps clean mutants print-test-bins install uninstall man FORCE \
+.PHONY: all test test-deploy test-image proofs chaos bench deps clean mutants mutants-sweep print-test-bins install uninstall man FORCE \
 	fuzz fuzz-smoke fuzz-bins fuzz-corpus
 FORCE:
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -36,4 +36,16 @@ for pair in run:cmd/run.c coordinator:cmd/run.c worker:cmd/worker.c \
 	done
 	ok "soak $c --help: all $n options it takes"
 done
+# --slots at its documented bounds: 1 and 256 are taken (parsed, then
+# --help), 0 and 257 refused with exit 64 and the range named
+for n in 1 256; do
+	"$SOAK" worker --slots "$n" --help >/dev/null 2>"$T/slots" ||
+	    fail "soak worker --slots $n refused: $(cat "$T/slots")"
+done
+for n in 0 257; do
+	soak_rc rc worker --slots "$n" --help >/dev/null 2>"$T/slots"
+	[ "$rc" = 64 ] && grep -q 'wants 1\.\.256' "$T/slots" ||
+	    fail "soak worker --slots $n: exit $rc, not 64 naming 1..256: $(cat "$T/slots")"
+done
+ok "soak worker --slots: 1 and 256 taken, 0 and 257 refused"
 echo "help: ok"

@@ -53,8 +53,12 @@ for proto in postgres auto; do
 	sql "TRUNCATE t"
 	# sslmode=prefer: libpq asks for TLS first; the proxy says N
 	run_proxy "$proto" "$unix" --protocol "$proto"
-	"$H/proxy_pgframe" "$(ci prefer)" >"$dir/$proto.txt" ||
-	    { cat "$dir/$proto.txt" "$dir/$proto.err"; die "$proto: session through the proxy failed"; }
+	# a watchdog: a proxy that loses track of an exchange (a CopyFail
+	# taken for a new one) leaves the client waiting for a reply
+	rc=0; timeout 60 "$H/proxy_pgframe" "$(ci prefer)" >"$dir/$proto.txt" || rc=$?
+	[ $rc = 124 ] && { cat "$dir/$proto.txt" "$dir/$proto.err"
+	    die "watchdog: $proto: the session through the proxy still running after 60 s (last: $(tail -n 1 "$dir/$proto.txt"))"; }
+	[ $rc = 0 ] || { cat "$dir/$proto.txt" "$dir/$proto.err"; die "$proto: session through the proxy failed (exit $rc)"; }
 	stop_proxy
 	diff "$dir/direct.txt" "$dir/$proto.txt" ||
 	    die "$proto: the session through the proxy differs from the direct one"

@@ -5,8 +5,10 @@
 #include <stddef.h>
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/config.h"
@@ -439,6 +441,10 @@ test_quarantine(void **state)
 		    VERDICT_INFRA, "service", &keep), 1);
 	/* Quarantined at seed 8: the ACK cuts its lease there. */
 	assert_int_equal(keep, 9);
+	/* and what it had not started is no longer leased */
+	s = coord_seeds(c, &n);
+	for (i = 9; i < r1.u.lease.nseeds; i++)
+		assert_int_not_equal(s[r1.u.lease.seeds[i].seed].state, CSEED_LEASED);
 	assert_true(coord_halted(c));		/* nobody else to run the rest */
 	assert_int_equal(lease(c, w1, 1, 0, &r), 1);
 	assert_int_equal(r.type, MSG_DONE);
@@ -1589,6 +1595,39 @@ test_retry_waits_for_a_starting_worker(void **state)
 	coord_free(c);
 }
 
+/* What the coordinator logs (stderr) between capture_begin and capture_end. */
+static int	cap_saved = -1;
+static FILE	*cap_file;
+
+static void
+capture_begin(void)
+{
+	fflush(stderr);
+	cap_file = tmpfile();
+	assert_non_null(cap_file);
+	cap_saved = dup(STDERR_FILENO);
+	assert_true(cap_saved >= 0);
+	assert_true(dup2(fileno(cap_file), STDERR_FILENO) >= 0);
+}
+
+static char *
+capture_end(void)
+{
+	char	*text;
+	long	 len;
+
+	fflush(stderr);
+	assert_true(dup2(cap_saved, STDERR_FILENO) >= 0);
+	close(cap_saved);
+	len = ftell(cap_file);
+	assert_true(len >= 0);
+	text = xcalloc((size_t)len + 1, 1);
+	rewind(cap_file);
+	assert_int_equal(fread(text, 1, (size_t)len, cap_file), (size_t)len);
+	fclose(cap_file);
+	return text;
+}
+
 static void
 test_incoherent_result_is_infra(void **state)
 {
@@ -1597,13 +1636,19 @@ test_incoherent_result_is_infra(void **state)
 	const struct coord_seed	*s;
 	uint64_t		 n;
 	uint32_t		 w;
+	char			*logged;
 
 	(void)state;
 	w = hello(c, 1);
 	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
-	/* "pass" with a failure reason is not believed. */
+	/* "pass" with a failure reason is not believed, and the log says so. */
+	capture_begin();
 	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS,
 	    "invariant"), 1);
+	logged = capture_end();
+	assert_non_null(strstr(logged, "seed 0: worker 1 sent an unreadable result "
+	    "(verdict 0, reason \"invariant\")"));
+	free(logged);
 	s = coord_seeds(c, &n);
 	assert_int_equal(s[0].state, CSEED_PENDING);
 	assert_int_equal(s[0].infra, 1);
@@ -2171,6 +2216,412 @@ test_regressions_first_and_apart(void **state)
 	mk_regs = NULL;
 }
 
+/* --- tests for the mutation sweep's survivors (tests/mutants/sweep) --- */
+
+/*
+ * A halt keeps, of every active lease, only the seed that may be running:
+ * the ACK's keep cuts the lease after it, and the unstarted seeds behind it
+ * are no longer leased (they end the run without a verdict).
+ */
+static void
+test_halt_cuts_active_leases(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	struct msg		 r1, r2;
+	const struct coord_seed	*s;
+	uint32_t		 w1, w2, keep = 0, i, n;
+	uint64_t		 ns;
+
+	(void)state;
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(r1.type, MSG_LEASE);
+	n = r1.u.lease.nseeds;
+	assert_true(n >= 4);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id,
+	    r1.u.lease.seeds[0].seed, 1, VERDICT_PASS, "", &keep), 1);
+	assert_int_equal(keep, n);
+	coord_halt(c, 1, "asked to stop");
+	/* the halt applies at the next request, here another worker's */
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(r2.type, MSG_DONE);
+	msg_clear(&r2);
+	/* seed 1 may be running: it is kept, and nothing after it */
+	s = coord_seeds(c, &ns);
+	assert_int_equal(s[r1.u.lease.seeds[1].seed].state, CSEED_LEASED);
+	for (i = 2; i < n; i++)
+		assert_int_not_equal(s[r1.u.lease.seeds[i].seed].state, CSEED_LEASED);
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id,
+	    r1.u.lease.seeds[1].seed, 1, VERDICT_PASS, "", &keep), 1);
+	assert_int_equal(keep, 2);
+	msg_clear(&r1);
+	coord_free(c);
+}
+
+/* A parked request of a worker the coordinator does not know stays parked. */
+static void
+test_serve_unknown_worker_parks(void **state)
+{
+	struct coord	*c = mk(0, 9);
+	struct msg	 rep;
+
+	(void)state;
+	(void)hello(c, 1);
+	memset(&rep, 0, sizeof(rep));
+	assert_int_equal(coord_serve(c, 4242, 0, &rep), 0);
+	assert_int_equal(rep.type, 0);
+	coord_free(c);
+}
+
+/*
+ * The workers a run still waits for: every live one, however long it has
+ * lived, and one whose connection closed, for a lease's time to rejoin.
+ */
+static void
+test_awaited_workers(void **state)
+{
+	struct coord	*c = mk(0, 9);
+
+	(void)state;
+	assert_int_equal(coord_awaited_workers(c, 0), 0);
+	(void)hello(c, 1);
+	(void)hello(c, 2);
+	assert_int_equal(coord_awaited_workers(c, 0), 2);
+	assert_int_equal(coord_awaited_workers(c, 50000), 2);	/* alive: always */
+	coord_pipe_closed(c, 1, 10000);
+	assert_int_equal(coord_awaited_workers(c, 10000 + 999), 2);	/* within the TTL */
+	assert_int_equal(coord_awaited_workers(c, 10000 + 1000), 1);	/* past it */
+	coord_free(c);
+}
+
+/* A run holds at most 10,000,000 seeds: one more is refused, and said so. */
+static void
+test_seed_cap(void **state)
+{
+	struct coord_opts	o = { 0 };
+	char			err[ERR_LEN] = "";
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	o.cfg = &cfg;
+	o.seeds.first = 5;
+	o.seeds.last = 5 + 10u * 1000 * 1000;		/* 10,000,001 seeds */
+	o.run_id = "r";
+	assert_null(coord_new(&o, err));
+	assert_string_equal(err, "a run holds at most 10000000 seeds; split the range");
+}
+
+/* The early stop names where in the file, even on its first line. */
+static void
+test_early_stop_line_one(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	static char		 key[] = "turn.command";
+	static struct cfg_mark	 mark = { key, 1, 7 };
+	struct msg		 r1, r2;
+	uint32_t		 w1, w2, keep;
+
+	(void)state;
+	cfg.path = "soak.yaml";
+	cfg.marks = &mark;
+	cfg.nmarks = 1;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, r1.u.lease.seeds[0].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(result_ce(c, w2, r2.u.lease.lease_id, r2.u.lease.seeds[0].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_int_equal(result_ce(c, w1, r1.u.lease.lease_id, r1.u.lease.seeds[1].seed,
+	    1, VERDICT_INFRA, "exec", CE_EXEC, &keep), 1);
+	assert_true(coord_halted(c));
+	assert_string_equal(coord_halt_reason(c), "a config error on the first 3 "
+	    "seed(s), which no retry mends: soak.yaml:1:7: turn.command: "
+	    "/x/redeem.sh: No such file or directory");
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
+/*
+ * A confirming re-run that does not reproduce, under a schedule: its record
+ * says where the re-run's schedule left the run's (confirm.schedule).
+ */
+static void
+test_confirm_schedule_said(void **state)
+{
+	struct coord		*c = mk(0, 0);
+	struct msg		 rep;
+	uint32_t		 w1, w2;
+	const struct coord_seed	*s;
+	uint64_t		 n, lid;
+	json_t			*d;
+	char			*detail;
+	const char		*sched;
+
+	(void)state;
+	cfg.confirm = true;
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	d = json_pack("{s:s, s:[{s:s}], s:s}", "message", "m", "invariants", "name",
+	    "A", "trace", "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,\"exchange\":1,"
+	    "\"fault\":\"none\",\"step\":1,\"cand\":\"1\",\"pg\":\"simple\","
+	    "\"sql\":\"UPDATE\",\"tx\":\"I\"}\n");
+	detail = json_dumps(d, JSON_COMPACT);
+	json_decref(d);
+	assert_int_equal(result_d(c, w1, 1, lid, 0, 1, VERDICT_FAIL, "invariant",
+	    detail), 1);
+	free(detail);
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	assert_int_equal(rep.type, MSG_LEASE);
+	lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_d(c, w2, 2, lid, 0, 2, VERDICT_PASS, "",
+	    "{\"message\":\"m\"}"), 1);
+	s = coord_seeds(c, &n);
+	assert_true(json_is_false(json_object_get(s[0].detail, "reproduced")));
+	sched = json_string_value(json_object_get(json_object_get(s[0].detail,
+	    "confirm"), "schedule"));
+	assert_non_null(sched);
+	assert_non_null(strstr(sched, "step"));
+	coord_free(c);
+}
+
+/* The counts are the run's whole, whatever the caller's struct held. */
+static void
+test_counts_from_nothing(void **state)
+{
+	struct coord		*c = mk(0, 2);
+	struct coord_counts	 n;
+	struct coord_reg_counts	 rn;
+	struct msg		 rep;
+	uint32_t		 w;
+
+	(void)state;
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 1, 1, VERDICT_FAIL,
+	    "invariant"), 1);
+	msg_clear(&rep);
+	memset(&n, 0xa5, sizeof(n));
+	coord_counts(c, &n);
+	assert_int_equal(n.total, 3);
+	assert_int_equal(n.done, 2);
+	assert_int_equal(n.pass, 1);
+	assert_int_equal(n.fail, 1);
+	assert_int_equal(n.infra, 0);
+	assert_int_equal(n.retries, 0);
+	memset(&rn, 0xa5, sizeof(rn));
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.total, 0);
+	assert_int_equal(rn.done, 0);
+	assert_int_equal(rn.pass, 0);
+	assert_int_equal(rn.fail, 0);
+	assert_int_equal(rn.diverged, 0);
+	assert_int_equal(rn.infra, 0);
+	coord_free(c);
+}
+
+/* A journal's result that is not one the run could have written: refused. */
+static void
+test_replay_refuses_bad_results(void **state)
+{
+	struct coord	*c = mk(0, 9), *r;
+	json_t		*log = json_array(), *res = NULL, *bad;
+	struct msg	 rep;
+	char		 err[ERR_LEN];
+	uint32_t	 w;
+	size_t		 i, n;
+	static const struct {
+		const char	*key;
+		const char	*json;		/* the value put there */
+		const char	*said;
+	} cases[] = {
+		{ "lease", "999", "a result that does not parse" },
+		{ "reason", "\"nonsense\"", "a result that does not parse" },
+		{ "detail", "\"m\"", "a result that does not parse" },
+		{ "plan", "\"p\"", "which is not its" },
+		{ "seed", "9", "was not open under lease" },
+		{ "attempt", "2", "was not open under lease" },
+	};
+
+	(void)state;
+	coord_on_event(c, record_event, log);
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_true(rep.u.lease.nseeds < 10);		/* seed 9 is not in it */
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	msg_clear(&rep);
+	n = json_array_size(log);
+	for (i = 0; i < n; i++)
+		if (strcmp(json_string_value(json_object_get(json_array_get(log, i),
+		    "t")), jev_name(JEV_RESULT)) == 0)
+			res = json_object_get(json_array_get(log, i), "e");
+	assert_non_null(res);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(log, n - 1),
+	    "t")), jev_name(JEV_RESULT));
+	r = replayed(log, n - 1, 0, 9);
+	for (i = 0; i < nitems(cases); i++) {
+		bad = json_deep_copy(res);
+		json_object_set_new(bad, cases[i].key, json_loads(cases[i].json,
+		    JSON_DECODE_ANY, NULL));
+		err[0] = '\0';
+		if (coord_replay(r, JEV_RESULT, bad, err) != -1)
+			fail_msg("a result with %s %s was replayed", cases[i].key,
+			    cases[i].json);
+		if (strstr(err, cases[i].said) == NULL)
+			fail_msg("%s %s: \"%s\", not \"%s\"", cases[i].key, cases[i].json,
+			    err, cases[i].said);
+		json_decref(bad);
+	}
+	/* the real one replays, once */
+	assert_int_equal(coord_replay(r, JEV_RESULT, res, err), 0);
+	assert_int_equal(coord_replay(r, JEV_RESULT, res, err), -1);
+	assert_non_null(strstr(err, "was not open under lease"));
+	coord_free(r);
+	coord_free(c);
+	json_decref(log);
+}
+
+/*
+ * After --resume: a lease whose worker died with the coordinator
+ * (orphaned) expires at once, its running seed lost (an infra attempt) and
+ * the rest back; otherwise its worker has a lease's time to come back.
+ */
+static void
+test_resumed_leases(void **state)
+{
+	struct coord		*c = mk(0, 9), *r;
+	json_t			*log = json_array();
+	struct msg		 rep;
+	const struct coord_seed	*s;
+	uint64_t		 ns;
+	uint32_t		 w;
+	size_t			 n;
+	int			 orphaned;
+
+	(void)state;
+	coord_on_event(c, record_event, log);
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_true(rep.u.lease.nseeds >= 3);
+	assert_int_equal(result(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_PASS, ""), 1);
+	msg_clear(&rep);
+	n = json_array_size(log);
+	for (orphaned = 0; orphaned <= 1; orphaned++) {
+		r = replayed(log, n, 0, 9);
+		coord_resumed(r, 10000, orphaned);
+		s = coord_seeds(r, &ns);
+		if (orphaned) {
+			assert_int_not_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[1].infra, 1);	/* it may have run */
+			assert_int_not_equal(s[2].state, CSEED_LEASED);
+			assert_int_equal(s[2].infra, 0);	/* it never ran */
+		} else {
+			assert_int_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[2].state, CSEED_LEASED);
+			coord_tick(r, 10000 + 500);
+			assert_int_equal(s[1].state, CSEED_LEASED);
+			coord_tick(r, 10000 + 5000);		/* never came back */
+			assert_int_not_equal(s[1].state, CSEED_LEASED);
+			assert_int_equal(s[1].infra, 1);
+		}
+		coord_free(r);
+	}
+	coord_free(c);
+	json_decref(log);
+}
+
+/* The replay command a report prints: each word quoted only when needed. */
+static void
+test_replay_line_quoting(void **state)
+{
+	char	*r;
+
+	(void)state;
+	/* outside any git checkout: the path as given */
+	r = report_replay("/nonexistent/soak.yaml", 7);
+	assert_non_null(strstr(r, " replay /nonexistent/soak.yaml --seed 7"));
+	assert_null(strchr(r, '\''));
+	free(r);
+	r = report_replay("/nonexistent/my dir/it's.yaml", 7);
+	assert_non_null(strstr(r, " replay '/nonexistent/my dir/it'\\''s.yaml' --seed 7"));
+	free(r);
+	r = report_replay("/nonexistent/a$b.yaml", 3);
+	assert_non_null(strstr(r, " replay '/nonexistent/a$b.yaml' --seed 3"));
+	free(r);
+}
+
+/* The seeds' counts leave the regressions (after them in one array) out. */
+static void
+test_counts_apart_from_regressions(void **state)
+{
+	struct coord		*c;
+	struct coord_counts	 n;
+	struct coord_reg_counts	 rn;
+	struct msg		 rep;
+	uint32_t		 w;
+	uint64_t		 l;
+
+	(void)state;
+	mk_regs = &regs;
+	c = mk(0, 9);
+	mk_regs = NULL;
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_string_equal(rep.u.lease.plan, "r1");
+	l = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(result_plan(c, w, 0, l, 3, 1, "r1", regs_v[0].hash,
+	    VERDICT_PASS, ""), 1);
+	coord_counts(c, &n);
+	assert_int_equal(n.total, 10);
+	assert_int_equal(n.done, 0);		/* r1 is not one of the seeds */
+	assert_int_equal(n.pass, 0);
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.total, 2);
+	assert_int_equal(rn.done, 1);
+	assert_int_equal(rn.pass, 1);
+	coord_free(c);
+}
+
+/* What the report says of a confirming re-run: each outcome its own words. */
+static void
+test_reproduced_words(void **state)
+{
+	struct coord_seed	s;
+	char			buf[1024];
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	memset(&s, 0, sizeof(s));
+	s.confirm = CONFIRM_DONE;
+	s.detail = json_pack("{s:b, s:{}}", "reproduced", 1, "confirm");
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)), "reproduced it");
+	json_decref(s.detail);
+	s.detail = json_pack("{s:b, s:{}}", "reproduced", 0, "confirm");
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)),
+	    "did NOT reproduce it (it depends on more than the seed, timing most "
+	    "often: a replay may need tries)");
+	json_decref(s.detail);
+	s.detail = json_pack("{s:{}}", "confirm");		/* infra: unknown */
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)),
+	    "ended infra; reproduction unknown");
+	json_decref(s.detail);
+	s.confirm = CONFIRM_NONE;				/* never re-run */
+	s.detail = json_pack("{s:b}", "reproduced", 1);
+	assert_string_equal(report_reproduced(&cfg, &s, buf, sizeof(buf)), "");
+	json_decref(s.detail);
+}
+
 int
 main(void)
 {
@@ -2204,6 +2655,18 @@ main(void)
 		cmocka_unit_test(test_confirm_cap),
 		cmocka_unit_test(test_bundle_request),
 		cmocka_unit_test(test_regressions_first_and_apart),
+		cmocka_unit_test(test_halt_cuts_active_leases),
+		cmocka_unit_test(test_serve_unknown_worker_parks),
+		cmocka_unit_test(test_awaited_workers),
+		cmocka_unit_test(test_seed_cap),
+		cmocka_unit_test(test_early_stop_line_one),
+		cmocka_unit_test(test_confirm_schedule_said),
+		cmocka_unit_test(test_counts_from_nothing),
+		cmocka_unit_test(test_replay_refuses_bad_results),
+		cmocka_unit_test(test_resumed_leases),
+		cmocka_unit_test(test_replay_line_quoting),
+		cmocka_unit_test(test_counts_apart_from_regressions),
+		cmocka_unit_test(test_reproduced_words),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -431,6 +431,41 @@ test_result_text(void **state)
 	json_decref(d);
 }
 
+/*
+ * The cap at its boundary: a detail of exactly MSG_DETAIL_MAX bytes is sent
+ * as it is; one byte more and the worker sends something else (a summary,
+ * or the dropped note), never the whole detail.
+ */
+static void
+test_result_text_at_cap(void **state)
+{
+	struct seed_result	 res = { 0 };
+	const size_t		 frame = strlen("{\"message\":\"\"}");
+	char			*msg, *s, *want;
+	size_t			 n;
+
+	(void)state;
+	for (n = MSG_DETAIL_MAX - frame; n <= MSG_DETAIL_MAX - frame + 1; n++) {
+		msg = malloc(n + 1);
+		assert_non_null(msg);
+		memset(msg, 'm', n);
+		msg[n] = '\0';
+		res.detail = json_pack("{s:s}", "message", msg);
+		want = json_dumps(res.detail, JSON_COMPACT);
+		assert_int_equal(strlen(want), n + frame);
+		s = wrk_result_text(&res);
+		assert_true(strlen(s) <= MSG_DETAIL_MAX);
+		if (n + frame == MSG_DETAIL_MAX)
+			assert_true(strcmp(s, want) == 0);	/* at the cap: whole */
+		else
+			assert_true(strcmp(s, want) != 0);	/* past it: not */
+		free(s);
+		free(want);
+		free(msg);
+		json_decref(res.detail);
+	}
+}
+
 int
 main(void)
 {
@@ -442,6 +477,7 @@ main(void)
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_trim_detail),
 		cmocka_unit_test(test_result_text),
+		cmocka_unit_test(test_result_text_at_cap),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -195,12 +197,84 @@ test_bad_middle(void **state)
 	rmdir(dir);
 }
 
+/* The file size limit, for a write that fails (EFBIG, as ENOSPC would). */
+static void
+fsize_limit(rlim_t n)
+{
+	struct rlimit	rl;
+
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &rl), 0);
+	rl.rlim_cur = n;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &rl), 0);
+}
+
+/*
+ * A journal that cannot be written: its head unwritable, the run is not
+ * created (said why, no file left); a line written in part later is cut off
+ * again, nothing more is written, and the close says so; the file left is
+ * a valid journal of the run so far.
+ */
+static void
+test_write_fails(void **state)
+{
+	char		 dir[] = "/tmp/soak-journal-fail.XXXXXX", err[ERR_LEN] = "";
+	char		 path[sizeof(dir) + 32], *want;
+	struct journal	*j;
+	struct seen	 s;
+	struct stat	 st;
+	json_t		*head;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/journal.jsonl", dir);
+	signal(SIGXFSZ, SIG_IGN);
+	fsize_limit(0);
+	j = journal_create(dir, json_pack("{s:i}", "format", 1), err);
+	fsize_limit(RLIM_INFINITY);
+	assert_null(j);
+	want = xasprintf("cannot write %s: File too large", path);
+	assert_string_equal(err, want);
+	free(want);
+	assert_int_equal(stat(path, &st), -1);		/* no head: no run */
+
+	j = journal_create(dir, json_pack("{s:i}", "format", 1), err);
+	assert_non_null(j);
+	result(j, 0);
+	assert_null(journal_failed(j));
+	assert_int_equal(stat(path, &st), 0);
+	fsize_limit((rlim_t)st.st_size + 10);		/* the next line, in part */
+	result(j, 1);
+	fsize_limit(RLIM_INFINITY);
+	assert_non_null(journal_failed(j));
+	assert_non_null(strstr(journal_failed(j), "File too large"));
+	result(j, 2);					/* after a hole: never */
+	err[0] = '\0';
+	assert_int_equal(journal_close(j, err), -1);
+	assert_non_null(strstr(err, "cannot write"));
+	memset(&s, 0, sizeof(s));
+	j = journal_resume(dir, &head, count, &s, err);
+	assert_non_null(j);
+	assert_int_equal(s.nresults, 1);
+	assert_int_equal(s.results[0], 0);
+	json_decref(head);
+	err[0] = 'x';
+	assert_int_equal(journal_close(j, err), 0);	/* a good one closes clean */
+	/* no journal (a run without --out's journal): every call a no-op */
+	journal_tick(NULL);
+	journal_append(NULL, JEV_RESULT, json_object());
+	assert_null(journal_failed(NULL));
+	assert_int_equal(journal_close(NULL, err), 0);
+	unlink(path);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_torn_twice),
 		cmocka_unit_test(test_bad_middle),
+		cmocka_unit_test(test_write_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
