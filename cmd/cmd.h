@@ -18,5 +18,10 @@ int	cmd_pin(int argc, char **argv);		/* cmd/pin.c */
 int	cmd_report(int argc, char **argv);	/* cmd/report.c */
 int	cmd_explore(int argc, char **argv);	/* cmd/explore.c */
 int	cmd_minimize(int argc, char **argv);	/* cmd/minimize.c */
+struct cfg;
+struct seed_result;
+/* A failing result's fingerprint (heap; NULL for another verdict): the
+ * coordinator's rule, for the worker's minimize leases. */
+char	*min_fingerprint(const struct cfg *cfg, const struct seed_result *res);
 
 #endif

@@ -35,11 +35,6 @@
 #define MIN_EXIT_NO_FAILURE	3	/* it does not fail: nothing written */
 #define MIN_EXIT_CANNOT		SOAK_EXIT_REPLAY_INFRA	/* diverged, or infra */
 
-/* A candidate's time: twice the original's, and never under this. */
-#define MIN_TIMEOUT_FLOOR_MS	3000
-/* Lines of a turn's own output in the story, and exchanges per turn. */
-#define MIN_STORY_TAIL		4
-#define MIN_STORY_EXCHANGES	24
 
 static void
 usage(FILE *f)
@@ -98,7 +93,7 @@ min_on_signal(int sig)
 	min_stop = sig;
 }
 
-static char *
+char *
 min_fingerprint(const struct cfg *cfg, const struct seed_result *res)
 {
 	if (res->verdict != VERDICT_FAIL)
@@ -119,17 +114,7 @@ static void
 counts_line(const struct min_run *m, const struct minimize *z,
     const struct plan *p, char *buf, size_t len)
 {
-	size_t	n[MIN_KINDS], o = 0;
-	int	k;
-
-	min_counts(p, n);
-	buf[0] = '\0';
-	for (k = z->rounds ? 0 : 1; k < MIN_KINDS; k++)
-		o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s %zu → %zu, ",
-		    min_kind_name((enum min_kind)k), z->n0[k], n[k]);
-	snprintf(buf + (o < len ? o : len - 1), o < len ? len - o : 1,
-	    "%zu replays, %lld s", m->replays,
-	    (long long)((now_ms() - m->started_ms + 500) / 1000));
+	min_counts_line(m, z->n0, z->rounds, p, buf, len);
 }
 
 static void
@@ -143,344 +128,6 @@ accepted(struct min_run *m, const struct plan *best, void *arg)
 	if (plan_save(best, z->out, err) == -1)
 		printf("  (not written: %s)\n", err);
 	fflush(stdout);
-}
-
-/* The trace's lines (JSON), one at a time: fn(o, arg) for each object. */
-static void
-trace_each(const char *trace, size_t len, void (*fn)(json_t *o, void *arg),
-    void *arg)
-{
-	const char	*p = trace, *end = trace + len, *nl;
-
-	for (; p != NULL && p < end; p = nl + 1) {
-		json_t	*o;
-
-		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			nl = end;
-		if (nl > p && (o = json_loadb(p, (size_t)(nl - p), 0, NULL)) != NULL) {
-			if (json_is_object(o))
-				fn(o, arg);
-			json_decref(o);
-		}
-	}
-}
-
-/* A fault in words. */
-static void
-fault_words(json_t *o, char *buf, size_t len)
-{
-	const char	*f = json_string_value(json_object_get(o, "fault"));
-	json_int_t	 lat = json_integer_value(json_object_get(o, "latency_ms"));
-	bool		 saw = json_is_true(json_object_get(o, "upstream_saw"));
-	size_t		 n = 0;
-
-	buf[0] = '\0';
-	if (f == NULL || strcmp(f, "none") == 0)
-		n = (size_t)snprintf(buf, len, "ok");
-	else if (strcmp(f, "lost_reply") == 0)
-		n = (size_t)snprintf(buf, len, "reply lost%s", saw ?
-		    " (the upstream had done it)" : "");
-	else if (strcmp(f, "reset") == 0)
-		n = (size_t)snprintf(buf, len, "connection reset%s", saw ?
-		    " (after the upstream had it)" : "");
-	else if (strcmp(f, "duplicate") == 0)
-		n = (size_t)snprintf(buf, len, "sent twice to the upstream");
-	else if (strcmp(f, "blackhole") == 0)
-		n = (size_t)snprintf(buf, len, "connection black-holed");
-	else
-		n = (size_t)snprintf(buf, len, "%s", f);
-	if (lat > 0 && n < len)
-		snprintf(buf + n, len - n, ", %lld ms late", (long long)lat);
-}
-
-static const char *
-exchange_what(json_t *o)
-{
-	const char	*w = json_string_value(json_object_get(o, "req"));
-
-	if (w == NULL)
-		w = json_string_value(json_object_get(o, "sql"));
-	if (w == NULL || w[0] == '\0')
-		w = json_string_value(json_object_get(o, "pg"));
-	return w != NULL ? w : "(an exchange)";
-}
-
-/* One turn's exchanges through the proxies that are not scheduled. */
-struct turn_story {
-	const struct cfg	*cfg;
-	int			 round, turn;
-	size_t			 shown, more;
-	uint64_t		 seen[64];	/* key hashes, to say "again" */
-	size_t			 nseen;
-};
-
-static bool
-scheduled(const struct cfg *cfg, const char *proxy)
-{
-	size_t	i;
-
-	for (i = 0; proxy != NULL && i < cfg->nproxies; i++)
-		if (strcmp(cfg->proxies[i].name, proxy) == 0)
-			return cfg->proxies[i].schedule.enabled;
-	return false;
-}
-
-static void
-turn_exchange(json_t *o, void *arg)
-{
-	struct turn_story	*ts = arg;
-	const char		*proxy = json_string_value(json_object_get(o, "proxy"));
-	const char		*what = exchange_what(o);
-	char			 words[128];
-	uint64_t		 h = fnv1a64(what, strlen(what));
-	bool			 again = false;
-	size_t			 i;
-
-	const char		*fault = json_string_value(json_object_get(o, "fault"));
-	bool			 stmt = json_object_get(o, "req") != NULL ||
-				    json_object_get(o, "sql") != NULL;
-
-	if (json_integer_value(json_object_get(o, "round")) != ts->round ||
-	    json_integer_value(json_object_get(o, "turn")) != ts->turn ||
-	    scheduled(ts->cfg, proxy) || json_object_get(o, "key") == NULL)
-		return;
-	/* a start-up, a Sync, a Terminate: told only when a fault hit it */
-	if (!stmt && (fault == NULL || strcmp(fault, "none") == 0) &&
-	    json_integer_value(json_object_get(o, "latency_ms")) == 0)
-		return;
-	for (i = 0; stmt && i < ts->nseen; i++)
-		again |= ts->seen[i] == h;
-	if (stmt && !again && ts->nseen < 64)
-		ts->seen[ts->nseen++] = h;
-	if (ts->shown >= MIN_STORY_EXCHANGES) {
-		ts->more++;
-		return;
-	}
-	fault_words(o, words, sizeof(words));
-	printf("    %s %s%s — %s\n", proxy ? proxy : "?", what, again ? " again" : "",
-	    words);
-	ts->shown++;
-}
-
-/* The last lines of a turn's output, indented. */
-static void
-tail_lines(const char *label, const char *s)
-{
-	const char	*end, *p;
-	int		 n = 0;
-
-	if (s == NULL || s[0] == '\0')
-		return;
-	end = s + strlen(s);
-	while (end > s && (end[-1] == '\n' || end[-1] == ' '))
-		end--;
-	for (p = end; p > s; p--)
-		if (p[-1] == '\n' && ++n == MIN_STORY_TAIL)
-			break;
-	printf("    its %s (last lines):\n", label);
-	while (p < end) {
-		const char	*nl = memchr(p, '\n', (size_t)(end - p));
-
-		if (nl == NULL)
-			nl = end;
-		printf("      | %.*s\n", (int)(nl - p), p);
-		p = nl + 1;
-	}
-}
-
-static json_t *
-outcome_of(json_t *turns, int round, int turn)
-{
-	json_t	*t;
-	size_t	 i;
-
-	json_array_foreach(turns, i, t)
-		if (json_integer_value(json_object_get(t, "round")) == round &&
-		    json_integer_value(json_object_get(t, "turn")) == turn)
-			return t;
-	return NULL;
-}
-
-static void
-story_schedule(const struct plan *p)
-{
-	size_t	i, j;
-
-	for (i = 0; i < p->nproxies; i++) {
-		const struct plan_proxy	*x = &p->proxies[i];
-
-		if (x->nsteps == 0)
-			continue;
-		printf("  the schedule of proxy %s, its steps in order (* a "
-		    "preemption):\n", x->name);
-		for (j = 0; j < x->nsteps; j++) {
-			const struct plan_step	*s = &x->steps[j];
-			int			 a = -1;
-			bool			 pre = min_is_preemption(x, j, &a);
-
-			printf("  %c %3zu. round %d turn %d  %s", pre ? '*' : ' ', j + 1,
-			    s->round, s->turn, s->what ? s->what : "(a statement)");
-			if (pre)
-				printf("   — preempts turn %d", a);
-			if (s->lock_wait)
-				printf("   — waited on a lock");
-			printf("\n");
-		}
-	}
-}
-
-static void
-story_invariants(json_t *invs)
-{
-	json_t	*inv, *row, *cell;
-	size_t	 i, r, c;
-
-	json_array_foreach(invs, i, inv) {
-		json_t	*cols = json_object_get(inv, "columns");
-
-		printf("  broken: \"%s\" (%lld row%s)\n",
-		    json_string_value(json_object_get(inv, "name")),
-		    (long long)json_integer_value(json_object_get(inv, "row_count")),
-		    json_integer_value(json_object_get(inv, "row_count")) == 1 ? "" : "s");
-		printf("    ");
-		json_array_foreach(cols, c, cell)
-			printf("%s%s", c ? " | " : "", json_string_value(cell));
-		printf("\n");
-		json_array_foreach(json_object_get(inv, "rows"), r, row) {
-			if (r == 5) {
-				printf("    …\n");
-				break;
-			}
-			printf("    ");
-			json_array_foreach(row, c, cell)
-				printf("%s%s", c ? " | " : "", json_is_string(cell) ?
-				    json_string_value(cell) : "NULL");
-			printf("\n");
-		}
-	}
-}
-
-/*
- * The story of the minimal plan, from the failing replay of it: the turns
- * that run, each with its exchanges through the proxies that are not
- * scheduled (their faults in words) and its own last output; the
- * schedule's steps in order, preemptions marked; the broken invariants
- * and their rows.
- */
-static void
-story(const struct cfg *cfg, const struct plan *p, const struct seed_result *res)
-{
-	json_t	*turns = json_object_get(res->detail, "turns");
-	int	 r, t;
-
-	printf("\nthe story (the last failing replay of this plan):\n");
-	for (r = 0; r < p->rounds; r++)
-		for (t = 0; t < p->turns; t++) {
-			struct turn_story	 ts = { .cfg = cfg, .round = r, .turn = t };
-			json_t			*o;
-
-			if (!plan_runs(p, r, t))
-				continue;
-			o = outcome_of(turns, r, t);
-			printf("  round %d turn %d: %s", r, t, o ? json_string_value(
-			    json_object_get(o, "status")) : "ran");
-			if (o != NULL && strcmp(json_string_value(json_object_get(o,
-			    "status")), "ok") != 0)
-				printf(" (%lld)", (long long)json_integer_value(
-				    json_object_get(o, "code")));
-			printf("\n");
-			trace_each(res->trace, res->trace_len, turn_exchange, &ts);
-			if (ts.more > 0)
-				printf("    (and %zu more exchanges)\n", ts.more);
-			if (o != NULL) {
-				tail_lines("stdout", json_string_value(json_object_get(o,
-				    "stdout_tail")));
-				tail_lines("stderr", json_string_value(json_object_get(o,
-				    "stderr_tail")));
-			}
-		}
-	story_schedule(p);
-	story_invariants(json_object_get(res->detail, "invariants"));
-	if (json_array_size(json_object_get(res->detail, "invariants")) == 0)
-		printf("  the failure: %s\n", res->message);
-}
-
-static const char *
-said_words(enum min_said s)
-{
-	return s == MIN_STILL_FAILS ? "still fails" : s == MIN_PASSES ? "passes" :
-	    "cannot come (diverged)";
-}
-
-/*
- * What the explain phase found: each kept fault as the other kinds and
- * with other latencies, each step later and later; "does not
- * matter" where it still fails.
- */
-static void
-explain_print(const struct plan *p, const struct min_note *v, size_t n,
-    int variants)
-{
-	size_t	i, j;
-
-	printf("\nwhat matters (explain: each fault as the other kinds and with up "
-	    "to %d latencies, each step up to %d places later):\n", variants,
-	    variants);
-	for (i = 0; i < n; i = j) {
-		const struct min_note	*a = &v[i];
-		size_t			 lats = 0, lfail = 0;
-		int64_t			 lo = INT64_MAX, hi = 0;
-
-		for (j = i; j < n && v[j].kind == a->kind && v[j].proxy == a->proxy &&
-		    v[j].index == a->index; j++)
-			;
-		if (a->kind == MIN_FAULTS) {
-			const struct plan_fault_rec	*f = &p->proxies[a->proxy].faults[a->index];
-			const char			*sep = "";
-			size_t				 q;
-
-			printf("  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
-			    f->round, f->turn, f->what ? f->what : "(an exchange)",
-			    plan_fault_name(f->fault), f->latency_ms > 0 ? ", late" : "");
-			for (q = i; q < j; q++) {
-				if (v[q].latency_ms >= 0) {
-					lats++;
-					lfail += v[q].said == MIN_STILL_FAILS;
-					lo = v[q].latency_ms < lo ? v[q].latency_ms : lo;
-					hi = v[q].latency_ms > hi ? v[q].latency_ms : hi;
-					continue;
-				}
-				printf("%s%s — %s", sep, v[q].variant, said_words(v[q].said));
-				sep = "; ";
-			}
-			if (lats > 0 && lfail == lats)
-				printf("%slatency: any value (%zu tried, %lld..%lld ms) — still "
-				    "fails", sep, lats, (long long)lo, (long long)hi);
-			else if (lats > 0)
-				for (q = i; q < j; q++)
-					if (v[q].latency_ms >= 0 && v[q].said != MIN_STILL_FAILS)
-						printf("%s%s — %s", sep, v[q].variant,
-						    said_words(v[q].said)), sep = "; ";
-			printf("\n");
-		} else {
-			const struct plan_proxy	*x = &p->proxies[a->proxy];
-			const struct plan_step	*s = &x->steps[a->index];
-			const struct min_note	*z = &v[j - 1];
-			const struct plan_step	*t = &x->steps[a->index + (size_t)z->latency_ms];
-
-			printf("  step %zu of %s, turn %d's %s: ", a->index + 1, x->name,
-			    s->turn, s->what ? s->what : "statement");
-			if (z->said == MIN_STILL_FAILS)
-				printf("%lld later (after turn %d's %s) — still fails (its place "
-				    "does not matter that far)\n", (long long)z->latency_ms,
-				    t->turn, t->what ? t->what : "statement");
-			else
-				printf("%s%lld later (after turn %d's %s) — %s (its place "
-				    "matters)\n", z->latency_ms > 1 ? "up to 1 less still "
-				    "fails; " : "", (long long)z->latency_ms, t->turn, t->what ?
-				    t->what : "statement", said_words(z->said));
-		}
-	}
 }
 
 /* The default --out: beside the plan, or under ./soak-minimize/. */
@@ -497,31 +144,6 @@ default_out(const char *planarg, uint64_t seed, char *err)
 	if (mkdir_p("soak-minimize", 0755, err) == -1)
 		return NULL;
 	return xasprintf("soak-minimize/seed-%" PRIu64 ".plan.json", seed);
-}
-
-/*
- * The original, up to tries times: its first failing try's result (0), or
- * none failed (-1: *why says how it ended).
- */
-static int
-original(struct wrk *w, uint64_t seed, int tries, struct seed_result *res,
-    char *why, size_t len)
-{
-	int	i;
-
-	for (i = 0; i < tries; i++) {
-		memset(res, 0, sizeof(*res));
-		wrk_run_seed(w, seed, 1, res);
-		if (res->verdict == VERDICT_FAIL)
-			return 0;
-		snprintf(why, len, "%s%s%s: %s", msg_verdict_name(res->verdict),
-		    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
-		    res->message);
-		if (min_stop || i + 1 == tries)
-			break;
-		seed_result_clear(res);
-	}
-	return -1;
 }
 
 int
@@ -671,7 +293,7 @@ cmd_minimize(int argc, char **argv)
 	}
 	/* The original, as given: it must fail, and its fingerprint is the
 	 * one every candidate must fail with. */
-	if (original(&w, seed, (int)tries, &res, why, sizeof(why)) == -1) {
+	if (min_original(&w, seed, (int)tries, &min_stop, &res, why, sizeof(why)) == -1) {
 		if (min_stop) {
 			printf("stopped (%s) before the original's verdict: no plan "
 			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
@@ -713,20 +335,7 @@ cmd_minimize(int argc, char **argv)
 	seed_result_clear(&res);
 	/* Explicit runs, no decision of a pair that does not run: the plan
 	 * every candidate is made from. */
-	{
-		struct min_elem	*e;
-		size_t		 n = min_elems(&best, MIN_RUNS, &e), i;
-		bool		*all = xcalloc(n + 1, sizeof(*all));
-		struct plan	 norm;
-
-		for (i = 0; i < n; i++)
-			all[i] = true;
-		min_candidate(&best, MIN_RUNS, e, n, all, &norm);
-		plan_free(&best);
-		best = norm;
-		free(all);
-		free(e);
-	}
+	min_normalize(&best);
 	min_counts(&best, z.n0);
 	z.rounds = cfg.rounds > 1;
 	z.config = argv[optind];
@@ -822,12 +431,14 @@ report:
 			printf("(explain stopped: %s)\n", min_stop ? "a signal" : "the budget");
 		log_set_warnings(1);
 	}
-	if (have_story)
-		story(&cfg, &best, &told);
+	if (have_story) {
+		printf("\nthe story (the last failing replay of this plan):\n");
+		min_story(stdout, &cfg, &best, &told);
+	}
 	else
 		printf("\n(no story: the plan's last failing replay is not this plan's)\n");
 	if (nnotes > 0)
-		explain_print(&best, notes, nnotes, (int)explain);
+		min_explain_print(stdout, &best, notes, nnotes, (int)explain);
 close:
 	wrk_close(&w, true);
 out:

@@ -500,7 +500,19 @@ on_final(struct coord *c, const struct coord_seed *s, void *arg)
 		free(words);
 		return;
 	}
-	if (s->confirm == CONFIRM_DONE) {
+	if (s->final_why == FINAL_MINIMIZE) {
+		json_t	*mz = json_object_get(s->detail, "minimized");
+		char	*m = xstrdup(json_is_string(json_object_get(mz, "message")) ?
+			    json_string_value(json_object_get(mz, "message")) : "");
+
+		m[strcspn(m, "\r\n")] = '\0';
+		fprintf(stderr, "seed %" PRIu64 ": %s: minimized: %s\n", s->seed, words,
+		    log_escape(msg, sizeof(msg), m));
+		free(m);
+		free(words);
+		return;
+	}
+	if (s->final_why == FINAL_CONFIRM) {
 		fprintf(stderr, "seed %" PRIu64 ": %s: confirming re-run %s\n", s->seed,
 		    words, report_reproduced(r->meta->cfg, s, rep, sizeof(rep)));
 		free(words);

@@ -101,7 +101,8 @@ cmd_worker(int argc, char **argv)
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct wrk_opts	 o = { .slots = 1, .reconnect_ms = 5 * 60 * 1000 };
+	struct wrk_opts	 o = { .slots = 1, .reconnect_ms = 5 * 60 * 1000,
+			    .fingerprint = min_fingerprint };
 	int64_t		 ms;
 	pid_t		*kids;
 	int		 ch, i, rc = 0, st, late = 0;

@@ -1395,10 +1395,10 @@ static int
 parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 {
 	enum { SINK, URL, REPO, PROJECT, TOKEN_ENV, USER_ENV, ISSUE_TYPE,
-	    LABELS, INFRA, INSECURE_HTTP, NKEYS };
+	    LABELS, INFRA, INSECURE_HTTP, MINIMIZE, MINIMIZE_BUDGET, NKEYS };
 	static const char *const keys[NKEYS] = { "sink", "url", "repo",
 	    "project", "token_env", "user_env", "issue_type", "labels",
-	    "infra", "insecure_http" };
+	    "infra", "insecure_http", "minimize", "minimize_budget" };
 	static const char *const sinks[] = { "file", "github", "gitlab",
 	    "jira", "webhook" };
 	/* What each sink cannot work without; checked here, not at filing time. */
@@ -1434,6 +1434,12 @@ parse_tickets(struct cfg_ctx *cx, yaml_node_t *map)
 		rc = -1;
 	if (v[INSECURE_HTTP] && get_bool(cx, v[INSECURE_HTTP],
 	    "tickets.insecure_http", &t->insecure_http) == -1)
+		rc = -1;
+	if (v[MINIMIZE] && get_bool(cx, v[MINIMIZE], "tickets.minimize",
+	    &t->minimize) == -1)
+		rc = -1;
+	if (v[MINIMIZE_BUDGET] && get_duration(cx, v[MINIMIZE_BUDGET],
+	    "tickets.minimize_budget", 1000, &t->minimize_budget_ms) == -1)
 		rc = -1;
 	if (rc == -1)
 		return -1;
@@ -1601,6 +1607,7 @@ set_defaults(struct cfg *cfg)
 	cfg->invariant_timeout_ms = 10 * 1000;
 	cfg->tickets.sink = xstrdup("file");
 	cfg->tickets.issue_type = xstrdup("Bug");
+	cfg->tickets.minimize_budget_ms = CFG_MINIMIZE_BUDGET_MS;
 }
 
 /* The byte offset of 1-based (line, col) in text, col counted in characters. */

@@ -142,8 +142,16 @@ struct cfg_tickets {
 	char		**labels;		/* NULL-terminated, may be NULL */
 	bool		  infra;		/* file one infra ticket per run */
 	bool		  insecure_http;	/* a token may go to an http:// url */
+	/*
+	 * minimize: before filing, the smallest failing seed of each
+	 * fingerprint is minimized on a worker (a lease of its own kind,
+	 * docs/tickets.md), within minimize_budget_ms each.
+	 */
+	bool		  minimize;
+	int64_t		  minimize_budget_ms;	/* default CFG_MINIMIZE_BUDGET_MS */
 	bool		  enabled;		/* the section was present */
 };
+#define CFG_MINIMIZE_BUDGET_MS	(5 * 60 * 1000)
 
 struct cfg {
 	char			 *path;		/* as given */

@@ -194,6 +194,7 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_u32(&w, m->u.lease.ttl_ms);
 		w_str(&w, m->u.lease.plan, MSG_PLAN_MAX, "plan");
 		w_str(&w, m->u.lease.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
+		w_u32(&w, m->u.lease.minimize_ms);
 		w_u32(&w, m->u.lease.nseeds);
 		for (i = 0; i < m->u.lease.nseeds; i++) {
 			w_u64(&w, m->u.lease.seeds[i].seed);
@@ -430,7 +431,17 @@ decode_lease(struct rbuf *r, struct msg *m)
 	m->u.lease.plan_hash = r_str(r, MSG_PLAN_HASH_MAX, "plan_hash");
 	if (plan_check(r, m->u.lease.plan, m->u.lease.plan_hash) == -1)
 		return;
+	m->u.lease.minimize_ms = r_u32(r, "minimize_ms");
 	m->u.lease.nseeds = r_u32(r, "nseeds");
+	if (!r->failed && m->u.lease.minimize_ms != 0 &&
+	    (*m->u.lease.plan != '\0' || m->u.lease.nseeds != 1)) {
+		r->failed = 1;
+		errf(r->err, "lease message: a minimize lease holds one seed and no "
+		    "plan, not %u seed(s)%s", m->u.lease.nseeds,
+		    *m->u.lease.plan != '\0' ? " and a plan" : "");
+		m->u.lease.nseeds = 0;
+		return;
+	}
 	if (!r->failed && *m->u.lease.plan != '\0' && m->u.lease.nseeds != 1) {
 		r->failed = 1;
 		errf(r->err, "lease message: a regression's lease holds one "

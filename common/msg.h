@@ -45,9 +45,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	4	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
+#define MSG_VERSION	5	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
 				   3: HELLO rejoin, ACK keep, BYE drain;
-				   4: LEASE and RESULT plan, plan_hash */
+				   4: LEASE and RESULT plan, plan_hash;
+				   5: LEASE minimize_ms */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
@@ -165,6 +166,12 @@ struct msg {
 			 */
 			char		*plan;
 			char		*plan_hash;
+			/*
+			 * A minimize lease (tickets.minimize): its budget, and
+			 * exactly one seed, the failing seed to minimize (never
+			 * a regression's); 0 for any other lease.
+			 */
+			uint32_t	 minimize_ms;
 			uint32_t	 nseeds;
 			struct msg_seed	*seeds;
 		} lease;

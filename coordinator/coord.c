@@ -7,6 +7,7 @@
 
 #include "common/cfgerr.h"
 #include "common/log.h"
+#include "common/plan.h"
 #include "common/queue.h"
 #include "common/regress.h"
 #include "common/util.h"
@@ -16,6 +17,7 @@
 
 #define MAX_SEEDS	(10u * 1000 * 1000)	/* one run; a bigger sweep is several runs */
 #define CONFIRM_MAX	20	/* confirming re-runs per run: one per distinct failure */
+#define MINIMIZE_TRIES	2	/* minimize leases of a seed, when workers are lost */
 #define EARLY_SEEDS	3	/* the early stop looks at this many seeds' first attempts */
 
 enum lease_state { LEASE_ACTIVE, LEASE_DONE, LEASE_EXPIRED };
@@ -42,6 +44,7 @@ struct lease {
 	uint32_t		 keep;
 	uint64_t		 from;		/* the lease its seeds were taken from */
 	bool			 confirm;	/* a confirming re-run */
+	bool			 minimize;	/* a minimize lease (tickets.minimize) */
 	/* A regression's lease: 1 + its index in the regressions (it holds
 	 * that one alone); 0 for a lease of seeds. */
 	size_t			 reg;
@@ -78,6 +81,8 @@ struct coord {
 	struct queue		 retry;		/* infra seeds waiting for a new attempt */
 	struct queue		 confirm;	/* failing seeds waiting for their re-run */
 	uint64_t		 nconfirm_open;	/* confirming re-runs without an outcome */
+	struct queue		 minq;		/* failing seeds waiting to be minimized */
+	uint64_t		 nmin_open;	/* minimize leases without an outcome */
 	struct lease		*leases;
 	size_t			 nleases, cap_leases;
 	struct wrec		*workers;
@@ -145,6 +150,7 @@ coord_new(const struct coord_opts *o, char *err)
 	queue_init(&c->returned, sizeof(uint64_t));
 	queue_init(&c->retry, sizeof(uint64_t));
 	queue_init(&c->confirm, sizeof(uint64_t));
+	queue_init(&c->minq, sizeof(uint64_t));
 	c->cov = cov_new(o->cfg);
 	for (i = 0; i < n; i++) {
 		c->seeds[i].seed = o->seeds.first + i;
@@ -182,6 +188,7 @@ coord_free(struct coord *c)
 	queue_free(&c->returned);
 	queue_free(&c->retry);
 	queue_free(&c->confirm);
+	queue_free(&c->minq);
 	cov_free(c->cov);
 	free(c->starting);
 	free(c->halt_why);
@@ -280,6 +287,14 @@ set_confirm_state(struct coord_seed *s, enum coord_confirm st)
 	s->confirm = st;
 }
 
+static void
+set_min_state(struct coord_seed *s, enum coord_confirm st)
+{
+	log_debug("seed %" PRIu64 ": minimize %s -> %s", s->seed,
+	    confirm_names[s->minimize], confirm_names[st]);
+	s->minimize = st;
+}
+
 /* The fingerprint of a final seed, or of an outcome (why, detail). */
 static char *
 fingerprint(const struct coord *c, enum reason why, const json_t *detail)
@@ -290,9 +305,11 @@ fingerprint(const struct coord *c, enum reason why, const json_t *detail)
 
 /*
  * Once every seed is final: queues the smallest failing seed of each
- * fingerprint for its confirming re-run, for the first CONFIRM_MAX
- * fingerprints in seed order.  Seeds are in order, so the groups found
- * before the scan stops are those, with their smallest seeds.
+ * fingerprint for its confirming re-run (cfg->confirm) and to be
+ * minimized before its ticket is filed (tickets.minimize), for the first
+ * CONFIRM_MAX fingerprints in seed order.  Seeds are in order, so the
+ * groups found before the scan stops are those, with their smallest
+ * seeds.
  */
 static void
 plan_confirms(struct coord *c)
@@ -300,8 +317,10 @@ plan_confirms(struct coord *c)
 	struct fp_groups	 g;
 	uint64_t		 i;
 	size_t			 k;
+	bool			 confirm = c->o.cfg->confirm;
+	bool			 minimize = c->o.cfg->tickets.minimize;
 
-	if (!c->o.cfg->confirm || c->halt_why != NULL)
+	if ((!confirm && !minimize) || c->halt_why != NULL)
 		return;
 	fp_groups_init(&g, false);
 	for (i = 0; i < c->nseeds && g.n < CONFIRM_MAX; i++) {
@@ -317,11 +336,20 @@ plan_confirms(struct coord *c)
 	for (k = 0; k < g.n; k++) {
 		struct coord_seed	*s = &c->seeds[g.v[k].first];
 
-		set_confirm_state(s, CONFIRM_PENDING);
-		q_push(c, &c->confirm, s);
-		c->nconfirm_open++;
-		log_debug("seed %" PRIu64 ": confirming re-run of %s", s->seed,
-		    g.v[k].fp);
+		if (confirm) {
+			set_confirm_state(s, CONFIRM_PENDING);
+			q_push(c, &c->confirm, s);
+			c->nconfirm_open++;
+			log_debug("seed %" PRIu64 ": confirming re-run of %s", s->seed,
+			    g.v[k].fp);
+		}
+		if (minimize) {
+			set_min_state(s, CONFIRM_PENDING);
+			q_push(c, &c->minq, s);
+			c->nmin_open++;
+			log_debug("seed %" PRIu64 ": to be minimized, for %s", s->seed,
+			    g.v[k].fp);
+		}
 	}
 	fp_groups_free(&g);
 }
@@ -413,6 +441,92 @@ confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	    worker, msg_verdict_name(verdict), reason_name(why));
 	free(fp);
 	json_decref(detail);
+	s->final_why = FINAL_CONFIRM;
+	if (c->final_cb && !c->replaying)
+		final_call(c, s);
+}
+
+/* A worker's minimized plan: a plan of this config, of the seed. */
+static int
+min_plan_check(const json_t *o, const struct cfg *cfg, uint64_t seed, char *err)
+{
+	struct plan	 p = { 0 };
+	char		*text = json_is_object(o) ? json_dumps(o, JSON_COMPACT) : NULL;
+	int		 rc;
+
+	if (text == NULL)
+		return errf(err, "the plan is not a JSON object");
+	rc = plan_parse(text, strlen(text), "the minimized plan", &p, err);
+	free(text);
+	if (rc == 0 && p.seed != seed)
+		rc = errf(err, "the plan is of seed %" PRIu64 ", not %" PRIu64, p.seed,
+		    seed);
+	if (rc == 0)
+		rc = plan_fits(&p, cfg, err);
+	plan_free(&p);
+	return rc;
+}
+
+/*
+ * A minimize lease's outcome (tickets.minimize): the worker's "minimize"
+ * record, into the seed's detail as "minimized", with what the
+ * coordinator checked of it — the plan parses and fits the config, and
+ * the minimal plan's failure has the seed's fingerprint ("same_failure"),
+ * else its plan is dropped and the ticket says it was not minimized.  The
+ * verdict stands either way.  detail is consumed.
+ */
+static void
+minimize_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
+    enum reason why, int64_t duration_ms, json_t *detail)
+{
+	json_t		*got = json_object_get(detail, "minimize"), *rec, *plan;
+	json_t		*msgj = json_object_get(detail, "message");
+	int		 verdict = reason_verdict(why);
+	char		*fp, *mine, err[ERR_LEN];
+
+	set_min_state(s, CONFIRM_DONE);
+	c->nmin_open--;
+	rec = json_is_object(got) ? json_deep_copy(got) : json_object();
+	json_object_set_new(rec, "worker", json_integer(worker));
+	json_object_set_new(rec, "verdict", json_string(msg_verdict_name(verdict)));
+	json_object_set_new(rec, "reason", json_string(reason_name(why)));
+	json_object_set_new(rec, "duration_ms", json_integer(duration_ms));
+	json_object_set_new(rec, "message", json_string(json_is_string(msgj) ?
+	    json_string_value(msgj) : ""));
+	if (!json_is_string(json_object_get(rec, "outcome")))
+		json_object_set_new(rec, "outcome", json_string(verdict ==
+		    VERDICT_INFRA ? "cannot" : "no_failure"));
+	plan = json_object_get(rec, "plan");
+	if (verdict == VERDICT_FAIL) {
+		fp = fingerprint(c, why, detail);
+		mine = fingerprint(c, s->why, s->detail);
+		json_object_set_new(rec, "same_failure", json_boolean(strcmp(fp,
+		    mine) == 0));
+		if (strcmp(fp, mine) != 0)
+			log_warnx("seed %" PRIu64 ": the minimized plan fails as \"%s\", "
+			    "not as the seed's \"%s\": not used", s->seed, fp, mine);
+		free(fp);
+		free(mine);
+	}
+	if (plan != NULL && (verdict != VERDICT_FAIL ||
+	    !json_is_true(json_object_get(rec, "same_failure")) ||
+	    min_plan_check(plan, c->o.cfg, s->seed, err) == -1)) {
+		if (verdict == VERDICT_FAIL && json_is_true(json_object_get(rec,
+		    "same_failure"))) {
+			log_warnx("seed %" PRIu64 ": worker %u's minimized plan is not "
+			    "usable: %s", s->seed, worker, err);
+			json_object_set_new(rec, "plan_error", json_string(err));
+			json_object_set_new(rec, "same_failure", json_false());
+		}
+		json_object_del(rec, "plan");
+	}
+	if (!json_is_object(json_object_get(rec, "plan")))
+		json_object_del(rec, "story");
+	json_object_set_new(s->detail, "minimized", rec);
+	log_debug("seed %" PRIu64 ": minimized on worker %u: %s", s->seed, worker,
+	    json_string_value(json_object_get(rec, "outcome")));
+	json_decref(detail);
+	s->final_why = FINAL_MINIMIZE;
 	if (c->final_cb && !c->replaying)
 		final_call(c, s);
 }
@@ -586,6 +700,7 @@ seed_final_halted(struct coord *c, struct coord_seed *s)
 	c->nfinal++;
 	if ((w = worker_get(c, s->worker)) != NULL)
 		w->seeds++;
+	s->final_why = FINAL_VERDICT;
 	if (c->final_cb && !c->replaying)
 		final_call(c, s);
 }
@@ -710,6 +825,7 @@ seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	c->nfinal++;
 	if (w)
 		w->seeds++;
+	s->final_why = FINAL_VERDICT;
 	if (c->final_cb && !c->replaying)
 		final_call(c, s);
 	if (c->nfinal == c->nseeds + c->nregs)
@@ -766,6 +882,28 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 		struct coord_seed	*s = item_get(c, l, i);
 		char			 what[256];
 
+		if (!l->reported[i] && s != NULL && l->minimize &&
+		    s->minimize == CONFIRM_LEASED &&
+		    l->seeds[i].attempt == s->minimize_attempt) {
+			/* once more on another lease (a coordinator resumed
+			 * ends its old leases so), then filed unminimized */
+			if (++s->minimize_lost < MINIMIZE_TRIES) {
+				if (!c->replaying)
+					log_warnx("seed %" PRIu64 ": worker %u lost while "
+					    "minimizing it (%s): minimized again",
+					    s->seed, l->worker, why);
+				set_min_state(s, CONFIRM_PENDING);
+				q_push(c, &c->minq, s);
+				continue;
+			}
+			if (!c->replaying)
+				log_warnx("seed %" PRIu64 ": worker %u lost while "
+				    "minimizing it (%s), %d times: its ticket is filed "
+				    "unminimized", s->seed, l->worker, why, MINIMIZE_TRIES);
+			minimize_outcome(c, s, l->worker, REASON_WORKER_LOST, 0,
+			    json_pack("{s:s}", "message", why));
+			continue;
+		}
 		if (!l->reported[i] && s != NULL && s->confirm == CONFIRM_LEASED &&
 		    l->seeds[i].attempt == s->confirm_attempt) {
 			log_warnx("seed %" PRIu64 ": worker %u lost during the "
@@ -1007,7 +1145,8 @@ coord_live_workers(const struct coord *c)
 bool
 coord_finished(const struct coord *c)
 {
-	return c->nfinal == c->nseeds + c->nregs && c->nconfirm_open == 0;
+	return c->nfinal == c->nseeds + c->nregs && c->nconfirm_open == 0 &&
+	    c->nmin_open == 0;
 }
 
 bool
@@ -1038,6 +1177,12 @@ lease_reply(const struct coord *c, const struct lease *l, int ttl, struct msg *r
 	    "");
 	rep->u.lease.plan_hash = xstrdup(l->reg ?
 	    c->seeds[c->nseeds + l->reg - 1].regress->hash : "");
+	if (l->minimize) {
+		int64_t	b = c->o.cfg->tickets.minimize_budget_ms;
+
+		rep->u.lease.minimize_ms = b > 0 && b < UINT32_MAX ? (uint32_t)b :
+		    UINT32_MAX;
+	}
 	rep->u.lease.seeds = xcalloc(l->keep, sizeof(struct msg_seed));
 	memcpy(rep->u.lease.seeds, l->seeds, l->keep * sizeof(struct msg_seed));
 }
@@ -1076,6 +1221,8 @@ lease_event(struct coord *c, const struct lease *l)
 	e = json_pack("{s:I, s:i, s:I, s:b, s:o}",
 	    "id", (json_int_t)l->id, "worker", (int)l->worker,
 	    "from", (json_int_t)l->from, "confirm", l->confirm, "seeds", seeds);
+	if (l->minimize)
+		json_object_set_new(e, "minimize", json_true());
 	/* A regression's lease is keyed by its plan, not by its seed. */
 	if (l->reg != 0) {
 		const struct regress	*r = c->seeds[c->nseeds + l->reg - 1].regress;
@@ -1189,6 +1336,21 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 			goto leased;
 		}
 	}
+	/* A failing seed to minimize: one lease each, any worker. */
+	if (c->minq.len > 0) {
+		struct coord_seed	*s = &c->seeds[q_at(&c->minq, 0)];
+
+		l = lease_new(c, worker, now);
+		set_min_state(s, CONFIRM_LEASED);
+		/* past the confirming re-run's, so the two never mix */
+		s->minimize_attempt = s->attempts + 2;
+		l->seeds[0].seed = s->seed;
+		l->seeds[0].attempt = s->minimize_attempt;
+		l->n = l->keep = 1;
+		l->minimize = true;
+		queue_remove(&c->minq, 0);
+		goto leased;
+	}
 	/* Regressions before any seed of the range: each a lease of its own. */
 	if (c->regq.len > 0) {
 		l = lease_new(c, worker, now);
@@ -1219,7 +1381,10 @@ leased:
 	w->lease = l->id;
 	lease_event(c, l);
 	lease_reply(c, l, c->o.lease_ttl_ms, rep);
-	if (l->reg != 0)
+	if (l->minimize)
+		log_debug("lease %" PRIu64 " to worker %u: minimize seed %" PRIu64,
+		    l->id, worker, l->seeds[0].seed);
+	else if (l->reg != 0)
 		log_debug("lease %" PRIu64 " to worker %u: regression %s", l->id, worker,
 		    c->seeds[c->nseeds + l->reg - 1].regress->name);
 	else
@@ -1343,8 +1508,10 @@ handle_bundle_req(struct coord *c, const struct msg *req, uint32_t pipe, struct 
  * when it was its last seed, and the quarantine's cut.  detail is
  * consumed.  The journal's replay (coord_replay) comes here too.
  */
+enum result_kind { RESULT_SEED, RESULT_CONFIRM, RESULT_MINIMIZE };
+
 static void
-result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
+result_apply(struct coord *c, struct lease *l, uint32_t i, enum result_kind kind,
     enum reason why, int64_t duration_ms, json_t *detail)
 {
 	struct coord_seed	*s = item_get(c, l, i), *t;
@@ -1354,8 +1521,10 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, bool confirming,
 	l->reported[i] = 1;
 	if (w != NULL)
 		w->results++;
-	if (confirming)
+	if (kind == RESULT_CONFIRM)
 		confirm_outcome(c, s, l->worker, why, duration_ms, detail);
+	else if (kind == RESULT_MINIMIZE)
+		minimize_outcome(c, s, l->worker, why, duration_ms, detail);
 	else
 		seed_outcome(c, s, l->worker, why, duration_ms, detail);
 	if ((w != NULL && w->quarantined) || c->halt_why != NULL) {
@@ -1389,7 +1558,7 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	uint32_t		 i;
 	int			 verdict = req->u.result.verdict;
 	int			 why = reason_parse(req->u.result.reason);
-	bool			 confirming;
+	bool			 confirming, minimizing;
 	char			 reason[64], jtext[LOG_ESC_LEN];
 
 	if (l == NULL || l->worker != req->u.result.worker_id) {
@@ -1434,7 +1603,16 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 	confirming = i < l->keep && !l->reported[i] && s != NULL &&
 	    s->confirm == CONFIRM_LEASED && s->confirm_attempt == req->u.result.attempt &&
 	    l->seeds[i].attempt == req->u.result.attempt;
-	if (!confirming && (i == l->keep || l->reported[i] || s == NULL ||
+	minimizing = i < l->keep && !l->reported[i] && s != NULL && l->minimize &&
+	    s->minimize == CONFIRM_LEASED && s->minimize_attempt ==
+	    req->u.result.attempt && l->seeds[i].attempt == req->u.result.attempt;
+	if (l->minimize && !minimizing) {
+		text_reply(rep, MSG_ACK, 0, "seed %" PRIu64 " (attempt %u) is not "
+		    "being minimized under lease %" PRIu64, seed,
+		    req->u.result.attempt, l->id);
+		return false;
+	}
+	if (!confirming && !minimizing && (i == l->keep || l->reported[i] || s == NULL ||
 	    s->state != CSEED_LEASED || l->seeds[i].attempt != req->u.result.attempt)) {
 		text_reply(rep, MSG_ACK, 0, "seed %" PRIu64 " (attempt %u) is not open "
 		    "under lease %" PRIu64, seed, req->u.result.attempt, l->id);
@@ -1467,7 +1645,8 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		}
 		emit(c, JEV_RESULT, e);
 	}
-	result_apply(c, l, i, confirming, why, req->u.result.duration_ms, detail);
+	result_apply(c, l, i, minimizing ? RESULT_MINIMIZE : confirming ?
+	    RESULT_CONFIRM : RESULT_SEED, why, req->u.result.duration_ms, detail);
 	text_reply(rep, MSG_ACK, 1, "ok");
 	rep->u.ack.keep = l->keep;
 	return true;
@@ -1754,6 +1933,7 @@ replay_lease(struct coord *c, json_t *e, char *err)
 	json_int_t	 from = json_integer_value(json_object_get(e, "from"));
 	json_t		*seeds = json_object_get(e, "seeds"), *v;
 	bool		 confirm = json_is_true(json_object_get(e, "confirm"));
+	bool		 minimize = json_is_true(json_object_get(e, "minimize"));
 	struct wrec	*w = worker_get(c, (uint32_t)json_integer_value(
 			    json_object_get(e, "worker")));
 	struct lease	*l, *victim = NULL;
@@ -1777,9 +1957,14 @@ replay_lease(struct coord *c, json_t *e, char *err)
 	if (reg != NULL && (json_array_size(seeds) != 1 || confirm || from != 0))
 		return errf(err, "lease %lld: a regression's lease holds it alone",
 		    (long long)id);
+	if (minimize && (json_array_size(seeds) != 1 || confirm || from != 0 ||
+	    reg != NULL))
+		return errf(err, "lease %lld: a minimize lease holds one seed alone",
+		    (long long)id);
 	l = lease_new(c, w->id, 0);
 	l->from = (uint64_t)from;
 	l->confirm = confirm;
+	l->minimize = minimize;
 	json_array_foreach(seeds, k, v) {
 		struct coord_seed	*s = reg != NULL ? reg : seed_get(c,
 					    (uint64_t)json_integer_value(json_array_get(v, 0)));
@@ -1789,7 +1974,13 @@ replay_lease(struct coord *c, json_t *e, char *err)
 		if (s == NULL)
 			return errf(err, "lease %lld: a seed out of the range", (long long)id);
 		idx = (uint64_t)(s - c->seeds);
-		if (confirm) {
+		if (minimize) {
+			if (!q_take(&c->minq, idx))
+				return errf(err, "lease %lld: seed %" PRIu64 " was not "
+				    "waiting to be minimized", (long long)id, s->seed);
+			set_min_state(s, CONFIRM_LEASED);
+			s->minimize_attempt = a;
+		} else if (confirm) {
 			if (!q_take(&c->confirm, idx))
 				return errf(err, "lease %lld: seed %" PRIu64 " has no "
 				    "confirming re-run waiting", (long long)id, s->seed);
@@ -1837,7 +2028,7 @@ replay_result(struct coord *c, json_t *e, char *err)
 	const char		*plan = json_string_value(json_object_get(e, "plan"));
 	struct coord_seed	*s;
 	uint32_t		 i;
-	bool			 confirming;
+	bool			 confirming, minimizing;
 
 	if (l == NULL || why < 0 || !json_is_object(detail))
 		return errf(err, "a result that does not parse");
@@ -1853,9 +2044,14 @@ replay_result(struct coord *c, json_t *e, char *err)
 		return errf(err, "seed %" PRIu64 " was not open under lease %" PRIu64,
 		    seed, l->id);
 	confirming = s->confirm == CONFIRM_LEASED && s->confirm_attempt == a;
-	if (!confirming && s->state != CSEED_LEASED)
+	minimizing = l->minimize && s->minimize == CONFIRM_LEASED &&
+	    s->minimize_attempt == a;
+	if (l->minimize && !minimizing)
+		return errf(err, "seed %" PRIu64 " was not being minimized", seed);
+	if (!confirming && !minimizing && s->state != CSEED_LEASED)
 		return errf(err, "seed %" PRIu64 " was not leased", seed);
-	result_apply(c, l, i, confirming, (enum reason)why,
+	result_apply(c, l, i, minimizing ? RESULT_MINIMIZE : confirming ?
+	    RESULT_CONFIRM : RESULT_SEED, (enum reason)why,
 	    json_integer_value(json_object_get(e, "duration_ms")), json_incref(detail));
 	return 0;
 }

@@ -97,6 +97,14 @@ struct coord_seed {
 						   (coordinator/coverage.h) */
 	enum coord_confirm	 confirm;
 	uint32_t		 confirm_attempt;
+	/* Minimized before its ticket (tickets.minimize): its detail gets
+	 * "minimized" (the worker's record, checked) */
+	enum coord_confirm	 minimize;
+	uint32_t		 minimize_attempt;
+	uint32_t		 minimize_lost;	/* its minimize leases lost with a worker */
+	/* What the last coord_on_final call was for: the verdict, the
+	 * confirming re-run's outcome, or the minimize lease's */
+	enum { FINAL_VERDICT, FINAL_CONFIRM, FINAL_MINIMIZE } final_why;
 };
 
 /* Every attempt of s, oldest first, the final one included (new reference). */

@@ -222,6 +222,30 @@ jref(json_t *d, const char *key, json_t *dflt)
 static json_t	*reg_record(const struct report_meta *, const struct coord_seed *,
 		    bool);
 
+/*
+ * tickets.minimize's record of a seed (docs/report.md "minimized"): the
+ * worker's, with where its plan is and the command that replays it.
+ */
+static json_t *
+minimized_record(const struct report_meta *m, const struct coord_seed *s,
+    const json_t *mz)
+{
+	json_t	*o = json_deep_copy(mz);
+
+	if (json_is_object(json_object_get(o, "plan"))) {
+		char	*path = xasprintf("%s/failures/%" PRIu64 "/plan.min.json",
+			    m->out_dir, s->seed);
+		char	*replay = report_replay_plan(m->cfg_path, path);
+
+		json_object_set_new(o, "plan_file", json_sprintf("failures/%" PRIu64
+		    "/plan.min.json", s->seed));
+		json_object_set_new(o, "replay", json_string(replay));
+		free(replay);
+		free(path);
+	}
+	return o;
+}
+
 static json_t *
 seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 {
@@ -258,6 +282,9 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
 	if (json_object_get(d, "confirm"))
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
+	if (json_is_object(json_object_get(d, "minimized")))
+		json_object_set_new(r, "minimized", minimized_record(m, s,
+		    json_object_get(d, "minimized")));
 	if (json_object_get(d, "config_error"))
 		json_object_set(r, "config_error", json_object_get(d, "config_error"));
 	/* A pass with a round in which no turn succeeded (guard 0 allows it). */
@@ -355,6 +382,33 @@ report_config_copy(const struct cfg *cfg, const char *out_dir, char *err)
 	return rc;
 }
 
+/* dir/name: plan, its failure's fingerprint the coordinator's (fp). */
+static int
+write_plan(const char *dir, const char *name, const json_t *plan0,
+    json_t *fp, char *err)
+{
+	json_t	*plan = json_deep_copy(plan0), *failure;
+	char	*path = xasprintf("%s/%s", dir, name);
+	int	 rc = 0;
+
+	if (json_is_string(fp)) {
+		if (!json_is_object(failure = json_object_get(plan, "failure"))) {
+			failure = json_object();
+			json_object_set_new(plan, "failure", failure);
+		}
+		json_object_set(failure, "fingerprint", fp);
+	}
+	errno = 0;
+	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
+		rc = errf(err, "cannot write %s: %s", path,
+		    errno ? strerror(errno) : "an I/O error");
+		unlink(path);
+	}
+	free(path);
+	json_decref(plan);
+	return rc;
+}
+
 int
 report_failure(const struct report_meta *m, const struct coord_seed *s, char *err)
 {
@@ -382,28 +436,14 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	}
 	free(path);
 	plan = json_object_get(s->detail, "plan");
-	if (rc == 0 && json_is_object(plan)) {
-		json_t	*fp = json_object_get(rec, "fingerprint"), *failure;
-
-		/* what it failed with: the fingerprint is the coordinator's */
-		plan = json_deep_copy(plan);
-		if (json_is_string(fp)) {
-			if (!json_is_object(failure = json_object_get(plan, "failure"))) {
-				failure = json_object();
-				json_object_set_new(plan, "failure", failure);
-			}
-			json_object_set(failure, "fingerprint", fp);
-		}
-		path = xasprintf("%s/plan.json", dir);
-		errno = 0;
-		if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
-			rc = errf(err, "cannot write %s: %s", path,
-			    errno ? strerror(errno) : "an I/O error");
-			unlink(path);
-		}
-		free(path);
-		json_decref(plan);
-	}
+	if (rc == 0 && json_is_object(plan))
+		rc = write_plan(dir, "plan.json", plan, json_object_get(rec,
+		    "fingerprint"), err);
+	/* tickets.minimize: what the worker made of it (coord.c checked it) */
+	plan = json_object_get(json_object_get(s->detail, "minimized"), "plan");
+	if (rc == 0 && json_is_object(plan))
+		rc = write_plan(dir, "plan.min.json", plan, json_object_get(rec,
+		    "fingerprint"), err);
 	json_decref(rec);
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {

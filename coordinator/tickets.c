@@ -574,6 +574,58 @@ put_regressions(FILE *f, enum tk_dialect d, const struct tk_run *run,
 	}
 }
 
+/* At most this much of a minimized story in a ticket body. */
+#define TK_STORY_MAX	(16u << 10)
+
+/*
+ * tickets.minimize: the smallest seed's failure minimized before filing
+ * (report.json's "minimized"), above the full trace — the story, and the
+ * command that replays the minimal plan; or why it was not minimized.
+ */
+static void
+put_minimized(FILE *f, enum tk_dialect d, const json_t *first)
+{
+	const json_t	*mz = json_object_get(first, "minimized");
+	const char	*outcome = jstr(mz, "outcome"), *story = jstr(mz, "story");
+	const char	*replay = jstr(mz, "replay"), *msg = jstr(mz, "message");
+	char		*cut = NULL;
+
+	if (!json_is_object(mz))
+		return;
+	put_h(f, d, 3);
+	if (!json_is_true(json_object_get(mz, "same_failure")) ||
+	    !json_is_object(json_object_get(mz, "plan")) || outcome == NULL) {
+		fputs("Not minimized\n\n", f);
+		if (msg != NULL && *msg != '\0') {
+			put_cell(f, d, msg);
+			fputs("\n\n", f);
+		}
+		return;
+	}
+	fputs(strcmp(outcome, "minimal") == 0 ? "Minimized (1-minimal)\n\n" :
+	    "Minimized (stopped by tickets.minimize_budget: the smallest failing "
+	    "plan found, not shown 1-minimal)\n\n", f);
+	if (jstr(mz, "summary") != NULL) {
+		tk_put_text(f, d, jstr(mz, "summary"), 2 * TK_CELL_MAX);
+		fputs("\n\n", f);
+	}
+	if (story != NULL) {
+		if (strlen(story) > TK_STORY_MAX)
+			story = cut = xasprintf("%.*s\n(cut at %u bytes)", (int)TK_STORY_MAX,
+			    story, TK_STORY_MAX);
+		tk_put_block(f, d, "text", story);
+		fputc('\n', f);
+		free(cut);
+	}
+	if (replay != NULL) {
+		fputs(replay_from_top(replay) ? "Replay the minimized plan, from the top "
+		    "folder of the repository that holds the config:\n\n" :
+		    "Replay the minimized plan:\n\n", f);
+		tk_put_block(f, d, "sh", replay);
+		fputc('\n', f);
+	}
+}
+
 static void
 render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
     const json_t *result, const char *trace)
@@ -602,6 +654,7 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	fputs(".\n\n", f);
 	for (i = 0; i < json_array_size(invs); i++)
 		put_invariant(f, d, json_array_get(invs, i));
+	put_minimized(f, d, first);
 	put_h(f, d, 3);
 	fprintf(f, "Smallest seed: %" PRIu64 "\n\n", t->seeds[0]);
 	if (msg != NULL) {

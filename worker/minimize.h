@@ -171,4 +171,48 @@ struct min_note {
 int	min_explain(struct min_run *m, const struct plan *best, int variants,
 	    struct min_note **notes, size_t *n);
 
+/* A candidate's time: twice the original's, and never under this. */
+#define MIN_TIMEOUT_FLOOR_MS	3000
+
+/*
+ * The original, up to tries times: its first failing try's result (0), or
+ * none failed (-1: *why says how it ended; a set *stop ends it early).
+ */
+int	min_original(struct wrk *w, uint64_t seed, int tries,
+	    volatile sig_atomic_t *stop, struct seed_result *res, char *why,
+	    size_t len);
+/* Explicit runs, no decision of a pair that does not run: the plan every
+ * candidate is made from, in place. */
+void	min_normalize(struct plan *best);
+/* "turns 8 → 3, faults 12 → 2, preemptions 9 → 1, 41 replays, 23 s"
+ * (rounds first when the config has more than one). */
+void	min_counts_line(const struct min_run *m, const size_t n0[MIN_KINDS],
+	    bool rounds, const struct plan *p, char *buf, size_t len);
+/*
+ * A minimize lease (tickets.minimize, docs/tickets.md): seed's failure
+ * minimized in w, within budget_ms (0: none), each candidate up to tries
+ * times; no explain phase.  *res: fail, with detail {"minimize": {outcome
+ * "minimal" or "stopped", plan, story, counts, ...}, "invariants": those
+ * of the minimal plan's replay}; pass ("no_failure": the seed, or its
+ * plan, does not fail in tries); infra ("cannot": it diverged or ended
+ * infra, or made no plan).  w's plan, keep folder and timeout are its
+ * own again after.
+ */
+void	wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
+	    char *(*fingerprint)(const struct cfg *, const struct seed_result *),
+	    volatile sig_atomic_t *stop, struct seed_result *res);
+
+/*
+ * The story of plan p, told from res (its last failing replay, with the
+ * whole trace): each turn that runs, its exchanges through the proxies
+ * that are not scheduled with their faults in words, and its last output;
+ * each scheduled proxy's steps in order, preemptions marked; the broken
+ * invariants and their rows (worker/min_story.c).
+ */
+void	min_story(FILE *f, const struct cfg *cfg, const struct plan *p,
+	    const struct seed_result *res);
+/* What min_explain found, in words. */
+void	min_explain_print(FILE *f, const struct plan *p, const struct min_note *v,
+	    size_t n, int variants);
+
 #endif

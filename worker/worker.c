@@ -37,6 +37,7 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "isolation/iso.h"
+#include "worker/minimize.h"
 #include "worker/wrk.h"
 
 /*
@@ -1206,6 +1207,41 @@ worker_run_regression(struct worker *k, const struct msg *lease,
 }
 
 /*
+ * A minimize lease (tickets.minimize): the seed's failure minimized here
+ * within the lease's budget (worker/min_lease.c); a SIGTERM stops it with
+ * the smallest failing plan so far.  A worker that cannot open its
+ * environment says infra, as for a seed.
+ */
+static void
+worker_run_minimize(struct worker *k, const struct msg *lease,
+    const struct msg_seed *s, struct seed_result *res)
+{
+	char	err[ERR_LEN];
+
+	if (!k->opened && wrk_open(&k->w, err) == 0)
+		k->opened = true;
+	if (!k->opened) {
+		worker_run_seed(k, s, res);	/* opens again, and says why: infra */
+		return;
+	}
+	if (k->o->fingerprint == NULL) {	/* its caller's to set */
+		memset(res, 0, sizeof(*res));
+		res->verdict = VERDICT_INFRA;
+		res->reason = REASON_WORKER_LOST;
+		snprintf(res->message, sizeof(res->message), "this worker cannot "
+		    "minimize (no fingerprint rule)");
+		res->detail = json_pack("{s:s}", "message", res->message);
+		return;
+	}
+	log_debug("seed %" PRIu64 ": minimizing, budget %u ms", s->seed,
+	    lease->u.lease.minimize_ms);
+	wrk_minimize(&k->w, s->seed, 3, lease->u.lease.minimize_ms, k->o->fingerprint,
+	    &draining, res);
+	log_debug("seed %" PRIu64 ": minimize: %s (%lld ms)", s->seed, res->message,
+	    (long long)res->duration_ms);
+}
+
+/*
  * Report: one RESULT, acknowledged before the next seed starts.  Returns
  * 0 accepted, with *keep the seeds of the lease still this worker's (the
  * coordinator may have given the unstarted tail to an idle worker), 1
@@ -1274,7 +1310,9 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		if (beat_lost(&k->beat) || draining)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
-		if (lease->u.lease.plan != NULL && *lease->u.lease.plan != '\0')
+		if (lease->u.lease.minimize_ms != 0)
+			worker_run_minimize(k, lease, s, &res);
+		else if (lease->u.lease.plan != NULL && *lease->u.lease.plan != '\0')
 			worker_run_regression(k, lease, s, &res);
 		else
 			worker_run_seed(k, s, &res);

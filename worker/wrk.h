@@ -309,6 +309,10 @@ struct wrk_opts {
 	bool		 quiet;		/* --quiet: no connected/done lines */
 	bool		 slot;		/* one of --slots N > 1: its parent
 					   says "the run is over", once */
+	/* The fingerprint of a failing result (heap), NULL for any other
+	 * verdict: a minimize lease's (the rule lives above the worker) */
+	char		*(*fingerprint)(const struct cfg *cfg,
+			    const struct seed_result *res);
 };
 
 /* A slot's exit status for "the run was over before it came", which its

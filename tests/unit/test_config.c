@@ -319,6 +319,8 @@ test_defaults(void **state)
 	assert_false(cfg.db_proxy_named);
 	assert_false(cfg.tickets.enabled);
 	assert_string_equal(cfg.tickets.sink, "file");
+	assert_false(cfg.tickets.minimize);
+	assert_int_equal(cfg.tickets.minimize_budget_ms, CFG_MINIMIZE_BUDGET_MS);
 	assert_string_equal(cfg.tickets.issue_type, "Bug");
 	assert_null(cfg.tickets.labels);
 	assert_false(cfg.tickets.infra);
@@ -557,7 +559,12 @@ static const struct bad bads[] = {
 	{ BASE "tickets:\n  insecure: true\n",
 	  "soak.yaml:8:3: tickets.insecure: unknown key (expected sink, url, "
 	  "repo, project, token_env, user_env, issue_type, labels, infra, "
-	  "insecure_http)" },
+	  "insecure_http, minimize, minimize_budget)" },
+	{ BASE "tickets:\n  minimize: yes please\n",
+	  "soak.yaml:8:13: tickets.minimize: expected true or false, got "
+	  "\"yes please\"" },
+	{ BASE "tickets:\n  minimize: true\n  minimize_budget: 500ms\n",
+	  "soak.yaml:9:20: tickets.minimize_budget: must be at least 1000ms" },
 	/* a token to a url that is not https:// */
 	{ BASE "tickets:\n  sink: webhook\n  url: http://hooks.local/x\n"
 	  "  token_env: HOOK_TOKEN\n",

@@ -251,7 +251,8 @@ test_oversized_and_lying_lengths(void **state)
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_LEASE;
 	buf = encode(&m, &len);
-	buf[MSG_HDR_LEN + 8 + 4 + 4 + 4 + 3] = 200;	/* past plan, plan_hash */
+	buf[MSG_HDR_LEN + 8 + 4 + 4 + 4 + 4 + 3] = 200;	/* past plan, plan_hash,
+							   minimize_ms */
 	assert_int_equal(msg_decode(buf, len, &out, err), -1);
 	assert_non_null(strstr(err, "seeds"));
 	free(buf);
@@ -532,11 +533,63 @@ test_plan_fields(void **state)
 	free(buf);
 }
 
+/*
+ * A minimize lease (tickets.minimize): its budget round-trips; it holds
+ * exactly one seed and no regression, and the decoder holds it to that.
+ */
+static void
+test_minimize_lease(void **state)
+{
+	struct msg	 m, out;
+	struct msg_seed	 two[2] = { { 5, 3 }, { 6, 1 } };
+	char		 err[ERR_LEN];
+	size_t		 len;
+	uint8_t		*buf;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE;
+	m.u.lease.lease_id = 9;
+	m.u.lease.minimize_ms = 300000;
+	m.u.lease.nseeds = 1;
+	m.u.lease.seeds = two;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_int_equal(out.u.lease.minimize_ms, 300000);
+	assert_int_equal(out.u.lease.nseeds, 1);
+	assert_int_equal(out.u.lease.seeds[0].seed, 5);
+	assert_int_equal(out.u.lease.seeds[0].attempt, 3);
+	msg_clear(&out);
+	free(buf);
+	/* a lease of seeds says 0 */
+	m.u.lease.minimize_ms = 0;
+	m.u.lease.nseeds = 2;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_int_equal(out.u.lease.minimize_ms, 0);
+	msg_clear(&out);
+	free(buf);
+	/* two seeds, or a regression's plan: refused */
+	m.u.lease.minimize_ms = 1000;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "minimize lease"));
+	free(buf);
+	m.u.lease.nseeds = 1;
+	m.u.lease.plan = UNCONST("r1");
+	m.u.lease.plan_hash = UNCONST(HASH_A);
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "minimize lease"));
+	free(buf);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detail_cap),
+		cmocka_unit_test(test_minimize_lease),
 		cmocka_unit_test(test_roundtrip_all_types),
 		cmocka_unit_test(test_every_truncation_rejected),
 		cmocka_unit_test(test_wrong_version_magic_type_trailing),
