@@ -2141,6 +2141,9 @@ coord_dump(const struct coord *c)
 		    (json_int_t)s->ok_turns, (json_int_t)s->total_turns));
 		json_object_set_new(json_array_get(seeds, i), "forced",
 		    json_integer(s->forced));
+		json_object_set_new(json_array_get(seeds, i), "minimize", json_pack(
+		    "[i, i, i]", s->minimize, (int)s->minimize_attempt,
+		    (int)s->minimize_lost));
 		if (s->regress != NULL)
 			json_object_set_new(json_array_get(seeds, i), "regression",
 			    json_string(s->regress->name));
@@ -2157,6 +2160,8 @@ coord_dump(const struct coord *c)
 		    "s:o}", "id", (json_int_t)l->id, "worker", (int)l->worker,
 		    "state", l->state, "keep", (int)l->keep, "from", (json_int_t)l->from,
 		    "confirm", l->confirm, "seeds", ls));
+		json_object_set_new(json_array_get(leases, i), "minimize",
+		    json_boolean(l->minimize));
 	}
 	for (i = 0; i < c->nworkers; i++) {
 		const struct wrec	*w = &c->workers[i];
@@ -2166,7 +2171,7 @@ coord_dump(const struct coord *c)
 		    "seeds", (int)w->seeds, "infra_run", (int)w->infra_run,
 		    "quarantined", w->quarantined));
 	}
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
+	json_t	*d = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:i, "
 	    "s:i, s:b, s:s?, s:i, s:o}",
 	    "seeds", seeds, "leases", leases, "workers", workers,
 	    "returned", q_json(&c->returned), "retry", q_json(&c->retry),
@@ -2177,4 +2182,7 @@ coord_dump(const struct coord *c)
 	    "nquarantined", (int)c->nquarantined, "early_seen", (int)c->early_seen,
 	    "early_off", c->early_off, "halt_why", c->halt_why,
 	    "halt_status", c->halt_status, "coverage", cov_json(c->cov));
+	json_object_set_new(d, "minq", q_json(&c->minq));
+	json_object_set_new(d, "nmin_open", json_integer((json_int_t)c->nmin_open));
+	return d;
 }

@@ -1823,6 +1823,194 @@ test_confirm_smallest_per_bug_elsewhere(void **state)
 	coord_free(c);
 }
 
+/* A minimize lease's result (worker/min_lease.c's record). */
+#define MIN_PLAN(seed)	"{\"soak_plan\":1,\"config\":\"t\",\"seed\":" #seed ",\"turns\":4," \
+	"\"rounds\":1,\"runs\":[[0,0],[0,1]],\"proxies\":{}}"
+#define MIN_OK(seed, inv)	"{\"message\":\"1-minimal: turns 4 → 2\",\"minimize\":{" \
+	"\"outcome\":\"minimal\",\"plan\":" MIN_PLAN(seed) ",\"story\":\"the story\"}," \
+	"\"invariants\":[{\"name\":\"" inv "\"}]}"
+
+/*
+ * tickets.minimize: once every seed is final, the smallest failing seed of
+ * each fingerprint is minimized on a worker, a lease of its own kind (one
+ * seed, the budget, an attempt past the confirming re-run's), beside the
+ * confirming re-runs; the run is not finished until each has an outcome.
+ * A plan that fails as the seed did is kept ("minimized", same_failure);
+ * one that fails otherwise, or is not a plan of this config, is dropped;
+ * a lease lost with its worker is given again once, then the seed is
+ * filed unminimized; a result under the wrong attempt is refused.  And the
+ * journal rebuilds it all.
+ */
+static void
+test_minimize_leases(void **state)
+{
+	struct coord		*c = mk(0, 5), *r;
+	json_t			*log = json_array(), *a, *b;
+	struct msg		 rep;
+	uint32_t		 w1, w3;
+	const struct coord_seed	*s;
+	uint64_t		 n, lid, rep_lid, seen[3] = { 0 };
+	size_t			 k;
+
+	(void)state;
+	cfg.confirm = true;
+	cfg.turns = 4;
+	cfg.rounds = 1;
+	cfg.tickets.minimize = true;
+	cfg.tickets.minimize_budget_ms = 90000;
+	coord_on_event(c, record_event, log);
+	w1 = hello(c, 1);
+	(void)hello(c, 2);	/* alive: the confirming re-runs wait for it */
+	run_all_on(c, w1);
+	s = coord_seeds(c, &n);
+	assert_false(coord_finished(c));
+	/* w1 may not confirm its own failures, but minimizes them: seeds 1
+	 * (bug A, not 3), 4 (bug B) and 5 (the crash), in that order */
+	for (k = 0; k < 3; k++) {
+		assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+		assert_int_equal(rep.type, MSG_LEASE);
+		assert_int_equal(rep.u.lease.minimize_ms, 90000);
+		assert_int_equal(rep.u.lease.nseeds, 1);
+		assert_string_equal(rep.u.lease.plan, "");
+		seen[k] = rep.u.lease.seeds[0].seed;
+		assert_int_equal(rep.u.lease.seeds[0].attempt, 3);
+		lid = rep.u.lease.lease_id;
+		msg_clear(&rep);
+		if (seen[k] == 1) {
+			/* the seed's attempt, or the confirming re-run's: refused */
+			assert_int_equal(result_d(c, w1, 1, lid, 1, 1, VERDICT_FAIL,
+			    "invariant", MIN_OK(1, "A")), 0);
+			assert_int_equal(result_d(c, w1, 1, lid, 1, 2, VERDICT_FAIL,
+			    "invariant", MIN_OK(1, "A")), 0);
+			assert_int_equal(result_d(c, w1, 1, lid, 1, 3, VERDICT_FAIL,
+			    "invariant", MIN_OK(1, "A")), 1);
+		} else if (seen[k] == 4) {
+			/* a plan of another seed is no plan of this one's */
+			assert_int_equal(result_d(c, w1, 1, lid, 4, 3, VERDICT_FAIL,
+			    "invariant", MIN_OK(9, "B")), 1);
+		} else {
+			/* the worker is lost: given again (to w1 itself, below) */
+			coord_pipe_closed(c, 1, 0);
+			coord_tick(c, 1000);
+			assert_int_equal(s[5].minimize, CONFIRM_PENDING);
+			assert_null(json_object_get(s[5].detail, "minimized"));
+		}
+	}
+	assert_int_equal(seen[0], 1);
+	assert_int_equal(seen[1], 4);
+	assert_int_equal(seen[2], 5);
+	assert_true(json_is_true(json_object_get(json_object_get(s[1].detail,
+	    "minimized"), "same_failure")));
+	assert_true(json_is_object(json_object_get(json_object_get(s[1].detail,
+	    "minimized"), "plan")));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    s[1].detail, "minimized"), "story")), "the story");
+	assert_true(json_is_false(json_object_get(json_object_get(s[4].detail,
+	    "minimized"), "same_failure")));
+	assert_non_null(strstr(json_string_value(json_object_get(json_object_get(
+	    s[4].detail, "minimized"), "plan_error")), "seed 9"));
+	assert_null(json_object_get(json_object_get(s[4].detail, "minimized"), "plan"));
+	assert_null(json_object_get(json_object_get(s[4].detail, "minimized"), "story"));
+	assert_int_equal(s[4].verdict, VERDICT_FAIL);	/* the verdict stands */
+	assert_null(json_object_get(s[3].detail, "minimized"));
+	/* the crash's second minimize lease */
+	w3 = hello(c, 3);
+	/* (the confirming re-runs come first: w1 that failed them is gone) */
+	while (lease(c, w3, 3, 2000, &rep) == 1 && rep.type == MSG_LEASE &&
+	    rep.u.lease.minimize_ms == 0) {
+		assert_int_equal(result_d(c, w3, 3, rep.u.lease.lease_id,
+		    rep.u.lease.seeds[0].seed, rep.u.lease.seeds[0].attempt,
+		    VERDICT_PASS, "", "{\"message\":\"m\"}"), 1);
+		msg_clear(&rep);
+	}
+	assert_int_equal(rep.type, MSG_LEASE);
+	assert_int_equal(rep.u.lease.minimize_ms, 90000);
+	assert_int_equal(rep.u.lease.seeds[0].seed, 5);
+	rep_lid = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* every confirming re-run is done: the minimize lease holds it open */
+	assert_false(coord_finished(c));
+	/* its minimal plan fails as bug A, not as the crash: not used */
+	assert_int_equal(result_d(c, w3, 3, rep_lid, 5, 3, VERDICT_FAIL,
+	    "invariant", MIN_OK(5, "A")), 1);
+	assert_int_equal(s[5].minimize, CONFIRM_DONE);
+	assert_true(json_is_false(json_object_get(json_object_get(s[5].detail,
+	    "minimized"), "same_failure")));
+	assert_null(json_object_get(json_object_get(s[5].detail, "minimized"), "plan"));
+	assert_int_equal(s[5].verdict, VERDICT_FAIL);	/* the verdict stands */
+	assert_true(coord_finished(c));
+	/* the journal rebuilds the same state (mk resets the shared cfg) */
+	r = mk(0, 5);
+	cfg.confirm = true;
+	cfg.turns = 4;
+	cfg.rounds = 1;
+	cfg.tickets.minimize = true;
+	cfg.tickets.minimize_budget_ms = 90000;
+	for (k = 0; k < json_array_size(log); k++) {
+		json_t	*ev = json_array_get(log, k);
+		char	 err[ERR_LEN];
+
+		if (coord_replay(r, jev_parse(json_string_value(json_object_get(ev, "t"))),
+		    json_object_get(ev, "e"), err) == -1)
+			fail_msg("event %zu: %s", k, err);
+	}
+	a = coord_dump(c);
+	b = coord_dump(r);
+	json_object_del(a, "workers");
+	json_object_del(b, "workers");
+	if (!json_equal(a, b)) {
+		char	*x = json_dumps(a, JSON_SORT_KEYS), *y = json_dumps(b, JSON_SORT_KEYS);
+
+		fail_msg("the journal rebuilt another state:\n%s\n%s", x, y);
+	}
+	json_decref(a);
+	json_decref(b);
+	coord_free(r);
+	coord_free(c);
+	json_decref(log);
+	memset(&cfg.tickets, 0, sizeof(cfg.tickets));
+}
+
+/* A minimize lease lost with its worker twice: filed unminimized. */
+static void
+test_minimize_lost_twice(void **state)
+{
+	struct coord		*c = mk(0, 0);
+	const struct coord_seed	*s;
+	struct msg		 rep;
+	uint64_t		 n;
+	uint32_t		 w;
+	int			 k;
+
+	(void)state;
+	cfg.turns = 4;
+	cfg.tickets.minimize = true;
+	cfg.tickets.minimize_budget_ms = 1000;
+	w = hello(c, 1);
+	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
+	assert_int_equal(result_d(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_FAIL,
+	    "invariant", INV_A), 1);
+	msg_clear(&rep);
+	s = coord_seeds(c, &n);
+	for (k = 0; k < 2; k++) {
+		assert_false(coord_finished(c));
+		w = hello(c, (uint32_t)(2 + k));
+		assert_int_equal(lease(c, w, (uint32_t)(2 + k), 10000 * k, &rep), 1);
+		assert_int_equal(rep.u.lease.minimize_ms, 1000);
+		assert_int_equal(rep.u.lease.seeds[0].seed, 0);
+		msg_clear(&rep);
+		coord_pipe_closed(c, (uint32_t)(2 + k), 10000 * k);
+		coord_tick(c, 10000 * k + 5000);
+		assert_int_equal(s[0].minimize, k == 0 ? CONFIRM_PENDING : CONFIRM_DONE);
+	}
+	assert_true(coord_finished(c));
+	assert_string_equal(json_string_value(json_object_get(json_object_get(
+	    s[0].detail, "minimized"), "reason")), "worker-lost");
+	assert_null(json_object_get(json_object_get(s[0].detail, "minimized"), "plan"));
+	coord_free(c);
+	memset(&cfg.tickets, 0, sizeof(cfg.tickets));
+}
+
 /*
  * The confirming re-runs' cap at its boundary: 25 distinct failures (each
  * its own invariant) get CONFIRM_MAX (20) re-runs, those of the smallest
@@ -2650,6 +2838,8 @@ main(void)
 		cmocka_unit_test(test_reason_names),
 		cmocka_unit_test(test_queue_ring),
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
+		cmocka_unit_test(test_minimize_leases),
+		cmocka_unit_test(test_minimize_lost_twice),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
 		cmocka_unit_test(test_coverage_counts_final_attempts),
 		cmocka_unit_test(test_confirm_cap),
