@@ -223,7 +223,7 @@ static json_t	*reg_record(const struct report_meta *, const struct coord_seed *,
 		    bool);
 
 /*
- * tickets.minimize's record of a seed (docs/report.md "minimized"): the
+ * tickets.minimize's record of a seed (its "minimized" in docs/report.md): the
  * worker's, with where its plan is and the command that replays it.
  */
 static json_t *
