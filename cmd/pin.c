@@ -1,10 +1,13 @@
 /*
- * soak pin RUN_DIR --seed N [--name NAME] [--force]: a failing seed's plan
- * (failures/N/plan.json) into its config's regressions folder
+ * soak pin RUN_DIR --seed N [--minimized] [--name NAME] [--force]: a
+ * failing seed's plan (failures/N/plan.json, or the minimized
+ * plan.min.json beside it) into its config's regressions folder
  * (common/regress.h), with the failure it pins: its fingerprint, reason,
  * the invariants it broke, and the command that replays the pinned file
  * (docs/plan.md "Regressions").  The run's config is the one report.json
- * names (config.path).
+ * names (config.path).  soak pin CONFIG --plan FILE pins any failing plan
+ * (soak minimize's, soak explore's) with the failure the plan itself
+ * records.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -33,23 +36,31 @@ static int
 pin_usage(FILE *f)
 {
 	fprintf(f,
-	    "usage: soak pin RUN_DIR --seed N [--name NAME] [--force]\n"
+	    "usage: soak pin RUN_DIR --seed N [--minimized] [--name NAME] [--force]\n"
+	    "       soak pin CONFIG --plan FILE [--name NAME] [--force]\n"
 	    "\n"
 	    "Pins a failing seed of the run in RUN_DIR as a regression: its plan\n"
 	    "(RUN_DIR/failures/N/plan.json) is copied into the config's regressions\n"
 	    "folder (regressions: in the config, default regressions/ beside it) as\n"
 	    "NAME.json, with the invariant it broke, its fingerprint and the command\n"
 	    "that replays it.  Every later soak run and soak coordinator of the\n"
-	    "config runs it before the seeds, and reports it apart.\n"
+	    "config runs it before the seeds, and reports it apart.  The second form\n"
+	    "pins any failing plan of CONFIG (soak minimize's, soak explore's) with\n"
+	    "the failure the plan records.\n"
 	    "\n"
 	    "  --seed N     the failing seed (report.json's results)\n"
-	    "  --name NAME  the regression's name (default seed-N-<what failed>)\n"
+	    "  --minimized  its minimized plan, failures/N/plan.min.json (written by\n"
+	    "               tickets.minimize, or by soak minimize --plan\n"
+	    "               failures/N/plan.json)\n"
+	    "  --plan FILE  a plan file to pin into CONFIG's regressions\n"
+	    "  --name NAME  the regression's name (default seed-N-<what failed>,\n"
+	    "               with -min for a minimized plan)\n"
 	    "  --force      replace a regression of that name\n"
 	    "  --help       this text\n"
 	    "\n"
 	    "Exit: 0 pinned; 64 usage; 65 the seed did not fail; 66 no report.json,\n"
-	    "plan.json or config; 73 NAME.json is there already (--force); 78 the\n"
-	    "config does not load, or cannot run the plan.\n" SOAK_MANUAL);
+	    "plan or config; 73 NAME.json is there already (--force); 78 the config\n"
+	    "does not load, or cannot run the plan.\n" SOAK_MANUAL);
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 
@@ -105,12 +116,97 @@ pin_failure(struct plan *p, const json_t *rec, const char *replay, const char *r
 	p->pinned_from = xstrdup(from);
 }
 
+/*
+ * soak pin CONFIG --plan FILE: a plan of CONFIG (soak minimize's output,
+ * a failing schedule of soak explore's) pinned with the failure it
+ * records itself.
+ */
+static int
+pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force)
+{
+	struct cfg	 cfg = { 0 };
+	struct plan	 p = { 0 };
+	char		 err[ERR_LEN], *slug = NULL, *defname = NULL, *file = NULL;
+	char		*dst = NULL, *replay = NULL, *text = NULL, *from = NULL;
+	struct stat	 st;
+	int		 rc;
+
+	if (plan_load(planarg, &p, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = access(planarg, R_OK) == 0 ? EX_DATAERR : EX_NOINPUT;
+		goto out;
+	}
+	if (p.fingerprint == NULL) {
+		fprintf(stderr, "soak pin: %s records no failure (failure.fingerprint): "
+		    "a regression pins a failure; soak replay %s --plan %s tells whether "
+		    "it fails\n", planarg, cfg_path, planarg);
+		rc = EX_DATAERR;
+		goto out;
+	}
+	if (cfg_load_file(cfg_path, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
+		goto out;
+	}
+	if (plan_fits(&p, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, planarg, err);
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
+	}
+	if (name == NULL) {
+		slug = regress_slug(p.fingerprint, 60);
+		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s-plan", p.seed, slug) :
+		    xasprintf("seed-%" PRIu64 "-plan", p.seed);
+		name = defname;
+	}
+	file = xasprintf("%s.json", name);
+	dst = path_join(cfg.regressions, file);
+	rc = EX_CANTCREAT;
+	if (!force && lstat(dst, &st) == 0) {
+		fprintf(stderr, "soak pin: %s is there already: --force replaces it, or "
+		    "--name NAME pins under another name\n", dst);
+		goto out;
+	}
+	if (mkdir_p(cfg.regressions, 0755, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		goto out;
+	}
+	replay = report_replay_plan(cfg.path[0] == '/' ? cfg.path : cfg_path, dst);
+	free(p.replay);
+	p.replay = xstrdup(replay);
+	from = realpath(planarg, NULL);
+	free(p.pinned_from);
+	p.pinned_from = xstrdup(from != NULL ? from : planarg);
+	text = plan_dump(&p);
+	if (write_file_atomic(dst, text, strlen(text), 0644, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		goto out;
+	}
+	printf("pinned %s as regression %s: %s\n  it failed with %s\n  soak run and "
+	    "soak coordinator of %s run it before the seeds\n  replay: %s\n",
+	    planarg, name, dst, p.fingerprint, cfg_path, replay);
+	rc = 0;
+out:
+	plan_free(&p);
+	cfg_free(&cfg);
+	free(slug);
+	free(defname);
+	free(file);
+	free(dst);
+	free(replay);
+	free(text);
+	free(from);
+	return rc;
+}
+
 int
 cmd_pin(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "seed",	required_argument, NULL, 's' },
 		{ "name",	required_argument, NULL, 'n' },
+		{ "minimized",	no_argument,	   NULL, 'm' },
+		{ "plan",	required_argument, NULL, 'p' },
 		{ "force",	no_argument,	   NULL, 'f' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -120,18 +216,18 @@ cmd_pin(int argc, char **argv)
 	json_t		*report = NULL;
 	json_error_t	 jerr;
 	const json_t	*rec;
-	const char	*run_dir, *cfg_path, *name = NULL, *verdict;
+	const char	*run_dir, *cfg_path, *name = NULL, *verdict, *planarg = NULL;
 	char		*path = NULL, *plan_path = NULL, *dst = NULL, *file = NULL;
 	char		*defname = NULL, *slug = NULL, *replay = NULL, *text = NULL;
 	char		 err[ERR_LEN], *end;
 	uint64_t	 seed = 0;
-	bool		 have_seed = false, force = false;
+	bool		 have_seed = false, force = false, minimized = false;
 	int		 ch, rc = SOAK_EXIT_USAGE;
 	struct stat	 st;
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "s:n:fh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:n:mp:fh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			errno = 0;
@@ -144,6 +240,8 @@ cmd_pin(int argc, char **argv)
 			have_seed = true;
 			break;
 		case 'n': name = optarg; break;
+		case 'm': minimized = true; break;
+		case 'p': planarg = optarg; break;
 		case 'f': force = true; break;
 		case 'h': return pin_usage(stdout);
 		default:
@@ -151,8 +249,10 @@ cmd_pin(int argc, char **argv)
 			return pin_usage(stderr);
 		}
 	}
-	if (argc - optind != 1 || !have_seed) {
-		fprintf(stderr, "soak pin: want RUN_DIR and --seed N\n");
+	if (argc - optind != 1 || have_seed == (planarg != NULL) ||
+	    (minimized && planarg != NULL)) {
+		fprintf(stderr, "soak pin: want RUN_DIR and --seed N, or CONFIG and "
+		    "--plan FILE\n");
 		return pin_usage(stderr);
 	}
 	if (name != NULL && !regress_name_valid(name)) {
@@ -160,6 +260,8 @@ cmd_pin(int argc, char **argv)
 		    "name (no '/', not starting with '.', at most 200 bytes)\n", name);
 		return SOAK_EXIT_USAGE;
 	}
+	if (planarg != NULL)
+		return pin_plan(argv[optind], planarg, name, force);
 	run_dir = argv[optind];
 	path = path_join(run_dir, "report.json");
 	if ((report = json_load_file(path, 0, &jerr)) == NULL) {
@@ -191,11 +293,17 @@ cmd_pin(int argc, char **argv)
 		rc = EX_DATAERR;
 		goto out;
 	}
-	plan_path = xasprintf("%s/failures/%" PRIu64 "/plan.json", run_dir, seed);
+	plan_path = xasprintf("%s/failures/%" PRIu64 "/plan%s.json", run_dir, seed,
+	    minimized ? ".min" : "");
 	if (plan_load(plan_path, &p, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n  (a failing seed's plan is written by the "
-		    "coordinator; without it, soak replay %s --seed %" PRIu64 " "
-		    "--save-plan FILE makes one)\n", err, cfg_path, seed);
+		if (minimized)
+			fprintf(stderr, "soak pin: %s\n  (a minimized plan is written by "
+			    "tickets.minimize, or by soak minimize %s --plan %s/failures/%"
+			    PRIu64 "/plan.json)\n", err, cfg_path, run_dir, seed);
+		else
+			fprintf(stderr, "soak pin: %s\n  (a failing seed's plan is written "
+			    "by the coordinator; without it, soak replay %s --seed %" PRIu64
+			    " --save-plan FILE makes one)\n", err, cfg_path, seed);
 		rc = EX_NOINPUT;
 		goto out;
 	}
@@ -213,8 +321,9 @@ cmd_pin(int argc, char **argv)
 	if (name == NULL) {
 		slug = regress_slug(jstr(rec, "fingerprint") ? jstr(rec, "fingerprint") :
 		    "", 60);
-		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s", seed, slug) :
-		    xasprintf("seed-%" PRIu64, seed);
+		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s%s", seed, slug,
+		    minimized ? "-min" : "") : xasprintf("seed-%" PRIu64 "%s", seed,
+		    minimized ? "-min" : "");
 		name = defname;
 	}
 	file = xasprintf("%s.json", name);

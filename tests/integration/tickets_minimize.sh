@@ -114,3 +114,27 @@ expect_eq "outcome under a 1 s budget" '"stopped"' "$(jq -c .outcome <<<"$M")"
     fail "a stopped minimization wrote no plan"
 grep -qF "Minimized (stopped by tickets.minimize_budget" "$T/tight/tickets"/*.md || fail "the ticket does not say the minimization stopped"
 ok "1 s budget: stopped, $(jq -r .summary <<<"$M")"
+
+phase "soak pin --minimized: the minimal plan as a regression, and it fails"
+soak_rc rc pin "$T/run" --seed "$smallest" --minimized >"$T/pin.out" 2>&1
+[ "$rc" -eq 0 ] || fail "pin --minimized: exit $rc: $(cat "$T/pin.out")"
+reg=$(sed -n 's/^pinned seed [0-9]* as regression \([^:]*\): .*/\1/p' "$T/pin.out")
+case $reg in seed-"$smallest"-*-min) ;; *) fail "the minimized regression's name: \"$reg\"" ;; esac
+expect_eq "the pinned plan's runs" "$(jq -c .runs "$T/run/failures/$smallest/plan.min.json")" \
+    "$(jq -c .runs "$T/regressions/$reg.json")"
+# the same plan through the second form, under a name of its own
+soak_rc rc pin "$T/min.yaml" --plan "$T/run/failures/$smallest/plan.min.json" --name by-plan >"$T/pin2.out" 2>&1
+[ "$rc" -eq 0 ] || fail "pin CONFIG --plan: exit $rc: $(cat "$T/pin2.out")"
+grep -qF "it failed with counter|invariant|$INV" "$T/pin2.out" || fail "pin --plan does not say the failure: $(cat "$T/pin2.out")"
+# a plan that records no failure pins nothing
+jq 'del(.failure)' "$T/run/failures/$smallest/plan.min.json" >"$T/nofail.json"
+soak_rc rc pin "$T/min.yaml" --plan "$T/nofail.json" --name nofail >"$T/pin3.out" 2>&1
+expect_eq "pin of a plan without a failure" 65 "$rc"
+[ ! -e "$T/regressions/nofail.json" ] || fail "a plan without a failure was pinned"
+# a later run of the config runs both before its seed, and both fail
+sed -e '/^tickets:/,$d' -e 's/^seeds: .*/seeds: 0..0/' "$T/min.yaml" >"$T/later.yaml"
+soak_rc rc run "$T/later.yaml" --workers 1 --out "$T/later" >/dev/null 2>"$T/later.err"
+[ "$rc" -eq 1 ] || { tail -n 20 "$T/later.err"; fail "the later run: exit $rc, not 1"; }
+expect_eq "regressions failing in the later run" '["by-plan","'"$reg"'"]' \
+    "$(jq -c '[.regressions[] | select(.verdict == "fail") | .name] | sort' "$T/later/report.json")"
+ok "pinned as $reg and by-plan: the later run fails both"
