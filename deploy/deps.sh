@@ -5,7 +5,8 @@
 # make fuzz's; munge and Slurm are make test-deploy's local cluster,
 # which it starts on private paths and ports; systemd is for
 # systemd-analyze verify; chromium, a font for it and python3-html5lib read
-# report.html in tests/integration/report_html.sh).
+# report.html in tests/integration/report_html.sh; git is tests/integration/
+# bisect.sh's throwaway repository).
 # Says so in one line when every one is installed already; otherwise, as
 # root it runs apt-get for the missing ones, and as anyone else it prints
 # the exact command.
@@ -16,7 +17,7 @@ clang libclang-rt-dev
 postgresql postgresql-client postgresql-contrib
 libxml2-utils jq curl python3 python3-psycopg2 python3-html5lib chromium fonts-dejavu-core procps iproute2 nftables
 scdoc mandoc
-iperf3 haproxy socat
+iperf3 haproxy socat git
 munge slurmctld slurmd slurm-client systemd"
 # From npm, pinned: the GitHub workflow schema check of make test-deploy
 # (tests/deploy/ci.sh), offline once installed.
