@@ -17,33 +17,9 @@ mkdir -p "$R"
 git -C "$R" init -q
 git -C "$R" config user.email soak@test.invalid
 git -C "$R" config user.name "soak test"
-cat >"$R/schema.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
-cat >"$R/soak.yaml" <<'YAML'
-name: counter
-turns: 2
-seeds: 0..19
-seed_timeout: 60s
-database:
-  schema: schema.sql
-proxies:
-  - name: db
-    upstream: database
-    protocol: postgres
-    schedule:
-      mode: random
-turn:
-  command: [./turn.sh]
-  timeout: 20s
-invariants:
-  - name: the counter counts every event
-    sql: |
-      SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e
-      WHERE c.n <> e.n
-YAML
+counter_schema "$R/schema.sql"
+# relative paths: each commit's own files
+sched_cfg "$R/soak.yaml" counter 2 schema.sql "[./turn.sh]" "seeds: 0..19"
 turn() {	# LOCK-LINE COMMENT
 	cat >"$R/turn.sh" <<SH
 #!/bin/bash

@@ -26,6 +26,45 @@ expect_match() {	# what, regex, text
 	ok "$1 matches /$2/"
 }
 
+# The claim counter most schedule tests race on: read n, write n + 1, log
+# the event.  counter_schema FILE [EVENTS]: its schema (the events table
+# named EVENTS, default events).
+counter_schema() {
+	cat >"$1" <<SQL
+CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
+INSERT INTO counter VALUES (1, 0);
+CREATE TABLE ${2:-events} (turn int NOT NULL);
+SQL
+}
+COUNTER_INV='the counter counts every event'
+COUNTER_SQL='SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e WHERE c.n <> e.n'
+# sched_cfg FILE NAME TURNS SCHEMA COMMAND [MORE]: a config of TURNS turns
+# through one scheduled postgres proxy "db" (mode random), the turn
+# COMMAND (a YAML list), the counter's invariant, and MORE (top-level
+# YAML: seeds, tickets, ...) as it is.
+sched_cfg() {
+	cat >"$1" <<YAML
+name: $2
+turns: $3
+seed_timeout: 60s
+database:
+  schema: $4
+proxies:
+  - name: db
+    upstream: database
+    protocol: postgres
+    schedule:
+      mode: random
+turn:
+  command: $5
+  timeout: 20s
+invariants:
+  - name: $COUNTER_INV
+    sql: $COUNTER_SQL
+${6:-}
+YAML
+}
+
 # soak_rc VAR cmd...: runs soak, keeps its exit status in VAR (set -e safe).
 soak_rc() {
 	local __v=$1; shift

@@ -120,11 +120,7 @@ soak_rc rc replay "$T/rffixed.yaml" --plan "$RP" --out "$T/rx" >"$T/rx.out" 2>&1
 expect_eq "the idempotency-key fix passes the plan" 0 "$rc"
 
 phase "a Python turn (psycopg2, libpq's defaults): its plan holds with one more statement"
-cat >"$T/counter.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
+counter_schema "$T/counter.sql"
 cat >"$T/counter.py" <<'PY'
 #!/usr/bin/python3
 # A claim counter as people write it: read, write back what was read plus
@@ -145,27 +141,9 @@ cur.execute("INSERT INTO events (turn) VALUES (%s)", (int(os.environ["SOAK_TURN"
 conn.close()
 PY
 chmod +x "$T/counter.py"
-PINV='the counter counts every event'
+PINV=$COUNTER_INV
 py_cfg() {	# NAME COMMAND
-	cat >"$T/$1.yaml" <<YAML
-name: pycounter
-turns: 4
-seed_timeout: 60s
-database:
-  schema: $T/counter.sql
-proxies:
-  - name: db
-    upstream: database
-    protocol: postgres
-    schedule:
-      mode: random
-turn:
-  command: $2
-  timeout: 20s
-invariants:
-  - name: $PINV
-    sql: SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e WHERE c.n <> e.n
-YAML
+	sched_cfg "$T/$1.yaml" pycounter 4 "$T/counter.sql" "$2"
 }
 py_cfg py "[$T/counter.py]"
 py_cfg pychatty "[$T/counter.py, --chatty]"

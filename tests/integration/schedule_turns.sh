@@ -76,11 +76,7 @@ replays() {
 	done
 }
 
-cat >"$T/counter.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
+counter_schema "$T/counter.sql"
 # A job-queue's claim counter, as a new user writes it: read, then write
 # back what was read plus one, then log the event; psql with the libpq
 # defaults soak sets (through the proxy in front of the database).
@@ -113,29 +109,9 @@ exec {PSQL[1]}>&-
 wait
 SH
 chmod +x "$T/percmd.sh" "$T/held.sh"
-INV='the counter counts every event'
+INV=$COUNTER_INV
 counter_cfg() {	# NAME TURN-SCRIPT
-	cat >"$T/$1.yaml" <<YAML
-name: $1
-turns: 4
-seed_timeout: 60s
-database:
-  schema: $T/counter.sql
-proxies:
-  - name: db
-    upstream: database
-    protocol: postgres
-    schedule:
-      mode: random
-turn:
-  command: [$2]
-  timeout: 20s
-invariants:
-  - name: $INV
-    sql: |
-      SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e
-      WHERE c.n <> e.n
-YAML
+	sched_cfg "$T/$1.yaml" "$1" 4 "$T/counter.sql" "[$2]"
 }
 
 for style in percmd held; do

@@ -14,11 +14,7 @@
 . "$(dirname "$0")/lib.sh"
 command -v psql >/dev/null || fail "psql is not installed (make deps)"
 
-cat >"$T/counter.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
+counter_schema "$T/counter.sql"
 cat >"$T/percmd.sh" <<'SH'
 #!/bin/bash
 set -eu
@@ -29,34 +25,13 @@ psql -Xqc "INSERT INTO events (turn) VALUES ($SOAK_TURN)"
 echo "turn $SOAK_TURN: counter was $n"
 SH
 chmod +x "$T/percmd.sh"
-INV='the counter counts every event'
+INV=$COUNTER_INV
 cfg() {	# NAME BUDGET
-	cat >"$T/$1.yaml" <<YAML
-name: counter
-turns: 4
-seeds: 0..5
-seed_timeout: 60s
-database:
-  schema: $T/counter.sql
-proxies:
-  - name: db
-    upstream: database
-    protocol: postgres
-    schedule:
-      mode: random
-turn:
-  command: [$T/percmd.sh]
-  timeout: 20s
-invariants:
-  - name: $INV
-    sql: |
-      SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e
-      WHERE c.n <> e.n
+	sched_cfg "$T/$1.yaml" counter 4 "$T/counter.sql" "[$T/percmd.sh]" "seeds: 0..5
 tickets:
   sink: file
   minimize: true
-  minimize_budget: $2
-YAML
+  minimize_budget: $2"
 }
 
 phase "a run whose failures are minimized before they are filed"
@@ -132,7 +107,7 @@ soak_rc rc pin "$T/min.yaml" --plan "$T/nofail.json" --name nofail >"$T/pin3.out
 expect_eq "pin of a plan without a failure" 65 "$rc"
 [ ! -e "$T/regressions/nofail.json" ] || fail "a plan without a failure was pinned"
 # a later run of the config runs both before its seed, and both fail
-sed -e '/^tickets:/,$d' -e 's/^seeds: .*/seeds: 0..0/' "$T/min.yaml" >"$T/later.yaml"
+sched_cfg "$T/later.yaml" counter 4 "$T/counter.sql" "[$T/percmd.sh]" "seeds: 0..0"
 soak_rc rc run "$T/later.yaml" --workers 1 --out "$T/later" >/dev/null 2>"$T/later.err"
 [ "$rc" -eq 1 ] || { tail -n 20 "$T/later.err"; fail "the later run: exit $rc, not 1"; }
 expect_eq "regressions failing in the later run" '["by-plan","'"$reg"'"]' \
