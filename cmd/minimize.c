@@ -315,18 +315,10 @@ cmd_minimize(int argc, char **argv)
 		if (in.fingerprint != NULL && strcmp(in.fingerprint, m.want) != 0)
 			printf("note: the plan was made of a failure \"%s\"; it fails "
 			    "\"%s\" now, and that is kept\n", in.fingerprint, m.want);
-	} else {
-		json_t	*o = json_object_get(res.detail, "plan");
-		char	*text = json_is_object(o) ? json_dumps(o, 0) : NULL;
-
-		if (text == NULL || plan_parse(text, strlen(text), "the seed's plan",
-		    &best, err) == -1) {
-			printf("cannot test: seed %" PRIu64 " failed, but made no plan%s%s\n",
-			    seed, text ? ": " : "", text ? err : "");
-			free(text);
-			goto close;
-		}
-		free(text);
+	} else if (min_plan_of(&res, &best, err) == -1) {
+		printf("cannot test: seed %" PRIu64 " failed, but made no plan: %s\n",
+		    seed, err);
+		goto close;
 	}
 	free(best.fingerprint);
 	best.fingerprint = xstrdup(m.want);

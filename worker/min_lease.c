@@ -42,6 +42,20 @@ min_original(struct wrk *w, uint64_t seed, int tries,
 	return -1;
 }
 
+int
+min_plan_of(const struct seed_result *res, struct plan *p, char *err)
+{
+	json_t	*o = json_object_get(res->detail, "plan");
+	char	*text = json_is_object(o) ? json_dumps(o, 0) : NULL;
+	int	 rc;
+
+	if (text == NULL)
+		return errf(err, "its result holds no plan");
+	rc = plan_parse(text, strlen(text), "the seed's plan", p, err);
+	free(text);
+	return rc;
+}
+
 void
 min_normalize(struct plan *best)
 {
@@ -108,7 +122,7 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 	struct seed_result	 orig = { 0 };
 	struct min_run		 m = { 0 };
 	struct plan		 best = { 0 };
-	json_t			*rec = json_object(), *plan, *counts;
+	json_t			*rec = json_object(), *counts;
 	char			 why[600] = "", err[ERR_LEN], line[256], *story = NULL;
 	char			*keep = xasprintf("minimize-%" PRIu64, seed);
 	size_t			 n0[MIN_KINDS], n[MIN_KINDS], slen = 0;
@@ -138,20 +152,11 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 		goto out;
 	}
 	m.want = fingerprint(w->cfg, &orig);
-	plan = json_object_get(orig.detail, "plan");
-	{
-		char	*text = json_is_object(plan) ? json_dumps(plan, 0) : NULL;
-
-		if (text == NULL || plan_parse(text, strlen(text), "the seed's plan",
-		    &best, err) == -1) {
-			json_object_set_new(rec, "outcome", json_string("cannot"));
-			said(res, VERDICT_INFRA, REASON_PLAN, rec, "cannot minimize: seed %"
-			    PRIu64 " failed, but made no plan%s%s", seed, text ? ": " : "",
-			    text ? err : "");
-			free(text);
-			goto out;
-		}
-		free(text);
+	if (min_plan_of(&orig, &best, err) == -1) {
+		json_object_set_new(rec, "outcome", json_string("cannot"));
+		said(res, VERDICT_INFRA, REASON_PLAN, rec, "cannot minimize: seed %"
+		    PRIu64 " failed, but made no plan: %s", seed, err);
+		goto out;
 	}
 	free(best.fingerprint);
 	best.fingerprint = xstrdup(m.want);

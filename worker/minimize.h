@@ -181,6 +181,9 @@ int	min_explain(struct min_run *m, const struct plan *best, int variants,
 int	min_original(struct wrk *w, uint64_t seed, int tries,
 	    volatile sig_atomic_t *stop, struct seed_result *res, char *why,
 	    size_t len);
+/* The plan a failing run made of itself (its detail's "plan", which
+ * w->save_plan or a failure asks for); -1 with err. */
+int	min_plan_of(const struct seed_result *res, struct plan *p, char *err);
 /* Explicit runs, no decision of a pair that does not run: the plan every
  * candidate is made from, in place. */
 void	min_normalize(struct plan *best);

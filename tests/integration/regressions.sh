@@ -108,11 +108,7 @@ rm "$T/regressions/extra.json"
 
 phase "a bash/psql turn, pinned and run first"
 mkdir -p "$T/sh"
-cat >"$T/sh/counter.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
+counter_schema "$T/sh/counter.sql"
 cat >"$T/sh/turn.sh" <<'SH'
 #!/bin/bash
 set -eu
@@ -121,25 +117,7 @@ psql -Xqc "UPDATE counter SET n = $((n + 1)) WHERE id = 1"
 psql -Xqc "INSERT INTO events (turn) VALUES ($SOAK_TURN)"
 SH
 chmod +x "$T/sh/turn.sh"
-cat >"$T/sh/soak.yaml" <<'YAML'
-name: counter
-turns: 3
-seed_timeout: 60s
-database:
-  schema: counter.sql
-proxies:
-  - name: db
-    upstream: database
-    protocol: postgres
-    schedule:
-      mode: random
-turn:
-  command: [./turn.sh]
-  timeout: 20s
-invariants:
-  - name: the counter counts every event
-    sql: SELECT c.n, e.n AS events FROM counter c, (SELECT count(*) AS n FROM events) e WHERE c.n <> e.n
-YAML
+sched_cfg "$T/sh/soak.yaml" counter 3 counter.sql "[./turn.sh]"
 soak_rc rc run "$T/sh/soak.yaml" --seeds 0..3 --workers 2 --out "$T/shrun" >"$T/shrun.out" 2>&1
 expect_eq "the psql counter's run" 1 "$rc"
 s2=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/shrun/report.json")
