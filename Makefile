@@ -118,10 +118,12 @@ $(BUILD)/version.o: $(BUILD)/version.c
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 # Tests, helpers, benches and fuzz targets link the layers' archives, so
-# each holds the objects it calls and no command.
+# each holds the objects it calls and no command.  TEST_LDFLAGS_<test>:
+# one test's own link flags (test_auth looks at what free() is handed).
+TEST_LDFLAGS_test_auth = -Wl,--wrap=free
 $(BUILD)/tests/%: tests/unit/%.c $(LIBS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(LDLIBS) $(CMOCKA_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(WARN) $(DEPFLAGS) -o $@ $< $(LIBS) $(LDFLAGS) $(TEST_LDFLAGS_$*) $(LDLIBS) $(CMOCKA_LIBS)
 
 $(BUILD)/tests/helpers/%: tests/helpers/%.c $(LIBS)
 	@mkdir -p $(dir $@)

@@ -22,6 +22,34 @@
 static struct auth_secret	K = { UNCONST("0123456789abcdef"), 16 };
 static uint8_t			NW[AUTH_NONCE_LEN], NC[AUTH_NONCE_LEN];
 
+/*
+ * test_auth is linked with -Wl,--wrap=free (the Makefile): every free() of
+ * the archives' objects comes here first, so a test can see what a block
+ * held when it was let go -- the secret's key must be zeros by then, not
+ * left for the next malloc or a core dump to find.
+ */
+void			 __wrap_free(void *);
+void			 __real_free(void *);
+static const void	*watch;		/* the block to look at, until freed */
+static size_t		 watch_len;
+static bool		 watch_wiped;	/* ... whether it was all zeros */
+
+void
+__wrap_free(void *p)
+{
+	const unsigned char	*b = p;
+	size_t			 i;
+
+	if (p != NULL && p == watch) {
+		watch_wiped = true;
+		for (i = 0; i < watch_len; i++)
+			if (b[i] != 0)
+				watch_wiped = false;
+		watch = NULL;
+	}
+	__real_free(p);
+}
+
 static void
 unhex(const char *h, uint8_t *out, size_t n)
 {
@@ -168,6 +196,16 @@ test_seq_window(void **state)
 		assert_int_equal(auth_seq_accept(&s, i, err), 0);
 	for (i = 1200 - AUTH_WINDOW + 1; i < 1200; i++)
 		assert_int_equal(auth_seq_accept(&s, i, err), -1);
+	/*
+	 * A jump of exactly the window forgets every seq seen: 1263 after
+	 * 1199 leaves 1199 too old and 1200..1262 never seen (a shift by 64
+	 * is no shift on x86: the bits of 1136..1198 must not stay as theirs).
+	 */
+	assert_int_equal(auth_seq_accept(&s, 1199 + AUTH_WINDOW, err), 0);
+	assert_int_equal(auth_seq_accept(&s, 1199, err), -1);
+	assert_non_null(strstr(err, "too old"));
+	for (i = 1200; i < 1199 + AUTH_WINDOW; i++)
+		assert_int_equal(auth_seq_accept(&s, i, err), 0);
 }
 
 static char *
@@ -203,12 +241,25 @@ test_secret_sources(void **state)
 	assert_int_equal(auth_secret_load(path, &s, err), 0);
 	assert_int_equal(s.len, strlen("a secret of more than sixteen"));
 	assert_memory_equal(s.key, "a secret of more than sixteen", s.len);
+	/* Let go wiped: the key is zeros when it reaches free(). */
+	watch = s.key;
+	watch_len = s.len;
+	watch_wiped = false;
 	auth_secret_free(&s);
 	assert_null(s.key);
+	assert_null(watch);		/* it was freed */
+	assert_true(watch_wiped);
 	free(path);
 	path = write_secret(dir, "short\n", 0600);
 	assert_int_equal(auth_secret_load(path, &s, err), -1);
 	assert_non_null(strstr(err, "at least 16"));
+	assert_non_null(strstr(err, "--secret-file"));	/* which source, */
+	assert_non_null(strstr(err, path));		/* ... and which file */
+	free(path);
+	/* One newline is the line's end, not a byte of the secret: none is left. */
+	path = write_secret(dir, "\n", 0600);
+	assert_int_equal(auth_secret_load(path, &s, err), -1);
+	assert_non_null(strstr(err, "is 0 bytes"));
 	free(path);
 	assert_int_equal(auth_secret_load("/nonexistent/secret", &s, err), -1);
 	assert_non_null(strstr(err, "/nonexistent/secret"));
@@ -259,6 +310,9 @@ test_policy_matrix(void **state)
 		{ AUTH_COORDINATOR, "tls+tcp://h:1", 1, 0, "c", 0, 0, 0, 0, NULL },
 		{ AUTH_COORDINATOR, "tcp://h:1", 1, 0, "c", 0, 0, 0, -1, "tls+tcp://" },
 		{ AUTH_COORDINATOR, "tls+tcp://h:1", 1, 0, "c", "ca", 0, 0, -1, "worker options" },
+		/* each --tls-* option alone needs tls+tcp:// */
+		{ AUTH_COORDINATOR, "tcp://h:1", 1, 0, 0, 0, "ca", 0, -1, "tls+tcp://" },
+		{ AUTH_COORDINATOR, "tcp://h:1", 1, 0, 0, 0, 0, "n", -1, "tls+tcp://" },
 		{ AUTH_WORKER, "ipc:///tmp/x", 0, 0, 0, 0, 0, 0, 0, NULL },
 		{ AUTH_WORKER, "tcp://h:1", 0, 0, 0, 0, 0, 0, -1, "--tls-ca" },
 		{ AUTH_WORKER, "tcp://h:1", 1, 0, 0, 0, 0, 0, 0, NULL },
@@ -269,6 +323,9 @@ test_policy_matrix(void **state)
 		{ AUTH_WORKER, "tls+tcp://h:1", 0, 0, 0, 0, 0, "n", -1, "give --tls-ca" },
 		{ AUTH_WORKER, "tls+tcp://h:1", 0, 0, 0, "ca", "cc", 0, -1, "coordinator option" },
 		{ AUTH_WORKER, "tcp://h:1", 1, 0, 0, "ca", 0, 0, -1, "tls+tcp://" },
+		{ AUTH_WORKER, "tcp://h:1", 1, 0, "c", 0, 0, 0, -1, "tls+tcp://" },
+		{ AUTH_WORKER, "tcp://h:1", 1, 0, 0, 0, "cc", 0, -1, "tls+tcp://" },
+		{ AUTH_WORKER, "tcp://h:1", 1, 0, 0, 0, 0, "n", -1, "tls+tcp://" },
 	};
 	struct auth_opts	o;
 	char			err[ERR_LEN], warn[ERR_LEN];

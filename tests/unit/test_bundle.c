@@ -4,6 +4,7 @@
  * directory; every hostile buffer is refused before anything is written;
  * the worker's cache is private and installed whole.
  */
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -11,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -355,6 +357,28 @@ test_hostile_paths(void **state)
 	refused(&t, "unknown type");
 }
 
+/* Names that only start or end with dots are plain names, not "." or "..". */
+static void
+test_dotted_names(void **state)
+{
+	static const char *const	 names[] = { "...", "..x", ".x", "d", "d/.e", "x." };
+	struct tb			 t;
+	char				*dst = tmpdir(), err[ERR_LEN];
+	size_t				 i;
+
+	(void)state;
+	tb_start(&t);
+	for (i = 0; i < nitems(names); i++)
+		ADD(&t, strcmp(names[i], "d") == 0 ? 'd' : 'f', names[i], "");
+	if (bundle_unpack(t.p, t.len, dst, err) == -1)
+		fail_msg("bundle_unpack: %s", err);
+	for (i = 0; i < nitems(names); i++)
+		assert_true(exists(dst, names[i]));
+	free(t.p);
+	rm_rf(dst);
+	free(dst);
+}
+
 static void
 test_hostile_symlinks(void **state)
 {
@@ -407,6 +431,61 @@ test_hostile_symlinks(void **state)
 	ADD(&t, 'f', "file", "x");
 	ADD(&t, 'f', "file/x", "x");
 	refused(&t, "its folder is a symlink or a file");
+}
+
+/* A target of len bytes resolving to d/f (or d): "./" repeated first. */
+static void
+target_of(char *buf, size_t len)
+{
+	size_t	k;
+
+	buf[0] = '\0';
+	for (k = 0; len > 2 && k < (len - 3) / 2; k++)
+		strcat(buf, "./");
+	strcat(buf, len == 1 ? "d" : len == 2 ? "d/" : len % 2 ? "d/f" : "d//f");
+}
+
+/* The lengths tried: every one to 160, and the last few to the cap. */
+static size_t
+next_len(size_t len)
+{
+	return len == 160 ? BUNDLE_PATH_MAX - 4 : len + 1;
+}
+
+/* A symlink's target comes out as it went in, whatever its length. */
+static void
+test_symlink_target_lengths(void **state)
+{
+	struct tb	 t;
+	char		*dst = tmpdir(), err[ERR_LEN], name[16], *p;
+	char		 want[BUNDLE_PATH_MAX + 1], got[BUNDLE_PATH_MAX + 2];
+	size_t		 len;
+	ssize_t		 n;
+
+	(void)state;
+	tb_start(&t);
+	ADD(&t, 'd', "d", "");
+	ADD(&t, 'f', "d/f", "x");
+	for (len = 1; len <= BUNDLE_PATH_MAX; len = next_len(len)) {
+		target_of(want, len);
+		assert_int_equal(strlen(want), len);
+		snprintf(name, sizeof(name), "l%04zu", len);
+		ADD(&t, 'l', name, want);
+	}
+	if (bundle_unpack(t.p, t.len, dst, err) == -1)
+		fail_msg("bundle_unpack: %s", err);
+	for (len = 1; len <= BUNDLE_PATH_MAX; len = next_len(len)) {
+		target_of(want, len);
+		snprintf(name, sizeof(name), "l%04zu", len);
+		p = path_join(dst, name);
+		n = readlink(p, got, sizeof(got));
+		free(p);
+		if (n != (ssize_t)len || memcmp(got, want, len) != 0)
+			fail_msg("%s: a target of %zd bytes, not the %zu sent", name, n, len);
+	}
+	free(t.p);
+	rm_rf(dst);
+	free(dst);
 }
 
 static void
@@ -488,6 +567,147 @@ test_modes_masked(void **state)
 	free(t.p);
 	rm_rf(dst);
 	free(dst);
+}
+
+/*
+ * Out of descriptors on the worker (EMFILE): the error says which open
+ * failed, not a later one's "bad file descriptor", and nothing is written.
+ * The limit leaves exactly one descriptor: the folder's own open.
+ */
+static void
+test_unpack_emfile(void **state)
+{
+	struct tb	 t;
+	struct rlimit	 old, low;
+	char		*dst = tmpdir(), err[ERR_LEN] = "";
+	int		 fds[64], nfds = 0, fd, rc;
+
+	(void)state;
+	tb_start(&t);
+	ADD(&t, 'f', "f", "x");
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+	low = old;
+	low.rlim_cur = nitems(fds);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+	while (nfds < (int)nitems(fds) && (fd = open("/dev/null", O_RDONLY)) != -1)
+		fds[nfds++] = fd;
+	assert_int_equal(errno, EMFILE);
+	assert_true(nfds > 0);
+	close(fds[--nfds]);
+	rc = bundle_unpack(t.p, t.len, dst, err);
+	while (nfds > 0)
+		close(fds[--nfds]);
+	assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+	assert_int_equal(rc, -1);
+	if (strstr(err, "cannot open the bundle's folder: Too many open files") == NULL)
+		fail_msg("the error does not say what ran out: \"%s\"", err);
+	assert_int_equal(entries(dst), 0);
+	free(t.p);
+	rm_rf(dst);
+	free(dst);
+}
+
+/* A file the worker cannot write whole (EFBIG here): refused, saying why. */
+static void
+test_unpack_write_fails(void **state)
+{
+	struct tb	 t;
+	struct rlimit	 old, low;
+	char		*dst = tmpdir(), err[ERR_LEN] = "", *big = xcalloc(1, 10000);
+	void		(*was)(int);
+	int		 rc;
+
+	(void)state;
+	memset(big, 'x', 10000);
+	tb_start(&t);
+	tb_add(&t, 'f', 0644, "big", 3, big, 10000);
+	was = signal(SIGXFSZ, SIG_IGN);	/* write() fails instead */
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+	low = old;
+	low.rlim_cur = 4096;
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &low), 0);
+	rc = bundle_unpack(t.p, t.len, dst, err);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+	signal(SIGXFSZ, was);
+	assert_int_equal(rc, -1);
+	if (strstr(err, "cannot extract big: File too large") == NULL)
+		fail_msg("the error does not say why: \"%s\"", err);
+	free(t.p);
+	free(big);
+	rm_rf(dst);
+	free(dst);
+}
+
+/* The cap on a path at its boundary: BUNDLE_PATH_MAX bytes pack, one more not. */
+static void
+test_pack_path_max(void **state)
+{
+	struct bundle	 b;
+	char		*src = tmpdir(), *dst = tmpdir(), err[ERR_LEN], *s;
+	char		 rel[BUNDLE_PATH_MAX + 2] = "";
+	int		 i;
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	for (i = 0; i < 4; i++) {	/* 4 x 200 bytes and their slashes */
+		memset(rel + strlen(rel), 'a' + i, 200);
+		rel[i * 201 + 200] = '\0';
+		mkd(src, rel);
+		strcat(rel, "/");
+	}
+	memset(rel + strlen(rel), 'f', BUNDLE_PATH_MAX - strlen(rel));
+	rel[BUNDLE_PATH_MAX] = '\0';
+	put(src, rel, "at the cap\n", 0644);
+	if (bundle_pack(src, NULL, &b, err) == -1)
+		fail_msg("bundle_pack of a %d-byte path: %s", BUNDLE_PATH_MAX, err);
+	assert_int_equal(b.nentries, 6);
+	if (bundle_unpack(b.data, b.len, dst, err) == -1)
+		fail_msg("bundle_unpack of a %d-byte path: %s", BUNDLE_PATH_MAX, err);
+	assert_string_equal((s = slurp(dst, rel)), "at the cap\n");
+	free(s);
+	bundle_free(&b);
+	strcat(rel, "g");
+	put(src, rel, "over\n", 0644);
+	/* (the path itself fills err: the sentence's end is cut) */
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
+	assert_true(strncmp(err, "cannot bundle ", 14) == 0);
+	rm_rf(src);
+	rm_rf(dst);
+	free(src);
+	free(dst);
+}
+
+/* A file of size bytes that reads as zeros and takes no disk. */
+static void
+sparse(const char *dir, const char *rel, off_t size)
+{
+	char	*p = path_join(dir, rel);
+	int	 fd;
+
+	assert_true((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644)) != -1);
+	assert_int_equal(ftruncate(fd, size), 0);
+	close(fd);
+	free(p);
+}
+
+/* The cap's error gives sizes in the unit they reach: 1 MiB is "1.0 MiB". */
+static void
+test_pack_cap_units(void **state)
+{
+	struct bundle	 b;
+	char		*src = tmpdir(), err[ERR_LEN];
+
+	(void)state;
+	put(src, "soak.yaml", "name: t\n", 0644);
+	sparse(src, "big", (7 << 20) + 1);
+	sparse(src, "mib", 1 << 20);
+	sparse(src, "kib", 1024);
+	sparse(src, "b", 1023);
+	assert_int_equal(bundle_pack(src, NULL, &b, err), -1);
+	if (strstr(err, "biggest: big (7.0 MiB), mib (1.0 MiB), kib (1.0 KiB). ") == NULL)
+		fail_msg("not the sizes wanted: %s", err);
+	rm_rf(src);
+	free(src);
 }
 
 /* Over the cap, coordinator side: refused, naming the biggest file. */
@@ -755,6 +975,12 @@ test_prune(void **state)
 	assert_int_equal(bundle_prune(cache, 1), 3);
 	assert_int_equal(lstat(dirs[2], &st), 0);
 	assert_int_equal(lstat(dirs[11], &st), -1);
+	/* Taken again by the process that holds it (the next WELCOME): the
+	 * same hold, nothing done to the folder; its "last used" stays. */
+	assert_int_equal(utimensat(AT_FDCWD, dirs[2], old, 0), 0);
+	assert_int_equal(bundle_hold(dirs[2], err), 0);
+	assert_int_equal(lstat(dirs[2], &st), 0);
+	assert_true(st.st_mtime == old[1].tv_sec);
 	/* A bundle that is gone cannot be held: the worker fetches it again. */
 	assert_int_equal(bundle_hold(dirs[5], err), -1);
 	free(p);
@@ -772,9 +998,15 @@ main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_change_changes_hash),
 		cmocka_unit_test(test_hostile_paths),
+		cmocka_unit_test(test_dotted_names),
 		cmocka_unit_test(test_hostile_symlinks),
+		cmocka_unit_test(test_symlink_target_lengths),
 		cmocka_unit_test(test_lengths),
 		cmocka_unit_test(test_modes_masked),
+		cmocka_unit_test(test_unpack_emfile),
+		cmocka_unit_test(test_unpack_write_fails),
+		cmocka_unit_test(test_pack_path_max),
+		cmocka_unit_test(test_pack_cap_units),
 		cmocka_unit_test(test_pack_cap),
 		cmocka_unit_test(test_pack_leaves_out),
 		cmocka_unit_test(test_pack_leaves_secret),

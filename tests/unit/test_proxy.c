@@ -866,6 +866,189 @@ test_pg_framer(void **state)
 	assert_string_equal(sum, "SELECT \"q?\" FROM t");
 }
 
+/* Start-up packets: a CancelRequest is its own exchange; others are refused. */
+static void
+test_pg_startup_packets(void **state)
+{
+	struct pgframe	f;
+	char		cs[64];
+	size_t		n;
+
+	(void)state;
+	pg_init(&f);
+	n = pg_msg(cs, 0, PG_CODE_CANCEL, "\0\0\x30\x39\x12\x34\x56\x78", 8);
+	assert_int_equal(n, 16);
+	assert_int_equal(pg_scan_client(&f, cs, n), n);
+	assert_false(f.error);
+	assert_int_equal(f.kind, PGK_CANCEL);
+	assert_true(f.noreply && f.req_done && f.ident);
+	/* one byte more is not a CancelRequest */
+	pg_init(&f);
+	n = pg_msg(cs, 0, PG_CODE_CANCEL, "\0\0\x30\x39\x12\x34\x56\x78\0", 9);
+	pg_scan_client(&f, cs, n);
+	assert_true(f.error);
+	assert_non_null(strstr(f.why, "unsupported startup packet"));
+	/* an SSLRequest reaches the framer only if the proxy let it through */
+	pg_init(&f);
+	n = pg_msg(cs, 0, PG_CODE_SSL, "", 0);
+	assert_int_equal(pg_scan_client(&f, cs, n), 8);
+	assert_true(f.error);
+	assert_non_null(strstr(f.why, "not PostgreSQL v3 from the client: "
+	    "unsupported startup packet (header \"\\x00\\x00\\x00\\x08\\x04\\xd2"));
+}
+
+/* Summaries read the n bytes given, and stop at each kind of literal. */
+static void
+test_pg_summary_edges(void **state)
+{
+	char	sum[PG_SQL_LEN];
+
+	(void)state;
+	/* a '-' last, with another after n: not a comment */
+	pg_sql_summary("SELECT a --x", 10, sum);
+	assert_string_equal(sum, "SELECT a -");
+	/* a quote after a bracket: the bracket stays */
+	pg_sql_summary("SELECT ('x')", 12, sum);
+	assert_string_equal(sum, "SELECT (\xe2\x80\xa6");
+	/* b'...', x'...', e'...': bit, hex, escape strings are literals */
+	pg_sql_summary("SELECT b'101'", 13, sum);
+	assert_string_equal(sum, "SELECT \xe2\x80\xa6");
+	pg_sql_summary("SELECT x'1f'", 12, sum);
+	assert_string_equal(sum, "SELECT \xe2\x80\xa6");
+	/* ... but a word ending in b before a quote is a word */
+	pg_sql_summary("SELECT ab'1'", 12, sum);
+	assert_string_equal(sum, "SELECT ab\xe2\x80\xa6");
+}
+
+/*
+ * A Parse longer than the kept head is keyed on its whole query, as a
+ * Query is: two that differ only past PG_CAP bytes have two keys.
+ */
+static void
+test_pg_long_parse_key(void **state)
+{
+	static const char	 startup[] = "user\0u\0database\0d\0";
+	char			 q[2][1024], body[1100], cs[2600], sqls[4][PG_SQL_LEN];
+	enum pg_kind		 kinds[4];
+	uint64_t		 keys[2];
+	size_t			 n, k, step, i;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		k = (size_t)snprintf(q[i], sizeof(q[i]), "SELECT");
+		while (k < PG_CAP + 100)
+			k += (size_t)snprintf(q[i] + k, sizeof(q[i]) - k, " c%zu,", k);
+		snprintf(q[i] + k, sizeof(q[i]) - k, " id FROM %s", i ? "u" : "t");
+		n = (size_t)snprintf(body, sizeof(body), "s1%c%s%c%c%c", '\0', q[i],
+		    '\0', '\0', '\0');
+		k = pg_msg(cs, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+		k += pg_msg(cs + k, 'P', 0, body, n);
+		k += pg_msg(cs + k, 'S', 0, "", 0);
+		for (step = 1; step <= k; step += step < 16 ? 1 : 101) {
+			assert_int_equal(pg_walk(cs, k, step, kinds, sqls, 4), 2);
+			assert_int_equal(kinds[1], PGK_EXTENDED);
+			if (walk_keys[1] != stmtkey_sql(q[i], strlen(q[i])))
+				fail_msg("Parse %zu read %zu bytes at a time: not its query's key",
+				    i, step);
+		}
+		keys[i] = walk_keys[1];
+	}
+	assert_true(keys[0] != keys[1]);
+}
+
+/* A start-up's ErrorResponse, its fields in any order. */
+static void
+pg_startup_error(struct pgframe *f, const char *const *fields)
+{
+	char	body[512], msg[600];
+	size_t	n = 0, m;
+
+	for (; *fields != NULL; fields++) {
+		memcpy(body + n, *fields, strlen(*fields) + 1);
+		n += strlen(*fields) + 1;
+	}
+	body[n++] = '\0';
+	m = pg_msg(msg, 'E', 0, body, n);
+	pg_init(f);
+	assert_int_equal(pg_scan_server(f, msg, m), m);
+	assert_false(f->error);
+	assert_true(f->auth_error);
+}
+
+/* Which start-up errors say the server wants TLS: 28000 "no encryption" only. */
+static void
+test_pg_startup_error(void **state)
+{
+	static const char *const	 password[] = { "SFATAL", "VFATAL", "C28000",
+	    "Mpassword authentication failed for user \"u\"", "Fauth.c", NULL };
+	static const char *const	 hba[] = { "SFATAL", "VFATAL", "C28000",
+	    "Mno pg_hba.conf entry for host \"127.0.0.1\", user \"u\", database "
+	    "\"d\", no encryption", "Fhba.c", "L123", NULL };
+	static const char *const	 m_first[] = { "Mno pg_hba.conf entry for host "
+	    "\"::1\", user \"u\", database \"d\", no encryption", "C28000", NULL };
+	static const char *const	 other[] = { "SFATAL", "C3D000",
+	    "Mdatabase \"d\" does not exist, no encryption", NULL };
+	struct pgframe			 f;
+
+	(void)state;
+	pg_startup_error(&f, password);
+	assert_string_equal(f.sqlstate, "28000");
+	assert_false(f.tls_required);
+	/* a field of five bytes after the code is not the code */
+	pg_startup_error(&f, hba);
+	assert_string_equal(f.sqlstate, "28000");
+	assert_true(f.tls_required);
+	pg_startup_error(&f, m_first);
+	assert_string_equal(f.sqlstate, "28000");
+	assert_true(f.tls_required);
+	pg_startup_error(&f, other);
+	assert_string_equal(f.sqlstate, "3D000");
+	assert_false(f.tls_required);
+}
+
+/* The proxy's own ErrorResponses frame as PostgreSQL's do, detail included. */
+static void
+test_pg_error_message(void **state)
+{
+	static const char	body[] = "SERROR\0VERROR\0C40001\0Mcould not serialize "
+	    "access\0Dinjected by soak\0";	/* and its NUL: the terminator */
+	struct pgframe		f;
+	char			out[256];
+	size_t			n;
+
+	(void)state;
+	n = pg_error_message("ERROR", "40001", "could not serialize access",
+	    "injected by soak", out, sizeof(out));
+	assert_true(n > 0);
+	assert_int_equal(out[0], 'E');
+	assert_int_equal((uint32_t)(unsigned char)out[1] << 24 |
+	    (uint32_t)(unsigned char)out[2] << 16 | (uint32_t)(unsigned char)out[3] << 8 |
+	    (unsigned char)out[4], n - 1);
+	/* the fields, whole: the body is what the length says, no more */
+	assert_int_equal(n, 5 + sizeof(body));
+	assert_memory_equal(out + 5, body, sizeof(body));
+	pg_init(&f);
+	f.started = true;
+	f.stop_at_error = true;
+	assert_int_equal(pg_scan_server(&f, out, n), n);
+	assert_false(f.error);
+	assert_true(f.err_now);
+	assert_int_equal(f.err_len, n);
+	assert_string_equal(f.err_sqlstate, "40001");
+	/* without a detail */
+	n = pg_error_response("08006", "soak: connection reset", out, sizeof(out));
+	assert_int_equal(n, 1 + 4 + 7 + 7 + 7 + 24 + 1);
+	pg_init(&f);
+	f.started = true;
+	f.stop_at_error = true;
+	assert_int_equal(pg_scan_server(&f, out, n), n);
+	assert_int_equal(f.err_len, n);
+	/* exactly its size fits; a byte less does not */
+	assert_int_equal(pg_error_response("08006", "soak: connection reset", out, n), n);
+	assert_int_equal(pg_error_response("08006", "soak: connection reset", out,
+	    n - 1), 0);
+}
+
 static void
 test_trace_format_pg(void **state)
 {
@@ -1620,6 +1803,11 @@ main(void)
 		cmocka_unit_test(test_trace_format),
 		cmocka_unit_test(test_http_framer),
 		cmocka_unit_test(test_pg_framer),
+		cmocka_unit_test(test_pg_startup_packets),
+		cmocka_unit_test(test_pg_summary_edges),
+		cmocka_unit_test(test_pg_long_parse_key),
+		cmocka_unit_test(test_pg_startup_error),
+		cmocka_unit_test(test_pg_error_message),
 		cmocka_unit_test(test_pg_exchange_class),
 		cmocka_unit_test(test_trace_format_pg),
 		cmocka_unit_test(test_match_http),
