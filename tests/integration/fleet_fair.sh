@@ -125,7 +125,9 @@ finish none
 start_coordinator hush
 "$PEER" "$url" hush 200 127.1.0.1 >"$T/hush.flood" 2>&1 & hush=$!
 cleanup_hooks+=("kill $hush 2>/dev/null")
-wait_line "$T/hush.flood" '^holding 200' 60 "200 silent connections past their handshake" >/dev/null
+# (the floods' watchdogs are long: under ASan on a loaded machine the
+# flood itself is slow to build; a passing run takes seconds)
+wait_line "$T/hush.flood" '^holding 200' 180 "200 silent connections past their handshake" >/dev/null
 wait_line "$T/hush.err" 'its place \(of 64\) given to a newer connection|no whole message' 30 \
     "the coordinator to close a silent connection" >/dev/null
 first_lease "hush (200 addresses, silent)"
@@ -138,7 +140,7 @@ expect_ge "connections the silent flood reopened (it was at work)" 1 "$reopened"
 start_coordinator loris
 "$PEER" "$url" slowloris 1000 127.2.0.1 >"$T/loris.flood" 2>&1 & loris=$!
 cleanup_hooks+=("kill $loris 2>/dev/null")
-wait_line "$T/loris.flood" '^slowloris 1000' 60 "1,000 slowloris connections made" >/dev/null
+wait_line "$T/loris.flood" '^slowloris 1000' 180 "1,000 slowloris connections made" >/dev/null
 first_lease "slowloris (1,000, descriptors remain)"
 finish "slowloris (1,000, descriptors remain)"
 stop_flood "$loris" "the slowloris" "$T/loris.flood"
@@ -148,7 +150,7 @@ start_coordinator limit prlimit --nofile=256:256
 expect_match "at the limit it says so" 'descriptors: up to 256 ' "$(cat "$T/limit.err")"
 "$PEER" "$url" slowloris 1000 127.3.0.1 >"$T/limit.flood" 2>&1 & loris=$!
 cleanup_hooks+=("kill $loris 2>/dev/null")
-wait_line "$T/limit.err" 'that had not finished their transport handshake' 60 \
+wait_line "$T/limit.err" 'that had not finished their transport handshake' 180 \
     "the coordinator to close slowloris connections" >/dev/null
 first_lease "the descriptor limit (1,000 on 256)"
 finish "the descriptor limit (1,000 on 256)"
