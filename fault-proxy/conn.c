@@ -563,14 +563,20 @@ scan_request(struct conn *c)
 	}
 }
 
-/* pg: exchange 0's bytes, kept while duplicates may need a new session. */
+/*
+ * pg: exchange 0's bytes, kept while duplicates may need a new session:
+ * when the seed's roll may draw a duplicate, and under a plan, whose
+ * faults are its own whatever the config's rates (a plan's duplicate of
+ * a config without one — an explain variant, an edited plan — was once
+ * never sent).
+ */
 static void
 hello_copy(struct conn *c, const char *p, size_t n)
 {
 	const struct cfg_faults	*f = &c->l->faults;
 
 	if (!c->pg || c->rec.exchange != 0 || c->pgf->kind != PGK_STARTUP ||
-	    f->rate <= 0 || f->duplicate <= 0)
+	    (!c->l->planned && (f->rate <= 0 || f->duplicate <= 0)))
 		return;
 	if (c->hello_len + n > PROXY_HELLO_CAP) {
 		free(c->hello);
