@@ -523,20 +523,36 @@ group_extra(const json_t *report, const char *fp)
 	return NULL;
 }
 
+/*
+ * The fingerprint's minimized story and plan: report.json's groups[]
+ * entry, else its smallest seed's "minimized" (tickets.minimize), when
+ * the coordinator kept its plan (same_failure).
+ */
 static void
 put_story(struct page *p, const struct group *g, const json_t *rec)
 {
 	struct rh	*h = &p->h;
 	json_t		*x = group_extra(h->report, g->fp), *plan;
+	json_t		*mz = json_object_get(rec, "minimized");
 	char		*path, *txt;
 	struct stat	 st;
 
+	if (x == NULL && json_is_true(json_object_get(mz, "same_failure")) &&
+	    jstr(mz, "plan_file") != NULL) {
+		x = mz;
+		rh_put(h, "<p class=note>minimized before filing: ");
+		rh_text(h, jstr(mz, "summary") ? jstr(mz, "summary") : "");
+		rh_put(h, "%s</p>\n", jstr(mz, "outcome") && strcmp(jstr(mz, "outcome"),
+		    "minimal") == 0 ? " (1-minimal)" : " (stopped by its budget: not "
+		    "shown 1-minimal)");
+	}
 	if (x != NULL && jstr(x, "story")) {
 		rh_put(h, "<h4>the minimized story</h4><pre>");
 		rh_text(h, jstr(x, "story"));
 		rh_put(h, "</pre>\n");
 	}
-	plan = x ? json_object_get(x, "plan") : NULL;
+	plan = x == NULL ? NULL : x == mz ? json_object_get(x, "plan_file") :
+	    json_object_get(x, "plan");
 	if (json_is_string(plan)) {
 		/* a link only to a file of the run folder: no scheme, no way up */
 		const char	*pl = json_string_value(plan);
@@ -564,7 +580,6 @@ put_story(struct page *p, const struct group *g, const json_t *rec)
 			    PRIu64 "/plan.json</a></p>\n", g->smallest, g->smallest);
 		free(path);
 	}
-	(void)rec;
 }
 
 static void

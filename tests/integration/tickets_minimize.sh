@@ -78,6 +78,12 @@ tline=$(grep -n "Turn outcomes\|Fault trace" "$tk" | head -n 1 | cut -d: -f1)
 [ -n "$tline" ] || fail "the ticket has no full trace"
 [ "$mline" -lt "$tline" ] || fail "the minimized story (line $mline) is not above the full trace (line $tline)"
 ok "ticket $(basename "$tk"): story at line $mline, the full trace from line $tline"
+# report.html shows it too: the counts, the story, a link to the plan
+H=$T/run/report.html
+[ -s "$H" ] || fail "the run wrote no report.html"
+grep -qF "minimized before filing: turns 4 → 2" "$H" || fail "report.html does not say it was minimized"
+grep -qF "<h4>the minimized story</h4>" "$H" || fail "report.html has no minimized story"
+grep -qF "href=\"failures/$smallest/plan.min.json\"" "$H" || fail "report.html does not link the minimized plan"
 
 phase "a budget too small: the smallest failing plan so far, said so"
 cfg tight 1s
