@@ -236,6 +236,15 @@ has(const char *text, const char *needle)
 	return true;
 }
 
+static struct answer
+answer_pass(uint64_t seed, uint32_t attempt, const char *plan)
+{
+	(void)seed;
+	(void)attempt;
+	(void)plan;
+	return (struct answer){ VERDICT_PASS, "", "{\"message\":\"m\"}" };
+}
+
 /* --- a seed's record --- */
 
 static struct answer
@@ -255,8 +264,8 @@ answer_records(uint64_t seed, uint32_t attempt, const char *plan)
 /*
  * A record without turn counts says 0 of them; a cut detail says so
  * ("truncated"); a pass keeps its counts.  Without a halt the summary
- * says nothing of stopping early, and without regressions nothing of
- * them.
+ * says nothing of stopping early, without regressions nothing of them,
+ * and without an idle pass nothing of one.
  */
 static void
 test_seed_records(void **state)
@@ -286,8 +295,11 @@ test_seed_records(void **state)
 	assert_int_equal(json_array_size(json_object_get(r, "regressions")), 0);
 	json_decref(r);
 	text = summary(&m, c);
-	assert_true(has(text, "1 pass, 1 fail, 0 infra"));
+	/* the counts, a blank line, then the groups */
+	assert_true(has(text, "1 pass, 1 fail, 0 infra\n\n  FAIL "));
 	assert_null(strstr(text, "regressions:"));
+	/* a fail is no pass with an idle round */
+	assert_null(strstr(text, "with a round in which no turn succeeded"));
 	assert_null(strstr(text, "stopped early"));
 	free(text);
 	m.halted = "the database went away";
@@ -360,6 +372,37 @@ test_regression_fails(void **state)
 	run_dir_rm(dir);
 }
 
+/*
+ * A regression that passed has no reason and no failure folder, and the
+ * summary counts it without a line of its own.
+ */
+static void
+test_regression_passes(void **state)
+{
+	struct coord		*c = mk(0, 0, &one_reg);
+	char			*dir = run_dir(), err[ERR_LEN] = "", *text;
+	struct report_meta	 m = meta(dir);
+	json_t			*r, *reg;
+
+	(void)state;
+	assert_int_equal(work(c, hello(c, 1), answer_pass), 2);
+	assert_true(coord_finished(c));
+	assert_int_equal(report_write(&m, c, err), SOAK_EXIT_PASS);
+	r = report_json(dir);
+	reg = json_array_get(json_object_get(r, "regressions"), 0);
+	assert_non_null(reg);
+	assert_string_equal(json_string_value(json_object_get(reg, "verdict")), "pass");
+	assert_true(json_is_null(json_object_get(reg, "reason")));
+	assert_true(json_is_null(json_object_get(reg, "failure_dir")));
+	json_decref(r);
+	text = summary(&m, c);
+	assert_true(has(text, "\n  regressions: 1 pass, 0 fail, 0 diverged\n"));
+	assert_null(strstr(text, "r1 —"));
+	free(text);
+	coord_free(c);
+	run_dir_rm(dir);
+}
+
 static struct answer
 answer_reg_diverges(uint64_t seed, uint32_t attempt, const char *plan)
 {
@@ -406,7 +449,58 @@ test_regression_diverged_is_incomplete(void **state)
 	run_dir_rm(dir);
 }
 
+/* --- a config error stops the run --- */
+
+static struct answer
+answer_config_error(uint64_t seed, uint32_t attempt, const char *plan)
+{
+	(void)seed;
+	(void)attempt;
+	(void)plan;
+	return (struct answer){ VERDICT_INFRA, "exec",
+	    "{\"message\":\"m\",\"config_error\":{\"kind\":\"exec\","
+	    "\"what\":\"turn.command\",\"code\":\"ENOENT\",\"detail\":"
+	    "\"/x/t.sh: No such file or directory\"}}" };
+}
+
+/*
+ * Every seed hits the same config error: the run stops.  Each record
+ * carries the error as the worker named it, and the summary sends the
+ * user to the config (soak check), not to a replay that cannot mend it.
+ */
+static void
+test_config_error(void **state)
+{
+	struct coord		*c = mk(0, 2, NULL);
+	char			*dir = run_dir(), err[ERR_LEN] = "", *text;
+	struct report_meta	 m = meta(dir);
+	json_t			*r, *ce;
+
+	(void)state;
+	assert_int_equal(work(c, hello(c, 1), answer_config_error), 3);
+	assert_int_equal(coord_halt_status(c), 78);
+	assert_int_equal(report_write(&m, c, err), 78);
+	r = report_json(dir);
+	ce = json_object_get(json_array_get(json_object_get(r, "results"), 0),
+	    "config_error");
+	assert_string_equal(json_string_value(json_object_get(ce, "kind")), "exec");
+	assert_string_equal(json_string_value(json_object_get(ce, "what")),
+	    "turn.command");
+	json_decref(r);
+	text = summary(&m, c);
+	assert_true(has(text, "\n  INFRA exec: a turn could not be executed — 3 "
+	    "seed(s), smallest 0\n"));
+	assert_true(has(text, "        the config error below; soak check "
+	    "/nonexistent/t.yaml checks a config before a run\n"));
+	assert_null(strstr(text, "replay:"));
+	free(text);
+	coord_free(c);
+	run_dir_rm(dir);
+}
+
 /* --- the summary's groups --- */
+
+#define LONG_CELL	"0123456789012345678901234567890123456789XYZ"
 
 static struct answer
 answer_rows(uint64_t seed, uint32_t attempt, const char *plan)
@@ -414,16 +508,19 @@ answer_rows(uint64_t seed, uint32_t attempt, const char *plan)
 	(void)seed;
 	(void)attempt;
 	(void)plan;
-	/* five rows, a cell with a DEL in it: the summary shows three */
+	/* five rows, a cell with a DEL in it, one of 43 bytes: the summary
+	 * shows three */
 	return (struct answer){ VERDICT_FAIL, "invariant",
 	    "{\"message\":\"m\",\"invariants\":[{\"name\":\"A\",\"columns\":[\"a\","
-	    "\"b\"],\"rows\":[[\"x\\u007fy\",\"r0\"],[\"1\",\"r1\"],[\"2\",\"r2\"],"
+	    "\"b\"],\"rows\":[[\"x\\u007fy\",\"r0\"],[\"1\",\"" LONG_CELL "\"],"
+	    "[\"2\",\"r2\"],"
 	    "[\"3\",\"r3\"],[\"4\",\"r4\"]],\"row_count\":5}]}" };
 }
 
 /*
  * A broken invariant's rows in the summary: at most three, the rest
- * counted; a control character (DEL too) is a space on a terminal.
+ * counted; a control character (DEL too) is a space on a terminal; a
+ * cell longer than 40 bytes is cut there, and says so with "…".
  */
 static void
 test_summary_rows(void **state)
@@ -438,6 +535,8 @@ test_summary_rows(void **state)
 	assert_true(has(text, "        \"A\": 5 rows\n"));
 	assert_true(has(text, "          a | b\n"));
 	assert_true(has(text, "          x y | r0\n"));
+	assert_true(has(text, "          1 | 0123456789012345678901234567890123456789…\n"));
+	assert_null(strstr(text, "XYZ"));
 	assert_true(has(text, "          2 | r2\n"));
 	assert_null(strstr(text, "r3"));
 	assert_true(has(text, "          … 2 more rows\n"));
@@ -579,15 +678,6 @@ test_failure_plans(void **state)
 
 /* --- written whole, durable, or an error --- */
 
-static struct answer
-answer_pass(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	return (struct answer){ VERDICT_PASS, "", "{\"message\":\"m\"}" };
-}
-
 /*
  * report.json and junit.xml are each fsync'd before the rename that puts
  * them in place, and the folder after it: once report_write returns, a
@@ -633,7 +723,8 @@ fsize_limit(rlim_t n)
 /*
  * A report that cannot be written is an error that names it, and leaves
  * no report.json: not one that cannot be opened, nor one whose last bytes
- * a full disk refused (the stream drops them; its fsync succeeds).
+ * a full disk refused (the stream drops them; its fsync succeeds).  A
+ * junit.xml that cannot be opened is an error too.
  */
 static void
 test_write_fails(void **state)
@@ -656,6 +747,16 @@ test_write_fails(void **state)
 	free(path);
 	path = xasprintf("%s/junit.xml", dir);
 	assert_int_equal(stat(path, &st), -1);
+	free(path);
+	/* junit.xml.tmp cannot be opened: the same, after report.json */
+	path = xasprintf("%s/junit.xml.tmp", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	err[0] = '\0';
+	assert_int_equal(report_write(&m, c, err), -1);
+	want = xasprintf("cannot write %s", path);
+	assert_string_equal(err, want);
+	free(want);
+	assert_int_equal(rmdir(path), 0);
 	free(path);
 	/* the disk fills as the last bytes go out: the same report, its size
 	 * less two */
@@ -691,7 +792,9 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_seed_records),
 		cmocka_unit_test(test_regression_fails),
+		cmocka_unit_test(test_regression_passes),
 		cmocka_unit_test(test_regression_diverged_is_incomplete),
+		cmocka_unit_test(test_config_error),
 		cmocka_unit_test(test_summary_rows),
 		cmocka_unit_test(test_summary_idle_pass),
 		cmocka_unit_test(test_summary_confirm),
