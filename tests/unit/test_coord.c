@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "common/config.h"
+#include "common/log.h"
 #include "common/msg.h"
 #include "common/queue.h"
 #include "common/regress.h"
@@ -767,6 +768,14 @@ test_hello_after_the_run_finished(void **state)
  * ends the seed waiting for a retry with its last attempt, and leaves the
  * rest without a verdict.
  */
+/* A coord_final_cb: appends each seed made final to the array arg. */
+static void
+note_final(struct coord *c, const struct coord_seed *s, void *arg)
+{
+	(void)c;
+	json_array_append_new(arg, json_integer((json_int_t)s->seed));
+}
+
 static void
 test_worker_died_and_halt(void **state)
 {
@@ -774,10 +783,12 @@ test_worker_died_and_halt(void **state)
 	struct msg		 req = { .type = MSG_HELLO }, rep, r1, r2, r3;
 	const struct coord_seed	*s;
 	struct coord_counts	 n;
+	json_t			*finals = json_array();
 	uint32_t		 w1, w2, i;
 	uint64_t		 ns, run2;
 
 	(void)state;
+	coord_on_final(c, note_final, finals);
 	req.u.hello.name = "w";
 	req.u.hello.host = "h";
 	req.u.hello.pid = 101;
@@ -814,8 +825,12 @@ test_worker_died_and_halt(void **state)
 	}
 
 	/* The disk is full: nothing more is leased, w1's running seed reports. */
+	assert_int_equal(json_array_size(finals), 1);	/* w1's first seed */
 	coord_halt(c, 2, "the output directory cannot be written (disk full)");
 	assert_true(coord_halted(c));
+	/* the retry that will never run is final, and said so (failures/) */
+	assert_int_equal(json_array_size(finals), 2);
+	assert_int_equal(json_integer_value(json_array_get(finals, 1)), run2);
 	assert_string_equal(coord_halt_reason(c),
 	    "the output directory cannot be written (disk full)");
 	assert_int_equal(coord_halt_status(c), 2);
@@ -836,9 +851,11 @@ test_worker_died_and_halt(void **state)
 	/* A second stop changes nothing. */
 	coord_halt(c, 78, "again");
 	assert_int_equal(coord_halt_status(c), 2);
+	assert_int_equal(json_array_size(finals), 3);
 	msg_clear(&r1);
 	msg_clear(&r2);
 	coord_free(c);
+	json_decref(finals);
 }
 
 /* --- the journal's replay rebuilds the state exactly --- */
@@ -1971,21 +1988,29 @@ test_minimize_leases(void **state)
 	memset(&cfg.tickets, 0, sizeof(cfg.tickets));
 }
 
-/* A minimize lease lost with its worker twice: filed unminimized. */
+/*
+ * A minimize lease lost with its worker twice: filed unminimized.  Each
+ * loss is a warning in the live run, and none in the replay of its journal
+ * (a resumed coordinator tells no loss twice).
+ */
 static void
 test_minimize_lost_twice(void **state)
 {
-	struct coord		*c = mk(0, 0);
+	struct coord		*c = mk(0, 0), *r;
 	const struct coord_seed	*s;
 	struct msg		 rep;
+	json_t			*log = json_array();
 	uint64_t		 n;
 	uint32_t		 w;
+	size_t			 i;
+	char			*text, err[ERR_LEN];
 	int			 k;
 
 	(void)state;
 	cfg.turns = 4;
 	cfg.tickets.minimize = true;
 	cfg.tickets.minimize_budget_ms = 1000;
+	coord_on_event(c, record_event, log);
 	w = hello(c, 1);
 	assert_int_equal(lease(c, w, 1, 0, &rep), 1);
 	assert_int_equal(result_d(c, w, 1, rep.u.lease.lease_id, 0, 1, VERDICT_FAIL,
@@ -2000,14 +2025,42 @@ test_minimize_lost_twice(void **state)
 		assert_int_equal(rep.u.lease.seeds[0].seed, 0);
 		msg_clear(&rep);
 		coord_pipe_closed(c, (uint32_t)(2 + k), 10000 * k);
+		capture_begin();
 		coord_tick(c, 10000 * k + 5000);
+		text = capture_end();
+		assert_non_null(strstr(text, k == 0 ? "seed 0: worker 2 lost while "
+		    "minimizing it (no heartbeat before its lease expired): minimized "
+		    "again" : "seed 0: worker 3 lost while minimizing it (no heartbeat "
+		    "before its lease expired), 2 times: its ticket is filed "
+		    "unminimized"));
+		free(text);
 		assert_int_equal(s[0].minimize, k == 0 ? CONFIRM_PENDING : CONFIRM_DONE);
 	}
 	assert_true(coord_finished(c));
 	assert_string_equal(json_string_value(json_object_get(json_object_get(
 	    s[0].detail, "minimized"), "reason")), "worker-lost");
 	assert_null(json_object_get(json_object_get(s[0].detail, "minimized"), "plan"));
+	/* the replay rebuilds both losses, silently (mk resets the shared cfg) */
+	r = mk(0, 0);
+	cfg.turns = 4;
+	cfg.tickets.minimize = true;
+	cfg.tickets.minimize_budget_ms = 1000;
+	capture_begin();
+	for (i = 0; i < json_array_size(log); i++) {
+		json_t	*ev = json_array_get(log, i);
+
+		if (coord_replay(r, jev_parse(json_string_value(json_object_get(ev, "t"))),
+		    json_object_get(ev, "e"), err) == -1)
+			fail_msg("event %zu: %s", i, err);
+	}
+	text = capture_end();
+	assert_null(strstr(text, "while minimizing"));
+	free(text);
+	assert_true(coord_finished(r));
+	assert_int_equal(coord_seeds(r, &n)[0].minimize, CONFIRM_DONE);
+	coord_free(r);
 	coord_free(c);
+	json_decref(log);
 	memset(&cfg.tickets, 0, sizeof(cfg.tickets));
 }
 
@@ -2195,7 +2248,7 @@ test_bundle_request(void **state)
 	struct coord		*c;
 	struct msg		 req = { .type = MSG_BUNDLE_REQ }, rep, hi = { .type = MSG_HELLO };
 	const uint8_t		 data[4] = { 'S', 0, 1, 2 };
-	char			 err[ERR_LEN], hash[] = "00aa";
+	char			 err[ERR_LEN], hash[] = "00aa", line[128], *text;
 	uint32_t		 w;
 
 	(void)state;
@@ -2243,7 +2296,16 @@ test_bundle_request(void **state)
 	assert_int_equal(rep.type, MSG_NACK);
 	msg_clear(&rep);
 	req.u.bundle_req.hash = hash;
+	/* with -v the log says what went to whom */
+	log_init("coord", 1);
+	capture_begin();
 	assert_int_equal(coord_handle(c, &req, 10, 0, &rep), 1);
+	text = capture_end();
+	log_init("soak", 0);
+	snprintf(line, sizeof(line), "sending the config folder's bundle (4 bytes) "
+	    "to worker %u", w);
+	assert_non_null(strstr(text, line));
+	free(text);
 	assert_int_equal(rep.type, MSG_BUNDLE);
 	assert_string_equal(rep.u.bundle.hash, "00aa");
 	assert_int_equal(rep.u.bundle.len, sizeof(data));
@@ -2443,6 +2505,206 @@ test_halt_cuts_active_leases(void **state)
 	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id,
 	    r1.u.lease.seeds[1].seed, 1, VERDICT_PASS, "", &keep), 1);
 	assert_int_equal(keep, 2);
+	msg_clear(&r1);
+	coord_free(c);
+}
+
+/*
+ * A halt cuts the victim of a steal at its keep, not one further: the
+ * seed after it is the thief's, which may be running it and still reports.
+ */
+static void
+test_halt_spares_the_stolen_tail(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 r1, r, r6;
+	uint32_t		 w[7], i, keep;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+
+	(void)state;
+	w[1] = hello(c, 1);
+	assert_int_equal(lease(c, w[1], 1, 0, &r1), 1);
+	assert_int_equal(r1.u.lease.nseeds, 5);		/* 0..4 */
+	for (i = 2; i <= 5; i++) {			/* 5..9 */
+		w[i] = hello(c, i);
+		assert_int_equal(lease(c, w[i], i, 0, &r), 1);
+		msg_clear(&r);
+	}
+	w[6] = hello(c, 6);
+	assert_int_equal(lease(c, w[6], 6, 0, &r6), 1);
+	assert_true(r6.u.lease.nseeds == 2 && r6.u.lease.seeds[0].seed == 3);
+	/* w1 keeps 0..2, w6 runs 3 */
+	coord_halt(c, 2, "asked to stop");
+	s = coord_seeds(c, &n);
+	assert_int_equal(s[0].state, CSEED_LEASED);	/* w1 may be running it */
+	assert_int_not_equal(s[1].state, CSEED_LEASED);
+	assert_int_not_equal(s[2].state, CSEED_LEASED);
+	assert_int_equal(s[3].state, CSEED_LEASED);	/* w6's, maybe running */
+	assert_int_not_equal(s[4].state, CSEED_LEASED);
+	assert_int_equal(result_keep(c, w[6], r6.u.lease.lease_id, 3, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 1);
+	assert_int_equal(result_keep(c, w[1], r1.u.lease.lease_id, 0, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	assert_int_equal(keep, 1);
+	assert_int_equal(s[3].state, CSEED_FINAL);
+	assert_int_equal(s[3].worker, w[6]);
+	msg_clear(&r1);
+	msg_clear(&r6);
+	coord_free(c);
+}
+
+/* What halt_in_callback saw from inside the final callback. */
+struct halt_seen {
+	int		 calls;
+	const char	*reason;	/* coord_halt_reason right after coord_halt */
+};
+
+static void
+halt_in_callback(struct coord *c, const struct coord_seed *s, void *arg)
+{
+	struct halt_seen	*h = arg;
+
+	(void)s;
+	if (h->calls++ == 0) {
+		coord_halt(c, 2, "the output directory cannot be written");
+		h->reason = coord_halt_reason(c);
+	}
+}
+
+/*
+ * A halt asked from a callback waits for the coordinator's next entry:
+ * the bookkeeping that called it back finishes first.
+ */
+static void
+test_halt_from_a_callback_waits(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct halt_seen	 h = { 0, "unset" };
+	struct msg		 r1, r;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+	uint32_t		 w1, i;
+
+	(void)state;
+	coord_on_final(c, halt_in_callback, &h);
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_true(r1.u.lease.nseeds >= 3);
+	assert_int_equal(result(c, w1, 1, r1.u.lease.lease_id,
+	    r1.u.lease.seeds[0].seed, 1, VERDICT_PASS, ""), 1);
+	assert_int_equal(h.calls, 1);
+	assert_null(h.reason);			/* not yet, inside the callback */
+	coord_tick(c, 0);			/* the next entry: now */
+	assert_true(coord_halted(c));
+	assert_string_equal(coord_halt_reason(c),
+	    "the output directory cannot be written");
+	assert_int_equal(coord_halt_status(c), 2);
+	/* seed 1 may be running: kept; the rest went back */
+	s = coord_seeds(c, &n);
+	assert_int_equal(s[r1.u.lease.seeds[1].seed].state, CSEED_LEASED);
+	for (i = 2; i < r1.u.lease.nseeds; i++)
+		assert_int_not_equal(s[r1.u.lease.seeds[i].seed].state, CSEED_LEASED);
+	assert_int_equal(lease(c, hello(c, 2), 2, 0, &r), 1);
+	assert_int_equal(r.type, MSG_DONE);
+	msg_clear(&r);
+	msg_clear(&r1);
+	coord_free(c);
+}
+
+/*
+ * A worker quarantined and the only other one gone, its lease expired:
+ * nobody can run the rest, the run is halted.  While the other's lease is
+ * still open it may come back, and the run is not.
+ */
+static void
+test_quarantined_and_the_other_lost(void **state)
+{
+	struct coord		*c = mk(0, 19);
+	struct msg		 r1, r2;
+	uint32_t		 w1, w2, i;
+	json_t			*d;
+
+	(void)state;
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_true(r1.u.lease.nseeds >= 3);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w2, 2, 0, &r2), 1);
+	assert_int_equal(r2.type, MSG_LEASE);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(result(c, w1, 1, r1.u.lease.lease_id,
+		    r1.u.lease.seeds[i].seed, 1, VERDICT_INFRA, "service"), 1);
+	assert_false(coord_halted(c));		/* w2 runs */
+	coord_pipe_closed(c, 2, 0);
+	assert_false(coord_halted(c));		/* w2 may rejoin, its lease open */
+	assert_int_equal(coord_tick(c, 1000), -1);	/* w2's lease expires */
+	d = coord_dump(c);
+	assert_int_equal(json_integer_value(json_object_get(json_array_get(
+	    json_object_get(d, "workers"), 1), "lease")), 0);
+	json_decref(d);
+	assert_true(coord_halted(c));
+	msg_clear(&r1);
+	msg_clear(&r2);
+	coord_free(c);
+}
+
+/* coord_tick: the time to the nearest deadline of the active leases. */
+static void
+test_tick_says_the_nearest_deadline(void **state)
+{
+	struct coord	*c = mk(0, 99);
+	struct msg	 r;
+	uint32_t	 w;
+	int64_t		 at[3] = { 200, 0, 100 };	/* ttl 1000 each */
+	int		 i;
+
+	(void)state;
+	assert_int_equal(coord_tick(c, 0), -1);		/* nothing leased */
+	for (i = 0; i < 3; i++) {
+		w = hello(c, (uint32_t)(i + 1));
+		assert_int_equal(lease(c, w, (uint32_t)(i + 1), at[i], &r), 1);
+		assert_int_equal(r.type, MSG_LEASE);
+		msg_clear(&r);
+	}
+	assert_int_equal(coord_tick(c, 500), 500);	/* the second's, at 1000 */
+	assert_int_equal(coord_tick(c, 1050), 50);	/* it expired: the third's */
+	assert_int_equal(coord_tick(c, 1200), -1);	/* all expired */
+	coord_free(c);
+}
+
+/*
+ * A result ahead of its turn (seed 3 of 0..4 before 0..2) and then the
+ * quarantine at seed 2: what had not run goes back (seed 4), what did is
+ * kept (seed 3's verdict).
+ */
+static void
+test_quarantine_keeps_a_result_ahead(void **state)
+{
+	struct coord		*c = mk(0, 9);
+	struct msg		 r1;
+	const struct coord_seed	*s;
+	uint64_t		 n;
+	uint32_t		 w1, keep, i;
+
+	(void)state;
+	w1 = hello(c, 1);
+	assert_int_equal(lease(c, w1, 1, 0, &r1), 1);
+	assert_int_equal(r1.u.lease.nseeds, 5);		/* 0..4 */
+	assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, 3, 1, VERDICT_PASS,
+	    "", &keep), 1);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(result_keep(c, w1, r1.u.lease.lease_id, i, 1,
+		    VERDICT_INFRA, "service", &keep), 1);
+	assert_int_equal(keep, 3);
+	s = coord_seeds(c, &n);
+	assert_int_equal(s[3].state, CSEED_FINAL);
+	assert_int_equal(s[3].verdict, VERDICT_PASS);
+	assert_int_equal(s[4].state, CSEED_PENDING);
+	assert_int_equal(s[4].attempts, 0);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(s[i].state, CSEED_PENDING);	/* retries */
 	msg_clear(&r1);
 	coord_free(c);
 }
@@ -2846,6 +3108,11 @@ main(void)
 		cmocka_unit_test(test_bundle_request),
 		cmocka_unit_test(test_regressions_first_and_apart),
 		cmocka_unit_test(test_halt_cuts_active_leases),
+		cmocka_unit_test(test_halt_spares_the_stolen_tail),
+		cmocka_unit_test(test_halt_from_a_callback_waits),
+		cmocka_unit_test(test_quarantined_and_the_other_lost),
+		cmocka_unit_test(test_tick_says_the_nearest_deadline),
+		cmocka_unit_test(test_quarantine_keeps_a_result_ahead),
 		cmocka_unit_test(test_serve_unknown_worker_parks),
 		cmocka_unit_test(test_awaited_workers),
 		cmocka_unit_test(test_seed_cap),
