@@ -320,15 +320,8 @@ cmd_minimize(int argc, char **argv)
 		    seed, err);
 		goto close;
 	}
-	free(best.fingerprint);
-	best.fingerprint = xstrdup(m.want);
-	free(best.message);
-	best.message = xstrdup(res.message);
+	min_prepare(&best, m.want, res.message, z.n0);
 	seed_result_clear(&res);
-	/* Explicit runs, no decision of a pair that does not run: the plan
-	 * every candidate is made from. */
-	min_normalize(&best);
-	min_counts(&best, z.n0);
 	z.rounds = cfg.rounds > 1;
 	z.config = argv[optind];
 	z.out = out;
@@ -339,9 +332,7 @@ cmd_minimize(int argc, char **argv)
 	counts_line(&m, &z, &best, line, sizeof(line));
 	printf("fails: %s (%lld ms)\nfailing plan written: %s (rewritten after each "
 	    "reduction)\n", m.want, (long long)z.t0, out);
-	/* a candidate that waits on a removed turn hangs: twice the time */
-	w.seed_timeout_ms = z.t0 * 2 > MIN_TIMEOUT_FLOOR_MS ? z.t0 * 2 :
-	    MIN_TIMEOUT_FLOOR_MS;
+	w.seed_timeout_ms = min_candidate_ms(&cfg, z.t0);
 	w.save_plan = false;
 	m.w = &w;
 	m.fingerprint = min_fingerprint;
@@ -403,15 +394,8 @@ report:
 	else
 		printf("tries that disagreed: 0 (no candidate passed a try and then "
 		    "failed one)\n");
-	/* The story of the plan as written: from its own failing replay (one
-	 * more when the last was another plan's: the cache forgotten, the
-	 * budget no longer in the way). */
-	if (m.last_hash != min_plan_hash(&best) && !min_stop) {
-		m.nseen = 0;
-		m.deadline_ms = INT64_MAX;
-		(void)min_test(&m, &best);
-	}
-	if (m.last_hash == min_plan_hash(&best)) {
+	/* The story of the plan as written: from its own failing replay. */
+	if (min_replayed(&m, &best)) {
 		told = m.last;
 		memset(&m.last, 0, sizeof(m.last));
 		have_story = true;

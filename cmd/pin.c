@@ -116,6 +116,57 @@ pin_failure(struct plan *p, const json_t *rec, const char *replay, const char *r
 	p->pinned_from = xstrdup(from);
 }
 
+/* The default name: seed-N-<the fingerprint, as a slug><suffix>; heap. */
+static char *
+pin_name(uint64_t seed, const char *fp, const char *suffix)
+{
+	char	*slug = regress_slug(fp != NULL ? fp : "", 60), *name;
+
+	name = *slug ? xasprintf("seed-%" PRIu64 "-%s%s", seed, slug, suffix) :
+	    xasprintf("seed-%" PRIu64 "%s", seed, suffix);
+	free(slug);
+	return name;
+}
+
+/*
+ * Where NAME goes in cfg's regressions folder (made if need be), free to
+ * write unless force: 0 with *dst (heap), else the exit status, said.
+ */
+static int
+pin_dest(const struct cfg *cfg, const char *name, bool force, char **dst)
+{
+	char		*file = xasprintf("%s.json", name), err[ERR_LEN];
+	struct stat	 st;
+
+	*dst = path_join(cfg->regressions, file);
+	free(file);
+	if (!force && lstat(*dst, &st) == 0) {
+		fprintf(stderr, "soak pin: %s is there already: --force replaces it, or "
+		    "--name NAME pins under another name\n", *dst);
+		return EX_CANTCREAT;
+	}
+	if (mkdir_p(cfg->regressions, 0755, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		return EX_CANTCREAT;
+	}
+	return 0;
+}
+
+/* p written at dst, whole or not at all: 0, or the exit status, said. */
+static int
+pin_save(const char *dst, const struct plan *p)
+{
+	char	*text = plan_dump(p), err[ERR_LEN];
+	int	 rc = 0;
+
+	if (write_file_atomic(dst, text, strlen(text), 0644, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = EX_CANTCREAT;
+	}
+	free(text);
+	return rc;
+}
+
 /*
  * soak pin CONFIG --plan FILE: a plan of CONFIG (soak minimize's output,
  * a failing schedule of soak explore's) pinned with the failure it
@@ -126,9 +177,8 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 {
 	struct cfg	 cfg = { 0 };
 	struct plan	 p = { 0 };
-	char		 err[ERR_LEN], *slug = NULL, *defname = NULL, *file = NULL;
-	char		*dst = NULL, *replay = NULL, *text = NULL, *from = NULL;
-	struct stat	 st;
+	char		 err[ERR_LEN], *defname = NULL, *dst = NULL, *replay = NULL;
+	char		*from = NULL;
 	int		 rc;
 
 	if (plan_load(planarg, &p, err) == -1) {
@@ -153,35 +203,18 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
-	if (name == NULL) {
-		slug = regress_slug(p.fingerprint, 60);
-		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s-plan", p.seed, slug) :
-		    xasprintf("seed-%" PRIu64 "-plan", p.seed);
-		name = defname;
-	}
-	file = xasprintf("%s.json", name);
-	dst = path_join(cfg.regressions, file);
-	rc = EX_CANTCREAT;
-	if (!force && lstat(dst, &st) == 0) {
-		fprintf(stderr, "soak pin: %s is there already: --force replaces it, or "
-		    "--name NAME pins under another name\n", dst);
+	if (name == NULL)
+		name = defname = pin_name(p.seed, p.fingerprint, "-plan");
+	if ((rc = pin_dest(&cfg, name, force, &dst)) != 0)
 		goto out;
-	}
-	if (mkdir_p(cfg.regressions, 0755, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
-		goto out;
-	}
 	replay = report_replay_plan(cfg.path[0] == '/' ? cfg.path : cfg_path, dst);
 	free(p.replay);
 	p.replay = xstrdup(replay);
 	from = realpath(planarg, NULL);
 	free(p.pinned_from);
 	p.pinned_from = xstrdup(from != NULL ? from : planarg);
-	text = plan_dump(&p);
-	if (write_file_atomic(dst, text, strlen(text), 0644, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
+	if ((rc = pin_save(dst, &p)) != 0)
 		goto out;
-	}
 	printf("pinned %s as regression %s: %s\n  it failed with %s\n  soak run and "
 	    "soak coordinator of %s run it before the seeds\n  replay: %s\n",
 	    planarg, name, dst, p.fingerprint, cfg_path, replay);
@@ -189,12 +222,9 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 out:
 	plan_free(&p);
 	cfg_free(&cfg);
-	free(slug);
 	free(defname);
-	free(file);
 	free(dst);
 	free(replay);
-	free(text);
 	free(from);
 	return rc;
 }
@@ -217,13 +247,12 @@ cmd_pin(int argc, char **argv)
 	json_error_t	 jerr;
 	const json_t	*rec;
 	const char	*run_dir, *cfg_path, *name = NULL, *verdict, *planarg = NULL;
-	char		*path = NULL, *plan_path = NULL, *dst = NULL, *file = NULL;
-	char		*defname = NULL, *slug = NULL, *replay = NULL, *text = NULL;
+	char		*path = NULL, *plan_path = NULL, *dst = NULL;
+	char		*defname = NULL, *replay = NULL;
 	char		 err[ERR_LEN], *end;
 	uint64_t	 seed = 0;
 	bool		 have_seed = false, force = false, minimized = false;
 	int		 ch, rc = SOAK_EXIT_USAGE;
-	struct stat	 st;
 
 	optind = 1;
 	opterr = 0;
@@ -318,35 +347,15 @@ cmd_pin(int argc, char **argv)
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
-	if (name == NULL) {
-		slug = regress_slug(jstr(rec, "fingerprint") ? jstr(rec, "fingerprint") :
-		    "", 60);
-		defname = *slug ? xasprintf("seed-%" PRIu64 "-%s%s", seed, slug,
-		    minimized ? "-min" : "") : xasprintf("seed-%" PRIu64 "%s", seed,
-		    minimized ? "-min" : "");
-		name = defname;
-	}
-	file = xasprintf("%s.json", name);
-	dst = path_join(cfg.regressions, file);
-	if (!force && lstat(dst, &st) == 0) {
-		fprintf(stderr, "soak pin: %s is there already: --force replaces it, or "
-		    "--name NAME pins under another name\n", dst);
-		rc = EX_CANTCREAT;
+	if (name == NULL)
+		name = defname = pin_name(seed, jstr(rec, "fingerprint"), minimized ?
+		    "-min" : "");
+	if ((rc = pin_dest(&cfg, name, force, &dst)) != 0)
 		goto out;
-	}
-	if (mkdir_p(cfg.regressions, 0755, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
-		rc = EX_CANTCREAT;
-		goto out;
-	}
 	replay = report_replay_plan(cfg.path[0] == '/' ? cfg.path : cfg_path, dst);
 	pin_failure(&p, rec, replay, jstr(report, "run_id"), plan_path);
-	text = plan_dump(&p);
-	if (write_file_atomic(dst, text, strlen(text), 0644, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
-		rc = EX_CANTCREAT;
+	if ((rc = pin_save(dst, &p)) != 0)
 		goto out;
-	}
 	printf("pinned seed %" PRIu64 " as regression %s: %s\n", seed, name, dst);
 	if (p.fingerprint != NULL)
 		printf("  it failed with %s\n", p.fingerprint);
@@ -360,10 +369,7 @@ out:
 	free(path);
 	free(plan_path);
 	free(dst);
-	free(file);
 	free(defname);
-	free(slug);
 	free(replay);
-	free(text);
 	return rc;
 }

@@ -74,6 +74,41 @@ min_normalize(struct plan *best)
 }
 
 void
+min_prepare(struct plan *best, const char *want, const char *message,
+    size_t n0[MIN_KINDS])
+{
+	free(best->fingerprint);
+	best->fingerprint = xstrdup(want);
+	free(best->message);
+	best->message = xstrdup(message);
+	min_normalize(best);
+	min_counts(best, n0);
+}
+
+int64_t
+min_candidate_ms(const struct cfg *cfg, int64_t orig_ms)
+{
+	int64_t	t = orig_ms * 2 > MIN_TIMEOUT_FLOOR_MS ? orig_ms * 2 :
+		    MIN_TIMEOUT_FLOOR_MS;
+
+	return cfg->seed_timeout_ms > 0 && t > cfg->seed_timeout_ms ?
+	    cfg->seed_timeout_ms : t;
+}
+
+bool
+min_replayed(struct min_run *m, const struct plan *best)
+{
+	uint64_t	h = min_plan_hash(best);
+
+	if (m->last_hash != h && !(m->stop != NULL && *m->stop)) {
+		m->nseen = 0;
+		m->deadline_ms = INT64_MAX;
+		(void)min_test(m, best);
+	}
+	return m->last_hash == h;
+}
+
+void
 min_counts_line(const struct min_run *m, const size_t n0[MIN_KINDS],
     bool rounds, const struct plan *p, char *buf, size_t len)
 {
@@ -128,6 +163,7 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 	size_t			 n0[MIN_KINDS], n[MIN_KINDS], slen = 0;
 	int64_t			 t0 = now_ms();
 	int			 k, stopped;
+	bool			 replayed;
 	FILE			*f;
 
 	memset(res, 0, sizeof(*res));
@@ -158,17 +194,8 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 		    PRIu64 " failed, but made no plan: %s", seed, err);
 		goto out;
 	}
-	free(best.fingerprint);
-	best.fingerprint = xstrdup(m.want);
-	free(best.message);
-	best.message = xstrdup(orig.message);
-	min_normalize(&best);
-	min_counts(&best, n0);
-	/* a candidate that waits on a removed turn hangs: twice the time */
-	w->seed_timeout_ms = orig.duration_ms * 2 > MIN_TIMEOUT_FLOOR_MS ?
-	    orig.duration_ms * 2 : MIN_TIMEOUT_FLOOR_MS;
-	if (w->cfg->seed_timeout_ms > 0 && w->seed_timeout_ms > w->cfg->seed_timeout_ms)
-		w->seed_timeout_ms = w->cfg->seed_timeout_ms;
+	min_prepare(&best, m.want, orig.message, n0);
+	w->seed_timeout_ms = min_candidate_ms(w->cfg, orig.duration_ms);
 	w->save_plan = false;
 	m.w = w;
 	m.fingerprint = fingerprint;
@@ -194,13 +221,8 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 		break;
 	}
 	/* The story of the plan as sent, from its own failing replay. */
-	if (m.last_hash != min_plan_hash(&best) && !(stop != NULL && *stop)) {
-		m.nseen = 0;
-		m.deadline_ms = INT64_MAX;
-		(void)min_test(&m, &best);
-	}
-	if (m.last_hash == min_plan_hash(&best) && (f = open_memstream(&story,
-	    &slen)) != NULL) {
+	replayed = min_replayed(&m, &best);
+	if (replayed && (f = open_memstream(&story, &slen)) != NULL) {
 		min_story(f, w->cfg, &best, &m.last);
 		fclose(f);
 	}
@@ -233,14 +255,11 @@ wrk_minimize(struct wrk *w, uint64_t seed, int tries, int64_t budget_ms,
 	    "stopped by the budget: the smallest failing plan so far, not shown "
 	    "1-minimal" : "1-minimal", line);
 	/* the broken invariants of the minimal plan's replay, as a seed's */
-	if (m.last_hash == min_plan_hash(&best) && json_object_get(m.last.detail,
-	    "invariants") != NULL)
+	if (replayed && json_object_get(m.last.detail, "invariants") != NULL)
 		json_object_set(res->detail, "invariants", json_object_get(m.last.detail,
 		    "invariants"));
-	rec = NULL;
 out:
-	if (rec != NULL && res->detail == NULL)
-		json_decref(rec);
+	/* (every path told said(), which took rec) */
 	/* Before it is sent (common/scrub.h): the story quotes turns. */
 	if (w->scrub != NULL) {
 		scrub_text(w->scrub, res->message);

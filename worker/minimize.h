@@ -187,6 +187,17 @@ int	min_plan_of(const struct seed_result *res, struct plan *p, char *err);
 /* Explicit runs, no decision of a pair that does not run: the plan every
  * candidate is made from, in place. */
 void	min_normalize(struct plan *best);
+/* The plan every candidate is made from: the original's fingerprint and
+ * message, normalized (min_normalize); its counts into n0. */
+void	min_prepare(struct plan *best, const char *want, const char *message,
+	    size_t n0[MIN_KINDS]);
+/* A candidate's time: about twice the original's (a turn that waits on a
+ * removed peer ends it as a hang), at least MIN_TIMEOUT_FLOOR_MS, at most
+ * the config's seed_timeout. */
+int64_t	min_candidate_ms(const struct cfg *cfg, int64_t orig_ms);
+/* Whether m->last is a failing replay of best, replaying best once more
+ * (the cache forgotten, no budget) when the last was another plan's. */
+bool	min_replayed(struct min_run *m, const struct plan *best);
 /* "turns 8 → 3, faults 12 → 2, preemptions 9 → 1, 41 replays, 23 s"
  * (rounds first when the config has more than one). */
 void	min_counts_line(const struct min_run *m, const size_t n0[MIN_KINDS],

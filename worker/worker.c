@@ -1224,15 +1224,6 @@ worker_run_minimize(struct worker *k, const struct msg *lease,
 		worker_run_seed(k, s, res);	/* opens again, and says why: infra */
 		return;
 	}
-	if (k->o->fingerprint == NULL) {	/* its caller's to set */
-		memset(res, 0, sizeof(*res));
-		res->verdict = VERDICT_INFRA;
-		res->reason = REASON_WORKER_LOST;
-		snprintf(res->message, sizeof(res->message), "this worker cannot "
-		    "minimize (no fingerprint rule)");
-		res->detail = json_pack("{s:s}", "message", res->message);
-		return;
-	}
 	log_debug("seed %" PRIu64 ": minimizing, budget %u ms", s->seed,
 	    lease->u.lease.minimize_ms);
 	wrk_minimize(&k->w, s->seed, 3, lease->u.lease.minimize_ms, k->o->fingerprint,

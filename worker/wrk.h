@@ -310,7 +310,8 @@ struct wrk_opts {
 	bool		 slot;		/* one of --slots N > 1: its parent
 					   says "the run is over", once */
 	/* The fingerprint of a failing result (heap), NULL for any other
-	 * verdict: a minimize lease's (the rule lives above the worker) */
+	 * verdict: a minimize lease's (the rule lives above the worker;
+	 * required: cmd/worker.c sets it) */
 	char		*(*fingerprint)(const struct cfg *cfg,
 			    const struct seed_result *res);
 };

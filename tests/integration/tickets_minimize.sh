@@ -4,8 +4,8 @@
 # replays the minimal plan above the full trace; report.json records the
 # minimized plan, failures/N/plan.min.json holds it, and it replays to the
 # same failure.  The system: a lost update in bash + psql, one `psql -c`
-# per statement (a connection per statement) with a think time between
-# the read and the write, four turns under a seeded schedule — it
+# per statement (a connection per statement) with work of its own (a
+# process) between the read and the write, four turns under a seeded schedule — it
 # minimizes to the two turns that raced and the one preemption between
 # them.  Seeds of a fingerprint other than the smallest are not
 # minimized; a budget too small to finish still files the smallest
@@ -19,8 +19,10 @@ cat >"$T/percmd.sh" <<'SH'
 #!/bin/bash
 set -eu
 n=$(psql -XAtqc "SELECT n FROM counter WHERE id = 1")
-sleep 0.05	# the agent thinks
-psql -Xqc "UPDATE counter SET n = $((n + 1)) WHERE id = 1"
+# the agent works the new value out in a process of its own: time
+# between the read and the write, which the schedule, not a clock, orders
+new=$(awk -v n="$n" 'BEGIN { print n + 1 }')
+psql -Xqc "UPDATE counter SET n = $new WHERE id = 1"
 psql -Xqc "INSERT INTO events (turn) VALUES ($SOAK_TURN)"
 echo "turn $SOAK_TURN: counter was $n"
 SH

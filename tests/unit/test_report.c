@@ -115,6 +115,18 @@ struct answer {
 typedef struct answer	(*answer_fn)(uint64_t seed, uint32_t attempt,
 			    const char *plan);
 
+/* work_same's answer to every seed, whatever it is. */
+static const struct answer	*same;
+
+static struct answer
+answer_same(uint64_t seed, uint32_t attempt, const char *plan)
+{
+	(void)seed;
+	(void)attempt;
+	(void)plan;
+	return *same;
+}
+
 /*
  * Worker w (its pipe the same number) takes leases until it is given
  * none, answering each seed by fn; returns how many results it sent.
@@ -155,6 +167,14 @@ work(struct coord *c, uint32_t w, answer_fn fn)
 	}
 	msg_clear(&rep);
 	return sent;
+}
+
+/* work() with one answer for every seed: a. */
+static int
+work_same(struct coord *c, uint32_t w, const struct answer *a)
+{
+	same = a;
+	return work(c, w, answer_same);
 }
 
 static struct report_meta
@@ -236,14 +256,8 @@ has(const char *text, const char *needle)
 	return true;
 }
 
-static struct answer
-answer_pass(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	return (struct answer){ VERDICT_PASS, "", "{\"message\":\"m\"}" };
-}
+static const struct answer ans_pass = { VERDICT_PASS, "",
+    "{\"message\":\"m\"}" };
 
 /* --- a seed's record --- */
 
@@ -318,16 +332,26 @@ static struct regress	reg_v[1] = {
 };
 static const struct regress_set	one_reg = { .v = reg_v, .n = 1 };
 
+/* work_reg's answer to the regression; every seed passes. */
+static const struct answer	*reg_answer;
+
 static struct answer
-answer_reg_fails(uint64_t seed, uint32_t attempt, const char *plan)
+answer_reg(uint64_t seed, uint32_t attempt, const char *plan)
 {
 	(void)seed;
 	(void)attempt;
-	if (*plan)
-		return (struct answer){ VERDICT_FAIL, "invariant",
-		    "{\"message\":\"r1 broke A\",\"invariants\":[{\"name\":\"A\"}]}" };
-	return (struct answer){ VERDICT_PASS, "", "{\"message\":\"m\"}" };
+	return *plan ? *reg_answer : ans_pass;
 }
+
+static int
+work_reg(struct coord *c, uint32_t w, const struct answer *a)
+{
+	reg_answer = a;
+	return work(c, w, answer_reg);
+}
+
+static const struct answer ans_reg_fails = { VERDICT_FAIL, "invariant",
+    "{\"message\":\"r1 broke A\",\"invariants\":[{\"name\":\"A\"}]}" };
 
 /*
  * A failing regression (the only one): its record names its failure
@@ -342,7 +366,7 @@ test_regression_fails(void **state)
 	json_t			*r, *reg;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_reg_fails), 2);
+	assert_int_equal(work_reg(c, hello(c, 1), &ans_reg_fails), 2);
 	assert_true(coord_finished(c));
 	assert_int_equal(report_write(&m, c, err), SOAK_EXIT_FAIL);
 	r = report_json(dir);
@@ -385,7 +409,7 @@ test_regression_passes(void **state)
 	json_t			*r, *reg;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_pass), 2);
+	assert_int_equal(work_same(c, hello(c, 1), &ans_pass), 2);
 	assert_true(coord_finished(c));
 	assert_int_equal(report_write(&m, c, err), SOAK_EXIT_PASS);
 	r = report_json(dir);
@@ -403,16 +427,8 @@ test_regression_passes(void **state)
 	run_dir_rm(dir);
 }
 
-static struct answer
-answer_reg_diverges(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	if (*plan)
-		return (struct answer){ VERDICT_INFRA, "diverged",
-		    "{\"message\":\"the run left its plan\"}" };
-	return (struct answer){ VERDICT_PASS, "", "{\"message\":\"m\"}" };
-}
+static const struct answer ans_reg_diverges = { VERDICT_INFRA, "diverged",
+    "{\"message\":\"the run left its plan\"}" };
 
 /*
  * Every seed passed, but the regression diverged: it tested nothing, so
@@ -428,7 +444,7 @@ test_regression_diverged_is_incomplete(void **state)
 	json_t			*r;
 
 	(void)state;
-	work(c, hello(c, 1), answer_reg_diverges);
+	work_reg(c, hello(c, 1), &ans_reg_diverges);
 	assert_true(coord_finished(c));
 	assert_int_equal(report_exit_status(c), SOAK_EXIT_INCOMPLETE);
 	assert_int_equal(report_write(&m, c, err), SOAK_EXIT_INCOMPLETE);
@@ -451,17 +467,10 @@ test_regression_diverged_is_incomplete(void **state)
 
 /* --- a config error stops the run --- */
 
-static struct answer
-answer_config_error(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	return (struct answer){ VERDICT_INFRA, "exec",
-	    "{\"message\":\"m\",\"config_error\":{\"kind\":\"exec\","
-	    "\"what\":\"turn.command\",\"code\":\"ENOENT\",\"detail\":"
-	    "\"/x/t.sh: No such file or directory\"}}" };
-}
+static const struct answer ans_config_error = { VERDICT_INFRA, "exec",
+    "{\"message\":\"m\",\"config_error\":{\"kind\":\"exec\","
+    "\"what\":\"turn.command\",\"code\":\"ENOENT\",\"detail\":"
+    "\"/x/t.sh: No such file or directory\"}}" };
 
 /*
  * Every seed hits the same config error: the run stops.  Each record
@@ -477,7 +486,7 @@ test_config_error(void **state)
 	json_t			*r, *ce;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_config_error), 3);
+	assert_int_equal(work_same(c, hello(c, 1), &ans_config_error), 3);
 	assert_int_equal(coord_halt_status(c), 78);
 	assert_int_equal(report_write(&m, c, err), 78);
 	r = report_json(dir);
@@ -502,20 +511,13 @@ test_config_error(void **state)
 
 #define LONG_CELL	"0123456789012345678901234567890123456789XYZ"
 
-static struct answer
-answer_rows(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	/* five rows, a cell with a DEL in it, one of 43 bytes: the summary
-	 * shows three */
-	return (struct answer){ VERDICT_FAIL, "invariant",
-	    "{\"message\":\"m\",\"invariants\":[{\"name\":\"A\",\"columns\":[\"a\","
-	    "\"b\"],\"rows\":[[\"x\\u007fy\",\"r0\"],[\"1\",\"" LONG_CELL "\"],"
-	    "[\"2\",\"r2\"],"
-	    "[\"3\",\"r3\"],[\"4\",\"r4\"]],\"row_count\":5}]}" };
-}
+/* five rows, a cell with a DEL in it, one of 43 bytes: the summary
+ * shows three */
+static const struct answer ans_rows = { VERDICT_FAIL, "invariant",
+    "{\"message\":\"m\",\"invariants\":[{\"name\":\"A\",\"columns\":[\"a\","
+    "\"b\"],\"rows\":[[\"x\\u007fy\",\"r0\"],[\"1\",\"" LONG_CELL "\"],"
+    "[\"2\",\"r2\"],"
+    "[\"3\",\"r3\"],[\"4\",\"r4\"]],\"row_count\":5}]}" };
 
 /*
  * A broken invariant's rows in the summary: at most three, the rest
@@ -530,7 +532,7 @@ test_summary_rows(void **state)
 	char			*text;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_rows), 1);
+	assert_int_equal(work_same(c, hello(c, 1), &ans_rows), 1);
 	text = summary(&m, c);
 	assert_true(has(text, "        \"A\": 5 rows\n"));
 	assert_true(has(text, "          a | b\n"));
@@ -545,16 +547,9 @@ test_summary_rows(void **state)
 	coord_free(c);
 }
 
-static struct answer
-answer_idle(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	return (struct answer){ VERDICT_PASS, "",
-	    "{\"message\":\"round 2: no turn succeeded\",\"round\":null,"
-	    "\"ok_turns\":0,\"total_turns\":2,\"idle_round\":2}" };
-}
+static const struct answer ans_idle = { VERDICT_PASS, "",
+    "{\"message\":\"round 2: no turn succeeded\",\"round\":null,"
+    "\"ok_turns\":0,\"total_turns\":2,\"idle_round\":2}" };
 
 /* A pass with an idle round is said, with the first line of its message. */
 static void
@@ -565,7 +560,7 @@ test_summary_idle_pass(void **state)
 	char			*text;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_idle), 2);
+	assert_int_equal(work_same(c, hello(c, 1), &ans_idle), 2);
 	text = summary(&m, c);
 	assert_true(has(text, "\n  PASS  with a round in which no turn succeeded — 2 "
 	    "seed(s), smallest 3 (guard: min_ok_turns: 0 allows it)\n"
@@ -627,17 +622,10 @@ test_summary_confirm(void **state)
 
 /* --- failures/N/ --- */
 
-static struct answer
-answer_plans(uint64_t seed, uint32_t attempt, const char *plan)
-{
-	(void)seed;
-	(void)attempt;
-	(void)plan;
-	return (struct answer){ VERDICT_FAIL, "invariant",
-	    "{\"message\":\"m\",\"invariants\":[{\"name\":\"A\"}],"
-	    "\"plan\":{\"format\":1,\"seed\":5},"
-	    "\"minimized\":{\"plan\":{\"format\":1,\"seed\":5,\"small\":true}}}" };
-}
+static const struct answer ans_plans = { VERDICT_FAIL, "invariant",
+    "{\"message\":\"m\",\"invariants\":[{\"name\":\"A\"}],"
+    "\"plan\":{\"format\":1,\"seed\":5},"
+    "\"minimized\":{\"plan\":{\"format\":1,\"seed\":5,\"small\":true}}}" };
 
 /*
  * failures/N/ holds the seed's plan and its minimized plan, each naming
@@ -657,7 +645,7 @@ test_failure_plans(void **state)
 	size_t			 i;
 
 	(void)state;
-	assert_int_equal(work(c, hello(c, 1), answer_plans), 1);
+	assert_int_equal(work_same(c, hello(c, 1), &ans_plans), 1);
 	s = coord_seeds(c, &n);
 	assert_int_equal(report_failure(&m, &s[0], err), 0);
 	for (i = 0; i < nitems(names); i++) {
@@ -692,7 +680,7 @@ test_write_is_durable(void **state)
 	size_t			 i;
 
 	(void)state;
-	work(c, hello(c, 1), answer_pass);
+	work_same(c, hello(c, 1), &ans_pass);
 	want[0] = xasprintf("file %s/report.json.tmp", dir);
 	want[1] = xasprintf("dir %s", dir);
 	want[2] = xasprintf("file %s/junit.xml.tmp", dir);
@@ -735,7 +723,7 @@ test_write_fails(void **state)
 	struct stat		 st;
 
 	(void)state;
-	work(c, hello(c, 1), answer_pass);
+	work_same(c, hello(c, 1), &ans_pass);
 	/* report.json.tmp cannot be opened: nothing written, junit.xml neither */
 	path = xasprintf("%s/report.json.tmp", dir);
 	assert_int_equal(mkdir(path, 0755), 0);
