@@ -1,5 +1,6 @@
 #include "common/fdtab.h"
 
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -7,6 +8,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -176,12 +178,31 @@ sockaddr_matches(const struct sockaddr_storage *ss, bool v6, const uint8_t *ip,
 }
 
 /*
+ * Whether the connection on fd is waiting on nng rather than on its peer:
+ * FDTAB_READY_BYTES or more of it lie unread in the kernel (a whole SP
+ * header, or the start of a TLS ClientHello).  nng reads them at its next
+ * turn and the handshake goes on or ends, so such a connection holds its
+ * descriptor only as long as nng's own queue is; a slowloris, whose byte
+ * nng has read (or whose few bytes are not a header), is not spared.
+ */
+static bool
+waits_on_nng(int fd)
+{
+	int	n = 0;
+
+	return ioctl(fd, FIONREAD, &n) == 0 && n >= FDTAB_READY_BYTES;
+}
+
+/*
  * Shuts the oldest n connections still in nng's transport handshake (at
  * the descriptor limit, or past the share of it they may hold), so the
  * next accept finds a descriptor and the kernel's queue keeps moving.
  * Each is checked to be the connection noted (getpeername): a descriptor
  * nng closed meanwhile (its 10 s negotiation timeout) is only forgotten.
- * O(n).
+ * One that waits on nng (waits_on_nng: a worker whose header nng has not
+ * read yet, behind a flood that nng reads one byte at a time) is passed
+ * over, not shut: under a fast enough flood the oldest would otherwise
+ * always be the worker.  At most FDTAB_SCAN are looked at: O(n + scan).
  */
 static void
 evict_oldest(int n, bool at_limit)
@@ -189,22 +210,29 @@ evict_oldest(int n, bool at_limit)
 	struct sockaddr_storage	ss;
 	socklen_t		sl;
 	int64_t			now = now_ms();
-	int			shut = 0, fd;
+	int			shut = 0, looked = 0, fd, next;
 
 	if (at_limit)
 		tab.st.limit_hits++;
-	while ((fd = tab.head) != -1 && n-- > 0) {
+	for (fd = tab.head; fd != -1 && n > 0 && looked < FDTAB_SCAN; fd = next) {
 		struct fdent	*e = &tab.ent[fd];
 		bool		 same;
 
+		next = e->next;
+		looked++;
 		sl = sizeof(ss);
 		same = getpeername(fd, (struct sockaddr *)&ss, &sl) == 0 &&
 		    sockaddr_matches(&ss, e->v6, e->ip, e->port);
+		if (same && waits_on_nng(fd)) {
+			tab.st.spared++;
+			continue;
+		}
 		ent_drop(fd);
 		if (!same)
 			continue;
 		shutdown(fd, SHUT_RDWR);
 		shut++;
+		n--;
 	}
 	tab.st.evicted += (uint64_t)shut;
 	tab.untold += (uint64_t)shut;

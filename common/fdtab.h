@@ -29,8 +29,13 @@
  *    than 1/FDTAB_NEGO_SHARE of the descriptors (at least FDTAB_NEGO_MIN)
  *    are in that handshake, each new one shuts the oldest (as an
  *    eviction: the pipe does not exist yet, nothing of nng's is racing).
- *    A worker's handshake takes a round trip, so it is never the oldest
- *    for long; the queue keeps moving and its connection is accepted;
+ *    A connection whose header lies unread in the kernel (FDTAB_READY_BYTES
+ *    or more: a worker's whole SP header, a TLS ClientHello) waits on nng,
+ *    not on its peer, and is passed over: under a flood that reconnects
+ *    faster than nng reads, the oldest would otherwise always be the
+ *    worker, shut before nng read its header (seen under ASan: a worker
+ *    kept out for a minute).  Once nng has read it the handshake ends or
+ *    waits on the peer again, so nobody holds a place by being spared;
  *  - at the descriptor limit itself (accept failing with EMFILE or ENFILE,
  *    the descriptors held by something else), the oldest FDTAB_EVICT_BATCH
  *    in that handshake are shut, so the next accept, in nng's 10 ms
@@ -53,11 +58,14 @@
 #define FDTAB_NEGO_SHARE	4
 #define FDTAB_NEGO_MIN		64
 #define FDTAB_EVICT_BATCH	16
+#define FDTAB_READY_BYTES	8	/* unread: waiting on nng, not on the peer */
+#define FDTAB_SCAN		64	/* looked at, at most, to evict */
 
 struct fdtab_stats {
 	uint64_t	accepted;	/* connections noted */
 	uint64_t	evicted;	/* shut in their handshake: past the share, or at the limit */
 	uint64_t	limit_hits;	/* accepts that met EMFILE or ENFILE */
+	uint64_t	spared;		/* passed over: their header unread by nng */
 };
 
 /*

@@ -529,9 +529,11 @@ server_close(struct server *s)
 		struct fdtab_stats	st;
 
 		fdtab_stats(&st);
-		log_debug("connections accepted: %llu; shut at the descriptor limit: %llu "
-		    "(%llu accepts met it)", (unsigned long long)st.accepted,
-		    (unsigned long long)st.evicted, (unsigned long long)st.limit_hits);
+		log_debug("connections accepted: %llu; shut in their transport handshake: "
+		    "%llu (%llu accepts met the descriptor limit; %llu times one was passed "
+		    "over, its header unread by nng)", (unsigned long long)st.accepted,
+		    (unsigned long long)st.evicted, (unsigned long long)st.limit_hits,
+		    (unsigned long long)st.spared);
 	}
 	peers_free(s->peers);
 	free(s->url);
