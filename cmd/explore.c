@@ -53,26 +53,14 @@
 #include "coordinator/fingerprint.h"
 #include "isolation/iso.h"
 #include "worker/wrk.h"
+#include "worker/xexec.h"
 
-#define XP_MAX_TURNS		64	/* cand is a 64-bit set */
 #define XP_SAVED_PLANS		100	/* failing schedules written as plans */
 #define XP_DEFAULT_P		2
 
-/* One admission of an execution, as its trace has it. */
-struct xstep {
-	int		 round, turn;
-	uint64_t	 key;
-	uint32_t	 occ;
-	uint64_t	 cand;		/* turns with an exchange waiting then */
-	int		 cls;		/* enum xcls: what it ran */
-	char		 what[96];
-};
-
-/* The trace's "cls" (fault-proxy/stmtkey.h sk_class): what commutes. */
-enum xcls { XC_OTHER, XC_READ, XC_BEGIN, XC_SESSION };
-
 /* A branch still to run: a prefix of choices. */
 struct xnode {
+	uint64_t	 no;		/* its number, in the order made (root: 1) */
 	struct xstep	*steps;
 	size_t		 n;
 	int		 preemptions;
@@ -102,6 +90,7 @@ struct xstats {
 	uint64_t	 forced, wakes, pg_deadlocks, soak_deadlocks, notify;
 	uint64_t	 several_conns;		/* executions with a turn of 2+ connections */
 	uint64_t	 saved;
+	uint64_t	 nodes;			/* branches made (their numbers) */
 	int64_t		 exec_ms;
 	int64_t		 turns_ms;		/* of that, from the first turn's start
 						   to the last one's end, per round */
@@ -207,185 +196,6 @@ set_add(struct xstats *x, uint64_t d)
 	x->set[i] = d;
 	x->setn++;
 	return true;
-}
-
-static uint64_t
-hexval_of(const char *s)
-{
-	return s != NULL ? strtoull(s, NULL, 16) : 0;
-}
-
-static uint64_t
-hexval(const json_t *o, const char *k)
-{
-	const char	*s = json_string_value(json_object_get(o, k));
-
-	return s != NULL ? strtoull(s, NULL, 16) : 0;
-}
-
-static int
-cmp_line_step(const void *a, const void *b)
-{
-	const json_t	*x = *(json_t *const *)a, *y = *(json_t *const *)b;
-	json_int_t	 i = json_integer_value(json_object_get(x, "step"));
-	json_int_t	 j = json_integer_value(json_object_get(y, "step"));
-
-	return i < j ? -1 : i > j;
-}
-
-/*
- * The steps proxy took in one execution's whole trace, in step order, and
- * what in it makes the execution inexact, counted into x.  -1 when a step
- * line lacks what a step needs (err).
- */
-static int
-trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out,
-    size_t *nout, struct xstats *x, char *err)
-{
-	const char	*p = trace, *end = trace + len, *nl;
-	json_t		**lines = NULL;
-	size_t		 n = 0, cap = 0, i;
-	uint64_t	*rtc = NULL;		/* (round, turn, conn) of each line */
-	size_t		 nrtc = 0, caprtc = 0;
-	bool		 several = false;
-	int		 rc = 0;
-
-	*out = NULL;
-	*nout = 0;
-	for (; p < end; p = nl + 1) {
-		json_t		*j;
-		json_int_t	 t;
-
-		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
-			nl = end;
-		j = nl > p ? json_loadb(p, (size_t)(nl - p), 0, NULL) : NULL;
-		if (j != NULL && json_is_string(json_object_get(j, "proxy")) &&
-		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
-			t = json_integer_value(json_object_get(j, "turn"));
-			if (t >= 0 && t < XP_MAX_TURNS) {
-				json_int_t	c = json_integer_value(json_object_get(j, "conn"));
-				json_int_t	r = json_integer_value(json_object_get(j, "round"));
-
-				if (nrtc == caprtc) {
-					caprtc = caprtc ? caprtc * 2 : 64;
-					rtc = xreallocarray(rtc, caprtc, sizeof(*rtc));
-				}
-				rtc[nrtc++] = (uint64_t)(r & 0xffffff) << 40 |
-				    (uint64_t)t << 32 | (uint32_t)c;
-			}
-			if (json_integer_value(json_object_get(j, "step")) > 0) {
-				if (n == cap) {
-					cap = cap ? cap * 2 : 64;
-					lines = xreallocarray(lines, cap, sizeof(*lines));
-				}
-				lines[n++] = j;
-				j = NULL;
-			}
-		}
-		json_decref(j);
-		if (nl == end)
-			break;
-	}
-	/* a turn of several connections: two conns of one (round, turn) */
-	qsort(rtc, nrtc, sizeof(*rtc), cmp_u64);
-	for (i = 1; i < nrtc && !several; i++)
-		several = rtc[i] >> 32 == rtc[i - 1] >> 32 && rtc[i] != rtc[i - 1];
-	free(rtc);
-	if (several)
-		x->several_conns++;
-	qsort(lines, n, sizeof(*lines), cmp_line_step);
-	*out = xcalloc(n + 1, sizeof(**out));
-	for (i = 0; i < n; i++) {
-		json_t		*o = lines[i];
-		struct xstep	*s = &(*out)[i];
-		const char	*w, *dl, *fo;
-
-		s->turn = (int)json_integer_value(json_object_get(o, "turn"));
-		s->round = (int)json_integer_value(json_object_get(o, "round"));
-		s->occ = (uint32_t)json_integer_value(json_object_get(o, "occ"));
-		s->cand = hexval(o, "cand");
-		if (!json_is_string(json_object_get(o, "key")) || s->turn < 0 ||
-		    s->turn >= XP_MAX_TURNS) {
-			rc = errf(err, "step %" JSON_INTEGER_FORMAT " of proxy %s has no "
-			    "key (a trace of an older soak?)",
-			    json_integer_value(json_object_get(o, "step")), proxy);
-			break;
-		}
-		s->key = hexval(o, "key");
-		{
-			const char	*c = json_string_value(json_object_get(o, "cls"));
-
-			s->cls = c == NULL ? XC_OTHER : strcmp(c, "read") == 0 ? XC_READ :
-			    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
-			    XC_SESSION : XC_OTHER;
-		}
-		w = json_string_value(json_object_get(o, "sql"));
-		if (w == NULL)
-			w = json_string_value(json_object_get(o, "req"));
-		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
-		if ((fo = json_string_value(json_object_get(o, "forced"))) != NULL &&
-		    fo[0] != '\0')
-			x->forced++;
-		if ((dl = json_string_value(json_object_get(o, "deadlock"))) != NULL)
-			strcmp(dl, "postgres") == 0 ? x->pg_deadlocks++ : x->soak_deadlocks++;
-		if (__builtin_popcountll(hexval(o, "wakes")) >= 2)
-			x->wakes++;
-		if (w != NULL && (strncasecmp(w, "LISTEN", 6) == 0 ||
-		    strncasecmp(w, "NOTIFY", 6) == 0))
-			x->notify++;
-	}
-	for (i = 0; i < n; i++)
-		json_decref(lines[i]);
-	free(lines);
-	if (rc == -1) {
-		free(*out);
-		*out = NULL;
-		return -1;
-	}
-	*nout = n;
-	return 0;
-}
-
-/*
- * How long the turns of one execution ran: per round, from the first
- * turn's start to the last one's end (a failing seed's detail lists its
- * turns, a passing one's timing does), summed.  What is left of the
- * execution is soak's own: the reset, the setup, spawning, the checks.
- */
-static int64_t
-turns_span_ms(const json_t *detail)
-{
-	const json_t	*turns = json_object_get(detail, "turns"), *o;
-	int64_t		 lo[64], hi[64], sum = 0, a, b;
-	size_t		 i;
-	int		 r;
-	bool		 rows = false;
-
-	if (!json_is_array(turns)) {
-		turns = json_object_get(json_object_get(detail, "timing"), "turns");
-		rows = true;
-	}
-	for (r = 0; r < 64; r++)
-		lo[r] = INT64_MAX, hi[r] = INT64_MIN;
-	json_array_foreach(turns, i, o) {
-		if (rows) {
-			r = (int)json_integer_value(json_array_get(o, 0));
-			a = json_integer_value(json_array_get(o, 2));
-			b = json_integer_value(json_array_get(o, 3));
-		} else {
-			r = (int)json_integer_value(json_object_get(o, "round"));
-			a = json_integer_value(json_object_get(o, "start_ms"));
-			b = json_integer_value(json_object_get(o, "end_ms"));
-		}
-		if (r < 0 || r >= 64 || b < a)
-			continue;
-		lo[r] = a < lo[r] ? a : lo[r];
-		hi[r] = b > hi[r] ? b : hi[r];
-	}
-	for (r = 0; r < 64; r++)
-		if (hi[r] >= lo[r])
-			sum += hi[r] - lo[r];
-	return sum;
 }
 
 /* Whether choosing turn t at step i of s preempts the turn of step i - 1. */
@@ -497,6 +307,7 @@ branch(struct xstack *st, const struct xnode *node, const struct xstep *s, size_
 				x->no_alternative++;
 				continue;
 			}
+			child.no = ++x->nodes;
 			child.n = i + 1;
 			child.steps = xcalloc(child.n, sizeof(*child.steps));
 			memcpy(child.steps, s, i * sizeof(*s));
@@ -690,29 +501,30 @@ parse_turns(const char *s, const struct cfg *cfg, bool *runs, char *err)
 	return 0;
 }
 
-/* A failing execution's plan (the seed's detail has it), with its fingerprint. */
+/* A failing execution's plan (its record has it), with its fingerprint. */
 static char *
-save_failing(const struct seed_result *res, const char *fp, const char *dir,
-    uint64_t k)
+save_failing(const struct xrec *r, const char *fp, const char *dir, uint64_t k)
 {
-	json_t	*plan = json_object_get(res->detail, "plan"), *failure;
+	json_t	*plan, *failure;
 	char	*path;
 
-	if (!json_is_object(plan))
+	if (!json_is_object(r->plan))
 		return NULL;
+	plan = json_deep_copy(r->plan);
 	failure = json_object_get(plan, "failure");
 	if (!json_is_object(failure)) {
 		failure = json_object();
 		json_object_set_new(plan, "failure", failure);
 	}
 	json_object_set_new(failure, "fingerprint", json_string(fp));
-	json_object_set_new(failure, "message", json_string(res->message));
+	json_object_set_new(failure, "message", json_string(r->message));
 	path = xasprintf("%s/failing/%" PRIu64 ".plan.json", dir, k);
 	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
 		log_warnx("cannot write %s", path);
 		free(path);
-		return NULL;
+		path = NULL;
 	}
+	json_decref(plan);
 	return path;
 }
 
@@ -737,53 +549,70 @@ struct xctx {
 	json_t			*failing;
 	int			 bound, only_round;
 	bool			 reduce, verbose;
+	FILE			*journal;	/* explore.jsonl, or NULL */
+	bool			 journal_failed;
+	bool			 replaying;	/* --resume: the journal's records */
 };
 
-/* Runs node's prefix as execution no on w; its wall time, ms. */
-static int64_t
-run_one(struct wrk *w, struct plan_proxy *pp, uint64_t seed, const struct xnode *node,
-    uint64_t no, struct seed_result *res)
+/* Runs node's prefix as execution no on w, and its record. */
+static void
+run_one(struct xctx *c, struct wrk *w, struct plan_proxy *pp, uint64_t seed,
+    const struct xnode *node, uint64_t no, struct xrec *r)
 {
-	char	keep[48];
-	int64_t	te = now_ms();
-	size_t	i;
+	struct seed_result	res = { 0 };
+	int64_t			ms;
 
-	pp->steps = xcalloc(node->n + 1, sizeof(*pp->steps));
-	for (i = 0; i < node->n; i++) {
-		pp->steps[i].round = node->steps[i].round;
-		pp->steps[i].turn = node->steps[i].turn;
-		pp->steps[i].key = node->steps[i].key;
-		pp->steps[i].occ = node->steps[i].occ;
-		pp->steps[i].what = UNCONST(node->steps[i].what);	/* for the log */
-	}
-	pp->nsteps = node->n;
-	snprintf(keep, sizeof(keep), "schedule-%" PRIu64, no);
-	w->keep_name = keep;
-	wrk_run_seed(w, seed, 1, res);
-	w->keep_name = NULL;
-	free(pp->steps);
-	pp->steps = NULL;
-	pp->nsteps = 0;
-	return now_ms() - te;
+	ms = xp_run_one(w, pp, seed, node->steps, node->n, no, &res);
+	xp_rec_of_result(&res, c->proxy, ms, r);
+	seed_result_clear(&res);
 }
 
-/* An execution's result into the counts, the failing plans and the tree. */
+/* The journal's line for an execution taken (explore.jsonl), made durable. */
 static void
-take_result(struct xctx *c, struct xnode *node, struct seed_result *res, int64_t ms)
+journal_rec(struct xctx *c, const struct xnode *node, const struct xrec *r)
+{
+	json_t	*j;
+	char	*text;
+
+	if (c->journal == NULL || c->replaying)
+		return;
+	j = json_pack("{s:I,s:o}", "no", (json_int_t)node->no, "rec", xp_rec_json(r));
+	text = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	if (text == NULL || fprintf(c->journal, "%s\n", text) < 0 ||
+	    fflush(c->journal) != 0 || fdatasync(fileno(c->journal)) == -1) {
+		if (!c->journal_failed)
+			printf("  cannot write the journal (%s): a resume would run "
+			    "these executions again\n", strerror(errno));
+		c->journal_failed = true;
+	}
+	free(text);
+}
+
+/* An execution's record into the counts, the failing plans and the tree. */
+static void
+take_rec(struct xctx *c, struct xnode *node, const struct xrec *r)
 {
 	struct xstats	*x = c->x;
-	struct xstep	*s = NULL;
-	size_t		 n = 0;
-	char		*fp, *p, err[ERR_LEN];
+	const struct xstep *s = r->steps;
+	size_t		 n = r->n;
+	char		*fp, *p;
+	bool		 quiet = c->replaying;
 
-	x->exec_ms += ms;
-	x->turns_ms += turns_span_ms(res->detail);
+	journal_rec(c, node, r);
+	x->exec_ms += r->ms;
+	x->turns_ms += r->turns_ms;
 	x->executions++;
-	if (res->trace == NULL || trace_steps(res->trace, res->trace_len, c->proxy,
-	    &s, &n, x, err) == -1) {
-		printf("  execution %" PRIu64 ": no schedule read (%s): its "
-		    "branches are not explored\n", x->executions, res->trace ?
-		    err : "no trace");
+	x->forced += r->inexact.forced;
+	x->wakes += r->inexact.wakes;
+	x->pg_deadlocks += r->inexact.pg_deadlocks;
+	x->soak_deadlocks += r->inexact.soak_deadlocks;
+	x->notify += r->inexact.notify;
+	x->several_conns += r->inexact.several_conns;
+	if (!r->has_steps) {
+		if (!quiet)
+			printf("  execution %" PRIu64 ": no schedule read (%s): its "
+			    "branches are not explored\n", x->executions, r->why_no_steps);
 		x->infra++;
 		return;
 	}
@@ -794,29 +623,29 @@ take_result(struct xctx *c, struct xnode *node, struct seed_result *res, int64_t
 	if (n > x->steps_max)
 		x->steps_max = n;
 	coverage_add(x, s, n);
-	if (c->verbose) {
+	if (c->verbose && !quiet) {
 		char	*tl = turn_list(s, n);
 
 		printf("  execution %" PRIu64 " (prefix %zu, %d preemption%s): %s "
 		    "— %s\n", x->executions, node->n, node->preemptions,
 		    node->preemptions == 1 ? "" : "s", tl,
-		    msg_verdict_name(res->verdict));
+		    msg_verdict_name(r->verdict));
 		free(tl);
 	}
-	if (res->verdict == VERDICT_PASS || (res->verdict == VERDICT_FAIL &&
-	    res->reason != REASON_DIVERGED))
-		class_add(x, class_digest(s, n), res->verdict == VERDICT_PASS ? 1 : 2);
-	if (res->reason == REASON_DIVERGED) {
+	if (r->verdict == VERDICT_PASS || (r->verdict == VERDICT_FAIL &&
+	    r->reason != REASON_DIVERGED))
+		class_add(x, class_digest(s, n), r->verdict == VERDICT_PASS ? 1 : 2);
+	if (r->reason == REASON_DIVERGED) {
 		/* the scenario did not do again what it did: the branch is lost */
 		x->diverged++;
-		printf("  execution %" PRIu64 " diverged: %s\n", x->executions,
-		    res->message);
-	} else if (res->verdict == VERDICT_FAIL) {
+		if (!quiet)
+			printf("  execution %" PRIu64 " diverged: %s\n", x->executions,
+			    r->message);
+	} else if (r->verdict == VERDICT_FAIL) {
 		x->failing++;
-		fp = fp_string(c->cfg->name, reason_name(res->reason),
-		    json_object_get(res->detail, "invariants"));
+		fp = fp_string(c->cfg->name, reason_name(r->reason), r->invariants);
 		fp_count(x, fp);
-		p = x->saved < XP_SAVED_PLANS ? save_failing(res, fp, c->outabs,
+		p = x->saved < XP_SAVED_PLANS ? save_failing(r, fp, c->outabs,
 		    x->failing) : NULL;
 		if (p != NULL) {
 			char	*tl = turn_list(s, n);
@@ -825,8 +654,8 @@ take_result(struct xctx *c, struct xnode *node, struct seed_result *res, int64_t
 			json_array_append_new(c->failing, json_pack("{s:s,s:s,s:s,s:i,s:s}",
 			    "plan", p, "fingerprint", fp, "turns", tl,
 			    "preemptions", (int)(node->preemptions), "message",
-			    res->message));
-			if (x->saved <= 3 || c->verbose)
+			    r->message));
+			if ((x->saved <= 3 || c->verbose) && !quiet)
 				printf("  failing schedule %" PRIu64 ": %s\n    soak replay "
 				    "%s --plan %s\n", x->failing, tl, c->config_arg, p);
 			free(tl);
@@ -834,16 +663,16 @@ take_result(struct xctx *c, struct xnode *node, struct seed_result *res, int64_t
 		}
 		free(fp);
 		branch(c->st, node, s, n, c->bound, c->only_round, c->reduce, x);
-	} else if (res->verdict == VERDICT_PASS) {
+	} else if (r->verdict == VERDICT_PASS) {
 		x->passing++;
 		branch(c->st, node, s, n, c->bound, c->only_round, c->reduce, x);
 	} else {
 		x->infra++;
-		printf("  execution %" PRIu64 ": %s (%s): its branches are not "
-		    "explored\n", x->executions, msg_verdict_name(res->verdict),
-		    res->message);
+		if (!quiet)
+			printf("  execution %" PRIu64 ": %s (%s): its branches are not "
+			    "explored\n", x->executions, msg_verdict_name(r->verdict),
+			    r->message);
 	}
-	free(s);
 }
 
 /* ---- --workers N: executors in processes of their own ---- */
@@ -918,54 +747,23 @@ msg_get(int fd)
 static json_t *
 node_json(const struct xnode *node, uint64_t no)
 {
-	json_t	*a = json_array();
-	char	 hex[24];
-	size_t	 i;
-
-	for (i = 0; i < node->n; i++) {
-		snprintf(hex, sizeof(hex), "%016" PRIx64, node->steps[i].key);
-		json_array_append_new(a, json_pack("[i,i,s,I,s]", node->steps[i].round,
-		    node->steps[i].turn, hex, (json_int_t)node->steps[i].occ,
-		    node->steps[i].what));
-	}
-	return json_pack("{s:I,s:o}", "no", (json_int_t)no, "steps", a);
-}
-
-/* A request's prefix as a node (its steps only). */
-static void
-node_of_json(const json_t *j, struct xnode *node)
-{
-	const json_t	*a = json_object_get(j, "steps"), *v;
-	size_t		 i;
-
-	memset(node, 0, sizeof(*node));
-	node->n = json_array_size(a);
-	node->steps = xcalloc(node->n + 1, sizeof(*node->steps));
-	json_array_foreach(a, i, v) {
-		const char	*w = json_string_value(json_array_get(v, 4));
-
-		node->steps[i].round = (int)json_integer_value(json_array_get(v, 0));
-		node->steps[i].turn = (int)json_integer_value(json_array_get(v, 1));
-		node->steps[i].key = hexval_of(json_string_value(json_array_get(v, 2)));
-		node->steps[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
-		snprintf(node->steps[i].what, sizeof(node->steps[i].what), "%s",
-		    w ? w : "exchange");
-	}
+	return json_pack("{s:I,s:I,s:o}", "no", (json_int_t)no, "node",
+	    (json_int_t)node->no, "steps", xp_steps_json(node->steps, node->n));
 }
 
 /*
  * An executor: its own worker (schema, workspace, services), running each
- * prefix it is sent and sending back the result, until its pipe closes.
+ * prefix it is sent and sending back the execution's record, until its
+ * pipe closes.
  */
 static void
-executor_main(struct wrk *w, struct plan *base, struct plan_proxy *pp, uint64_t seed,
-    int rfd, int wfd)
+executor_main(struct xctx *c, struct wrk *w, struct plan *base, struct plan_proxy *pp,
+    uint64_t seed, int rfd, int wfd)
 {
-	struct seed_result	 res = { 0 };
-	struct xnode		 node;
+	struct xnode		 node = { 0 };
+	struct xrec		 rec;
 	json_t			*req, *rep;
 	char			 err[ERR_LEN];
-	int64_t			 ms;
 
 	w->plan = base;
 	if (wrk_open(w, err) == -1) {
@@ -979,16 +777,17 @@ executor_main(struct wrk *w, struct plan *base, struct plan_proxy *pp, uint64_t 
 	(void)msg_put(wfd, rep);
 	json_decref(rep);
 	while ((req = msg_get(rfd)) != NULL) {
-		node_of_json(req, &node);
-		ms = run_one(w, pp, seed, &node, (uint64_t)json_integer_value(
-		    json_object_get(req, "no")), &res);
-		rep = json_pack("{s:i,s:s,s:s,s:O?,s:s%,s:I,s:b}", "verdict", res.verdict,
-		    "reason", reason_name(res.reason), "message", res.message,
-		    "detail", res.detail, "trace", res.trace ? res.trace : "",
-		    res.trace ? res.trace_len : 0, "ms", (json_int_t)ms,
-		    "has_trace", res.trace != NULL);
-		seed_result_clear(&res);
+		if (xp_steps_parse(json_object_get(req, "steps"), &node.steps, &node.n,
+		    err) == -1) {
+			json_decref(req);
+			break;
+		}
+		run_one(c, w, pp, seed, &node, (uint64_t)json_integer_value(
+		    json_object_get(req, "no")), &rec);
+		rep = json_pack("{s:o}", "rec", xp_rec_json(&rec));
+		xp_rec_clear(&rec);
 		free(node.steps);
+		node.steps = NULL;
 		json_decref(req);
 		if (rep == NULL || msg_put(wfd, rep) == -1) {
 			json_decref(rep);
@@ -997,30 +796,6 @@ executor_main(struct wrk *w, struct plan *base, struct plan_proxy *pp, uint64_t 
 		json_decref(rep);
 	}
 	wrk_close(w, true);
-}
-
-/* A result message back into a seed_result (owned by res). */
-static void
-result_of_json(const json_t *j, struct seed_result *res)
-{
-	const json_t	*t = json_object_get(j, "trace");
-	int		 r = reason_parse(json_string_value(json_object_get(j, "reason")) ?
-			    json_string_value(json_object_get(j, "reason")) : "?");
-
-	memset(res, 0, sizeof(*res));
-	res->verdict = (int)json_integer_value(json_object_get(j, "verdict"));
-	res->reason = r < 0 ? REASON_NONE : (enum reason)r;
-	snprintf(res->message, sizeof(res->message), "%s",
-	    json_string_value(json_object_get(j, "message")) ?
-	    json_string_value(json_object_get(j, "message")) : "");
-	res->detail = json_incref(json_object_get(j, "detail"));
-	if (res->detail == NULL)
-		res->detail = json_object();
-	if (json_is_true(json_object_get(j, "has_trace")) && json_is_string(t)) {
-		res->trace_len = json_string_length(t);
-		res->trace = xcalloc(res->trace_len + 1, 1);
-		memcpy(res->trace, json_string_value(t), res->trace_len);
-	}
 }
 
 /*
@@ -1045,7 +820,6 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 	struct xstack	*st = c->st;
 	const char	*stopped = NULL;
 	uint64_t	 sent = 0;
-	int64_t		 ms;
 	int		 k, busy = 0, alive = 0, a[2], b[2];
 	json_t		*j;
 
@@ -1071,7 +845,7 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 			free(w->workspace);
 			w->workspace = xasprintf("%s/soak-explore-%d-x%d", scratch_root(),
 			    (int)getppid(), k + 1);
-			executor_main(w, base, pp, seed, a[0], b[1]);
+			executor_main(c, w, base, pp, seed, a[0], b[1]);
 			rm_rf(w->workspace);
 			fflush(stdout);
 			_exit(0);
@@ -1131,7 +905,8 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 			break;
 		}
 		for (k = 0; k < nw; k++) {
-			struct seed_result	res;
+			struct xrec	rec;
+			char		err[ERR_LEN];
 
 			if (!ex[k].busy || !(pf[k].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
@@ -1151,11 +926,16 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 				json_decref(j);
 				continue;
 			}
-			result_of_json(j, &res);
-			ms = json_integer_value(json_object_get(j, "ms"));
+			if (xp_rec_parse(json_object_get(j, "rec"), &rec, err) == -1) {
+				printf("  executor %d sent no record (%s): its prefix "
+				    "goes back\n", k + 1, err);
+				stack_push(st, ex[k].node);
+				json_decref(j);
+				continue;
+			}
 			json_decref(j);
-			take_result(c, &ex[k].node, &res, ms);
-			seed_result_clear(&res);
+			take_rec(c, &ex[k].node, &rec);
+			xp_rec_clear(&rec);
 			free(ex[k].node.steps);
 		}
 		if (xp_stop && stopped == NULL)
@@ -1455,6 +1235,7 @@ cmd_explore(int argc, char **argv)
 	pp->prefix = true;
 	w.plan = &base;
 
+	root.no = ++x.nodes;
 	stack_push(&st, root);
 	failing = json_array();
 	ctx = (struct xctx){ .cfg = &cfg, .proxy = proxy, .outabs = outabs,
@@ -1468,7 +1249,7 @@ cmd_explore(int argc, char **argv)
 	if (nworkers == 1) {
 		while (st.n > 0) {
 			struct xnode	node = st.v[--st.n];
-			int64_t		ms;
+			struct xrec	rec;
 
 			if (xp_stop || (budget_n > 0 && x.executions >= budget_n) ||
 			    (budget_ms > 0 && now_ms() - t0 >= budget_ms)) {
@@ -1477,16 +1258,16 @@ cmd_explore(int argc, char **argv)
 				st.n++;		/* still unexplored */
 				break;
 			}
-			ms = run_one(&w, pp, seed, &node, x.executions + 1, &res);
+			run_one(&ctx, &w, pp, seed, &node, x.executions + 1, &rec);
 			if (xp_stop) {
 				/* the signal reached the turns too: this one says nothing */
-				seed_result_clear(&res);
+				xp_rec_clear(&rec);
 				stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
 				stack_push(&st, node);
 				break;
 			}
-			take_result(&ctx, &node, &res, ms);
-			seed_result_clear(&res);
+			take_rec(&ctx, &node, &rec);
+			xp_rec_clear(&rec);
 			free(node.steps);
 		}
 	} else {

@@ -1,0 +1,436 @@
+/*
+ * One execution of soak explore, and its record (worker/xexec.h).
+ */
+#include "worker/xexec.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "common/log.h"
+#include "common/msg.h"
+#include "common/util.h"
+
+static uint64_t
+hexval(const json_t *o, const char *k)
+{
+	const char	*s = json_string_value(json_object_get(o, k));
+
+	return s != NULL ? strtoull(s, NULL, 16) : 0;
+}
+
+static int
+cmp_line_step(const void *a, const void *b)
+{
+	const json_t	*x = *(json_t *const *)a, *y = *(json_t *const *)b;
+	json_int_t	 i = json_integer_value(json_object_get(x, "step"));
+	json_int_t	 j = json_integer_value(json_object_get(y, "step"));
+
+	return i < j ? -1 : i > j;
+}
+
+/*
+ * The steps proxy took in one execution's whole trace, in step order, and
+ * what in it makes the execution inexact, counted into x.  -1 when a step
+ * line lacks what a step needs (err).
+ */
+static int
+trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out,
+    size_t *nout, struct xinexact *x, char *err)
+{
+	const char	*p = trace, *end = trace + len, *nl;
+	json_t		**lines = NULL;
+	size_t		 n = 0, cap = 0, i;
+	uint64_t	*rtc = NULL;		/* (round, turn, conn) of each line */
+	size_t		 nrtc = 0, caprtc = 0;
+	bool		 several = false;
+	int		 rc = 0;
+
+	*out = NULL;
+	*nout = 0;
+	for (; p < end; p = nl + 1) {
+		json_t		*j;
+		json_int_t	 t;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		j = nl > p ? json_loadb(p, (size_t)(nl - p), 0, NULL) : NULL;
+		if (j != NULL && json_is_string(json_object_get(j, "proxy")) &&
+		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
+			t = json_integer_value(json_object_get(j, "turn"));
+			if (t >= 0 && t < XP_MAX_TURNS) {
+				json_int_t	c = json_integer_value(json_object_get(j, "conn"));
+				json_int_t	r = json_integer_value(json_object_get(j, "round"));
+
+				if (nrtc == caprtc) {
+					caprtc = caprtc ? caprtc * 2 : 64;
+					rtc = xreallocarray(rtc, caprtc, sizeof(*rtc));
+				}
+				rtc[nrtc++] = (uint64_t)(r & 0xffffff) << 40 |
+				    (uint64_t)t << 32 | (uint32_t)c;
+			}
+			if (json_integer_value(json_object_get(j, "step")) > 0) {
+				if (n == cap) {
+					cap = cap ? cap * 2 : 64;
+					lines = xreallocarray(lines, cap, sizeof(*lines));
+				}
+				lines[n++] = j;
+				j = NULL;
+			}
+		}
+		json_decref(j);
+		if (nl == end)
+			break;
+	}
+	/* a turn of several connections: two conns of one (round, turn) */
+	qsort(rtc, nrtc, sizeof(*rtc), cmp_u64);
+	for (i = 1; i < nrtc && !several; i++)
+		several = rtc[i] >> 32 == rtc[i - 1] >> 32 && rtc[i] != rtc[i - 1];
+	free(rtc);
+	if (several)
+		x->several_conns = true;
+	qsort(lines, n, sizeof(*lines), cmp_line_step);
+	*out = xcalloc(n + 1, sizeof(**out));
+	for (i = 0; i < n; i++) {
+		json_t		*o = lines[i];
+		struct xstep	*s = &(*out)[i];
+		const char	*w, *dl, *fo;
+
+		s->turn = (int)json_integer_value(json_object_get(o, "turn"));
+		s->round = (int)json_integer_value(json_object_get(o, "round"));
+		s->occ = (uint32_t)json_integer_value(json_object_get(o, "occ"));
+		s->cand = hexval(o, "cand");
+		if (!json_is_string(json_object_get(o, "key")) || s->turn < 0 ||
+		    s->turn >= XP_MAX_TURNS) {
+			rc = errf(err, "step %" JSON_INTEGER_FORMAT " of proxy %s has no "
+			    "key (a trace of an older soak?)",
+			    json_integer_value(json_object_get(o, "step")), proxy);
+			break;
+		}
+		s->key = hexval(o, "key");
+		{
+			const char	*c = json_string_value(json_object_get(o, "cls"));
+
+			s->cls = c == NULL ? XC_OTHER : strcmp(c, "read") == 0 ? XC_READ :
+			    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
+			    XC_SESSION : XC_OTHER;
+		}
+		w = json_string_value(json_object_get(o, "sql"));
+		if (w == NULL)
+			w = json_string_value(json_object_get(o, "req"));
+		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
+		if ((fo = json_string_value(json_object_get(o, "forced"))) != NULL &&
+		    fo[0] != '\0')
+			x->forced++;
+		if ((dl = json_string_value(json_object_get(o, "deadlock"))) != NULL)
+			strcmp(dl, "postgres") == 0 ? x->pg_deadlocks++ : x->soak_deadlocks++;
+		if (__builtin_popcountll(hexval(o, "wakes")) >= 2)
+			x->wakes++;
+		if (w != NULL && (strncasecmp(w, "LISTEN", 6) == 0 ||
+		    strncasecmp(w, "NOTIFY", 6) == 0))
+			x->notify++;
+	}
+	for (i = 0; i < n; i++)
+		json_decref(lines[i]);
+	free(lines);
+	if (rc == -1) {
+		free(*out);
+		*out = NULL;
+		return -1;
+	}
+	*nout = n;
+	return 0;
+}
+
+/*
+ * How long the turns of one execution ran: per round, from the first
+ * turn's start to the last one's end (a failing seed's detail lists its
+ * turns, a passing one's timing does), summed.  What is left of the
+ * execution is soak's own: the reset, the setup, spawning, the checks.
+ */
+static int64_t
+turns_span_ms(const json_t *detail)
+{
+	const json_t	*turns = json_object_get(detail, "turns"), *o;
+	int64_t		 lo[64], hi[64], sum = 0, a, b;
+	size_t		 i;
+	int		 r;
+	bool		 rows = false;
+
+	if (!json_is_array(turns)) {
+		turns = json_object_get(json_object_get(detail, "timing"), "turns");
+		rows = true;
+	}
+	for (r = 0; r < 64; r++)
+		lo[r] = INT64_MAX, hi[r] = INT64_MIN;
+	json_array_foreach(turns, i, o) {
+		if (rows) {
+			r = (int)json_integer_value(json_array_get(o, 0));
+			a = json_integer_value(json_array_get(o, 2));
+			b = json_integer_value(json_array_get(o, 3));
+		} else {
+			r = (int)json_integer_value(json_object_get(o, "round"));
+			a = json_integer_value(json_object_get(o, "start_ms"));
+			b = json_integer_value(json_object_get(o, "end_ms"));
+		}
+		if (r < 0 || r >= 64 || b < a)
+			continue;
+		lo[r] = a < lo[r] ? a : lo[r];
+		hi[r] = b > hi[r] ? b : hi[r];
+	}
+	for (r = 0; r < 64; r++)
+		if (hi[r] >= lo[r])
+			sum += hi[r] - lo[r];
+	return sum;
+}
+
+int64_t
+xp_run_one(struct wrk *w, struct plan_proxy *pp, uint64_t seed, const struct xstep *steps,
+    size_t n, uint64_t no, struct seed_result *res)
+{
+	char	keep[48];
+	int64_t	te = now_ms();
+	size_t	i;
+
+	pp->steps = xcalloc(n + 1, sizeof(*pp->steps));
+	for (i = 0; i < n; i++) {
+		pp->steps[i].round = steps[i].round;
+		pp->steps[i].turn = steps[i].turn;
+		pp->steps[i].key = steps[i].key;
+		pp->steps[i].occ = steps[i].occ;
+		pp->steps[i].what = UNCONST(steps[i].what);	/* for the log */
+	}
+	pp->nsteps = n;
+	snprintf(keep, sizeof(keep), "schedule-%" PRIu64, no);
+	w->keep_name = keep;
+	wrk_run_seed(w, seed, 1, res);
+	w->keep_name = NULL;
+	free(pp->steps);
+	pp->steps = NULL;
+	pp->nsteps = 0;
+	return now_ms() - te;
+}
+
+
+void
+xp_rec_of_result(const struct seed_result *res, const char *proxy, int64_t ms,
+    struct xrec *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->verdict = res->verdict;
+	r->reason = res->reason;
+	snprintf(r->message, sizeof(r->message), "%s", res->message);
+	r->ms = ms;
+	r->turns_ms = turns_span_ms(res->detail);
+	if (res->trace == NULL)
+		snprintf(r->why_no_steps, sizeof(r->why_no_steps), "no trace");
+	else if (trace_steps(res->trace, res->trace_len, proxy, &r->steps, &r->n,
+	    &r->inexact, r->why_no_steps) == 0)
+		r->has_steps = true;
+	if (res->verdict == VERDICT_FAIL) {
+		r->invariants = json_incref(json_object_get(res->detail, "invariants"));
+		if (json_is_object(json_object_get(res->detail, "plan")))
+			r->plan = json_deep_copy(json_object_get(res->detail, "plan"));
+	}
+}
+
+void
+xp_rec_clear(struct xrec *r)
+{
+	free(r->steps);
+	json_decref(r->invariants);
+	json_decref(r->plan);
+	memset(r, 0, sizeof(*r));
+}
+
+json_t *
+xp_steps_json(const struct xstep *s, size_t n)
+{
+	json_t	*a = json_array();
+	char	 key[24], cand[24];
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%016" PRIx64, s[i].key);
+		snprintf(cand, sizeof(cand), "%" PRIx64, s[i].cand);
+		json_array_append_new(a, json_pack("[i,i,s,I,s,s,i]", s[i].round,
+		    s[i].turn, key, (json_int_t)s[i].occ, s[i].what, cand, s[i].cls));
+	}
+	return a;
+}
+
+int
+xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
+{
+	const json_t	*v;
+	size_t		 i, n = json_array_size(a);
+	struct xstep	*s;
+
+	*out = NULL;
+	*nout = 0;
+	if (!json_is_array(a))
+		return errf(err, "steps: not a list");
+	s = xcalloc(n + 1, sizeof(*s));
+	json_array_foreach(a, i, v) {
+		const char	*key = json_string_value(json_array_get(v, 2));
+		const char	*w = json_string_value(json_array_get(v, 4));
+		const char	*cand = json_string_value(json_array_get(v, 5));
+		json_int_t	 t = json_integer_value(json_array_get(v, 1));
+
+		if (!json_is_array(v) || json_array_size(v) < 5 || key == NULL ||
+		    plan_key_parse(key, &s[i].key) == -1 || t < 0 || t >= XP_MAX_TURNS ||
+		    !json_is_integer(json_array_get(v, 0)) ||
+		    !json_is_integer(json_array_get(v, 3))) {
+			free(s);
+			return errf(err, "steps: step %zu is not [round, turn, key, occ, "
+			    "what, ...]", i + 1);
+		}
+		s[i].round = (int)json_integer_value(json_array_get(v, 0));
+		s[i].turn = (int)t;
+		s[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
+		snprintf(s[i].what, sizeof(s[i].what), "%s", w ? w : "exchange");
+		s[i].cand = cand ? strtoull(cand, NULL, 16) : 0;
+		s[i].cls = (int)json_integer_value(json_array_get(v, 6));
+		if (s[i].cls < XC_OTHER || s[i].cls > XC_SESSION)
+			s[i].cls = XC_OTHER;
+	}
+	*out = s;
+	*nout = n;
+	return 0;
+}
+
+json_t *
+xp_rec_json(const struct xrec *r)
+{
+	json_t	*j = json_pack("{s:i,s:s,s:s,s:I,s:I,s:{s:i,s:i,s:i,s:i,s:i,s:b}}",
+	    "verdict", r->verdict, "reason", reason_name(r->reason), "message",
+	    r->message, "ms", (json_int_t)r->ms, "turns_ms", (json_int_t)r->turns_ms,
+	    "inexact", "forced", (int)r->inexact.forced, "wakes", (int)r->inexact.wakes,
+	    "postgres_deadlocks", (int)r->inexact.pg_deadlocks, "soak_deadlocks",
+	    (int)r->inexact.soak_deadlocks, "notify", (int)r->inexact.notify,
+	    "several_connections", r->inexact.several_conns);
+
+	if (r->has_steps)
+		json_object_set_new(j, "steps", xp_steps_json(r->steps, r->n));
+	else
+		json_object_set_new(j, "no_steps", json_string(r->why_no_steps));
+	if (r->invariants != NULL)
+		json_object_set(j, "invariants", r->invariants);
+	if (r->plan != NULL)
+		json_object_set(j, "plan", r->plan);
+	return j;
+}
+
+static uint32_t
+count_of(const json_t *o, const char *k)
+{
+	json_int_t	v = json_integer_value(json_object_get(o, k));
+
+	return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+int
+xp_rec_parse(const json_t *j, struct xrec *r, char *err)
+{
+	const char	*reason = json_string_value(json_object_get(j, "reason"));
+	const char	*msg = json_string_value(json_object_get(j, "message"));
+	const json_t	*in = json_object_get(j, "inexact"), *steps;
+	int		 why;
+
+	memset(r, 0, sizeof(*r));
+	if (!json_is_object(j) || reason == NULL || (why = reason_parse(reason)) < 0 ||
+	    !json_is_integer(json_object_get(j, "verdict")))
+		return errf(err, "an execution's record without its verdict or reason");
+	r->verdict = (int)json_integer_value(json_object_get(j, "verdict"));
+	r->reason = (enum reason)why;
+	if (!reason_valid(r->verdict, r->reason))
+		return errf(err, "an execution's record: verdict %d with reason %s",
+		    r->verdict, reason);
+	snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
+	r->ms = json_integer_value(json_object_get(j, "ms"));
+	r->turns_ms = json_integer_value(json_object_get(j, "turns_ms"));
+	r->inexact.forced = count_of(in, "forced");
+	r->inexact.wakes = count_of(in, "wakes");
+	r->inexact.pg_deadlocks = count_of(in, "postgres_deadlocks");
+	r->inexact.soak_deadlocks = count_of(in, "soak_deadlocks");
+	r->inexact.notify = count_of(in, "notify");
+	r->inexact.several_conns = json_is_true(json_object_get(in, "several_connections"));
+	if ((steps = json_object_get(j, "steps")) != NULL) {
+		if (xp_steps_parse(steps, &r->steps, &r->n, err) == -1)
+			return -1;
+		r->has_steps = true;
+	} else
+		snprintf(r->why_no_steps, sizeof(r->why_no_steps), "%s",
+		    json_string_value(json_object_get(j, "no_steps")) ?
+		    json_string_value(json_object_get(j, "no_steps")) : "no steps");
+	if (json_object_get(j, "invariants") != NULL)
+		r->invariants = json_incref(json_object_get(j, "invariants"));
+	if (json_is_object(json_object_get(j, "plan")))
+		r->plan = json_incref(json_object_get(j, "plan"));
+	return 0;
+}
+
+void
+wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_result *res)
+{
+	struct plan		 base = { 0 };
+	struct plan_proxy	*pp = NULL;
+	struct xstep		*steps = NULL;
+	struct xrec		 rec;
+	const struct plan	*was_plan = w->plan;
+	bool			 was_whole = w->whole_trace, was_save = w->save_plan;
+	json_t			*j = json_loads(payload, JSON_REJECT_DUPLICATES, NULL), *d;
+	const char		*proxy = json_string_value(json_object_get(j, "proxy"));
+	const char		*ptext = json_string_value(json_object_get(j, "plan"));
+	char			 err[ERR_LEN];
+	size_t			 n = 0, i;
+	int64_t			 ms;
+
+	memset(res, 0, sizeof(*res));
+	if (proxy == NULL || ptext == NULL ||
+	    plan_parse(ptext, strlen(ptext), "the explore lease's plan", &base, err) == -1 ||
+	    xp_steps_parse(json_object_get(j, "steps"), &steps, &n, err) == -1) {
+		if (proxy == NULL || ptext == NULL)
+			errf(err, "an explore lease without its proxy or plan");
+		goto bad;
+	}
+	for (i = 0; i < base.nproxies; i++)
+		if (strcmp(base.proxies[i].name, proxy) == 0)
+			pp = &base.proxies[i];
+	if (pp == NULL || !pp->prefix || pp->nsteps != 0) {
+		errf(err, "the explore lease's plan has no prefix entry for proxy %s",
+		    proxy);
+		goto bad;
+	}
+	w->plan = &base;
+	w->whole_trace = true;
+	w->save_plan = true;
+	/* a failing one is kept as schedule-NO, NO the explorer's number */
+	ms = xp_run_one(w, pp, seed, steps, n, (uint64_t)json_integer_value(
+	    json_object_get(j, "no")), res);
+	w->plan = was_plan;
+	w->whole_trace = was_whole;
+	w->save_plan = was_save;
+	xp_rec_of_result(res, proxy, ms, &rec);
+	d = json_pack("{s:o}", "explore", xp_rec_json(&rec));
+	xp_rec_clear(&rec);
+	json_decref(res->detail);
+	res->detail = d;
+	free(res->trace);
+	res->trace = NULL;
+	res->trace_len = 0;
+	free(steps);
+	plan_free(&base);
+	json_decref(j);
+	return;
+bad:
+	free(steps);
+	plan_free(&base);
+	json_decref(j);
+	res->verdict = VERDICT_INFRA;
+	res->reason = REASON_PLAN;
+	snprintf(res->message, sizeof(res->message), "%s", err);
+	res->detail = json_pack("{s:s}", "message", err);
+}

@@ -1,0 +1,87 @@
+/*
+ * One execution of `soak explore` (docs/explore.md), wherever it runs: in
+ * soak explore's own process, in one of its --workers executors, or on a
+ * `soak worker` that took an explore lease from `soak explore --listen`.
+ * An execution follows a prefix of scheduling choices (plan.h's
+ * plan_proxy.prefix) and comes back as a record: the steps the scheduled
+ * proxy admitted (with the turns that were waiting at each), what made it
+ * inexact, the verdict, and for a failing one its invariants and plan.
+ * The record is what explore branches on, journals (explore.jsonl) and
+ * what a worker sends back, so all three agree by construction.
+ */
+#ifndef SOAK_XEXEC_H
+#define SOAK_XEXEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "common/plan.h"
+#include "common/verdict.h"
+#include "worker/wrk.h"
+
+#define XP_MAX_TURNS	64	/* cand is a 64-bit set */
+
+/* The trace's "cls" (fault-proxy/stmtkey.h sk_class): what commutes. */
+enum xcls { XC_OTHER, XC_READ, XC_BEGIN, XC_SESSION };
+
+/* One admission of an execution, as its trace has it. */
+struct xstep {
+	int		 round, turn;
+	uint64_t	 key;
+	uint32_t	 occ;
+	uint64_t	 cand;		/* turns with an exchange waiting then */
+	int		 cls;		/* enum xcls: what it ran */
+	char		 what[96];
+};
+
+/* What makes one execution differ from the schedule it was given. */
+struct xinexact {
+	uint32_t	 forced, wakes, pg_deadlocks, soak_deadlocks, notify;
+	bool		 several_conns;	/* a turn of two or more connections */
+};
+
+/* An execution, as explore takes it. */
+struct xrec {
+	int		 verdict;	/* enum msg_verdict */
+	enum reason	 reason;
+	char		 message[512];
+	int64_t		 ms, turns_ms;	/* its wall time; the turns' share */
+	bool		 has_steps;	/* its trace was read */
+	char		 why_no_steps[256];
+	struct xstep	*steps;
+	size_t		 n;
+	struct xinexact	 inexact;
+	json_t		*invariants;	/* a failing one's (owned), or NULL */
+	json_t		*plan;		/* a failing one's plan (owned), or NULL */
+};
+
+/*
+ * Runs the prefix steps[0..n) on w (w->plan is the base plan, pp its
+ * scheduled proxy's entry, prefix set) as execution no; its wall time, ms.
+ */
+int64_t	 xp_run_one(struct wrk *w, struct plan_proxy *pp, uint64_t seed,
+	    const struct xstep *steps, size_t n, uint64_t no, struct seed_result *res);
+/* An execution's result as a record (proxy: the scheduled one). */
+void	 xp_rec_of_result(const struct seed_result *res, const char *proxy, int64_t ms,
+	    struct xrec *r);
+void	 xp_rec_clear(struct xrec *r);
+/* The record as JSON and back (-1 with err when it is not one). */
+json_t	*xp_rec_json(const struct xrec *r);
+int	 xp_rec_parse(const json_t *j, struct xrec *r, char *err);
+/* A prefix as JSON ([[round, turn, key, occ, what], ...]) and back. */
+json_t	*xp_steps_json(const struct xstep *s, size_t n);
+int	 xp_steps_parse(const json_t *a, struct xstep **s, size_t *n, char *err);
+
+/*
+ * An explore lease on a worker (docs/explore.md, "Across machines"):
+ * payload is the lease's {"proxy", "plan" (the base plan), "steps" (the
+ * prefix), "no"}; res gets the execution's verdict and as its detail
+ * {"explore": record}.  A payload that is not one is infra, said.
+ */
+void	 wrk_explore(struct wrk *w, uint64_t seed, const char *payload,
+	    struct seed_result *res);
+
+#endif
