@@ -961,6 +961,149 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 	return stopped;
 }
 
+/*
+ * explore.jsonl in the output folder (docs/explore.md, "Resuming"): a
+ * header naming the exploration, then one line per execution taken, in
+ * the order taken: its branch's number and its record.  Branches are
+ * numbered in the order branch() makes them, which depends only on the
+ * records taken before, so replaying the records in order rebuilds the
+ * tree exactly: the counts, the classes, the failing plans and the
+ * branches still to run (those leased out and never answered among them).
+ * With resume, *replay gets the records and the file is appended to; a
+ * last line cut short (the process killed while writing it) is dropped,
+ * any other bad line is an error.
+ */
+static int
+journal_open(const char *dir, bool resume, const struct cfg *cfg, uint64_t seed,
+    const char *turns, long bound, bool reduce, long only_round, FILE **out,
+    json_t **replay, char *err)
+{
+	char	*path = xasprintf("%s/explore.jsonl", dir), *text = NULL, *line, *nl;
+	json_t	*head = json_pack("{s:i,s:s,s:I,s:s?,s:i,s:b,s:I}", "soak_explore_journal",
+		    1, "config", cfg->name, "seed", (json_int_t)seed, "turns", turns,
+		    "preemptions", (int)bound, "reduce", reduce, "round",
+		    (json_int_t)only_round);
+	size_t	 len = 0, lineno = 0;
+	int	 rc = -1;
+
+	*out = NULL;
+	*replay = NULL;
+	if (resume) {
+		json_t	*got, *j;
+
+		if ((text = read_file(path, (size_t)1 << 30, &len, err)) == NULL)
+			goto done;
+		*replay = json_array();
+		for (line = text; *line != '\0'; line = nl + 1) {
+			bool	last;
+
+			lineno++;
+			if ((nl = strchr(line, '\n')) == NULL)
+				nl = line + strlen(line);
+			last = *nl == '\0' || nl[1] == '\0';
+			j = json_loadb(line, (size_t)(nl - line), 0, NULL);
+			if (lineno == 1) {
+				got = j;
+				if (j == NULL || !json_equal(j, head)) {
+					char	*a = json_dumps(head, JSON_COMPACT | JSON_SORT_KEYS);
+					char	*b = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) :
+						    xstrdup("(not a journal's header)");
+
+					errf(err, "%s is another exploration's: it says %s, "
+					    "this one is %s", path, b, a);
+					free(a);
+					free(b);
+					json_decref(got);
+					goto done;
+				}
+				json_decref(got);
+			} else if (j == NULL || !json_is_integer(json_object_get(j, "no")) ||
+			    !json_is_object(json_object_get(j, "rec"))) {
+				json_decref(j);
+				if (last && *nl == '\0')
+					break;	/* cut short: that execution runs again */
+				errf(err, "%s:%zu: not an execution's line", path, lineno);
+				goto done;
+			} else
+				json_array_append_new(*replay, j);
+			if (*nl == '\0')
+				break;
+		}
+		if (lineno == 0) {
+			errf(err, "%s is empty", path);
+			goto done;
+		}
+		if ((*out = fopen(path, "a")) == NULL) {
+			errf(err, "%s: %s", path, strerror(errno));
+			goto done;
+		}
+	} else {
+		char	*h = json_dumps(head, JSON_COMPACT);
+
+		if ((*out = fopen(path, "w")) == NULL || fprintf(*out, "%s\n", h) < 0 ||
+		    fflush(*out) != 0) {
+			errf(err, "%s: %s", path, strerror(errno));
+			free(h);
+			goto done;
+		}
+		free(h);
+	}
+	rc = 0;
+done:
+	if (rc == -1) {
+		if (*out != NULL)
+			fclose(*out);
+		*out = NULL;
+		json_decref(*replay);
+		*replay = NULL;
+	}
+	json_decref(head);
+	free(text);
+	free(path);
+	return rc;
+}
+
+/* The journal's records taken again, in order, into c's tree and counts. */
+static int
+journal_replay(struct xctx *c, const json_t *lines, char *err)
+{
+	const json_t	*j;
+	struct xstack	*st = c->st;
+	size_t		 i, k;
+
+	c->replaying = true;
+	json_array_foreach(lines, i, j) {
+		uint64_t	no = (uint64_t)json_integer_value(json_object_get(j, "no"));
+		struct xnode	node;
+		struct xrec	rec;
+
+		for (k = st->n; k > 0 && st->v[k - 1].no != no; k--)
+			;
+		if (k == 0) {
+			c->replaying = false;
+			return errf(err, "line %zu: an execution of branch %" PRIu64 ", "
+			    "which this exploration never made (the config's turns or "
+			    "this soak differ from the journal's)", i + 2, no);
+		}
+		node = st->v[k - 1];
+		memmove(&st->v[k - 1], &st->v[k], (st->n - k) * sizeof(*st->v));
+		st->n--;
+		if (xp_rec_parse(json_object_get(j, "rec"), &rec, err) == -1) {
+			c->replaying = false;
+			free(node.steps);
+			return -1;
+		}
+		take_rec(c, &node, &rec);
+		xp_rec_clear(&rec);
+		free(node.steps);
+	}
+	c->replaying = false;
+	printf("  resumed: %zu execution%s from the journal; %zu branch%s left\n",
+	    json_array_size(lines), json_array_size(lines) == 1 ? "" : "s", st->n,
+	    st->n == 1 ? "" : "es");
+	return 0;
+}
+
 int
 cmd_explore(int argc, char **argv)
 {
@@ -972,6 +1115,7 @@ cmd_explore(int argc, char **argv)
 		{ "budget",	 required_argument, NULL, 'b' },
 		{ "workers",	 required_argument, NULL, 'w' },
 		{ "out",	 required_argument, NULL, 'o' },
+		{ "resume",	 required_argument, NULL, 'S' },
 		{ "no-reduce",	 no_argument,	    NULL, 'R' },
 		{ "verbose",	 no_argument,	    NULL, 'v' },
 		{ "help",	 no_argument,	    NULL, 'h' },
@@ -987,10 +1131,13 @@ cmd_explore(int argc, char **argv)
 	struct xstack		 st = { 0 };
 	struct xnode		 root;
 	struct xctx		 ctx;
+	FILE			*journal = NULL;
 	struct xstats		 x = { 0 };
 	struct sigaction	 sa = { .sa_handler = xp_on_signal }, oint, oterm;
 	const char		*seedarg = NULL, *turnsarg = NULL, *out = "soak-explore";
-	const char		*proxy = NULL, *stopped = NULL;
+	const char		*proxy = NULL, *stopped = NULL, *resume = NULL;
+	json_t			*replay = NULL;
+	bool			 outarg = false;
 	char			 err[ERR_LEN], outabs[PATH_MAX], *text, *p;
 	json_t			*failing = NULL, *o, *cov, *pos, *never;
 	bool			 verbose = false, *runs = NULL, no_reduce = false;
@@ -1001,7 +1148,7 @@ cmd_explore(int argc, char **argv)
 	size_t			 i, nsched = 0, deepest = 0;
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
 
-	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:Rvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:S:Rvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 't': turnsarg = optarg; break;
@@ -1052,7 +1199,8 @@ cmd_explore(int argc, char **argv)
 				return SOAK_EXIT_USAGE;
 			}
 			break;
-		case 'o': out = optarg; break;
+		case 'o': out = optarg; outarg = true; break;
+		case 'S': resume = optarg; break;
 		case 'R': no_reduce = true; break;
 		case 'v': log_init("explore", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
@@ -1116,12 +1264,26 @@ cmd_explore(int argc, char **argv)
 		runs = NULL;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	if (resume != NULL && outarg) {
+		fprintf(stderr, "soak explore: --resume DIR goes on in DIR: no --out\n");
+		goto out;
+	}
+	if (resume != NULL)
+		out = resume;
 	if (mkdir_p(out, 0755, err) == -1 || realpath(out, outabs) == NULL) {
 		fprintf(stderr, "soak explore: %s: %s\n", out, err);
 		goto out;
 	}
+	reduce = !no_reduce && bound < 0;
+	if (journal_open(outabs, resume != NULL, &cfg, seed, turnsarg, bound, reduce,
+	    only_round, &journal, &replay, err) == -1) {
+		fprintf(stderr, "soak explore: %s\n", err);
+		rc = resume != NULL ? SOAK_EXIT_USAGE : SOAK_EXIT_REPLAY_INFRA;
+		goto out;
+	}
 	p = xasprintf("%s/failing", outabs);
-	rm_rf(p);
+	if (resume == NULL)
+		rm_rf(p);
 	if (mkdir_p(p, 0755, err) == -1) {
 		fprintf(stderr, "soak explore: %s\n", err);
 		free(p);
@@ -1164,7 +1326,6 @@ cmd_explore(int argc, char **argv)
 	 * sets may need more preemptions than another of the class): the
 	 * reduction runs only without a bound.
 	 */
-	reduce = !no_reduce && bound < 0;
 	printf("; reduction: %s\n", reduce ? "sleep sets" : no_reduce ? "none "
 	    "(--no-reduce)" : "none (a preemption bound: sleep sets run only "
 	    "without one)");
@@ -1242,6 +1403,14 @@ cmd_explore(int argc, char **argv)
 	    .config_arg = argv[optind], .st = &st, .x = &x, .failing = failing,
 	    .bound = (int)bound, .only_round = (int)only_round, .reduce = reduce,
 	    .verbose = verbose };
+	if (replay != NULL && journal_replay(&ctx, replay, err) == -1) {
+		printf("explore: --resume %s: %s\n", resume, err);
+		rc = SOAK_EXIT_USAGE;
+		if (nworkers == 1)
+			wrk_close(&w, true);
+		goto out;
+	}
+	ctx.journal = journal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, &oint);
 	sigaction(SIGTERM, &sa, &oterm);
@@ -1458,6 +1627,9 @@ out:
 	free(x.cset);
 	free(x.cverdict);
 	json_decref(failing);
+	json_decref(replay);
+	if (journal != NULL)
+		fclose(journal);
 	free(runs);
 	plan_free(&base);
 	cfg_free(&cfg);
