@@ -50,7 +50,11 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "common/verdict.h"
+#include "common/auth.h"
+#include "common/bundle.h"
+#include "coordinator/coord.h"
 #include "coordinator/fingerprint.h"
+#include "coordinator/server.h"
 #include "isolation/iso.h"
 #include "worker/wrk.h"
 #include "worker/xexec.h"
@@ -961,6 +965,221 @@ explore_parallel(struct xctx *c, struct wrk *w, struct plan *base, struct plan_p
 	return stopped;
 }
 
+/* ---- --listen URL: executions leased to `soak worker`s ---- */
+
+struct xfleet {
+	struct xctx	*c;
+	const char	*proxy;
+	char		*plan_text;	/* the base plan, as every lease carries it */
+	struct xstack	 out;		/* executions leased, not answered */
+	uint64_t	 budget_n, sent;
+	int64_t		 budget_ms, t0;
+	const char	*stopped;
+	json_t		*workers;	/* the workers that sent a result */
+};
+
+static bool
+fleet_stop_now(struct xfleet *f)
+{
+	if (f->stopped == NULL && (xp_stop || (f->budget_n > 0 && f->sent >=
+	    f->budget_n) || (f->budget_ms > 0 && now_ms() - f->t0 >= f->budget_ms)))
+		f->stopped = xp_stop == SIGINT ? "Ctrl-C" : xp_stop ? "SIGTERM" :
+		    "the budget";
+	return f->stopped != NULL;
+}
+
+static int
+fleet_next(void *arg, uint64_t *no, char **payload)
+{
+	struct xfleet	*f = arg;
+	struct xstack	*st = f->c->st;
+	struct xnode	 node;
+	json_t		*j;
+
+	if (fleet_stop_now(f) || st->n == 0)
+		return 0;
+	node = st->v[--st->n];
+	j = json_pack("{s:s,s:s,s:I,s:o}", "proxy", f->proxy, "plan", f->plan_text,
+	    "no", (json_int_t)node.no, "steps", xp_steps_json(node.steps, node.n));
+	*payload = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	*no = node.no;
+	stack_push(&f->out, node);
+	f->sent++;
+	return 1;
+}
+
+/* The leased execution no, taken out of f->out (false: none). */
+static bool
+fleet_take(struct xfleet *f, uint64_t no, struct xnode *node)
+{
+	size_t	k;
+
+	for (k = 0; k < f->out.n; k++)
+		if (f->out.v[k].no == no) {
+			*node = f->out.v[k];
+			f->out.v[k] = f->out.v[--f->out.n];
+			return true;
+		}
+	return false;
+}
+
+static void
+fleet_result(void *arg, uint64_t no, uint32_t worker, int verdict, enum reason why,
+    const json_t *detail)
+{
+	struct xfleet	*f = arg;
+	struct xnode	 node;
+	struct xrec	 rec;
+	char		 err[ERR_LEN], name[16];
+
+	if (!fleet_take(f, no, &node))
+		return;
+	if (xp_rec_parse(json_object_get(detail, "explore"), &rec, err) == -1) {
+		/* a worker that could not run it (its database, its services):
+		 * said as what it is, its branches not explored */
+		const char	*m = json_string_value(json_object_get(detail, "message"));
+
+		memset(&rec, 0, sizeof(rec));
+		rec.verdict = verdict == VERDICT_PASS ? VERDICT_INFRA : verdict;
+		rec.reason = verdict == VERDICT_PASS ? REASON_WORKER_LOST : why;
+		snprintf(rec.message, sizeof(rec.message), "worker %u: %s", worker,
+		    m ? m : err);
+		snprintf(rec.why_no_steps, sizeof(rec.why_no_steps), "worker %u sent "
+		    "no record: %.200s", worker, m ? m : err);
+	}
+	snprintf(name, sizeof(name), "%u", worker);
+	json_object_set_new(f->workers, name, json_integer(json_integer_value(
+	    json_object_get(f->workers, name)) + 1));
+	take_rec(f->c, &node, &rec);
+	xp_rec_clear(&rec);
+	free(node.steps);
+}
+
+static void
+fleet_lost(void *arg, uint64_t no, const char *why)
+{
+	struct xfleet	*f = arg;
+	struct xnode	 node;
+
+	(void)why;
+	if (fleet_take(f, no, &node))
+		stack_push(f->c->st, node);	/* next out, to another worker */
+}
+
+static bool
+fleet_done(void *arg)
+{
+	struct xfleet	*f = arg;
+
+	return fleet_stop_now(f) || (f->c->st->n == 0 && f->out.n == 0);
+}
+
+static int
+fleet_tick(void *arg)
+{
+	struct xfleet	*f = arg;
+
+	return xp_stop != 0 || (f->stopped != NULL && f->out.n == 0);
+}
+
+/*
+ * --listen: the tree's executions leased one at a time to the workers
+ * that connect (the same secret or TLS rules as soak coordinator's), the
+ * config folder shipped to them as soak coordinator ships it.  A lease lost
+ * with its worker (its connection closed and not back within the lease's
+ * ttl) goes to another.  What stopped it, or NULL.
+ */
+static const char *
+explore_fleet(struct xctx *c, const char *listen, struct auth_opts *auth,
+    const char *cfg_arg, const struct plan *base, uint64_t seed, uint64_t budget_n,
+    int64_t budget_ms, int64_t t0, int *failed)
+{
+	const struct cfg	*cfg = c->cfg;
+	struct xfleet		 f = { .c = c, .proxy = c->proxy, .budget_n = budget_n,
+				    .budget_ms = budget_ms, .t0 = t0 };
+	struct coord_explore	 xe = { .seed = seed, .next = fleet_next,
+				    .result = fleet_result, .lost = fleet_lost,
+				    .done = fleet_done, .arg = &f };
+	struct coord_opts	 co = { 0 };
+	struct bundle		 b = { 0 };
+	struct bundle_rules	 rules = { 0 };
+	struct coord		*coord = NULL;
+	struct server		*srv = NULL;
+	const char		*exclude[3] = { c->outabs, NULL, NULL };
+	char			 err[ERR_LEN], cfgabs[PATH_MAX], secabs[PATH_MAX], *run_id;
+	volatile int		 stop = 0;
+
+	*failed = 1;
+	if (realpath(cfg_arg, cfgabs) == NULL) {
+		printf("explore: %s: %s\n", cfg_arg, strerror(errno));
+		return NULL;
+	}
+	if (auth->secret_file && realpath(auth->secret_file, secabs) != NULL)
+		exclude[1] = secabs;
+	rules.exclude = exclude;
+	rules.secret = auth->secret.key;
+	rules.secret_len = auth->secret.len;
+	if (bundle_pack(cfg->dir, &rules, &b, err) == -1) {
+		printf("explore: %s: %s\n", cfg_arg, err);
+		bundle_free(&b);
+		return NULL;
+	}
+	f.plan_text = plan_dump(base);
+	f.workers = json_object();
+	run_id = xasprintf("explore-%d-%" PRId64, (int)getpid(), t0);
+	co.cfg = cfg;
+	co.explore = &xe;
+	co.run_id = run_id;
+	co.cfg_path = cfgabs;
+	co.db_conninfo = "";
+	co.keep_dir = "";
+	co.workspace = "";
+	co.heartbeat_ms = 500;
+	co.lease_ttl_ms = 5000;
+	co.bundle_hash = b.hash;
+	co.bundle = b.data;
+	co.bundle_len = b.len;
+	if ((coord = coord_new(&co, err)) == NULL ||
+	    (srv = server_open(listen, 1024, auth, err)) == NULL) {
+		printf("explore: %s\n", err);
+		goto done;
+	}
+	printf("  listening on %s for workers (soak worker --connect %s); the config "
+	    "folder is bundled for them (sha256 %.12s)\n", server_url(srv),
+	    server_url(srv), b.hash);
+	fflush(stdout);
+	*failed = 0;
+	server_run(srv, coord, &stop, 500, fleet_tick, &f);
+	if (xp_stop && f.stopped == NULL)
+		f.stopped = xp_stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+	server_drain(srv, coord, xp_stop ? 0 : 10000, &stop);
+	{
+		const char	*k;
+		json_t		*v;
+		size_t		 nw = json_object_size(f.workers);
+
+		printf("  %zu worker%s took part:", nw, nw == 1 ? "" : "s");
+		json_object_foreach(f.workers, k, v)
+			printf(" worker %s ran %" JSON_INTEGER_FORMAT, k,
+			    json_integer_value(v));
+		printf("\n");
+	}
+done:
+	/* executions out and never answered are still unexplored */
+	while (f.out.n > 0)
+		stack_push(c->st, f.out.v[--f.out.n]);
+	free(f.out.v);
+	if (srv != NULL)
+		server_close(srv);
+	coord_free(coord);
+	bundle_free(&b);
+	free(f.plan_text);
+	json_decref(f.workers);
+	free(run_id);
+	return f.stopped;
+}
+
 /*
  * explore.jsonl in the output folder (docs/explore.md, "Resuming"): a
  * header naming the exploration, then one line per execution taken, in
@@ -1116,6 +1335,9 @@ cmd_explore(int argc, char **argv)
 		{ "workers",	 required_argument, NULL, 'w' },
 		{ "out",	 required_argument, NULL, 'o' },
 		{ "resume",	 required_argument, NULL, 'S' },
+		{ "listen",	 required_argument, NULL, 'L' },
+		{ "secret-file", required_argument, NULL, 'F' },
+		{ "insecure",	 no_argument,	    NULL, 'I' },
 		{ "no-reduce",	 no_argument,	    NULL, 'R' },
 		{ "verbose",	 no_argument,	    NULL, 'v' },
 		{ "help",	 no_argument,	    NULL, 'h' },
@@ -1138,6 +1360,8 @@ cmd_explore(int argc, char **argv)
 	const char		*proxy = NULL, *stopped = NULL, *resume = NULL;
 	json_t			*replay = NULL;
 	bool			 outarg = false;
+	const char		*listen = NULL;
+	struct auth_opts	 auth = { 0 };
 	char			 err[ERR_LEN], outabs[PATH_MAX], *text, *p;
 	json_t			*failing = NULL, *o, *cov, *pos, *never;
 	bool			 verbose = false, *runs = NULL, no_reduce = false;
@@ -1148,7 +1372,7 @@ cmd_explore(int argc, char **argv)
 	size_t			 i, nsched = 0, deepest = 0;
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
 
-	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:S:Rvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:S:L:F:IRvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 't': turnsarg = optarg; break;
@@ -1201,6 +1425,9 @@ cmd_explore(int argc, char **argv)
 			break;
 		case 'o': out = optarg; outarg = true; break;
 		case 'S': resume = optarg; break;
+		case 'L': listen = optarg; break;
+		case 'F': auth.secret_file = optarg; break;
+		case 'I': auth.insecure = true; break;
 		case 'R': no_reduce = true; break;
 		case 'v': log_init("explore", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
@@ -1221,6 +1448,29 @@ cmd_explore(int argc, char **argv)
 	if (seed_parse(seedarg, &seed, err) == -1) {
 		fprintf(stderr, "soak explore: --seed: %s\n", err);
 		return SOAK_EXIT_USAGE;
+	}
+	if (listen == NULL && (auth.secret_file != NULL || auth.insecure)) {
+		fprintf(stderr, "soak explore: --secret-file and --insecure go with "
+		    "--listen URL\n");
+		return SOAK_EXIT_USAGE;
+	}
+	if (listen != NULL) {
+		char	warn[ERR_LEN];
+		int	arc;
+
+		if (nworkers != 1) {
+			fprintf(stderr, "soak explore: --workers N runs executors here; "
+			    "with --listen the workers are those that connect\n");
+			return SOAK_EXIT_USAGE;
+		}
+		if (auth_secret_load(auth.secret_file, &auth.secret, err) == -1 ||
+		    (arc = auth_policy(AUTH_COORDINATOR, listen, &auth, warn, err)) == -1) {
+			fprintf(stderr, "soak explore: %s\n", err);
+			auth_secret_free(&auth.secret);
+			return SOAK_EXIT_USAGE;
+		}
+		if (arc == 1)
+			fprintf(stderr, "soak explore: warning: %s\n", warn);
 	}
 	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
 		cfg_errors_print(&cerrs, stderr, "soak");
@@ -1415,7 +1665,7 @@ cmd_explore(int argc, char **argv)
 	sigaction(SIGINT, &sa, &oint);
 	sigaction(SIGTERM, &sa, &oterm);
 	t0 = now_ms();
-	if (nworkers == 1) {
+	if (nworkers == 1 && listen == NULL) {
 		while (st.n > 0) {
 			struct xnode	node = st.v[--st.n];
 			struct xrec	rec;
@@ -1438,6 +1688,17 @@ cmd_explore(int argc, char **argv)
 			take_rec(&ctx, &node, &rec);
 			xp_rec_clear(&rec);
 			free(node.steps);
+		}
+	} else if (listen != NULL) {
+		int	failed;
+
+		/* the workers that connect run every execution */
+		wrk_close(&w, true);
+		stopped = explore_fleet(&ctx, listen, &auth, argv[optind], &base, seed,
+		    budget_n, budget_ms, t0, &failed);
+		if (failed) {
+			rc = SOAK_EXIT_USAGE;
+			goto out;
 		}
 	} else {
 		/* the executors open workers of their own */
@@ -1604,7 +1865,7 @@ cmd_explore(int argc, char **argv)
 		rc = x.failing > 0 ? SOAK_EXIT_FAIL : complete ? SOAK_EXIT_PASS :
 		    SOAK_EXIT_INCOMPLETE;
 	}
-	if (nworkers == 1)
+	if (nworkers == 1 && listen == NULL)
 		wrk_close(&w, true);
 out:
 	for (i = 0; i < st.n; i++)
@@ -1628,6 +1889,7 @@ out:
 	free(x.cverdict);
 	json_decref(failing);
 	json_decref(replay);
+	auth_secret_free(&auth.secret);
 	if (journal != NULL)
 		fclose(journal);
 	free(runs);

@@ -195,6 +195,7 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 		w_str(&w, m->u.lease.plan, MSG_PLAN_MAX, "plan");
 		w_str(&w, m->u.lease.plan_hash, MSG_PLAN_HASH_MAX, "plan_hash");
 		w_u32(&w, m->u.lease.minimize_ms);
+		w_str(&w, m->u.lease.explore, MSG_STR_LONG, "explore");
 		w_u32(&w, m->u.lease.nseeds);
 		for (i = 0; i < m->u.lease.nseeds; i++) {
 			w_u64(&w, m->u.lease.seeds[i].seed);
@@ -432,7 +433,19 @@ decode_lease(struct rbuf *r, struct msg *m)
 	if (plan_check(r, m->u.lease.plan, m->u.lease.plan_hash) == -1)
 		return;
 	m->u.lease.minimize_ms = r_u32(r, "minimize_ms");
+	m->u.lease.explore = r_str(r, MSG_STR_LONG, "explore");
 	m->u.lease.nseeds = r_u32(r, "nseeds");
+	if (!r->failed && m->u.lease.explore != NULL && *m->u.lease.explore != '\0' &&
+	    (*m->u.lease.plan != '\0' || m->u.lease.minimize_ms != 0 ||
+	    m->u.lease.nseeds != 1)) {
+		r->failed = 1;
+		errf(r->err, "lease message: an explore lease holds one seed, no plan "
+		    "and no minimize budget, not %u seed(s)%s%s", m->u.lease.nseeds,
+		    *m->u.lease.plan != '\0' ? ", a plan" : "",
+		    m->u.lease.minimize_ms != 0 ? ", a budget" : "");
+		m->u.lease.nseeds = 0;
+		return;
+	}
 	if (!r->failed && m->u.lease.minimize_ms != 0 &&
 	    (*m->u.lease.plan != '\0' || m->u.lease.nseeds != 1)) {
 		r->failed = 1;
@@ -614,6 +627,7 @@ msg_clear(struct msg *m)
 		free(m->u.lease.seeds);
 		free(m->u.lease.plan);
 		free(m->u.lease.plan_hash);
+		free(m->u.lease.explore);
 		break;
 	case MSG_RESULT:
 		free(m->u.result.plan);

@@ -45,10 +45,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define MSG_VERSION	5	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
+#define MSG_VERSION	6	/* 2: nonce HELLO, CHALLENGE, AUTH, sealed sessions;
 				   3: HELLO rejoin, ACK keep, BYE drain;
 				   4: LEASE and RESULT plan, plan_hash;
-				   5: LEASE minimize_ms */
+				   5: LEASE minimize_ms;
+				   6: LEASE explore */
 #define MSG_HDR_LEN	12
 #define MSG_MAX		(16u << 20)	/* whole message */
 #define MSG_STR_SHORT	4096		/* names, reasons, URLs */
@@ -172,6 +173,14 @@ struct msg {
 			 * a regression's); 0 for any other lease.
 			 */
 			uint32_t	 minimize_ms;
+			/*
+			 * An explore lease (soak explore --listen): one
+			 * execution, as JSON text (worker/xexec.h wrk_explore),
+			 * and exactly one seed, the one explored, with the
+			 * execution's number as its attempt; "" for any other
+			 * lease.
+			 */
+			char		*explore;
 			uint32_t	 nseeds;
 			struct msg_seed	*seeds;
 		} lease;

@@ -45,6 +45,10 @@ struct lease {
 	uint64_t		 from;		/* the lease its seeds were taken from */
 	bool			 confirm;	/* a confirming re-run */
 	bool			 minimize;	/* a minimize lease (tickets.minimize) */
+	/* An explore lease (coord_explore): its execution's number, 0 for
+	 * any other lease, and its text */
+	uint64_t		 explore_no;
+	char			*explore;
 	/* A regression's lease: 1 + its index in the regressions (it holds
 	 * that one alone); 0 for a lease of seeds. */
 	size_t			 reg;
@@ -83,6 +87,7 @@ struct coord {
 	uint64_t		 nconfirm_open;	/* confirming re-runs without an outcome */
 	struct queue		 minq;		/* failing seeds waiting to be minimized */
 	uint64_t		 nmin_open;	/* minimize leases without an outcome */
+	uint64_t		 nexplore_open;	/* explore leases without a result */
 	struct lease		*leases;
 	size_t			 nleases, cap_leases;
 	struct wrec		*workers;
@@ -131,9 +136,9 @@ struct coord *
 coord_new(const struct coord_opts *o, char *err)
 {
 	struct coord	*c;
-	uint64_t	 n = seed_range_count(&o->seeds), i;
+	uint64_t	 n = o->explore ? 0 : seed_range_count(&o->seeds), i;
 
-	if (n == 0 || n > MAX_SEEDS) {
+	if (o->explore == NULL && (n == 0 || n > MAX_SEEDS)) {
 		errf(err, "a run holds at most %u seeds; split the range", MAX_SEEDS);
 		return NULL;
 	}
@@ -179,6 +184,7 @@ coord_free(struct coord *c)
 	for (i = 0; i < c->nleases; i++) {
 		free(c->leases[i].seeds);
 		free(c->leases[i].reported);
+		free(c->leases[i].explore);
 	}
 	for (i = 0; i < c->nworkers; i++) {
 		free(c->workers[i].name);
@@ -872,6 +878,17 @@ lease_end(struct coord *c, struct lease *l, bool running, const char *why)
 
 	if (l->state != LEASE_ACTIVE)
 		return;
+	if (l->explore_no != 0) {
+		/* an execution never answered: back to the driver, to hand out again */
+		set_lease_state(l, LEASE_EXPIRED);
+		if (w && w->lease == l->id)
+			w->lease = 0;
+		c->nexplore_open--;
+		log_warnx("execution %" PRIu64 ": worker %u lost (%s): it goes to "
+		    "another worker", l->explore_no, l->worker, why);
+		c->o.explore->lost(c->o.explore->arg, l->explore_no, why);
+		return;
+	}
 	if (c->event_cb && !c->replaying)
 		emit(c, JEV_LEASE_END, json_pack("{s:I, s:b, s:s}", "id",
 		    (json_int_t)l->id, "running", running, "why", why));
@@ -1145,6 +1162,8 @@ coord_live_workers(const struct coord *c)
 bool
 coord_finished(const struct coord *c)
 {
+	if (c->o.explore != NULL)
+		return c->nexplore_open == 0 && c->o.explore->done(c->o.explore->arg);
 	return c->nfinal == c->nseeds + c->nregs && c->nconfirm_open == 0 &&
 	    c->nmin_open == 0;
 }
@@ -1183,6 +1202,7 @@ lease_reply(const struct coord *c, const struct lease *l, int ttl, struct msg *r
 		rep->u.lease.minimize_ms = b > 0 && b < UINT32_MAX ? (uint32_t)b :
 		    UINT32_MAX;
 	}
+	rep->u.lease.explore = xstrdup(l->explore ? l->explore : "");
 	rep->u.lease.seeds = xcalloc(l->keep, sizeof(struct msg_seed));
 	memcpy(rep->u.lease.seeds, l->seeds, l->keep * sizeof(struct msg_seed));
 }
@@ -1305,6 +1325,27 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 		text_reply(rep, MSG_DONE, 1, "quarantined: %u infra outcomes in a row, "
 		    "the last %s; this worker gets no more seeds", w->infra_run,
 		    reason_name(w->quarantine_why));
+		return 1;
+	}
+	/* An exploration: one execution a lease, as the driver hands them out. */
+	if (c->o.explore != NULL) {
+		uint64_t	 no;
+		char		*payload;
+
+		if (c->o.explore->next(c->o.explore->arg, &no, &payload) != 1)
+			return 0;
+		l = lease_new(c, worker, now);
+		l->seeds[0].seed = c->o.explore->seed;
+		l->seeds[0].attempt = no > UINT32_MAX ? UINT32_MAX : (uint32_t)no;
+		l->n = l->keep = 1;
+		l->explore_no = no;
+		l->explore = payload;
+		c->nexplore_open++;
+		lease_fit(l);
+		w->lease = l->id;
+		lease_reply(c, l, c->o.lease_ttl_ms, rep);
+		log_debug("lease %" PRIu64 " to worker %u: execution %" PRIu64, l->id,
+		    worker, no);
 		return 1;
 	}
 	/* A retry goes to another worker than its last, whenever there is one. */
@@ -1543,6 +1584,69 @@ result_apply(struct coord *c, struct lease *l, uint32_t i, enum result_kind kind
 	}
 }
 
+/*
+ * An explore lease's result: its one execution, of the explored seed (the
+ * attempt is the execution's number), once; the detail goes to the driver
+ * (a detail that is not a JSON object goes as {"message": ...}, infra).
+ */
+static bool
+explore_result(struct coord *c, struct lease *l, const struct msg *req, struct msg *rep)
+{
+	struct wrec	*w = worker_get(c, l->worker);
+	json_t		*detail;
+	int		 verdict = req->u.result.verdict;
+	int		 why = reason_parse(req->u.result.reason);
+
+	if (req->u.result.seed != l->seeds[0].seed ||
+	    req->u.result.attempt != l->seeds[0].attempt || *req->u.result.plan != '\0') {
+		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is execution %" PRIu64
+		    " of seed %" PRIu64 ", not the result's", l->id, l->explore_no,
+		    l->seeds[0].seed);
+		return false;
+	}
+	if (l->reported[0]) {
+		text_reply(rep, MSG_ACK, 1, "execution %" PRIu64 " was already recorded",
+		    l->explore_no);
+		rep->u.ack.keep = 1;
+		return false;
+	}
+	if (l->state != LEASE_ACTIVE) {
+		log_warnx("late result of execution %" PRIu64 " under %s lease %" PRIu64
+		    " from worker %u refused", l->explore_no, lease_state_names[l->state],
+		    l->id, l->worker);
+		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " has %s; execution %" PRIu64
+		    " went to another worker", l->id, lease_state_names[l->state],
+		    l->explore_no);
+		return false;
+	}
+	detail = json_loads(req->u.result.detail, JSON_REJECT_DUPLICATES, NULL);
+	if (!reason_valid(verdict, why) || !json_is_object(detail)) {
+		char	reason[64];
+
+		log_warnx("execution %" PRIu64 ": worker %u sent an unreadable result "
+		    "(verdict %d, reason \"%s\")", l->explore_no, l->worker, verdict,
+		    log_escape(reason, sizeof(reason), req->u.result.reason));
+		json_decref(detail);
+		detail = json_pack("{s:s}", "message", "the worker sent an unreadable result");
+		verdict = VERDICT_INFRA;
+		why = REASON_WORKER_LOST;
+	}
+	l->reported[0] = 1;
+	set_lease_state(l, LEASE_DONE);
+	if (w != NULL) {
+		w->results++;
+		if (w->lease == l->id)
+			w->lease = 0;
+	}
+	c->nexplore_open--;
+	c->o.explore->result(c->o.explore->arg, l->explore_no, l->worker, verdict,
+	    (enum reason)why, detail);
+	json_decref(detail);
+	text_reply(rep, MSG_ACK, 1, "ok");
+	rep->u.ack.keep = 1;
+	return true;
+}
+
 /* Fills *rep; returns whether the result was accepted. */
 static bool
 handle_result(struct coord *c, const struct msg *req, struct msg *rep)
@@ -1566,6 +1670,8 @@ handle_result(struct coord *c, const struct msg *req, struct msg *rep)
 		    req->u.result.lease_id);
 		return false;
 	}
+	if (l->explore_no != 0)
+		return explore_result(c, l, req, rep);
 	/* A regression's result names its plan as its lease did; a seed's none. */
 	s = l->reg != 0 ? item_get(c, l, 0) : seed_get(c, seed);
 	if (l->reg != 0 ? strcmp(plan, s->regress->name) != 0 ||

@@ -112,8 +112,33 @@ json_t		*coord_seed_attempts(const struct coord_seed *s);
 /* The final attempt's detail object (new reference; {} without a verdict). */
 json_t		*coord_seed_detail(const struct coord_seed *s);
 
+/*
+ * An exploration across machines (soak explore --listen; docs/explore.md,
+ * "Across machines"): the coordinator has no seed range; each lease is one
+ * execution of the explored seed that the driver hands out (next: 1 with
+ * its number and its text, which the lease carries to the worker; 0 when
+ * none can go now: the request waits, and is served again after the next
+ * event), whose result goes back to the driver (result: the worker's
+ * verdict, reason and detail, a borrowed reference, checked to be a JSON
+ * object), or, when its worker is lost or the lease expires, the
+ * execution (lost: the driver hands it out again).  A result counts once;
+ * one under an ended lease, or for another seed or execution, is refused.
+ * The run is finished when done says so and no execution is out.
+ */
+struct coord_explore {
+	uint64_t	 seed;
+	int		(*next)(void *arg, uint64_t *no, char **payload);
+	void		(*result)(void *arg, uint64_t no, uint32_t worker, int verdict,
+			    enum reason why, const json_t *detail);
+	void		(*lost)(void *arg, uint64_t no, const char *why);
+	bool		(*done)(void *arg);
+	void		*arg;
+};
+
 struct coord_opts {
 	const struct cfg	*cfg;
+	/* An exploration: seeds is ignored (coord_explore); NULL for a run */
+	const struct coord_explore *explore;
 	struct seed_range	 seeds;
 	const char		*run_id;
 	const char		*cfg_path;	/* absolute, shipped to workers */

@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "worker/minimize.h"
+#include "worker/xexec.h"
 #include "worker/wrk.h"
 
 /*
@@ -1233,6 +1234,29 @@ worker_run_minimize(struct worker *k, const struct msg *lease,
 }
 
 /*
+ * An explore lease (soak explore --listen): one execution of the explored
+ * seed, in this worker's schema, workspace and services, sent back as its
+ * record (worker/xexec.h).  A worker that cannot open its environment says
+ * infra, as for a seed.
+ */
+static void
+worker_run_explore(struct worker *k, const struct msg *lease,
+    const struct msg_seed *s, struct seed_result *res)
+{
+	char	err[ERR_LEN];
+
+	if (!k->opened && wrk_open(&k->w, err) == 0)
+		k->opened = true;
+	if (!k->opened) {
+		worker_run_seed(k, s, res);	/* opens again, and says why: infra */
+		return;
+	}
+	log_debug("seed %" PRIu64 ": execution %u of its exploration", s->seed,
+	    s->attempt);
+	wrk_explore(&k->w, s->seed, lease->u.lease.explore, res);
+}
+
+/*
  * Report: one RESULT, acknowledged before the next seed starts.  Returns
  * 0 accepted, with *keep the seeds of the lease still this worker's (the
  * coordinator may have given the unstarted tail to an idle worker), 1
@@ -1301,7 +1325,9 @@ worker_run_lease(struct worker *k, const struct msg *lease)
 		if (beat_lost(&k->beat) || draining)
 			break;
 		beat_set(&k->beat, lease->u.lease.lease_id, s->seed);
-		if (lease->u.lease.minimize_ms != 0)
+		if (lease->u.lease.explore != NULL && *lease->u.lease.explore != '\0')
+			worker_run_explore(k, lease, s, &res);
+		else if (lease->u.lease.minimize_ms != 0)
 			worker_run_minimize(k, lease, s, &res);
 		else if (lease->u.lease.plan != NULL && *lease->u.lease.plan != '\0')
 			worker_run_regression(k, lease, s, &res);

@@ -396,14 +396,24 @@ wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_resul
 			errf(err, "an explore lease without its proxy or plan");
 		goto bad;
 	}
+	/* the scheduled proxy's entry: the prefix is its steps (a plan file
+	 * never says prefix, plan.h) */
 	for (i = 0; i < base.nproxies; i++)
 		if (strcmp(base.proxies[i].name, proxy) == 0)
 			pp = &base.proxies[i];
-	if (pp == NULL || !pp->prefix || pp->nsteps != 0) {
-		errf(err, "the explore lease's plan has no prefix entry for proxy %s",
-		    proxy);
-		goto bad;
+	if (pp == NULL) {
+		base.proxies = xreallocarray(base.proxies, base.nproxies + 1,
+		    sizeof(*base.proxies));
+		pp = &base.proxies[base.nproxies++];
+		memset(pp, 0, sizeof(*pp));
+		pp->name = xstrdup(proxy);
 	}
+	for (i = 0; i < pp->nsteps; i++)
+		free(pp->steps[i].what), free(pp->steps[i].deadlock);
+	free(pp->steps);
+	pp->steps = NULL;
+	pp->nsteps = 0;
+	pp->prefix = true;
 	w->plan = &base;
 	w->whole_trace = true;
 	w->save_plan = true;

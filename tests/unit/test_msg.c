@@ -251,8 +251,8 @@ test_oversized_and_lying_lengths(void **state)
 	memset(&m, 0, sizeof(m));
 	m.type = MSG_LEASE;
 	buf = encode(&m, &len);
-	buf[MSG_HDR_LEN + 8 + 4 + 4 + 4 + 4 + 3] = 200;	/* past plan, plan_hash,
-							   minimize_ms */
+	buf[MSG_HDR_LEN + 8 + 4 + 4 + 4 + 4 + 4 + 3] = 200;	/* past plan, plan_hash,
+								   minimize_ms, explore */
 	assert_int_equal(msg_decode(buf, len, &out, err), -1);
 	assert_non_null(strstr(err, "seeds"));
 	free(buf);
@@ -584,12 +584,65 @@ test_minimize_lease(void **state)
 	free(buf);
 }
 
+/* An explore lease: its execution's text, one seed, nothing else. */
+static void
+test_explore_lease(void **state)
+{
+	struct msg	 m, out;
+	struct msg_seed	 two[2] = { { 1, 7 }, { 2, 1 } };
+	char		 err[ERR_LEN];
+	size_t		 len;
+	uint8_t		*buf;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE;
+	m.u.lease.lease_id = 3;
+	m.u.lease.explore = UNCONST("{\"no\":7,\"steps\":[]}");
+	m.u.lease.nseeds = 1;
+	m.u.lease.seeds = two;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_string_equal(out.u.lease.explore, "{\"no\":7,\"steps\":[]}");
+	assert_int_equal(out.u.lease.seeds[0].attempt, 7);
+	msg_clear(&out);
+	free(buf);
+	/* a lease of seeds says "" */
+	m.u.lease.explore = NULL;
+	m.u.lease.nseeds = 2;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), 0);
+	assert_string_equal(out.u.lease.explore, "");
+	msg_clear(&out);
+	free(buf);
+	/* two seeds, a budget or a plan with it: refused */
+	m.u.lease.explore = UNCONST("{}");
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "explore lease"));
+	free(buf);
+	m.u.lease.nseeds = 1;
+	m.u.lease.minimize_ms = 5;
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "a budget"));
+	free(buf);
+	m.u.lease.minimize_ms = 0;
+	m.u.lease.plan = UNCONST("r1");
+	m.u.lease.plan_hash = UNCONST(HASH_A);
+	buf = encode(&m, &len);
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, "explore lease"));
+	free(buf);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_detail_cap),
 		cmocka_unit_test(test_minimize_lease),
+		cmocka_unit_test(test_explore_lease),
 		cmocka_unit_test(test_roundtrip_all_types),
 		cmocka_unit_test(test_every_truncation_rejected),
 		cmocka_unit_test(test_wrong_version_magic_type_trailing),

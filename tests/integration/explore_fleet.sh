@@ -1,0 +1,110 @@
+# Explore across machines (issue 27, item 6): `soak explore --listen` leases
+# the tree's executions one at a time to `soak worker --connect` processes
+# (the shared secret, the config folder bundled), and journals each one it
+# takes (explore.jsonl), so that --resume goes on where a killed explore
+# stopped.  The turn is bash with one `psql -c` per statement (the least
+# convenient kind: a connection per statement, nothing held between), two
+# turns racing on a counter through the scheduled proxy.  Checked, against
+# the same exploration run in one process:
+#  - two workers, one SIGKILLed while it holds an execution: the same
+#    executions, failing schedules and classes, complete; the killed
+#    worker's execution went to the other;
+#  - a SIGKILLed explore resumed from its journal: the same again, and the
+#    executions before the kill are not run twice.
+. "$(dirname "$0")/lib.sh"
+PGBIN=/usr/lib/postgresql/15/bin
+export SOAK_SECRET=explore-fleet-secret-$$-0123456789abcdef
+
+pgdir=$(mktemp -d /tmp/soak-xfleet-pg.XXXXXX)
+chmod 755 "$pgdir"; mkdir "$pgdir/data"; chown postgres "$pgdir" "$pgdir/data"
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null
+own_pg_start "$pgdir" "$port"
+export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
+
+mkdir "$T/cfg"
+counter_schema "$T/cfg/schema.sql"
+cat >"$T/cfg/turn.sh" <<'SH'
+#!/bin/bash
+# read, then write what was read plus one, then log: three statements, a
+# psql (a connection) each
+set -eu
+q() { psql -X -q -t -A -v ON_ERROR_STOP=1 -c "$1"; }
+n=$(q "SELECT n FROM counter WHERE id = 1")
+q "UPDATE counter SET n = $((n + 1)) WHERE id = 1"
+q "INSERT INTO events VALUES ($SOAK_TURN)"
+SH
+chmod +x "$T/cfg/turn.sh"
+sched_cfg "$T/cfg/soak.yaml" xfleet 2 schema.sql "[./turn.sh]" 'seeds: 0..0'
+
+x() { jq -r "$2" "$T/$1/explore.json"; }
+figures() { x "$1" '"\(.executions) \(.failing) \(.classes) \(.distinct_schedules) \(.complete)"'; }
+
+phase "one process: the reference"
+soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --out "$T/one" >"$T/one.out" 2>&1
+cat "$T/one.out"
+expect_eq "one process: exit status (the lost update found)" 1 "$rc"
+expect_eq "one process: complete" true "$(x one .complete)"
+expect_ge "one process: failing schedules" 1 "$(x one .failing)"
+ref=$(figures one)
+n=$(x one .executions)
+echo "reference: executions failing classes distinct complete = $ref"
+
+phase "two workers, one SIGKILLed holding an execution"
+"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce \
+    --listen tcp://127.0.0.1:0 --out "$T/fleet" -v >"$T/fleet.out" 2>"$T/fleet.err" & xp=$!
+cleanup_hooks+=("kill $xp 2>/dev/null")
+url=$(wait_line "$T/fleet.out" 'listening on tcp://' 120 "soak explore listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+' | head -n 1)
+"$SOAK" worker --connect "$url" -v 2>"$T/w1.err" & w1=$!
+cleanup_hooks+=("kill -KILL $w1 2>/dev/null")
+wait_line "$T/w1.err" 'execution [0-9]+ of its exploration' 60 "worker 1's first execution" >/dev/null
+# the second worker joins; the first is killed at its next execution's start
+"$SOAK" worker --connect "$url" -v 2>"$T/w2.err" & w2=$!
+cleanup_hooks+=("kill $w2 2>/dev/null")
+wait_line "$T/w2.err" 'connected to .* trusted by the shared secret' 60 "worker 2's welcome" >/dev/null
+line=$(timeout 120 tail -n +1 -F "$T/w1.err" 2>/dev/null | grep -m 2 -E 'execution [0-9]+ of its exploration' | tail -n 1) ||
+    true
+[ -n "$line" ] || fail "watchdog: worker 1 did not start a second execution within 120 s"
+killed=$(grep -oE 'execution [0-9]+' <<<"$line" | tail -n 1)
+kill -KILL "$w1"
+wait_exit rc "$xp" 300 "soak explore --listen"
+wait_exit wrc "$w2" 60 "worker 2"
+cat "$T/fleet.out"
+expect_eq "fleet: exit status" 1 "$rc"
+expect_eq "worker 2: exit status (told the exploration is over)" 0 "$wrc"
+expect_eq "fleet: the same executions, failing, classes, distinct, complete" "$ref" "$(figures fleet)"
+expect_eq "fleet: the same failing classes" "$(jq -c .failing_classes "$T/one/explore.json")" \
+    "$(jq -c .failing_classes "$T/fleet/explore.json")"
+expect_match "the coordinator gave the killed worker's $killed to another" \
+    "$killed: worker [0-9]+ lost .*: it goes to another worker" "$(cat "$T/fleet.err")"
+expect_match "both workers took part" '^  2 workers took part' "$(cat "$T/fleet.out")"
+expect_eq "journal: one line per execution taken, and the header" $((n + 1)) "$(wc -l <"$T/fleet/explore.jsonl")"
+
+phase "a SIGKILLed explore, resumed from its journal"
+"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --out "$T/res" \
+    >"$T/res1.out" 2>&1 & xp=$!
+cleanup_hooks+=("kill -KILL $xp 2>/dev/null")
+# killed once 5 executions are in the journal (the header is line 1)
+wait_line "$T/res/explore.jsonl" '"no":' 120 "the journal's first execution" >/dev/null
+got=$(timeout 120 tail -n +1 -F "$T/res/explore.jsonl" 2>/dev/null | grep -m 5 -c '"no":' || true)
+[ "${got:-0}" -ge 5 ] || fail "watchdog: no 5 executions in the journal within 120 s"
+kill -KILL "$xp"
+wait_exit rc "$xp" 30 "the killed explore"
+before=$(( $(wc -l <"$T/res/explore.jsonl") - 1 ))
+expect_ge "executions journaled before the kill" 5 "$before"
+soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --resume "$T/res" >"$T/res2.out" 2>&1
+cat "$T/res2.out"
+expect_eq "resumed: exit status" 1 "$rc"
+expect_match "it says what it took from the journal" "^  resumed: $before executions from the journal" "$(cat "$T/res2.out")"
+expect_eq "resumed: the same executions, failing, classes, distinct, complete" "$ref" "$(figures res)"
+expect_eq "resumed: the same failing classes" "$(jq -c .failing_classes "$T/one/explore.json")" \
+    "$(jq -c .failing_classes "$T/res/explore.json")"
+ran=$(grep -c '^' "$T/res/explore.jsonl")
+expect_eq "resumed: each execution in the journal once" $((n + 1)) "$ran"
+expect_eq "every failing schedule written as a plan" "$(x res .failing)" "$(ls "$T/res/failing" | wc -l)"
+
+phase "another exploration's journal is refused"
+soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions 1 --resume "$T/res" >"$T/res3.out" 2>&1
+expect_eq "resume with another bound: usage" 64 "$rc"
+expect_match "it says why" "is another exploration's" "$(cat "$T/res3.out")"
