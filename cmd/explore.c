@@ -1211,7 +1211,7 @@ journal_open(const char *dir, bool resume, const struct cfg *cfg, uint64_t seed,
 		    1, "config", cfg->name, "seed", (json_int_t)seed, "turns", turns,
 		    "preemptions", (int)bound, "reduce", reduce, "round",
 		    (json_int_t)only_round);
-	size_t	 len = 0, lineno = 0;
+	size_t	 len = 0, lineno = 0, good = 0;
 	int	 rc = -1;
 
 	*out = NULL;
@@ -1254,6 +1254,7 @@ journal_open(const char *dir, bool resume, const struct cfg *cfg, uint64_t seed,
 				goto done;
 			} else
 				json_array_append_new(*replay, j);
+			good = (size_t)(nl - text) + (*nl == '\n');
 			if (*nl == '\0')
 				break;
 		}
@@ -1261,7 +1262,10 @@ journal_open(const char *dir, bool resume, const struct cfg *cfg, uint64_t seed,
 			errf(err, "%s is empty", path);
 			goto done;
 		}
-		if ((*out = fopen(path, "a")) == NULL) {
+		/* what follows the last whole line goes: the next line starts clean */
+		if (truncate(path, (off_t)good) == -1 ||
+		    (*out = fopen(path, "a")) == NULL ||
+		    (good > 0 && text[good - 1] != '\n' && fputc('\n', *out) == EOF)) {
 			errf(err, "%s: %s", path, strerror(errno));
 			goto done;
 		}

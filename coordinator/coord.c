@@ -1598,7 +1598,8 @@ explore_result(struct coord *c, struct lease *l, const struct msg *req, struct m
 	int		 why = reason_parse(req->u.result.reason);
 
 	if (req->u.result.seed != l->seeds[0].seed ||
-	    req->u.result.attempt != l->seeds[0].attempt || *req->u.result.plan != '\0') {
+	    req->u.result.attempt != l->seeds[0].attempt ||
+	    (req->u.result.plan != NULL && *req->u.result.plan != '\0')) {
 		text_reply(rep, MSG_ACK, 0, "lease %" PRIu64 " is execution %" PRIu64
 		    " of seed %" PRIu64 ", not the result's", l->id, l->explore_no,
 		    l->seeds[0].seed);

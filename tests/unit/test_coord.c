@@ -3072,6 +3072,149 @@ test_reproduced_words(void **state)
 	json_decref(s.detail);
 }
 
+/* ---- an exploration's leases (coord_explore) ---- */
+
+/* A driver: executions 1..3 to hand out, lost ones back first. */
+struct xdrv {
+	uint64_t	 todo[8];
+	size_t		 ntodo;
+	uint64_t	 got[8];	/* results, in order */
+	int		 verdicts[8];
+	size_t		 ngot;
+	uint64_t	 lost[8];
+	size_t		 nlost;
+	size_t		 total;
+};
+
+static int
+xd_next(void *arg, uint64_t *no, char **payload)
+{
+	struct xdrv	*d = arg;
+
+	if (d->ntodo == 0)
+		return 0;
+	*no = d->todo[--d->ntodo];
+	*payload = xasprintf("{\"no\":%" PRIu64 "}", *no);
+	return 1;
+}
+
+static void
+xd_result(void *arg, uint64_t no, uint32_t worker, int verdict, enum reason why,
+    const json_t *detail)
+{
+	struct xdrv	*d = arg;
+
+	(void)worker, (void)why;
+	assert_true(json_is_object(detail));
+	d->verdicts[d->ngot] = verdict;
+	d->got[d->ngot++] = no;
+}
+
+static void
+xd_lost(void *arg, uint64_t no, const char *why)
+{
+	struct xdrv	*d = arg;
+
+	(void)why;
+	d->lost[d->nlost++] = no;
+	d->todo[d->ntodo++] = no;
+}
+
+static bool
+xd_done(void *arg)
+{
+	struct xdrv	*d = arg;
+
+	return d->ngot == d->total;
+}
+
+/*
+ * One execution a lease, of the explored seed, the execution's number as
+ * its attempt; a result counts once and only its own; a lost worker's
+ * execution goes back to the driver and out again; the run is finished
+ * only when the driver is done and nothing is out.
+ */
+static void
+test_explore_leases(void **state)
+{
+	struct xdrv		 d = { .todo = { 3, 2, 1 }, .ntodo = 3, .total = 3 };
+	struct coord_explore	 xe = { .seed = 7, .next = xd_next, .result = xd_result,
+				    .lost = xd_lost, .done = xd_done, .arg = &d };
+	struct coord_opts	 o = { 0 };
+	struct coord		*c;
+	struct msg		 la, lb, rep;
+	char			 err[ERR_LEN];
+	uint32_t		 a, b;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.name = "t";
+	cfg.text = "name: t\n";
+	o.cfg = &cfg;
+	o.explore = &xe;
+	o.run_id = "r";
+	o.cfg_path = "/x.yaml";
+	o.heartbeat_ms = 100;
+	o.lease_ttl_ms = 1000;
+	c = coord_new(&o, err);		/* no seed range */
+	assert_non_null(c);
+	assert_false(coord_finished(c));
+	a = hello(c, 1);
+	b = hello(c, 2);
+	assert_int_equal(lease(c, a, 1, 0, &la), 1);
+	assert_int_equal(la.type, MSG_LEASE);
+	assert_string_equal(la.u.lease.explore, "{\"no\":1}");
+	assert_int_equal(la.u.lease.nseeds, 1);
+	assert_int_equal(la.u.lease.seeds[0].seed, 7);
+	assert_int_equal(la.u.lease.seeds[0].attempt, 1);
+	assert_int_equal(lease(c, b, 2, 0, &lb), 1);
+	assert_int_equal(lb.u.lease.seeds[0].attempt, 2);
+	/* another execution's, another seed's: refused, nothing taken */
+	assert_int_equal(result(c, a, 1, la.u.lease.lease_id, 7, 2, VERDICT_PASS, ""), 0);
+	assert_int_equal(result(c, a, 1, la.u.lease.lease_id, 8, 1, VERDICT_PASS, ""), 0);
+	assert_int_equal(result(c, b, 2, la.u.lease.lease_id, 7, 1, VERDICT_PASS, ""), 0);
+	assert_int_equal(d.ngot, 0);
+	/* its own: taken; the same again: acknowledged, not taken twice */
+	assert_int_equal(result_d(c, a, 1, la.u.lease.lease_id, 7, 1, VERDICT_FAIL,
+	    "invariant", "{\"explore\":{}}"), 1);
+	assert_int_equal(result(c, a, 1, la.u.lease.lease_id, 7, 1, VERDICT_FAIL,
+	    "invariant"), 1);
+	assert_int_equal(d.ngot, 1);
+	assert_int_equal(d.got[0], 1);
+	assert_int_equal(d.verdicts[0], VERDICT_FAIL);
+	/* b's connection closes and its lease expires: execution 2 goes back */
+	coord_pipe_closed(c, 2, 0);
+	coord_tick(c, 1200);
+	assert_int_equal(d.nlost, 1);
+	assert_int_equal(d.lost[0], 2);
+	assert_int_equal(result_at(c, b, 2, 1300, lb.u.lease.lease_id, 7, 2,
+	    VERDICT_PASS, ""), 0);		/* its late result: refused */
+	assert_int_equal(d.ngot, 1);
+	/* a takes it again, then 3; an unreadable detail is infra */
+	msg_clear(&la);
+	assert_int_equal(lease(c, a, 1, 1300, &la), 1);
+	assert_int_equal(la.u.lease.seeds[0].attempt, 2);
+	assert_int_equal(result_dt(c, a, 1, 1300, la.u.lease.lease_id, 7, 2,
+	    VERDICT_PASS, "", "[1]"), 1);
+	assert_int_equal(d.verdicts[1], VERDICT_INFRA);
+	msg_clear(&la);
+	assert_int_equal(lease(c, a, 1, 1300, &la), 1);
+	assert_int_equal(la.u.lease.seeds[0].attempt, 3);
+	assert_false(coord_finished(c));	/* 3 is out */
+	/* nothing left to hand out: a request waits */
+	assert_int_equal(coord_serve(c, b, 1300, &rep), 0);
+	assert_int_equal(result_at(c, a, 1, 1300, la.u.lease.lease_id, 7, 3,
+	    VERDICT_PASS, ""), 1);
+	assert_true(coord_finished(c));
+	assert_int_equal(d.ngot, 3);
+	assert_int_equal(lease(c, a, 1, 1300, &rep), 1);
+	assert_int_equal(rep.type, MSG_DONE);
+	msg_clear(&rep);
+	msg_clear(&la);
+	msg_clear(&lb);
+	coord_free(c);
+}
+
 int
 main(void)
 {
@@ -3102,6 +3245,7 @@ main(void)
 		cmocka_unit_test(test_confirm_smallest_per_bug_elsewhere),
 		cmocka_unit_test(test_minimize_leases),
 		cmocka_unit_test(test_minimize_lost_twice),
+		cmocka_unit_test(test_explore_leases),
 		cmocka_unit_test(test_confirm_off_and_single_worker),
 		cmocka_unit_test(test_coverage_counts_final_attempts),
 		cmocka_unit_test(test_confirm_cap),
