@@ -981,7 +981,7 @@ struct xfleet {
 	const char	*proxy;
 	char		*plan_text;	/* the base plan, as every lease carries it */
 	struct xstack	 out;		/* executions leased, not answered */
-	uint64_t	 budget_n, sent;
+	uint64_t	 budget_n;
 	int64_t		 budget_ms, t0;
 	const char	*stopped;
 	json_t		*workers;	/* the workers that sent a result */
@@ -990,8 +990,10 @@ struct xfleet {
 static bool
 fleet_stop_now(struct xfleet *f)
 {
-	if (f->stopped == NULL && (xp_stop || (f->budget_n > 0 && f->sent >=
-	    f->budget_n) || (f->budget_ms > 0 && now_ms() - f->t0 >= f->budget_ms)))
+	/* a count budget counts executions taken or out, as a local one does */
+	if (f->stopped == NULL && (xp_stop || (f->c->st->n > 0 && ((f->budget_n > 0 &&
+	    f->c->x->executions + f->out.n >= f->budget_n) ||
+	    (f->budget_ms > 0 && now_ms() - f->t0 >= f->budget_ms)))))
 		f->stopped = xp_stop == SIGINT ? "Ctrl-C" : xp_stop ? "SIGTERM" :
 		    "the budget";
 	return f->stopped != NULL;
@@ -1014,7 +1016,6 @@ fleet_next(void *arg, uint64_t *no, char **payload)
 	json_decref(j);
 	*no = node.no;
 	stack_push(&f->out, node);
-	f->sent++;
 	return 1;
 }
 
@@ -1081,7 +1082,7 @@ fleet_done(void *arg)
 {
 	struct xfleet	*f = arg;
 
-	return fleet_stop_now(f) || (f->c->st->n == 0 && f->out.n == 0);
+	return (f->c->st->n == 0 && f->out.n == 0) || fleet_stop_now(f);
 }
 
 static int

@@ -81,6 +81,23 @@ expect_match "the coordinator gave the killed worker's $killed to another" \
 expect_match "both workers took part" '^  2 workers took part' "$(cat "$T/fleet.out")"
 expect_eq "journal: one line per execution taken, and the header" $((n + 1)) "$(wc -l <"$T/fleet/explore.jsonl")"
 
+phase "a budget of 5 executions across machines: incomplete, never a pass"
+"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --budget 5 \
+    --listen tcp://127.0.0.1:0 --out "$T/bud" >"$T/bud.out" 2>&1 & xp=$!
+cleanup_hooks+=("kill $xp 2>/dev/null")
+url=$(wait_line "$T/bud.out" 'listening on tcp://' 120 "soak explore --budget listening" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+' | head -n 1)
+"$SOAK" worker --connect "$url" 2>"$T/wb.err" & wb=$!
+cleanup_hooks+=("kill $wb 2>/dev/null")
+wait_exit rc "$xp" 300 "soak explore --listen --budget 5"
+wait_exit wrc "$wb" 60 "the budget's worker"
+expect_eq "budget: exit status (2: incomplete; or 1 if one of the 5 failed)" \
+    "$( [ "$(x bud .failing)" -gt 0 ] && echo 1 || echo 2)" "$rc"
+expect_eq "budget: executions" 5 "$(x bud .executions)"
+expect_eq "budget: complete" false "$(x bud .complete)"
+expect_eq "budget: what stopped it" "the budget" "$(x bud .stopped_by)"
+expect_eq "budget: its worker exits 0" 0 "$wrc"
+
 phase "a SIGKILLed explore, resumed from its journal"
 "$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --out "$T/res" \
     >"$T/res1.out" 2>&1 & xp=$!
