@@ -1623,15 +1623,7 @@ cmd_explore(int argc, char **argv)
 	}
 	seed_result_clear(&res);
 	/* the scheduled proxy's entry: its steps are the prefix from now on */
-	for (i = 0; i < base.nproxies && strcmp(base.proxies[i].name, proxy) != 0; i++)
-		;
-	if (i == base.nproxies) {
-		base.proxies = xreallocarray(base.proxies, (base.nproxies + 1), sizeof(*base.proxies));
-		memset(&base.proxies[i], 0, sizeof(base.proxies[i]));
-		base.proxies[i].name = xstrdup(proxy);
-		base.nproxies++;
-	}
-	pp = &base.proxies[i];
+	pp = xp_proxy_entry(&base, proxy);
 	root = (struct xnode){ 0 };
 	if (only_round > 0) {
 		/* --rounds R: the rounds before R run once, as the seed ran them */
@@ -1652,12 +1644,7 @@ cmd_explore(int argc, char **argv)
 		printf("  rounds before %ld run once, as the seed ran them (%zu steps)\n",
 		    only_round, root.n);
 	}
-	for (k = 0; k < pp->nsteps; k++)
-		free(pp->steps[k].what), free(pp->steps[k].deadlock);
-	free(pp->steps);
-	pp->steps = NULL;
-	pp->nsteps = 0;
-	pp->prefix = true;
+	xp_prefix_start(pp);
 	w.plan = &base;
 
 	root.no = ++x.nodes;

@@ -1208,6 +1208,23 @@ worker_run_regression(struct worker *k, const struct msg *lease,
 }
 
 /*
+ * Whether the worker's environment is open for a lease of its own kind
+ * (minimize, explore); if it cannot be, the lease's seed runs as a seed,
+ * which opens again and says why in *res: infra.
+ */
+static bool
+worker_opened(struct worker *k, const struct msg_seed *s, struct seed_result *res)
+{
+	char	err[ERR_LEN];
+
+	if (!k->opened && wrk_open(&k->w, err) == 0)
+		k->opened = true;
+	if (!k->opened)
+		worker_run_seed(k, s, res);
+	return k->opened;
+}
+
+/*
  * A minimize lease (tickets.minimize): the seed's failure minimized here
  * within the lease's budget (worker/min_lease.c); a SIGTERM stops it with
  * the smallest failing plan so far.  A worker that cannot open its
@@ -1217,14 +1234,8 @@ static void
 worker_run_minimize(struct worker *k, const struct msg *lease,
     const struct msg_seed *s, struct seed_result *res)
 {
-	char	err[ERR_LEN];
-
-	if (!k->opened && wrk_open(&k->w, err) == 0)
-		k->opened = true;
-	if (!k->opened) {
-		worker_run_seed(k, s, res);	/* opens again, and says why: infra */
+	if (!worker_opened(k, s, res))
 		return;
-	}
 	log_debug("seed %" PRIu64 ": minimizing, budget %u ms", s->seed,
 	    lease->u.lease.minimize_ms);
 	wrk_minimize(&k->w, s->seed, 3, lease->u.lease.minimize_ms, k->o->fingerprint,
@@ -1243,14 +1254,8 @@ static void
 worker_run_explore(struct worker *k, const struct msg *lease,
     const struct msg_seed *s, struct seed_result *res)
 {
-	char	err[ERR_LEN];
-
-	if (!k->opened && wrk_open(&k->w, err) == 0)
-		k->opened = true;
-	if (!k->opened) {
-		worker_run_seed(k, s, res);	/* opens again, and says why: infra */
+	if (!worker_opened(k, s, res))
 		return;
-	}
 	log_debug("seed %" PRIu64 ": execution %u of its exploration", s->seed,
 	    s->attempt);
 	wrk_explore(&k->w, s->seed, lease->u.lease.explore, res);

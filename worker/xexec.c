@@ -372,6 +372,33 @@ xp_rec_parse(const json_t *j, struct xrec *r, char *err)
 	return 0;
 }
 
+struct plan_proxy *
+xp_proxy_entry(struct plan *p, const char *proxy)
+{
+	size_t	i;
+
+	for (i = 0; i < p->nproxies; i++)
+		if (strcmp(p->proxies[i].name, proxy) == 0)
+			return &p->proxies[i];
+	p->proxies = xreallocarray(p->proxies, p->nproxies + 1, sizeof(*p->proxies));
+	memset(&p->proxies[p->nproxies], 0, sizeof(p->proxies[p->nproxies]));
+	p->proxies[p->nproxies].name = xstrdup(proxy);
+	return &p->proxies[p->nproxies++];
+}
+
+void
+xp_prefix_start(struct plan_proxy *pp)
+{
+	size_t	i;
+
+	for (i = 0; i < pp->nsteps; i++)
+		free(pp->steps[i].what), free(pp->steps[i].deadlock);
+	free(pp->steps);
+	pp->steps = NULL;
+	pp->nsteps = 0;
+	pp->prefix = true;
+}
+
 void
 wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_result *res)
 {
@@ -385,7 +412,7 @@ wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_resul
 	const char		*proxy = json_string_value(json_object_get(j, "proxy"));
 	const char		*ptext = json_string_value(json_object_get(j, "plan"));
 	char			 err[ERR_LEN];
-	size_t			 n = 0, i;
+	size_t			 n = 0;
 	int64_t			 ms;
 
 	memset(res, 0, sizeof(*res));
@@ -396,24 +423,8 @@ wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_resul
 			errf(err, "an explore lease without its proxy or plan");
 		goto bad;
 	}
-	/* the scheduled proxy's entry: the prefix is its steps (a plan file
-	 * never says prefix, plan.h) */
-	for (i = 0; i < base.nproxies; i++)
-		if (strcmp(base.proxies[i].name, proxy) == 0)
-			pp = &base.proxies[i];
-	if (pp == NULL) {
-		base.proxies = xreallocarray(base.proxies, base.nproxies + 1,
-		    sizeof(*base.proxies));
-		pp = &base.proxies[base.nproxies++];
-		memset(pp, 0, sizeof(*pp));
-		pp->name = xstrdup(proxy);
-	}
-	for (i = 0; i < pp->nsteps; i++)
-		free(pp->steps[i].what), free(pp->steps[i].deadlock);
-	free(pp->steps);
-	pp->steps = NULL;
-	pp->nsteps = 0;
-	pp->prefix = true;
+	pp = xp_proxy_entry(&base, proxy);
+	xp_prefix_start(pp);
 	w->plan = &base;
 	w->whole_trace = true;
 	w->save_plan = true;

@@ -76,6 +76,14 @@ json_t	*xp_steps_json(const struct xstep *s, size_t n);
 int	 xp_steps_parse(const json_t *a, struct xstep **s, size_t *n, char *err);
 
 /*
+ * The entry of plan p for proxy (made if p has none), and that entry made
+ * an explorer's prefix: its steps gone (the prefix is given per execution),
+ * prefix set (a plan file never says it, plan.h).
+ */
+struct plan_proxy *xp_proxy_entry(struct plan *p, const char *proxy);
+void	 xp_prefix_start(struct plan_proxy *pp);
+
+/*
  * An explore lease on a worker (docs/explore.md, "Across machines"):
  * payload is the lease's {"proxy", "plan" (the base plan), "steps" (the
  * prefix), "no"}; res gets the execution's verdict and as its detail

@@ -12,15 +12,9 @@
 #  - a SIGKILLed explore resumed from its journal: the same again, and the
 #    executions before the kill are not run twice.
 . "$(dirname "$0")/lib.sh"
-PGBIN=/usr/lib/postgresql/15/bin
 export SOAK_SECRET=explore-fleet-secret-$$-0123456789abcdef
 
-pgdir=$(mktemp -d /tmp/soak-xfleet-pg.XXXXXX)
-chmod 755 "$pgdir"; mkdir "$pgdir/data"; chown postgres "$pgdir" "$pgdir/data"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null
-own_pg_start "$pgdir" "$port"
-export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
+shared_pg xfleet
 
 mkdir "$T/cfg"
 counter_schema "$T/cfg/schema.sql"

@@ -34,12 +34,7 @@ export SOAK_SECRET=fleet-fair-secret-$$-0123456789abcdef
 ms() { date +%s%3N; }
 
 # One PostgreSQL for every worker, so a first lease is not a database start.
-pgdir=$(mktemp -d /tmp/soak-fair-pg.XXXXXX)
-chmod 755 "$pgdir"; mkdir "$pgdir/data"; chown postgres "$pgdir" "$pgdir/data"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-runuser -u postgres -- "$PGBIN/initdb" -D "$pgdir/data" -U postgres --auth=trust >/dev/null
-own_pg_start "$pgdir" "$port"
-export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
+shared_pg fair
 
 cat >"$T/turn.sh" <<'SH'
 #!/bin/sh

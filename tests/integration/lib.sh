@@ -193,6 +193,18 @@ own_pg_start() {
 	    -o "-k $dir -p $port -c listen_addresses=127.0.0.1 -c fsync=off $*" start \
 	    >/dev/null ) || fail "PostgreSQL on $dir did not start: $(tail -n 5 "$dir/pg.log" 2>/dev/null)"
 }
+# shared_pg NAME: a PostgreSQL of the test's own (own_pg_start) on a free
+# port, trust auth, for every process the test starts: $pgdir, $port and
+# SOAK_DATABASE_URL are set.
+shared_pg() {
+	pgdir=$(mktemp -d "/tmp/soak-$1-pg.XXXXXX")
+	chmod 755 "$pgdir"; mkdir "$pgdir/data"; chown postgres "$pgdir" "$pgdir/data"
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	runuser -u postgres -- "${PGBIN:-/usr/lib/postgresql/15/bin}/initdb" -D "$pgdir/data" \
+	    -U postgres --auth=trust >/dev/null
+	own_pg_start "$pgdir" "$port"
+	export SOAK_DATABASE_URL="host=127.0.0.1 port=$port user=postgres dbname=postgres sslmode=disable"
+}
 own_pg_stop() {	# DIR
 	local pm kids
 	pm=$(head -n 1 "$1/data/postmaster.pid" 2>/dev/null || true)
