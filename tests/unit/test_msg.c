@@ -20,6 +20,20 @@ encode(const struct msg *m, size_t *len)
 	return buf;
 }
 
+/* m encodes, and its decoder refuses it with an error naming why. */
+static void
+refused(const struct msg *m, const char *why)
+{
+	struct msg	 out;
+	char		 err[ERR_LEN];
+	size_t		 len;
+	uint8_t		*buf = encode(m, &len);
+
+	assert_int_equal(msg_decode(buf, len, &out, err), -1);
+	assert_non_null(strstr(err, why));
+	free(buf);
+}
+
 static void
 test_roundtrip_all_types(void **state)
 {
@@ -571,17 +585,11 @@ test_minimize_lease(void **state)
 	free(buf);
 	/* two seeds, or a regression's plan: refused */
 	m.u.lease.minimize_ms = 1000;
-	buf = encode(&m, &len);
-	assert_int_equal(msg_decode(buf, len, &out, err), -1);
-	assert_non_null(strstr(err, "minimize lease"));
-	free(buf);
+	refused(&m, "minimize lease");
 	m.u.lease.nseeds = 1;
 	m.u.lease.plan = UNCONST("r1");
 	m.u.lease.plan_hash = UNCONST(HASH_A);
-	buf = encode(&m, &len);
-	assert_int_equal(msg_decode(buf, len, &out, err), -1);
-	assert_non_null(strstr(err, "minimize lease"));
-	free(buf);
+	refused(&m, "minimize lease");
 }
 
 /* An explore lease: its execution's text, one seed, nothing else. */
@@ -617,23 +625,14 @@ test_explore_lease(void **state)
 	free(buf);
 	/* two seeds, a budget or a plan with it: refused */
 	m.u.lease.explore = UNCONST("{}");
-	buf = encode(&m, &len);
-	assert_int_equal(msg_decode(buf, len, &out, err), -1);
-	assert_non_null(strstr(err, "explore lease"));
-	free(buf);
+	refused(&m, "explore lease");
 	m.u.lease.nseeds = 1;
 	m.u.lease.minimize_ms = 5;
-	buf = encode(&m, &len);
-	assert_int_equal(msg_decode(buf, len, &out, err), -1);
-	assert_non_null(strstr(err, "a budget"));
-	free(buf);
+	refused(&m, "a budget");
 	m.u.lease.minimize_ms = 0;
 	m.u.lease.plan = UNCONST("r1");
 	m.u.lease.plan_hash = UNCONST(HASH_A);
-	buf = encode(&m, &len);
-	assert_int_equal(msg_decode(buf, len, &out, err), -1);
-	assert_non_null(strstr(err, "explore lease"));
-	free(buf);
+	refused(&m, "explore lease");
 }
 
 int
