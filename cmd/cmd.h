@@ -18,8 +18,21 @@ int	cmd_pin(int argc, char **argv);		/* cmd/pin.c */
 int	cmd_report(int argc, char **argv);	/* cmd/report.c */
 int	cmd_explore(int argc, char **argv);	/* cmd/explore.c */
 int	cmd_minimize(int argc, char **argv);	/* cmd/minimize.c */
+#include <stdbool.h>
+
+struct auth_opts;
+struct bundle;
 struct cfg;
 struct seed_result;
+/*
+ * The config folder as workers without it get it (common/bundle.h), for a
+ * coordinator that listens (soak coordinator, soak explore --listen): out
+ * (and ./soak-out when default_out), the secret file, the TLS certificate
+ * and any file holding the shared secret or the TLS key left out; the
+ * line that says so on stderr.  -1 said on stderr.  cmd/run.c.
+ */
+int	coordinator_bundle(const char *config, const struct cfg *cfg, const char *out,
+	    bool default_out, const struct auth_opts *auth, struct bundle *b);
 /* A failing result's fingerprint (heap; NULL for another verdict): the
  * coordinator's rule, for the worker's minimize leases. */
 char	*min_fingerprint(const struct cfg *cfg, const struct seed_result *res);

@@ -52,6 +52,7 @@
 #include "common/verdict.h"
 #include "common/auth.h"
 #include "common/bundle.h"
+#include "common/tlsconf.h"
 #include "coordinator/coord.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/server.h"
@@ -126,7 +127,8 @@ usage(FILE *f)
 	    "usage: soak explore CONFIG --seed N [--turns LIST] [--rounds R]\n"
 	    "                    [--preemptions P] [--budget DUR|COUNT] [--workers N]\n"
 	    "                    [--out DIR | --resume DIR] [--no-reduce] [-v]\n"
-	    "                    [--listen URL [--secret-file FILE] [--insecure]]\n"
+	    "                    [--listen URL [--secret-file FILE] [--insecure]\n"
+	    "                     [--tls-cert PEM --tls-client-ca PEM]]\n"
 	    "\n"
 	    "Runs one seed's scenario again and again, each time in another order at\n"
 	    "its scheduled proxy, until every order with at most P preemptions has run\n"
@@ -157,6 +159,8 @@ usage(FILE *f)
 	    "                   soak coordinator does; a lost worker's goes to another\n"
 	    "  --secret-file F  with --listen: the shared secret (else SOAK_SECRET)\n"
 	    "  --insecure       with --listen: what soak coordinator --insecure allows\n"
+	    "  --tls-cert PEM, --tls-client-ca PEM\n"
+	    "                   with --listen tls+tcp://: as for soak coordinator\n"
 	    "  --no-reduce      run every schedule, equivalent or not (without a\n"
 	    "                   bound, schedules that differ only in the order of\n"
 	    "                   steps that commute -- BEGIN, SET, two plain reads --\n"
@@ -1113,11 +1117,9 @@ explore_fleet(struct xctx *c, const char *listen, struct auth_opts *auth,
 				    .done = fleet_done, .arg = &f };
 	struct coord_opts	 co = { 0 };
 	struct bundle		 b = { 0 };
-	struct bundle_rules	 rules = { 0 };
 	struct coord		*coord = NULL;
 	struct server		*srv = NULL;
-	const char		*exclude[3] = { c->outabs, NULL, NULL };
-	char			 err[ERR_LEN], cfgabs[PATH_MAX], secabs[PATH_MAX], *run_id;
+	char			 err[ERR_LEN], cfgabs[PATH_MAX], *run_id;
 	volatile int		 stop = 0;
 
 	*failed = 1;
@@ -1125,13 +1127,8 @@ explore_fleet(struct xctx *c, const char *listen, struct auth_opts *auth,
 		printf("explore: %s: %s\n", cfg_arg, strerror(errno));
 		return NULL;
 	}
-	if (auth->secret_file && realpath(auth->secret_file, secabs) != NULL)
-		exclude[1] = secabs;
-	rules.exclude = exclude;
-	rules.secret = auth->secret.key;
-	rules.secret_len = auth->secret.len;
-	if (bundle_pack(cfg->dir, &rules, &b, err) == -1) {
-		printf("explore: %s: %s\n", cfg_arg, err);
+	fflush(stdout);
+	if (coordinator_bundle(cfg_arg, cfg, c->outabs, false, auth, &b) == -1) {
 		bundle_free(&b);
 		return NULL;
 	}
@@ -1352,6 +1349,8 @@ cmd_explore(int argc, char **argv)
 		{ "listen",	 required_argument, NULL, 'L' },
 		{ "secret-file", required_argument, NULL, 'F' },
 		{ "insecure",	 no_argument,	    NULL, 'I' },
+		{ "tls-cert",	 required_argument, NULL, 'C' },
+		{ "tls-client-ca", required_argument, NULL, 'A' },
 		{ "no-reduce",	 no_argument,	    NULL, 'R' },
 		{ "verbose",	 no_argument,	    NULL, 'v' },
 		{ "help",	 no_argument,	    NULL, 'h' },
@@ -1386,7 +1385,7 @@ cmd_explore(int argc, char **argv)
 	size_t			 i, nsched = 0, deepest = 0;
 	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA, t, u;
 
-	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:S:L:F:IRvh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:t:p:r:b:w:o:S:L:F:IC:A:Rvh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's': seedarg = optarg; break;
 		case 't': turnsarg = optarg; break;
@@ -1442,6 +1441,8 @@ cmd_explore(int argc, char **argv)
 		case 'L': listen = optarg; break;
 		case 'F': auth.secret_file = optarg; break;
 		case 'I': auth.insecure = true; break;
+		case 'C': auth.tls_cert = optarg; break;
+		case 'A': auth.tls_client_ca = optarg; break;
 		case 'R': no_reduce = true; break;
 		case 'v': log_init("explore", 1); verbose = true; break;
 		case 'h': usage(stdout); return 0;
@@ -1463,9 +1464,10 @@ cmd_explore(int argc, char **argv)
 		fprintf(stderr, "soak explore: --seed: %s\n", err);
 		return SOAK_EXIT_USAGE;
 	}
-	if (listen == NULL && (auth.secret_file != NULL || auth.insecure)) {
-		fprintf(stderr, "soak explore: --secret-file and --insecure go with "
-		    "--listen URL\n");
+	if (listen == NULL && (auth.secret_file != NULL || auth.insecure ||
+	    auth.tls_cert != NULL || auth.tls_client_ca != NULL)) {
+		fprintf(stderr, "soak explore: --secret-file, --tls-* and --insecure "
+		    "go with --listen URL\n");
 		return SOAK_EXIT_USAGE;
 	}
 	if (listen != NULL) {
@@ -1478,7 +1480,8 @@ cmd_explore(int argc, char **argv)
 			return SOAK_EXIT_USAGE;
 		}
 		if (auth_secret_load(auth.secret_file, &auth.secret, err) == -1 ||
-		    (arc = auth_policy(AUTH_COORDINATOR, listen, &auth, warn, err)) == -1) {
+		    (arc = auth_policy(AUTH_COORDINATOR, listen, &auth, warn, err)) == -1 ||
+		    tlsconf_check(AUTH_COORDINATOR, listen, &auth, err) == -1) {
 			fprintf(stderr, "soak explore: %s\n", err);
 			auth_secret_free(&auth.secret);
 			return SOAK_EXIT_USAGE;

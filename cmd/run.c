@@ -719,9 +719,9 @@ tls_key_line(const char *path, char *line, size_t cap)
  * that key.  -1 when
  * it cannot travel (too big: the biggest files named).
  */
-static int
-coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *out,
-    struct bundle *b)
+int
+coordinator_bundle(const char *config, const struct cfg *cfg, const char *out,
+    bool default_out, const struct auth_opts *auth, struct bundle *b)
 {
 	const char		*exclude[5] = { NULL };
 	struct bundle_rules	 rules = { .exclude = exclude };
@@ -730,24 +730,24 @@ coordinator_bundle(const struct runopts *o, const struct cfg *cfg, const char *o
 
 	if (realpath(out, path[n]) != NULL)
 		n++;
-	if (o->out == NULL && realpath("soak-out", path[n]) != NULL)
+	if (default_out && realpath("soak-out", path[n]) != NULL)
 		n++;
-	if (o->auth.secret_file && realpath(o->auth.secret_file, path[n]) != NULL)
+	if (auth->secret_file && realpath(auth->secret_file, path[n]) != NULL)
 		n++;
-	if (o->auth.tls_cert && realpath(o->auth.tls_cert, path[n]) != NULL)
+	if (auth->tls_cert && realpath(auth->tls_cert, path[n]) != NULL)
 		n++;
 	for (i = 0; i < n; i++)
 		exclude[i] = path[i];
-	rules.secret = o->auth.secret.key;
-	rules.secret_len = o->auth.secret.len;
-	if (o->auth.tls_cert && tls_key_line(o->auth.tls_cert, key, sizeof(key)) == 0) {
+	rules.secret = auth->secret.key;
+	rules.secret_len = auth->secret.len;
+	if (auth->tls_cert && tls_key_line(auth->tls_cert, key, sizeof(key)) == 0) {
 		rules.key = (const uint8_t *)key;
 		rules.key_len = strlen(key);
 	}
 	rc = bundle_pack(cfg->dir, &rules, b, err);
 	explicit_bzero(key, sizeof(key));
 	if (rc == -1) {
-		fprintf(stderr, "soak coordinator: %s: %s\n", o->config, err);
+		fprintf(stderr, "soak coordinator: %s: %s\n", config, err);
 		return -1;
 	}
 	if (b->len >= (1u << 20))
@@ -1169,8 +1169,8 @@ run_main(struct runopts *o)
 		fprintf(stderr, "soak: %s\n", err);
 		goto out;
 	}
-	if (!o->local && o->bundle && coordinator_bundle(o, &r.cfg, r.out,
-	    &r.bundle) == -1) {
+	if (!o->local && o->bundle && coordinator_bundle(o->config, &r.cfg, r.out,
+	    o->out == NULL, &o->auth, &r.bundle) == -1) {
 		rmdir(r.out);	/* made just now, empty: nothing ran */
 		rc = SOAK_EXIT_CONFIG;
 		goto out;

@@ -92,6 +92,38 @@ expect_eq "budget: complete" false "$(x bud .complete)"
 expect_eq "budget: what stopped it" "the budget" "$(x bud .stopped_by)"
 expect_eq "budget: its worker exits 0" 0 "$wrc"
 
+phase "tls+tcp:// with client certificates (no shared secret), a budget of 3"
+pki=$T/pki
+mkdir -p "$pki"
+new_ca ca "explore test CA"
+new_ca ca2 "an unrelated CA"
+issue coordinator ca 'subjectAltName=DNS:localhost\nextendedKeyUsage=serverAuth\n'
+issue worker ca 'extendedKeyUsage=clientAuth\n'
+issue stranger ca2 'extendedKeyUsage=clientAuth\n'
+[ -s "$pki/coordinator.pem" ] && [ -s "$pki/stranger.pem" ] || fail "openssl made no certificates"
+SOAK_SECRET= soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --listen tls+tcp://127.0.0.1:0 \
+    --tls-cert "$pki/coordinator.pem" --out "$T/never" >"$T/notls.out" 2>&1
+expect_eq "tls+tcp:// with no way to authenticate workers: refused" 64 "$rc"
+expect_match "it says so" "add --tls-client-ca" "$(cat "$T/notls.out")"
+(unset SOAK_SECRET; exec "$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce \
+    --budget 3 --listen tls+tcp://127.0.0.1:0 --tls-cert "$pki/coordinator.pem" \
+    --tls-client-ca "$pki/ca.pem" --out "$T/tls") >"$T/tls.out" 2>&1 & xp=$!
+cleanup_hooks+=("kill $xp 2>/dev/null")
+turl=$(wait_line "$T/tls.out" 'listening on tls\+tcp://' 120 "soak explore on tls+tcp:// listening" |
+    grep -oE 'tls\+tcp://127\.0\.0\.1:[0-9]+' | head -n 1)
+soak_rc rc worker --connect "$turl" --tls-server-name localhost --tls-ca "$pki/ca.pem" \
+    --tls-cert "$pki/stranger.pem" >"$T/stranger.out" 2>&1
+expect_eq "a client certificate of another CA: refused" 1 "$rc"
+expect_match "it says why" "refused --tls-cert $pki/stranger.pem" "$(cat "$T/stranger.out")"
+(unset SOAK_SECRET; exec "$SOAK" worker --connect "$turl" --tls-server-name localhost \
+    --tls-ca "$pki/ca.pem" --tls-cert "$pki/worker.pem") 2>"$T/wt.err" & wt=$!
+cleanup_hooks+=("kill $wt 2>/dev/null")
+wait_exit rc "$xp" 300 "soak explore on tls+tcp://"
+wait_exit wrc "$wt" 60 "the TLS worker"
+expect_eq "tls: executions (the budget)" 3 "$(x tls .executions)"
+expect_eq "tls: its worker exits 0" 0 "$wrc"
+expect_match "tls: the worker ran them" '^  1 worker took part: worker [0-9]+ ran 3$' "$(cat "$T/tls.out")"
+
 phase "a SIGKILLed explore, resumed from its journal"
 "$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --out "$T/res" \
     >"$T/res1.out" 2>&1 & xp=$!
