@@ -39,6 +39,8 @@ teardown() {
 			[ -z "$(squeue -h 2>/dev/null)" ] && break
 			sleep 0.2
 		done
+		[ -z "$(squeue -h 2>/dev/null)" ] ||
+		    echo "watchdog: Slurm's queue not empty 30 s after scancel; stopping its daemons anyway" >&2
 	fi
 	stop_daemon "$D/run/slurmd.pid"
 	stop_daemon "$D/run/slurmctld.pid"
