@@ -1,0 +1,703 @@
+/*
+ * Whether a process group can still send by itself (quiet.h): its threads'
+ * states and system calls read from /proc, the sockets they wait on
+ * looked up in /proc/net/tcp.
+ */
+#include <sys/types.h>
+#include <sys/syscall.h>
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "fault-proxy/quiet.h"
+
+#define POLL_FDS_MAX	256	/* a poll array read from the process */
+#define SELECT_FDS_MAX	1024	/* FD_SETSIZE */
+#define EPOLL_FDS_MAX	256
+
+static const char *const quiet_st_names[QUIET_MAX] = {
+	[QUIET_GONE] = "gone", [QUIET_QUIET] = "quiet",
+	[QUIET_RUNNING] = "running", [QUIET_TIMED] = "timed",
+	[QUIET_UNSEEN] = "unseen",
+};
+
+const char *
+quiet_st_name(enum quiet_st st)
+{
+	return st < QUIET_MAX ? quiet_st_names[st] : "?";
+}
+
+/* One socket of /proc/net/tcp{,6}. */
+struct tsock {
+	unsigned long	 inode;
+	uint32_t	 raddr;		/* host order; 0 for a v6 peer */
+	uint16_t	 lport, rport;
+	uint32_t	 rxq;
+	bool		 listen;
+};
+
+/* A process of the system and its group, from the last scan. */
+struct proc {
+	pid_t	pid, pgrp;
+};
+
+struct quiet {
+	quiet_ours_fn	 ours;
+	void		*arg;
+	/* the processes, sorted by pid; rescanned when last_pid moves */
+	struct proc	*procs;
+	size_t		 nprocs, capprocs;
+	long		 last_pid;
+	bool		 scanned;
+	/* this look's sockets, sorted by inode; read at the first need */
+	struct tsock	*socks;
+	size_t		 nsocks, capsocks;
+	bool		 socks_read;
+};
+
+/* One thread's verdict as it is folded into the group's. */
+struct tlook {
+	enum quiet_st	 st;
+	char		 what[96];
+};
+
+struct quiet *
+quiet_new(quiet_ours_fn ours, void *arg)
+{
+	struct quiet	*q = xcalloc(1, sizeof(*q));
+
+	q->ours = ours;
+	q->arg = arg;
+	q->last_pid = -1;
+	return q;
+}
+
+void
+quiet_free(struct quiet *q)
+{
+	if (q == NULL)
+		return;
+	free(q->procs);
+	free(q->socks);
+	free(q);
+}
+
+void
+quiet_begin(struct quiet *q)
+{
+	q->socks_read = false;
+}
+
+/* A small file into buf (NUL-terminated); its length, or -1. */
+static ssize_t
+slurp(const char *path, char *buf, size_t len)
+{
+	ssize_t	n;
+	int	fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
+/* The fields of a stat line after "pid (comm) ": state, ppid, pgrp. */
+static int
+stat_fields(const char *line, char *state, pid_t *pgrp)
+{
+	const char	*p = strrchr(line, ')');
+	long		 ppid, pg;
+
+	if (p == NULL || sscanf(p + 1, " %c %ld %ld", state, &ppid, &pg) != 3)
+		return -1;
+	if (pgrp != NULL)
+		*pgrp = (pid_t)pg;
+	return 0;
+}
+
+static int
+by_pid(const void *a, const void *b)
+{
+	const struct proc	*x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The system's last pid (/proc/loadavg's last field), or -1. */
+static long
+last_pid(void)
+{
+	char	 buf[128];
+	char	*sp;
+
+	if (slurp("/proc/loadavg", buf, sizeof(buf)) <= 0 ||
+	    (sp = strrchr(buf, ' ')) == NULL)
+		return -1;
+	return strtol(sp + 1, NULL, 10);
+}
+
+/* Every process and its group, when the system made one since. */
+static void
+scan_procs(struct quiet *q)
+{
+	char		 path[300], line[512];
+	struct dirent	*d;
+	DIR		*dir;
+	long		 lp = last_pid();
+	pid_t		 pg;
+	char		 st;
+
+	if (q->scanned && lp != -1 && lp == q->last_pid)
+		return;
+	q->last_pid = lp;
+	q->nprocs = 0;
+	if ((dir = opendir("/proc")) == NULL)
+		return;
+	while ((d = readdir(dir)) != NULL) {
+		if (!isdigit((unsigned char)d->d_name[0]))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
+		if (slurp(path, line, sizeof(line)) <= 0 ||
+		    stat_fields(line, &st, &pg) == -1)
+			continue;
+		if (q->nprocs == q->capprocs) {
+			q->capprocs = q->capprocs ? q->capprocs * 2 : 256;
+			q->procs = xreallocarray(q->procs, q->capprocs,
+			    sizeof(*q->procs));
+		}
+		q->procs[q->nprocs++] = (struct proc){ (pid_t)atol(d->d_name), pg };
+	}
+	closedir(dir);
+	qsort(q->procs, q->nprocs, sizeof(*q->procs), by_pid);
+	q->scanned = true;
+}
+
+/* ---- sockets ---- */
+
+static int
+by_inode(const void *a, const void *b)
+{
+	const struct tsock	*x = a, *y = b;
+
+	return (x->inode > y->inode) - (x->inode < y->inode);
+}
+
+static void
+read_table(struct quiet *q, const char *path, bool v6)
+{
+	char	 line[512], laddr[40], raddr[40];
+	FILE	*f;
+	unsigned	lport, rport, st;
+	unsigned long	txq, rxq, inode;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return;
+	if (fgets(line, sizeof(line), f) == NULL) {	/* the header */
+		fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		struct tsock	s = { 0 };
+
+		if (sscanf(line, " %*u: %39[0-9A-Fa-f]:%x %39[0-9A-Fa-f]:%x %x "
+		    "%lx:%lx %*x:%*x %*x %*u %*u %lu", laddr, &lport, raddr,
+		    &rport, &st, &txq, &rxq, &inode) != 8)
+			continue;
+		s.inode = inode;
+		s.lport = (uint16_t)lport;
+		s.rport = (uint16_t)rport;
+		s.rxq = (uint32_t)rxq;
+		s.listen = st == 0x0A;
+		if (!v6 && strlen(raddr) == 8)
+			s.raddr = ntohl((uint32_t)strtoul(raddr, NULL, 16));
+		else if (v6 && strlen(raddr) == 32) {
+			/* four words, each printed as the host reads it */
+			char		w[9];
+			uint32_t	a[4];
+			int		i;
+
+			for (i = 0; i < 4; i++) {
+				memcpy(w, raddr + 8 * i, 8);
+				w[8] = '\0';
+				a[i] = (uint32_t)strtoul(w, NULL, 16);
+			}
+			if (a[0] == 0 && a[1] == 0 && a[2] == htonl(0xffff))
+				s.raddr = ntohl(a[3]);
+		}
+		if (q->nsocks == q->capsocks) {
+			q->capsocks = q->capsocks ? q->capsocks * 2 : 128;
+			q->socks = xreallocarray(q->socks, q->capsocks,
+			    sizeof(*q->socks));
+		}
+		q->socks[q->nsocks++] = s;
+	}
+	fclose(f);
+}
+
+static const struct tsock *
+find_sock(struct quiet *q, unsigned long inode)
+{
+	struct tsock	key = { .inode = inode };
+
+	if (!q->socks_read) {
+		q->nsocks = 0;
+		read_table(q, "/proc/net/tcp", false);
+		read_table(q, "/proc/net/tcp6", true);
+		qsort(q->socks, q->nsocks, sizeof(*q->socks), by_inode);
+		q->socks_read = true;
+	}
+	return bsearch(&key, q->socks, q->nsocks, sizeof(*q->socks), by_inode);
+}
+
+/* ---- one file descriptor a thread waits on ---- */
+
+enum fdk {
+	FDK_OURS,	/* a socket to soak's listener, nothing unread */
+	FDK_READY,	/* a byte waits unread, or a connection to accept */
+	FDK_LISTEN,	/* a listening socket, nothing queued */
+	FDK_PIPE,	/* a pipe: its writers are the group's */
+	FDK_WAKE,	/* an eventfd or signalfd: a wake-up of the group's own
+			   (libuv's uv_async, a thread pool's) */
+	FDK_TIMER,	/* a timerfd: ends by itself */
+	FDK_EPOLL,	/* an epoll set inside a poll: looked into */
+	FDK_FOREIGN,	/* a socket to a peer soak does not see */
+	FDK_OTHER	/* a terminal, a file, a unix socket, gone */
+};
+
+static void
+add_port(struct quiet_res *out, uint16_t port)
+{
+	size_t	i;
+
+	for (i = 0; i < out->nports; i++)
+		if (out->ports[i] == port)
+			return;
+	if (out->nports == QUIET_SOCKS) {
+		out->ports_cut = true;
+		return;
+	}
+	out->ports[out->nports++] = port;
+}
+
+static enum fdk
+fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
+    char *what, size_t len)
+{
+	char			 path[64], link[128];
+	const struct tsock	*s;
+	unsigned long		 inode;
+	ssize_t			 n;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%ld", (int)pid, fd);
+	if ((n = readlink(path, link, sizeof(link) - 1)) < 0) {
+		snprintf(what, len, "fd %ld (%s)", fd, strerror(errno));
+		return FDK_OTHER;
+	}
+	link[n] = '\0';
+	if (strncmp(link, "pipe:", 5) == 0)
+		return FDK_PIPE;
+	if (strcmp(link, "anon_inode:[eventpoll]") == 0)
+		return FDK_EPOLL;
+	if (strcmp(link, "anon_inode:[eventfd]") == 0 ||
+	    strcmp(link, "anon_inode:[signalfd]") == 0)
+		return FDK_WAKE;
+	if (strcmp(link, "anon_inode:[timerfd]") == 0) {
+		snprintf(what, len, "a timer");
+		return FDK_TIMER;
+	}
+	if (sscanf(link, "socket:[%lu]", &inode) != 1) {
+		snprintf(what, len, "%.80s", link);
+		return FDK_OTHER;
+	}
+	if ((s = find_sock(q, inode)) == NULL) {
+		/* a unix socket's peer could be anyone's (a database's
+		 * socket, a journal): not looked into */
+		snprintf(what, len, "a socket that is not TCP");
+		return FDK_OTHER;
+	}
+	if (s->listen)
+		return s->rxq > 0 ? FDK_READY : FDK_LISTEN;
+	if (s->rxq > 0)
+		return FDK_READY;
+	if (s->raddr != 0 && q->ours(q->arg, s->raddr, s->rport)) {
+		add_port(out, s->lport);
+		return FDK_OURS;
+	}
+	snprintf(what, len, "a socket to %u.%u.%u.%u:%u", s->raddr >> 24,
+	    s->raddr >> 16 & 0xff, s->raddr >> 8 & 0xff, s->raddr & 0xff, s->rport);
+	return FDK_FOREIGN;
+}
+
+/* Folds one fd into a thread's verdict: QUIET stays only while every fd is
+ * one soak or the group ends. */
+static enum quiet_st
+fd_st(enum fdk k)
+{
+	switch (k) {
+	case FDK_OURS: case FDK_LISTEN: case FDK_PIPE: case FDK_WAKE:
+		return QUIET_QUIET;
+	case FDK_READY:
+		return QUIET_RUNNING;
+	case FDK_TIMER:
+		return QUIET_TIMED;
+	default:
+		return QUIET_UNSEEN;
+	}
+}
+
+static enum quiet_st
+worse(enum quiet_st a, enum quiet_st b)
+{
+	/* RUNNING over UNSEEN over TIMED over QUIET */
+	static const int rank[QUIET_MAX] = {
+		[QUIET_GONE] = 0, [QUIET_QUIET] = 1, [QUIET_TIMED] = 2,
+		[QUIET_UNSEEN] = 3, [QUIET_RUNNING] = 4,
+	};
+	return rank[b] > rank[a] ? b : a;
+}
+
+static ssize_t
+read_mem(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	char	path[64];
+	ssize_t	n;
+	int	fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", (int)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	n = pread(fd, buf, len, (off_t)addr);
+	close(fd);
+	return n;
+}
+
+static enum quiet_st	epoll_st(struct quiet *, pid_t, long, struct quiet_res *,
+			    char *, size_t, int);
+
+/* The fds of a poll array in the process's memory. */
+static enum quiet_st
+poll_st(struct quiet *q, pid_t pid, uint64_t addr, uint64_t nfds,
+    struct quiet_res *out, char *what, size_t len)
+{
+	struct pollfd	fds[POLL_FDS_MAX];
+	enum quiet_st	st = QUIET_QUIET;
+	size_t		i, n = (size_t)nfds;
+
+	if (n == 0)
+		return QUIET_QUIET;	/* a poll of nothing: only its timeout */
+	if (n > POLL_FDS_MAX ||
+	    read_mem(pid, addr, fds, n * sizeof(*fds)) != (ssize_t)(n * sizeof(*fds))) {
+		snprintf(what, len, "poll on %zu fds it could not read", n);
+		return QUIET_UNSEEN;
+	}
+	for (i = 0; i < n; i++) {
+		enum fdk	k;
+
+		if (fds[i].fd < 0)
+			continue;
+		k = fd_kind(q, pid, fds[i].fd, out, what, len);
+		st = worse(st, k == FDK_EPOLL ? epoll_st(q, pid, fds[i].fd, out,
+		    what, len, 1) : fd_st(k));
+	}
+	return st;
+}
+
+/* The fds of select's read, write and except sets. */
+static enum quiet_st
+select_st(struct quiet *q, pid_t pid, uint64_t nfds, const uint64_t *sets,
+    struct quiet_res *out, char *what, size_t len)
+{
+	unsigned long	bits[SELECT_FDS_MAX / (8 * sizeof(unsigned long))];
+	const size_t	w = 8 * sizeof(unsigned long);
+	enum quiet_st	st = QUIET_QUIET;
+	size_t		n = (size_t)nfds, bytes, s, fd;
+
+	if (n > SELECT_FDS_MAX) {
+		snprintf(what, len, "select on %zu fds", n);
+		return QUIET_UNSEEN;
+	}
+	bytes = (n + w - 1) / w * sizeof(unsigned long);
+	for (s = 0; s < 3; s++) {
+		if (sets[s] == 0 || bytes == 0)
+			continue;
+		if (read_mem(pid, sets[s], bits, bytes) != (ssize_t)bytes) {
+			snprintf(what, len, "select on fds it could not read");
+			return QUIET_UNSEEN;
+		}
+		for (fd = 0; fd < n; fd++)
+			if (bits[fd / w] >> (fd % w) & 1)
+				st = worse(st, fd_st(fd_kind(q, pid, (long)fd, out,
+				    what, len)));
+	}
+	return st;
+}
+
+/* The fds an epoll set watches (its fdinfo's "tfd:" lines). */
+static enum quiet_st
+epoll_st(struct quiet *q, pid_t pid, long epfd, struct quiet_res *out,
+    char *what, size_t len, int depth)
+{
+	char		 path[64], line[256];
+	enum quiet_st	 st = QUIET_QUIET;
+	FILE		*f;
+	long		 tfd;
+	int		 n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo/%ld", (int)pid, epfd);
+	if ((f = fopen(path, "re")) == NULL) {
+		snprintf(what, len, "epoll set %ld it could not read", epfd);
+		return QUIET_UNSEEN;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		enum fdk	k;
+
+		if (sscanf(line, "tfd: %ld", &tfd) != 1)
+			continue;
+		if (++n > EPOLL_FDS_MAX) {
+			snprintf(what, len, "an epoll set of over %d fds",
+			    EPOLL_FDS_MAX);
+			st = worse(st, QUIET_UNSEEN);
+			break;
+		}
+		k = fd_kind(q, pid, tfd, out, what, len);
+		if (k == FDK_EPOLL)
+			st = worse(st, depth < 2 ? epoll_st(q, pid, tfd, out, what,
+			    len, depth + 1) : QUIET_UNSEEN);
+		else
+			st = worse(st, fd_st(k));
+	}
+	fclose(f);
+	return st;
+}
+
+/* Whether a timeout argument (a pointer) is absent, or an int ms negative. */
+static bool
+no_timeout_ptr(uint64_t p)
+{
+	return p == 0;
+}
+
+static bool
+no_timeout_ms(uint64_t v)
+{
+	return (int)(uint32_t)v < 0;
+}
+
+/*
+ * One sleeping thread's system call (its /proc syscall line: "NR a0 .. a5
+ * sp pc"), judged.
+ */
+static enum quiet_st
+syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
+    char *what, size_t len)
+{
+	uint64_t	a[6];
+	long		nr;
+	enum quiet_st	st;
+	int		op;
+
+	if (strncmp(line, "running", 7) == 0) {
+		snprintf(what, len, "running");
+		return QUIET_RUNNING;
+	}
+	if (sscanf(line, "%ld %" SCNx64 " %" SCNx64 " %" SCNx64 " %" SCNx64
+	    " %" SCNx64 " %" SCNx64, &nr, &a[0], &a[1], &a[2], &a[3], &a[4],
+	    &a[5]) != 7) {
+		snprintf(what, len, "between system calls");
+		return QUIET_RUNNING;
+	}
+	switch (nr) {
+	case SYS_read: case SYS_readv: case SYS_recvfrom: case SYS_recvmsg:
+	case SYS_write: case SYS_writev: case SYS_sendto: case SYS_sendmsg:
+	case SYS_accept: case SYS_accept4:
+		return fd_st(fd_kind(q, pid, (long)a[0], out, what, len));
+#ifdef SYS_poll
+	case SYS_poll:
+		st = poll_st(q, pid, a[0], a[1], out, what, len);
+		if (st == QUIET_QUIET && !no_timeout_ms(a[2])) {
+			snprintf(what, len, "poll with a %d ms timeout", (int)a[2]);
+			return QUIET_TIMED;
+		}
+		return st;
+#endif
+	case SYS_ppoll:
+		st = poll_st(q, pid, a[0], a[1], out, what, len);
+		if (st == QUIET_QUIET && !no_timeout_ptr(a[2])) {
+			snprintf(what, len, "ppoll with a timeout");
+			return QUIET_TIMED;
+		}
+		return st;
+#ifdef SYS_select
+	case SYS_select:
+#endif
+	case SYS_pselect6:
+		st = select_st(q, pid, a[0], &a[1], out, what, len);
+		if (st == QUIET_QUIET && !no_timeout_ptr(a[4])) {
+			snprintf(what, len, "select with a timeout");
+			return QUIET_TIMED;
+		}
+		return st;
+#ifdef SYS_epoll_wait
+	case SYS_epoll_wait:
+#endif
+	case SYS_epoll_pwait:
+		st = epoll_st(q, pid, (long)a[0], out, what, len, 1);
+		if (st == QUIET_QUIET && !no_timeout_ms(a[3])) {
+			snprintf(what, len, "epoll_wait with a %d ms timeout",
+			    (int)a[3]);
+			return QUIET_TIMED;
+		}
+		return st;
+#ifdef SYS_epoll_pwait2
+	case SYS_epoll_pwait2:
+		st = epoll_st(q, pid, (long)a[0], out, what, len, 1);
+		if (st == QUIET_QUIET && !no_timeout_ptr(a[3])) {
+			snprintf(what, len, "epoll_pwait2 with a timeout");
+			return QUIET_TIMED;
+		}
+		return st;
+#endif
+	case SYS_futex:
+		op = (int)a[1] & FUTEX_CMD_MASK;
+		if (op != FUTEX_WAIT && op != FUTEX_WAIT_BITSET &&
+		    op != FUTEX_LOCK_PI && op != FUTEX_WAIT_REQUEUE_PI) {
+			snprintf(what, len, "futex op %d", op);
+			return QUIET_UNSEEN;
+		}
+		/* FUTEX_LOCK_PI's timeout is argument 3 as well */
+		if (!no_timeout_ptr(a[3])) {
+			snprintf(what, len, "a timed futex wait");
+			return QUIET_TIMED;
+		}
+		return QUIET_QUIET;
+#ifdef SYS_futex_waitv
+	case SYS_futex_waitv:
+		if (!no_timeout_ptr(a[3])) {
+			snprintf(what, len, "a timed futex wait");
+			return QUIET_TIMED;
+		}
+		return QUIET_QUIET;
+#endif
+	case SYS_wait4: case SYS_waitid:
+#ifdef SYS_pause
+	case SYS_pause:
+#endif
+	case SYS_rt_sigsuspend:
+		return QUIET_QUIET;
+	case SYS_nanosleep: case SYS_clock_nanosleep:
+		snprintf(what, len, "sleeping");
+		return QUIET_TIMED;
+	case SYS_rt_sigtimedwait:
+		snprintf(what, len, no_timeout_ptr(a[2]) ? "waiting for a signal" :
+		    "waiting for a signal with a timeout");
+		return no_timeout_ptr(a[2]) ? QUIET_UNSEEN : QUIET_TIMED;
+	case SYS_connect:
+		snprintf(what, len, "connecting");
+		return QUIET_RUNNING;
+	case SYS_restart_syscall:
+		snprintf(what, len, "a restarted wait (its timeout unknown)");
+		return QUIET_TIMED;
+	default:
+		snprintf(what, len, "system call %ld", nr);
+		return QUIET_UNSEEN;
+	}
+}
+
+/* One thread: its state, then its system call when it sleeps. */
+static enum quiet_st
+thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
+    char *what, size_t len)
+{
+	char	path[320], line[512], st;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	if (slurp(path, line, sizeof(line)) <= 0 ||
+	    stat_fields(line, &st, NULL) == -1)
+		return QUIET_GONE;
+	switch (st) {
+	case 'Z': case 'X': case 'x':
+		return QUIET_GONE;
+	case 'S': case 'I':
+		break;
+	case 'T': case 't':
+		snprintf(what, len, "stopped");
+		return QUIET_UNSEEN;
+	default:	/* R, D, W, P */
+		snprintf(what, len, st == 'D' ? "in an uninterruptible wait" :
+		    "running");
+		return QUIET_RUNNING;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", (int)pid, tid);
+	if (slurp(path, line, sizeof(line)) <= 0) {
+		if (errno == ENOENT || errno == ESRCH)
+			return QUIET_GONE;
+		out->denied = true;
+		snprintf(what, len, "a wait /proc would not show (%s)",
+		    strerror(errno));
+		return QUIET_UNSEEN;
+	}
+	return syscall_st(q, pid, line, out, what, len);
+}
+
+void
+quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
+{
+	char		 path[64], what[96];
+	struct dirent	*d;
+	DIR		*dir;
+	size_t		 i;
+	enum quiet_st	 st;
+
+	memset(out, 0, sizeof(*out));
+	out->st = QUIET_GONE;
+	scan_procs(q);
+	/* the group's processes; the scan is sorted by pid, not by group */
+	for (i = 0; i < q->nprocs; i++) {
+		pid_t	pid = q->procs[i].pid;
+
+		if (q->procs[i].pgrp != pgid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+		if ((dir = opendir(path)) == NULL)
+			continue;	/* gone since the scan */
+		out->nprocs++;
+		while ((d = readdir(dir)) != NULL) {
+			if (!isdigit((unsigned char)d->d_name[0]))
+				continue;
+			what[0] = '\0';
+			st = thread_st(q, pid, d->d_name, out, what, sizeof(what));
+			if (st == QUIET_GONE)
+				continue;
+			out->nthreads++;
+			if (worse(out->st, st) == out->st)
+				continue;
+			out->st = st;
+			if (st != QUIET_QUIET) {
+				out->pid = pid;
+				out->tid = (pid_t)atol(d->d_name);
+				snprintf(out->what, sizeof(out->what), "%s", what);
+			}
+		}
+		closedir(dir);
+	}
+	if (out->st != QUIET_QUIET) {
+		out->nports = 0;
+		out->ports_cut = false;
+	}
+}

@@ -1,0 +1,96 @@
+/*
+ * Whether a process group can still send anything by itself, judged from
+ * what /proc shows, never from a clock: private
+ * to fault-proxy, used by the gate to know when every actor of a schedule
+ * is accounted for.
+ *
+ * A group is QUIET when every thread of every one of its processes sleeps
+ * in a wait only soak, or the group itself, can end:
+ *  - reading, writing, polling (poll, ppoll, select, pselect6, epoll_wait,
+ *    epoll_pwait, epoll_pwait2 — with no timeout) or accepting on sockets
+ *    whose receive queue is empty and whose peer is one of soak's
+ *    listeners (the `ours` callback says which), or listening sockets
+ *    with no connection queued, or pipes (their writers are the group's
+ *    own processes);
+ *  - a futex wait without a timeout (another thread of the group holds
+ *    what it waits for), wait4/waitid (a child of the group), pause and
+ *    sigsuspend.
+ * Any thread that runs, is in uninterruptible sleep, is between system
+ * calls, or has a byte waiting in a socket it blocks on makes the group
+ * RUNNING: it is about to do something, look again soon.  A wait that
+ * ends by itself (a sleep, any timed wait: a 0.5 s select, a condition
+ * variable with a deadline, Node's timers, the GIL's 5 ms) makes it TIMED,
+ * and a wait on something soak does not see (a socket to another peer, a
+ * terminal, an unknown system call) UNSEEN: both are left to the
+ * schedule's `arrival` watchdog, whose decisions are marked forced.  When
+ * /proc refuses to show a thread's system call (another user's process, a
+ * ptrace scope), the group is UNSEEN and `denied` says so.
+ *
+ * The sockets a QUIET group's threads wait on are listed by their local
+ * port (the peer port of the connection soak's listener accepted), so
+ * that the caller can tell a thread waiting on an exchange held at a gate
+ * from one waiting on a reply in flight.
+ *
+ * Cost: a look reads, per thread of the group, its stat and syscall, and
+ * per socket it waits on a line of /proc/net/tcp (read once per look, and
+ * only when some thread waits on a socket).  Which processes belong to the
+ * group is learnt by a scan of /proc, redone only when the system has
+ * made a process or thread since the last (the last pid of
+ * /proc/loadavg).  Linux only; x86-64 and aarch64 system call numbers
+ * come from <sys/syscall.h>.
+ */
+#ifndef SOAK_PROXY_QUIET_H
+#define SOAK_PROXY_QUIET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum quiet_st {
+	QUIET_GONE,	/* no process left in the group */
+	QUIET_QUIET,	/* nothing can happen until soak answers or admits */
+	QUIET_RUNNING,	/* a thread runs, or is about to: look again */
+	QUIET_TIMED,	/* a wait that ends by itself: the arrival watchdog */
+	QUIET_UNSEEN,	/* a wait soak cannot see the end of: the watchdog */
+	QUIET_MAX
+};
+const char	*quiet_st_name(enum quiet_st st);
+
+#define QUIET_SOCKS	64	/* sockets kept per look */
+
+/* What one look found. */
+struct quiet_res {
+	enum quiet_st	 st;
+	/* the thread that decided st (not QUIET, not GONE), and what it was
+	 * doing, for people: "nanosleep", "poll with a 500 ms timeout",
+	 * "read on a socket to 10.1.2.3:443" */
+	pid_t		 pid, tid;
+	char		 what[96];
+	bool		 denied;	/* /proc refused a thread's syscall */
+	/* QUIET: the local ports of soak's sockets its threads wait on */
+	uint16_t	 ports[QUIET_SOCKS];
+	size_t		 nports;
+	bool		 ports_cut;	/* more than QUIET_SOCKS */
+	int		 nprocs, nthreads;
+};
+
+/*
+ * ours(arg, addr, port): whether a socket whose peer is addr:port (IPv4,
+ * host order; an IPv6 socket's v4-mapped peer too) is one of soak's
+ * listeners.
+ */
+typedef bool	(*quiet_ours_fn)(void *arg, uint32_t addr, uint16_t port);
+
+struct quiet;
+struct quiet	*quiet_new(quiet_ours_fn ours, void *arg);
+void		 quiet_free(struct quiet *q);
+/*
+ * Looks at process group pgid (its processes found through /proc) and
+ * fills *out.  A look of several groups in a row shares one reading of
+ * /proc/net/tcp: quiet_begin() before them starts a new one.
+ */
+void		 quiet_begin(struct quiet *q);
+void		 quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out);
+
+#endif

@@ -1,0 +1,362 @@
+/*
+ * Quiescence from /proc (fault-proxy/quiet.c) on real processes and real
+ * sockets: Python threads blocked reading sockets to "soak's" listener are
+ * quiet, and their ports are the ones the listener accepted; a byte sent
+ * to one wakes it (running, then its sleep: timed); a busy loop runs; a
+ * socket to a listener that is not soak's is unseen; select with a timeout
+ * is timed; bash waiting on its child that waits on soak's socket is
+ * quiet; Node's Promise.all over sockets, with no timer, is quiet; a group
+ * whose processes are gone is gone.  Each look that must reach a state is
+ * retried until it does, under an alarm(2) watchdog that names it.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/util.h"
+#include "fault-proxy/quiet.h"
+
+#define WATCHDOG_S	30
+#define PY		"/usr/bin/python3"
+
+struct lsock {
+	int		fd;
+	uint16_t	port;
+};
+
+/* ours: the listener the test calls soak's */
+static uint16_t	ours_port;
+
+static bool
+ours(void *arg, uint32_t addr, uint16_t port)
+{
+	(void)arg;
+	return addr == INADDR_LOOPBACK && port == ours_port;
+}
+
+static struct lsock
+listen_any(void)
+{
+	struct sockaddr_in	sa = { .sin_family = AF_INET };
+	socklen_t		len = sizeof(sa);
+	struct lsock		l;
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	l.fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(l.fd >= 0);
+	assert_int_equal(bind(l.fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(l.fd, 16), 0);
+	assert_int_equal(getsockname(l.fd, (struct sockaddr *)&sa, &len), 0);
+	l.port = ntohs(sa.sin_port);
+	return l;
+}
+
+/* Accepts one connection; its peer port into *peer. */
+static int
+accept_one(struct lsock *l, uint16_t *peer)
+{
+	struct sockaddr_in	sa;
+	socklen_t		len = sizeof(sa);
+	int			fd;
+
+	fd = accept(l->fd, (struct sockaddr *)&sa, &len);
+	assert_true(fd >= 0);
+	if (peer != NULL)
+		*peer = ntohs(sa.sin_port);
+	return fd;
+}
+
+/* Starts argv in a process group of its own; its pid (= the group). */
+static pid_t
+start(char *const argv[])
+{
+	pid_t	pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		setpgid(0, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	return pid;
+}
+
+static void
+stop(pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+}
+
+static const char	*waiting_for = "nothing";
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	fprintf(stderr, "watchdog: still waiting for %s after %d s\n",
+	    waiting_for, WATCHDOG_S);
+	_exit(1);
+}
+
+/*
+ * Looks until the group is in state want (other states are passed over
+ * while the processes get there): the state is the processes' to reach,
+ * the watchdog the bound.
+ */
+static void
+look_until(struct quiet *q, pid_t pg, enum quiet_st want, struct quiet_res *r,
+    const char *what)
+{
+	struct timespec	ts = { 0, 2 * 1000 * 1000 };
+
+	waiting_for = what;
+	for (;;) {
+		quiet_begin(q);
+		quiet_look(q, pg, r);
+		if (r->st == want)
+			break;
+		nanosleep(&ts, NULL);	/* a look's pace, not a wait on time */
+	}
+	waiting_for = "nothing";
+}
+
+static bool
+has_port(const struct quiet_res *r, uint16_t port)
+{
+	size_t	i;
+
+	for (i = 0; i < r->nports; i++)
+		if (r->ports[i] == port)
+			return true;
+	return false;
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	signal(SIGALRM, on_alarm);
+	alarm(WATCHDOG_S);
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	(void)state;
+	alarm(0);
+	return 0;
+}
+
+/*
+ * Three threads, each blocked in recv on a connection to soak's listener:
+ * quiet, with exactly those three ports; one woken by a byte then sleeps
+ * (timed: "sleeping"); a busy thread is running.
+ */
+static void
+test_python_threads(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	char		 port[16], prog[1024];
+	uint16_t	 peer[3];
+	int		 fd[3], i;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(port, sizeof(port), "%u", l.port);
+	snprintf(prog, sizeof(prog),
+	    "import socket, threading, time, sys\n"
+	    "def one():\n"
+	    "    s = socket.create_connection(('127.0.0.1', %s))\n"
+	    "    s.recv(1)\n"
+	    "    time.sleep(60)\n"
+	    "ts = [threading.Thread(target=one) for _ in range(3)]\n"
+	    "[t.start() for t in ts]\n"
+	    "[t.join() for t in ts]\n", port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	for (i = 0; i < 3; i++)
+		fd[i] = accept_one(&l, &peer[i]);
+	look_until(q, pg, QUIET_QUIET, &r, "three Python threads blocked in recv");
+	assert_int_equal(r.nports, 3);
+	for (i = 0; i < 3; i++)
+		assert_true(has_port(&r, peer[i]));
+	assert_int_equal(r.nprocs, 1);
+	assert_int_equal(r.nthreads, 4);	/* the main thread joins */
+	/* one thread woken: it sleeps, which ends by itself */
+	assert_int_equal(write(fd[1], "x", 1), 1);
+	look_until(q, pg, QUIET_TIMED, &r, "a woken thread's sleep");
+	assert_string_equal(r.what, "sleeping");
+	stop(pg);
+	look_until(q, pg, QUIET_GONE, &r, "the group to be gone");
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
+	close(l.fd);
+	quiet_free(q);
+}
+
+/* A thread that computes runs; one on a socket not soak's is unseen. */
+static void
+test_running_and_foreign(void **state)
+{
+	struct lsock	 l = listen_any(), other = listen_any();
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	char		 prog[1024];
+	int		 fd;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "import socket\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "s.recv(1)\n"
+	    "while True: pass\n", other.port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	fd = accept_one(&other, NULL);
+	look_until(q, pg, QUIET_UNSEEN, &r, "a recv on a listener not soak's");
+	assert_non_null(strstr(r.what, "a socket to 127.0.0.1:"));
+	assert_int_equal(r.nports, 0);
+	assert_int_equal(write(fd, "x", 1), 1);
+	look_until(q, pg, QUIET_RUNNING, &r, "a busy loop");
+	assert_int_equal(r.tid, pg);	/* the main thread, the one that runs */
+	stop(pg);
+	close(fd);
+	close(l.fd);
+	close(other.fd);
+	quiet_free(q);
+}
+
+/* select with a timeout ends by itself; a byte pending in the socket a
+ * poll watches is running, whatever the thread's state. */
+static void
+test_timed_select(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	char		 prog[1024];
+	int		 fd;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "import socket, select\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "while True: select.select([s], [], [], 0.5)\n", l.port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	fd = accept_one(&l, NULL);
+	look_until(q, pg, QUIET_TIMED, &r, "select with a 0.5 s timeout");
+	assert_non_null(strstr(r.what, "timeout"));
+	stop(pg);
+	close(fd);
+	close(l.fd);
+	quiet_free(q);
+}
+
+/* bash waits on its child (wait4), which waits on soak's socket: the
+ * group of both is quiet; after the child, bash reads a pipe no one
+ * writes — still the group's own — and is quiet too. */
+static void
+test_bash_and_child(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	char		 script[1024];
+	uint16_t	 peer;
+	int		 fd;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(script, sizeof(script),
+	    PY " -c \"import socket; socket.create_connection(('127.0.0.1', %u))"
+	    ".recv(1)\"; echo done", l.port);
+	pg = start((char *[]){ "/bin/bash", "-c", script, NULL });
+	fd = accept_one(&l, &peer);
+	look_until(q, pg, QUIET_QUIET, &r, "bash in wait4 and its child in recv");
+	assert_int_equal(r.nprocs, 2);
+	assert_int_equal(r.nports, 1);
+	assert_int_equal(r.ports[0], peer);
+	close(fd);		/* the child's recv returns, it exits, bash too */
+	look_until(q, pg, QUIET_GONE, &r, "bash and its child to exit");
+	waitpid(pg, NULL, 0);
+	close(l.fd);
+	quiet_free(q);
+}
+
+/* Node: three sockets read at once (Promise.all), no timer pending: its
+ * epoll wait has no timeout, and every fd in it is soak's or its own
+ * wake-up: quiet.  A pending setTimeout makes it timed. */
+static void
+test_node_promise_all(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	char		 prog[1024];
+	uint16_t	 peer[3];
+	int		 fd[3], i;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "const net = require('net');\n"
+	    "const one = () => new Promise(ok => {\n"
+	    "  const s = net.connect(%u, '127.0.0.1');\n"
+	    "  s.once('data', () => { setTimeout(() => {}, 60000); ok(); });\n"
+	    "});\n"
+	    "Promise.all([one(), one(), one()]);\n", l.port);
+	pg = start((char *[]){ "/usr/bin/node", "-e", prog, NULL });
+	for (i = 0; i < 3; i++)
+		fd[i] = accept_one(&l, &peer[i]);
+	look_until(q, pg, QUIET_QUIET, &r, "node waiting on three sockets");
+	assert_int_equal(r.nports, 3);
+	for (i = 0; i < 3; i++)
+		assert_true(has_port(&r, peer[i]));
+	assert_int_equal(write(fd[0], "x", 1), 1);
+	look_until(q, pg, QUIET_TIMED, &r, "node with a timer pending");
+	stop(pg);
+	for (i = 0; i < 3; i++)
+		close(fd[i]);
+	close(l.fd);
+	quiet_free(q);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_python_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_running_and_foreign, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_timed_select, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bash_and_child, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_promise_all, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
