@@ -2,7 +2,8 @@
  * The proxy engine: one epoll thread per proxy_set serving every listener
  * of the set (proxy.h).  This file is the set: its listeners, its loop and
  * its timers, and the gates of its scheduled proxies; a connection's own
- * life is conn.c's, scheduled admission gate.c's.
+ * life is conn.c's, scheduled admission gate.c's (its side connection to
+ * PostgreSQL gate_side.c's).
  */
 #include <sys/types.h>
 #include <sys/epoll.h>

@@ -3,7 +3,8 @@
  * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery)
  * and trace.c (the fault trace).  The public face is proxy.h; gate.h is
  * the scheduler's, io.h the ground floor's.  Calls go one way: engine.c
- * -> conn.c -> dup.c, gate.c, trace.c -> io.c (and engine.c -> gate.c).
+ * -> conn.c -> dup.c, gate.c, trace.c -> io.c (and engine.c -> gate.c,
+ * gate_side.c; gate.c -> gate_side.c).
  */
 #ifndef SOAK_PROXY_ENGINE_INT_H
 #define SOAK_PROXY_ENGINE_INT_H

@@ -1,8 +1,8 @@
 /*
  * The engine's ground floor, private to fault-proxy: what epoll hands back,
  * the per-direction buffers, and the socket helpers every part of the
- * engine (engine.c, conn.c, dup.c, gate.c) shares.  Nothing here knows a
- * connection or a schedule.
+ * engine (engine.c, conn.c, dup.c, gate.c, gate_side.c) shares.  Nothing
+ * here knows a connection or a schedule.
  */
 #ifndef SOAK_PROXY_IO_H
 #define SOAK_PROXY_IO_H
