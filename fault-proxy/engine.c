@@ -164,6 +164,30 @@ loop_turns(struct proxy_set *ps)
 	ps->round_seen = round;
 }
 
+/* The gates' waits for their actors, summed for proxy_set_waits. */
+static void
+waits_take(struct proxy_set *ps)
+{
+	struct proxy_waits	w = { 0 };
+	struct gate_stats	st;
+	size_t			i;
+
+	for (i = 0; i < ps->ngates; i++) {
+		gate_stats(ps->gates[i], &st);
+		w.wait_ms += st.wait_ms;
+		w.steps += st.steps;
+		if (st.wait_max_ms > w.max_ms || w.max_proxy[0] == '\0') {
+			w.max_ms = st.wait_max_ms;
+			w.max_step = st.wait_max_step;
+			snprintf(w.max_proxy, sizeof(w.max_proxy), "%s",
+			    gate_name(ps->gates[i]));
+		}
+	}
+	pthread_mutex_lock(&ps->mu);
+	ps->waits = w;
+	pthread_mutex_unlock(&ps->mu);
+}
+
 /* Each gate's decisions, acted on: admit what it says, until it says none. */
 static void
 loop_gates(struct proxy_set *ps)
@@ -171,12 +195,15 @@ loop_gates(struct proxy_set *ps)
 	struct gate_ent	*e;
 	size_t		 i;
 	char		 why[sizeof(ps->diverged)];
+	bool		 decided = false;
 
 	loop_turns(ps);
 	for (i = 0; i < ps->ngates; i++) {
-		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL)
+		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL) {
 			px_conn_admit((struct conn *)((char *)e -
 			    offsetof(struct conn, gent)));
+			decided = true;
+		}
 		if (!ps->diverged_told && gate_diverged(ps->gates[i],
 		    why, sizeof(why))) {
 			pthread_mutex_lock(&ps->mu);
@@ -185,6 +212,19 @@ loop_gates(struct proxy_set *ps)
 			ps->diverged_told = true;
 		}
 	}
+	if (decided)
+		waits_take(ps);
+}
+
+void
+proxy_set_waits(struct proxy_set *ps, struct proxy_waits *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (ps == NULL)
+		return;
+	pthread_mutex_lock(&ps->mu);
+	*out = ps->waits;
+	pthread_mutex_unlock(&ps->mu);
 }
 
 int

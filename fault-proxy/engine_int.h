@@ -199,6 +199,7 @@ struct proxy_set {
 	atomic_int		 round_no;	/* proxy_set_round's round */
 	int			 round_seen;	/* the loop's: applied to the gates */
 	const struct plan	*plan;		/* the caller's, or NULL */
+	struct proxy_waits	 waits;		/* under mu: proxy_set_waits */
 	bool			 diverged_told;	/* the loop's: diverged is set */
 	char			 diverged[2048];	/* a plan's divergence; mu */
 	atomic_uint		 turn_gen;	/* bumped at every change */

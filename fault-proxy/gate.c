@@ -360,6 +360,21 @@ gate_diverged(const struct gate *g, char *buf, size_t len)
 	return 1;
 }
 
+/* What a step waited for its actors (gate_stats): since the gate was free
+ * with something waiting. */
+static void
+actor_wait(struct gate *g, int64_t now, int64_t earliest, uint32_t step)
+{
+	int64_t	from = g->free_since > earliest ? g->free_since : earliest;
+	int64_t	ms = now > from ? now - from : 0;
+
+	g->stats.wait_ms += (uint64_t)ms;
+	if (ms > (int64_t)g->stats.wait_max_ms) {
+		g->stats.wait_max_ms = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
+		g->stats.wait_max_step = step;
+	}
+}
+
 struct gate_ent *
 gate_decide(struct gate *g, int64_t now)
 {
@@ -424,6 +439,7 @@ gate_decide(struct gate *g, int64_t now)
 	g->last_turn = t;
 	e->rec->step = ++g->stepno;
 	e->rec->cand = cand;
+	actor_wait(g, now, earliest, e->rec->step);
 	e->rec->forced = forced;
 	e->rec->plan = mark;
 	e->rec->deferred = deferred;

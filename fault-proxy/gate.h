@@ -203,6 +203,12 @@ struct gate_stats {
 	uint32_t	lock_waits;
 	uint32_t	deadlocks;	/* victims soak chose */
 	uint32_t	wakes;		/* ends that woke several lock waiters */
+	/* time the gate waited for its actors before deciding: from when it
+	 * was free with an exchange waiting to the decision, summed over the
+	 * steps, and the longest such wait and its step */
+	uint64_t	wait_ms;
+	uint32_t	wait_max_ms;
+	uint32_t	wait_max_step;
 };
 void		 gate_stats(const struct gate *g, struct gate_stats *out);
 const char	*gate_name(const struct gate *g);

@@ -129,6 +129,20 @@ void			 proxy_set_step_check(struct proxy_set *ps,
 			    int (*fn)(void *arg, int round, uint32_t step), void *arg);
 /* How many checks between steps its proxies have run (any thread). */
 uint32_t		 proxy_set_step_checks(const struct proxy_set *ps);
+/*
+ * What the set's schedules waited for their actors so far (gate.h,
+ * gate_stats): the sum over the steps of every scheduled proxy, and the
+ * longest single wait with its proxy and step.  Any thread; zeros for NULL
+ * or a set without a schedule.
+ */
+struct proxy_waits {
+	uint64_t	 wait_ms;
+	uint32_t	 steps;
+	uint32_t	 max_ms;
+	uint32_t	 max_step;
+	char		 max_proxy[64];
+};
+void			 proxy_set_waits(struct proxy_set *ps, struct proxy_waits *out);
 /* Whether the set has a scheduled proxy. */
 bool			 proxy_set_scheduled(const struct proxy_set *ps);
 /* "127.0.0.1:PORT" of proxy i's listener for turn t. */
