@@ -146,8 +146,20 @@ default_out(const char *planarg, uint64_t seed, char *err)
 	return xasprintf("soak-minimize/seed-%" PRIu64 ".plan.json", seed);
 }
 
-int
-cmd_minimize(int argc, char **argv)
+/* The command line, checked. */
+struct min_opts {
+	const char	*config, *seedarg, *planarg, *outarg;
+	uint64_t	 seed;		/* --seed's */
+	int64_t		 budget;	/* --budget's ms; 0: none */
+	long		 tries, explain;
+};
+
+/*
+ * argv into *o: 1 to go on, else 0 with *status what the command exits
+ * with (0 after --help; a usage error, said).
+ */
+static int
+min_options(int argc, char **argv, struct min_opts *o, int *status)
 {
 	static const struct option longopts[] = {
 		{ "seed",	required_argument, NULL, 's' },
@@ -160,41 +172,27 @@ cmd_minimize(int argc, char **argv)
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct cfg		 cfg = { 0 };
-	struct cfg_errors	 cerrs = { 0 };
-	struct wrk		 w = { 0 };
-	struct iso_db		 db = { 0 };
-	struct plan		 in = { 0 }, best = { 0 };
-	struct seed_result	 res = { 0 };
-	struct min_run		 m = { 0 };
-	struct minimize		 z = { 0 };
-	struct sigaction	 sa = { .sa_handler = min_on_signal };
-	const char		*seedarg = NULL, *planarg = NULL, *outarg = NULL;
-	char			*out = NULL, *keep = NULL, err[ERR_LEN], why[600] = "";
-	char			 line[256];
-	uint64_t		 seed = 0;
-	int64_t			 budget = 0;
-	long			 tries = 3, explain = 5;
-	struct seed_result	 told = { 0 };
-	struct min_note		*notes = NULL;
-	size_t			 nnotes = 0;
-	bool			 have_story = false;
-	int			 ch, rc = MIN_EXIT_CANNOT, stopped = 0;
+	char	err[ERR_LEN];
+	int	ch;
 
+	*status = SOAK_EXIT_USAGE;
+	o->tries = 3;
+	o->explain = 5;
 	while ((ch = getopt_long(argc, argv, "s:p:k:b:o:e:vh", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 's': seedarg = optarg; break;
-		case 'p': planarg = optarg; break;
-		case 'o': outarg = optarg; break;
+		case 's': o->seedarg = optarg; break;
+		case 'p': o->planarg = optarg; break;
+		case 'o': o->outarg = optarg; break;
 		case 'k': {
 			char	*end;
 
 			errno = 0;
-			tries = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || tries < 1 || tries > 100) {
+			o->tries = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || o->tries < 1 ||
+			    o->tries > 100) {
 				fprintf(stderr, "soak minimize: --tries: \"%s\" is not a "
 				    "count of 1..100\n", optarg);
-				return SOAK_EXIT_USAGE;
+				return 0;
 			}
 			break;
 		}
@@ -202,42 +200,198 @@ cmd_minimize(int argc, char **argv)
 			char	*end;
 
 			errno = 0;
-			explain = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || explain < 0 || explain > 100) {
+			o->explain = strtol(optarg, &end, 10);
+			if (errno != 0 || *end != '\0' || o->explain < 0 ||
+			    o->explain > 100) {
 				fprintf(stderr, "soak minimize: --explain: \"%s\" is not a "
 				    "count of 0..100\n", optarg);
-				return SOAK_EXIT_USAGE;
+				return 0;
 			}
 			break;
 		}
 		case 'b':
-			if (parse_duration_ms(optarg, &budget, err) == -1 || budget <= 0) {
-				fprintf(stderr, "soak minimize: --budget: %s\n", budget <= 0 &&
-				    err[0] == '\0' ? "must be more than 0" : err);
-				return SOAK_EXIT_USAGE;
+			if (parse_duration_ms(optarg, &o->budget, err) == -1 ||
+			    o->budget <= 0) {
+				fprintf(stderr, "soak minimize: --budget: %s\n",
+				    o->budget <= 0 && err[0] == '\0' ?
+				    "must be more than 0" : err);
+				return 0;
 			}
 			break;
 		case 'v': log_init("minimize", 1); break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return SOAK_EXIT_USAGE;
+		case 'h': usage(stdout); *status = 0; return 0;
+		default: usage(stderr); return 0;
 		}
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "soak minimize: %s\n", optind >= argc ? "which config? "
 		    "give its file: soak minimize CONFIG --seed N" : "one config only");
 		usage(stderr);
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
-	if ((seedarg == NULL) == (planarg == NULL)) {
-		fprintf(stderr, "soak minimize: %s\n", seedarg == NULL ? "which failure? "
-		    "--seed N or --plan FILE is required" : "--seed or --plan, not both "
-		    "(a plan names its seed)");
-		return SOAK_EXIT_USAGE;
+	if ((o->seedarg == NULL) == (o->planarg == NULL)) {
+		fprintf(stderr, "soak minimize: %s\n", o->seedarg == NULL ?
+		    "which failure? --seed N or --plan FILE is required" :
+		    "--seed or --plan, not both (a plan names its seed)");
+		return 0;
 	}
-	if (seedarg != NULL && seed_parse(seedarg, &seed, err) == -1) {
+	if (o->seedarg != NULL && seed_parse(o->seedarg, &o->seed, err) == -1) {
 		fprintf(stderr, "soak minimize: --seed: %s\n", err);
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
+	o->config = argv[optind];
+	return 1;
+}
+
+/*
+ * The original, as given: it must fail, and its fingerprint (m->want) is
+ * the one every candidate must fail with; *best its plan, z->n0 and z->t0
+ * what it holds and how long it ran.  -1, said, when there is nothing to
+ * minimize (*rc set unless it is "cannot test").
+ */
+static int
+min_start(struct wrk *w, const struct min_opts *o, uint64_t seed,
+    const struct plan *in, struct min_run *m, struct minimize *z,
+    struct plan *best, int *rc)
+{
+	struct seed_result	 res = { 0 };
+	char			 err[ERR_LEN], why[600] = "";
+	long			 tries = o->tries;
+	int			 ret = -1;
+
+	if (min_original(w, seed, (int)tries, &min_stop, &res, why, sizeof(why)) == -1) {
+		if (min_stop) {
+			printf("stopped (%s) before the original's verdict: no plan "
+			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
+			*rc = MIN_EXIT_STOPPED;
+		} else if (res.verdict == VERDICT_PASS) {
+			printf("seed %" PRIu64 " does not fail (%ld tr%s): %s\nnothing to "
+			    "minimize; no plan written\n", seed, tries, tries == 1 ? "y" :
+			    "ies", why);
+			*rc = MIN_EXIT_NO_FAILURE;
+		} else
+			printf("cannot test: seed %" PRIu64 " ended %s\nno plan written\n",
+			    seed, why);
+		goto out;
+	}
+	m->want = min_fingerprint(w->cfg, &res);
+	z->t0 = res.duration_ms;
+	if (o->planarg != NULL) {
+		plan_copy(in, best);
+		if (in->fingerprint != NULL && strcmp(in->fingerprint, m->want) != 0)
+			printf("note: the plan was made of a failure \"%s\"; it fails "
+			    "\"%s\" now, and that is kept\n", in->fingerprint, m->want);
+	} else if (min_plan_of(&res, best, err) == -1) {
+		printf("cannot test: seed %" PRIu64 " failed, but made no plan: %s\n",
+		    seed, err);
+		goto out;
+	}
+	min_prepare(best, m->want, res.message, z->n0);
+	ret = 0;
+out:
+	seed_result_clear(&res);
+	return ret;
+}
+
+/*
+ * How it ended (stopped: -1 when --budget or a signal stopped it), the
+ * plan written once more, the replays' counts, then the plan's story and
+ * what of it does not matter.  The exit status.
+ */
+static int
+min_report(struct min_run *m, const struct minimize *z, const struct cfg *cfg,
+    const struct min_opts *o, struct plan *best, int stopped)
+{
+	struct seed_result	 told = { 0 };
+	struct min_note		*notes = NULL;
+	size_t			 nnotes = 0;
+	bool			 have_story = false;
+	char			 line[256], err[ERR_LEN];
+	const char		*out = z->out;
+	long			 tries = o->tries, explain = o->explain;
+	int			 rc;
+
+	counts_line(m, z, best, line, sizeof(line));
+	if (stopped == -1) {
+		/* the best so far first: it is what a stopped user came for */
+		printf("\nstopped (%s): the smallest failing plan so far, not shown "
+		    "1-minimal: %s\n    soak replay %s --plan %s\n%s\n", min_stop ?
+		    (min_stop == SIGINT ? "SIGINT" : "SIGTERM") : "--budget", out,
+		    z->config, out, line);
+		rc = MIN_EXIT_STOPPED;
+	} else {
+		size_t	n[MIN_KINDS];
+
+		min_counts(best, n);
+		printf("\n1-minimal%s: %s\n    soak replay %s --plan %s\n%s\n",
+		    memcmp(n, z->n0, sizeof(n)) == 0 ? " already (nothing could go)" :
+		    "", out, z->config, out, line);
+		rc = MIN_EXIT_DONE;
+	}
+	if (plan_save(best, out, err) == -1)
+		printf("(not written: %s)\n", err);
+	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "
+	    "were the same as one tried before); %zu diverged, %zu failed "
+	    "otherwise\n", m->replays, m->candidates, tries, tries == 1 ? "y" : "ies",
+	    m->cached, m->diverged, m->other);
+	if (m->disagreed > 0)
+		printf("tries that disagreed: %zu (a try passed, a later try of the same "
+		    "plan failed): delta debugging is not monotonic for concurrency, "
+		    "raise --tries to trust a removal more\n", m->disagreed);
+	else
+		printf("tries that disagreed: 0 (no candidate passed a try and then "
+		    "failed one)\n");
+	/* The story of the plan as written: from its own failing replay. */
+	if (min_replayed(m, best)) {
+		told = m->last;
+		memset(&m->last, 0, sizeof(m->last));
+		have_story = true;
+	}
+	/* Explain: what of it does not matter (not of a stopped one). */
+	if (stopped == 0 && explain > 0) {
+		log_set_warnings(log_verbose());
+		if (min_explain(m, best, (int)explain, &notes, &nnotes) == -1)
+			printf("(explain stopped: %s)\n", min_stop ? "a signal" : "the budget");
+		log_set_warnings(1);
+	}
+	if (have_story) {
+		printf("\nthe story (the last failing replay of this plan):\n");
+		min_story(stdout, cfg, best, &told);
+	}
+	else
+		printf("\n(no story: the plan's last failing replay is not this plan's)\n");
+	if (nnotes > 0)
+		min_explain_print(stdout, best, notes, nnotes, (int)explain);
+	seed_result_clear(&told);
+	free(notes);
+	return rc;
+}
+
+int
+cmd_minimize(int argc, char **argv)
+{
+	struct cfg		 cfg = { 0 };
+	struct cfg_errors	 cerrs = { 0 };
+	struct wrk		 w = { 0 };
+	struct iso_db		 db = { 0 };
+	struct plan		 in = { 0 }, best = { 0 };
+	struct min_run		 m = { 0 };
+	struct minimize		 z = { 0 };
+	struct min_opts		 o = { 0 };
+	struct sigaction	 sa = { .sa_handler = min_on_signal };
+	const char		*planarg;
+	char			*out = NULL, *keep = NULL, err[ERR_LEN];
+	char			 line[256];
+	uint64_t		 seed;
+	long			 tries;
+	int			 rc, stopped = 0;
+
+	if (!min_options(argc, argv, &o, &rc))
+		return rc;
+	rc = MIN_EXIT_CANNOT;
+	planarg = o.planarg;
+	seed = o.seed;
+	tries = o.tries;
 	if (planarg != NULL) {
 		if (plan_load(planarg, &in, err) == -1) {
 			fprintf(stderr, "soak minimize: --plan: %s\n", err);
@@ -245,7 +399,7 @@ cmd_minimize(int argc, char **argv)
 		}
 		seed = in.seed;
 	}
-	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
+	if (cfg_load_file_all(o.config, &cfg, err, &cerrs) == -1) {
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
 		plan_free(&in);
@@ -256,7 +410,7 @@ cmd_minimize(int argc, char **argv)
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
-	if ((out = outarg != NULL ? xstrdup(outarg) : default_out(planarg, seed,
+	if ((out = o.outarg != NULL ? xstrdup(o.outarg) : default_out(planarg, seed,
 	    err)) == NULL) {
 		fprintf(stderr, "soak minimize: %s\n", err);
 		goto out;
@@ -291,39 +445,10 @@ cmd_minimize(int argc, char **argv)
 		printf("cannot test: %s\n", err);
 		goto close;
 	}
-	/* The original, as given: it must fail, and its fingerprint is the
-	 * one every candidate must fail with. */
-	if (min_original(&w, seed, (int)tries, &min_stop, &res, why, sizeof(why)) == -1) {
-		if (min_stop) {
-			printf("stopped (%s) before the original's verdict: no plan "
-			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
-			rc = MIN_EXIT_STOPPED;
-		} else if (res.verdict == VERDICT_PASS) {
-			printf("seed %" PRIu64 " does not fail (%ld tr%s): %s\nnothing to "
-			    "minimize; no plan written\n", seed, tries, tries == 1 ? "y" :
-			    "ies", why);
-			rc = MIN_EXIT_NO_FAILURE;
-		} else
-			printf("cannot test: seed %" PRIu64 " ended %s\nno plan written\n",
-			    seed, why);
+	if (min_start(&w, &o, seed, &in, &m, &z, &best, &rc) == -1)
 		goto close;
-	}
-	m.want = min_fingerprint(&cfg, &res);
-	z.t0 = res.duration_ms;
-	if (planarg != NULL) {
-		plan_copy(&in, &best);
-		if (in.fingerprint != NULL && strcmp(in.fingerprint, m.want) != 0)
-			printf("note: the plan was made of a failure \"%s\"; it fails "
-			    "\"%s\" now, and that is kept\n", in.fingerprint, m.want);
-	} else if (min_plan_of(&res, &best, err) == -1) {
-		printf("cannot test: seed %" PRIu64 " failed, but made no plan: %s\n",
-		    seed, err);
-		goto close;
-	}
-	min_prepare(&best, m.want, res.message, z.n0);
-	seed_result_clear(&res);
 	z.rounds = cfg.rounds > 1;
-	z.config = argv[optind];
+	z.config = o.config;
 	z.out = out;
 	if (plan_save(&best, out, err) == -1) {
 		printf("cannot write the plan: %s\n", err);
@@ -338,7 +463,7 @@ cmd_minimize(int argc, char **argv)
 	m.fingerprint = min_fingerprint;
 	m.tries = (int)tries;
 	m.started_ms = now_ms();
-	m.deadline_ms = budget > 0 ? m.started_ms + budget : INT64_MAX;
+	m.deadline_ms = o.budget > 0 ? m.started_ms + o.budget : INT64_MAX;
 	m.stop = &min_stop;
 	m.accepted = accepted;
 	m.arg = &z;
@@ -364,66 +489,13 @@ cmd_minimize(int argc, char **argv)
 	stopped = min_minimize(&m, &best);
 	log_set_warnings(1);
 report:
-	counts_line(&m, &z, &best, line, sizeof(line));
-	if (stopped == -1) {
-		/* the best so far first: it is what a stopped user came for */
-		printf("\nstopped (%s): the smallest failing plan so far, not shown "
-		    "1-minimal: %s\n    soak replay %s --plan %s\n%s\n", min_stop ?
-		    (min_stop == SIGINT ? "SIGINT" : "SIGTERM") : "--budget", out,
-		    z.config, out, line);
-		rc = MIN_EXIT_STOPPED;
-	} else {
-		size_t	n[MIN_KINDS];
-
-		min_counts(&best, n);
-		printf("\n1-minimal%s: %s\n    soak replay %s --plan %s\n%s\n",
-		    memcmp(n, z.n0, sizeof(n)) == 0 ? " already (nothing could go)" :
-		    "", out, z.config, out, line);
-		rc = MIN_EXIT_DONE;
-	}
-	if (plan_save(&best, out, err) == -1)
-		printf("(not written: %s)\n", err);
-	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "
-	    "were the same as one tried before); %zu diverged, %zu failed "
-	    "otherwise\n", m.replays, m.candidates, tries, tries == 1 ? "y" : "ies",
-	    m.cached, m.diverged, m.other);
-	if (m.disagreed > 0)
-		printf("tries that disagreed: %zu (a try passed, a later try of the same "
-		    "plan failed): delta debugging is not monotonic for concurrency, "
-		    "raise --tries to trust a removal more\n", m.disagreed);
-	else
-		printf("tries that disagreed: 0 (no candidate passed a try and then "
-		    "failed one)\n");
-	/* The story of the plan as written: from its own failing replay. */
-	if (min_replayed(&m, &best)) {
-		told = m.last;
-		memset(&m.last, 0, sizeof(m.last));
-		have_story = true;
-	}
-	/* Explain: what of it does not matter (not of a stopped one). */
-	if (stopped == 0 && explain > 0) {
-		log_set_warnings(log_verbose());
-		if (min_explain(&m, &best, (int)explain, &notes, &nnotes) == -1)
-			printf("(explain stopped: %s)\n", min_stop ? "a signal" : "the budget");
-		log_set_warnings(1);
-	}
-	if (have_story) {
-		printf("\nthe story (the last failing replay of this plan):\n");
-		min_story(stdout, &cfg, &best, &told);
-	}
-	else
-		printf("\n(no story: the plan's last failing replay is not this plan's)\n");
-	if (nnotes > 0)
-		min_explain_print(stdout, &best, notes, nnotes, (int)explain);
+	rc = min_report(&m, &z, &cfg, &o, &best, stopped);
 close:
 	wrk_close(&w, true);
 out:
 	if (keep != NULL)
 		rm_rf(keep);
 	iso_db_close(&db);
-	seed_result_clear(&res);
-	seed_result_clear(&told);
-	free(notes);
 	min_run_free(&m);
 	free(m.want);
 	free(keep);

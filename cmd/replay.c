@@ -311,8 +311,21 @@ replay_kept(struct iso_db *db, const char *schema, bool shell)
 	printf("stopped; its files are removed\n");
 }
 
-int
-cmd_replay(int argc, char **argv)
+static const char	 default_out[] = "soak-replay";
+
+/* The command line, checked. */
+struct replay_opts {
+	const char	*config, *out, *seedarg, *against, *planarg, *saveplan;
+	uint64_t	 seed;		/* --seed's */
+	bool		 then_seed, keep, shell, verbose;
+};
+
+/*
+ * argv into *o: 1 to go on, else 0 with *status what the command exits
+ * with (0 after --help; a usage error, said).
+ */
+static int
+replay_options(int argc, char **argv, struct replay_opts *o, int *status)
 {
 	static const struct option longopts[] = {
 		{ "seed",	required_argument, NULL, 's' },
@@ -327,73 +340,153 @@ cmd_replay(int argc, char **argv)
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct cfg		 cfg = { 0 };
-	struct wrk		 w = { 0 };
-	struct seed_result	 res = { 0 };
-	struct iso_db		 db = { 0 };
-	static const char	 default_out[] = "soak-replay";
-	const char		*out = default_out, *seedarg = NULL, *against = NULL;
-	const char		*planarg = NULL, *saveplan = NULL;
-	struct plan		 plan = { 0 };
-	bool			 then_seed = false, planned = false;
-	char			*runtrace = NULL;
-	size_t			 runtrace_len = 0;
-	struct cfg_errors	 cerrs = { 0 };
-	char			 err[ERR_LEN], outabs[PATH_MAX], *schema = NULL;
-	uint64_t		 seed = 0;
-	bool			 keep = false, shell = false, verbose = false;
-	bool			 moved = true;	/* a failing seed's workspace */
-	/* Anything that stops the seed before its verdict is the environment's. */
-	int			 ch, rc = SOAK_EXIT_REPLAY_INFRA;
+	char	err[ERR_LEN];
+	int	ch;
 
+	*status = SOAK_EXIT_USAGE;
+	o->out = default_out;
 	while ((ch = getopt_long(argc, argv, "s:ko:t:vh", longopts, NULL)) != -1) {
 		switch (ch) {
-		case 's': seedarg = optarg; break;
-		case 'k': keep = true; break;
-		case 'S': shell = keep = true; break;
-		case 'o': out = optarg; break;
-		case 't': against = optarg; break;
-		case 'p': planarg = optarg; break;
-		case 'P': saveplan = optarg; break;
+		case 's': o->seedarg = optarg; break;
+		case 'k': o->keep = true; break;
+		case 'S': o->shell = o->keep = true; break;
+		case 'o': o->out = optarg; break;
+		case 't': o->against = optarg; break;
+		case 'p': o->planarg = optarg; break;
+		case 'P': o->saveplan = optarg; break;
 		case 'T':
 			if (strcmp(optarg, "seed") != 0) {
 				fprintf(stderr, "soak replay: --then takes \"seed\", "
 				    "not \"%s\"\n", optarg);
-				return SOAK_EXIT_USAGE;
+				return 0;
 			}
-			then_seed = true;
+			o->then_seed = true;
 			break;
-		case 'v': log_init("replay", 1); verbose = true; break;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return SOAK_EXIT_USAGE;
+		case 'v': log_init("replay", 1); o->verbose = true; break;
+		case 'h': usage(stdout); *status = 0; return 0;
+		default: usage(stderr); return 0;
 		}
 	}
 	if (optind + 1 != argc) {
 		fprintf(stderr, "soak replay: %s\n", optind >= argc ? "which config? "
 		    "give its file: soak replay CONFIG --seed N" : "one config only");
 		usage(stderr);
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
-	if (seedarg == NULL && planarg == NULL) {
+	if (o->seedarg == NULL && o->planarg == NULL) {
 		fprintf(stderr, "soak replay: which seed? --seed N or --plan FILE is "
 		    "required (a failing seed: the summary's, report.json's or a "
 		    "ticket's replay command names it)\n");
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
-	if (seedarg != NULL && planarg != NULL) {
+	if (o->seedarg != NULL && o->planarg != NULL) {
 		fprintf(stderr, "soak replay: --seed or --plan, not both (a plan "
 		    "names its seed)\n");
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
-	if (then_seed && planarg == NULL) {
+	if (o->then_seed && o->planarg == NULL) {
 		fprintf(stderr, "soak replay: --then seed continues a plan: give "
 		    "--plan FILE\n");
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
-	if (seedarg != NULL && seed_parse(seedarg, &seed, err) == -1) {
+	if (o->seedarg != NULL && seed_parse(o->seedarg, &o->seed, err) == -1) {
 		fprintf(stderr, "soak replay: --seed: %s\n", err);
-		return SOAK_EXIT_USAGE;
+		return 0;
 	}
+	o->config = argv[optind];
+	return 1;
+}
+
+/*
+ * What the seed left, told after its timeline: the fault trace, each
+ * scheduled proxy's interleaving, where its schedule parted from the
+ * run's (--trace: runtrace), what the plan said, the plan saved
+ * (--save-plan), and where the workspace is.  Whether a failing seed's
+ * workspace was moved under outabs/failures/ (false: it stays where it
+ * ran, and is not to be removed).
+ */
+static bool
+replay_tell(const struct cfg *cfg, const struct seed_result *res,
+    const struct replay_opts *o, const char *runtrace, size_t runtrace_len,
+    const char *outabs)
+{
+	json_t		*ws = json_object_get(res->detail, "workspace");
+	json_t		*wserr = json_object_get(res->detail, "workspace_error");
+	json_t		*tr = json_object_get(res->detail, "trace");
+	bool		 verbose = o->verbose, planned = o->planarg != NULL;
+	bool		 moved = true;
+
+	if (json_is_string(tr) && json_string_length(tr) > 0)
+		replay_trace(json_string_value(tr), json_string_length(tr),
+		    verbose);
+	/*
+	 * The detail's trace is cut to its first lines, which are in
+	 * turn order: a long schedule would lose whole turns' steps.
+	 * The interleaving and the comparison read the whole trace.
+	 */
+	if (res->trace != NULL && (json_is_string(tr) || json_is_string(ws)))
+		replay_schedule(cfg, res->trace, res->trace_len, verbose);
+	else if (json_is_string(tr))
+		replay_schedule(cfg, json_string_value(tr),
+		    json_string_length(tr), verbose);
+	/*
+	 * The run's trace may be cut (RUN/failures/N/trace.jsonl is the
+	 * detail's): its marker line holds the digests of its whole
+	 * schedules, so the comparison is whole, or says where it
+	 * stopped.  Nothing scheduled on either side: no line.
+	 */
+	if (runtrace != NULL) {
+		char	why[4096];
+
+		proxy_schedule_diff(runtrace, runtrace_len,
+		    res->trace ? res->trace : "", res->trace_len,
+		    "this replay", why, sizeof(why));
+		if (why[0] != '\0')
+			printf("\nschedule: %s\n", why);
+	}
+	if (planned)
+		replay_plan_said(res);
+	if (o->saveplan != NULL)
+		replay_save_plan(res, o->saveplan);
+	if (json_is_string(wserr)) {
+		/* Left where it ran, and said so: not removed below. */
+		printf("\nworkspace NOT kept under %s/failures/: %s; it stays "
+		    "at %s\n", outabs, json_string_value(wserr),
+		    json_string_value(ws));
+		moved = false;
+	} else if (json_is_string(ws))
+		printf("\nworkspace kept: %s\n", json_string_value(ws));
+	return moved;
+}
+
+int
+cmd_replay(int argc, char **argv)
+{
+	struct replay_opts	 o = { 0 };
+	struct cfg		 cfg = { 0 };
+	struct wrk		 w = { 0 };
+	struct seed_result	 res = { 0 };
+	struct iso_db		 db = { 0 };
+	const char		*out, *planarg;
+	struct plan		 plan = { 0 };
+	bool			 planned = false;
+	char			*runtrace = NULL;
+	size_t			 runtrace_len = 0;
+	struct cfg_errors	 cerrs = { 0 };
+	char			 err[ERR_LEN], outabs[PATH_MAX], *schema = NULL;
+	uint64_t		 seed;
+	bool			 keep;
+	bool			 moved = true;	/* a failing seed's workspace */
+	int			 rc;
+
+	if (!replay_options(argc, argv, &o, &rc))
+		return rc;
+	/* Anything that stops the seed before its verdict is the environment's. */
+	rc = SOAK_EXIT_REPLAY_INFRA;
+	out = o.out;
+	planarg = o.planarg;
+	seed = o.seed;
+	keep = o.keep;
 	if (planarg != NULL) {
 		if (plan_load(planarg, &plan, err) == -1) {
 			fprintf(stderr, "soak replay: --plan: %s\n", err);
@@ -403,12 +496,12 @@ cmd_replay(int argc, char **argv)
 		seed = plan.seed;
 	}
 	/* Read before the seed runs: a wrong path is told before the wait. */
-	if (against != NULL && (runtrace = read_file(against, 64 << 20,
+	if (o.against != NULL && (runtrace = read_file(o.against, 64 << 20,
 	    &runtrace_len, err)) == NULL) {
 		fprintf(stderr, "soak replay: --trace: %s\n", err);
 		return SOAK_EXIT_USAGE;
 	}
-	if (cfg_load_file_all(argv[optind], &cfg, err, &cerrs) == -1) {
+	if (cfg_load_file_all(o.config, &cfg, err, &cerrs) == -1) {
 		cfg_errors_print(&cerrs, stderr, "soak");
 		cfg_errors_free(&cerrs);
 		plan_free(&plan);
@@ -439,8 +532,8 @@ cmd_replay(int argc, char **argv)
 	w.keep_all = keep;
 	w.whole_trace = true;
 	w.plan = planned ? &plan : NULL;
-	w.then_seed = then_seed;
-	w.save_plan = saveplan != NULL;
+	w.then_seed = o.then_seed;
+	w.save_plan = o.saveplan != NULL;
 	if (planned)
 		printf("replay of %s's plan %s (seed %" PRIu64 ", %d of %d turns x %d "
 		    "rounds)\n", cfg.name, planarg, seed, plan_turns_in(&plan, 0),
@@ -465,59 +558,14 @@ cmd_replay(int argc, char **argv)
 	wrk_run_seed(&w, seed, 1, &res);
 	rc = res.verdict == VERDICT_PASS ? SOAK_EXIT_PASS :
 	    res.verdict == VERDICT_FAIL ? SOAK_EXIT_FAIL : SOAK_EXIT_REPLAY_INFRA;
-	{
-		json_t		*ws = json_object_get(res.detail, "workspace");
-		json_t		*wserr = json_object_get(res.detail, "workspace_error");
-		json_t		*tr = json_object_get(res.detail, "trace");
-
-		if (json_is_string(tr) && json_string_length(tr) > 0)
-			replay_trace(json_string_value(tr), json_string_length(tr),
-			    verbose);
-		/*
-		 * The detail's trace is cut to its first lines, which are in
-		 * turn order: a long schedule would lose whole turns' steps.
-		 * The interleaving and the comparison read the whole trace.
-		 */
-		if (res.trace != NULL && (json_is_string(tr) || json_is_string(ws)))
-			replay_schedule(&cfg, res.trace, res.trace_len, verbose);
-		else if (json_is_string(tr))
-			replay_schedule(&cfg, json_string_value(tr),
-			    json_string_length(tr), verbose);
-		/*
-		 * The run's trace may be cut (RUN/failures/N/trace.jsonl is the
-		 * detail's): its marker line holds the digests of its whole
-		 * schedules, so the comparison is whole, or says where it
-		 * stopped.  Nothing scheduled on either side: no line.
-		 */
-		if (runtrace != NULL) {
-			char	why[4096];
-
-			proxy_schedule_diff(runtrace, runtrace_len,
-			    res.trace ? res.trace : "", res.trace_len,
-			    "this replay", why, sizeof(why));
-			if (why[0] != '\0')
-				printf("\nschedule: %s\n", why);
-		}
-		if (planned)
-			replay_plan_said(&res);
-		if (saveplan != NULL)
-			replay_save_plan(&res, saveplan);
-		if (json_is_string(wserr)) {
-			/* Left where it ran, and said so: not removed below. */
-			printf("\nworkspace NOT kept under %s/failures/: %s; it stays "
-			    "at %s\n", outabs, json_string_value(wserr),
-			    json_string_value(ws));
-			moved = false;
-		} else if (json_is_string(ws))
-			printf("\nworkspace kept: %s\n", json_string_value(ws));
-	}
+	moved = replay_tell(&cfg, &res, &o, runtrace, runtrace_len, outabs);
 	seed_result_clear(&res);
 	/* The schema's name outlives the worker's handle on it. */
 	schema = keep ? xstrdup(iso_schema(w.iso)) : NULL;
 	/* Services and the control connection go; the schema stays. */
 	wrk_close(&w, !keep);
 	if (keep)
-		replay_kept(&db, schema, shell);
+		replay_kept(&db, schema, o.shell);
 out:
 	if (!keep && moved && w.workspace)
 		rm_rf(w.workspace);

@@ -1,6 +1,6 @@
 /*
  * A FIFO ring of fixed-size elements, grown by doubling (never shrunk).
- * The coordinator queues seed indices in it (coord.c), the server the
+ * The coordinator queues seed indices in it (coord_int.h), the server the
  * events nng's threads hand to its loop (server.c).  Not thread-safe: a
  * queue shared between threads is used under its owner's lock.
  *

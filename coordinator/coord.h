@@ -4,7 +4,8 @@
  * pipe events and sends back what it answers — so every rule below is
  * testable without a socket.
  *
- * Rules (docs/design.md, "Verdicts" and "Across machines"):
+ * Rules (docs/design.md, "Verdicts" and "Across machines"; coord.c's
+ * opening comment says which file of coordinator/ holds each):
  *  - every seed of the range ends with exactly one final verdict;
  *  - seeds are leased in chunks that shrink as the range drains
  *    (ceil(left / (2 * live workers)), clamped to 1..32); once none is
@@ -58,7 +59,7 @@
 #include "common/verdict.h"
 #include "coordinator/journal.h"
 
-/* Each changes only through its setter in coord.c, which logs it (-v). */
+/* Each changes only through its setter (coord_int.h), which logs it (-v). */
 enum coord_seed_state { CSEED_PENDING, CSEED_LEASED, CSEED_FINAL };
 /* The confirming re-run of a failing seed (cfg->confirm). */
 enum coord_confirm { CONFIRM_NONE, CONFIRM_PENDING, CONFIRM_LEASED, CONFIRM_DONE };

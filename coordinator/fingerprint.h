@@ -1,7 +1,7 @@
 /*
  * A failure's fingerprint: what makes two failing seeds the same bug
  * (docs/report.md).  The one home of the rule, used by the confirming
- * re-runs (coord.c), report.json and the summary (report.c), and the
+ * re-runs (confirm.c), report.json and the summary (report.c), and the
  * ticket filer (tickets.c), which recomputes it from report.json:
  *
  *	<config name>|invariant|<broken invariant names, sorted, joined by |>

@@ -16,7 +16,8 @@
  * Only an OPEN peer's messages reach coord_handle, and its HELLO reaches
  * it only as the peer opens: WELCOME (the config, the database URL, the
  * paths), leases and results are for authenticated workers alone.
- * coord.c binds each worker id to the pipe that said HELLO.
+ * coord_handle (requests.c) binds each worker id to the pipe that said
+ * HELLO.
  *
  * A failed authentication (a wrong proof, an AUTH without a challenge, a
  * bad session MAC or sequence number) costs the connection that failed:

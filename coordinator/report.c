@@ -439,7 +439,7 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	if (rc == 0 && json_is_object(plan))
 		rc = write_plan(dir, "plan.json", plan, json_object_get(rec,
 		    "fingerprint"), err);
-	/* tickets.minimize: what the worker made of it (coord.c checked it) */
+	/* tickets.minimize: what the worker made of it (confirm.c checked it) */
 	plan = json_object_get(json_object_get(s->detail, "minimized"), "plan");
 	if (rc == 0 && json_is_object(plan))
 		rc = write_plan(dir, "plan.min.json", plan, json_object_get(rec,

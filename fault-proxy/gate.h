@@ -3,8 +3,8 @@
  * of a seed (docs/faults.md "Schedules"), private to fault-proxy.  One gate per
  * scheduled proxy of a proxy_set; every listener of that proxy feeds it.
  *
- * The gate decides and the engine acts, as coord.c decides for the
- * coordinator's server: the engine tells the gate what happened (an
+ * The gate decides and the engine acts, as coord.h's bookkeeping decides
+ * for the coordinator's server: the engine tells the gate what happened (an
  * exchange is known and waits, it ended, a turn started or exited, the
  * side connection is readable) and asks it what to admit next
  * (gate_decide); the gate never calls back into the connection code.  So

@@ -324,13 +324,11 @@ begin(struct stmtkey *k, int c)
 	}
 }
 
+/* In a word, or after "u&": a word goes on, a string begins, or it ends. */
 static void
-sk_char(struct stmtkey *k, int c)
+in_word(struct stmtkey *k, int c)
 {
 	switch (k->st) {
-	case S_WS:
-		begin(k, c);
-		return;
 	case S_WORD:
 		if (word_char(c)) {
 			if (k->wlen < sizeof(k->word))
@@ -370,6 +368,14 @@ sk_char(struct stmtkey *k, int c)
 		k->st = S_OP;
 		sk_char(k, c);
 		return;
+	}
+}
+
+/* After a '.' or a ':', in a number or a $n parameter. */
+static void
+in_number(struct stmtkey *k, int c)
+{
+	switch (k->st) {
 	case S_DOT:
 		if (isdigit(c)) {
 			k->word[0] = '.';
@@ -409,6 +415,14 @@ sk_char(struct stmtkey *k, int c)
 		emit_lit(k);
 		begin(k, c);
 		return;
+	}
+}
+
+/* Inside '...' or "...", or at a quote that may end it. */
+static void
+in_quotes(struct stmtkey *k, int c)
+{
+	switch (k->st) {
 	case S_SQ:
 		if (k->bs) {
 			k->bs = false;		/* E'\'': the byte is taken as is */
@@ -450,6 +464,14 @@ sk_char(struct stmtkey *k, int c)
 		k->wlen = 0;
 		begin(k, c);
 		return;
+	}
+}
+
+/* A $tag$ opening, or inside $tag$...$tag$ (or a $n after all). */
+static void
+in_dollar(struct stmtkey *k, int c)
+{
+	switch (k->st) {
 	case S_TAG:
 		if (k->taglen == 1 && isdigit(c)) {
 			k->st = S_PARAM;
@@ -481,6 +503,14 @@ sk_char(struct stmtkey *k, int c)
 		} else
 			k->tagpos = c == k->tag[0] ? 1 : 0;
 		return;
+	}
+}
+
+/* In an operator, or in a comment it began. */
+static void
+in_op(struct stmtkey *k, int c)
+{
+	switch (k->st) {
 	case S_OP:
 		if (c == '-' && k->op[k->oplen - 1] == '-') {
 			k->oplen--;		/* "--": a comment */
@@ -522,6 +552,44 @@ sk_char(struct stmtkey *k, int c)
 		if (c == '*')
 			k->depth++;
 		k->st = c == '/' ? S_BSLASH : S_BLOCK;
+		return;
+	}
+}
+
+/* One character of the statement, by the lexer's state. */
+static void
+sk_char(struct stmtkey *k, int c)
+{
+	switch (k->st) {
+	case S_WS:
+		begin(k, c);
+		return;
+	case S_WORD:
+	case S_UAMP:
+		in_word(k, c);
+		return;
+	case S_DOT:
+	case S_COLON:
+	case S_NUM:
+	case S_PARAM:
+		in_number(k, c);
+		return;
+	case S_SQ:
+	case S_SQQ:
+	case S_DQ:
+	case S_DQQ:
+		in_quotes(k, c);
+		return;
+	case S_TAG:
+	case S_DOLLAR:
+		in_dollar(k, c);
+		return;
+	case S_OP:
+	case S_LINE:
+	case S_BLOCK:
+	case S_BSTAR:
+	case S_BSLASH:
+		in_op(k, c);
 		return;
 	}
 }
