@@ -11,7 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/msg.h"
 #include "common/util.h"
+#include "common/verdict.h"
+#include "coordinator/journal.h"
 #include "coordinator/report_html_int.h"
 
 #define VW		1000	/* viewBox width */
@@ -814,7 +817,8 @@ struct bar {
 	int64_t		 worker, seed, a, b;
 	char		 cls;		/* p f i c */
 	int32_t		 attempt;
-	const char	*reason;	/* interned: reason_names */
+	int		 reason;	/* enum reason; -1: a name this soak
+					   does not know (a newer soak's) */
 };
 
 struct lost {
@@ -851,28 +855,20 @@ push_i64(int64_t **v, size_t *n, size_t *cap, int64_t x)
 	(*v)[(*n)++] = x;
 }
 
-static const char *
-intern_reason(const char *r)
-{
-	static const char *const names[] = { "invariant", "guard", "hang", "crash", "db",
-		"setup", "service", "proxy", "exec", "tempfail", "worker-lost" };
-	size_t	i;
-
-	for (i = 0; r && i < nitems(names); i++)
-		if (strcmp(names[i], r) == 0)
-			return names[i];
-	return r && *r ? "other" : NULL;
-}
-
+/*
+ * A result's class by its reason, read with common/verdict.h's names (the
+ * journal writes reason_name): its verdict's.  No reason is a pass (the
+ * journals of older builds leave it out); a name this soak does not know
+ * is not a pass it can vouch for: infra.
+ */
 static char
-reason_cls(const char *r)
+reason_cls(int r)
 {
-	if (r == NULL || *r == '\0')
-		return 'p';
-	if (strcmp(r, "invariant") == 0 || strcmp(r, "guard") == 0 ||
-	    strcmp(r, "hang") == 0 || strcmp(r, "crash") == 0)
-		return 'f';
-	return 'i';
+	switch (r < 0 ? VERDICT_INFRA : reason_verdict((enum reason)r)) {
+	case VERDICT_PASS:	return 'p';
+	case VERDICT_FAIL:	return 'f';
+	default:		return 'i';
+	}
 }
 
 static void
@@ -893,110 +889,150 @@ wt_turns(struct wt *w, const json_t *detail)
 }
 
 static void
+wt_worker(struct wt *w, json_t *e)
+{
+	int64_t	id = jint(e, "id", -1);
+
+	if (id < 0 || id > 100000)
+		return;
+	if ((size_t)id >= w->nnames) {
+		w->names = xreallocarray(w->names, (size_t)id + 1, sizeof(char *));
+		memset(w->names + w->nnames, 0, ((size_t)id + 1 - w->nnames) * sizeof(char *));
+		w->nnames = (size_t)id + 1;
+	}
+	free(w->names[id]);
+	w->names[id] = xstrdup(jstr(e, "name"));
+}
+
+static void
+wt_lease(struct wt *w, json_t *e)
+{
+	json_t		*s;
+	struct jlease	*l;
+	int64_t		 id = jint(e, "id", -1);
+	size_t		 i;
+
+	if (id < 0 || id > 50000000)
+		return;
+	if ((size_t)id >= w->nleases) {
+		size_t	n = (size_t)id + 1 > w->nleases * 2 ? (size_t)id + 1 : w->nleases * 2;
+
+		w->leases = xreallocarray(w->leases, n, sizeof(*w->leases));
+		memset(w->leases + w->nleases, 0, (n - w->nleases) * sizeof(*w->leases));
+		w->nleases = n;
+	}
+	l = &w->leases[id];
+	free(l->seeds);
+	free(l->reported);
+	l->worker = jint(e, "worker", 0);
+	l->confirm = json_is_true(json_object_get(e, "confirm"));
+	l->n = json_array_size(json_object_get(e, "seeds"));
+	l->seeds = xcalloc(l->n + 1, sizeof(int64_t));
+	l->reported = xcalloc(l->n + 1, 1);
+	json_array_foreach(json_object_get(e, "seeds"), i, s)
+		l->seeds[i] = json_integer_value(json_array_get(s, 0));
+}
+
+static void
+wt_result(struct wt *w, json_t *e, int64_t at)
+{
+	struct jlease	*l;
+	struct bar	*b;
+	json_t		*d = json_object_get(e, "detail");
+	int64_t		 dur = jint(e, "duration_ms", 0), seed = jint(e, "seed", -1);
+	int64_t		 wstart = jint(json_object_get(d, "timing"), "started_at_ms", -1);
+	int64_t		 id = jint(e, "lease", -1);
+	size_t		 i;
+
+	if (id < 0 || (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
+		return;
+	l = &w->leases[id];
+	for (i = 0; i < l->n; i++)
+		if (l->seeds[i] == seed)
+			l->reported[i] = 1;
+	push_i64(&w->seed_ms, &w->nseed, &w->capseed, dur);
+	wt_turns(w, d);
+	if (at < 0 && wstart < 0) {
+		w->no_at = true;
+		return;
+	}
+	if (at < 0) {
+		w->worker_clock = true;
+		at = wstart + dur;
+		if (at > w->end)
+			w->end = at;
+	}
+	if (w->nbars == w->capbars) {
+		w->capbars = w->capbars ? w->capbars * 2 : 1024;
+		w->bars = xreallocarray(w->bars, w->capbars, sizeof(*w->bars));
+	}
+	b = &w->bars[w->nbars++];
+	b->worker = l->worker;
+	b->seed = seed;
+	b->b = at;
+	b->a = at - dur;
+	b->attempt = (int32_t)jint(e, "attempt", 1);
+	b->reason = jstr(e, "reason") != NULL ? reason_parse(jstr(e, "reason")) :
+	    REASON_NONE;
+	b->cls = l->confirm ? 'c' : reason_cls(b->reason);
+}
+
+static void
+wt_lease_end(struct wt *w, json_t *e, int64_t at)
+{
+	struct jlease	*l;
+	int64_t		 id = jint(e, "id", -1);
+	size_t		 i;
+
+	if (!json_is_true(json_object_get(e, "running")) || at < 0 || id < 0 ||
+	    (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
+		return;
+	l = &w->leases[id];
+	for (i = 0; i < l->n && l->reported[i]; i++)
+		;
+	if (i == l->n)
+		return;
+	w->lost = xreallocarray(w->lost, w->nlost + 1, sizeof(*w->lost));
+	w->lost[w->nlost++] = (struct lost){ l->worker, at, l->seeds[i],
+	    xstrdup(jstr(e, "why") ? jstr(e, "why") : "") };
+}
+
+/* A journal line, by its "t" in the journal's own names (journal.h). */
+static void
 wt_line(json_t *e, void *arg)
 {
 	struct wt	*w = arg;
 	const char	*t = jstr(e, "t");
-	int64_t		 at = jint(e, "at_ms", -1), id;
-	size_t		 i;
+	int64_t		 at = jint(e, "at_ms", -1);
 
 	if (t == NULL)
 		return;
 	if (at > w->end)
 		w->end = at;
-	if (strcmp(t, "run") == 0) {
+	switch (jev_parse(t)) {
+	case JEV_RUN:
 		w->start = jint(e, "started_at_ms", 0);
 		w->head = true;
-	} else if (strcmp(t, "worker") == 0) {
-		id = jint(e, "id", -1);
-		if (id < 0 || id > 100000)
-			return;
-		if ((size_t)id >= w->nnames) {
-			w->names = xreallocarray(w->names, (size_t)id + 1, sizeof(char *));
-			memset(w->names + w->nnames, 0, ((size_t)id + 1 - w->nnames) * sizeof(char *));
-			w->nnames = (size_t)id + 1;
-		}
-		free(w->names[id]);
-		w->names[id] = xstrdup(jstr(e, "name"));
-	} else if (strcmp(t, "lease") == 0) {
-		json_t		*s;
-		struct jlease	*l;
-
-		id = jint(e, "id", -1);
-		if (id < 0 || id > 50000000)
-			return;
-		if ((size_t)id >= w->nleases) {
-			size_t	n = (size_t)id + 1 > w->nleases * 2 ? (size_t)id + 1 : w->nleases * 2;
-
-			w->leases = xreallocarray(w->leases, n, sizeof(*w->leases));
-			memset(w->leases + w->nleases, 0, (n - w->nleases) * sizeof(*w->leases));
-			w->nleases = n;
-		}
-		l = &w->leases[id];
-		free(l->seeds);
-		free(l->reported);
-		l->worker = jint(e, "worker", 0);
-		l->confirm = json_is_true(json_object_get(e, "confirm"));
-		l->n = json_array_size(json_object_get(e, "seeds"));
-		l->seeds = xcalloc(l->n + 1, sizeof(int64_t));
-		l->reported = xcalloc(l->n + 1, 1);
-		json_array_foreach(json_object_get(e, "seeds"), i, s)
-			l->seeds[i] = json_integer_value(json_array_get(s, 0));
-	} else if (strcmp(t, "result") == 0) {
-		struct jlease	*l;
-		struct bar	*b;
-		json_t		*d = json_object_get(e, "detail");
-		int64_t		 dur = jint(e, "duration_ms", 0), seed = jint(e, "seed", -1);
-		int64_t		 wstart = jint(json_object_get(d, "timing"), "started_at_ms", -1);
-
-		id = jint(e, "lease", -1);
-		if (id < 0 || (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
-			return;
-		l = &w->leases[id];
-		for (i = 0; i < l->n; i++)
-			if (l->seeds[i] == seed)
-				l->reported[i] = 1;
-		push_i64(&w->seed_ms, &w->nseed, &w->capseed, dur);
-		wt_turns(w, d);
-		if (at < 0 && wstart < 0) {
-			w->no_at = true;
-			return;
-		}
-		if (at < 0) {
-			w->worker_clock = true;
-			at = wstart + dur;
-			if (at > w->end)
-				w->end = at;
-		}
-		if (w->nbars == w->capbars) {
-			w->capbars = w->capbars ? w->capbars * 2 : 1024;
-			w->bars = xreallocarray(w->bars, w->capbars, sizeof(*w->bars));
-		}
-		b = &w->bars[w->nbars++];
-		b->worker = l->worker;
-		b->seed = seed;
-		b->b = at;
-		b->a = at - dur;
-		b->attempt = (int32_t)jint(e, "attempt", 1);
-		b->reason = intern_reason(jstr(e, "reason"));
-		b->cls = l->confirm ? 'c' : reason_cls(jstr(e, "reason"));
-	} else if (strcmp(t, "lease_end") == 0) {
-		struct jlease	*l;
-
-		id = jint(e, "id", -1);
-		if (!json_is_true(json_object_get(e, "running")) || at < 0 || id < 0 ||
-		    (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
-			return;
-		l = &w->leases[id];
-		for (i = 0; i < l->n && l->reported[i]; i++)
-			;
-		if (i == l->n)
-			return;
-		w->lost = xreallocarray(w->lost, w->nlost + 1, sizeof(*w->lost));
-		w->lost[w->nlost++] = (struct lost){ l->worker, at, l->seeds[i],
-		    xstrdup(jstr(e, "why") ? jstr(e, "why") : "") };
-	} else if (strcmp(t, "resume") == 0 && at >= 0)
-		push_i64(&w->resumes, &w->nresumes, &w->capresumes, at);
+		break;
+	case JEV_WORKER:
+		wt_worker(w, e);
+		break;
+	case JEV_LEASE:
+		wt_lease(w, e);
+		break;
+	case JEV_RESULT:
+		wt_result(w, e, at);
+		break;
+	case JEV_LEASE_END:
+		wt_lease_end(w, e, at);
+		break;
+	case JEV_RESUME:
+		if (at >= 0)
+			push_i64(&w->resumes, &w->nresumes, &w->capresumes, at);
+		break;
+	case JEV_OTHER:
+		break;		/* a newer soak's line */
+	}
 }
 
 static int
@@ -1071,8 +1107,10 @@ put_bar_run(struct rh *h, const struct wt *w, size_t i, size_t n, int64_t span,
 	if (j - i == 1) {
 		rh_put(h, "seed %" PRId64 " attempt %d: %s", b->seed, b->attempt,
 		    cls_name(b->cls));
-		if (b->reason)
-			rh_put(h, " %s", b->reason);
+		if (b->reason < 0)
+			rh_put(h, " (a reason this soak does not know)");
+		else if (b->reason != REASON_NONE)
+			rh_put(h, " %s", reason_name((enum reason)b->reason));
 		rh_put(h, ", %s", rh_dur(b->b - b->a, d, sizeof(d)));
 		rh_put(h, ", from %s", rh_dur(b->a - w->start, d, sizeof(d)));
 	} else {
