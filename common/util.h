@@ -143,6 +143,12 @@ size_t	utf8_prefix(const char *s, size_t len, size_t max);
  */
 int	dec_digits(const char **p, const char *end, uint64_t limit, uint64_t *v);
 int	dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v);
+/*
+ * Hex numbers' one reader: the whole of [s, end) is 1 to 16 hex digits,
+ * either case, into *v; -1 when it is empty, longer, or holds anything
+ * else (no sign, no "0x", no space).  strtoull(…, 16) takes all of those.
+ */
+int	hex_u64(const char *s, const char *end, uint64_t *v);
 /* qsort's comparison of two uint64_t. */
 int	cmp_u64(const void *a, const void *b);
 /* The value of a hex digit (either case), or -1. */

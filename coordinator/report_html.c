@@ -99,7 +99,7 @@ static const char page_css[] =
 ".mk{stroke:var(--ink);stroke-width:1}"
 ".f-none{fill:#fff}.f-lost_reply{fill:var(--fail)}.f-reset{fill:#000}"
 ".f-duplicate{fill:#CC79A7}.f-latency{fill:#56B4E9}.f-blackhole{fill:#000}"
-".f-close_after{fill:#0072B2}.f-other{fill:#F0E442}.dl{stroke:var(--fail);stroke-width:2.5}"
+".f-close_after{fill:#0072B2}.dl{stroke:var(--fail);stroke-width:2.5}"
 ".wait{stroke:#CC79A7;stroke-width:1.5;fill:none}.arrh{fill:#CC79A7}"
 ".w-p{fill:var(--pass)}.w-f{fill:var(--fail)}.w-i{fill:var(--infra)}.w-c{fill:var(--accent)}"
 ".lost{stroke:#000;stroke-width:2}.quar{fill:#000}"

@@ -596,7 +596,7 @@ min_explain(struct min_run *m, const struct plan *best, int variants,
 					continue;
 				plan_copy(best, &c);
 				c.proxies[x].faults[i].fault = kinds[k];
-				snprintf(what, sizeof(what), "as %s", plan_fault_name(kinds[k]));
+				snprintf(what, sizeof(what), "as %s", fault_name((enum fault)kinds[k]));
 				v = note(m, &c, MIN_FAULTS, x, i, what, -1, notes, n);
 				plan_free(&c);
 				if (v == -1)

@@ -163,9 +163,21 @@ test_from_trace(void **state)
 	assert_int_equal(db->steps[1].turn, 0);
 	plan_free(&p);
 	/* a trace with no keys (an older soak's) makes no plan */
-	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0}\n", 24, 1,
-	    NULL, 1, 1, &p, err), -1);
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0}\n", 46, 1, NULL, 1, 1, &p, err), -1);
 	assert_non_null(strstr(err, "no keys"));
+	/* a field the proxy never writes so is the trace's fault, said, never
+	 * read as 0: a turn set of "zz", a key with 0x */
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"key\":\"00000000000000aa\",\"occ\":0,\"step\":1,"
+	    "\"cand\":\"zz\"}\n", 100, 1, NULL, 1, 1, &p, err), -1);
+	assert_string_equal(err, "line 1: cand: \"zz\" is not a set of turns (1 to 16 "
+	    "hex digits)");
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"key\":\"0x000000000000aa\",\"occ\":0}\n", 79, 1, NULL,
+	    1, 1, &p, err), -1);
+	assert_string_equal(err, "line 1: key: \"0x000000000000aa\" is not 16 hex "
+	    "digits");
 }
 
 static void

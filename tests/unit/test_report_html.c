@@ -151,7 +151,8 @@ put_file(const char *dir, const char *name, const char *text)
 /*
  * The proxy writes turn sets as hex masks ("cand":"3"): a schedule's
  * turns waiting, a lock wait's arrow and a COMMIT's wakes come from them;
- * the trace fields a later proxy adds show on hover, none required.
+ * the trace fields a later proxy adds show on hover, none required; a
+ * line with a field soak never writes so ("cand":"zz") is said, not drawn.
  */
 static void
 test_trace_masks(void **state)
@@ -179,7 +180,9 @@ test_trace_masks(void **state)
 	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":0,\"fault\":\"none\","
 	    "\"step\":2,\"cand\":\"2\",\"pg\":\"simple\",\"sql\":\"UPDATE b\","
 	    "\"waits_on\":\"1\",\"forced\":\"outside\",\"req\":\"GET /x HTTP/1.1\","
-	    "\"key\":\"ab12\",\"occ\":3,\"newer\":\"<b>\"}\n");
+	    "\"key\":\"00000000000000ab\",\"occ\":3,\"newer\":\"<b>\"}\n"
+	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":1,\"fault\":\"none\","
+	    "\"step\":3,\"cand\":\"zz\"}\n");
 	o.run_dir = dir;
 	o.previous = "";
 	assert_int_equal(report_html_write(&o, NULL, err), 0);
@@ -192,8 +195,13 @@ test_trace_masks(void **state)
 	assert_non_null(strstr(html, "waited on a lock held by turns {0}"));
 	assert_non_null(strstr(html, "its end woke turns {1,3}: PostgreSQL's order"));
 	assert_non_null(strstr(html, "forced: outside"));
-	assert_non_null(strstr(html, "statement key ab12, occurrence 3"));
+	assert_non_null(strstr(html, "statement key 00000000000000ab, occurrence 3"));
 	assert_non_null(strstr(html, "newer: &lt;b&gt;"));
+	/* a turn set soak never writes is said, never drawn as no turn */
+	assert_non_null(strstr(html, "1 line of the fault trace is not as soak writes "
+	    "them, and not drawn: the first, line 3: cand: &quot;zz&quot; is not a "
+	    "set of turns (1 to 16 hex digits)"));
+	assert_null(strstr(html, "step 3:"));
 	free(html);
 	path = xasprintf("rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
