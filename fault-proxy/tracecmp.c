@@ -494,11 +494,12 @@ put_cause(char *buf, size_t len, const struct pside *a, const struct pside *b,
 
 /*
  * One proxy's schedules compared; out gets the sentence (without the
- * "schedule:" of replay's line).
+ * "schedule:" of replay's line).  The same: *same_total its steps, and
+ * *same_cut whether a trace was cut (the sentence then says so).
  */
 static enum pcmp
 proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
-    char *out, size_t len)
+    char *out, size_t len, uint64_t *same_total, bool *same_cut)
 {
 	char		 sa[640], sb[640], what[160], cuts[256], same[256], why[400];
 	size_t		 i, m = a->prefix < b->prefix ? a->prefix : b->prefix;
@@ -525,7 +526,9 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 		return PC_DIFF;
 	}
 	if (a->known && b->known && a->total == b->total && a->digest == b->digest) {
-		if (a->trace->cut || b->trace->cut) {
+		*same_total = a->total;
+		*same_cut = a->trace->cut || b->trace->cut;
+		if (*same_cut) {
 			put_cuts(cuts, sizeof(cuts), a, b);
 			snprintf(out, len, "all %" PRIu64 " steps of proxy %s (%s; the "
 			    "steps past the cut were compared by the digest of the whole "
@@ -630,10 +633,12 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 {
 	struct steps	 a = { 0 }, b = { 0 };
 	struct pside	 pa, pb;
-	char		**names = NULL, *one, againw[64];
+	char		**names = NULL, againw[64];
 	size_t		 nnames, i, k, nsame = 0, o = 0;
 	enum pcmp	*res = NULL;
 	char		(*words)[1536] = NULL;
+	uint64_t	*totals = NULL;
+	bool		*cuts = NULL;
 	int		 rc = 0, first = -1;
 
 	out[0] = '\0';
@@ -648,10 +653,13 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 	nnames = proxy_names(&a, &b, &names);
 	res = xcalloc(nnames + 1, sizeof(*res));
 	words = xcalloc(nnames + 1, sizeof(*words));
+	totals = xcalloc(nnames + 1, sizeof(*totals));
+	cuts = xcalloc(nnames + 1, sizeof(*cuts));
 	for (i = 0; i < nnames; i++) {
 		pside_init(&pa, "the run", &a, names[i]);
 		pside_init(&pb, again, &b, names[i]);
-		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]));
+		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]),
+		    &totals[i], &cuts[i]);
 		if (res[i] == PC_SAME)
 			nsame++;
 		if (res[i] == PC_DIFF && first == -1)
@@ -667,9 +675,9 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 			if (res[i] != PC_SAME)
 				continue;
 			/* One proxy: "all 24 steps", without its name, as ever. */
-			if (nsame == 1 && strchr(words[i], '(') == NULL &&
-			    (one = strstr(words[i], " of proxy ")) != NULL)
-				*one = '\0';
+			if (nsame == 1 && !cuts[i])
+				snprintf(words[i], sizeof(words[i]), "all %" PRIu64
+				    " steps", totals[i]);
 			k++;
 			o += (size_t)snprintf(out + o, outlen - o, "%s%s",
 			    k == 1 ? "the same as the run's, " : k == nsame ? " and " : ", ",
@@ -688,6 +696,8 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 done:
 	free(res);
 	free(words);
+	free(totals);
+	free(cuts);
 	free(names);
 	steps_free(&a);
 	steps_free(&b);
