@@ -174,7 +174,7 @@ cmd_minimize(int argc, char **argv)
 	char			 line[256];
 	uint64_t		 seed = 0;
 	int64_t			 budget = 0;
-	long			 tries = 3, explain = 5;
+	int64_t			 tries = 3, explain = 5;
 	struct seed_result	 told = { 0 };
 	struct min_note		*notes = NULL;
 	size_t			 nnotes = 0;
@@ -186,30 +186,18 @@ cmd_minimize(int argc, char **argv)
 		case 's': seedarg = optarg; break;
 		case 'p': planarg = optarg; break;
 		case 'o': outarg = optarg; break;
-		case 'k': {
-			char	*end;
-
-			errno = 0;
-			tries = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || tries < 1 || tries > 100) {
-				fprintf(stderr, "soak minimize: --tries: \"%s\" is not a "
-				    "count of 1..100\n", optarg);
+		case 'k':
+			if (parse_count(optarg, 1, 100, &tries, err) == -1) {
+				fprintf(stderr, "soak minimize: --tries: %s\n", err);
 				return SOAK_EXIT_USAGE;
 			}
 			break;
-		}
-		case 'e': {
-			char	*end;
-
-			errno = 0;
-			explain = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || explain < 0 || explain > 100) {
-				fprintf(stderr, "soak minimize: --explain: \"%s\" is not a "
-				    "count of 0..100\n", optarg);
+		case 'e':
+			if (parse_count(optarg, 0, 100, &explain, err) == -1) {
+				fprintf(stderr, "soak minimize: --explain: %s\n", err);
 				return SOAK_EXIT_USAGE;
 			}
 			break;
-		}
 		case 'b':
 			if (parse_duration_ms(optarg, &budget, err) == -1 || budget <= 0) {
 				fprintf(stderr, "soak minimize: --budget: %s\n", budget <= 0 &&
@@ -284,7 +272,7 @@ cmd_minimize(int argc, char **argv)
 		printf("minimize %s of %s", planarg, cfg.name);
 	else
 		printf("minimize seed %" PRIu64 " of %s", seed, cfg.name);
-	printf(" (%d turns x %d rounds), %ld tr%s a candidate\n", cfg.turns,
+	printf(" (%d turns x %d rounds), %" PRId64 " tr%s a candidate\n", cfg.turns,
 	    cfg.rounds, tries, tries == 1 ? "y" : "ies");
 	fflush(stdout);
 	if (wrk_open(&w, err) == -1) {
@@ -299,7 +287,7 @@ cmd_minimize(int argc, char **argv)
 			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
 			rc = MIN_EXIT_STOPPED;
 		} else if (res.verdict == VERDICT_PASS) {
-			printf("seed %" PRIu64 " does not fail (%ld tr%s): %s\nnothing to "
+			printf("seed %" PRIu64 " does not fail (%" PRId64 " tr%s): %s\nnothing to "
 			    "minimize; no plan written\n", seed, tries, tries == 1 ? "y" :
 			    "ies", why);
 			rc = MIN_EXIT_NO_FAILURE;
@@ -347,7 +335,7 @@ cmd_minimize(int argc, char **argv)
 	switch (min_test(&m, &best)) {
 	case 0:
 		printf("seed %" PRIu64 " fails, but its plan does not replay the "
-		    "failure in %ld tr%s (%zu diverged, %zu failed otherwise); no "
+		    "failure in %" PRId64 " tr%s (%zu diverged, %zu failed otherwise); no "
 		    "plan written\n", seed, tries, tries == 1 ? "y" : "ies",
 		    m.diverged, m.other);
 		unlink(out);
@@ -383,7 +371,7 @@ report:
 	}
 	if (plan_save(&best, out, err) == -1)
 		printf("(not written: %s)\n", err);
-	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "
+	printf("replays: %zu, of %zu candidate plans (up to %" PRId64 " tr%s each; %zu more "
 	    "were the same as one tried before); %zu diverged, %zu failed "
 	    "otherwise\n", m.replays, m.candidates, tries, tries == 1 ? "y" : "ies",
 	    m.cached, m.diverged, m.other);

@@ -276,10 +276,17 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 		const char	*cand = json_string_value(json_array_get(v, 5));
 		json_int_t	 t = json_integer_value(json_array_get(v, 1));
 
+		/* the trace's vocabulary (common/trace.h): a key of 16 hex
+		 * digits, a set of turns of 1 to 16 */
 		if (!json_is_array(v) || json_array_size(v) < 5 || key == NULL ||
 		    trace_key_parse(key, &s[i].key) == -1 || t < 0 || t >= XP_MAX_TURNS ||
 		    !json_is_integer(json_array_get(v, 0)) ||
-		    !json_is_integer(json_array_get(v, 3))) {
+		    json_integer_value(json_array_get(v, 0)) < 0 ||
+		    json_integer_value(json_array_get(v, 0)) > INT32_MAX ||
+		    !json_is_integer(json_array_get(v, 3)) ||
+		    json_integer_value(json_array_get(v, 3)) < 0 ||
+		    json_integer_value(json_array_get(v, 3)) > UINT32_MAX ||
+		    (cand != NULL && trace_turns_parse(cand, &s[i].cand) == -1)) {
 			free(s);
 			return errf(err, "steps: step %zu is not [round, turn, key, occ, "
 			    "what, ...]", i + 1);
@@ -288,7 +295,6 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 		s[i].turn = (int)t;
 		s[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
 		snprintf(s[i].what, sizeof(s[i].what), "%s", w ? w : "exchange");
-		s[i].cand = cand ? strtoull(cand, NULL, 16) : 0;
 		s[i].cls = (int)json_integer_value(json_array_get(v, 6));
 		if (s[i].cls < XC_OTHER || s[i].cls > XC_SESSION)
 			s[i].cls = XC_OTHER;
