@@ -40,6 +40,24 @@ get_be64(const uint8_t *p)
 	return be64toh(v);
 }
 
+/* Big-endian 32-bit store and load: the length fields of soak's messages,
+ * of a bundle and of PostgreSQL's protocol. */
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline uint32_t
+get_be32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
+}
+
 /* errf: printf into err (size ERR_LEN); always returns -1 for `return errf(...)`. */
 int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
