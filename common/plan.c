@@ -12,6 +12,7 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/seed.h"
 #include "common/trace.h"
 #include "common/util.h"
 
@@ -248,15 +249,18 @@ read_proxy(struct rd *r, const char *name, json_t *o, struct plan *p,
 static int
 read_runs(struct rd *r, json_t *runs, struct plan *p)
 {
-	json_t	*e;
-	size_t	 i;
-	char	 path[64];
-	int	 rt[2];
+	json_t		*e;
+	size_t		 i;
+	char		 path[64];
+	json_int_t	 rt[2];
 
 	if (runs == NULL)
 		return 0;
 	if (!json_is_array(runs))
 		return bad(r, "runs", "not a list of [round, turn] pairs");
+	if (json_array_size(runs) == 0)
+		return bad(r, "runs", "an empty list runs no turn, and a plan that runs "
+		    "none tests nothing (leave runs out for every turn)");
 	p->runs = xcalloc((size_t)p->rounds * (size_t)p->turns, sizeof(*p->runs));
 	json_array_foreach(runs, i, e) {
 		snprintf(path, sizeof(path), "runs[%zu]", i);
@@ -264,8 +268,9 @@ read_runs(struct rd *r, json_t *runs, struct plan *p)
 		    !json_is_integer(json_array_get(e, 0)) ||
 		    !json_is_integer(json_array_get(e, 1)))
 			return bad(r, path, "not a [round, turn] pair");
-		rt[0] = (int)json_integer_value(json_array_get(e, 0));
-		rt[1] = (int)json_integer_value(json_array_get(e, 1));
+		/* compared as they are: a cast to int would wrap 2^32 to 0 */
+		rt[0] = json_integer_value(json_array_get(e, 0));
+		rt[1] = json_integer_value(json_array_get(e, 1));
 		if (rt[0] < 0 || rt[0] >= p->rounds || rt[1] < 0 || rt[1] >= p->turns)
 			return bad(r, path, "round or turn out of range");
 		p->runs[(size_t)rt[0] * (size_t)p->turns + (size_t)rt[1]] = true;
@@ -304,14 +309,19 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 		goto out;
 	}
 	if (json_is_string(v)) {	/* seeds past 2^63 are written as text */
-		char	*end;
+		char	why[ERR_LEN];
 
-		errno = 0;
-		p->seed = strtoull(json_string_value(v), &end, 10);
-		if (errno != 0 || *end != '\0') {
-			bad(&r, "seed", "not a decimal 64-bit integer");
+		if (seed_parse(json_string_value(v), &p->seed, why) == -1) {
+			bad(&r, "seed", why);
 			goto out;
 		}
+	} else if (json_integer_value(v) < 0) {
+		char	why[96];
+
+		snprintf(why, sizeof(why), "%" JSON_INTEGER_FORMAT " is negative (a "
+		    "seed is 0 to %" PRIu64 ")", json_integer_value(v), UINT64_MAX);
+		bad(&r, "seed", why);
+		goto out;
 	} else
 		p->seed = (uint64_t)json_integer_value(v);
 	if (get_int(&r, o, "turns", "(top)", 1, 1024, &p->turns) == -1 ||
@@ -760,6 +770,17 @@ plan_turns_in(const struct plan *p, int round)
 	for (t = 0; t < (p ? p->turns : 0); t++)
 		n += plan_runs(p, round, t);
 	return n;
+}
+
+bool
+plan_runs_any(const struct plan *p)
+{
+	int	r;
+
+	for (r = 0; p != NULL && r < p->rounds; r++)
+		if (plan_turns_in(p, r) > 0)
+			return true;
+	return false;
 }
 
 const struct plan_proxy *

@@ -136,6 +136,9 @@ int			 plan_fits(const struct plan *p, const struct cfg *cfg,
 bool			 plan_runs(const struct plan *p, int round, int turn);
 /* Turns of round r that run; at most turns. */
 int			 plan_turns_in(const struct plan *p, int round);
+/* Whether p runs any turn at all: a plan file always does (plan_parse
+ * refuses "runs": []), a plan made in memory (a candidate) may not. */
+bool			 plan_runs_any(const struct plan *p);
 const struct plan_proxy	*plan_proxy(const struct plan *p, const char *name);
 
 #endif
