@@ -21,6 +21,7 @@
 #include "common/conninfo.h"
 #include "common/seed.h"
 #include "common/soak.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/report_html_int.h"
@@ -897,7 +898,8 @@ put_cov_proxies(struct rh *h, const json_t *px)
 		v = json_object_get(o, "deadlocks");
 		if (json_is_object(v)) {
 			rh_put(h, "%" PRId64 " broken by soak, %" PRId64 " by PostgreSQL",
-			    jint(v, "soak", 0), jint(v, "postgres", 0));
+			    jint(v, trace_deadlock_name(TRACE_DEADLOCK_SOAK), 0),
+			    jint(v, trace_deadlock_name(TRACE_DEADLOCK_POSTGRES), 0));
 		} else
 			put_counts(h, v, "—");
 		rh_put(h, "</td></tr>\n");
