@@ -151,7 +151,7 @@ struct min_opts {
 	const char	*config, *seedarg, *planarg, *outarg;
 	uint64_t	 seed;		/* --seed's */
 	int64_t		 budget;	/* --budget's ms; 0: none */
-	long		 tries, explain;
+	int64_t		 tries, explain;
 };
 
 /*
@@ -183,32 +183,18 @@ min_options(int argc, char **argv, struct min_opts *o, int *status)
 		case 's': o->seedarg = optarg; break;
 		case 'p': o->planarg = optarg; break;
 		case 'o': o->outarg = optarg; break;
-		case 'k': {
-			char	*end;
-
-			errno = 0;
-			o->tries = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || o->tries < 1 ||
-			    o->tries > 100) {
-				fprintf(stderr, "soak minimize: --tries: \"%s\" is not a "
-				    "count of 1..100\n", optarg);
+		case 'k':
+			if (parse_count(optarg, 1, 100, &o->tries, err) == -1) {
+				fprintf(stderr, "soak minimize: --tries: %s\n", err);
 				return 0;
 			}
 			break;
-		}
-		case 'e': {
-			char	*end;
-
-			errno = 0;
-			o->explain = strtol(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || o->explain < 0 ||
-			    o->explain > 100) {
-				fprintf(stderr, "soak minimize: --explain: \"%s\" is not a "
-				    "count of 0..100\n", optarg);
+		case 'e':
+			if (parse_count(optarg, 0, 100, &o->explain, err) == -1) {
+				fprintf(stderr, "soak minimize: --explain: %s\n", err);
 				return 0;
 			}
 			break;
-		}
 		case 'b':
 			if (parse_duration_ms(optarg, &o->budget, err) == -1 ||
 			    o->budget <= 0) {
@@ -256,7 +242,7 @@ min_start(struct wrk *w, const struct min_opts *o, uint64_t seed,
 {
 	struct seed_result	 res = { 0 };
 	char			 err[ERR_LEN], why[600] = "";
-	long			 tries = o->tries;
+	int64_t			 tries = o->tries;
 	int			 ret = -1;
 
 	if (min_original(w, seed, (int)tries, &min_stop, &res, why, sizeof(why)) == -1) {
@@ -265,7 +251,7 @@ min_start(struct wrk *w, const struct min_opts *o, uint64_t seed,
 			    "written\n", min_stop == SIGINT ? "SIGINT" : "SIGTERM");
 			*rc = MIN_EXIT_STOPPED;
 		} else if (res.verdict == VERDICT_PASS) {
-			printf("seed %" PRIu64 " does not fail (%ld tr%s): %s\nnothing to "
+			printf("seed %" PRIu64 " does not fail (%" PRId64 " tr%s): %s\nnothing to "
 			    "minimize; no plan written\n", seed, tries, tries == 1 ? "y" :
 			    "ies", why);
 			*rc = MIN_EXIT_NO_FAILURE;
@@ -308,7 +294,7 @@ min_report(struct min_run *m, const struct minimize *z, const struct cfg *cfg,
 	bool			 have_story = false;
 	char			 line[256], err[ERR_LEN];
 	const char		*out = z->out;
-	long			 tries = o->tries, explain = o->explain;
+	int64_t			 tries = o->tries, explain = o->explain;
 	int			 rc;
 
 	counts_line(m, z, best, line, sizeof(line));
@@ -330,7 +316,7 @@ min_report(struct min_run *m, const struct minimize *z, const struct cfg *cfg,
 	}
 	if (plan_save(best, out, err) == -1)
 		printf("(not written: %s)\n", err);
-	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "
+	printf("replays: %zu, of %zu candidate plans (up to %" PRId64 " tr%s each; %zu more "
 	    "were the same as one tried before); %zu diverged, %zu failed "
 	    "otherwise\n", m->replays, m->candidates, tries, tries == 1 ? "y" : "ies",
 	    m->cached, m->diverged, m->other);
@@ -438,7 +424,7 @@ cmd_minimize(int argc, char **argv)
 		printf("minimize %s of %s", planarg, cfg.name);
 	else
 		printf("minimize seed %" PRIu64 " of %s", seed, cfg.name);
-	printf(" (%d turns x %d rounds), %ld tr%s a candidate\n", cfg.turns,
+	printf(" (%d turns x %d rounds), %" PRId64 " tr%s a candidate\n", cfg.turns,
 	    cfg.rounds, tries, tries == 1 ? "y" : "ies");
 	fflush(stdout);
 	if (wrk_open(&w, err) == -1) {
@@ -472,7 +458,7 @@ cmd_minimize(int argc, char **argv)
 	switch (min_test(&m, &best)) {
 	case 0:
 		printf("seed %" PRIu64 " fails, but its plan does not replay the "
-		    "failure in %ld tr%s (%zu diverged, %zu failed otherwise); no "
+		    "failure in %" PRId64 " tr%s (%zu diverged, %zu failed otherwise); no "
 		    "plan written\n", seed, tries, tries == 1 ? "y" : "ies",
 		    m.diverged, m.other);
 		unlink(out);

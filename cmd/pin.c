@@ -9,7 +9,6 @@
  * (soak minimize's, soak explore's) with the failure the plan itself
  * records.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include "common/config.h"
 #include "common/plan.h"
 #include "common/regress.h"
+#include "common/seed.h"
 #include "cmd/cmd.h"
 #include "common/soak.h"
 #include "common/util.h"
@@ -249,7 +249,7 @@ cmd_pin(int argc, char **argv)
 	const char	*run_dir, *cfg_path, *name = NULL, *verdict, *planarg = NULL;
 	char		*path = NULL, *plan_path = NULL, *dst = NULL;
 	char		*defname = NULL, *replay = NULL;
-	char		 err[ERR_LEN], *end;
+	char		 err[ERR_LEN];
 	uint64_t	 seed = 0;
 	bool		 have_seed = false, force = false, minimized = false;
 	int		 ch, rc = SOAK_EXIT_USAGE;
@@ -259,11 +259,8 @@ cmd_pin(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, "s:n:mp:fh", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
-			errno = 0;
-			seed = strtoull(optarg, &end, 10);
-			if (errno != 0 || *end != '\0' || *optarg == '\0' || *optarg == '-') {
-				fprintf(stderr, "soak pin: --seed wants a seed number, got "
-				    "\"%s\"\n", optarg);
+			if (seed_parse(optarg, &seed, err) == -1) {
+				fprintf(stderr, "soak pin: --seed: %s\n", err);
 				return SOAK_EXIT_USAGE;
 			}
 			have_seed = true;

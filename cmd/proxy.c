@@ -19,6 +19,7 @@
 
 #include "cmd/cmd.h"
 #include "common/log.h"
+#include "common/seed.h"
 #include "common/soak.h"
 #include "common/units.h"
 #include "common/util.h"
@@ -31,7 +32,7 @@ struct proxy_opts {
 	const char		*upstream;	/* required */
 	uint64_t		 seed;		/* required: have_seed */
 	bool			 have_seed;
-	uint64_t		 turn;
+	int64_t			 turn;
 	const char		*name;
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;
@@ -79,15 +80,6 @@ usage(FILE *f)
 "  --trace FILE            fault trace, one JSON line per exchange, written\n"
 "                          sorted on SIGINT/SIGTERM\n"
 "  -v, --verbose           log every state transition\n" SOAK_MANUAL);
-}
-
-static int
-parse_u64(const char *s, uint64_t *v, char *err)
-{
-	if (dec_u64(s, s + strlen(s), UINT64_MAX, v) == -1)
-		return errf(err, "bad number \"%s\" (want a decimal integer from "
-		    "0 to %llu)", s, (unsigned long long)UINT64_MAX);
-	return 0;
 }
 
 enum {
@@ -217,6 +209,8 @@ protocol_option(const char *arg, enum cfg_protocol *proto, char *err)
 static int
 plain_option(struct proxy_opts *o, int ch, const char *arg, char *err)
 {
+	char	why[ERR_LEN];
+
 	switch (ch) {
 	case O_LISTEN:
 		o->listen = arg;
@@ -226,11 +220,12 @@ plain_option(struct proxy_opts *o, int ch, const char *arg, char *err)
 		return 0;
 	case O_SEED:
 		o->have_seed = true;
-		return parse_u64(arg, &o->seed, err);
+		if (seed_parse(arg, &o->seed, why) == -1)
+			return errf(err, "--seed: %s", why);
+		return 0;
 	case O_TURN:
-		if (parse_u64(arg, &o->turn, err) == -1 ||
-		    o->turn > PROXY_MAX_TURN)
-			return errf(err, "bad turn \"%s\"", arg);
+		if (parse_count(arg, 0, PROXY_MAX_TURN, &o->turn, why) == -1)
+			return errf(err, "--turn: %s", why);
 		return 0;
 	case O_NAME:
 		o->name = arg;

@@ -22,6 +22,7 @@
 #include "common/plan.h"
 #include "common/seed.h"
 #include "common/soak.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "fault-proxy/proxy.h"
@@ -112,24 +113,28 @@ replay_plan_said(const struct seed_result *res)
 
 	div = json_string_value(json_object_get(res->detail, "diverged"));
 	for (end = p ? p + res->trace_len : p; p != NULL && p < end; p = nl + 1) {
-		const char	*m;
+		struct trace_line	 l;
+		json_t			*j;
+		char			 why[ERR_LEN];
 
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
-		if ((m = memmem(p, (size_t)(nl - p), "\"plan\":\"", 8)) == NULL)
+		/* the trace's own decoder (common/trace.h); the proxy's words
+		 * for what a plan did (proxy.h proxy_trace_rec.plan) */
+		j = nl > p ? json_loadb(p, (size_t)(nl - p), 0, NULL) : NULL;
+		if (j == NULL || trace_line_parse(j, &l, why) == -1 || l.plan == NULL) {
+			json_decref(j);
 			continue;
-		m += 8;
-		if (strncmp(m, "unplanned", 9) == 0)
+		}
+		if (strcmp(l.plan, "unplanned") == 0)
 			unplanned++;
-		else if (strncmp(m, "lock-deferred", 13) == 0) {
-			const char	*d = memmem(p, (size_t)(nl - p),
-					    "\"deferred\":", 11);
-
-			if (deferred++ == 0 && d != NULL)
-				snprintf(first, sizeof(first), " (the first at step %ld)",
-				    strtol(d + 11, NULL, 10));
-		} else if (strncmp(m, "after divergence", 16) == 0)
+		else if (strcmp(l.plan, "lock-deferred") == 0) {
+			if (deferred++ == 0 && l.deferred != 0)
+				snprintf(first, sizeof(first), " (the first at step %"
+				    PRIu32 ")", l.deferred);
+		} else if (strcmp(l.plan, "after divergence") == 0)
 			after++;
+		json_decref(j);
 	}
 	printf("\nplan: %s; %zu unplanned exchange%s, %zu lock deferral%s%s",
 	    div != NULL ? "diverged" : "followed", unplanned, unplanned == 1 ?
@@ -174,18 +179,20 @@ replay_trace(const char *trace, size_t len, bool verbose)
 
 	printf("\nfault trace%s:\n", verbose ? "" : " (exchanges with a fault)");
 	for (; p < end; p = nl + 1) {
-		json_t		*j;
-		const char	*fault;
-		bool		 show;
+		struct trace_line	 l;
+		json_t			*j;
+		char			 why[ERR_LEN];
+		bool			 show;
 
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
 		if (nl == p)
 			continue;
+		/* a line that is not an exchange soak wrote (the cut's marker,
+		 * a damaged one) is shown as it is */
 		j = json_loadb(p, (size_t)(nl - p), 0, NULL);
-		fault = json_string_value(json_object_get(j, "fault"));
-		show = verbose || j == NULL || fault == NULL || strcmp(fault, "none") != 0 ||
-		    json_object_get(j, "note") != NULL;
+		show = verbose || j == NULL || trace_line_parse(j, &l, why) == -1 ||
+		    l.fault != FAULT_NONE || l.note != NULL;
 		json_decref(j);
 		if (show)
 			printf("%.*s\n", (int)(nl - p), p);

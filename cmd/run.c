@@ -1215,8 +1215,8 @@ parse(int argc, char **argv, struct runopts *o)
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char	*end, err[ERR_LEN];
-	int64_t	 ms;
+	char	 err[ERR_LEN];
+	int64_t	 ms, n;
 	int	 ch;
 	bool	 workers_given = false;
 
@@ -1252,11 +1252,11 @@ parse(int argc, char **argv, struct runopts *o)
 		case 'v': o->verbose = 1; log_init(o->local ? "run" : "coordinator", 1); break;
 		case 'w':
 			workers_given = true;
-			o->workers = (int)strtol(optarg, &end, 10);
-			if (*end || o->workers < 1 || o->workers > 1024) {
-				fprintf(stderr, "soak: --workers wants 1..1024, got \"%s\"\n", optarg);
+			if (parse_count(optarg, 1, 1024, &n, err) == -1) {
+				fprintf(stderr, "soak: --workers: %s\n", err);
 				return -1;
 			}
+			o->workers = (int)n;
 			break;
 		case 'L':
 			if (o->local) {

@@ -106,7 +106,7 @@ cmd_worker(int argc, char **argv)
 	int64_t		 ms;
 	pid_t		*kids;
 	int		 ch, i, rc = 0, st, late = 0;
-	char		*end, err[ERR_LEN], warn[ERR_LEN];
+	char		 err[ERR_LEN], warn[ERR_LEN];
 	const char	*env;
 
 	while ((ch = getopt_long(argc, argv, "c:s:w:qvh", longopts, NULL)) != -1) {
@@ -115,11 +115,11 @@ cmd_worker(int argc, char **argv)
 			o.url = optarg;
 			break;
 		case 's':
-			o.slots = (int)strtol(optarg, &end, 10);
-			if (*end || o.slots < 1 || o.slots > 256) {
-				fprintf(stderr, "soak worker: --slots wants 1..256, got \"%s\"\n", optarg);
+			if (parse_count(optarg, 1, 256, &ms, err) == -1) {
+				fprintf(stderr, "soak worker: --slots: %s\n", err);
 				return SOAK_EXIT_USAGE;
 			}
+			o.slots = (int)ms;
 			break;
 		case 'w':
 			o.workspace = optarg;

@@ -52,26 +52,11 @@ get_be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static uint32_t
-get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void
 put_be16(uint8_t *p, uint16_t v)
 {
 	p[0] = v >> 8;
 	p[1] = v & 0xff;
-}
-
-static void
-put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = (v >> 16) & 0xff;
-	p[2] = (v >> 8) & 0xff;
-	p[3] = v & 0xff;
 }
 
 /* A path from the buffer, fit for an error sentence. */

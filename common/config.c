@@ -47,6 +47,7 @@
 #include <yaml.h>
 
 #include "common/conninfo.h"
+#include "common/fault.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -986,11 +987,13 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	enum { RATE, LOST, RESET, DUP, BLACKHOLE, LATENCY, HOLD, BW, BW_UP,
 	    BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY, CLOSE,
 	    CLOSE_UP, CLOSE_DOWN, MATCH, NKEYS };
-	static const char *const keys[NKEYS] = { "rate", "lost_reply", "reset",
-	    "duplicate", "blackhole", "latency", "hold", "bandwidth",
+	/* a fault kind's share or bytes is keyed by its name (common/fault.h) */
+	const char *const keys[NKEYS] = { "rate", fault_name(FAULT_LOST_REPLY),
+	    fault_name(FAULT_RESET), fault_name(FAULT_DUPLICATE),
+	    fault_name(FAULT_BLACKHOLE), "latency", "hold", "bandwidth",
 	    "bandwidth_up", "bandwidth_down", "slice", "slice_up", "slice_down",
-	    "slice_delay", "close_after", "close_after_up", "close_after_down",
-	    "match" };
+	    "slice_delay", fault_name(FAULT_CLOSE_AFTER), "close_after_up",
+	    "close_after_down", "match" };
 	/* Generic key first, so _up/_down override it whatever the file order. */
 	static const struct { int key, dir; } bytes[] = {
 		{ BW, -1 }, { BW_UP, CFG_UP }, { BW_DOWN, CFG_DOWN },

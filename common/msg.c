@@ -248,10 +248,7 @@ msg_encode(const struct msg *m, uint8_t **buf, size_t *len, char *err)
 	{
 		uint32_t	body = (uint32_t)(w.len - MSG_HDR_LEN);
 
-		w.p[8] = body >> 24;
-		w.p[9] = (body >> 16) & 0xff;
-		w.p[10] = (body >> 8) & 0xff;
-		w.p[11] = body & 0xff;
+		put_be32(w.p + 8, body);
 	}
 	*buf = w.p;
 	*len = w.len;
@@ -407,7 +404,7 @@ decode_header(const uint8_t *p, size_t len, uint32_t *type, char *err)
 		return errf(err, "not a soak message (bad magic)");
 	version = (uint32_t)p[4] << 8 | p[5];
 	*type = (uint32_t)p[6] << 8 | p[7];
-	body = (uint32_t)p[8] << 24 | (uint32_t)p[9] << 16 | (uint32_t)p[10] << 8 | p[11];
+	body = get_be32(p + 8);
 	if (version != MSG_VERSION)
 		return errf(err, "protocol version %u, this soak speaks %u "
 		    "(run the same soak version on coordinator and workers)",

@@ -12,50 +12,20 @@
 
 #include "common/config.h"
 #include "common/log.h"
+#include "common/seed.h"
+#include "common/trace.h"
 #include "common/util.h"
 
-static const char *const fault_names[PLAN_FAULT_MAX] = {
-	[PLAN_NONE] = "none", [PLAN_LOST_REPLY] = "lost_reply",
-	[PLAN_RESET] = "reset", [PLAN_DUPLICATE] = "duplicate",
-	[PLAN_BLACKHOLE] = "blackhole",
-};
-
-const char *
-plan_fault_name(enum plan_fault f)
-{
-	return (size_t)f < PLAN_FAULT_MAX ? fault_names[f] : "?";
-}
-
+/* A fault a plan can decide, by its name (fault.h): -1 for another. */
 static int
-fault_by_name(const char *s, enum plan_fault *f)
+plan_fault_parse(const char *s, enum plan_fault *f)
 {
-	size_t	i;
+	enum fault	k;
 
-	for (i = 0; i < PLAN_FAULT_MAX; i++)
-		if (strcmp(s, fault_names[i]) == 0) {
-			*f = (enum plan_fault)i;
-			return 0;
-		}
-	return -1;
-}
-
-const char *
-plan_key_hex(uint64_t key, char *buf, size_t len)
-{
-	snprintf(buf, len, "%016" PRIx64, key);
-	return buf;
-}
-
-int
-plan_key_parse(const char *s, uint64_t *key)
-{
-	char	*end;
-
-	if (s == NULL || strlen(s) != 16)
+	if (fault_parse(s, &k) == -1 || k >= (enum fault)PLAN_FAULT_MAX)
 		return -1;
-	errno = 0;
-	*key = strtoull(s, &end, 16);
-	return errno != 0 || *end != '\0' ? -1 : 0;
+	*f = (enum plan_fault)k;
+	return 0;
 }
 
 void
@@ -143,7 +113,7 @@ get_key(struct rd *r, json_t *o, const char *path, uint64_t *key)
 	char	p[320];
 
 	snprintf(p, sizeof(p), "%s.key", path);
-	if (plan_key_parse(json_string_value(json_object_get(o, "key")), key) == -1)
+	if (trace_key_parse(json_string_value(json_object_get(o, "key")), key) == -1)
 		return bad(r, p, "missing, or not 16 hex digits");
 	return 0;
 }
@@ -164,7 +134,7 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 		return -1;
 	f->fault = PLAN_NONE;
 	snprintf(q, sizeof(q), "%s.fault", path);
-	if (name != NULL && fault_by_name(name, &f->fault) == -1)
+	if (name != NULL && plan_fault_parse(name, &f->fault) == -1)
 		return bad(r, q, "not one of lost_reply, reset, duplicate, blackhole");
 	if (f->fault == PLAN_BLACKHOLE) {
 		if (get_int(r, o, "conn", path, 0, INT32_MAX, &v) == -1)
@@ -231,8 +201,16 @@ read_step(struct rd *r, json_t *o, const char *path, const struct plan *p,
 			s->cand |= (uint64_t)1 << json_integer_value(t);
 		}
 	}
+	if ((w = json_object_get(o, "deadlock")) != NULL) {
+		enum trace_deadlock	d;
+		char			q[320];
+
+		snprintf(q, sizeof(q), "%s.deadlock", path);
+		if (trace_deadlock_parse(json_string_value(w), &d) == -1)
+			return bad(r, q, "not soak or postgres");
+		s->deadlock = xstrdup(trace_deadlock_name(d));
+	}
 	s->what = opt_str(o, "what");
-	s->deadlock = opt_str(o, "deadlock");
 	return 0;
 }
 
@@ -271,15 +249,18 @@ read_proxy(struct rd *r, const char *name, json_t *o, struct plan *p,
 static int
 read_runs(struct rd *r, json_t *runs, struct plan *p)
 {
-	json_t	*e;
-	size_t	 i;
-	char	 path[64];
-	int	 rt[2];
+	json_t		*e;
+	size_t		 i;
+	char		 path[64];
+	json_int_t	 rt[2];
 
 	if (runs == NULL)
 		return 0;
 	if (!json_is_array(runs))
 		return bad(r, "runs", "not a list of [round, turn] pairs");
+	if (json_array_size(runs) == 0)
+		return bad(r, "runs", "an empty list runs no turn, and a plan that runs "
+		    "none tests nothing (leave runs out for every turn)");
 	p->runs = xcalloc((size_t)p->rounds * (size_t)p->turns, sizeof(*p->runs));
 	json_array_foreach(runs, i, e) {
 		snprintf(path, sizeof(path), "runs[%zu]", i);
@@ -287,8 +268,9 @@ read_runs(struct rd *r, json_t *runs, struct plan *p)
 		    !json_is_integer(json_array_get(e, 0)) ||
 		    !json_is_integer(json_array_get(e, 1)))
 			return bad(r, path, "not a [round, turn] pair");
-		rt[0] = (int)json_integer_value(json_array_get(e, 0));
-		rt[1] = (int)json_integer_value(json_array_get(e, 1));
+		/* compared as they are: a cast to int would wrap 2^32 to 0 */
+		rt[0] = json_integer_value(json_array_get(e, 0));
+		rt[1] = json_integer_value(json_array_get(e, 1));
 		if (rt[0] < 0 || rt[0] >= p->rounds || rt[1] < 0 || rt[1] >= p->turns)
 			return bad(r, path, "round or turn out of range");
 		p->runs[(size_t)rt[0] * (size_t)p->turns + (size_t)rt[1]] = true;
@@ -327,14 +309,19 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 		goto out;
 	}
 	if (json_is_string(v)) {	/* seeds past 2^63 are written as text */
-		char	*end;
+		char	why[ERR_LEN];
 
-		errno = 0;
-		p->seed = strtoull(json_string_value(v), &end, 10);
-		if (errno != 0 || *end != '\0') {
-			bad(&r, "seed", "not a decimal 64-bit integer");
+		if (seed_parse(json_string_value(v), &p->seed, why) == -1) {
+			bad(&r, "seed", why);
 			goto out;
 		}
+	} else if (json_integer_value(v) < 0) {
+		char	why[96];
+
+		snprintf(why, sizeof(why), "%" JSON_INTEGER_FORMAT " is negative (a "
+		    "seed is 0 to %" PRIu64 ")", json_integer_value(v), UINT64_MAX);
+		bad(&r, "seed", why);
+		goto out;
 	} else
 		p->seed = (uint64_t)json_integer_value(v);
 	if (get_int(&r, o, "turns", "(top)", 1, 1024, &p->turns) == -1 ||
@@ -443,7 +430,7 @@ proxy_json(const struct plan_proxy *x)
 		if (f->fault == PLAN_BLACKHOLE)
 			json_object_set_new(e, "conn", json_integer(f->occ));
 		else {
-			json_object_set_new(e, "key", json_string(plan_key_hex(f->key,
+			json_object_set_new(e, "key", json_string(trace_key_hex(f->key,
 			    hex, sizeof(hex))));
 			json_object_set_new(e, "occ", json_integer(f->occ));
 		}
@@ -451,7 +438,7 @@ proxy_json(const struct plan_proxy *x)
 			json_object_set_new(e, "what", json_string(f->what));
 		if (f->fault != PLAN_NONE)
 			json_object_set_new(e, "fault",
-			    json_string(plan_fault_name(f->fault)));
+			    json_string(fault_name((enum fault)f->fault)));
 		if (f->latency_ms > 0)
 			json_object_set_new(e, "latency_ms",
 			    json_integer(f->latency_ms));
@@ -461,7 +448,7 @@ proxy_json(const struct plan_proxy *x)
 		const struct plan_step	*s = &x->steps[i];
 
 		e = json_pack("{s:i, s:i, s:s, s:i}", "round", s->round, "turn",
-		    s->turn, "key", plan_key_hex(s->key, hex, sizeof(hex)), "occ",
+		    s->turn, "key", trace_key_hex(s->key, hex, sizeof(hex)), "occ",
 		    (int)s->occ);
 		if (s->what != NULL)
 			json_object_set_new(e, "what", json_string(s->what));
@@ -627,70 +614,52 @@ add_fault(struct plan_proxy *x, const struct plan_fault_rec *f)
 static int
 trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 {
-	const char		*proxy = json_string_value(json_object_get(o, "proxy"));
-	const char		*fault = json_string_value(json_object_get(o, "fault"));
-	const char		*what = json_string_value(json_object_get(o, "sql"));
-	const char		*w;
+	struct trace_line	 l;
+	const char		*what;
 	struct plan_proxy	*x;
 	struct plan_fault_rec	 f;
 	struct tstep		*t;
 	enum plan_fault		 k = PLAN_NONE;
-	uint64_t		 key = 0;
-	json_int_t		 lat = json_integer_value(json_object_get(o, "latency_ms"));
-	int			 round, turn, occ;
+	char			 why[ERR_LEN];
 
-	if (proxy == NULL)
-		return errf(err, "line %d: no proxy", line);
-	if (what == NULL)
-		what = json_string_value(json_object_get(o, "req"));
-	round = (int)json_integer_value(json_object_get(o, "round"));
-	turn = (int)json_integer_value(json_object_get(o, "turn"));
-	occ = (int)json_integer_value(json_object_get(o, "occ"));
-	if (round < 0 || round >= p->rounds || turn < 0 || turn >= p->turns)
+	if (trace_line_parse(o, &l, why) == -1)
+		return errf(err, "line %d: %s", line, why);
+	what = l.sql != NULL ? l.sql : l.req;
+	if (l.round >= p->rounds || l.turn >= p->turns)
 		return errf(err, "line %d: round %d, turn %d out of the config's "
-		    "%d x %d", line, round, turn, p->rounds, p->turns);
-	if (fault != NULL && strcmp(fault, "close_after") != 0)
-		(void)fault_by_name(fault, &k);
+		    "%d x %d", line, l.round, l.turn, p->rounds, p->turns);
+	/* close_after is a stream fault, not a decision: none here */
+	if (l.fault < (enum fault)PLAN_FAULT_MAX)
+		k = (enum plan_fault)l.fault;
 	if (k == PLAN_BLACKHOLE) {
 		/* occ: the connection's number among the turn's in the round */
-		f = (struct plan_fault_rec){ .round = round, .turn = turn,
-		    .occ = (uint32_t)json_integer_value(json_object_get(o, "occ")),
-		    .fault = PLAN_BLACKHOLE };
-		add_fault(proxy_of(p, proxy), &f);
+		f = (struct plan_fault_rec){ .round = l.round, .turn = l.turn,
+		    .occ = l.occ, .fault = PLAN_BLACKHOLE };
+		add_fault(proxy_of(p, l.proxy), &f);
 		return 0;
 	}
-	if (!json_is_string(json_object_get(o, "key")))
+	if (!l.keyed)
 		return 0;	/* an exchange not keyed: never planned */
-	if (plan_key_parse(json_string_value(json_object_get(o, "key")), &key) == -1)
-		return errf(err, "line %d: key is not 16 hex digits", line);
-	x = proxy_of(p, proxy);
-	if (key != 0 && (k != PLAN_NONE || lat > 0)) {
-		f = (struct plan_fault_rec){ .round = round, .turn = turn, .key = key,
-		    .occ = (uint32_t)occ, .fault = k, .latency_ms = lat,
+	x = proxy_of(p, l.proxy);
+	if (l.key != 0 && (k != PLAN_NONE || l.latency_ms > 0)) {
+		f = (struct plan_fault_rec){ .round = l.round, .turn = l.turn,
+		    .key = l.key, .occ = l.occ, .fault = k, .latency_ms = l.latency_ms,
 		    .what = what ? xstrdup(what) : NULL };
 		add_fault(x, &f);
 	}
-	if (!json_is_integer(json_object_get(o, "step")))
+	if (l.step == 0)
 		return 0;
 	if (ts->n == ts->cap) {
 		ts->cap = ts->cap ? ts->cap * 2 : 64;
 		ts->v = xreallocarray(ts->v, ts->cap, sizeof(*ts->v));
 	}
 	t = &ts->v[ts->n++];
-	*t = (struct tstep){ .proxy = (size_t)(x - p->proxies),
-	    .step = (uint64_t)json_integer_value(json_object_get(o, "step")),
-	    .s = { .round = round, .turn = turn, .key = key, .occ = (uint32_t)occ,
-	    .what = what ? xstrdup(what) : NULL } };
-	if ((w = json_string_value(json_object_get(o, "cand"))) != NULL) {
-		t->s.has_cand = true;
-		t->s.cand = strtoull(w, NULL, 16);
-	}
-	if ((w = json_string_value(json_object_get(o, "waits_on"))) != NULL) {
-		t->s.lock_wait = true;
-		t->s.waits_on = strtoull(w, NULL, 16);
-	}
-	if ((w = json_string_value(json_object_get(o, "deadlock"))) != NULL)
-		t->s.deadlock = xstrdup(w);
+	*t = (struct tstep){ .proxy = (size_t)(x - p->proxies), .step = l.step,
+	    .s = { .round = l.round, .turn = l.turn, .key = l.key, .occ = l.occ,
+	    .what = what ? xstrdup(what) : NULL, .has_cand = l.has_cand,
+	    .cand = l.cand, .lock_wait = l.lock_wait, .waits_on = l.waits_on,
+	    .deadlock = l.deadlock != TRACE_DEADLOCK_NONE ?
+	    xstrdup(trace_deadlock_name(l.deadlock)) : NULL } };
 	return 0;
 }
 
@@ -801,6 +770,17 @@ plan_turns_in(const struct plan *p, int round)
 	for (t = 0; t < (p ? p->turns : 0); t++)
 		n += plan_runs(p, round, t);
 	return n;
+}
+
+bool
+plan_runs_any(const struct plan *p)
+{
+	int	r;
+
+	for (r = 0; p != NULL && r < p->rounds; r++)
+		if (plan_turns_in(p, r) > 0)
+			return true;
+	return false;
 }
 
 const struct plan_proxy *

@@ -5,8 +5,9 @@
  * (the runs); compared, pinned and minimized by the commands.
  *
  * Every decision is keyed by what it hit: (round, turn, key, occurrence),
- * key being fault-proxy/stmtkey.h's; a blackhole by (round, turn, the
- * turn's connection number in the round).
+ * key being fault-proxy/stmtkey.h's (16 hex digits in the file:
+ * common/trace.h trace_key_hex, trace_key_parse); a blackhole by (round,
+ * turn, the turn's connection number in the round).
  */
 #ifndef SOAK_PLAN_H
 #define SOAK_PLAN_H
@@ -17,18 +18,24 @@
 
 #include <jansson.h>
 
+#include "common/fault.h"
+#include "common/trace.h"
+
 #define PLAN_VERSION	1
 #define PLAN_MAX_BYTES	(16u * 1024 * 1024)	/* a plan file, read whole */
 
+/*
+ * The faults a plan decides: common/fault.h's kinds but close_after (a
+ * stream fault, applied as the config says), by their names there.
+ */
 enum plan_fault {
-	PLAN_NONE,		/* latency only */
-	PLAN_LOST_REPLY,
-	PLAN_RESET,
-	PLAN_DUPLICATE,
-	PLAN_BLACKHOLE,		/* of a connection: conn, no key */
-	PLAN_FAULT_MAX
+	PLAN_NONE = FAULT_NONE,			/* latency only */
+	PLAN_LOST_REPLY = FAULT_LOST_REPLY,
+	PLAN_RESET = FAULT_RESET,
+	PLAN_DUPLICATE = FAULT_DUPLICATE,
+	PLAN_BLACKHOLE = FAULT_BLACKHOLE,	/* of a connection: conn, no key */
+	PLAN_FAULT_MAX = FAULT_CLOSE_AFTER
 };
-const char	*plan_fault_name(enum plan_fault f);
 
 struct plan_fault_rec {
 	int		 round, turn;
@@ -129,9 +136,9 @@ int			 plan_fits(const struct plan *p, const struct cfg *cfg,
 bool			 plan_runs(const struct plan *p, int round, int turn);
 /* Turns of round r that run; at most turns. */
 int			 plan_turns_in(const struct plan *p, int round);
+/* Whether p runs any turn at all: a plan file always does (plan_parse
+ * refuses "runs": []), a plan made in memory (a candidate) may not. */
+bool			 plan_runs_any(const struct plan *p);
 const struct plan_proxy	*plan_proxy(const struct plan *p, const char *name);
-/* 16 hex digits (buf 17+). */
-const char		*plan_key_hex(uint64_t key, char *buf, size_t len);
-int			 plan_key_parse(const char *s, uint64_t *key);
 
 #endif

@@ -182,3 +182,19 @@ parse_bytes(const char *s, int64_t *v, char *err)
 	*v = (int64_t)(x * mul);
 	return 0;
 }
+
+int
+parse_count(const char *s, int64_t min, int64_t max, int64_t *v, char *err)
+{
+	char		b[QUOTE_LEN];
+	uint64_t	x;
+
+	if (s == NULL)
+		s = "";
+	if (min < 0 || max < min ||
+	    dec_u64(s, s + strlen(s), (uint64_t)max, &x) == -1 || x < (uint64_t)min)
+		return errf(err, "%s is not a whole number of %lld..%lld",
+		    quote_value(s, b, sizeof(b)), (long long)min, (long long)max);
+	*v = (int64_t)x;
+	return 0;
+}

@@ -23,6 +23,9 @@
  *             same followed by % and at most 100 (15%, 2.5%).
  *  bytes      DIGITS with an optional K, M or G in either case, powers of
  *             1024 (65536, 512K, 1M, 2G); at most INT64_MAX.  No B suffix.
+ *  count      DIGITS, a whole number of MIN..MAX the caller gives (0 <=
+ *             MIN): every number option of the commands (cmd/), "--slots
+ *             8", "--tries 3".  Seeds are common/seed.h's seed_parse.
  */
 #ifndef SOAK_UNITS_H
 #define SOAK_UNITS_H
@@ -35,6 +38,8 @@ int	parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
 	    char *err);
 int	parse_share(const char *s, double *v, char *err);
 int	parse_bytes(const char *s, int64_t *v, char *err);
+/* err: "\"-1\" is not a whole number of 1..256". */
+int	parse_count(const char *s, int64_t min, int64_t max, int64_t *v, char *err);
 
 /*
  * A value quoted for a message: in double quotes, control characters as

@@ -651,6 +651,24 @@ dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v)
 }
 
 int
+hex_u64(const char *s, const char *end, uint64_t *v)
+{
+	uint64_t	x = 0;
+	const char	*p;
+	int		 d;
+
+	if (s == NULL || end <= s || end - s > 16)
+		return -1;
+	for (p = s; p < end; p++) {
+		if ((d = hex_digit((unsigned char)*p)) < 0)
+			return -1;
+		x = x << 4 | (uint64_t)d;
+	}
+	*v = x;
+	return 0;
+}
+
+int
 cmp_u64(const void *a, const void *b)
 {
 	uint64_t	x = *(const uint64_t *)a, y = *(const uint64_t *)b;

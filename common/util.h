@@ -40,6 +40,24 @@ get_be64(const uint8_t *p)
 	return be64toh(v);
 }
 
+/* Big-endian 32-bit store and load: the length fields of soak's messages,
+ * of a bundle and of PostgreSQL's protocol. */
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, sizeof(v));
+}
+
+static inline uint32_t
+get_be32(const uint8_t *p)
+{
+	uint32_t	v;
+
+	memcpy(&v, p, sizeof(v));
+	return be32toh(v);
+}
+
 /* errf: printf into err (size ERR_LEN); always returns -1 for `return errf(...)`. */
 int	errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
@@ -143,6 +161,12 @@ size_t	utf8_prefix(const char *s, size_t len, size_t max);
  */
 int	dec_digits(const char **p, const char *end, uint64_t limit, uint64_t *v);
 int	dec_u64(const char *s, const char *end, uint64_t limit, uint64_t *v);
+/*
+ * Hex numbers' one reader: the whole of [s, end) is 1 to 16 hex digits,
+ * either case, into *v; -1 when it is empty, longer, or holds anything
+ * else (no sign, no "0x", no space).  strtoull(…, 16) takes all of those.
+ */
+int	hex_u64(const char *s, const char *end, uint64_t *v);
 /* qsort's comparison of two uint64_t. */
 int	cmp_u64(const void *a, const void *b);
 /* The value of a hex digit (either case), or -1. */

@@ -1,5 +1,6 @@
 #include "common/verdict.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/msg.h"
@@ -67,4 +68,11 @@ reason_valid(int verdict, int reason)
 {
 	return reason >= 0 && reason < REASON_MAX &&
 	    reasons[reason].verdict == verdict;
+}
+
+const char *
+verdict_pass_words(char *buf, size_t len, long long ok, long long total)
+{
+	snprintf(buf, len, "%lld of %lld turns ok", ok, total);
+	return buf;
 }

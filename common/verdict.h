@@ -9,6 +9,7 @@
 #define SOAK_VERDICT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum reason {
 	REASON_NONE,		/* "": pass */
@@ -51,5 +52,14 @@ int		 reason_verdict(enum reason r);
  * infra each with their own reasons.
  */
 bool		 reason_valid(int verdict, int reason);
+
+/*
+ * The message of a plain pass, "K of N turns ok", into buf (64 bytes
+ * hold any): the one place it is worded.  The worker says it of every
+ * pass (worker/seedrun.c); the coordinator keeps a pass whose message is
+ * exactly this as its two counts and words it again (coordinator/coord.c).
+ */
+const char	*verdict_pass_words(char *buf, size_t len, long long ok,
+		    long long total);
 
 #endif

@@ -184,9 +184,8 @@ pass_compact(struct coord_seed *s)
 	    json_integer_value(total) < 0 || json_integer_value(total) > UINT32_MAX ||
 	    !json_is_null(json_object_get(s->detail, "round")) || !json_is_string(msgj))
 		return;
-	snprintf(words, sizeof(words), "%lld of %lld turns ok",
-	    (long long)json_integer_value(ok), (long long)json_integer_value(total));
-	if (strcmp(words, json_string_value(msgj)) != 0)
+	if (strcmp(verdict_pass_words(words, sizeof(words), json_integer_value(ok),
+	    json_integer_value(total)), json_string_value(msgj)) != 0)
 		return;
 	s->ok_turns = (uint32_t)json_integer_value(ok);
 	s->total_turns = (uint32_t)json_integer_value(total);

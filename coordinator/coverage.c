@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
+#include "common/trace.h"
 #include "common/util.h"
 
 /* How many seeds took each number of steps. */
@@ -38,11 +40,15 @@ struct cov {
 	uint64_t		*inv_checked, *inv_broken;
 };
 
-/* The kinds every report names, zeros included, in this order. */
-static const char *const fault_kinds[] = { "lost_reply", "reset", "duplicate",
-	"blackhole", "close_after", "latency" };
+/*
+ * The kinds every report names, zeros included, in this order: the fault
+ * kinds but none (common/fault.h), then "latency", the exchanges delayed
+ * whatever their fault (fault-proxy/proxy.h proxy_cov_json); the
+ * decisions left to a timeout; the deadlocks' victims by who broke them
+ * (common/trace.h).
+ */
+#define COV_LATENCY	"latency"
 static const char *const forced_kinds[] = { "arrival", "blocked" };
-static const char *const deadlock_kinds[] = { "soak", "postgres" };
 #define NELEM(a)	(sizeof(a) / sizeof((a)[0]))
 
 static json_t *
@@ -53,6 +59,30 @@ kinds_new(const char *const *k, size_t n)
 
 	for (i = 0; i < n; i++)
 		json_object_set_new(o, k[i], json_integer(0));
+	return o;
+}
+
+static json_t *
+fault_kinds_new(void)
+{
+	json_t		*o = json_object();
+	unsigned	 k;
+
+	for (k = FAULT_NONE + 1; k < FAULT_MAX; k++)
+		json_object_set_new(o, fault_name((enum fault)k), json_integer(0));
+	json_object_set_new(o, COV_LATENCY, json_integer(0));
+	return o;
+}
+
+static json_t *
+deadlock_kinds_new(void)
+{
+	json_t		*o = json_object();
+	unsigned	 k;
+
+	for (k = TRACE_DEADLOCK_NONE + 1; k < TRACE_DEADLOCK_MAX; k++)
+		json_object_set_new(o, trace_deadlock_name((enum trace_deadlock)k),
+		    json_integer(0));
 	return o;
 }
 
@@ -114,9 +144,9 @@ cov_new(const struct cfg *cfg)
 	c->px = xcalloc(cfg->nproxies + 1, sizeof(*c->px));
 	for (i = 0; i < cfg->nproxies; i++) {
 		c->px[i].p = &cfg->proxies[i];
-		c->px[i].faults = kinds_new(fault_kinds, NELEM(fault_kinds));
+		c->px[i].faults = fault_kinds_new();
 		c->px[i].forced = kinds_new(forced_kinds, NELEM(forced_kinds));
-		c->px[i].deadlocks = kinds_new(deadlock_kinds, NELEM(deadlock_kinds));
+		c->px[i].deadlocks = deadlock_kinds_new();
 	}
 	c->inv_checked = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_checked));
 	c->inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_broken));
@@ -213,7 +243,7 @@ cov_add(struct cov *c, const json_t *seed)
 		x->seeds_used += count_of(json_object_get(o, "exchanges")) > 0;
 		x->connections += count_of(json_object_get(o, "connections"));
 		kinds_add(x->faults, json_object_get(o, "faults"));
-		kind_add(x->faults, "latency", count_of(json_object_get(o, "latency")));
+		kind_add(x->faults, COV_LATENCY, count_of(json_object_get(o, "latency")));
 		forced += kinds_add(x->forced, json_object_get(o, "forced"));
 		x->lock_waits += count_of(json_object_get(o, "lock_waits"));
 		kinds_add(x->deadlocks, json_object_get(o, "deadlocks"));
@@ -234,25 +264,37 @@ cov_add(struct cov *c, const json_t *seed)
 	}
 }
 
-/* The share of exchanges (or connections: *of) a fault kind is given. */
+/*
+ * The share of exchanges (or connections: *of) a kind of the coverage's
+ * (a fault's name, or "latency") is given; 0 for a name it does not know.
+ */
 static double
 fault_share(const struct cfg_faults *f, const char *kind, const char **of)
 {
+	enum fault	k;
+
 	*of = "exchanges";
-	if (strcmp(kind, "lost_reply") == 0)
-		return f->rate * f->lost_reply;
-	if (strcmp(kind, "reset") == 0)
-		return f->rate * f->reset;
-	if (strcmp(kind, "duplicate") == 0)
-		return f->rate * f->duplicate;
-	*of = "connections";
-	if (strcmp(kind, "blackhole") == 0)
-		return f->blackhole;
-	if (strcmp(kind, "close_after") == 0)
-		return f->close_after[0] > 0 || f->close_after[1] > 0;
-	*of = "exchanges";
-	if (strcmp(kind, "latency") == 0)
+	if (strcmp(kind, COV_LATENCY) == 0)
 		return f->latency_max_ms > 0;
+	if (fault_parse(kind, &k) == -1)
+		return 0;
+	switch (k) {
+	case FAULT_LOST_REPLY:
+		return f->rate * f->lost_reply;
+	case FAULT_RESET:
+		return f->rate * f->reset;
+	case FAULT_DUPLICATE:
+		return f->rate * f->duplicate;
+	case FAULT_BLACKHOLE:
+		*of = "connections";
+		return f->blackhole;
+	case FAULT_CLOSE_AFTER:
+		*of = "connections";
+		return f->close_after[0] > 0 || f->close_after[1] > 0;
+	case FAULT_NONE:
+	case FAULT_MAX:
+		break;
+	}
 	return 0;
 }
 
@@ -322,9 +364,10 @@ static void
 warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 {
 	const struct cfg_faults	*f = &x->p->faults;
-	const char		*of;
+	const char		*of, *kind;
 	char			 match[300] = "", expect[64];
-	size_t			 i;
+	json_t			*v;
+	enum fault		 k;
 	double			 share;
 	uint64_t		 base;
 
@@ -332,17 +375,16 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 		snprintf(match, sizeof(match), "; its match: /%s/ picks which "
 		    "exchanges may be faulted (a statement's head, an HTTP request "
 		    "line): does it match any the turns send?", f->match);
-	for (i = 0; i < NELEM(fault_kinds); i++) {
-		if ((share = fault_share(f, fault_kinds[i], &of)) <= 0 ||
-		    kind_get(x->faults, fault_kinds[i]) > 0)
+	json_object_foreach(x->faults, kind, v) {
+		if ((share = fault_share(f, kind, &of)) <= 0 || count_of(v) > 0)
 			continue;
 		base = strcmp(of, "connections") == 0 ? x->connections : x->exchanges;
-		if (strcmp(fault_kinds[i], "latency") == 0)
+		if (strcmp(kind, COV_LATENCY) == 0)
 			warn(w, "proxy %s: latency (%lld..%lld ms) delayed none of its "
 			    "%" PRIu64 " exchanges in %" PRIu64 " seeds%s", x->p->name,
 			    (long long)f->latency_min_ms, (long long)f->latency_max_ms,
 			    x->exchanges, c->seeds, match);
-		else if (strcmp(fault_kinds[i], "close_after") == 0)
+		else if (fault_parse(kind, &k) == 0 && k == FAULT_CLOSE_AFTER)
 			warn(w, "proxy %s: close_after closed none of its %" PRIu64
 			    " connections in %" PRIu64 " seeds (none passed that many "
 			    "bytes)", x->p->name, x->connections, c->seeds);
@@ -354,7 +396,7 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 				    ", about %.3g expected", share * (double)base);
 			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
 			    " seeds, though its share is %.3g %% of them%s%s", x->p->name,
-			    fault_kinds[i], base, of, c->seeds, share * 100, expect,
+			    kind, base, of, c->seeds, share * 100, expect,
 			    strcmp(of, "connections") == 0 ? "" : match);
 		}
 	}
@@ -551,8 +593,9 @@ cov_summary(FILE *f, const struct cov *c)
 		else if (dl > 0)
 			fprintf(f, ", %" PRIu64 " deadlock%s: %" PRIu64 " broken by "
 			    "soak, %" PRIu64 " by PostgreSQL", dl, dl == 1 ? "" : "s",
-			    kind_get(x->deadlocks, "soak"),
-			    kind_get(x->deadlocks, "postgres"));
+			    kind_get(x->deadlocks, trace_deadlock_name(TRACE_DEADLOCK_SOAK)),
+			    kind_get(x->deadlocks,
+			    trace_deadlock_name(TRACE_DEADLOCK_POSTGRES)));
 		put_kinds(f, "; faults: ", x->faults, &x->p->faults);
 		fputc('\n', f);
 	}

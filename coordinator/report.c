@@ -185,6 +185,19 @@ report_replay_plan_here(const char *cfg_path, const char *plan_path)
 	return r;
 }
 
+bool
+report_replay_from_top(const char *replay)
+{
+	const char	*p = replay != NULL ? strstr(replay, " replay ") : NULL;
+
+	if (p == NULL)
+		return false;
+	p += strlen(" replay ");
+	if (*p == '\'')	/* shell_word's quote */
+		p++;
+	return *p != '/' && *p != '\0';
+}
+
 const char *
 report_failure_dir(const struct coord_seed *s, char *buf, size_t len)
 {

@@ -51,6 +51,13 @@ char	*report_replay(const char *cfg_path, uint64_t seed);
 /* The same for a regression: "BIN replay CONFIG --plan FILE". */
 char	*report_replay_plan(const char *cfg_path, const char *plan_path);
 char	*report_replay_plan_here(const char *cfg_path, const char *plan_path);
+/*
+ * Whether a command report_replay or report_replay_plan wrote (read back
+ * from report.json, perhaps of an older run) runs from the top folder of
+ * the config's git work tree: its config path is relative.  The one
+ * reader of that command, beside its writers.
+ */
+bool	 report_replay_from_top(const char *replay);
 /* Where s's failure files go under the run's folder: "failures/N", or a
  * regression's "failures/regression-NAME".  Returns buf. */
 const char *report_failure_dir(const struct coord_seed *s, char *buf, size_t len);

@@ -21,6 +21,7 @@
 #include "common/conninfo.h"
 #include "common/seed.h"
 #include "common/soak.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "coordinator/fingerprint.h"
 #include "coordinator/report_html_int.h"
@@ -99,7 +100,7 @@ static const char page_css[] =
 ".mk{stroke:var(--ink);stroke-width:1}"
 ".f-none{fill:#fff}.f-lost_reply{fill:var(--fail)}.f-reset{fill:#000}"
 ".f-duplicate{fill:#CC79A7}.f-latency{fill:#56B4E9}.f-blackhole{fill:#000}"
-".f-close_after{fill:#0072B2}.f-other{fill:#F0E442}.dl{stroke:var(--fail);stroke-width:2.5}"
+".f-close_after{fill:#0072B2}.dl{stroke:var(--fail);stroke-width:2.5}"
 ".wait{stroke:#CC79A7;stroke-width:1.5;fill:none}.arrh{fill:#CC79A7}"
 ".w-p{fill:var(--pass)}.w-f{fill:var(--fail)}.w-i{fill:var(--infra)}.w-c{fill:var(--accent)}"
 ".lost{stroke:#000;stroke-width:2}.quar{fill:#000}"
@@ -897,7 +898,8 @@ put_cov_proxies(struct rh *h, const json_t *px)
 		v = json_object_get(o, "deadlocks");
 		if (json_is_object(v)) {
 			rh_put(h, "%" PRId64 " broken by soak, %" PRId64 " by PostgreSQL",
-			    jint(v, "soak", 0), jint(v, "postgres", 0));
+			    jint(v, trace_deadlock_name(TRACE_DEADLOCK_SOAK), 0),
+			    jint(v, trace_deadlock_name(TRACE_DEADLOCK_POSTGRES), 0));
 		} else
 			put_counts(h, v, "—");
 		rh_put(h, "</td></tr>\n");

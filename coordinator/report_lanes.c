@@ -4,14 +4,18 @@
  * SVG, one element per thing drawn, each with its <title> for hover; the
  * coordinates are a 1000-wide viewBox that CSS scales to the page.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/fault.h"
+#include "common/msg.h"
+#include "common/trace.h"
 #include "common/util.h"
+#include "common/verdict.h"
+#include "coordinator/journal.h"
 #include "coordinator/report_html_int.h"
 
 #define VW		1000	/* viewBox width */
@@ -66,71 +70,111 @@ time_axis(struct rh *h, int64_t span, int height, int64_t offset_label)
 
 /*
  * A fault mark at (x, y) with its title still open: the caller writes the
- * title's text and then mark_end.  Shapes differ by kind, so the marks
- * read without colour too.
+ * title's text and then mark_end.  Shapes differ by kind (common/fault.h;
+ * an exchange only delayed has a latency mark), so the marks read without
+ * colour too.
  */
 static void
-mark_begin(struct rh *h, const char *kind, double x, double y, const char *extra)
+mark_begin(struct rh *h, enum fault f, bool delayed, double x, double y,
+    const char *extra)
 {
-	if (strcmp(kind, "lost_reply") == 0)
+	switch (f) {
+	case FAULT_NONE:
+		if (delayed)
+			rh_put(h, "<path class=\"mk f-latency%s\" d=\"M%.1f %.1fl5 9h-10z\">",
+			    extra, x, y - 5);
+		else
+			rh_put(h, "<circle class=\"mk f-none%s\" cx=\"%.1f\" cy=\"%.1f\" "
+			    "r=\"3.5\">", extra, x, y);
+		break;
+	case FAULT_LOST_REPLY:
 		rh_put(h, "<path class=\"mk f-lost_reply%s\" d=\"M%.1f %.1fl6 6-6 6-6-6z\">",
 		    extra, x, y - 6);
-	else if (strcmp(kind, "reset") == 0)
+		break;
+	case FAULT_RESET:
 		rh_put(h, "<rect class=\"mk f-reset%s\" x=\"%.1f\" y=\"%.1f\" width=\"9\" "
 		    "height=\"9\">", extra, x - 4.5, y - 4.5);
-	else if (strcmp(kind, "duplicate") == 0)
+		break;
+	case FAULT_DUPLICATE:
 		rh_put(h, "<path class=\"mk f-duplicate%s\" d=\"M%.1f %.1fa3.5 3.5 0 1 0 7 0"
 		    "a3.5 3.5 0 1 0-7 0m4 0a3.5 3.5 0 1 0 7 0a3.5 3.5 0 1 0-7 0\">", extra,
 		    x - 5.5, y);
-	else if (strcmp(kind, "latency") == 0)
-		rh_put(h, "<path class=\"mk f-latency%s\" d=\"M%.1f %.1fl5 9h-10z\">", extra,
-		    x, y - 5);
-	else if (strcmp(kind, "blackhole") == 0)
+		break;
+	case FAULT_BLACKHOLE:
 		rh_put(h, "<circle class=\"mk f-blackhole%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\">",
 		    extra, x, y);
-	else if (strcmp(kind, "close_after") == 0)
+		break;
+	case FAULT_CLOSE_AFTER:
+	case FAULT_MAX:
 		rh_put(h, "<rect class=\"mk f-close_after%s\" x=\"%.1f\" y=\"%.1f\" width=\"4\" "
 		    "height=\"12\">", extra, x - 2, y - 6);
-	else if (strcmp(kind, "none") == 0)
-		rh_put(h, "<circle class=\"mk f-none%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\">",
-		    extra, x, y);
-	else
-		rh_put(h, "<circle class=\"mk f-other%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\">",
-		    extra, x, y);
+		break;
+	}
 	rh_put(h, "<title>");
 }
 
 static void
-mark_end(struct rh *h, const char *kind)
+mark_end(struct rh *h, enum fault f, bool delayed)
 {
 	const char	*tag = "circle";
 
-	if (strcmp(kind, "lost_reply") == 0 || strcmp(kind, "duplicate") == 0 ||
-	    strcmp(kind, "latency") == 0)
+	switch (f) {
+	case FAULT_NONE:
+		tag = delayed ? "path" : "circle";
+		break;
+	case FAULT_LOST_REPLY:
+	case FAULT_DUPLICATE:
 		tag = "path";
-	else if (strcmp(kind, "reset") == 0 || strcmp(kind, "close_after") == 0)
+		break;
+	case FAULT_RESET:
+	case FAULT_CLOSE_AFTER:
+	case FAULT_MAX:
 		tag = "rect";
+		break;
+	case FAULT_BLACKHOLE:
+		break;
+	}
 	rh_put(h, "</title></%s>\n", tag);
 }
 
-static const char *const fault_kinds[][2] = {
-	{ "none", "no fault" }, { "latency", "delayed" }, { "lost_reply", "lost reply" },
-	{ "reset", "reset" }, { "duplicate", "duplicate" }, { "blackhole", "blackhole" },
-	{ "close_after", "closed after" },
-};
+/* A mark's name in the legend. */
+static const char *
+mark_label(enum fault f, bool delayed)
+{
+	switch (f) {
+	case FAULT_NONE:
+		return delayed ? "delayed" : "no fault";
+	case FAULT_LOST_REPLY:
+		return "lost reply";
+	case FAULT_RESET:
+		return "reset";
+	case FAULT_DUPLICATE:
+		return "duplicate";
+	case FAULT_BLACKHOLE:
+		return "blackhole";
+	case FAULT_CLOSE_AFTER:
+	case FAULT_MAX:
+		break;
+	}
+	return "closed after";
+}
 
 void
 rh_fault_legend(struct rh *h)
 {
-	size_t	i;
+	unsigned	i;
 
+	/* no fault, delayed, then every fault kind */
 	rh_put(h, "<div class=legend>exchanges: ");
-	for (i = 0; i < nitems(fault_kinds); i++) {
+	for (i = 0; i < FAULT_MAX + 1; i++) {
+		enum fault	f = i < 2 ? FAULT_NONE : (enum fault)(i - 1);
+		bool		delayed = i == 1;
+
 		rh_put(h, "<span><svg width=\"16\" height=\"14\" viewBox=\"0 0 16 14\">");
-		mark_begin(h, fault_kinds[i][0], 8, 7, "");
-		rh_put(h, "%s", fault_kinds[i][1]);
-		mark_end(h, fault_kinds[i][0]);
-		rh_put(h, "</svg>%s</span>", fault_kinds[i][1]);
+		mark_begin(h, f, delayed, 8, 7, "");
+		rh_put(h, "%s", mark_label(f, delayed));
+		mark_end(h, f, delayed);
+		rh_put(h, "</svg>%s</span>", mark_label(f, delayed));
 	}
 	rh_put(h, "<br>turns: <span><i class=\"sw t-ok\"></i>ok</span><span><i class=\"sw "
 	    "t-error\"></i>exited non-zero</span><span><i class=\"sw t-signal\"></i>killed "
@@ -145,10 +189,10 @@ rh_fault_legend(struct rh *h)
 
 struct xch {
 	json_t		*rec;		/* the trace line */
+	struct trace_line l;		/* rec decoded (its strings rec's) */
 	const char	*proxy;
 	int		 turn;
 	int64_t		 conn, exch, step;
-	const char	*kind;		/* what the mark shows */
 	int64_t		 t_begin, t_admit, t_end;	/* -1: not recorded */
 	double		 x;
 };
@@ -159,6 +203,9 @@ struct lane_seed {
 	struct xch	*x;
 	size_t		 nx, capx;
 	bool		 cut;		/* the trace was cut (marker line) */
+	size_t		 bad;		/* lines that are not soak's */
+	size_t		 bad_line;	/* the first one's number */
+	char		 bad_why[ERR_LEN];	/* and what is wrong with it */
 	size_t		 cursor;	/* timing_line's next candidate */
 	bool		 timed;		/* some exchange has times */
 	int		 nlanes;	/* turns 0..nlanes-1 */
@@ -166,57 +213,61 @@ struct lane_seed {
 	int64_t		 span;
 };
 
-static const char *
-xch_kind(const json_t *r)
-{
-	const char	*f = jstr(r, "fault");
-
-	if (f == NULL)
-		return "other";
-	if (strcmp(f, "none") == 0 && jint(r, "latency_ms", 0) > 0)
-		return "latency";
-	return f;
-}
-
 static int
 lane_y(const struct lane_seed *s, int turn)
 {
 	return TOP + LANE_H * (turn < 0 ? 0 : turn + (s->setup ? 1 : 0));
 }
 
-/* A line of JSONL files, each an object; fn gets each (borrowed). */
+/*
+ * The lines of a JSONL file, at most cap: fn gets each object (borrowed)
+ * with its line number, and NULL for a line that is not one.
+ */
 static void
-each_line(const char *path, size_t cap, void (*fn)(json_t *, void *), void *arg)
+each_line(const char *path, size_t cap, void (*fn)(json_t *, size_t, void *),
+    void *arg)
 {
 	FILE		*f = fopen(path, "re");
 	char		*line = NULL;
-	size_t		 lcap = 0, n = 0;
+	size_t		 lcap = 0, n = 0, lineno = 0;
 	ssize_t		 len;
 	json_t		*o;
 
 	if (f == NULL)
 		return;
 	while ((len = getline(&line, &lcap, f)) != -1 && n < cap) {
-		if ((o = json_loadb(line, (size_t)len, 0, NULL)) == NULL)
+		lineno++;
+		if (len == 1 && line[0] == '\n')
 			continue;
-		if (json_is_object(o)) {
-			fn(o, arg);
-			n++;
-		}
+		o = json_loadb(line, (size_t)len, 0, NULL);
+		fn(json_is_object(o) ? o : NULL, lineno, arg);
+		n++;
 		json_decref(o);
 	}
 	free(line);
 	fclose(f);
 }
 
+/* A trace line, read by the trace's own decoder (common/trace.h): one
+ * that is not soak's is counted, said once, and not drawn. */
 static void
-trace_line(json_t *o, void *arg)
+trace_line(json_t *o, size_t lineno, void *arg)
 {
 	struct lane_seed	*s = arg;
+	struct trace_line	 l;
 	struct xch		*x;
+	char			 why[ERR_LEN] = "not a JSON object";
 
-	if (json_object_get(o, "truncated") != NULL) {
+	if (o != NULL && json_object_get(o, "truncated") != NULL &&
+	    json_object_get(o, "proxy") == NULL) {
 		s->cut = true;
+		return;
+	}
+	if (o == NULL || trace_line_parse(o, &l, why) == -1) {
+		if (s->bad++ == 0) {
+			s->bad_line = lineno;
+			snprintf(s->bad_why, sizeof(s->bad_why), "%s", why);
+		}
 		return;
 	}
 	if (s->nx == s->capx) {
@@ -226,12 +277,12 @@ trace_line(json_t *o, void *arg)
 	x = &s->x[s->nx++];
 	memset(x, 0, sizeof(*x));
 	x->rec = json_incref(o);
-	x->proxy = jstr(o, "proxy") ? jstr(o, "proxy") : "";
-	x->turn = (int)jint(o, "turn", 0);
-	x->conn = jint(o, "conn", 0);
-	x->exch = jint(o, "exchange", 0);
-	x->step = jint(o, "step", 0);
-	x->kind = xch_kind(o);
+	x->l = l;
+	x->proxy = l.proxy;
+	x->turn = l.turn;
+	x->conn = l.conn;
+	x->exch = l.exchange;
+	x->step = l.step;
 	x->t_begin = x->t_admit = x->t_end = -1;
 }
 
@@ -241,13 +292,13 @@ trace_line(json_t *o, void *arg)
  * trace's own order cost one compare each.
  */
 static void
-timing_line(json_t *o, void *arg)
+timing_line(json_t *o, size_t lineno, void *arg)
 {
 	struct lane_seed	*s = arg;
 	const char		*p = jstr(o, "proxy");
 	size_t			 k, i;
 
-	if (p == NULL || s->nx == 0)
+	if (o == NULL || p == NULL || s->nx == 0)
 		return;
 	for (k = 0; k < s->nx; k++) {
 		struct xch	*x = &s->x[i = (s->cursor + k) % s->nx];
@@ -271,27 +322,6 @@ static const char *const known_keys[] = {
 	"step", "cand", "forced", "waits_on", "req", "request", "round", "key",
 	"occ", "plan", "deferred", "deadlock", "wakes", "closed",
 };
-
-/*
- * A set of turns (bit t): the trace writes it as a hex string ("a9"); an
- * integer is read too (a trace of another writer).  0: none, or unreadable.
- */
-static uint64_t
-jmask(const json_t *o, const char *key)
-{
-	const json_t	*v = json_object_get(o, key);
-	const char	*s = json_string_value(v);
-	char		*end;
-	uint64_t	 m;
-
-	if (json_is_integer(v))
-		return json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-	if (s == NULL || *s == '\0')
-		return 0;
-	errno = 0;
-	m = strtoull(s, &end, 16);
-	return errno != 0 || *end != '\0' ? 0 : m;
-}
 
 /* A field of any type, as text ("" for none). */
 static void
@@ -326,7 +356,7 @@ static void
 xch_title(struct rh *h, const struct xch *x)
 {
 	const json_t	*r = x->rec, *v;
-	const char	*k, *what = jstr(r, "sql"), *dl = jstr(r, "deadlock");
+	const char	*k, *what = x->l.sql;
 	size_t		 i;
 
 	if (x->step > 0)
@@ -336,7 +366,7 @@ xch_title(struct rh *h, const struct xch *x)
 	rh_put(h, "turn %d · ", x->turn);
 	rh_text(h, x->proxy);
 	rh_put(h, " conn %" PRId64 " exchange %" PRId64 ": ", x->conn, x->exch);
-	rh_text(h, jstr(r, "fault"));
+	rh_text(h, fault_name(x->l.fault));
 	if (jint(r, "latency_ms", 0) > 0)
 		rh_put(h, ", +%" PRId64 " ms", jint(r, "latency_ms", 0));
 	if (json_is_true(json_object_get(r, "upstream_saw")) &&
@@ -346,7 +376,7 @@ xch_title(struct rh *h, const struct xch *x)
 		rh_put(h, " — it never reached the upstream");
 	/* the statement, else the HTTP request line (req; request before) */
 	if (what == NULL)
-		what = jstr(r, "req");
+		what = x->l.req;
 	if (what == NULL)
 		what = jstr(r, "request");
 	if (what != NULL) {
@@ -383,24 +413,28 @@ xch_title(struct rh *h, const struct xch *x)
 		if (strcmp(jstr(r, "forced"), "outside") == 0)
 			rh_put(h, " (a wait outside the schedule decided)");
 	}
-	if (jmask(r, "waits_on") > 0) {
+	if (x->l.waits_on > 0) {
 		rh_put(h, "\nwaited on a lock held by turns ");
-		put_turnset(h, jmask(r, "waits_on"));
+		put_turnset(h, x->l.waits_on);
 	}
-	if (jmask(r, "cand") > 0) {
+	if (x->l.cand > 0) {
 		rh_put(h, "\nturns waiting at this step: ");
-		put_turnset(h, jmask(r, "cand"));
+		put_turnset(h, x->l.cand);
 	}
-	if (dl != NULL) {
-		rh_put(h, "\ndeadlock victim: ");
-		rh_put(h, strcmp(dl, "soak") == 0 ? "cancelled by soak" :
-		    strcmp(dl, "postgres") == 0 ? "killed by PostgreSQL's detector" : "");
-		if (strcmp(dl, "soak") != 0 && strcmp(dl, "postgres") != 0)
-			rh_text(h, dl);
+	switch (x->l.deadlock) {
+	case TRACE_DEADLOCK_SOAK:
+		rh_put(h, "\ndeadlock victim: cancelled by soak");
+		break;
+	case TRACE_DEADLOCK_POSTGRES:
+		rh_put(h, "\ndeadlock victim: killed by PostgreSQL's detector");
+		break;
+	case TRACE_DEADLOCK_NONE:
+	case TRACE_DEADLOCK_MAX:
+		break;
 	}
-	if (jmask(r, "wakes") > 0) {
+	if (x->l.wakes > 0) {
 		rh_put(h, "\nits end woke turns ");
-		put_turnset(h, jmask(r, "wakes"));
+		put_turnset(h, x->l.wakes);
 		rh_put(h, ": PostgreSQL's order");
 	}
 	if (jstr(r, "closed")) {
@@ -426,9 +460,7 @@ xch_title(struct rh *h, const struct xch *x)
 static bool
 xch_deadlock(const struct xch *x)
 {
-	json_t	*d = json_object_get(x->rec, "deadlock");
-
-	return d != NULL && !json_is_false(d) && !json_is_null(d);
+	return x->l.deadlock != TRACE_DEADLOCK_NONE;
 }
 
 /*
@@ -626,7 +658,7 @@ put_schedule(struct rh *h, struct lane_seed *s, const char *proxy)
 		    "</text>\n", LX + cw * ((double)i + 0.5), TOP - 8, v[i]->step);
 	/* arrows under the marks */
 	for (i = 0; i < shown; i++) {
-		uint64_t	mask = jmask(v[i]->rec, "waits_on");
+		uint64_t	mask = v[i]->l.waits_on;
 		double		x = LX + cw * ((double)i + 0.5);
 		int		y = TOP + LANE_H * v[i]->turn + 11, u;
 
@@ -655,9 +687,10 @@ put_schedule(struct rh *h, struct lane_seed *s, const char *proxy)
 		if (xch_deadlock(v[i]))
 			rh_put(h, "<circle class=dl cx=\"%.1f\" cy=\"%d\" r=\"8\" fill=\"none\"/>",
 			    x, y);
-		mark_begin(h, v[i]->kind, x, y, jstr(v[i]->rec, "forced") ? " forced" : "");
+		mark_begin(h, v[i]->l.fault, v[i]->l.latency_ms > 0, x, y,
+		    v[i]->l.forced ? " forced" : "");
 		xch_title(h, v[i]);
-		mark_end(h, v[i]->kind);
+		mark_end(h, v[i]->l.fault, v[i]->l.latency_ms > 0);
 	}
 	rh_put(h, "</svg></div>\n");
 	free(v);
@@ -753,6 +786,13 @@ rh_swimlane(struct rh *h, uint64_t seed, const char *label)
 	    "its run in the order it made them, so positions within a turn show order, "
 	    "not time.", s.cut ? " The run kept only the first lines of the fault trace "
 	    "(the worker cut it); the rest are not drawn." : "");
+	if (s.bad > 0) {
+		rh_put(h, "<p class=note>%zu line%s of the fault trace %s not as soak "
+		    "writes them, and not drawn: the first, line %zu: ", s.bad,
+		    s.bad == 1 ? "" : "s", s.bad == 1 ? "is" : "are", s.bad_line);
+		rh_text(h, s.bad_why);
+		rh_put(h, "</p>\n");
+	}
 	rh_put(h, "<svg class=swimlane viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
 	    VW, height);
 	rh_text(h, label);
@@ -778,9 +818,9 @@ rh_swimlane(struct rh *h, uint64_t seed, const char *label)
 		if (xch_deadlock(&s.x[i]))
 			rh_put(h, "<circle class=dl cx=\"%.1f\" cy=\"%.1f\" r=\"8\" fill=\"none\"/>",
 			    s.x[i].x, y);
-		mark_begin(h, s.x[i].kind, s.x[i].x, y, "");
+		mark_begin(h, s.x[i].l.fault, s.x[i].l.latency_ms > 0, s.x[i].x, y, "");
 		xch_title(h, &s.x[i]);
-		mark_end(h, s.x[i].kind);
+		mark_end(h, s.x[i].l.fault, s.x[i].l.latency_ms > 0);
 	}
 	rh_put(h, "</svg>\n");
 	if (drawn < s.nx)
@@ -814,7 +854,8 @@ struct bar {
 	int64_t		 worker, seed, a, b;
 	char		 cls;		/* p f i c */
 	int32_t		 attempt;
-	const char	*reason;	/* interned: reason_names */
+	int		 reason;	/* enum reason; -1: a name this soak
+					   does not know (a newer soak's) */
 };
 
 struct lost {
@@ -851,28 +892,20 @@ push_i64(int64_t **v, size_t *n, size_t *cap, int64_t x)
 	(*v)[(*n)++] = x;
 }
 
-static const char *
-intern_reason(const char *r)
-{
-	static const char *const names[] = { "invariant", "guard", "hang", "crash", "db",
-		"setup", "service", "proxy", "exec", "tempfail", "worker-lost" };
-	size_t	i;
-
-	for (i = 0; r && i < nitems(names); i++)
-		if (strcmp(names[i], r) == 0)
-			return names[i];
-	return r && *r ? "other" : NULL;
-}
-
+/*
+ * A result's class by its reason, read with common/verdict.h's names (the
+ * journal writes reason_name): its verdict's.  No reason is a pass (the
+ * journals of older builds leave it out); a name this soak does not know
+ * is not a pass it can vouch for: infra.
+ */
 static char
-reason_cls(const char *r)
+reason_cls(int r)
 {
-	if (r == NULL || *r == '\0')
-		return 'p';
-	if (strcmp(r, "invariant") == 0 || strcmp(r, "guard") == 0 ||
-	    strcmp(r, "hang") == 0 || strcmp(r, "crash") == 0)
-		return 'f';
-	return 'i';
+	switch (r < 0 ? VERDICT_INFRA : reason_verdict((enum reason)r)) {
+	case VERDICT_PASS:	return 'p';
+	case VERDICT_FAIL:	return 'f';
+	default:		return 'i';
+	}
 }
 
 static void
@@ -893,110 +926,150 @@ wt_turns(struct wt *w, const json_t *detail)
 }
 
 static void
-wt_line(json_t *e, void *arg)
+wt_worker(struct wt *w, json_t *e)
+{
+	int64_t	id = jint(e, "id", -1);
+
+	if (id < 0 || id > 100000)
+		return;
+	if ((size_t)id >= w->nnames) {
+		w->names = xreallocarray(w->names, (size_t)id + 1, sizeof(char *));
+		memset(w->names + w->nnames, 0, ((size_t)id + 1 - w->nnames) * sizeof(char *));
+		w->nnames = (size_t)id + 1;
+	}
+	free(w->names[id]);
+	w->names[id] = xstrdup(jstr(e, "name"));
+}
+
+static void
+wt_lease(struct wt *w, json_t *e)
+{
+	json_t		*s;
+	struct jlease	*l;
+	int64_t		 id = jint(e, "id", -1);
+	size_t		 i;
+
+	if (id < 0 || id > 50000000)
+		return;
+	if ((size_t)id >= w->nleases) {
+		size_t	n = (size_t)id + 1 > w->nleases * 2 ? (size_t)id + 1 : w->nleases * 2;
+
+		w->leases = xreallocarray(w->leases, n, sizeof(*w->leases));
+		memset(w->leases + w->nleases, 0, (n - w->nleases) * sizeof(*w->leases));
+		w->nleases = n;
+	}
+	l = &w->leases[id];
+	free(l->seeds);
+	free(l->reported);
+	l->worker = jint(e, "worker", 0);
+	l->confirm = json_is_true(json_object_get(e, "confirm"));
+	l->n = json_array_size(json_object_get(e, "seeds"));
+	l->seeds = xcalloc(l->n + 1, sizeof(int64_t));
+	l->reported = xcalloc(l->n + 1, 1);
+	json_array_foreach(json_object_get(e, "seeds"), i, s)
+		l->seeds[i] = json_integer_value(json_array_get(s, 0));
+}
+
+static void
+wt_result(struct wt *w, json_t *e, int64_t at)
+{
+	struct jlease	*l;
+	struct bar	*b;
+	json_t		*d = json_object_get(e, "detail");
+	int64_t		 dur = jint(e, "duration_ms", 0), seed = jint(e, "seed", -1);
+	int64_t		 wstart = jint(json_object_get(d, "timing"), "started_at_ms", -1);
+	int64_t		 id = jint(e, "lease", -1);
+	size_t		 i;
+
+	if (id < 0 || (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
+		return;
+	l = &w->leases[id];
+	for (i = 0; i < l->n; i++)
+		if (l->seeds[i] == seed)
+			l->reported[i] = 1;
+	push_i64(&w->seed_ms, &w->nseed, &w->capseed, dur);
+	wt_turns(w, d);
+	if (at < 0 && wstart < 0) {
+		w->no_at = true;
+		return;
+	}
+	if (at < 0) {
+		w->worker_clock = true;
+		at = wstart + dur;
+		if (at > w->end)
+			w->end = at;
+	}
+	if (w->nbars == w->capbars) {
+		w->capbars = w->capbars ? w->capbars * 2 : 1024;
+		w->bars = xreallocarray(w->bars, w->capbars, sizeof(*w->bars));
+	}
+	b = &w->bars[w->nbars++];
+	b->worker = l->worker;
+	b->seed = seed;
+	b->b = at;
+	b->a = at - dur;
+	b->attempt = (int32_t)jint(e, "attempt", 1);
+	b->reason = jstr(e, "reason") != NULL ? reason_parse(jstr(e, "reason")) :
+	    REASON_NONE;
+	b->cls = l->confirm ? 'c' : reason_cls(b->reason);
+}
+
+static void
+wt_lease_end(struct wt *w, json_t *e, int64_t at)
+{
+	struct jlease	*l;
+	int64_t		 id = jint(e, "id", -1);
+	size_t		 i;
+
+	if (!json_is_true(json_object_get(e, "running")) || at < 0 || id < 0 ||
+	    (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
+		return;
+	l = &w->leases[id];
+	for (i = 0; i < l->n && l->reported[i]; i++)
+		;
+	if (i == l->n)
+		return;
+	w->lost = xreallocarray(w->lost, w->nlost + 1, sizeof(*w->lost));
+	w->lost[w->nlost++] = (struct lost){ l->worker, at, l->seeds[i],
+	    xstrdup(jstr(e, "why") ? jstr(e, "why") : "") };
+}
+
+/* A journal line, by its "t" in the journal's own names (journal.h). */
+static void
+wt_line(json_t *e, size_t lineno, void *arg)
 {
 	struct wt	*w = arg;
 	const char	*t = jstr(e, "t");
-	int64_t		 at = jint(e, "at_ms", -1), id;
-	size_t		 i;
+	int64_t		 at = jint(e, "at_ms", -1);
 
-	if (t == NULL)
+	if (e == NULL || t == NULL)
 		return;
 	if (at > w->end)
 		w->end = at;
-	if (strcmp(t, "run") == 0) {
+	switch (jev_parse(t)) {
+	case JEV_RUN:
 		w->start = jint(e, "started_at_ms", 0);
 		w->head = true;
-	} else if (strcmp(t, "worker") == 0) {
-		id = jint(e, "id", -1);
-		if (id < 0 || id > 100000)
-			return;
-		if ((size_t)id >= w->nnames) {
-			w->names = xreallocarray(w->names, (size_t)id + 1, sizeof(char *));
-			memset(w->names + w->nnames, 0, ((size_t)id + 1 - w->nnames) * sizeof(char *));
-			w->nnames = (size_t)id + 1;
-		}
-		free(w->names[id]);
-		w->names[id] = xstrdup(jstr(e, "name"));
-	} else if (strcmp(t, "lease") == 0) {
-		json_t		*s;
-		struct jlease	*l;
-
-		id = jint(e, "id", -1);
-		if (id < 0 || id > 50000000)
-			return;
-		if ((size_t)id >= w->nleases) {
-			size_t	n = (size_t)id + 1 > w->nleases * 2 ? (size_t)id + 1 : w->nleases * 2;
-
-			w->leases = xreallocarray(w->leases, n, sizeof(*w->leases));
-			memset(w->leases + w->nleases, 0, (n - w->nleases) * sizeof(*w->leases));
-			w->nleases = n;
-		}
-		l = &w->leases[id];
-		free(l->seeds);
-		free(l->reported);
-		l->worker = jint(e, "worker", 0);
-		l->confirm = json_is_true(json_object_get(e, "confirm"));
-		l->n = json_array_size(json_object_get(e, "seeds"));
-		l->seeds = xcalloc(l->n + 1, sizeof(int64_t));
-		l->reported = xcalloc(l->n + 1, 1);
-		json_array_foreach(json_object_get(e, "seeds"), i, s)
-			l->seeds[i] = json_integer_value(json_array_get(s, 0));
-	} else if (strcmp(t, "result") == 0) {
-		struct jlease	*l;
-		struct bar	*b;
-		json_t		*d = json_object_get(e, "detail");
-		int64_t		 dur = jint(e, "duration_ms", 0), seed = jint(e, "seed", -1);
-		int64_t		 wstart = jint(json_object_get(d, "timing"), "started_at_ms", -1);
-
-		id = jint(e, "lease", -1);
-		if (id < 0 || (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
-			return;
-		l = &w->leases[id];
-		for (i = 0; i < l->n; i++)
-			if (l->seeds[i] == seed)
-				l->reported[i] = 1;
-		push_i64(&w->seed_ms, &w->nseed, &w->capseed, dur);
-		wt_turns(w, d);
-		if (at < 0 && wstart < 0) {
-			w->no_at = true;
-			return;
-		}
-		if (at < 0) {
-			w->worker_clock = true;
-			at = wstart + dur;
-			if (at > w->end)
-				w->end = at;
-		}
-		if (w->nbars == w->capbars) {
-			w->capbars = w->capbars ? w->capbars * 2 : 1024;
-			w->bars = xreallocarray(w->bars, w->capbars, sizeof(*w->bars));
-		}
-		b = &w->bars[w->nbars++];
-		b->worker = l->worker;
-		b->seed = seed;
-		b->b = at;
-		b->a = at - dur;
-		b->attempt = (int32_t)jint(e, "attempt", 1);
-		b->reason = intern_reason(jstr(e, "reason"));
-		b->cls = l->confirm ? 'c' : reason_cls(jstr(e, "reason"));
-	} else if (strcmp(t, "lease_end") == 0) {
-		struct jlease	*l;
-
-		id = jint(e, "id", -1);
-		if (!json_is_true(json_object_get(e, "running")) || at < 0 || id < 0 ||
-		    (size_t)id >= w->nleases || w->leases[id].seeds == NULL)
-			return;
-		l = &w->leases[id];
-		for (i = 0; i < l->n && l->reported[i]; i++)
-			;
-		if (i == l->n)
-			return;
-		w->lost = xreallocarray(w->lost, w->nlost + 1, sizeof(*w->lost));
-		w->lost[w->nlost++] = (struct lost){ l->worker, at, l->seeds[i],
-		    xstrdup(jstr(e, "why") ? jstr(e, "why") : "") };
-	} else if (strcmp(t, "resume") == 0 && at >= 0)
-		push_i64(&w->resumes, &w->nresumes, &w->capresumes, at);
+		break;
+	case JEV_WORKER:
+		wt_worker(w, e);
+		break;
+	case JEV_LEASE:
+		wt_lease(w, e);
+		break;
+	case JEV_RESULT:
+		wt_result(w, e, at);
+		break;
+	case JEV_LEASE_END:
+		wt_lease_end(w, e, at);
+		break;
+	case JEV_RESUME:
+		if (at >= 0)
+			push_i64(&w->resumes, &w->nresumes, &w->capresumes, at);
+		break;
+	case JEV_OTHER:
+		break;		/* a newer soak's line */
+	}
 }
 
 static int
@@ -1071,8 +1144,10 @@ put_bar_run(struct rh *h, const struct wt *w, size_t i, size_t n, int64_t span,
 	if (j - i == 1) {
 		rh_put(h, "seed %" PRId64 " attempt %d: %s", b->seed, b->attempt,
 		    cls_name(b->cls));
-		if (b->reason)
-			rh_put(h, " %s", b->reason);
+		if (b->reason < 0)
+			rh_put(h, " (a reason this soak does not know)");
+		else if (b->reason != REASON_NONE)
+			rh_put(h, " %s", reason_name((enum reason)b->reason));
 		rh_put(h, ", %s", rh_dur(b->b - b->a, d, sizeof(d)));
 		rh_put(h, ", from %s", rh_dur(b->a - w->start, d, sizeof(d)));
 	} else {

@@ -24,37 +24,6 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/report_html_int.h"
 
-static size_t
-utf8_len(const unsigned char *s, size_t n)
-{
-	size_t		k, i;
-	uint32_t	c;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		k = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		k = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		k = 4;
-	else
-		return 0;
-	if (n < k)
-		return 0;
-	c = s[0] & (0x7f >> k);
-	for (i = 1; i < k; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = (c << 6) | (s[i] & 0x3f);
-	}
-	/* overlong forms, surrogates, past U+10FFFF */
-	if ((k == 3 && c < 0x800) || (k == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	return k;
-}
-
 static void
 escape_n(FILE *f, const char *s, size_t n)
 {
@@ -72,7 +41,9 @@ escape_n(FILE *f, const char *s, size_t n)
 			fputc(*p++, f);
 			continue;
 		}
-		if (*p < 0x20 || *p == 0x7f || (k = utf8_len(p, (size_t)(end - p))) == 0) {
+		/* util.h's one decoder: NUL and controls are caught above it */
+		if (*p < 0x20 || *p == 0x7f ||
+		    (k = utf8_decode((const char *)p, (size_t)(end - p), NULL)) == 0) {
 			fputs("\xef\xbf\xbd", f);	/* U+FFFD */
 			p++;
 			continue;

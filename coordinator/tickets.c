@@ -17,6 +17,7 @@
 #include "common/util.h"
 #include "common/verdict.h"
 #include "coordinator/fingerprint.h"
+#include "coordinator/report.h"
 
 #define TK_REPORT_CAP	(256u << 20)	/* report.json of a 100k-seed sweep fits */
 #define TK_SIDE_CAP	(16u << 20)	/* result.json, trace.jsonl */
@@ -488,23 +489,6 @@ put_markers(FILE *f, enum tk_dialect d, const struct tk_run *run,
 	free(id);
 }
 
-/*
- * Whether a replay command's config path is relative: report.json writes
- * it relative to the top of the config's git work tree (report.h).
- */
-static bool
-replay_from_top(const char *replay)
-{
-	const char	*p = strstr(replay, " replay ");
-
-	if (p == NULL)
-		return false;
-	p += strlen(" replay ");
-	if (*p == '\'')
-		p++;
-	return *p != '/' && *p != '\0';
-}
-
 /* soak: "a", "b" broken — seed N (+k); the names part is bounded. */
 static char *
 bug_title(const struct tk_run *run, const struct tk_ticket *t,
@@ -618,7 +602,7 @@ put_minimized(FILE *f, enum tk_dialect d, const json_t *first)
 		free(cut);
 	}
 	if (replay != NULL) {
-		fputs(replay_from_top(replay) ? "Replay the minimized plan, from the top "
+		fputs(report_replay_from_top(replay) ? "Replay the minimized plan, from the top "
 		    "folder of the repository that holds the config:\n\n" :
 		    "Replay the minimized plan:\n\n", f);
 		tk_put_block(f, d, "sh", replay);
@@ -671,7 +655,7 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	if (replay != NULL) {
 		put_h(f, d, 3);
 		fputs("Replay\n\n", f);
-		if (replay_from_top(replay))
+		if (report_replay_from_top(replay))
 			fputs("From the top folder of the repository that holds the "
 			    "config:\n\n", f);
 		tk_put_block(f, d, "sh", replay);
@@ -745,7 +729,7 @@ render_bug(const struct tk_run *run, struct tk_ticket *t, enum tk_dialect d,
 	fputs("Seeds: ", f);
 	put_seeds(f, t);
 	if (replay != NULL) {
-		fputs(replay_from_top(replay) ? "\nReplay, from the top folder of "
+		fputs(report_replay_from_top(replay) ? "\nReplay, from the top folder of "
 		    "the repository that holds the config:\n\n" : "\nReplay:\n\n", f);
 		tk_put_block(f, d, "sh", replay);
 	}

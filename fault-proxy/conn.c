@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/util.h"
 #include "fault-proxy/engine_int.h"
@@ -98,29 +99,33 @@ px_conn_free(struct conn *c)
  * "fault", and a peer's hang-up is how tcp and close-delimited replies end.
  */
 static const struct {
-	const char	*name;
+	const char	*name;		/* NULL: the fault's (fault_name) */
+	enum fault	 fault;
 	bool		 rst, cut;
 } close_causes[PXC_MAX] = {
-	[PXC_CLIENT_DONE] = { "client hung up", false, false },
-	[PXC_UPSTREAM_DONE] = { "upstream hung up", false, false },
-	[PXC_CLIENT_GONE] = { "client gone", true, true },
-	[PXC_UPSTREAM_GONE] = { "upstream gone", true, true },
-	[PXC_UPSTREAM_RESET] = { "upstream reset", true, true },
-	[PXC_DIAL_FAILED] = { "upstream dial failed", true, true },
-	[PXC_DIAL_TIMEOUT] = { "upstream dial timed out", true, true },
-	[PXC_FAULT_RESET] = { "fault reset", true, false },
-	[PXC_FAULT_LOST_REPLY] = { "fault lost_reply", true, false },
-	[PXC_FAULT_BLACKHOLE] = { "fault blackhole", false, false },
-	[PXC_CLOSE_AFTER] = { "fault close_after", false, false },
-	[PXC_REFUSED] = { "refused", true, true },
-	[PXC_NO_MEMORY] = { "out of memory or descriptors", true, true },
-	[PXC_SET_CLOSED] = { "seed over", false, true },
+	[PXC_CLIENT_DONE] = { "client hung up", FAULT_NONE, false, false },
+	[PXC_UPSTREAM_DONE] = { "upstream hung up", FAULT_NONE, false, false },
+	[PXC_CLIENT_GONE] = { "client gone", FAULT_NONE, true, true },
+	[PXC_UPSTREAM_GONE] = { "upstream gone", FAULT_NONE, true, true },
+	[PXC_UPSTREAM_RESET] = { "upstream reset", FAULT_NONE, true, true },
+	[PXC_DIAL_FAILED] = { "upstream dial failed", FAULT_NONE, true, true },
+	[PXC_DIAL_TIMEOUT] = { "upstream dial timed out", FAULT_NONE, true, true },
+	[PXC_FAULT_RESET] = { NULL, FAULT_RESET, true, false },
+	[PXC_FAULT_LOST_REPLY] = { NULL, FAULT_LOST_REPLY, true, false },
+	[PXC_FAULT_BLACKHOLE] = { NULL, FAULT_BLACKHOLE, false, false },
+	[PXC_CLOSE_AFTER] = { NULL, FAULT_CLOSE_AFTER, false, false },
+	[PXC_REFUSED] = { "refused", FAULT_NONE, true, true },
+	[PXC_NO_MEMORY] = { "out of memory or descriptors", FAULT_NONE, true, true },
+	[PXC_SET_CLOSED] = { "seed over", FAULT_NONE, false, true },
 };
 
 const char *
 px_close_name(enum px_close why)
 {
-	return (size_t)why < PXC_MAX ? close_causes[why].name : "unknown";
+	if ((size_t)why >= PXC_MAX)
+		return "unknown";
+	return close_causes[why].name != NULL ? close_causes[why].name :
+	    fault_name(close_causes[why].fault);
 }
 
 /*
@@ -136,7 +141,8 @@ px_conn_close(struct conn *c, enum px_close why)
 
 	if (c->state == CS_CLOSED)
 		return;
-	log_debug("%s/%d conn %u: closed (%s)", c->l->name, c->l->turn, c->no,
+	log_debug("%s/%d conn %u: closed (%s%s)", c->l->name, c->l->turn, c->no,
+	    (size_t)why < PXC_MAX && close_causes[why].name == NULL ? "fault " : "",
 	    px_close_name(why));
 	if (c->in_exchange && close_causes[why].cut)
 		c->rec.closed = px_close_name(why);
@@ -502,7 +508,7 @@ exchange_admit(struct conn *c, const char *stmt)
 	c->rec.fault = c->roll.fault;
 	c->rec.latency_ms = c->roll.latency_ms;
 	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms%s%s", l->name,
-	    l->turn, c->no, c->rec.exchange, proxy_fault_name(c->roll.fault),
+	    l->turn, c->no, c->rec.exchange, fault_name((enum fault)c->roll.fault),
 	    (long long)c->roll.latency_ms, c->rec.sql[0] ? ": " : "",
 	    c->rec.sql);
 	if (c->roll.latency_ms > 0) {
@@ -635,7 +641,7 @@ conn_write(struct conn *c, int d)
 			return 0;
 		/* a deadlock's victim: its reply waits to be rewritten */
 		if (d == DIR_DOWN && c->gent.victim && c->in_exchange &&
-		    c->rec.deadlock == NULL && c->down.len < PROXY_BUF_CAP)
+		    c->rec.deadlock == TRACE_DEADLOCK_NONE && c->down.len < PROXY_BUF_CAP)
 			return 0;
 		now = 0;
 		if (c->next_write[d] != 0) {
@@ -809,7 +815,7 @@ pg_deadlock(struct conn *c, char **pp, size_t end)
 		log_warnx("%s/%d conn %u: the cancelled statement's error could "
 		    "not be made a deadlock's; the client sees SQLSTATE 57014",
 		    c->l->name, c->l->turn, c->no);
-		c->rec.deadlock = "soak";
+		c->rec.deadlock = TRACE_DEADLOCK_SOAK;
 		return;
 	}
 	memmove(mend + delta, mend, (size_t)(bend - mend));
@@ -817,7 +823,7 @@ pg_deadlock(struct conn *c, char **pp, size_t end)
 	b->len = (size_t)((ptrdiff_t)b->len + delta);
 	*pp += delta;
 	c->rec.bytes_down = (uint64_t)((int64_t)c->rec.bytes_down + delta);
-	c->rec.deadlock = "soak";
+	c->rec.deadlock = TRACE_DEADLOCK_SOAK;
 }
 
 /*
@@ -834,7 +840,7 @@ pg_reply(struct conn *c, char *p, size_t n)
 	bool		 counted, tls_before = f->tls_required;
 
 	f->stop_at_error = c->gent.victim && c->in_exchange &&
-	    c->rec.deadlock == NULL;
+	    c->rec.deadlock == TRACE_DEADLOCK_NONE;
 	while (off < n) {
 		k = pg_scan_server(f, p + off, n - off);
 		off += k;
@@ -867,9 +873,9 @@ pg_reply(struct conn *c, char *p, size_t n)
 			if (counted)
 				pg_deadlock(c, &p, off);
 		}
-		if (counted && f->err_seen && c->rec.deadlock == NULL &&
+		if (counted && f->err_seen && c->rec.deadlock == TRACE_DEADLOCK_NONE &&
 		    strcmp(f->err_sqlstate, "40P01") == 0)
-			c->rec.deadlock = "postgres";
+			c->rec.deadlock = TRACE_DEADLOCK_POSTGRES;
 		if (f->ready) {
 			f->ready = false;
 			if (counted) {

@@ -80,7 +80,9 @@ enum conn_state {
 /*
  * Why a connection closed (haproxy's termination codes, in words): every
  * px_conn_close names one, the -v log says it, and the trace's record of
- * an exchange the close cut short carries it ("closed").
+ * an exchange the close cut short carries it ("closed").  A fault's own
+ * close is named by its fault (common/fault.h: "reset", "lost_reply",
+ * "blackhole", "close_after"), and never cuts an exchange short.
  */
 enum px_close {
 	PXC_CLIENT_DONE,	/* the client hung up between exchanges */

@@ -189,7 +189,7 @@ diverge(struct gate *g, const char *why)
 	o = (size_t)snprintf(text, sizeof(text), "the plan diverged at step %zu "
 	    "of proxy %s: it wanted turn %d's %s (key %s, occurrence %" PRIu32
 	    ", round %d), but %s; waiting:", g->cursor + 1, g->name, s->turn,
-	    s->what ? s->what : "exchange", plan_key_hex(s->key, hex, sizeof(hex)),
+	    s->what ? s->what : "exchange", trace_key_hex(s->key, hex, sizeof(hex)),
 	    s->occ, s->round, why);
 	for (e = g->ents; e != NULL && o < sizeof(text); e = e->next) {
 		if (e->st != GS_WAIT)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "fault-proxy/pgframe.h"
 
 static const char *const kind_names[PGK_MAX] = {
@@ -21,13 +22,6 @@ pg_kind_name(enum pg_kind k)
 	if ((unsigned)k >= PGK_MAX)
 		return "?";
 	return kind_names[k];
-}
-
-static uint32_t
-be32(const unsigned char *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-	    (uint32_t)p[2] << 8 | (uint32_t)p[3];
 }
 
 void
@@ -62,14 +56,14 @@ pg_first(const char *p, size_t n)
 	if ((n >= 1 && p[0] != 0) || (n >= 2 && p[1] != 0))
 		return PGF_NOT_PG;
 	if (n >= 4) {
-		len = be32((const unsigned char *)p);
+		len = get_be32((const uint8_t *)p);
 		if (len < 8 || len > PG_STARTUP_MAX)
 			return PGF_NOT_PG;
 	}
 	if (n < 8)
 		return PGF_MORE;
-	len = be32((const unsigned char *)p);
-	code = be32((const unsigned char *)p + 4);
+	len = get_be32((const uint8_t *)p);
+	code = get_be32((const uint8_t *)p + 4);
 	if (code == PG_CODE_SSL && len == 8)
 		return PGF_SSL;
 	if (code == PG_CODE_GSSENC && len == 8)
@@ -170,8 +164,8 @@ tok_head(struct pgframe *f, struct pg_tok *t, bool server)
 	uint32_t	 len;
 
 	if (t->startup) {
-		len = be32(t->hdr);
-		t->code = be32(t->hdr + 4);
+		len = get_be32(t->hdr);
+		t->code = get_be32(t->hdr + 4);
 		t->type = '\0';
 		if (len < 8 || len > PG_STARTUP_MAX) {
 			bad(f, side, "startup packet length out of range",
@@ -188,7 +182,7 @@ tok_head(struct pgframe *f, struct pg_tok *t, bool server)
 		t->hwant = 5;
 	} else {
 		t->type = (char)t->hdr[0];
-		len = be32(t->hdr + 1);
+		len = get_be32(t->hdr + 1);
 		if (server ? !be_type_ok(t->type) : !fe_type_ok(t->type)) {
 			bad(f, side, "unknown message type", t->hdr, 5);
 			return false;
@@ -697,7 +691,7 @@ err_code(struct pgframe *f, const struct pg_tok *t)
 	size_t	i = 0, l;
 
 	f->err_seen = true;
-	f->err_len = 1 + be32(t->hdr + 1);
+	f->err_len = 1 + get_be32(t->hdr + 1);
 	f->err_sqlstate[0] = '\0';
 	while (i < t->caplen && t->cap[i] != '\0') {
 		l = strnlen(t->cap + i + 1, t->caplen - i - 1);
@@ -735,10 +729,7 @@ pg_scan_server(struct pgframe *f, const char *p, size_t n)
 			break;
 		case 'K':	/* BackendKeyData: the backend's pid */
 			if (!f->started && t->caplen >= 4)
-				f->backend_pid = (int32_t)((uint32_t)(unsigned char)t->cap[0] << 24 |
-				    (uint32_t)(unsigned char)t->cap[1] << 16 |
-				    (uint32_t)(unsigned char)t->cap[2] << 8 |
-				    (uint32_t)(unsigned char)t->cap[3]);
+				f->backend_pid = (int32_t)get_be32((const uint8_t *)t->cap);
 			break;
 		case 'E':
 			if (!f->started) {
@@ -770,10 +761,7 @@ pg_error_message(const char *sev, const char *sqlstate, const char *msg,
 	if (len + 1 > outlen || strlen(sqlstate) != 5)
 		return 0;
 	out[0] = 'E';
-	out[1] = (char)(len >> 24);
-	out[2] = (char)(len >> 16);
-	out[3] = (char)(len >> 8);
-	out[4] = (char)len;
+	put_be32((uint8_t *)out + 1, (uint32_t)len);
 #define FIELD(c, v) do { out[o++] = (c); memcpy(out + o, (v), strlen(v) + 1); \
 	o += strlen(v) + 1; } while (0)
 	FIELD('S', sev);

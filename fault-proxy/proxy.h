@@ -73,6 +73,8 @@
 #include <jansson.h>
 
 #include "common/config.h"
+#include "common/fault.h"
+#include "common/trace.h"
 
 struct proxy_set;
 struct plan;
@@ -156,16 +158,17 @@ void			 proxy_set_close(struct proxy_set *ps);
 
 /* ---- lower level: used by `soak proxy`, tests and benchmarks ---- */
 
+/* What the proxy did: every one of common/fault.h's kinds, whose names
+ * (fault_name) the trace writes. */
 enum proxy_fault {
-	PROXY_FAULT_NONE,
-	PROXY_FAULT_LOST_REPLY,
-	PROXY_FAULT_RESET,
-	PROXY_FAULT_DUPLICATE,
-	PROXY_FAULT_BLACKHOLE,
-	PROXY_FAULT_CLOSE_AFTER,
-	PROXY_FAULT_MAX
+	PROXY_FAULT_NONE = FAULT_NONE,
+	PROXY_FAULT_LOST_REPLY = FAULT_LOST_REPLY,
+	PROXY_FAULT_RESET = FAULT_RESET,
+	PROXY_FAULT_DUPLICATE = FAULT_DUPLICATE,
+	PROXY_FAULT_BLACKHOLE = FAULT_BLACKHOLE,
+	PROXY_FAULT_CLOSE_AFTER = FAULT_CLOSE_AFTER,
+	PROXY_FAULT_MAX = FAULT_MAX
 };
-const char		*proxy_fault_name(enum proxy_fault f);
 
 /* One listener: a proxy as seen by one turn. */
 struct proxy_listen {
@@ -246,9 +249,9 @@ struct proxy_trace_rec {
 	 * these turns (bit t; 0: by no turn of this proxy) */
 	bool			 lock_wait;
 	uint64_t		 waits_on;
-	/* a deadlock ended this exchange's statement: "soak" (its victim, by
-	 * soak's rule) or "postgres" (PostgreSQL's own detector); NULL: none */
-	const char		*deadlock;
+	/* a deadlock ended this exchange's statement: soak's (its victim, by
+	 * soak's rule) or postgres's (PostgreSQL's own detector) */
+	enum trace_deadlock	 deadlock;
 	/* it ended a transaction while these turns' exchanges (bit t, two
 	 * or more) waited on its locks: PostgreSQL's order wakes them */
 	uint64_t		 wakes;

@@ -6,25 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/seed.h"
+#include "common/trace.h"
 #include "fault-proxy/proxy.h"
-
-static const char *const fault_names[PROXY_FAULT_MAX] = {
-	[PROXY_FAULT_NONE] = "none",
-	[PROXY_FAULT_LOST_REPLY] = "lost_reply",
-	[PROXY_FAULT_RESET] = "reset",
-	[PROXY_FAULT_DUPLICATE] = "duplicate",
-	[PROXY_FAULT_BLACKHOLE] = "blackhole",
-	[PROXY_FAULT_CLOSE_AFTER] = "close_after",
-};
-
-const char *
-proxy_fault_name(enum proxy_fault f)
-{
-	if ((unsigned)f >= PROXY_FAULT_MAX)
-		return "?";
-	return fault_names[f];
-}
 
 static uint64_t
 roll_key(uint64_t seed, const char *name, int turn, uint32_t conn,
@@ -129,13 +114,13 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    ",\"exchange\":%" PRIu32 ",\"fault\":\"%s\",\"latency_ms\":%" PRId64
 	    ",\"bytes_up\":%" PRIu64 ",\"bytes_down\":%" PRIu64
 	    ",\"upstream_saw\":%s,\"client_got_reply\":%s}\n",
-	    r->name, r->turn, r->conn, r->exchange, proxy_fault_name(r->fault),
+	    r->name, r->turn, r->conn, r->exchange, fault_name((enum fault)r->fault),
 	    r->latency_ms, r->bytes_up, r->bytes_down,
 	    r->upstream_saw ? "true" : "false",
 	    r->client_got_reply ? "true" : "false");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
-	if (r->pg == NULL && r->step == 0 && r->deadlock == NULL &&
+	if (r->pg == NULL && r->step == 0 && r->deadlock == TRACE_DEADLOCK_NONE &&
 	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
 	    r->plan == NULL)
 		return n;
@@ -187,8 +172,9 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 				return -1;
 		}
 	}
-	if (r->deadlock != NULL && (put(buf, len, &o, ",\"deadlock\":\"") == -1 ||
-	    put(buf, len, &o, r->deadlock) == -1 || put(buf, len, &o, "\"") == -1))
+	if (r->deadlock != TRACE_DEADLOCK_NONE && (put(buf, len, &o,
+	    ",\"deadlock\":\"") == -1 || put(buf, len, &o,
+	    trace_deadlock_name(r->deadlock)) == -1 || put(buf, len, &o, "\"") == -1))
 		return -1;
 	if (r->wakes != 0) {
 		char	num[40];

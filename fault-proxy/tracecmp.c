@@ -31,7 +31,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/seed.h"
+#include "common/trace.h"
 #include "common/util.h"
 
 struct step {
@@ -42,8 +44,8 @@ struct step {
 	char		 sql[PROXY_SQL_LEN];
 	char		 forced[16];
 	char		 pg[16];		/* exchange kind, when no sql */
-	char		 fault[24];
-	char		 deadlock[16];		/* "soak", "postgres", or "" */
+	enum fault	 fault;
+	enum trace_deadlock deadlock;
 	bool		 has_waits;
 	uint64_t	 waits_on;	/* turns holding the lock it waited on */
 	uint64_t	 wakes;		/* lock waiters its end woke together */
@@ -81,48 +83,44 @@ cmp_step(const void *a, const void *b)
 }
 
 static void
-copy_str(char *dst, size_t len, const json_t *o, const char *key)
+copy_str(char *dst, size_t len, const char *s)
 {
-	const char	*s = json_string_value(json_object_get(o, key));
-
 	snprintf(dst, len, "%s", s ? s : "");
 }
 
-/* A scheduled line into st: -1 when its fields are not a step's. */
-static int
-step_parse(const json_t *o, int lineno, struct step *st)
+/* A decoded trace line (common/trace.h) as a step of line lineno. */
+static void
+step_of(const struct trace_line *l, int lineno, struct step *st)
 {
-	const json_t	*v;
-	const char	*cand, *w;
-
 	memset(st, 0, sizeof(*st));
 	st->line = lineno;
-	v = json_object_get(o, "step");
-	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-	    !json_is_integer(json_object_get(o, "turn")) ||
-	    !json_is_integer(json_object_get(o, "conn")) ||
-	    !json_is_integer(json_object_get(o, "exchange")))
+	st->step = l->step;
+	copy_str(st->proxy, sizeof(st->proxy), l->proxy);
+	st->turn = l->turn;
+	st->conn = l->conn;
+	st->exchange = l->exchange;
+	st->cand = l->cand;
+	copy_str(st->sql, sizeof(st->sql), l->sql);
+	copy_str(st->forced, sizeof(st->forced), l->forced);
+	copy_str(st->pg, sizeof(st->pg), l->pg);
+	st->fault = l->fault;
+	st->deadlock = l->deadlock;
+	copy_str(st->plan, sizeof(st->plan), l->plan);
+	st->deferred = l->deferred;
+	st->wakes = l->wakes;
+	st->has_waits = l->lock_wait;
+	st->waits_on = l->waits_on;
+}
+
+/* A trace line into st: -1 with err when it is not one soak wrote. */
+static int
+step_parse(const json_t *o, int lineno, struct step *st, char *err)
+{
+	struct trace_line	l;
+
+	if (trace_line_parse(o, &l, err) == -1)
 		return -1;
-	st->step = (uint64_t)json_integer_value(v);
-	copy_str(st->proxy, sizeof(st->proxy), o, "proxy");
-	st->turn = json_integer_value(json_object_get(o, "turn"));
-	st->conn = json_integer_value(json_object_get(o, "conn"));
-	st->exchange = json_integer_value(json_object_get(o, "exchange"));
-	if ((cand = json_string_value(json_object_get(o, "cand"))) != NULL)
-		st->cand = strtoull(cand, NULL, 16);
-	copy_str(st->sql, sizeof(st->sql), o, "sql");
-	copy_str(st->forced, sizeof(st->forced), o, "forced");
-	copy_str(st->pg, sizeof(st->pg), o, "pg");
-	copy_str(st->fault, sizeof(st->fault), o, "fault");
-	copy_str(st->deadlock, sizeof(st->deadlock), o, "deadlock");
-	copy_str(st->plan, sizeof(st->plan), o, "plan");
-	st->deferred = (uint64_t)json_integer_value(json_object_get(o, "deferred"));
-	if ((w = json_string_value(json_object_get(o, "wakes"))) != NULL)
-		st->wakes = strtoull(w, NULL, 16);
-	if ((w = json_string_value(json_object_get(o, "waits_on"))) != NULL) {
-		st->has_waits = true;
-		st->waits_on = strtoull(w, NULL, 16);
-	}
+	step_of(&l, lineno, st);
 	return 0;
 }
 
@@ -142,7 +140,8 @@ step_key(const struct step *st)
 	n = snprintf(buf, sizeof(buf), "%s|%" PRIu64 "|%" PRId64 "|%" PRId64 "|%"
 	    PRId64 "|%" PRIx64 "|%s|%s|%s|%d:%" PRIx64 "|%s", st->proxy, st->step,
 	    st->turn, st->conn, st->exchange, st->cand, st->sql, st->sql[0] ? "" :
-	    st->pg, st->forced, st->has_waits, st->waits_on, st->deadlock);
+	    st->pg, st->forced, st->has_waits, st->waits_on,
+	    trace_deadlock_name(st->deadlock));
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
 	return seed_mix(fnv1a64(buf, (size_t)n));
@@ -164,7 +163,8 @@ steps_read(const char *text, size_t len, const char *who, struct steps *s,
 
 	while (p < end) {
 		json_t		*o;
-		const char	*why;
+		const char	*cutwhy;
+		char		 why[ERR_LEN];
 
 		nl = memchr(p, '\n', (size_t)(end - p));
 		if (nl == NULL)
@@ -182,9 +182,9 @@ steps_read(const char *text, size_t len, const char *who, struct steps *s,
 			return -1;
 		}
 		p = nl + 1;
-		if ((why = json_string_value(json_object_get(o, "truncated"))) != NULL) {
+		if ((cutwhy = json_string_value(json_object_get(o, "truncated"))) != NULL) {
 			s->cut = true;
-			snprintf(s->cutwhy, sizeof(s->cutwhy), "%s", why);
+			snprintf(s->cutwhy, sizeof(s->cutwhy), "%s", cutwhy);
 			if (json_is_object(json_object_get(o, "schedule"))) {
 				json_decref(s->sched);
 				s->sched = json_incref(json_object_get(o, "schedule"));
@@ -200,11 +200,9 @@ steps_read(const char *text, size_t len, const char *who, struct steps *s,
 			s->cap = s->cap ? s->cap * 2 : 64;
 			s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
 		}
-		if (step_parse(o, lineno, &s->v[s->n]) == -1) {
+		if (step_parse(o, lineno, &s->v[s->n], why) == -1) {
 			json_decref(o);
-			snprintf(err, errlen, "%s trace: line %d has a step but not a "
-			    "positive step number, a turn, a conn and an exchange",
-			    who, lineno);
+			snprintf(err, errlen, "%s trace: line %d: %s", who, lineno, why);
 			return -1;
 		}
 		s->n++;
@@ -309,13 +307,18 @@ proxy_turn_set(uint64_t cand, char *buf, size_t len)
 
 /* "soak cancelled it to break a deadlock", for a step's deadlock field. */
 static const char *
-deadlock_words(const char *kind)
+deadlock_words(enum trace_deadlock d)
 {
-	if (strcmp(kind, "soak") == 0)
+	switch (d) {
+	case TRACE_DEADLOCK_SOAK:
 		return "soak cancelled it to break a deadlock";
-	if (strcmp(kind, "postgres") == 0)
+	case TRACE_DEADLOCK_POSTGRES:
 		return "PostgreSQL's deadlock detector killed it";
-	return kind;
+	case TRACE_DEADLOCK_NONE:
+	case TRACE_DEADLOCK_MAX:
+		break;
+	}
+	return "";
 }
 
 static void
@@ -331,7 +334,7 @@ put_step(char *buf, size_t len, const char *who, const struct step *st)
 		    st->waits_on ? "turns " : "no turn of this proxy",
 		    st->waits_on ? waits + 200 : "");
 	}
-	if (st->deadlock[0] != '\0')
+	if (st->deadlock != TRACE_DEADLOCK_NONE)
 		snprintf(dl, sizeof(dl), ", and %s", deadlock_words(st->deadlock));
 	snprintf(buf, len, "%s admitted turn %" PRId64 " (conn %" PRId64
 	    ", exchange %" PRId64 "%s%s%s%s) with turns %s waiting%s%s%s%s%s", who,
@@ -364,7 +367,7 @@ step_differs(const struct step *x, const struct step *y)
 		d |= D_FORCED;
 	if (x->has_waits != y->has_waits || x->waits_on != y->waits_on)
 		d |= D_WAITS;
-	if (strcmp(x->deadlock, y->deadlock) != 0)
+	if (x->deadlock != y->deadlock)
 		d |= D_DEADLOCK;
 	return d;
 }
@@ -429,10 +432,11 @@ pside_init(struct pside *p, const char *who, const struct steps *s,
 	}
 	m = json_object_get(s->sched, name);
 	hex = json_string_value(json_object_get(m, "digest"));
-	if (json_is_integer(json_object_get(m, "steps")) && hex != NULL) {
+	if (json_is_integer(json_object_get(m, "steps")) &&
+	    json_integer_value(json_object_get(m, "steps")) >= 0 &&
+	    trace_key_parse(hex, &p->digest) == 0) {
 		p->known = true;
 		p->total = (uint64_t)json_integer_value(json_object_get(m, "steps"));
-		p->digest = strtoull(hex, NULL, 16);
 	}
 }
 
@@ -477,10 +481,10 @@ put_cause(char *buf, size_t len, const struct pside *a, const struct pside *b,
 				    proxy_turn_set(st->wakes, set, sizeof(set)));
 				return;
 			}
-			if (st->deadlock[0] != '\0') {
+			if (st->deadlock != TRACE_DEADLOCK_NONE) {
 				snprintf(buf, len, " — after a deadlock whose victim "
 				    "was turn %" PRId64 " at step %" PRIu64 " (%s)",
-				    st->turn, st->step, strcmp(st->deadlock, "soak") == 0 ?
+				    st->turn, st->step, st->deadlock == TRACE_DEADLOCK_SOAK ?
 				    "cancelled by soak" : "by PostgreSQL's detector, a "
 				    "clock");
 				return;
@@ -490,11 +494,12 @@ put_cause(char *buf, size_t len, const struct pside *a, const struct pside *b,
 
 /*
  * One proxy's schedules compared; out gets the sentence (without the
- * "schedule:" of replay's line).
+ * "schedule:" of replay's line).  The same: *same_total its steps, and
+ * *same_cut whether a trace was cut (the sentence then says so).
  */
 static enum pcmp
 proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
-    char *out, size_t len)
+    char *out, size_t len, uint64_t *same_total, bool *same_cut)
 {
 	char		 sa[640], sb[640], what[160], cuts[256], same[256], why[400];
 	size_t		 i, m = a->prefix < b->prefix ? a->prefix : b->prefix;
@@ -521,7 +526,9 @@ proxy_cmp(const char *name, const struct pside *a, const struct pside *b,
 		return PC_DIFF;
 	}
 	if (a->known && b->known && a->total == b->total && a->digest == b->digest) {
-		if (a->trace->cut || b->trace->cut) {
+		*same_total = a->total;
+		*same_cut = a->trace->cut || b->trace->cut;
+		if (*same_cut) {
 			put_cuts(cuts, sizeof(cuts), a, b);
 			snprintf(out, len, "all %" PRIu64 " steps of proxy %s (%s; the "
 			    "steps past the cut were compared by the digest of the whole "
@@ -626,10 +633,12 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 {
 	struct steps	 a = { 0 }, b = { 0 };
 	struct pside	 pa, pb;
-	char		**names = NULL, *one, againw[64];
+	char		**names = NULL, againw[64];
 	size_t		 nnames, i, k, nsame = 0, o = 0;
 	enum pcmp	*res = NULL;
 	char		(*words)[1536] = NULL;
+	uint64_t	*totals = NULL;
+	bool		*cuts = NULL;
 	int		 rc = 0, first = -1;
 
 	out[0] = '\0';
@@ -644,10 +653,13 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 	nnames = proxy_names(&a, &b, &names);
 	res = xcalloc(nnames + 1, sizeof(*res));
 	words = xcalloc(nnames + 1, sizeof(*words));
+	totals = xcalloc(nnames + 1, sizeof(*totals));
+	cuts = xcalloc(nnames + 1, sizeof(*cuts));
 	for (i = 0; i < nnames; i++) {
 		pside_init(&pa, "the run", &a, names[i]);
 		pside_init(&pb, again, &b, names[i]);
-		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]));
+		res[i] = proxy_cmp(names[i], &pa, &pb, words[i], sizeof(words[i]),
+		    &totals[i], &cuts[i]);
 		if (res[i] == PC_SAME)
 			nsame++;
 		if (res[i] == PC_DIFF && first == -1)
@@ -663,9 +675,9 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 			if (res[i] != PC_SAME)
 				continue;
 			/* One proxy: "all 24 steps", without its name, as ever. */
-			if (nsame == 1 && strchr(words[i], '(') == NULL &&
-			    (one = strstr(words[i], " of proxy ")) != NULL)
-				*one = '\0';
+			if (nsame == 1 && !cuts[i])
+				snprintf(words[i], sizeof(words[i]), "all %" PRIu64
+				    " steps", totals[i]);
 			k++;
 			o += (size_t)snprintf(out + o, outlen - o, "%s%s",
 			    k == 1 ? "the same as the run's, " : k == nsame ? " and " : ", ",
@@ -684,6 +696,8 @@ proxy_schedule_diff(const char *run, size_t runlen, const char *replay,
 done:
 	free(res);
 	free(words);
+	free(totals);
+	free(cuts);
 	free(names);
 	steps_free(&a);
 	steps_free(&b);
@@ -721,9 +735,9 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 		fprintf(f, "  [waits on turn%s %s]",
 		    (st->waits_on & (st->waits_on - 1)) ? "s" : "", set);
 	}
-	if (st->deadlock[0] != '\0')
-		fprintf(f, "  [deadlock victim: %s]", strcmp(st->deadlock,
-		    "soak") == 0 ? "cancelled by soak" : "PostgreSQL's detector");
+	if (st->deadlock != TRACE_DEADLOCK_NONE)
+		fprintf(f, "  [deadlock victim: %s]", st->deadlock ==
+		    TRACE_DEADLOCK_SOAK ? "cancelled by soak" : "PostgreSQL's detector");
 	if (st->wakes != 0)
 		fprintf(f, "  [its end woke turns %s: PostgreSQL's order]",
 		    proxy_turn_set(st->wakes, set, sizeof(set)));
@@ -732,8 +746,8 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 		    st->plan, st->deferred);
 	else if (st->plan[0] != '\0')
 		fprintf(f, "  [%s]", st->plan);
-	if (st->fault[0] != '\0' && strcmp(st->fault, "none") != 0)
-		fprintf(f, "  [fault: %s]", st->fault);
+	if (st->fault != FAULT_NONE)
+		fprintf(f, "  [fault: %s]", fault_name(st->fault));
 	fputc('\n', f);
 }
 
@@ -887,9 +901,10 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 	json_t			*o;
 	json_error_t		 je;
 	struct cov_proxy	*p;
+	struct trace_line	 l;
 	struct step		 st;
-	const char		*name, *s;
-	json_int_t		 turn, conn;
+	char			 why[ERR_LEN];
+	int			 rc = 0;
 
 	c->lineno++;
 	while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
@@ -901,43 +916,44 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		return errf(err, "the trace: line %d is not a JSON object", c->lineno);
 	}
 	/* A cut's marker, or a line of no proxy: nothing a proxy did. */
-	if ((name = json_string_value(json_object_get(o, "proxy"))) == NULL) {
-		json_decref(o);
-		return 0;
+	if (json_object_get(o, "proxy") == NULL)
+		goto out;
+	if (trace_line_parse(o, &l, why) == -1) {
+		rc = errf(err, "the trace: line %d: %s", c->lineno, why);
+		goto out;
 	}
-	p = cov_proxy(c, name);
+	p = cov_proxy(c, l.proxy);
 	p->exchanges++;
-	if ((s = json_string_value(json_object_get(o, "fault"))) != NULL &&
-	    strcmp(s, "none") != 0)
-		count_kind(p->faults, s);
-	if (json_integer_value(json_object_get(o, "latency_ms")) > 0)
+	if (l.fault != FAULT_NONE)
+		count_kind(p->faults, fault_name(l.fault));
+	if (l.latency_ms > 0)
 		p->latency++;
-	turn = json_integer_value(json_object_get(o, "turn"));
-	conn = json_integer_value(json_object_get(o, "conn"));
 	/* turns are at most 1024 (config), connections counted per turn */
-	if (turn >= 0 && turn < 4096 && conn >= 0 && conn < UINT32_MAX) {
-		if ((size_t)turn >= p->nturns) {
-			p->conns = xreallocarray(p->conns, (size_t)turn + 1,
+	if (l.turn < 4096 && l.conn < UINT32_MAX) {
+		if ((size_t)l.turn >= p->nturns) {
+			p->conns = xreallocarray(p->conns, (size_t)l.turn + 1,
 			    sizeof(*p->conns));
 			memset(p->conns + p->nturns, 0,
-			    ((size_t)turn + 1 - p->nturns) * sizeof(*p->conns));
-			p->nturns = (size_t)turn + 1;
+			    ((size_t)l.turn + 1 - p->nturns) * sizeof(*p->conns));
+			p->nturns = (size_t)l.turn + 1;
 		}
-		if (p->conns[turn] < (uint32_t)conn + 1)
-			p->conns[turn] = (uint32_t)conn + 1;
+		if (p->conns[l.turn] < l.conn + 1)
+			p->conns[l.turn] = l.conn + 1;
 	}
-	if (json_object_get(o, "step") != NULL && step_parse(o, c->lineno, &st) == 0) {
+	if (l.step > 0) {
+		step_of(&l, c->lineno, &st);
 		p->steps++;
 		p->digest += step_key(&st);
 		if (st.forced[0] != '\0')
 			count_kind(p->forced, st.forced);
 	}
-	if (json_object_get(o, "waits_on") != NULL)
+	if (l.lock_wait)
 		p->lock_waits++;
-	if ((s = json_string_value(json_object_get(o, "deadlock"))) != NULL && *s)
-		count_kind(p->deadlocks, s);
+	if (l.deadlock != TRACE_DEADLOCK_NONE)
+		count_kind(p->deadlocks, trace_deadlock_name(l.deadlock));
+out:
 	json_decref(o);
-	return 0;
+	return rc;
 }
 
 int

@@ -149,23 +149,6 @@ plain_recv(int fd, char *buf, size_t len, int64_t deadline, const char *where,
 	return 0;
 }
 
-static void
-put32(char *p, uint32_t v)
-{
-	p[0] = (char)(v >> 24);
-	p[1] = (char)(v >> 16);
-	p[2] = (char)(v >> 8);
-	p[3] = (char)v;
-}
-
-static uint32_t
-get32(const char *p)
-{
-	const unsigned char	*u = (const unsigned char *)p;
-
-	return (uint32_t)u[0] << 24 | (uint32_t)u[1] << 16 | (uint32_t)u[2] << 8 | u[3];
-}
-
 /* An ErrorResponse's fields: C, M and R into out. */
 static void
 plain_fields(const char *body, size_t len, struct iso_plain *out)
@@ -203,8 +186,8 @@ plain_startup(const struct iso_dbparams *p, int64_t deadline, const char *where,
 		return -1;
 	len = 4 + 4 + 5 + ulen + 1 + 9 + dlen + 1 + 1;
 	msg = xcalloc(1, len);
-	put32(msg, (uint32_t)len);
-	put32(msg + 4, PG_PROTO_3);
+	put_be32((uint8_t *)msg, (uint32_t)len);
+	put_be32((uint8_t *)msg + 4, PG_PROTO_3);
 	memcpy(msg + 8, "user", 5);
 	memcpy(msg + 13, p->user, ulen + 1);
 	memcpy(msg + 14 + ulen, "database", 9);
@@ -214,7 +197,7 @@ plain_startup(const struct iso_dbparams *p, int64_t deadline, const char *where,
 	for (;;) {
 		if (plain_recv(fd, hdr, sizeof(hdr), deadline, where, err) == -1)
 			goto out;
-		blen = get32(hdr + 1);
+		blen = get_be32((const uint8_t *)hdr + 1);
 		if (blen < 4 || blen - 4 > PLAIN_MSG_MAX) {
 			errf(err, "%s does not speak PostgreSQL (a message of %u "
 			    "bytes)", where, blen);
@@ -262,8 +245,8 @@ plain_offers_tls(const struct iso_dbparams *p, int64_t deadline, const char *whe
 
 	if ((fd = plain_dial(p, deadline, where, err)) == -1)
 		return -1;
-	put32(req, 8);
-	put32(req + 4, PG_SSL_REQUEST);
+	put_be32((uint8_t *)req, 8);
+	put_be32((uint8_t *)req + 4, PG_SSL_REQUEST);
 	if (plain_send(fd, req, sizeof(req), deadline, where, err) == 0 &&
 	    plain_recv(fd, &ans, 1, deadline, where, err) == 0) {
 		*offers = ans == 'S';

@@ -13,6 +13,7 @@
 #include "common/config.h"
 #include "common/plan.h"
 #include "common/seed.h"
+#include "common/trace.h"
 #include "common/util.h"
 #include "worker/minimize.h"
 #include "worker/wrk.h"
@@ -21,12 +22,18 @@
 #define MIN_STORY_TAIL		4
 #define MIN_STORY_EXCHANGES	24
 
-/* The trace's lines (JSON), one at a time: fn(o, arg) for each object. */
+/*
+ * The trace's lines, one at a time, read by its own decoder
+ * (common/trace.h): fn(l, arg) for each exchange.  A line that is not one
+ * soak writes has no place in a story: left out.
+ */
 static void
-trace_each(const char *trace, size_t len, void (*fn)(json_t *o, void *arg),
-    void *arg)
+trace_each(const char *trace, size_t len,
+    void (*fn)(const struct trace_line *l, void *arg), void *arg)
 {
-	const char	*p = trace, *end = trace + len, *nl;
+	const char		*p = trace, *end = trace + len, *nl;
+	struct trace_line	 l;
+	char			 why[ERR_LEN];
 
 	for (; p != NULL && p < end; p = nl + 1) {
 		json_t	*o;
@@ -34,8 +41,8 @@ trace_each(const char *trace, size_t len, void (*fn)(json_t *o, void *arg),
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
 		if (nl > p && (o = json_loadb(p, (size_t)(nl - p), 0, NULL)) != NULL) {
-			if (json_is_object(o))
-				fn(o, arg);
+			if (trace_line_parse(o, &l, why) == 0)
+				fn(&l, arg);
 			json_decref(o);
 		}
 	}
@@ -43,41 +50,48 @@ trace_each(const char *trace, size_t len, void (*fn)(json_t *o, void *arg),
 
 /* A fault in words. */
 static void
-fault_words(json_t *o, char *buf, size_t len)
+fault_words(const struct trace_line *l, char *buf, size_t len)
 {
-	const char	*f = json_string_value(json_object_get(o, "fault"));
-	json_int_t	 lat = json_integer_value(json_object_get(o, "latency_ms"));
-	bool		 saw = json_is_true(json_object_get(o, "upstream_saw"));
-	size_t		 n = 0;
+	bool	saw = l->upstream_saw;
+	size_t	n = 0;
 
 	buf[0] = '\0';
-	if (f == NULL || strcmp(f, "none") == 0)
+	switch (l->fault) {
+	case FAULT_NONE:
 		n = (size_t)snprintf(buf, len, "ok");
-	else if (strcmp(f, "lost_reply") == 0)
+		break;
+	case FAULT_LOST_REPLY:
 		n = (size_t)snprintf(buf, len, "reply lost%s", saw ?
 		    " (the upstream had done it)" : "");
-	else if (strcmp(f, "reset") == 0)
+		break;
+	case FAULT_RESET:
 		n = (size_t)snprintf(buf, len, "connection reset%s", saw ?
 		    " (after the upstream had it)" : "");
-	else if (strcmp(f, "duplicate") == 0)
+		break;
+	case FAULT_DUPLICATE:
 		n = (size_t)snprintf(buf, len, "sent twice to the upstream");
-	else if (strcmp(f, "blackhole") == 0)
+		break;
+	case FAULT_BLACKHOLE:
 		n = (size_t)snprintf(buf, len, "connection black-holed");
-	else
-		n = (size_t)snprintf(buf, len, "%s", f);
-	if (lat > 0 && n < len)
-		snprintf(buf + n, len - n, ", %lld ms late", (long long)lat);
+		break;
+	case FAULT_CLOSE_AFTER:
+	case FAULT_MAX:
+		n = (size_t)snprintf(buf, len, "%s", fault_name(l->fault));
+		break;
+	}
+	if (l->latency_ms > 0 && n < len)
+		snprintf(buf + n, len - n, ", %lld ms late", (long long)l->latency_ms);
 }
 
 static const char *
-exchange_what(json_t *o)
+exchange_what(const struct trace_line *l)
 {
-	const char	*w = json_string_value(json_object_get(o, "req"));
+	const char	*w = l->req;
 
 	if (w == NULL)
-		w = json_string_value(json_object_get(o, "sql"));
+		w = l->sql;
 	if (w == NULL || w[0] == '\0')
-		w = json_string_value(json_object_get(o, "pg"));
+		w = l->pg;
 	return w != NULL ? w : "(an exchange)";
 }
 
@@ -103,28 +117,23 @@ scheduled(const struct cfg *cfg, const char *proxy)
 }
 
 static void
-turn_exchange(json_t *o, void *arg)
+turn_exchange(const struct trace_line *l, void *arg)
 {
 	struct turn_story	*ts = arg;
 	FILE			*f = ts->f;
-	const char		*proxy = json_string_value(json_object_get(o, "proxy"));
-	const char		*what = exchange_what(o);
+	const char		*proxy = l->proxy;
+	const char		*what = exchange_what(l);
 	char			 words[128];
 	uint64_t		 h = fnv1a64(what, strlen(what));
 	bool			 again = false;
 	size_t			 i;
+	bool			 stmt = l->req != NULL || l->sql != NULL;
 
-	const char		*fault = json_string_value(json_object_get(o, "fault"));
-	bool			 stmt = json_object_get(o, "req") != NULL ||
-				    json_object_get(o, "sql") != NULL;
-
-	if (json_integer_value(json_object_get(o, "round")) != ts->round ||
-	    json_integer_value(json_object_get(o, "turn")) != ts->turn ||
-	    scheduled(ts->cfg, proxy) || json_object_get(o, "key") == NULL)
+	if (l->round != ts->round || l->turn != ts->turn ||
+	    scheduled(ts->cfg, proxy) || !l->keyed)
 		return;
 	/* a start-up, a Sync, a Terminate: told only when a fault hit it */
-	if (!stmt && (fault == NULL || strcmp(fault, "none") == 0) &&
-	    json_integer_value(json_object_get(o, "latency_ms")) == 0)
+	if (!stmt && l->fault == FAULT_NONE && l->latency_ms == 0)
 		return;
 	for (i = 0; stmt && i < ts->nseen; i++)
 		again |= ts->seen[i] == h;
@@ -134,8 +143,8 @@ turn_exchange(json_t *o, void *arg)
 		ts->more++;
 		return;
 	}
-	fault_words(o, words, sizeof(words));
-	fprintf(f, "    %s %s%s — %s\n", proxy ? proxy : "?", what, again ? " again" : "",
+	fault_words(l, words, sizeof(words));
+	fprintf(f, "    %s %s%s — %s\n", proxy, what, again ? " again" : "",
 	    words);
 	ts->shown++;
 }
@@ -320,7 +329,7 @@ min_explain_print(FILE *f, const struct plan *p, const struct min_note *v,
 
 			fprintf(f, "  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
 			    fr->round, fr->turn, fr->what ? fr->what : "(an exchange)",
-			    plan_fault_name(fr->fault), fr->latency_ms > 0 ? ", late" : "");
+			    fault_name((enum fault)fr->fault), fr->latency_ms > 0 ? ", late" : "");
 			for (q = i; q < j; q++) {
 				if (v[q].latency_ms >= 0) {
 					lats++;

@@ -403,12 +403,16 @@ stopping(const struct min_run *m)
 int
 min_test(struct min_run *m, const struct plan *cand)
 {
-	uint64_t		 h = min_plan_hash(cand);
-	const struct plan	*was = m->w->plan;
+	uint64_t		 h;
+	const struct plan	*was;
 	struct seed_result	 res;
 	size_t			 i;
 	int			 try, fails = 0;
 
+	if (!plan_runs_any(cand))
+		return 0;
+	h = min_plan_hash(cand);
+	was = m->w->plan;
 	for (i = 0; i < m->nseen; i++)
 		if (m->seen[i].hash == h) {
 			m->cached++;
@@ -596,7 +600,7 @@ min_explain(struct min_run *m, const struct plan *best, int variants,
 					continue;
 				plan_copy(best, &c);
 				c.proxies[x].faults[i].fault = kinds[k];
-				snprintf(what, sizeof(what), "as %s", plan_fault_name(kinds[k]));
+				snprintf(what, sizeof(what), "as %s", fault_name((enum fault)kinds[k]));
 				v = note(m, &c, MIN_FAULTS, x, i, what, -1, notes, n);
 				plan_free(&c);
 				if (v == -1)

@@ -137,7 +137,9 @@ uint64_t	min_plan_hash(const struct plan *p);
 /*
  * Replays cand up to m->tries times: 1 one try failed with m->want
  * (m->last is that try), 0 none did, -1 the budget or a signal stopped
- * it (then nothing is remembered of it).
+ * it (then nothing is remembered of it).  A cand that runs no turn is 0
+ * unreplayed: it tests nothing, so it is never the failure (nor could it
+ * be written down: a plan file runs at least one turn).
  */
 int	min_test(struct min_run *m, const struct plan *cand);
 /*

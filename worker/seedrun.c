@@ -18,6 +18,7 @@
 #include "common/msg.h"
 #include "common/seed.h"
 #include "common/util.h"
+#include "common/verdict.h"
 #include "fault-proxy/proxy.h"
 #include "invariants/inv.h"
 #include "worker/detail.h"
@@ -1203,7 +1204,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 				    .idle_round = -1 };
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
-	char			  err[ERR_LEN], **ups = NULL, *full_dir;
+	char			  err[ERR_LEN], **ups = NULL, *full_dir, pass[64];
 	json_t			 *sched = NULL;
 	struct step_check	  sc;
 	bool			  died, traced = false;
@@ -1296,7 +1297,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		    c.total_turns, c.idle_round, c.idle_why);
 		json_object_set_new(detail, "idle_round", json_integer(c.idle_round));
 	} else
-		verdict(res, REASON_NONE, "%d of %d turns ok", c.ok_turns, c.total_turns);
+		verdict(res, REASON_NONE, "%s", verdict_pass_words(pass, sizeof(pass),
+		    c.ok_turns, c.total_turns));
 done:
 	set_state(&c, RUN_VERDICT, -1);
 	if (res->reason == REASON_GUARD || res->reason == REASON_HANG)

@@ -11,15 +11,8 @@
 
 #include "common/log.h"
 #include "common/msg.h"
+#include "common/trace.h"
 #include "common/util.h"
-
-static uint64_t
-hexval(const json_t *o, const char *k)
-{
-	const char	*s = json_string_value(json_object_get(o, k));
-
-	return s != NULL ? strtoull(s, NULL, 16) : 0;
-}
 
 static int
 cmp_line_step(const void *a, const void *b)
@@ -94,39 +87,43 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 	qsort(lines, n, sizeof(*lines), cmp_line_step);
 	*out = xcalloc(n + 1, sizeof(**out));
 	for (i = 0; i < n; i++) {
-		json_t		*o = lines[i];
-		struct xstep	*s = &(*out)[i];
-		const char	*w, *dl, *fo;
+		struct xstep		*s = &(*out)[i];
+		struct trace_line	 l;
+		const char		*w, *c;
+		char			 why[ERR_LEN];
 
-		s->turn = (int)json_integer_value(json_object_get(o, "turn"));
-		s->round = (int)json_integer_value(json_object_get(o, "round"));
-		s->occ = (uint32_t)json_integer_value(json_object_get(o, "occ"));
-		s->cand = hexval(o, "cand");
-		if (!json_is_string(json_object_get(o, "key")) || s->turn < 0 ||
-		    s->turn >= XP_MAX_TURNS) {
-			rc = errf(err, "step %" JSON_INTEGER_FORMAT " of proxy %s has no "
-			    "key (a trace of an older soak?)",
-			    json_integer_value(json_object_get(o, "step")), proxy);
+		/* the trace's own decoder (common/trace.h): a field soak did
+		 * not write is an error, never a 0 */
+		if (trace_line_parse(lines[i], &l, why) == -1) {
+			rc = errf(err, "step %" JSON_INTEGER_FORMAT " of proxy %s: %s",
+			    json_integer_value(json_object_get(lines[i], "step")), proxy,
+			    why);
 			break;
 		}
-		s->key = hexval(o, "key");
-		{
-			const char	*c = json_string_value(json_object_get(o, "cls"));
-
-			s->cls = c == NULL ? XC_OTHER : strcmp(c, "read") == 0 ? XC_READ :
-			    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
-			    XC_SESSION : XC_OTHER;
+		if (!l.keyed || l.turn >= XP_MAX_TURNS) {
+			rc = errf(err, "step %" PRIu32 " of proxy %s %s", l.step, proxy,
+			    !l.keyed ? "has no key (a trace of an older soak?)" :
+			    "is of a turn past the 64 explore takes");
+			break;
 		}
-		w = json_string_value(json_object_get(o, "sql"));
-		if (w == NULL)
-			w = json_string_value(json_object_get(o, "req"));
+		s->turn = l.turn;
+		s->round = l.round;
+		s->occ = l.occ;
+		s->cand = l.cand;
+		s->key = l.key;
+		c = l.cls;
+		s->cls = c == NULL ? XC_OTHER : strcmp(c, "read") == 0 ? XC_READ :
+		    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
+		    XC_SESSION : XC_OTHER;
+		w = l.sql != NULL ? l.sql : l.req;
 		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
-		if ((fo = json_string_value(json_object_get(o, "forced"))) != NULL &&
-		    fo[0] != '\0')
+		if (l.forced != NULL && l.forced[0] != '\0')
 			x->forced++;
-		if ((dl = json_string_value(json_object_get(o, "deadlock"))) != NULL)
-			strcmp(dl, "postgres") == 0 ? x->pg_deadlocks++ : x->soak_deadlocks++;
-		if (__builtin_popcountll(hexval(o, "wakes")) >= 2)
+		if (l.deadlock == TRACE_DEADLOCK_POSTGRES)
+			x->pg_deadlocks++;
+		else if (l.deadlock == TRACE_DEADLOCK_SOAK)
+			x->soak_deadlocks++;
+		if (__builtin_popcountll(l.wakes) >= 2)
 			x->wakes++;
 		if (w != NULL && (strncasecmp(w, "LISTEN", 6) == 0 ||
 		    strncasecmp(w, "NOTIFY", 6) == 0))
@@ -279,10 +276,17 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 		const char	*cand = json_string_value(json_array_get(v, 5));
 		json_int_t	 t = json_integer_value(json_array_get(v, 1));
 
+		/* the trace's vocabulary (common/trace.h): a key of 16 hex
+		 * digits, a set of turns of 1 to 16 */
 		if (!json_is_array(v) || json_array_size(v) < 5 || key == NULL ||
-		    plan_key_parse(key, &s[i].key) == -1 || t < 0 || t >= XP_MAX_TURNS ||
+		    trace_key_parse(key, &s[i].key) == -1 || t < 0 || t >= XP_MAX_TURNS ||
 		    !json_is_integer(json_array_get(v, 0)) ||
-		    !json_is_integer(json_array_get(v, 3))) {
+		    json_integer_value(json_array_get(v, 0)) < 0 ||
+		    json_integer_value(json_array_get(v, 0)) > INT32_MAX ||
+		    !json_is_integer(json_array_get(v, 3)) ||
+		    json_integer_value(json_array_get(v, 3)) < 0 ||
+		    json_integer_value(json_array_get(v, 3)) > UINT32_MAX ||
+		    (cand != NULL && trace_turns_parse(cand, &s[i].cand) == -1)) {
 			free(s);
 			return errf(err, "steps: step %zu is not [round, turn, key, occ, "
 			    "what, ...]", i + 1);
@@ -291,7 +295,6 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 		s[i].turn = (int)t;
 		s[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
 		snprintf(s[i].what, sizeof(s[i].what), "%s", w ? w : "exchange");
-		s[i].cand = cand ? strtoull(cand, NULL, 16) : 0;
 		s[i].cls = (int)json_integer_value(json_array_get(v, 6));
 		if (s[i].cls < XC_OTHER || s[i].cls > XC_SESSION)
 			s[i].cls = XC_OTHER;

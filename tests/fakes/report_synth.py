@@ -246,8 +246,8 @@ for fp, s in smallest.items():
                         line["wakes"] = "6"
                     if a.extras and (t, x) == (1, 1):
                         # fields the lead's fault-proxy adds: rendered if present
-                        line.update(round=0, key="9f3c0a1b", occ=2, plan="lose the reply",
-                                    deferred=True, forced="outside",
+                        line.update(round=0, key="000000009f3c0a1b", occ=2, plan="lose the reply",
+                                    deferred=4, forced="outside",
                                     closed="client gone")
 
                 f.write(json.dumps(line, separators=(",", ":")) + "\n")

@@ -33,7 +33,7 @@ main(int argc, char **argv)
 	for (seed = 0; seed < 10000000; seed++) {
 		for (i = 0; i < n; i++) {
 			proxy_roll(&f, seed, argv[1], 0, 0, (uint32_t)i, &r);
-			if (strcmp(proxy_fault_name(r.fault), want[i]) != 0)
+			if (strcmp(fault_name((enum fault)r.fault), want[i]) != 0)
 				break;
 		}
 		if (i == n) {

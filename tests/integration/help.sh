@@ -44,7 +44,7 @@ for n in 1 256; do
 done
 for n in 0 257; do
 	soak_rc rc worker --slots "$n" --help >/dev/null 2>"$T/slots"
-	[ "$rc" = 64 ] && grep -q 'wants 1\.\.256' "$T/slots" ||
+	[ "$rc" = 64 ] && grep -q 'of 1\.\.256' "$T/slots" ||
 	    fail "soak worker --slots $n: exit $rc, not 64 naming 1..256: $(cat "$T/slots")"
 done
 ok "soak worker --slots: 1 and 256 taken, 0 and 257 refused"

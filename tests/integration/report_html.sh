@@ -200,8 +200,12 @@ expect_match "trace: a commit that woke turns (wakes, a hex mask)" "its end woke
 expect_match "trace: the lock wait read from its hex mask" 'waited on a lock held by turns \{0\}' \
     "$(cat "$T/sched/report.html")"
 expect_match "trace: round, key, occurrence, plan, deferred, forced outside, closed" \
-    'step 6: round 0 turn 1 .*statement key 9f3c0a1b, occurrence 2.the plan: lose the reply.deferred.forced: outside .*its connection closed: client gone' \
+    'step 6: round 0 turn 1 .*statement key 000000009f3c0a1b, occurrence 2.the plan: lose the reply.deferred: 4.forced: outside .*its connection closed: client gone' \
     "$(tr '\n' . <"$T/sched/report.html")"
+# every line the synthetic trace holds is one soak writes: none left undrawn
+grep -Eq 'of the fault trace (is|are) not as soak writes' "$T/sched/report.html" &&
+    fail "a trace line of the synthetic run was not drawn: $(grep -o 'line[s]* of the fault trace[^<]*' "$T/sched/report.html")"
+ok "every trace line drawn"
 expect_match "the minimized story" "turn 1's reply was lost, so it asked again <script>" \
     "$(fact "$T/s.json" .text)"
 expect_match "a quarantined worker, marked" '<title>quarantined: 3 infra outcomes' \

@@ -286,6 +286,17 @@ test_runs(void **state)
 	assert_int_equal(plan_turns_in(&c, 0), 0);
 	assert_int_equal(c.proxies[0].nsteps, 0);
 	assert_int_equal(c.proxies[0].nfaults, 0);
+	/* which tests nothing: never replayed, never the failure (no worker
+	 * here: a replay would crash) */
+	assert_false(plan_runs_any(&c));
+	assert_true(plan_runs_any(&p));
+	{
+		struct min_run	m = { .tries = 1 };
+
+		assert_int_equal(min_test(&m, &c), 0);
+		assert_int_equal(m.candidates, 0);
+		assert_int_equal(m.replays, 0);
+	}
 	plan_free(&c);
 	free(e);
 	plan_free(&p);

@@ -103,6 +103,45 @@ test_errors(void **state)
 		  "duplicate, blackhole" },
 		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 1, \"rounds\": 1, \"runs\": [[0, 1]]}",
 		  "p.json: runs[0]: round or turn out of range" },
+		/* strict (docs/plan.md): what was once read some way is refused */
+		{ "{\"soak_plan\": 1, \"seed\": \"\", \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: an empty seed (want a decimal integer, e.g. 1477)" },
+		{ "{\"soak_plan\": 1, \"seed\": \"-1\", \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: \"-1\" is not a seed (want a decimal integer from 0 to "
+		  "18446744073709551615)" },
+		{ "{\"soak_plan\": 1, \"seed\": \" 5\", \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: \" 5\" is not a seed (want a decimal integer from 0 to "
+		  "18446744073709551615)" },
+		{ "{\"soak_plan\": 1, \"seed\": \"+5\", \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: \"+5\" is not a seed (want a decimal integer from 0 to "
+		  "18446744073709551615)" },
+		{ "{\"soak_plan\": 1, \"seed\": \"18446744073709551616\", \"turns\": 1, "
+		  "\"rounds\": 1}", "p.json: seed: 18446744073709551616 is larger than "
+		  "the largest seed, 18446744073709551615 (seeds are 64-bit)" },
+		{ "{\"soak_plan\": 1, \"seed\": -1, \"turns\": 1, \"rounds\": 1}",
+		  "p.json: seed: -1 is negative (a seed is 0 to 18446744073709551615)" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"faults\": [{\"round\": 0, \"turn\": 1, \"key\": "
+		  "\"0x00000000000001\", \"occ\": 0, \"fault\": \"reset\"}]}}}",
+		  "p.json: proxies.db.faults[0].key: missing, or not 16 hex digits" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"steps\": [{\"round\": 0, \"turn\": 1, \"key\": "
+		  "\"+000000000000001\", \"occ\": 0}]}}}",
+		  "p.json: proxies.db.steps[0].key: missing, or not 16 hex digits" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"steps\": [{\"round\": 0, \"turn\": 1, \"key\": "
+		  "\"-000000000000001\", \"occ\": 0}]}}}",
+		  "p.json: proxies.db.steps[0].key: missing, or not 16 hex digits" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
+		  "{\"db\": {\"steps\": [{\"round\": 0, \"turn\": 1, \"key\": "
+		  "\"0000000000000001\", \"occ\": 0, \"deadlock\": \"me\"}]}}}",
+		  "p.json: proxies.db.steps[0].deadlock: not soak or postgres" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, "
+		  "\"runs\": [[4294967296, 4294967297]]}",
+		  "p.json: runs[0]: round or turn out of range" },
+		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"runs\": []}",
+		  "p.json: runs: an empty list runs no turn, and a plan that runs none "
+		  "tests nothing (leave runs out for every turn)" },
 	};
 	struct plan	p;
 	char		err[256];
@@ -114,6 +153,11 @@ test_errors(void **state)
 		    "p.json", &p, err), -1);
 		assert_string_equal(err, cases[i].want);
 	}
+	/* the seeds a plan writes: past 2^63 as text, read back */
+	assert_int_equal(plan_parse("{\"soak_plan\": 1, \"seed\": \"18446744073709551615\","
+	    " \"turns\": 1, \"rounds\": 1}", 73, "p.json", &p, err), 0);
+	assert_true(p.seed == UINT64_MAX);
+	plan_free(&p);
 	assert_int_equal(plan_parse("{", 1, "p.json", &p, err), -1);
 	assert_non_null(strstr(err, "p.json:1:"));
 }
@@ -163,9 +207,21 @@ test_from_trace(void **state)
 	assert_int_equal(db->steps[1].turn, 0);
 	plan_free(&p);
 	/* a trace with no keys (an older soak's) makes no plan */
-	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0}\n", 24, 1,
-	    NULL, 1, 1, &p, err), -1);
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0}\n", 46, 1, NULL, 1, 1, &p, err), -1);
 	assert_non_null(strstr(err, "no keys"));
+	/* a field the proxy never writes so is the trace's fault, said, never
+	 * read as 0: a turn set of "zz", a key with 0x */
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"key\":\"00000000000000aa\",\"occ\":0,\"step\":1,"
+	    "\"cand\":\"zz\"}\n", 100, 1, NULL, 1, 1, &p, err), -1);
+	assert_string_equal(err, "line 1: cand: \"zz\" is not a set of turns (1 to 16 "
+	    "hex digits)");
+	assert_int_equal(plan_from_trace("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"key\":\"0x000000000000aa\",\"occ\":0}\n", 79, 1, NULL,
+	    1, 1, &p, err), -1);
+	assert_string_equal(err, "line 1: key: \"0x000000000000aa\" is not 16 hex "
+	    "digits");
 }
 
 static void

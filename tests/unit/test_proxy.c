@@ -1483,9 +1483,9 @@ test_10k_connections(void **state)
 	t = slurp_trace(path);
 	for (p = t; (p = strstr(p, "\"fault\":\"")) != NULL; p += 9) {
 		for (k = 0; k < PROXY_FAULT_MAX; k++)
-			if (strncmp(p + 9, proxy_fault_name(k),
-			    strlen(proxy_fault_name(k))) == 0 &&
-			    p[9 + strlen(proxy_fault_name(k))] == '"')
+			if (strncmp(p + 9, fault_name((enum fault)k),
+			    strlen(fault_name((enum fault)k))) == 0 &&
+			    p[9 + strlen(fault_name((enum fault)k))] == '"')
 				n[k]++;
 		total++;
 	}

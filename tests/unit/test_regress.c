@@ -16,6 +16,8 @@
 
 static const char	plan_text[] = "{\"soak_plan\": 1, \"seed\": 7, \"turns\": 2, "
 			    "\"rounds\": 1}\n";
+static const char	vacuous[] = "{\"soak_plan\": 1, \"seed\": 7, \"turns\": 2, "
+			    "\"rounds\": 1, \"runs\": []}\n";
 
 static void
 test_load_and_open(void **state)
@@ -60,6 +62,18 @@ test_load_and_open(void **state)
 	assert_non_null(strstr(err, "lost.json"));
 	assert_non_null(strstr(err, "cannot run this regression"));
 	regress_set_free(&rs);
+	/* A plan that runs no turn tests nothing: never loaded, never a pass
+	 * (it was once run, ran nothing and passed). */
+	cfg.turns = 4;
+	assert_int_equal(write_file(path, vacuous, strlen(vacuous), err), 0);
+	assert_int_equal(regress_hash(vacuous, strlen(vacuous), hash, err), 0);
+	assert_int_equal(regress_load(&cfg, &rs, NULL, err), -1);
+	assert_non_null(strstr(err, "lost.json"));
+	assert_non_null(strstr(err, "runs: an empty list runs no turn"));
+	assert_int_equal(rs.n, 0);
+	regress_set_free(&rs);
+	assert_int_equal(regress_open(&cfg, "lost", hash, &p, err), -1);
+	assert_non_null(strstr(err, "runs: an empty list runs no turn"));
 	unlink(path);
 	free(path);
 	rmdir(dir);

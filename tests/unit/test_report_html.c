@@ -151,7 +151,8 @@ put_file(const char *dir, const char *name, const char *text)
 /*
  * The proxy writes turn sets as hex masks ("cand":"3"): a schedule's
  * turns waiting, a lock wait's arrow and a COMMIT's wakes come from them;
- * the trace fields a later proxy adds show on hover, none required.
+ * the trace fields a later proxy adds show on hover, none required; a
+ * line with a field soak never writes so ("cand":"zz") is said, not drawn.
  */
 static void
 test_trace_masks(void **state)
@@ -179,7 +180,9 @@ test_trace_masks(void **state)
 	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":0,\"fault\":\"none\","
 	    "\"step\":2,\"cand\":\"2\",\"pg\":\"simple\",\"sql\":\"UPDATE b\","
 	    "\"waits_on\":\"1\",\"forced\":\"outside\",\"req\":\"GET /x HTTP/1.1\","
-	    "\"key\":\"ab12\",\"occ\":3,\"newer\":\"<b>\"}\n");
+	    "\"key\":\"00000000000000ab\",\"occ\":3,\"newer\":\"<b>\"}\n"
+	    "{\"proxy\":\"db\",\"turn\":1,\"conn\":0,\"exchange\":1,\"fault\":\"none\","
+	    "\"step\":3,\"cand\":\"zz\"}\n");
 	o.run_dir = dir;
 	o.previous = "";
 	assert_int_equal(report_html_write(&o, NULL, err), 0);
@@ -192,8 +195,72 @@ test_trace_masks(void **state)
 	assert_non_null(strstr(html, "waited on a lock held by turns {0}"));
 	assert_non_null(strstr(html, "its end woke turns {1,3}: PostgreSQL's order"));
 	assert_non_null(strstr(html, "forced: outside"));
-	assert_non_null(strstr(html, "statement key ab12, occurrence 3"));
+	assert_non_null(strstr(html, "statement key 00000000000000ab, occurrence 3"));
 	assert_non_null(strstr(html, "newer: &lt;b&gt;"));
+	/* a turn set soak never writes is said, never drawn as no turn */
+	assert_non_null(strstr(html, "1 line of the fault trace is not as soak writes "
+	    "them, and not drawn: the first, line 3: cand: &quot;zz&quot; is not a "
+	    "set of turns (1 to 16 hex digits)"));
+	assert_null(strstr(html, "step 3:"));
+	free(html);
+	path = xasprintf("rm -rf '%s'", dir);
+	assert_int_equal(system(path), 0);
+	free(path);
+}
+
+/*
+ * The worker timeline reads the journal with the coordinator's own names
+ * (journal.h's events, verdict.h's reasons): every reason shows as
+ * itself, in its verdict's colour, a regression's diverged and plan
+ * included, and a reason of a newer soak says it is one.
+ */
+static void
+test_timeline_reasons(void **state)
+{
+	char		 dir[] = "/tmp/soak-test-rhtml.XXXXXX", err[ERR_LEN], *path, *html;
+	struct report_html_opts o = { 0 };
+	size_t		 len;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	put_file(dir, "report.json", "{\"format\":1,\"config\":{\"name\":\"m\"},"
+	    "\"seeds\":{\"first\":0,\"last\":3,\"count\":4},\"totals\":{\"pass\":4},"
+	    "\"workers\":[{\"id\":1,\"name\":\"w1\"}],\"results\":[]}\n");
+	put_file(dir, "journal.jsonl",
+	    "{\"t\":\"run\",\"format\":1,\"run_id\":\"r\",\"seeds\":[0,3],"
+	    "\"started_at_ms\":1000}\n"
+	    "{\"t\":\"worker\",\"id\":1,\"name\":\"w1\",\"at_ms\":1001}\n"
+	    "{\"t\":\"lease\",\"id\":1,\"worker\":1,\"from\":7,\"confirm\":false,"
+	    "\"seeds\":[[7,1]],\"plan\":\"seed-7-x\",\"hash\":\"ab\",\"at_ms\":1002}\n"
+	    "{\"t\":\"result\",\"lease\":1,\"seed\":7,\"attempt\":1,\"reason\":\"diverged\","
+	    "\"duration_ms\":10,\"detail\":{},\"plan\":\"seed-7-x\",\"at_ms\":1020}\n"
+	    "{\"t\":\"lease\",\"id\":2,\"worker\":1,\"from\":8,\"confirm\":false,"
+	    "\"seeds\":[[8,1]],\"plan\":\"seed-8-y\",\"hash\":\"cd\",\"at_ms\":1021}\n"
+	    "{\"t\":\"result\",\"lease\":2,\"seed\":8,\"attempt\":1,\"reason\":\"plan\","
+	    "\"duration_ms\":5,\"detail\":{},\"at_ms\":1030}\n"
+	    "{\"t\":\"lease\",\"id\":3,\"worker\":1,\"from\":0,\"confirm\":false,"
+	    "\"seeds\":[[0,1],[1,1],[2,1]],\"at_ms\":1031}\n"
+	    "{\"t\":\"result\",\"lease\":3,\"seed\":0,\"attempt\":1,\"reason\":\"hang\","
+	    "\"duration_ms\":9,\"detail\":{},\"at_ms\":1040}\n"
+	    "{\"t\":\"result\",\"lease\":3,\"seed\":1,\"attempt\":1,\"reason\":\"\","
+	    "\"duration_ms\":9,\"detail\":{},\"at_ms\":1050}\n"
+	    "{\"t\":\"result\",\"lease\":3,\"seed\":2,\"attempt\":1,\"reason\":\"newer\","
+	    "\"duration_ms\":9,\"detail\":{},\"at_ms\":1060}\n");
+	o.run_dir = dir;
+	o.previous = "";
+	assert_int_equal(report_html_write(&o, NULL, err), 0);
+	path = xasprintf("%s/report.html", dir);
+	html = read_file(path, 1 << 24, &len, err);
+	free(path);
+	assert_non_null(html);
+	assert_non_null(strstr(html, "<rect class=\"w-i\""));
+	assert_non_null(strstr(html, "seed 7 attempt 1: infra diverged, "));
+	assert_non_null(strstr(html, "seed 8 attempt 1: infra plan, "));
+	assert_non_null(strstr(html, "seed 0 attempt 1: fail hang, "));
+	assert_non_null(strstr(html, "seed 1 attempt 1: pass, "));
+	assert_non_null(strstr(html, "seed 2 attempt 1: infra (a reason this soak "
+	    "does not know), "));
+	assert_null(strstr(html, " other, "));
 	free(html);
 	path = xasprintf("rm -rf '%s'", dir);
 	assert_int_equal(system(path), 0);
@@ -333,6 +400,7 @@ main(void)
 		cmocka_unit_test(test_scrub),
 		cmocka_unit_test(test_hostile_run),
 		cmocka_unit_test(test_trace_masks),
+		cmocka_unit_test(test_timeline_reasons),
 		cmocka_unit_test(test_binning),
 		cmocka_unit_test(test_previous),
 	};

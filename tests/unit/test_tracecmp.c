@@ -564,8 +564,14 @@ test_diff_doctored(void **state)
 	/* a step without its exchange's numbers */
 	assert_int_equal(diff(a, "{\"proxy\":\"db\",\"step\":1,\"turn\":0}\n", out,
 	    sizeof(out)), -1);
-	assert_string_equal(out, "this replay's trace: line 1 has a step but not a "
-	    "positive step number, a turn, a conn and an exchange");
+	assert_string_equal(out, "this replay's trace: line 1: no conn");
+	/* a field soak never writes so: read by the trace's decoder, never as 0 */
+	free(b);
+	b = lost_update("");
+	memcpy(strstr(strstr(b, "\"step\":1,"), "\"cand\":\"3\""), "\"cand\":\"z\"", 10);
+	assert_int_equal(diff(a, b, out, sizeof(out)), -1);
+	assert_non_null(strstr(out, ": cand: \"z\" is not a set of turns (1 to 16 hex "
+	    "digits)"));
 	free(a);
 	free(b);
 }

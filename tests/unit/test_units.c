@@ -238,6 +238,37 @@ test_bytes(void **state)
 	}
 }
 
+/* The commands' number options: a whole number in the range, nothing else. */
+static void
+test_count(void **state)
+{
+	static const char *const bad[] = { "", "0", "257", "-1", "+1", " 1", "1 ",
+	    "0x10", "1e2", "1.0", "99999999999999999999", NULL };
+	char	err[ERR_LEN];
+	int64_t	v;
+	size_t	i;
+
+	(void)state;
+	assert_int_equal(parse_count("1", 1, 256, &v, err), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(parse_count("256", 1, 256, &v, err), 0);
+	assert_int_equal(v, 256);
+	assert_int_equal(parse_count("0", 0, 100, &v, err), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(parse_count("0100", 0, 100, &v, err), 0);
+	assert_int_equal(v, 100);
+	for (i = 0; bad[i] != NULL; i++) {
+		v = UNTOUCHED;
+		if (parse_count(bad[i], 1, 256, &v, err) != -1)
+			fail_msg("accepted \"%s\"", bad[i]);
+		assert_int_equal(v, UNTOUCHED);
+	}
+	assert_int_equal(parse_count("-1", 1, 256, &v, err), -1);
+	assert_string_equal(err, "\"-1\" is not a whole number of 1..256");
+	assert_int_equal(parse_count(NULL, 0, 9, &v, err), -1);
+	assert_string_equal(err, "\"\" is not a whole number of 0..9");
+}
+
 static void
 test_quote(void **state)
 {
@@ -267,6 +298,7 @@ main(void)
 		cmocka_unit_test(test_duration_range),
 		cmocka_unit_test(test_share),
 		cmocka_unit_test(test_bytes),
+		cmocka_unit_test(test_count),
 		cmocka_unit_test(test_quote),
 	};
 
