@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# bench/explore.sh — what soak explore costs (issue 27's goal: >= 20
-# executions a second on 2 cores for 2 C turns that do not think, one
-# executor; and reservations' thinking turns with --workers 2).  Two scenarios, each explored whole with no bound (a tree of
-# C(6,3) = 20 executions), RUNS times; the median executions per second,
-# and the share of each execution the turns took (first start to last
-# end) against soak's own work (the schema reset, the setup, spawning the
-# turns, the invariants), with the machine's load:
+# bench/explore.sh — what soak explore costs (the goal: >= 20 executions a
+# second on 2 cores for 2 C turns that do not think, one executor; and
+# reservations' thinking turns with --workers 2).  Two scenarios, each
+# explored whole with no bound (a tree of C(6,3) = 20 executions), RUNS
+# times; the median executions per second, and the share of each execution
+# the turns took (first start to last end) against soak's own work (the
+# schema reset, the setup, spawning the turns, the invariants), with the
+# machine's load:
 #  - "C, no think": a libpq turn that reads, writes and logs one counter
 #    at once (built here);
 #  - "reservations": examples/reservations' turn, which thinks 10-50 ms

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/minimize.sh — what `soak minimize` costs (issue 26's goal: under
+# bench/minimize.sh — what `soak minimize` costs (the goal: under
 # 60 s a seed for refunds and reservations, under 120 s for the ledger, on
 # 2 cores).  For each example, the failing seeds of a short run (SEEDS of
 # them at most, from 0), each minimized with the default 3 tries: its

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/plan_replay.sh — what following a plan costs (issue 25's goal: a
+# bench/plan_replay.sh — what following a plan costs (the goal: a
 # seed replayed by --plan within 1.05x of the same seed by --seed).  The
 # reservations example (4 turns, its random schedule): one failing seed's
 # plan from a short run, then PAIRS interleaved pairs of `soak replay

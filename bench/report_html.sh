@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/report_html.sh — what report.html costs (issue 28's budgets: at most
+# bench/report_html.sh — what report.html costs (its budgets: at most
 # 3 MB for 200 seeds, 15 MB at 100,000, written in under a second for
 # 2,000): made-up run folders (tests/fakes/report_synth.py, a failure every
 # 7th seed, two fingerprints, 4 workers; at 100,000 one failure in 97) and,

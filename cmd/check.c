@@ -3,17 +3,17 @@
  * invariants once against a live database — the production monitor of
  * seeds/000, from the same queries the soak runs.
  *
- * Validating is more than loading (issue 12): a config that loads may
- * still not run — a turn command that is not there, one string "bash
- * x.sh" taken as one program name, an invariant that does not parse.
- * Without --db, check asks what a run would meet, through the run's own
- * code: exec_check (common/exec.c) for every command, and on a
+ * Validating is more than loading (docs/config.md "soak check"): a config
+ * that loads may still not run — a turn command that is not there, one
+ * string "bash x.sh" taken as one program name, an invariant that does not
+ * parse.  Without --db, check asks what a run would meet, through the run's
+ * own code: exec_check (common/exec.c) for every command, and on a
  * throwaway embedded PostgreSQL a worker's dry seed (wrk_open,
  * wrk_dry_seed: the schema file applied, setup run) and inv_prepare of
- * every invariant.  It never writes to the config's database.  With --db
- * (a production database) it writes nothing: the invariants are only
- * prepared, in a READ ONLY transaction, before they run.  Every problem is
- * told, each as FILE:LINE:COL: KEY: what.
+ * every invariant.  It never writes to the config's database.  With --db (a
+ * production database) it writes nothing: the invariants are only prepared,
+ * in a READ ONLY transaction, before they run.  Every problem is told, each
+ * as FILE:LINE:COL: KEY: what.
  */
 #include <errno.h>
 #include <limits.h>

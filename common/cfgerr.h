@@ -1,9 +1,9 @@
 /*
  * Config errors: what a worker meets that no retry can mend
- * (docs/results.md "Reading the results", issue 12).  A turn command that is not there, an
- * invariant that does not parse, a schema file with a syntax error: every
- * seed on every worker fails the same way, so retrying each seed twice and
- * suggesting a replay only hides the one thing to fix.
+ * (docs/results.md "Config errors stop a run early").  A turn command that
+ * is not there, an invariant that does not parse, a schema file with a
+ * syntax error: every seed on every worker fails the same way, so retrying
+ * each seed twice and suggesting a replay only hides the one thing to fix.
  *
  * The worker knows the precise cause -- execve's errno, the SQLSTATE of a
  * failed invariant or DDL -- and names the config key it came from.  It

@@ -22,9 +22,10 @@ enum reason {
 	/* infra: the environment broke, retried on another worker */
 	REASON_DB,		/* database connect, reset, DDL, check; or
 				   no answer to the probe at seed_timeout:
-				   DESIGN §8 says hang, refined here, since
-				   a dead database is not the system's hang
-				   (worker/seedrun.c, deadline_passed) */
+				   not hang, since a dead database is not
+				   the system's hang (docs/results.md "One
+				   deadline per seed"; worker/seedrun.c,
+				   deadline_passed) */
 	REASON_SETUP,		/* the setup command */
 	REASON_SERVICE,		/* a service would not start or died */
 	REASON_PROXY,		/* a fault proxy would not start */

@@ -1,9 +1,9 @@
 /*
- * What a run exercised (issue 21 item 6; Antithesis: a property that never
- * fired is a finding about the test, not a pass).  Each seed's worker
- * counts what its proxies did and which invariants it checked
- * (worker/wrk.h's "coverage", passing seeds included); the coordinator
- * sums the final attempt of each seed here as its verdict comes in, so the
+ * What a run exercised (docs/report.md "coverage"; Antithesis: a property
+ * that never fired is a finding about the test, not a pass).  Each seed's
+ * worker counts what its proxies did and which invariants it checked
+ * (worker/wrk.h's "coverage", passing seeds included); the coordinator sums
+ * the final attempt of each seed here as its verdict comes in, so the
  * journal's replay (--resume) sums the same seeds again and a run of
  * millions of seeds keeps a few counters, not its seeds' details.
  * Confirming re-runs and retried infra attempts are not counted: each seed

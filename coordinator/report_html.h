@@ -1,5 +1,6 @@
 /*
- * report.html: a run seen at a glance (issue 28, DESIGN.md §13 "Look").
+ * report.html: a run seen at a glance (docs/results.md "report.html: the
+ * run at a glance"; what it reads: docs/report.md "What report.html reads").
  *
  * One self-contained file beside report.json: inline CSS and SVG, no
  * network, no fonts of its own, readable with JavaScript off (one small

@@ -44,12 +44,12 @@
  *    reply up to the client's next bytes (or a close).
  *  - An exchange's life: it begins (is numbered and rolled) at the first
  *    byte of its first message, sits in CS_PENDING until its statement's
- *    head is known, and is admitted by exchange_admit() (engine.c) before
- *    any byte of it goes upstream.  A scheduler that orders exchanges
- *    across connections (issue 15, part 3) plugs in there: it keeps an
- *    exchange pending until its turn, then admits it; the bytes wait in
- *    the connection's buffer, and the client, waiting for a reply, sends
- *    nothing that could overtake them.
+ *    head is known, and is admitted by exchange_admit() (conn.c) before
+ *    any byte of it goes upstream.  A schedule that orders exchanges
+ *    across connections (gate.h; docs/faults.md "Schedules") plugs in
+ *    there: the gate keeps an exchange pending until its turn, then admits
+ *    it (px_conn_admit); the bytes wait in the connection's buffer, and the
+ *    client, waiting for a reply, sends nothing that could overtake them.
  *  - match (cfg_faults): an exchange whose statement or request line does
  *    not match, or that has none (tcp, a PostgreSQL startup), gets no
  *    fault and no latency.  Its roll is drawn all the same, so match
@@ -318,19 +318,19 @@ int			 proxy_trace_format(const struct proxy_trace_rec *r,
 			    char *buf, size_t len);
 
 /*
- * What a seed's proxies did (issue 21 item 6), counted from its fault
- * trace one line at a time, so a trace of any length costs little memory:
- * proxy_cov_line for each line (-1 with err on a line that is not a JSON
- * object), or proxy_cov_file for a whole file.  proxy_cov_json: {"db":
+ * What a seed's proxies did (docs/report.md "coverage"), counted from its
+ * fault trace one line at a time, so a trace of any length costs little
+ * memory: proxy_cov_line for each line (-1 with err on a line that is not a
+ * JSON object), or proxy_cov_file for a whole file.  proxy_cov_json: {"db":
  * {"exchanges", "connections" (distinct (turn, conn) numbers, counted as
  * each turn's highest conn + 1), "faults": {"lost_reply": n, ...} (the
  * trace's fault other than none), "latency" (exchanges delayed, latency_ms
  * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "lock_waits"
  * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n}}}, zeros
  * left out, one key per proxy that has a line.  proxy_cov_schedule: the
- * scheduled proxies' whole schedules, {"db": {"steps": N, "digest":
- * "16 hex digits"}}, for a cut trace's marker line (proxy_schedule_diff).
- * Both return new references.
+ * scheduled proxies' whole schedules, {"db": {"steps": N, "digest": "16 hex
+ * digits"}}, for a cut trace's marker line (proxy_schedule_diff).  Both
+ * return new references.
  */
 struct proxy_cov;
 struct proxy_cov	*proxy_cov_new(void);

@@ -1,5 +1,6 @@
 /*
- * A seeded scheduler for exchanges at the database seam (issue 15 item 3):
+ * A seeded scheduler for exchanges at the database seam (docs/faults.md
+ * "Schedules"):
  * which turn's pending exchange is admitted next, as a pure function of
  * (seed, proxy name, the sequence of ready sets it was shown).
  *

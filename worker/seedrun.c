@@ -146,12 +146,12 @@ seed_timeout(const struct wrk *w)
  * The seed's deadline passed while it was `where` (seed_timeout bounds the
  * whole seed: reset, setup, rounds, settling, checks; every libpq call
  * gives up then too): fail/hang (docs/design.md, "Verdicts").  Refined here
- * (issue 11): when the database itself stopped answering -- paused, cut
- * off, wedged -- the system under test did not hang, its environment did,
- * so the worker asks the database on a fresh connection within
- * WRK_PROBE_MS: no answer is infra/db (retried on another worker; the
- * stuck connection is dropped and the next seed connects and resets
- * afresh), an answer is fail/hang as before.
+ * (docs/results.md "One deadline per seed"): when the database itself
+ * stopped answering -- paused, cut off, wedged -- the system under test did
+ * not hang, its environment did, so the worker asks the database on a fresh
+ * connection within WRK_PROBE_MS: no answer is infra/db (retried on another
+ * worker; the stuck connection is dropped and the next seed connects and
+ * resets afresh), an answer is fail/hang as before.
  */
 static void
 deadline_passed(struct seed_ctx *c, struct seed_result *res, const char *fmt, ...)

@@ -1,4 +1,5 @@
-# soak's own failures under chaos (issue 13, part 5), with figures.
+# soak's own failures under chaos (docs/fleet.md "When soak's own ground
+# gives way"), with figures.
 #
 # A run of examples/reservations/fixed.yaml (CHAOS_SEEDS, 500 by default)
 # on 2 local workers while a monkey

@@ -1,12 +1,12 @@
-# A failing seed far bigger than one message (issue "Across machines,
-# nothing lost", item 3): 64 turns x 20 rounds, each turn writing 8 KB to
-# stdout and 8 KB to stderr (20 MB in all) and the even ones exiting 1, 2560 proxied exchanges
-# in the fault trace, and an invariant broken after the last round by 60
-# rows of 16 wide columns: megabytes of detail, which used to kill every
-# worker that tried to send it (three attempts, infra/worker-lost, exit 2).
-# Now the result is cut to MSG_DETAIL_MAX with markers saying what was cut,
-# the seed ends fail/invariant on its first attempt, and the kept failure
-# directory has the full data.
+# A failing seed far bigger than one message (docs/report.md "When a result
+# is cut"): 64 turns x 20 rounds, each turn writing 8 KB to stdout and 8 KB
+# to stderr (20 MB in all) and the even ones exiting 1, 2560 proxied
+# exchanges in the fault trace, and an invariant broken after the last round
+# by 60 rows of 16 wide columns: megabytes of detail, which used to kill
+# every worker that tried to send it (three attempts, infra/worker-lost, exit
+# 2).  Now the result is cut to MSG_DETAIL_MAX with markers saying what was
+# cut, the seed ends fail/invariant on its first attempt, and the kept
+# failure directory has the full data.
 . "$(dirname "$0")/lib.sh"
 UP=$SOAK_BUILD/tests/helpers/proxy_upstream
 [ -x "$UP" ] || fail "missing $UP (make test builds it)"

@@ -1,4 +1,5 @@
-# git bisect with a minimized plan (issue 26 item 7): on a throwaway git
+# git bisect with a minimized plan (docs/minimize.md "Bisecting with a
+# minimized plan"): on a throwaway git
 # repository of a system under test whose history is good, unrelated,
 # LOCK TABLE dropped (the race comes in), unrelated, a failing seed of the
 # newest commit is minimized, and `git bisect run soak replay CONFIG --plan

@@ -163,8 +163,9 @@ grep -q 'bundled for workers' "$T/off.err" && fail "--bundle off bundled"
 remote_worker off
 expect_eq "worker off exit status" 0 "$wrc"
 finish off 2
-# The same on every seed: the run stops after the first three (issue 12),
-# exit 2 -- the worker's machine, not the config.
+# The same on every seed: the run stops after the first three
+# (docs/results.md "Config errors stop a run early"), exit 2 -- the worker's
+# machine, not the config.
 expect_eq "every seed that ran is infra/setup" '3 3' \
     "$(jq -r '"\([.results[] | select(.verdict == "infra" and .reason == "setup")] | length) \(.totals.missing)"' "$T/out-off/report.json")"
 expect_match "the run says it stopped, and why" 'config: .*No such file or directory' \

@@ -1,13 +1,13 @@
-# soak check refuses configs that load but cannot run (issue 12 item 2),
-# telling every problem at once as FILE:LINE:COL: KEY: what, exit 78: a
-# turn command that is not there, a one-string command with a space (a
+# soak check refuses configs that load but cannot run (docs/config.md "soak
+# check"), telling every problem at once as FILE:LINE:COL: KEY: what, exit
+# 78: a turn command that is not there, a one-string command with a space (a
 # warning: it is one program name), invariants that do not parse or name a
 # column that does not exist (prepared on a throwaway embedded PostgreSQL,
-# after the schema file and setup, whose tables they may name), a schema
-# file with a syntax error, a setup that fails, a tab in the indentation.
-# With --db, against a PostgreSQL of the test's own, it writes nothing --
-# no schema, no table, no setup -- and still tells an invariant that does
-# not parse, running none.
+# after the schema file and setup, whose tables they may name), a schema file
+# with a syntax error, a setup that fails, a tab in the indentation.  With
+# --db, against a PostgreSQL of the test's own, it writes nothing -- no
+# schema, no table, no setup -- and still tells an invariant that does not
+# parse, running none.
 . "$(dirname "$0")/lib.sh"
 
 cd "$T"
@@ -136,7 +136,7 @@ expect_eq "run of the same config" 78 "$rc"
 expect_eq "run tells the same four" "$(grep -v '^soak check: ' keys.err | sed 's/^/soak: /')" \
     "$(cat keys.run.err)"
 
-# --- a mistake of the file hides nothing after it (issue 22 item 2): an
+# --- a mistake of the file hides nothing after it: an
 # unknown key, a duration without its unit, a turn command that is not
 # there and SQL that does not parse, in one pass and in file order; the
 # invariant that loaded is prepared after the schema the file names. ---
@@ -247,7 +247,7 @@ expect_eq "check --db of a broken invariant (the turn command is not its busines
 expect_match "the rows" 'BROKEN no negative amount \(1 row\)' "$(cat mon.out)"
 expect_eq "--db wrote nothing" "$before" "$(snapshot)"
 
-# --json tells every invariant, the holding ones too (issue 22 item 4).
+# --json tells every invariant, the holding ones too (docs/monitor.md).
 cat >monitor2.yaml <<'YAML'
 name: monitor
 turn:

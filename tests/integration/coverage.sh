@@ -1,5 +1,5 @@
-# Every run says what it exercised (issue 21 item 6), and comparisons are
-# right (item 4):
+# Every run says what it exercised (docs/report.md "coverage"), and
+# comparisons are right (docs/report.md "Schedule comparisons"):
 #  - 3 turns x 4 INSERTs, each through its own libpq session to a scheduled
 #    `protocol: postgres` proxy (tests/helpers/proxy_pgclient): 6 exchanges
 #    a turn (the start-up, 4 statements, the Terminate), 12 steps a seed

@@ -1,12 +1,13 @@
 # A seed whose turns failed because the database went away under it is
-# infra/db, not fail/guard (issue 13, part 5) -- but only when soak itself
-# saw the outage: its watch (isolation/watch.c) got no answer during the
-# seed, or its probe at the seed's end finds the server gone or restarted.
-# A turn that fails with the database up stays fail/guard.  A PostgreSQL
-# of the test's own is paused (SIGSTOP) and restarted while a turn waits at
-# a gate; the turn then exits 1, as examples/reservations' turns do when a
-# statement fails.  A pause leaves soak's own connection intact, so the
-# invariants run and pass after it: only the watch can tell.
+# infra/db, not fail/guard (docs/fleet.md "When soak's own ground gives way")
+# -- but only when soak itself saw the outage: its watch (isolation/watch.c)
+# got no answer during the seed, or its probe at the seed's end finds the
+# server gone or restarted.  A turn that fails with the database up stays
+# fail/guard.  A PostgreSQL of the test's own is paused (SIGSTOP) and
+# restarted while a turn waits at a gate; the turn then exits 1, as
+# examples/reservations' turns do when a statement fails.  A pause leaves
+# soak's own connection intact, so the invariants run and pass after it: only
+# the watch can tell.
 . "$(dirname "$0")/lib.sh"
 
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)

@@ -1,11 +1,11 @@
 # seed_timeout bounds the whole seed, the database's calls included
-# (issue 11, item 2).  A PostgreSQL of the test's own is paused (SIGSTOP,
-# postmaster and backends) while a seed runs: the worker used to wait in
-# libpq forever, heartbeating, and the seed passed 80 s late.  Now the seed
-# ends at its deadline plus the 2 s probe as infra/db, the run goes on once
-# the database is back, and the retried seed passes on the same worker.
-# With the database answering, a hung turn and an invariant stuck on a
-# lock are still fail/hang, and the stuck backend is ended.
+# (docs/results.md "One deadline per seed").  A PostgreSQL of the test's own
+# is paused (SIGSTOP, postmaster and backends) while a seed runs: the worker
+# used to wait in libpq forever, heartbeating, and the seed passed 80 s
+# late.  Now the seed ends at its deadline plus the 2 s probe as infra/db,
+# the run goes on once the database is back, and the retried seed passes on
+# the same worker.  With the database answering, a hung turn and an invariant
+# stuck on a lock are still fail/hang, and the stuck backend is ended.
 . "$(dirname "$0")/lib.sh"
 
 PGBIN=$(pg_config --bindir 2>/dev/null || echo /usr/lib/postgresql/15/bin)

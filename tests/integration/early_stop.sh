@@ -1,10 +1,10 @@
-# A config mistake is not retried as infrastructure (issue 12 item 3): a
-# turn command that is not there, an invariant naming a column that does
-# not exist, a schema file that does not parse -- the first seeds all fail
-# the same way on their first attempt, and the run stops there with exit
-# 78 and one line naming FILE:LINE:COL and the key, the seeds not run
-# listed as missing.  A journal's --resume stops in the same place.  A
-# failure that may be transient (a turn's exit 75) runs to the end.
+# A config mistake is not retried as infrastructure (docs/results.md "Config
+# errors stop a run early"): a turn command that is not there, an invariant
+# naming a column that does not exist, a schema file that does not parse --
+# the first seeds all fail the same way on their first attempt, and the run
+# stops there with exit 78 and one line naming FILE:LINE:COL and the key, the
+# seeds not run listed as missing.  A journal's --resume stops in the same
+# place.  A failure that may be transient (a turn's exit 75) runs to the end.
 . "$(dirname "$0")/lib.sh"
 
 cd "$T"

@@ -1,9 +1,9 @@
-# The ambiguous commit (issue 15): `match: '^COMMIT'` with lost_reply in
-# front of the database.  The client as shipped retries the whole
-# transaction as a new payment and pays twice, caught by the invariant that
-# names it; the faults hit COMMITs only; the smallest failing seed replays
-# with the same trace; the fixed client (one idempotency key, ON CONFLICT
-# DO NOTHING) passes.
+# The ambiguous commit (examples/commit; docs/faults.md, match): `match:
+# '^COMMIT'` with lost_reply in front of the database.  The client as shipped
+# retries the whole transaction as a new payment and pays twice, caught by
+# the invariant that names it; the faults hit COMMITs only; the smallest
+# failing seed replays with the same trace; the fixed client (one idempotency
+# key, ON CONFLICT DO NOTHING) passes.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/commit
 INV='each turn pays once'

@@ -1,12 +1,12 @@
-# Every interleaving up to a bound (issue 27): soak explore on 2 turns of
-# reservations whose read, write and event touch the same order (seed 1):
-# with no bound exactly C(6,3) = 20 executions, all distinct; with at most
-# 2 preemptions exactly 14, 1 gives 6, 0 gives 2; the lost update is found,
-# and a failing schedule's plan replays to the same fingerprint.  The
-# --lock fix: complete, 0 fail, with lock waits.  A budget says
-# incomplete (exit 2, never a pass).  A bash turn of one `psql -c` per
-# statement, the least convenient kind (no connection between statements),
-# explored the same way: 20 schedules, its lost update found.
+# Every interleaving up to a bound (docs/explore.md): soak explore on 2 turns
+# of reservations whose read, write and event touch the same order (seed 1):
+# with no bound exactly C(6,3) = 20 executions, all distinct; with at most 2
+# preemptions exactly 14, 1 gives 6, 0 gives 2; the lost update is found, and
+# a failing schedule's plan replays to the same fingerprint.  The --lock fix:
+# complete, 0 fail, with lock waits.  A budget says incomplete (exit 2, never
+# a pass).  A bash turn of one `psql -c` per statement, the least convenient
+# kind (no connection between statements), explored the same way: 20
+# schedules, its lost update found.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'

@@ -1,11 +1,11 @@
-# Explore across machines (issue 27, item 6): `soak explore --listen` leases
-# the tree's executions one at a time to `soak worker --connect` processes
-# (the shared secret, the config folder bundled), and journals each one it
-# takes (explore.jsonl), so that --resume goes on where a killed explore
-# stopped.  The turn is bash with one `psql -c` per statement (the least
-# convenient kind: a connection per statement, nothing held between), two
-# turns racing on a counter through the scheduled proxy.  Checked, against
-# the same exploration run in one process:
+# Explore across machines (docs/explore.md "Across machines"): `soak explore
+# --listen` leases the tree's executions one at a time to `soak worker
+# --connect` processes (the shared secret, the config folder bundled), and
+# journals each one it takes (explore.jsonl), so that --resume goes on where
+# a killed explore stopped.  The turn is bash with one `psql -c` per
+# statement (the least convenient kind: a connection per statement, nothing
+# held between), two turns racing on a counter through the scheduled proxy.
+# Checked, against the same exploration run in one process:
 #  - two workers, one SIGKILLed while it holds an execution: the same
 #    executions, failing schedules and classes, complete; the killed
 #    worker's execution went to the other;

@@ -1,4 +1,4 @@
-# README "Your first turn" stays true (issue 22 item 5): its schema, its
+# README "Your first turn" stays true: its schema, its
 # bash/psql turn, its Python psycopg2 turn and its soak.yaml are taken out
 # of the README as printed (each fenced block after a `<!-- first-turn:
 # FILE -->` line), and run: both turns pass every seed with the guard at

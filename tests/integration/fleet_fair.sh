@@ -7,8 +7,8 @@
 #  - none: the same worker with no flood, for reference;
 #  - hush: 200 connections from 200 addresses that finish nng's SP
 #    handshake and then say nothing, each reopened as soon as the
-#    coordinator closes it (the lockout of issue 24: a cap of 64 refused
-#    every newcomer);
+#    coordinator closes it (the lockout a plain cap made: a cap of 64
+#    refused every newcomer);
 #  - slowloris: 1,000 connections that send one byte of the SP header and
 #    nothing more (nng holds each for its 10 s negotiation timeout), while
 #    descriptors remain (the coordinator raised RLIMIT_NOFILE, and says so);

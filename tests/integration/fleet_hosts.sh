@@ -1,4 +1,4 @@
-# A cluster of machines (issue 11): `soak coordinator` on 10.213.0.1 and
+# A cluster of machines (docs/fleet.md): `soak coordinator` on 10.213.0.1 and
 # `soak worker`s on hosts 10.213.0.11.., each host a network namespace on
 # one bridge (netns.sh), authenticated by a shared secret, every worker
 # using one PostgreSQL at 10.213.0.2 with a password (SOAK_DATABASE_URL,

@@ -1,18 +1,19 @@
-# soak minimize (issue 26) on a test system of its own whose failure needs
-# two particular faults together: four turns each insert items a, b, c,
+# soak minimize (docs/minimize.md) on a test system of its own whose failure
+# needs two particular faults together: four turns each insert items a, b, c,
 # retrying a statement whose reply was lost (no idempotency key), and the
-# invariant breaks only when turn 0's b AND turn 1's c are both doubled.
-# A plan with eight faults over four turns (two lost replies that matter;
-# lost replies, resets, a duplicate and latencies that do not) minimizes
-# to those two faults and turns 0 and 1, every other removed; removing
-# either fault or either turn passes (1-minimality, checked by replaying
-# each).  The explain phase says a reset would not do for either lost
-# reply, and no latency matters.  A bash/psql turn (one `psql -c` per statement) and a Python
-# psycopg2 turn (one connection held, reconnected after a lost reply)
-# reach the same plan.  A candidate without the peer a turn waits on ends
-# at about twice the seed's time, not at turn.timeout.  A seed that does not fail: its own exit status,
-# a clear message, no plan written.  --budget and SIGTERM stop it with
-# the smallest failing plan so far, said first.  Usage and config errors.
+# invariant breaks only when turn 0's b AND turn 1's c are both doubled.  A
+# plan with eight faults over four turns (two lost replies that matter; lost
+# replies, resets, a duplicate and latencies that do not) minimizes to those
+# two faults and turns 0 and 1, every other removed; removing either fault or
+# either turn passes (1-minimality, checked by replaying each).  The explain
+# phase says a reset would not do for either lost reply, and no latency
+# matters.  A bash/psql turn (one `psql -c` per statement) and a Python
+# psycopg2 turn (one connection held, reconnected after a lost reply) reach
+# the same plan.  A candidate without the peer a turn waits on ends at about
+# twice the seed's time, not at turn.timeout.  A seed that does not fail: its
+# own exit status, a clear message, no plan written.  --budget and SIGTERM
+# stop it with the smallest failing plan so far, said first.  Usage and
+# config errors.
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/pair.sql" <<'SQL'

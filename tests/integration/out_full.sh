@@ -1,4 +1,5 @@
-# The output directory fills up (issue 13, part 5): soak stops leasing,
+# The output directory fills up (docs/fleet.md "When soak's own ground
+# gives way"): soak stops leasing,
 # keeps what it has -- journal.jsonl stays a valid journal of the run so
 # far, its last line whole -- says so on stderr and exits 2; report.json,
 # which cannot be written either, is written by the --resume that runs the

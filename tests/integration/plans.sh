@@ -1,4 +1,4 @@
-# A failure you can keep (issue 25): a failing seed's decisions as a plan
+# A failure you can keep (docs/plan.md): a failing seed's decisions as a plan
 # (failures/N/plan.json), replayed when the code around them changed.  A
 # turn that now sends one more, unrelated statement leaves the seed's
 # schedule, but its plan still fails on the first try, the new statement

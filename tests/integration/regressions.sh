@@ -1,12 +1,12 @@
-# Regressions run first (issue 25 items 3-5): a failing seed pinned with
-# `soak pin` into the config's regressions/ folder runs before any seed of
-# every later run, leased as a lease of its own kind (journal order), and
+# Regressions run first (docs/plan.md "Regressions"): a failing seed pinned
+# with `soak pin` into the config's regressions/ folder runs before any seed
+# of every later run, leased as a lease of its own kind (journal order), and
 # is reported apart: the summary line, report.json's regressions, junit's
-# "regression NAME", the exit status.  Its plan's seed is in the range
-# too: both run, apart.  The --lock fix passes it; a doctored plan is
-# diverged (never a pass: exit 2, a junit error).  --resume of a run
-# stopped after its regressions does not run them again.  A bash/psql
-# turn (one psql -c per statement) is pinned and runs as a regression too.
+# "regression NAME", the exit status.  Its plan's seed is in the range too:
+# both run, apart.  The --lock fix passes it; a doctored plan is diverged
+# (never a pass: exit 2, a junit error).  --resume of a run stopped after its
+# regressions does not run them again.  A bash/psql turn (one psql -c per
+# statement) is pinned and runs as a regression too.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'

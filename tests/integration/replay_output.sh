@@ -1,10 +1,10 @@
-# soak replay's output and files (issue 22 item 3): a --seed that is
-# missing or overflows is a usage error that says so; replay says where it
-# writes; a turn's end reads as words; a workspace that cannot be moved
-# into --out is said to stay where it is, and stays; and --keep's hint,
-# run as printed against a database of the test's own (a password, SCRAM),
-# opens psql on the kept schema and stays there (not -c 'SET ...', which
-# runs and exits).
+# soak replay's output and files (docs/results.md "Replaying a seed"): a
+# --seed that is missing or overflows is a usage error that says so; replay
+# says where it writes; a turn's end reads as words; a workspace that cannot
+# be moved into --out is said to stay where it is, and stays; and --keep's
+# hint, run as printed against a database of the test's own (a password,
+# SCRAM), opens psql on the kept schema and stays there (not -c 'SET ...',
+# which runs and exits).
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/schema.sql" <<'SQL'

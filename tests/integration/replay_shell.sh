@@ -1,7 +1,7 @@
-# soak replay --keep --shell (issue 12 item 6): the kept schema can be
-# reached.  With the embedded database, replay prints a psql command (no
-# password in it), keeps the database up while someone looks, and stops
-# and removes it at Enter or Ctrl-C.  stdin is a fifo this test holds
+# soak replay --keep --shell (docs/results.md "Replaying a seed"): the kept
+# schema can be reached.  With the embedded database, replay prints a psql
+# command (no password in it), keeps the database up while someone looks, and
+# stops and removes it at Enter or Ctrl-C.  stdin is a fifo this test holds
 # open, so replay sees no end of input until the test says so.
 . "$(dirname "$0")/lib.sh"
 

@@ -1,9 +1,9 @@
-# report.html (issue 28): every run writes it, `soak report` writes it
-# again; a real HTML5 parser (python3-html5lib) and a real browser
-# (Debian's chromium, headless, no network) read it.  Real runs (a hostile
-# system under test, the refunds example) and made-up run folders
-# (tests/fakes/report_synth.py: 100,000 seeds, runs to compare, an older
-# run's journal).  About 30 s.
+# report.html (docs/results.md "report.html: the run at a glance"): every run
+# writes it, `soak report` writes it again; a real HTML5 parser
+# (python3-html5lib) and a real browser (Debian's chromium, headless, no
+# network) read it.  Real runs (a hostile system under test, the refunds
+# example) and made-up run folders (tests/fakes/report_synth.py: 100,000
+# seeds, runs to compare, an older run's journal).  About 30 s.
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHECK="$PY $ROOT/tests/integration/report_html_check.py"

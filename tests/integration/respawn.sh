@@ -1,10 +1,10 @@
 # `soak run` replaces dead local workers at a rate, not up to a cap
-# (issue 13, part 5; cmd/run.c RESPAWN_*): a burst of 2 x workers
-# (at least 4), then one a second.  Workers that die after reporting are
-# replaced however many die, so the run completes; workers that die before
-# reporting anything, RESPAWN_FAILED_STARTS (workers + 3) in a row, end
-# the run (exit 2), saying so.  The turns kill their own worker ($PPID),
-# as the OOM killer would.
+# (docs/fleet.md "When soak's own ground gives way"; cmd/run.c RESPAWN_*): a
+# burst of 2 x workers (at least 4), then one a second.  Workers that die
+# after reporting are replaced however many die, so the run completes;
+# workers that die before reporting anything, RESPAWN_FAILED_STARTS (workers
+# + 3) in a row, end the run (exit 2), saying so.  The turns kill their own
+# worker ($PPID), as the OOM killer would.
 . "$(dirname "$0")/lib.sh"
 
 # --- 1. each worker reports a seed, then dies on its next: 6 deaths ---

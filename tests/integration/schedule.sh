@@ -1,11 +1,11 @@
-# A seeded schedule at the database seam (issue 15 item 3): the lost update
-# of examples/reservations with 4 turns reading, thinking and writing the
-# same rows through a `protocol: postgres` proxy under `schedule: pct`.
-# Every failing seed (the first 12) replays to the same verdict on the
+# A seeded schedule at the database seam (docs/faults.md "Schedules"): the
+# lost update of examples/reservations with 4 turns reading, thinking and
+# writing the same rows through a `protocol: postgres` proxy under `schedule:
+# pct`.  Every failing seed (the first 12) replays to the same verdict on the
 # first try, with the same schedule: the same exchange at every step, the
 # same turns waiting at each.  The decisions a timeout made (`forced`) are
-# counted and printed: they are where a replay could diverge.  Then the
-# same config without the schedule, for the kill rate beside it.
+# counted and printed: they are where a replay could diverge.  Then the same
+# config without the schedule, for the kill rate beside it.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'

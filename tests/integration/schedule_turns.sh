@@ -1,4 +1,4 @@
-# Schedules for turns nobody here wrote (issue 21 items 2 and 3): a lost
+# Schedules for turns nobody here wrote (docs/faults.md "Schedules"): a lost
 # update in bash + psql with one `psql -c` per statement (a connection per
 # statement: the turn is between connections at every step), the same with
 # one psql held open as a coprocess, and a Python psycopg2 wallet with

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Through the seam by default (issue 21, item 1), on a PostgreSQL of the
+# Through the seam by default (docs/turns.md "The database, through the
+# proxy by default"), on a PostgreSQL of the
 # test's own reached over TCP (SOAK_DATABASE_URL), with turns nobody wrote
 # for soak: they use the libpq defaults only.
 #  - a bash turn, one `psql -c` per statement, behind a scheduled

@@ -61,7 +61,8 @@ msg=$(jq -r '.results[0].message | split("\n")[0]' "$R")
 [ -n "$msg" ] || fail "seed 0 has no message in report.json"
 expect_eq "the line after it is the reason's first line" "        $msg" \
     "$(grep -A1 '^  FAIL ' "$T/broken.out" | tail -n 1)"
-# Which invariant, how many rows, the first of them (issue 22 item 1)...
+# Which invariant, how many rows, the first of them (docs/results.md
+# "What a failure says")...
 expect_eq "the message names the invariant and quotes the first row" \
     '"no coupon over-redeemed" (1 row) broken after round 0; the first row: coupon=1' "$msg"
 # ...then the rows of the smallest seed, as pytest's short summary shows why.

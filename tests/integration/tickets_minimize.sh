@@ -1,14 +1,14 @@
-# tickets.minimize (issue 26 item 6): before filing, the coordinator has
-# a worker minimize the smallest failing seed of each fingerprint (a lease
-# of its own kind), and the ticket shows the story and the command that
-# replays the minimal plan above the full trace; report.json records the
-# minimized plan, failures/N/plan.min.json holds it, and it replays to the
-# same failure.  The system: a lost update in bash + psql, one `psql -c`
-# per statement (a connection per statement) with work of its own (a
-# process) between the read and the write, four turns under a seeded schedule — it
-# minimizes to the two turns that raced and the one preemption between
-# them.  Seeds of a fingerprint other than the smallest are not
-# minimized; a budget too small to finish still files the smallest
+# tickets.minimize (docs/tickets.md "Minimized before filing"): before
+# filing, the coordinator has a worker minimize the smallest failing seed of
+# each fingerprint (a lease of its own kind), and the ticket shows the story
+# and the command that replays the minimal plan above the full trace;
+# report.json records the minimized plan, failures/N/plan.min.json holds it,
+# and it replays to the same failure.  The system: a lost update in bash +
+# psql, one `psql -c` per statement (a connection per statement) with work of
+# its own (a process) between the read and the write, four turns under a
+# seeded schedule — it minimizes to the two turns that raced and the one
+# preemption between them.  Seeds of a fingerprint other than the smallest
+# are not minimized; a budget too small to finish still files the smallest
 # failing plan found, and says so.  (A minimize lease whose worker dies is
 # given again: tests/unit/test_coord.c.)
 . "$(dirname "$0")/lib.sh"

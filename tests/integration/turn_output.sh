@@ -1,4 +1,4 @@
-# What a failing seed keeps of its turns (issue 12 item 7): both streams'
+# What a failing seed keeps of its turns: both streams'
 # tails in result.json, both whole streams in the workspace (stdout.log
 # beside stderr.log), and each turn's own start and end, in milliseconds
 # since the seed started, in result.json and in the replay's timeline --

@@ -60,7 +60,8 @@ expect_match "stderr tail of a tempfail turn kept" '"turns"' "$(cat "$T/out-temp
 # Broken DDL: infra/db, naming the file and line.
 SCHEMA=bad.sql cfg ddl 'turn: {command: [/bin/true]}'
 run ddl
-# A config error no retry mends: the run stops after the first seeds (issue 12).
+# A config error no retry mends: the run stops after the first seeds
+# (docs/results.md "Config errors stop a run early").
 expect_eq "broken DDL exit status" 78 "$rc"
 expect_match "broken DDL: the run says it stopped, and why" \
     'ddl\.yaml:[0-9]+:[0-9]+: database\.schema: bad\.sql:3: syntax error' "$(jq -r .halted "$R")"

@@ -1,4 +1,4 @@
-# Invariants checked between steps (issue 27 item 3): `when: steps`.  A
+# Invariants checked between steps (docs/config.md): `when: steps`.  A
 # bash turn of one `psql -c` per statement takes an item out of stock and
 # puts it back, so every round ends as it began: checked after the round
 # (`when: rounds`, the default) nothing is ever wrong; checked between

@@ -1,4 +1,4 @@
-# What a worker says (issue 12 item 8).  Without -v: that it waits for a
+# What a worker says.  Without -v: that it waits for a
 # coordinator that is not up yet (at once, not after seconds of silence),
 # that it connected (to what, as which worker, in which run, trusted by
 # what), and that it is done (seeds run, results refused).  With -v also

@@ -27,7 +27,7 @@ done
 
 # Every long option of every command's --help, in soak(1)'s source as
 # *--option* (the page itself is what the source makes, above).
-for c in run coordinator worker replay proxy check tickets pin report minimize; do
+for c in run coordinator worker replay proxy check tickets pin report explore minimize; do
 	help=$("$SOAK" "$c" --help 2>&1) || complain "soak $c --help exited $?"
 	for o in $(grep -oE -- '(^|[^a-z-])--[a-z][a-z-]*' <<<"$help" | sed 's/^[^-]*//' | sort -u); do
 		grep -qF -- "*$o*" docs/man/soak.1.scd || complain "soak $c --help lists $o, and soak(1) does not (docs/man/soak.1.scd)"

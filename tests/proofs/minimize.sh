@@ -1,15 +1,14 @@
-# soak minimize on the examples (issue 26's goals; make proofs): every
-# failing refunds seed of 0..7 minimizes to at most 2 turns and 1 fault
-# (two agents on one dispute with no fault, or one agent with its lost
-# reply or duplicate), one that keeps the lost reply to 1 turn, and each
-# minimal plan replays to the fingerprint; every failing scheduled
-# reservations seed of 0..3 to 2 turns and 1 preemption (two reads before
-# two writes), and one by --seed N as well; the ledger's seed 9, whose mark and cancellation share a
-# teaching round and whose clear is in the evening, to at most 3 (round,
-# turn) pairs in at most 2 rounds, its story listing mark, cancel, clear
-# in that order.  Each with the default 3 tries a candidate.  The small
-# test system (two faults together, bash and Python turns):
-# tests/integration/minimize.sh.
+# soak minimize on the examples (make proofs): every failing refunds seed of
+# 0..7 minimizes to at most 2 turns and 1 fault (two agents on one dispute
+# with no fault, or one agent with its lost reply or duplicate), one that
+# keeps the lost reply to 1 turn, and each minimal plan replays to the
+# fingerprint; every failing scheduled reservations seed of 0..3 to 2 turns
+# and 1 preemption (two reads before two writes), and one by --seed N as
+# well; the ledger's seed 9, whose mark and cancellation share a teaching
+# round and whose clear is in the evening, to at most 3 (round, turn) pairs
+# in at most 2 rounds, its story listing mark, cancel, clear in that order.
+# Each with the default 3 tries a candidate.  The small test system (two
+# faults together, bash and Python turns): tests/integration/minimize.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 
 # minimize CONFIG PLAN NAME: soak minimize, its output in $T/NAME.out; the
