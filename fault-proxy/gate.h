@@ -51,11 +51,21 @@
  * marked "deadlock":"postgres".
  *
  * What the schedule cannot decide: when a transaction ends while two or
- * more of the gate's exchanges wait on its locks, PostgreSQL wakes them
- * all, and which takes the row first is its own race (row locks are not
- * granted in queue order once the holder has gone).  The ending
+ * more of the gate's exchanges wait on its transaction id (a row's
+ * holder, directly: a `transactionid` lock in pg_locks), PostgreSQL wakes
+ * them all at once, and which goes first is its own race.  The ending
  * exchange's trace record says so ("wakes": the turns woken), and a
  * replay that parts from the run's there has a reason the trace names.
+ * Waiters queued behind a waiter (a `tuple` lock: the second UPDATE of a
+ * row waits on the first waiter, not on the holder) are not counted:
+ * the tuple lock's queue is first come, first served, and the schedule
+ * decided who came first.
+ *
+ * A turn of threads: an exchange that is known while another connection
+ * of its turn has one in flight at the gate (waiting, admitted, waiting
+ * on a lock) is marked in both trace records ("overlap"): which of the
+ * two the turn sent first was its own race.  A turn that runs one
+ * connection at a time (a `psql -c` per statement) is never marked.
  *
  * Under a plan (docs/plan.md) the pick is the plan's: unplanned exchanges
  * first (lowest turn first), then the plan's next step; a step whose turn
@@ -111,6 +121,10 @@ struct gate_ent {
 	bool			 victim;	/* soak cancelled it: a deadlock */
 	bool			 in_tx;		/* its connection's last exchange left
 						   a transaction open (T or E) */
+	/* PostgreSQL's last answer while it waited: on a transactionid lock
+	 * (a row's holder, directly), held by the turns of lock_on */
+	bool			 on_xid;
+	uint64_t		 lock_on;
 };
 
 struct gate_conf {
