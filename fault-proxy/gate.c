@@ -40,7 +40,6 @@ struct row {
 	struct gate_ent	*e;
 	size_t		 nb;
 	int32_t		 b[BLOCKERS_MAX];
-	bool		 on_xid;	/* a transactionid lock not granted */
 };
 
 struct gate {
@@ -273,15 +272,8 @@ ask_blockers(struct gate *g, int64_t now)
 	if (pid_array(g, in_flight, pids, sizeof(pids)) == 0)
 		return;		/* nothing to ask about yet */
 	g->nrows = 0;
-	/*
-	 * pg_locks is read only for a backend that waits (the common answer,
-	 * nobody waits, costs what it did): whether it waits on a holder's
-	 * transaction id, or in a tuple lock's queue behind another waiter.
-	 */
-	side_send(g, Q_BLOCKERS, "SELECT p, b, cardinality(b) > 0 AND EXISTS "
-	    "(SELECT 1 FROM pg_locks l WHERE l.pid = p AND NOT l.granted AND "
-	    "l.locktype = 'transactionid') FROM unnest($1::int[]) AS p, "
-	    "pg_blocking_pids(p) AS b", pids);
+	side_send(g, Q_BLOCKERS, "SELECT p, pg_blocking_pids(p) "
+	    "FROM unnest($1::int[]) AS p", pids);
 	g->probe_at = now + LOCK_PROBE_MS;
 }
 
@@ -370,12 +362,9 @@ ent_of_pid(const struct gate *g, int32_t pid)
  */
 static void
 lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
-    bool on_xid, int64_t now)
+    int64_t now)
 {
 	char	set[256];
-
-	e->on_xid = nb > 0 && on_xid;
-	e->lock_on = nb > 0 ? mask : 0;
 
 	if (nb > 0 && (e == g->running || e->st == GS_WOKE)) {
 		log_debug("seed %" PRIu64 ": %s/%d conn %" PRIu32 " exchange %"
@@ -497,7 +486,7 @@ blockers_done(struct gate *g, int64_t now)
 		return;		/* it may be about exchanges that are over */
 	for (i = 0; i < g->nrows; i++)
 		lock_answer(g, g->rows[i].e, g->rows[i].nb,
-		    turns_of(g, g->rows[i].b, g->rows[i].nb), g->rows[i].on_xid, now);
+		    turns_of(g, g->rows[i].b, g->rows[i].nb), now);
 	if (g->victim == NULL && (v = find_cycle(g)) != NULL)
 		deadlock(g, v);
 	/* nothing ended since, nothing runs: a settled picture */
@@ -534,7 +523,7 @@ take_result(struct gate *g, PGresult *r)
 		return -1;
 	switch (g->q) {
 	case Q_BLOCKERS:
-		if (PQnfields(r) != 3)
+		if (PQnfields(r) != 2)
 			return -1;
 		for (i = 0; i < PQntuples(r); i++) {
 			struct gate_ent	*e = ent_of_pid(g,
@@ -550,7 +539,6 @@ take_result(struct gate *g, PGresult *r)
 			w = &g->rows[g->nrows++];
 			w->e = e;
 			w->nb = parse_pids(PQgetvalue(r, i, 1), w->b, BLOCKERS_MAX);
-			w->on_xid = strcmp(PQgetvalue(r, i, 2), "t") == 0;
 		}
 		break;
 	case Q_OUTSIDE:
@@ -1062,8 +1050,6 @@ gate_wait(struct gate *g, struct gate_ent *e, int64_t now)
 	e->seq = ++g->seq;
 	e->since = now;
 	e->victim = false;
-	e->on_xid = false;
-	e->lock_on = 0;
 	/* a turn of threads: another of its connections has one in flight */
 	for (f = g->ents; f != NULL; f = f->next)
 		if (f != e && f->turn == e->turn) {
@@ -1075,28 +1061,36 @@ gate_wait(struct gate *g, struct gate_ent *e, int64_t now)
 
 /*
  * e's exchange ended its transaction (ReadyForQuery idle, or failed: its
- * locks are gone either way).  Every exchange that waited on its
- * transaction id wakes at once; when two or more do, which goes first is
- * PostgreSQL's order, not the schedule's.  The trace says so ("wakes":
- * the turns woken), for a reader of a replay that parts from the run's
- * there.  A waiter queued behind another (a tuple lock) is not woken by
- * this end: it follows the first waiter, in the queue's order (gate.h).
+ * locks are gone either way).  Every exchange that waited on e's turn, or
+ * on a turn that waits on it (a row's lock queue behind another waiter),
+ * wakes; when two or more do, which takes the row first is PostgreSQL's
+ * order, not the schedule's (gate.h says why a waiter queued behind
+ * another counts).  The trace says so ("wakes": the turns woken), for a
+ * reader of a replay that parts from the run's there.
  */
 static void
 mark_wakes(struct gate *g, struct gate_ent *e)
 {
 	struct gate_ent	*w;
-	uint64_t	 woken = 0;
+	uint64_t	 reach, woken = 0;
 	int		 n = 0;
+	bool		 grew = true;
 
 	if (e->turn >= 64 || (e->rec->tx != 'I' && e->rec->tx != 'E'))
 		return;
-	for (w = g->ents; w != NULL; w = w->next) {
-		if (w->st != GS_LOCK || w->turn >= 64 || !w->on_xid ||
-		    (w->lock_on >> e->turn & 1) == 0 || (woken >> w->turn & 1))
-			continue;
-		woken |= (uint64_t)1 << w->turn;
-		n++;
+	reach = (uint64_t)1 << e->turn;
+	while (grew) {
+		grew = false;
+		for (w = g->ents; w != NULL; w = w->next) {
+			if (w->st != GS_LOCK || w->turn >= 64 ||
+			    (w->rec->waits_on & reach) == 0 ||
+			    (woken >> w->turn & 1))
+				continue;
+			woken |= (uint64_t)1 << w->turn;
+			reach |= (uint64_t)1 << w->turn;
+			n++;
+			grew = true;
+		}
 	}
 	if (n >= 2) {
 		e->rec->wakes = woken;

@@ -51,15 +51,19 @@
  * marked "deadlock":"postgres".
  *
  * What the schedule cannot decide: when a transaction ends while two or
- * more of the gate's exchanges wait on its transaction id (a row's
- * holder, directly: a `transactionid` lock in pg_locks), PostgreSQL wakes
- * them all at once, and which goes first is its own race.  The ending
- * exchange's trace record says so ("wakes": the turns woken), and a
- * replay that parts from the run's there has a reason the trace names.
- * Waiters queued behind a waiter (a `tuple` lock: the second UPDATE of a
- * row waits on the first waiter, not on the holder) are not counted:
- * the tuple lock's queue is first come, first served, and the schedule
- * decided who came first.
+ * more of the gate's exchanges wait on its locks, PostgreSQL wakes them,
+ * and which takes the row first is its own race.  The ending exchange's
+ * trace record says so ("wakes": the turns woken), and a replay that
+ * parts from the run's there has a reason the trace names.  A waiter
+ * queued behind another on a row's tuple lock (it waits on the first
+ * waiter, not on the holder's transaction id, pg_locks says) counts too:
+ * when the holder updated the row, the first waiter and the ones behind
+ * it all follow the update to the row's new version, and which locks it
+ * first is PostgreSQL's order.  Measured on PostgreSQL 15 (three
+ * sessions, 300 tries each): the second waiter wrote first 13 times when
+ * the holder had updated the row, never when it had only locked it (FOR
+ * UPDATE); a rule that counted only waiters on the transaction id left
+ * replays of schedule_turns' wallet parting with no reason in the trace.
  *
  * A turn of threads: an exchange that is known while another connection
  * of its turn has one in flight at the gate (waiting, admitted, waiting
@@ -121,10 +125,6 @@ struct gate_ent {
 	bool			 victim;	/* soak cancelled it: a deadlock */
 	bool			 in_tx;		/* its connection's last exchange left
 						   a transaction open (T or E) */
-	/* PostgreSQL's last answer while it waited: on a transactionid lock
-	 * (a row's holder, directly), held by the turns of lock_on */
-	bool			 on_xid;
-	uint64_t		 lock_on;
 };
 
 struct gate_conf {

@@ -273,32 +273,19 @@ else
 	fail "the two replays of seed $dseed had different victims (${victims[0]}, ${victims[1]}), parting at step ${k:-none} with no wake before it"
 fi
 
-# A COMMIT wakes every waiter on its transaction id at once, and which
-# goes first is PostgreSQL's order: two turns wait on two rows a third
-# holds, and the COMMIT's trace line says so ("wakes", two turns), so a
-# reader of a replay that parts from the run's there knows why.  Two turns
-# waiting on one row are not woken together: the second queues behind the
-# first on the row's tuple lock (first come, first served, and the
-# schedule decided who came first), so that COMMIT is not marked.  (An
-# invariant that always breaks keeps every seed's trace.)
-phase "one COMMIT, two waiters on its transaction: marked; one queued behind the other: not"
-cat >"$T/wake.sql" <<'SQL'
-CREATE TABLE counter (id int PRIMARY KEY, n int NOT NULL);
-INSERT INTO counter VALUES (1, 0), (2, 0);
-CREATE TABLE events (turn int NOT NULL);
-SQL
-for rows in two one; do
-	# turn 2's row: 2 (another row of turn 0's: a waiter on its
-	# transaction too) or 1 (turn 1's: behind turn 1 in the row's queue)
-	row2=$([ "$rows" = two ] && echo 2 || echo 1)
-	cat >"$T/wake-$rows.py" <<PY
+# Two turns wait on the row a third holds; its COMMIT wakes them both,
+# and which takes the row first is PostgreSQL's order: the COMMIT's trace
+# line says so ("wakes", two turns), so a reader of a replay that parts
+# from the run's there knows why.  (An invariant that always breaks keeps
+# every seed's trace.)
+phase "one COMMIT, two lock waiters woken: marked"
+cat >"$T/wake.py" <<'PY'
 #!/usr/bin/python3
 import os, psycopg2
 conn = psycopg2.connect("")
 cur = conn.cursor()
-turn = int(os.environ["SOAK_TURN"])
-if turn == 0:
-    cur.execute("UPDATE counter SET n = n + 1 WHERE id IN (1, 2)")
+if os.environ["SOAK_TURN"] == "0":
+    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
     for _ in range(4):
         cur.execute("INSERT INTO events (turn) VALUES (0)")
     conn.commit()
@@ -306,35 +293,19 @@ else:
     conn.autocommit = True
     for _ in range(2):
         cur.execute("SELECT 1")
-    cur.execute("UPDATE counter SET n = n + 1 WHERE id = %s", (1 if turn == 1 else $row2,))
-    cur.execute("INSERT INTO events (turn) VALUES (%s)", (turn,))
+    cur.execute("UPDATE counter SET n = n + 1 WHERE id = 1")
+    cur.execute("INSERT INTO events (turn) VALUES (%s)", (int(os.environ["SOAK_TURN"]),))
 PY
-	chmod +x "$T/wake-$rows.py"
-	sed -e 's/^turns: 4$/turns: 3/' -e "s#command: \[$T/percmd.sh\]#command: [$T/wake-$rows.py]#" \
-	    -e "s#schema: $T/counter.sql#schema: $T/wake.sql#" \
-	    -e 's/WHERE c.n <> e.n/WHERE true/' "$T/percmd.yaml" >"$T/wake-$rows.yaml"
-	grep -q "wake-$rows.py" "$T/wake-$rows.yaml" && grep -q wake.sql "$T/wake-$rows.yaml" ||
-	    fail "the wake config runs no wake-$rows.py on wake.sql"
-	soak_rc rc run "$T/wake-$rows.yaml" --seeds 0..11 --out "$T/wake-$rows" >"$T/wake-$rows.out" 2>&1
-	expect_eq "$rows rows: every seed kept (the invariant always breaks)" 12 "$(jq .totals.fail "$T/wake-$rows/report.json")"
-	# seeds in which turns 1 and 2 both waited on a lock (two rows: on
-	# turn 0's; one row: the first on turn 0's, the second behind it)
-	both=0
-	for tr in "$T"/wake-$rows/failures/*/trace.jsonl; do
-		[ "$(jq -s '[.[] | select(.waits_on != null and .turn != 0) | .turn] | unique | length' "$tr")" = 2 ] &&
-		    both=$((both + 1))
-	done
-	woken=$(cat "$T"/wake-$rows/failures/*/trace.jsonl | jq -c 'select(.wakes != null) | [.turn, .sql, .wakes]' | sort | uniq -c)
-	echo "figures: $rows rows: seeds where turns 1 and 2 both waited on a lock: $both of 12; COMMITs marked: ${woken:-none}"
-	expect_ge "$rows rows: seeds where turns 1 and 2 both waited on a lock" 1 "$both"
-	if [ "$rows" = two ]; then
-		expect_match "two rows: turn 0's COMMIT woke turns 1 and 2 in some seed" '\[0,"COMMIT","6"\]' "$woken"
-		expect_eq "two rows: ends marked that woke fewer than two" "" \
-		    "$(cat "$T"/wake-$rows/failures/*/trace.jsonl | jq -c 'select(.wakes != null and .wakes != "6")')"
-	else
-		expect_eq "one row: no end marked (the second waiter queues behind the first)" "" "$woken"
-	fi
-done
+chmod +x "$T/wake.py"
+sed -e 's/^turns: 4$/turns: 3/' -e "s#command: \[$T/percmd.sh\]#command: [$T/wake.py]#" \
+    -e 's/WHERE c.n <> e.n/WHERE true/' "$T/percmd.yaml" >"$T/wake.yaml"
+grep -q 'wake.py' "$T/wake.yaml" || fail "the wake config runs no wake.py"
+soak_rc rc run "$T/wake.yaml" --seeds 0..11 --out "$T/wake" >"$T/wake.out" 2>&1
+expect_eq "the wake run: every seed kept (the invariant always breaks)" 12 "$(jq .totals.fail "$T/wake/report.json")"
+woken=$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null) | [.turn, .sql, .wakes]' | sort | uniq -c)
+echo "figures: COMMITs that woke several lock waiters, over 12 seeds: ${woken:-none}"
+expect_match "turn 0's COMMIT woke turns 1 and 2 in some seed" '\[0,"COMMIT","6"\]' "$woken"
+expect_eq "ends marked that woke fewer than two" "" "$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null and .wakes != "6")')"
 
 # A circular wait through a service: turn 0 holds a row lock with its
 # COMMIT held by the schedule while turn 1 waits on a service whose own
