@@ -40,7 +40,6 @@
 #include "coordinator/fingerprint.h"
 #include "coordinator/report.h"
 #include "coordinator/server.h"
-#include "fault-proxy/proxy.h"
 #include "isolation/iso.h"
 #include "worker/explore.h"
 #include "worker/wrk.h"
@@ -74,6 +73,7 @@ struct xcmd {
 	struct explore		*x;
 	const char		*stopped;
 	int64_t			 t0;
+	uint32_t		 from;		/* the worker whose record is taken */
 };
 
 static volatile sig_atomic_t	xp_stop;
@@ -522,7 +522,7 @@ static void
 on_event(void *arg, const struct xp_event_info *ev)
 {
 	struct xcmd	*c = arg;
-	char		 esc[LOG_ESC_LEN], *replay;
+	char		 esc[LOG_ESC_LEN], who[32], *replay;
 
 	switch (ev->kind) {
 	case XE_EXECUTION:
@@ -552,9 +552,13 @@ on_event(void *arg, const struct xp_event_info *ev)
 			    ev->why));
 		break;
 	case XE_REFUSED:
-		printf("  a record refused%s: %s%s\n", ev->replaying ? " (journal)" : "",
-		    log_escape(esc, sizeof(esc), ev->why), ev->again ? "; refused "
-		    "twice, its branch counts as broken" : "; its execution runs again");
+		if (c->from != 0)
+			snprintf(who, sizeof(who), " (worker %u)", c->from);
+		else
+			snprintf(who, sizeof(who), "%s", ev->replaying ? " (journal)" : "");
+		printf("  a record refused%s: %s%s\n", who, log_escape(esc, sizeof(esc),
+		    ev->why), ev->again ? "; refused twice, its branch counts as "
+		    "broken" : "; its execution runs again");
 		break;
 	}
 	fflush(stdout);
@@ -660,6 +664,7 @@ fleet_result(void *arg, uint64_t no, uint32_t worker, int verdict, enum reason w
 	snprintf(name, sizeof(name), "%u", worker);
 	json_object_set_new(f->workers, name, json_integer(json_integer_value(
 	    json_object_get(f->workers, name)) + 1));
+	f->c->from = worker;
 	if (rj == NULL) {
 		/* a worker that could not run it (its database, its services):
 		 * said as what it is, its branches not explored */
@@ -673,19 +678,15 @@ fleet_result(void *arg, uint64_t no, uint32_t worker, int verdict, enum reason w
 		snprintf(rec.why_no_steps, sizeof(rec.why_no_steps), "worker %u sent "
 		    "no record: %.200s", worker, m ? m : "no record");
 		(void)explore_take(f->c->x, b, &rec, err);
-		return;
-	}
-	if (xp_rec_parse(rj, &rec, err) == -1) {
-		char	said[ERR_LEN + 32];
-
-		snprintf(said, sizeof(said), "worker %u: %s", worker, err);
-		explore_refuse(f->c->x, b, NULL, said);
+	} else if (xp_rec_parse(rj, &rec, err) == -1) {
+		explore_refuse(f->c->x, b, NULL, err);
 		fleet_distrust(f, worker);
-		return;
+	} else {
+		if (explore_take(f->c->x, b, &rec, err) == -1)
+			fleet_distrust(f, worker);
+		xp_rec_clear(&rec);
 	}
-	if (explore_take(f->c->x, b, &rec, err) == -1)
-		fleet_distrust(f, worker);
-	xp_rec_clear(&rec);
+	f->c->from = 0;
 }
 
 static void
@@ -808,6 +809,23 @@ done:
 
 /* ---- the seed's own run ---- */
 
+/* "0", "0, 2 and 5": the turns of a mask, for a sentence. */
+static const char *
+turn_words(uint64_t mask, char *buf, size_t len)
+{
+	size_t	o = 0;
+	int	t, left = __builtin_popcountll(mask);
+
+	buf[0] = '\0';
+	for (t = 0; t < 64 && o < len; t++)
+		if (mask >> t & 1) {
+			left--;
+			o += (size_t)snprintf(buf + o, len - o, "%d%s", t, left > 1 ?
+			    ", " : left == 1 ? " and " : "");
+		}
+	return buf;
+}
+
 /*
  * The seed's own run, every turn, as a run would make it: its faults
  * become every execution's (a plan keys them by what they hit, so they
@@ -859,11 +877,11 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	if ((overlap != 0 || serialized) && !c->a->inexact) {
 		printf("\nincomplete: no execution of this seed can be exact —");
 		if (overlap != 0)
-			printf(" in its own run, turn%s %s had connections with exchanges "
-			    "in flight at once at proxy %s (threads, or a pool: the turn "
-			    "orders them itself, not the schedule)%s",
+			printf(" in its own run, turn%s %s had connections open at once "
+			    "at proxy %s (threads, or a pool: the turn orders what it "
+			    "sends on them itself, not the schedule)%s",
 			    __builtin_popcountll(overlap) == 1 ? "" : "s",
-			    proxy_turn_set(overlap, set, sizeof(set)), c->proxy,
+			    turn_words(overlap, set, sizeof(set)), c->proxy,
 			    serialized ? ";" : "");
 		if (serialized)
 			printf(" proxy %s fronts a service, and the schedule held a "
@@ -991,9 +1009,9 @@ say_result(const struct xcmd *c)
 		printf("  %" PRIu64 " record%s refused (each execution run again, or "
 		    "broken when refused twice)\n", s->refused, s->refused == 1 ? "" : "s");
 	printf("  not exact: %" PRIu64 " decision%s forced by a timeout, %" PRIu64
-	    " commit%s that woke several waiters on its transaction (PostgreSQL's "
+	    " commit%s that woke several lock waiters (PostgreSQL's "
 	    "order), %" PRIu64 " deadlock%s resolved by PostgreSQL, %" PRIu64
-	    " diverged, %" PRIu64 " with a turn's connections in flight at once, %"
+	    " diverged, %" PRIu64 " with a turn's connections open at once, %"
 	    PRIu64 " with a service's requests serialized by the schedule, %" PRIu64
 	    " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not observed\n",
 	    s->forced, s->forced == 1 ? "" : "s", s->wakes, s->wakes == 1 ? "" : "s",

@@ -280,6 +280,7 @@ exchange_begin(struct conn *c)
 	c->rec.turn = l->turn;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
+	c->rec.overlap = c->overlap;
 	if (c->pg)
 		c->notifies0 = c->pgf->notifies;
 	c->rec.round = c->round;
@@ -1183,7 +1184,7 @@ struct conn *
 px_conn_new(struct listener *l, int fd)
 {
 	struct proxy_set	*ps = l->ps;
-	struct conn		*c;
+	struct conn		*c, *d;
 
 	px_set_nodelay(fd);
 	c = xcalloc(1, sizeof(*c));
@@ -1196,6 +1197,18 @@ px_conn_new(struct listener *l, int fd)
 	c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };
 	c->uep = (struct ep){ EP_UPSTREAM, c, -1, 0 };
 	c->state = CS_IDLE;
+	/*
+	 * A turn with two connections open at once at a scheduled proxy (a
+	 * turn of threads, a pool) can send on either first: which, the
+	 * schedule does not decide.  Their exchanges say so from now on
+	 * ("overlap"); a `psql -c` per statement opens one at a time.
+	 */
+	for (d = l->gate != NULL ? ps->conns : NULL; d != NULL; d = d->next)
+		if (d->l == l && d->round == c->round) {
+			c->overlap = d->overlap = true;
+			if (d->in_exchange)
+				d->rec.overlap = true;
+		}
 	c->next = ps->conns;
 	if (ps->conns)
 		ps->conns->prev = c;

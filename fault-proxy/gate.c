@@ -1045,17 +1045,9 @@ gate_next_at(const struct gate *g)
 void
 gate_wait(struct gate *g, struct gate_ent *e, int64_t now)
 {
-	struct gate_ent	*f;
-
 	e->seq = ++g->seq;
 	e->since = now;
 	e->victim = false;
-	/* a turn of threads: another of its connections has one in flight */
-	for (f = g->ents; f != NULL; f = f->next)
-		if (f != e && f->turn == e->turn) {
-			f->rec->overlap = true;
-			e->rec->overlap = true;
-		}
 	ent_set(g, e, GS_WAIT);
 }
 

@@ -65,12 +65,6 @@
  * UPDATE); a rule that counted only waiters on the transaction id left
  * replays of schedule_turns' wallet parting with no reason in the trace.
  *
- * A turn of threads: an exchange that is known while another connection
- * of its turn has one in flight at the gate (waiting, admitted, waiting
- * on a lock) is marked in both trace records ("overlap"): which of the
- * two the turn sent first was its own race.  A turn that runs one
- * connection at a time (a `psql -c` per statement) is never marked.
- *
  * Under a plan (docs/plan.md) the pick is the plan's: unplanned exchanges
  * first (lowest turn first), then the plan's next step; a step whose turn
  * PostgreSQL says waits on a lock is deferred behind its holder's next

@@ -46,8 +46,8 @@
  * was given and nothing else decided it: no decision forced by a watchdog
  * (`arrival`, `blocked`), no commit that woke several waiters on its
  * transaction id (PostgreSQL's order), no deadlock broken by PostgreSQL's
- * own detector, no divergence, no turn whose connections had exchanges in
- * flight at once (a turn of threads orders them itself), no LISTEN/NOTIFY,
+ * own detector, no divergence, no turn whose connections were open at
+ * once (a turn of threads orders them itself), no LISTEN/NOTIFY,
  * and no request of a proxy in front of a service (not PostgreSQL) held
  * while another request had its reply (the service never ran two at
  * once: the schedule serialized it).  Each is counted (struct xstats),
