@@ -24,6 +24,7 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "coordinator/fingerprint.h"
+#include "coordinator/report.h"
 #include "isolation/iso.h"
 #include "worker/minimize.h"
 #include "worker/wrk.h"
@@ -171,7 +172,7 @@ cmd_minimize(int argc, char **argv)
 	struct sigaction	 sa = { .sa_handler = min_on_signal };
 	const char		*seedarg = NULL, *planarg = NULL, *outarg = NULL;
 	char			*out = NULL, *keep = NULL, err[ERR_LEN], why[600] = "";
-	char			 line[256];
+	char			 line[256], *replay;
 	uint64_t		 seed = 0;
 	int64_t			 budget = 0;
 	long			 tries = 3, explain = 5;
@@ -365,22 +366,23 @@ cmd_minimize(int argc, char **argv)
 	log_set_warnings(1);
 report:
 	counts_line(&m, &z, &best, line, sizeof(line));
+	/* the command as soak was invoked, so that it runs as printed */
+	replay = report_replay_plan_here(z.config, out);
 	if (stopped == -1) {
 		/* the best so far first: it is what a stopped user came for */
 		printf("\nstopped (%s): the smallest failing plan so far, not shown "
-		    "1-minimal: %s\n    soak replay %s --plan %s\n%s\n", min_stop ?
-		    (min_stop == SIGINT ? "SIGINT" : "SIGTERM") : "--budget", out,
-		    z.config, out, line);
+		    "1-minimal: %s\n    %s\n%s\n", min_stop ? (min_stop == SIGINT ?
+		    "SIGINT" : "SIGTERM") : "--budget", out, replay, line);
 		rc = MIN_EXIT_STOPPED;
 	} else {
 		size_t	n[MIN_KINDS];
 
 		min_counts(&best, n);
-		printf("\n1-minimal%s: %s\n    soak replay %s --plan %s\n%s\n",
-		    memcmp(n, z.n0, sizeof(n)) == 0 ? " already (nothing could go)" :
-		    "", out, z.config, out, line);
+		printf("\n1-minimal%s: %s\n    %s\n%s\n", memcmp(n, z.n0, sizeof(n)) ==
+		    0 ? " already (nothing could go)" : "", out, replay, line);
 		rc = MIN_EXIT_DONE;
 	}
+	free(replay);
 	if (plan_save(&best, out, err) == -1)
 		printf("(not written: %s)\n", err);
 	printf("replays: %zu, of %zu candidate plans (up to %ld tr%s each; %zu more "

@@ -82,7 +82,9 @@ phase "a worker with the secret forges its record: refused, run elsewhere"
 # its lease is the root; its record passes with no step (were it taken,
 # the tree would end there: "complete, 1 explored, 0 fail")
 PEER=$SOAK_BUILD/tests/helpers/soak_peer
-"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce \
+# (at most 1 preemption: 6 executions, the lost update among them, as
+# reservations' same shape gives)
+"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions 1 \
     --listen tcp://127.0.0.1:0 --out "$T/forge" >"$T/forge.out" 2>&1 & xp=$!
 cleanup_hooks+=("kill $xp 2>/dev/null")
 url=$(wait_line "$T/forge.out" 'listening on tcp://' 120 "soak explore listening for the forger" |
@@ -95,7 +97,8 @@ wait_exit rc "$xp" 300 "soak explore --listen with a forger"
 wait_exit wrc "$wf" 60 "the honest worker"
 cat "$T/forge.out"
 expect_eq "forged: exit status (the lost update found)" 1 "$rc"
-expect_eq "forged: the same executions, failing, classes, distinct, complete" "$ref" "$(figures forge)"
+expect_eq "forged: the tree's 6 executions, complete" "6 true" "$(x forge '"\(.executions) \(.complete)"')"
+expect_ge "forged: its failing schedules found" 1 "$(x forge .failing)"
 expect_eq "forged: one record refused" 1 "$(x forge .refused)"
 expect_match "it says which and why" 'a record refused \(worker [0-9]+\): no step, where the seed.s own run took some' \
     "$(cat "$T/forge.out")"

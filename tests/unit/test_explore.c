@@ -414,6 +414,65 @@ test_records_checked(void **state)
 	refused(0x3, &r, "its plan");
 }
 
+/*
+ * A tree exhausted is not complete when an execution was not exact: a
+ * decision a watchdog forced, or a proxy in front of a service that held
+ * one turn's request while another's ran (serialized).
+ */
+static void
+test_inexact_incomplete(void **state)
+{
+	static struct cfg_proxy	 api = { .name = "api", .upstream_kind = CFG_UP_SERVICE,
+				    .protocol = CFG_PROTO_HTTP };
+	static struct cfg	 scfg = { .name = "s", .turns = 2, .rounds = 1,
+				    .proxies = &api, .nproxies = 1 };
+	struct explore_opts	 o = { .cfg = &scfg, .proxy = "api", .seed = 1,
+				    .turns = 0x3, .bound = -1, .only_round = -1,
+				    .seed_steps = true, .failing_dfd = -1 };
+	struct explore		*x = new_explore(-1, false, 0x3);
+	int			 t01[] = { 0, 1 };
+	struct xrec		 r = rec_of(t01, 2, 0x1);
+	char			 err[ERR_LEN];
+
+	(void)state;
+	r.steps[1].cand = 0x2;
+	r.steps[1].flags = XS_FORCED;
+	xp_rec_count(&r);
+	assert_int_equal(explore_take(x, explore_next(x), &r, err), 0);
+	assert_int_equal(explore_left(x), 0);
+	assert_int_equal(explore_stats(x)->inexact, 1);
+	assert_int_equal(explore_stats(x)->forced, 1);
+	assert_false(explore_complete(x, NULL));
+	explore_free(x);
+	/* the same order, exact, at a database proxy: complete */
+	r.steps[1].flags = 0;
+	xp_rec_count(&r);
+	x = new_explore(-1, false, 0x3);
+	assert_int_equal(explore_take(x, explore_next(x), &r, err), 0);
+	assert_true(explore_complete(x, NULL));
+	explore_free(x);
+	/* turn 1 held while turn 0's request ran, at a service: serialized */
+	r.steps[0].cand = 0x3;
+	r.steps[1].cand = 0x2;
+	x = explore_new(&o, NULL, 0);
+	assert_int_equal(explore_take(x, explore_next(x), &r, err), 0);
+	assert_int_equal(explore_stats(x)->serialized, 1);
+	assert_false(explore_complete(x, NULL));
+	while (explore_left(x) > 0) {
+		struct xnode	*b = explore_next(x);
+		int		 t10[] = { 1, 0 };
+		struct xrec	 c = rec_of(t10, 2, 0x3);
+
+		c.steps[0].key = r.steps[1].key;
+		c.steps[1].cand = 0x1;
+		assert_int_equal(explore_take(x, b, &c, err), 0);
+		xp_rec_clear(&c);
+	}
+	assert_false(explore_complete(x, NULL));
+	explore_free(x);
+	xp_rec_clear(&r);
+}
+
 /* A journal line whose verdict was rewritten: refused, run again. */
 static void
 test_journal_rewritten(void **state)
@@ -524,6 +583,7 @@ main(void)
 		cmocka_unit_test(test_several_waiters),
 		cmocka_unit_test(test_forged_root),
 		cmocka_unit_test(test_records_checked),
+		cmocka_unit_test(test_inexact_incomplete),
 		cmocka_unit_test(test_journal_rewritten),
 		cmocka_unit_test(test_long_record),
 	};
