@@ -342,6 +342,10 @@ test_forged_root(void **state)
 	assert_int_equal(explore_stats(x)->infra, 1);	/* broken */
 	assert_false(explore_complete(x, NULL));
 	explore_free(x);
+	/* a tree stopped by its budget is not complete, whatever was run */
+	x = new_explore(-1, false, 0x3);
+	assert_false(explore_complete(x, "the budget"));
+	explore_free(x);
 }
 
 /* r, as the root's record of an explorer of turns, is refused for why. */
