@@ -50,7 +50,6 @@ struct xnode {
 
 struct explore {
 	struct explore_opts	 o;
-	bool			 statement;	/* the proxy frames PostgreSQL */
 	struct xnode		**st;		/* the stack: the last runs next */
 	size_t			 nst, capst;
 	struct xstats		 x;
@@ -139,18 +138,9 @@ struct explore *
 explore_new(const struct explore_opts *o, const struct xstep *root, size_t nroot)
 {
 	struct explore		*x = xcalloc(1, sizeof(*x));
-	const struct cfg_proxy	*p = NULL;
 	struct xnode		*b;
-	size_t			 i;
 
 	x->o = *o;
-	for (i = 0; i < o->cfg->nproxies; i++)
-		if (strcmp(o->cfg->proxies[i].name, o->proxy) == 0)
-			p = &o->cfg->proxies[i];
-	/* a statement is PostgreSQL's unit of work; a request to a service
-	 * is not: held until another's reply, the service ran one at once */
-	x->statement = p != NULL && (p->upstream_kind == CFG_UP_DATABASE ||
-	    p->protocol == CFG_PROTO_POSTGRES);
 	x->failing = json_array();
 	b = node_new(NULL);
 	b->n = b->nsteps = (uint32_t)nroot;
@@ -568,18 +558,19 @@ explore_turn_list(const struct xstep *s, size_t n)
 
 /*
  * Steps at which a request to a service was held while another ran to its
- * reply: another turn waiting at a step of a proxy that does not frame
- * PostgreSQL (the header's "Exact").
+ * reply: another turn waiting at a step that is not a PostgreSQL
+ * statement (the header's "Exact").  A statement is PostgreSQL's unit of
+ * work, and its lock waits are seen; a request is not: held until
+ * another's reply, the service ran one at once.
  */
 static size_t
-serialized_steps(const struct explore *x, const struct xstep *s, size_t n,
-    uint64_t turns)
+serialized_steps(const struct xstep *s, size_t n, uint64_t turns)
 {
 	size_t	i, k = 0;
 
-	for (i = 0; !x->statement && i < n; i++)
-		k += __builtin_popcountll(s[i].cand & turns & ~((uint64_t)1 <<
-		    s[i].turn)) > 0;
+	for (i = 0; i < n; i++)
+		k += (s[i].flags & XS_SERVICE) && __builtin_popcountll(s[i].cand &
+		    turns & ~((uint64_t)1 << s[i].turn)) > 0;
 	return k;
 }
 
@@ -587,20 +578,13 @@ void
 explore_seed_facts(const struct explore_opts *o, const struct xrec *r, size_t *steps,
     uint64_t *overlap, bool *serialized)
 {
-	struct explore	x = { .o = *o };
-	const struct cfg_proxy *p = NULL;
-	size_t		i;
+	size_t	i;
 
-	for (i = 0; i < o->cfg->nproxies; i++)
-		if (strcmp(o->cfg->proxies[i].name, o->proxy) == 0)
-			p = &o->cfg->proxies[i];
-	x.statement = p != NULL && (p->upstream_kind == CFG_UP_DATABASE ||
-	    p->protocol == CFG_PROTO_POSTGRES);
 	*steps = 0;
 	for (i = 0; r->has_steps && i < r->n; i++)
 		*steps += (o->turns >> r->steps[i].turn & 1) != 0;
 	*overlap = r->inexact.overlap & o->turns;
-	*serialized = r->has_steps && serialized_steps(&x, r->steps, r->n, o->turns) > 0;
+	*serialized = r->has_steps && serialized_steps(r->steps, r->n, o->turns) > 0;
 }
 
 /* ---- checking a record ---- */
@@ -837,7 +821,7 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 		broken(x, r, why);
 		return;
 	}
-	ser = serialized_steps(x, s, n, x->o.turns);
+	ser = serialized_steps(s, n, x->o.turns);
 	x->x.overlap += (r->inexact.overlap & x->o.turns) != 0;
 	x->x.serialized += ser > 0;
 	inexact = r->inexact.forced || r->inexact.wakes || r->inexact.pg_deadlocks ||
@@ -1120,6 +1104,7 @@ pipe_recv(int fd, struct msg *m, char *err)
 	uint32_t	 body;
 	int		 rc;
 
+	memset(m, 0, sizeof(*m));	/* msg_clear'able whatever happens */
 	if (read_all(fd, h, sizeof(h)) == -1)
 		return errf(err, "the pipe closed");
 	body = (uint32_t)h[8] << 24 | (uint32_t)h[9] << 16 | (uint32_t)h[10] << 8 | h[11];

@@ -48,9 +48,9 @@
  * transaction id (PostgreSQL's order), no deadlock broken by PostgreSQL's
  * own detector, no divergence, no turn whose connections were open at
  * once (a turn of threads orders them itself), no LISTEN/NOTIFY,
- * and no request of a proxy in front of a service (not PostgreSQL) held
- * while another request had its reply (the service never ran two at
- * once: the schedule serialized it).  Each is counted (struct xstats),
+ * and no request that is not a PostgreSQL statement (a service's, behind
+ * an HTTP or TCP proxy) held while another turn's ran to its reply (the
+ * service never ran two at once: the schedule serialized it).  Each is counted (struct xstats),
  * per step or per execution.
  *
  * Complete is claimed only when it is earned: the tree exhausted for the

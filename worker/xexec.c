@@ -49,6 +49,8 @@ step_flags(const json_t *o, const char *what)
 	if (what != NULL && (strncasecmp(what, "LISTEN", 6) == 0 ||
 	    strncasecmp(what, "NOTIFY", 6) == 0))
 		f |= XS_NOTIFY;
+	if (json_object_get(o, "pg") == NULL)
+		f |= XS_SERVICE;
 	return f;
 }
 

@@ -44,7 +44,9 @@ enum xcls { XC_OTHER, XC_READ, XC_BEGIN, XC_SESSION };
 #define XS_PG_DEADLOCK	0x04	/* PostgreSQL's own detector ended it */
 #define XS_SOAK_DEADLOCK 0x08	/* soak's victim rule ended it (exact) */
 #define XS_NOTIFY	0x10	/* LISTEN/NOTIFY: delivery outside the schedule */
-#define XS_ALL		0x1f
+#define XS_SERVICE	0x20	/* not a PostgreSQL statement (no "pg"): a
+				   request to a service, held to its reply */
+#define XS_ALL		0x3f
 
 /* One admission of an execution, as its trace has it. */
 struct xstep {

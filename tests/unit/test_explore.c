@@ -448,7 +448,7 @@ test_inexact_incomplete(void **state)
 	assert_int_equal(explore_stats(x)->forced, 1);
 	assert_false(explore_complete(x, NULL));
 	explore_free(x);
-	/* the same order, exact, at a database proxy: complete */
+	/* the same order, exact, PostgreSQL statements: complete */
 	r.steps[1].flags = 0;
 	xp_rec_count(&r);
 	x = new_explore(-1, false, 0x3);
@@ -458,6 +458,7 @@ test_inexact_incomplete(void **state)
 	/* turn 1 held while turn 0's request ran, at a service: serialized */
 	r.steps[0].cand = 0x3;
 	r.steps[1].cand = 0x2;
+	r.steps[0].flags = r.steps[1].flags = XS_SERVICE;
 	x = explore_new(&o, NULL, 0);
 	assert_int_equal(explore_take(x, explore_next(x), &r, err), 0);
 	assert_int_equal(explore_stats(x)->serialized, 1);
@@ -469,6 +470,7 @@ test_inexact_incomplete(void **state)
 
 		c.steps[0].key = r.steps[1].key;
 		c.steps[1].cand = 0x1;
+		c.steps[0].flags = c.steps[1].flags = XS_SERVICE;
 		assert_int_equal(explore_take(x, b, &c, err), 0);
 		xp_rec_clear(&c);
 	}
