@@ -145,7 +145,8 @@ explore_new(const struct explore_opts *o, const struct xstep *root, size_t nroot
 	b = node_new(NULL);
 	b->n = b->nsteps = (uint32_t)nroot;
 	b->steps = xcalloc(nroot + 1, sizeof(*b->steps));
-	memcpy(b->steps, root, nroot * sizeof(*root));
+	if (nroot > 0)	/* root may be NULL then: memcpy's NULL is undefined */
+		memcpy(b->steps, root, nroot * sizeof(*root));
 	b->no = ++x->x.nodes;
 	push(x, b);
 	return x;
