@@ -194,6 +194,16 @@ test_tree_reservations(void **state)
 	assert_int_equal(e, 14);
 	assert_int_equal(c, 14);
 	/*
+	 * Passing over a turn that has exited is no preemption: three turns
+	 * of one statement each, at most 0 preemptions, run all 3! orders.
+	 */
+	{
+		struct sim	one = { .nturns = 3, .len = 1 };
+
+		explore_all(&one, 0, false, &e, &f, &c);
+		assert_int_equal(e, 6);
+	}
+	/*
 	 * A BEGIN first: it commutes with everything, so it adds no class:
 	 * C(8,4) = 70 interleavings, still 14 classes (computed apart, by the
 	 * same normal form over every interleaving); sleep sets alone are not
