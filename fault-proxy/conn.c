@@ -1179,6 +1179,25 @@ px_conn_timer(struct conn *c)
 	conn_arm(c);
 }
 
+/*
+ * Whether d's client is still there to send: not gone (its FIN already
+ * queued: a `psql -c` that exited before the next one connected, whose
+ * end this loop has not read yet) and not saying goodbye (a PostgreSQL
+ * Terminate waiting to be read).
+ */
+static bool
+conn_still_open(const struct conn *d)
+{
+	char	b;
+	ssize_t	n;
+
+	if (d->client_eof || d->state == CS_CLOSED)
+		return false;
+	n = recv(d->cep.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == -1 ? errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR :
+	    n == 1 && !(d->pg && b == 'X');
+}
+
 /* An accepted client socket: a connection in CS_IDLE, or blackholed. */
 struct conn *
 px_conn_new(struct listener *l, int fd)
@@ -1204,7 +1223,7 @@ px_conn_new(struct listener *l, int fd)
 	 * ("overlap"); a `psql -c` per statement opens one at a time.
 	 */
 	for (d = l->gate != NULL ? ps->conns : NULL; d != NULL; d = d->next)
-		if (d->l == l && d->round == c->round) {
+		if (d->l == l && d->round == c->round && conn_still_open(d)) {
 			c->overlap = d->overlap = true;
 			if (d->in_exchange)
 				d->rec.overlap = true;

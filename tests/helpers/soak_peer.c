@@ -23,7 +23,10 @@
  *                              an exploration (soak explore --listen), and a
  *                              RESULT of it that passes with a record of no
  *                              steps (a forged root, worker/explore.h);
- *                              prints "lease execution N" and the ACK
+ *                              prints "lease execution N" and the ACK, then
+ *                              asks for another lease for 3 s: "second:
+ *                              lease execution N", "second: TYPE" or
+ *                              "second: none"
  *   soak_peer URL inflight N   with SOAK_SECRET: hello and auth, then N lease
  *                              requests at once (N contexts); prints
  *                              "dropped, K of N answered" when the
@@ -321,6 +324,35 @@ sealed_call(nng_socket s, const struct auth_session *sess, const struct msg *m,
 	nng_free(rbuf, rlen);
 }
 
+/* sealed_call that returns -1 on a timeout instead of exiting. */
+static int
+sealed_try(nng_socket s, const struct auth_session *sess, const struct msg *m,
+    uint64_t seq, struct msg *rep)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	void	*rbuf;
+	size_t	 len, rlen, mlen;
+	uint64_t rseq;
+
+	memset(rep, 0, sizeof(*rep));
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(2);
+	auth_seal(sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	if (nng_send(s, buf, len, 0) != 0 || nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC) != 0) {
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	if (auth_open(sess, AUTH_TO_WORKER, rbuf, rlen, &rseq, &mlen, err) == -1 ||
+	    msg_decode(rbuf, mlen, rep, err) == -1) {
+		nng_free(rbuf, rlen);
+		return -1;
+	}
+	nng_free(rbuf, rlen);
+	return 0;
+}
+
 /*
  * A worker holding the secret that answers its explore lease with a pass
  * and a record of no steps: were it taken, the root would close the tree.
@@ -390,6 +422,19 @@ explore_forge(const char *url)
 	fflush(stdout);
 	msg_clear(&rep);
 	msg_clear(&lease);
+	/* a worker whose record was refused should be handed nothing more */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = wid;
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 3000);
+	if (sealed_try(s, &sess, &m, 3, &rep) == -1)
+		printf("second: none\n");
+	else if (rep.type == MSG_LEASE && rep.u.lease.nseeds == 1)
+		printf("second: lease execution %u\n", rep.u.lease.seeds[0].attempt);
+	else
+		printf("second: %s\n", msg_type_name(rep.type));
+	fflush(stdout);
+	msg_clear(&rep);
 	auth_session_clear(&sess);
 	auth_secret_free(&k);
 	return 0;

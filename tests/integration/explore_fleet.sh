@@ -91,6 +91,7 @@ url=$(wait_line "$T/forge.out" 'listening on tcp://' 120 "soak explore listening
     grep -oE 'tcp://127\.0\.0\.1:[0-9]+' | head -n 1)
 "$PEER" "$url" explore-forge >"$T/forger.out" 2>&1 || { cat "$T/forger.out"; fail "the forger could not send its record"; }
 expect_match "the forger held the root's lease" '^lease execution 1$' "$(cat "$T/forger.out")"
+expect_match "the forger is handed nothing more" '^second: (none|DONE)$' "$(cat "$T/forger.out")"
 "$SOAK" worker --connect "$url" 2>"$T/wf.err" & wf=$!
 cleanup_hooks+=("kill $wf 2>/dev/null")
 wait_exit rc "$xp" 300 "soak explore --listen with a forger"
@@ -175,6 +176,8 @@ expect_eq "resumed: the same executions, failing, classes, distinct, complete" "
 expect_eq "resumed: the same failing classes" "$(jq -c .failing_classes "$T/one/explore.json")" \
     "$(jq -c .failing_classes "$T/res/explore.json")"
 ran=$(grep -c '"no":[0-9]*,"rec":{"v":2,' "$T/res/explore.jsonl" || true)
+expect_eq "resumed: every line of the journal reads (the cut one gone)" "" \
+    "$(jq -c . "$T/res/explore.jsonl" >/dev/null 2>&1 || echo "a line does not read")"
 expect_eq "resumed: each execution in the journal once (the cut line dropped)" "$n" "$ran"
 expect_eq "every failing schedule written as a plan" "$(x res .failing)" "$(ls "$T/res/failing" | wc -l)"
 # the journal the resume grew reads whole: a resume of the finished tree
