@@ -24,6 +24,7 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "coordinator/fingerprint.h"
+#include "coordinator/report.h"
 #include "isolation/iso.h"
 #include "worker/minimize.h"
 #include "worker/wrk.h"
@@ -292,28 +293,29 @@ min_report(struct min_run *m, const struct minimize *z, const struct cfg *cfg,
 	struct min_note		*notes = NULL;
 	size_t			 nnotes = 0;
 	bool			 have_story = false;
-	char			 line[256], err[ERR_LEN];
+	char			 line[256], err[ERR_LEN], *replay;
 	const char		*out = z->out;
 	int64_t			 tries = o->tries, explain = o->explain;
 	int			 rc;
 
 	counts_line(m, z, best, line, sizeof(line));
+	/* the command as soak was invoked, so that it runs as printed */
+	replay = report_replay_plan_here(z->config, out);
 	if (stopped == -1) {
 		/* the best so far first: it is what a stopped user came for */
 		printf("\nstopped (%s): the smallest failing plan so far, not shown "
-		    "1-minimal: %s\n    soak replay %s --plan %s\n%s\n", min_stop ?
-		    (min_stop == SIGINT ? "SIGINT" : "SIGTERM") : "--budget", out,
-		    z->config, out, line);
+		    "1-minimal: %s\n    %s\n%s\n", min_stop ? (min_stop == SIGINT ?
+		    "SIGINT" : "SIGTERM") : "--budget", out, replay, line);
 		rc = MIN_EXIT_STOPPED;
 	} else {
 		size_t	n[MIN_KINDS];
 
 		min_counts(best, n);
-		printf("\n1-minimal%s: %s\n    soak replay %s --plan %s\n%s\n",
-		    memcmp(n, z->n0, sizeof(n)) == 0 ? " already (nothing could go)" :
-		    "", out, z->config, out, line);
+		printf("\n1-minimal%s: %s\n    %s\n%s\n", memcmp(n, z->n0, sizeof(n)) ==
+		    0 ? " already (nothing could go)" : "", out, replay, line);
 		rc = MIN_EXIT_DONE;
 	}
+	free(replay);
 	if (plan_save(best, out, err) == -1)
 		printf("(not written: %s)\n", err);
 	printf("replays: %zu, of %zu candidate plans (up to %" PRId64 " tr%s each; %zu more "

@@ -360,23 +360,6 @@ out:
 	return fd;
 }
 
-static int
-write_all(int fd, const uint8_t *p, size_t n)
-{
-	ssize_t	w;
-
-	while (n > 0) {
-		if ((w = write(fd, p, n)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Creates e (its name) in the directory pfd. */
 static int
 extract_one(int pfd, const struct bentry *e, const char *name, char *err)

@@ -763,6 +763,30 @@ plan_fits(const struct plan *p, const struct cfg *cfg, char *err)
 }
 
 int
+plan_check(const json_t *o, const struct cfg *cfg, uint64_t seed, const char *what,
+    struct plan *out, char *err)
+{
+	struct plan	 p = { 0 };
+	char		*text = json_is_object(o) ? json_dumps(o, JSON_COMPACT) : NULL;
+	int		 rc;
+
+	if (text == NULL)
+		return errf(err, "%s is not a JSON object", what);
+	rc = plan_parse(text, strlen(text), what, &p, err);
+	free(text);
+	if (rc == 0 && p.seed != seed)
+		rc = errf(err, "%s is of seed %" PRIu64 ", not %" PRIu64, what, p.seed,
+		    seed);
+	if (rc == 0)
+		rc = plan_fits(&p, cfg, err);
+	if (rc == 0 && out != NULL)
+		*out = p;
+	else
+		plan_free(&p);
+	return rc;
+}
+
+int
 plan_turns_in(const struct plan *p, int round)
 {
 	int	t, n = 0;

@@ -131,6 +131,15 @@ struct cfg;
  */
 int			 plan_fits(const struct plan *p, const struct cfg *cfg,
 			    char *err);
+/*
+ * A plan that came from another process (a worker's minimized plan, an
+ * explore record's failing schedule) as JSON, before anyone writes it or
+ * suggests replaying it: it parses (plan_parse, what naming it in err), is
+ * of seed, and fits cfg (plan_fits).  0 with *out the plan (when out is
+ * not NULL; plan_free it), or -1 with err.
+ */
+int			 plan_check(const json_t *o, const struct cfg *cfg, uint64_t seed,
+			    const char *what, struct plan *out, char *err);
 /* Whether (round, turn) runs under p: all of p's turns and rounds when
  * it lists no runs; true when p is NULL. */
 bool			 plan_runs(const struct plan *p, int round, int turn);

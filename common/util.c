@@ -5,6 +5,7 @@
 #include <ftw.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -276,8 +277,7 @@ rm_rf(const char *path)
 	return lstat(path, &st) == -1 ? 0 : -1;
 }
 
-/* Reads fd (closed) to its end, at most cap bytes, NUL-terminated. */
-static char *
+char *
 read_fd(int fd, const char *path, size_t cap, size_t *lenp, char *err)
 {
 	char	*buf = NULL;
@@ -376,14 +376,15 @@ read_regular_file(const char *path, size_t cap, size_t *lenp, char *err)
 }
 
 static int
-write_mode(const char *path, const void *buf, size_t len, mode_t mode,
+write_mode(const char *path, const void *buf, size_t len, mode_t mode, bool excl,
     char *err)
 {
 	const char	*p = buf;
 	ssize_t		 n;
 	int		 fd;
 
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)) == -1)
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | (excl ?
+	    O_EXCL | O_NOFOLLOW : 0), mode)) == -1)
 		return errf(err, "cannot create \"%s\": %s", path, strerror(errno));
 	while (len > 0) {
 		n = write(fd, p, len);
@@ -432,7 +433,7 @@ fsync_dir(const char *dir)
 int
 write_file(const char *path, const void *buf, size_t len, char *err)
 {
-	return write_mode(path, buf, len, 0644, err);
+	return write_mode(path, buf, len, 0644, false, err);
 }
 
 int
@@ -442,9 +443,11 @@ write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 	char	*tmp = xasprintf("%s.tmp.%ld", path, (long)getpid());
 	int	 rc = -1;
 
-	/* A leftover of a crashed writer could carry a wider mode. */
+	/* A leftover of a crashed writer could carry a wider mode, and a
+	 * symlink planted there would be followed: made anew (write_mode's
+	 * O_EXCL | O_NOFOLLOW) */
 	unlink(tmp);
-	if (write_mode(tmp, buf, len, mode, err) == -1) {
+	if (write_mode(tmp, buf, len, mode, true, err) == -1) {
 		unlink(tmp);
 		goto out;
 	}
@@ -455,6 +458,103 @@ write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode,
 		goto out;
 	}
 	fsync_dir_of(path);
+	rc = 0;
+out:
+	free(tmp);
+	return rc;
+}
+
+int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int
+read_all(int fd, void *buf, size_t len)
+{
+	char	*p = buf;
+	ssize_t	 n;
+
+	while (len > 0) {
+		if ((n = read(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = 0;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+FILE *
+fopen_new(const char *path, mode_t mode, char *err)
+{
+	FILE	*f;
+	int	 fd;
+
+	if (unlink(path) == -1 && errno != ENOENT) {
+		errf(err, "cannot replace \"%s\": %s", path, strerror(errno));
+		return NULL;
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	    mode)) == -1 || (f = fdopen(fd, "w")) == NULL) {
+		errf(err, "cannot create \"%s\": %s", path, strerror(errno));
+		if (fd != -1)
+			close(fd);
+		return NULL;
+	}
+	return f;
+}
+
+int
+file_create_at(int dfd, const char *name, mode_t mode, char *err)
+{
+	int	fd;
+
+	if (unlinkat(dfd, name, 0) == -1 && errno != ENOENT)
+		return errf(err, "cannot replace \"%s\": %s", name, strerror(errno));
+	if ((fd = openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+	    O_CLOEXEC, mode)) == -1)
+		return errf(err, "cannot create \"%s\": %s", name, strerror(errno));
+	return fd;
+}
+
+int
+file_put_at(int dfd, const char *name, const void *buf, size_t len, mode_t mode,
+    char *err)
+{
+	char	*tmp = xasprintf("%s.tmp", name);
+	int	 fd, rc = -1;
+
+	if ((fd = file_create_at(dfd, tmp, mode, err)) == -1)
+		goto out;
+	if (write_all(fd, buf, len) == -1 || (fsync(fd) == -1 && errno != EINVAL)) {
+		errf(err, "cannot write \"%s\": %s", tmp, strerror(errno));
+		close(fd);
+		unlinkat(dfd, tmp, 0);
+		goto out;
+	}
+	if (close(fd) == -1 || renameat(dfd, tmp, dfd, name) == -1) {
+		errf(err, "cannot write \"%s\": %s", name, strerror(errno));
+		unlinkat(dfd, tmp, 0);
+		goto out;
+	}
+	(void)fsync(dfd);
 	rc = 0;
 out:
 	free(tmp);

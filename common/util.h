@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 
@@ -103,6 +104,9 @@ int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */
 int	move_tree(const char *from, const char *to, char *err);
 /* A folder for scratch work: /dev/shm when it is a writable tmpfs, else TMPDIR or /tmp. */
 const char *scratch_root(void);
+/* Reads fd to its end (cap bytes at most; path names it in err) into a
+ * NUL-terminated heap buffer, and closes it; fd -1 is an error. */
+char	*read_fd(int fd, const char *path, size_t cap, size_t *lenp, char *err);
 /* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
 char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
 /*
@@ -122,6 +126,29 @@ int	write_file(const char *path, const void *buf, size_t len, char *err);
  */
 int	write_file_atomic(const char *path, const void *buf, size_t len,
 	    mode_t mode, char *err);
+/*
+ * Files in an output folder that someone else may have been able to write
+ * to before soak ran (`--out` of a run or an exploration), made without
+ * following a symlink planted there: the name is unlinked first (a file,
+ * or a symlink itself, never what it points to), then created with
+ * O_EXCL | O_NOFOLLOW.  fopen_new: path's, as a stream for writing;
+ * file_create_at: name in the folder dfd, its descriptor.  NULL / -1 with
+ * err.
+ */
+FILE	*fopen_new(const char *path, mode_t mode, char *err);
+int	 file_create_at(int dfd, const char *name, mode_t mode, char *err);
+/*
+ * Replaces name in the folder dfd with buf in one renameat(2): written to
+ * "name.tmp" made by file_create_at and fsync'ed, so neither the file nor
+ * its temporary follows a symlink.  -1 with err.
+ */
+int	 file_put_at(int dfd, const char *name, const void *buf, size_t len,
+	    mode_t mode, char *err);
+/* All of buf to fd, EINTR retried; -1 with errno. */
+int	 write_all(int fd, const void *buf, size_t len);
+/* Exactly len bytes from fd; -1 at an error (errno) or an early end
+ * (errno 0). */
+int	 read_all(int fd, void *buf, size_t len);
 /*
  * Both write_file and write_file_atomic fsync the file, and
  * write_file_atomic the directory after its rename, so what they wrote

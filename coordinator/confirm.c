@@ -147,27 +147,6 @@ coord_confirm_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 		final_call(c, s);
 }
 
-/* A worker's minimized plan: a plan of this config, of the seed. */
-static int
-min_plan_check(const json_t *o, const struct cfg *cfg, uint64_t seed, char *err)
-{
-	struct plan	 p = { 0 };
-	char		*text = json_is_object(o) ? json_dumps(o, JSON_COMPACT) : NULL;
-	int		 rc;
-
-	if (text == NULL)
-		return errf(err, "the plan is not a JSON object");
-	rc = plan_parse(text, strlen(text), "the minimized plan", &p, err);
-	free(text);
-	if (rc == 0 && p.seed != seed)
-		rc = errf(err, "the plan is of seed %" PRIu64 ", not %" PRIu64, p.seed,
-		    seed);
-	if (rc == 0)
-		rc = plan_fits(&p, cfg, err);
-	plan_free(&p);
-	return rc;
-}
-
 /*
  * A minimize lease's outcome (tickets.minimize): the worker's "minimize"
  * record, into the seed's detail as "minimized", with what the
@@ -211,7 +190,7 @@ coord_minimize_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	}
 	if (plan != NULL && (verdict != VERDICT_FAIL ||
 	    !json_is_true(json_object_get(rec, "same_failure")) ||
-	    min_plan_check(plan, c->o.cfg, s->seed, err) == -1)) {
+	    plan_check(plan, c->o.cfg, s->seed, "the minimized plan", NULL, err) == -1)) {
 		if (verdict == VERDICT_FAIL && json_is_true(json_object_get(rec,
 		    "same_failure"))) {
 			log_warnx("seed %" PRIu64 ": worker %u's minimized plan is not "

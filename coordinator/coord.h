@@ -118,8 +118,8 @@ json_t		*coord_seed_detail(const struct coord_seed *s);
  * "Across machines"): the coordinator has no seed range; each lease is one
  * execution of the explored seed that the driver hands out (next: 1 with
  * its number and its text, which the lease carries to the worker; 0 when
- * none can go now: the request waits, and is served again after the next
- * event), whose result goes back to the driver (result: the worker's
+ * none can go now, or none to that worker: the request waits, and is
+ * served again after the next event), whose result goes back to the driver (result: the worker's
  * verdict, reason and detail, a borrowed reference, checked to be a JSON
  * object), or, when its worker is lost or the lease expires, the
  * execution (lost: the driver hands it out again).  A result counts once;
@@ -128,7 +128,7 @@ json_t		*coord_seed_detail(const struct coord_seed *s);
  */
 struct coord_explore {
 	uint64_t	 seed;
-	int		(*next)(void *arg, uint64_t *no, char **payload);
+	int		(*next)(void *arg, uint32_t worker, uint64_t *no, char **payload);
 	void		(*result)(void *arg, uint64_t no, uint32_t worker, int verdict,
 			    enum reason why, const json_t *detail);
 	void		(*lost)(void *arg, uint64_t no, const char *why);

@@ -356,7 +356,7 @@ coord_serve(struct coord *c, uint32_t worker, int64_t now, struct msg *rep)
 		uint64_t	 no;
 		char		*payload;
 
-		if (c->o.explore->next(c->o.explore->arg, &no, &payload) != 1)
+		if (c->o.explore->next(c->o.explore->arg, worker, &no, &payload) != 1)
 			return 0;
 		l = coord_lease_new(c, worker, now);
 		l->seeds[0].seed = c->o.explore->seed;

@@ -672,7 +672,8 @@ write_junit(const struct report_meta *m, const struct coord *c, char *err)
 	bool			 synced;
 
 	tmp = xasprintf("%s.tmp", path);
-	if ((f = fopen(tmp, "w")) == NULL) {
+	/* made anew, never through a symlink planted in --out */
+	if ((f = fopen_new(tmp, 0644, err)) == NULL) {
 		errf(err, "cannot write %s", tmp);
 		free(path);
 		free(tmp);
@@ -773,7 +774,7 @@ write_report(const char *path, const char *head, const struct report_meta *m,
 	/* The head ends "\n}": the results go before that brace. */
 	while (len > 0 && head[len - 1] != '}')
 		len--;
-	if (len == 0 || (f = fopen(tmp, "w")) == NULL) {
+	if (len == 0 || (f = fopen_new(tmp, 0644, err)) == NULL) {
 		errf(err, "cannot write %s", tmp);
 		free(tmp);
 		return -1;

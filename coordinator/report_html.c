@@ -1208,7 +1208,7 @@ report_html_write(const struct report_html_opts *o, size_t *size, char *err)
 	char		*path = xasprintf("%s/report.json", o->run_dir);
 	char		*out = xasprintf("%s/%s", o->run_dir, RH_NAME), *tmp = NULL;
 	bool		 ok;
-	int		 rc = -1, fd = -1;
+	int		 rc = -1;
 	long		 end;
 	uint64_t	 k;
 
@@ -1223,13 +1223,9 @@ report_html_write(const struct report_html_opts *o, size_t *size, char *err)
 	if (page_index(&p, path, err) == -1)
 		goto out;
 	tmp = xasprintf("%s.tmp.%d", out, (int)getpid());
-	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) == -1 ||
-	    (p.h.f = fdopen(fd, "w")) == NULL) {
-		errf(err, "cannot write %s: %s", tmp, strerror(errno));
-		if (fd != -1)
-			close(fd);
+	/* made anew, never through a symlink planted in the run's folder */
+	if ((p.h.f = fopen_new(tmp, 0644, err)) == NULL)
 		goto out;
-	}
 	put_page(&p);
 	errno = 0;
 	end = ftell(p.h.f);

@@ -286,6 +286,7 @@ exchange_begin(struct conn *c)
 	c->rec.turn = l->turn;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
+	c->rec.overlap = c->overlap;
 	if (c->pg)
 		c->notifies0 = c->pgf->notifies;
 	c->rec.round = c->round;
@@ -1184,12 +1185,31 @@ px_conn_timer(struct conn *c)
 	conn_arm(c);
 }
 
+/*
+ * Whether d's client is still there to send: not gone (its FIN already
+ * queued: a `psql -c` that exited before the next one connected, whose
+ * end this loop has not read yet) and not saying goodbye (a PostgreSQL
+ * Terminate waiting to be read).
+ */
+static bool
+conn_still_open(const struct conn *d)
+{
+	char	b;
+	ssize_t	n;
+
+	if (d->client_eof || d->state == CS_CLOSED)
+		return false;
+	n = recv(d->cep.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == -1 ? errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR :
+	    n == 1 && !(d->pg && b == 'X');
+}
+
 /* An accepted client socket: a connection in CS_IDLE, or blackholed. */
 struct conn *
 px_conn_new(struct listener *l, int fd)
 {
 	struct proxy_set	*ps = l->ps;
-	struct conn		*c;
+	struct conn		*c, *d;
 
 	px_set_nodelay(fd);
 	c = xcalloc(1, sizeof(*c));
@@ -1202,6 +1222,18 @@ px_conn_new(struct listener *l, int fd)
 	c->cep = (struct ep){ EP_CLIENT, c, fd, 0 };
 	c->uep = (struct ep){ EP_UPSTREAM, c, -1, 0 };
 	c->state = CS_IDLE;
+	/*
+	 * A turn with two connections open at once at a scheduled proxy (a
+	 * turn of threads, a pool) can send on either first: which, the
+	 * schedule does not decide.  Their exchanges say so from now on
+	 * ("overlap"); a `psql -c` per statement opens one at a time.
+	 */
+	for (d = l->gate != NULL ? ps->conns : NULL; d != NULL; d = d->next)
+		if (d->l == l && d->round == c->round && conn_still_open(d)) {
+			c->overlap = d->overlap = true;
+			if (d->in_exchange)
+				d->rec.overlap = true;
+		}
 	c->next = ps->conns;
 	if (ps->conns)
 		ps->conns->prev = c;

@@ -143,6 +143,8 @@ struct conn {
 	/* scheduled proxies: the exchange as the gate sees it */
 	struct gate_ent		 gent;
 	bool			 gated;		/* gent is (or was) in the gate */
+	bool			 overlap;	/* another connection of its turn was
+						   open with it (its exchanges' rec) */
 	bool			 hold_down;	/* a victim's reply held for rewriting */
 	bool			 has_line;
 	char			 line[REQLINE_LEN];	/* http: for match */

@@ -477,8 +477,9 @@ gate_wait(struct gate *g, struct gate_ent *e, int64_t now)
  * locks are gone either way).  Every exchange that waited on e's turn, or
  * on a turn that waits on it (a row's lock queue behind another waiter),
  * wakes; when two or more do, which takes the row first is PostgreSQL's
- * order, not the schedule's.  The trace says so ("wakes": the turns
- * woken), for a reader of a replay that parts from the run's there.
+ * order, not the schedule's (gate.h says why a waiter queued behind
+ * another counts).  The trace says so ("wakes": the turns woken), for a
+ * reader of a replay that parts from the run's there.
  */
 static void
 mark_wakes(struct gate *g, struct gate_ent *e)

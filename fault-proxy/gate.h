@@ -51,11 +51,19 @@
  * marked "deadlock":"postgres".
  *
  * What the schedule cannot decide: when a transaction ends while two or
- * more of the gate's exchanges wait on its locks, PostgreSQL wakes them
- * all, and which takes the row first is its own race (row locks are not
- * granted in queue order once the holder has gone).  The ending
- * exchange's trace record says so ("wakes": the turns woken), and a
- * replay that parts from the run's there has a reason the trace names.
+ * more of the gate's exchanges wait on its locks, PostgreSQL wakes them,
+ * and which takes the row first is its own race.  The ending exchange's
+ * trace record says so ("wakes": the turns woken), and a replay that
+ * parts from the run's there has a reason the trace names.  A waiter
+ * queued behind another on a row's tuple lock (it waits on the first
+ * waiter, not on the holder's transaction id, pg_locks says) counts too:
+ * when the holder updated the row, the first waiter and the ones behind
+ * it all follow the update to the row's new version, and which locks it
+ * first is PostgreSQL's order.  Measured on PostgreSQL 15 (three
+ * sessions, 300 tries each): the second waiter wrote first 13 times when
+ * the holder had updated the row, never when it had only locked it (FOR
+ * UPDATE); a rule that counted only waiters on the transaction id left
+ * replays of schedule_turns' wallet parting with no reason in the trace.
  *
  * Under a plan (docs/plan.md) the pick is the plan's: unplanned exchanges
  * first (lowest turn first), then the plan's next step; a step whose turn

@@ -249,6 +249,12 @@ struct proxy_trace_rec {
 	 * these turns (bit t; 0: by no turn of this proxy) */
 	bool			 lock_wait;
 	uint64_t		 waits_on;
+	/* scheduled proxies: another connection of its turn was open at
+	 * this proxy with its own (a turn of threads, a pool): which of the
+	 * two the turn sent on first was its own choice, not the schedule's;
+	 * a turn that opens one at a time (a psql -c per statement) is not
+	 * marked */
+	bool			 overlap;
 	/* a deadlock ended this exchange's statement: soak's (its victim, by
 	 * soak's rule) or postgres's (PostgreSQL's own detector) */
 	enum trace_deadlock	 deadlock;
@@ -270,8 +276,9 @@ struct proxy_trace_rec {
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
  * when a timeout decided, "waits_on" when PostgreSQL said it waited on
- * a lock, "deadlock" when a deadlock ended its statement and "wakes"
- * when its end woke several lock waiters.  Last of all, "closed" when its
+ * a lock, "overlap" (true) when another connection of its turn was open
+ * with its own, "deadlock" when a deadlock ended its
+ * statement and "wakes" when its end woke several lock waiters.  Last of all, "closed" when its
  * connection closed while it was open.
  */
 /*

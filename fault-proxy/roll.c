@@ -171,6 +171,8 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 			if (put(buf, len, &o, num) == -1)
 				return -1;
 		}
+		if (r->overlap && put(buf, len, &o, ",\"overlap\":true") == -1)
+			return -1;
 	}
 	if (r->deadlock != TRACE_DEADLOCK_NONE && (put(buf, len, &o,
 	    ",\"deadlock\":\"") == -1 || put(buf, len, &o,

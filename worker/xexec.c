@@ -4,6 +4,7 @@
 #include "worker/xexec.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,33 @@ cmp_line_step(const void *a, const void *b)
 	return i < j ? -1 : i > j;
 }
 
+/* A step's flags from its trace line (struct xstep.flags). */
+static uint8_t
+step_flags(const struct trace_line *l, const char *what)
+{
+	uint8_t	f = 0;
+
+	if (l->forced != NULL && l->forced[0] != '\0')
+		f |= XS_FORCED;
+	if (l->deadlock == TRACE_DEADLOCK_POSTGRES)
+		f |= XS_PG_DEADLOCK;
+	else if (l->deadlock == TRACE_DEADLOCK_SOAK)
+		f |= XS_SOAK_DEADLOCK;
+	if (__builtin_popcountll(l->wakes) >= 2)
+		f |= XS_WAKES;
+	if (what != NULL && (strncasecmp(what, "LISTEN", 6) == 0 ||
+	    strncasecmp(what, "NOTIFY", 6) == 0))
+		f |= XS_NOTIFY;
+	if (l->pg == NULL)
+		f |= XS_SERVICE;
+	return f;
+}
+
 /*
  * The steps proxy took in one execution's whole trace, in step order, and
- * what in it makes the execution inexact, counted into x.  -1 when a step
- * line lacks what a step needs (err).
+ * the turns whose connections overlapped there (x->overlap).  -1 when a
+ * step line lacks what a step needs, or there are more than XP_MAX_STEPS
+ * (err).
  */
 static int
 trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out,
@@ -36,9 +60,6 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 	const char	*p = trace, *end = trace + len, *nl;
 	json_t		**lines = NULL;
 	size_t		 n = 0, cap = 0, i;
-	uint64_t	*rtc = NULL;		/* (round, turn, conn) of each line */
-	size_t		 nrtc = 0, caprtc = 0;
-	bool		 several = false;
 	int		 rc = 0;
 
 	*out = NULL;
@@ -53,40 +74,33 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		if (j != NULL && json_is_string(json_object_get(j, "proxy")) &&
 		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
 			t = json_integer_value(json_object_get(j, "turn"));
-			if (t >= 0 && t < XP_MAX_TURNS) {
-				json_int_t	c = json_integer_value(json_object_get(j, "conn"));
-				json_int_t	r = json_integer_value(json_object_get(j, "round"));
-
-				if (nrtc == caprtc) {
-					caprtc = caprtc ? caprtc * 2 : 64;
-					rtc = xreallocarray(rtc, caprtc, sizeof(*rtc));
+			if (t >= 0 && t < XP_MAX_TURNS &&
+			    json_is_true(json_object_get(j, "overlap")))
+				x->overlap |= (uint64_t)1 << t;
+			if (json_integer_value(json_object_get(j, "step")) > 0 &&
+			    rc == 0) {
+				if (n == XP_MAX_STEPS)
+					rc = errf(err, "more than %d steps at proxy %s (the "
+					    "most a record holds)", XP_MAX_STEPS, proxy);
+				else {
+					if (n == cap) {
+						cap = cap ? cap * 2 : 64;
+						lines = xreallocarray(lines, cap,
+						    sizeof(*lines));
+					}
+					lines[n++] = j;
+					j = NULL;
 				}
-				rtc[nrtc++] = (uint64_t)(r & 0xffffff) << 40 |
-				    (uint64_t)t << 32 | (uint32_t)c;
-			}
-			if (json_integer_value(json_object_get(j, "step")) > 0) {
-				if (n == cap) {
-					cap = cap ? cap * 2 : 64;
-					lines = xreallocarray(lines, cap, sizeof(*lines));
-				}
-				lines[n++] = j;
-				j = NULL;
 			}
 		}
 		json_decref(j);
 		if (nl == end)
 			break;
 	}
-	/* a turn of several connections: two conns of one (round, turn) */
-	qsort(rtc, nrtc, sizeof(*rtc), cmp_u64);
-	for (i = 1; i < nrtc && !several; i++)
-		several = rtc[i] >> 32 == rtc[i - 1] >> 32 && rtc[i] != rtc[i - 1];
-	free(rtc);
-	if (several)
-		x->several_conns = true;
-	qsort(lines, n, sizeof(*lines), cmp_line_step);
+	if (n > 0)	/* qsort(NULL, 0) is undefined */
+		qsort(lines, n, sizeof(*lines), cmp_line_step);
 	*out = xcalloc(n + 1, sizeof(**out));
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && rc == 0; i++) {
 		struct xstep		*s = &(*out)[i];
 		struct trace_line	 l;
 		const char		*w, *c;
@@ -117,17 +131,8 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		    XC_SESSION : XC_OTHER;
 		w = l.sql != NULL ? l.sql : l.req;
 		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
-		if (l.forced != NULL && l.forced[0] != '\0')
-			x->forced++;
-		if (l.deadlock == TRACE_DEADLOCK_POSTGRES)
-			x->pg_deadlocks++;
-		else if (l.deadlock == TRACE_DEADLOCK_SOAK)
-			x->soak_deadlocks++;
-		if (__builtin_popcountll(l.wakes) >= 2)
-			x->wakes++;
-		if (w != NULL && (strncasecmp(w, "LISTEN", 6) == 0 ||
-		    strncasecmp(w, "NOTIFY", 6) == 0))
-			x->notify++;
+		utf8_scrub(s->what, strlen(s->what));	/* the cut may split one */
+		s->flags = step_flags(&l, w);
 	}
 	for (i = 0; i < n; i++)
 		json_decref(lines[i]);
@@ -226,10 +231,27 @@ xp_rec_of_result(const struct seed_result *res, const char *proxy, int64_t ms,
 	else if (trace_steps(res->trace, res->trace_len, proxy, &r->steps, &r->n,
 	    &r->inexact, r->why_no_steps) == 0)
 		r->has_steps = true;
+	xp_rec_count(r);
 	if (res->verdict == VERDICT_FAIL) {
 		r->invariants = json_incref(json_object_get(res->detail, "invariants"));
 		if (json_is_object(json_object_get(res->detail, "plan")))
 			r->plan = json_deep_copy(json_object_get(res->detail, "plan"));
+	}
+}
+
+void
+xp_rec_count(struct xrec *r)
+{
+	size_t	i;
+
+	r->inexact.forced = r->inexact.wakes = r->inexact.pg_deadlocks = 0;
+	r->inexact.soak_deadlocks = r->inexact.notify = 0;
+	for (i = 0; i < r->n; i++) {
+		r->inexact.forced += (r->steps[i].flags & XS_FORCED) != 0;
+		r->inexact.wakes += (r->steps[i].flags & XS_WAKES) != 0;
+		r->inexact.pg_deadlocks += (r->steps[i].flags & XS_PG_DEADLOCK) != 0;
+		r->inexact.soak_deadlocks += (r->steps[i].flags & XS_SOAK_DEADLOCK) != 0;
+		r->inexact.notify += (r->steps[i].flags & XS_NOTIFY) != 0;
 	}
 }
 
@@ -245,15 +267,22 @@ xp_rec_clear(struct xrec *r)
 json_t *
 xp_steps_json(const struct xstep *s, size_t n)
 {
-	json_t	*a = json_array();
+	json_t	*a = json_array(), *v;
 	char	 key[24], cand[24];
 	size_t	 i;
 
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "%016" PRIx64, s[i].key);
 		snprintf(cand, sizeof(cand), "%" PRIx64, s[i].cand);
-		json_array_append_new(a, json_pack("[i,i,s,I,s,s,i]", s[i].round,
-		    s[i].turn, key, (json_int_t)s[i].occ, s[i].what, cand, s[i].cls));
+		/* what is a statement's head, cut anywhere: never a reason to
+		 * lose the step (json_pack refuses a string that is not UTF-8) */
+		v = json_pack("[i,i,s,I,s,s,i,i]", s[i].round, s[i].turn, key,
+		    (json_int_t)s[i].occ, s[i].what, cand, s[i].cls, s[i].flags);
+		if (v == NULL)
+			v = json_pack("[i,i,s,I,s,s,i,i]", s[i].round, s[i].turn, key,
+			    (json_int_t)s[i].occ, "exchange", cand, s[i].cls,
+			    s[i].flags);
+		json_array_append_new(a, v);
 	}
 	return a;
 }
@@ -269,35 +298,42 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 	*nout = 0;
 	if (!json_is_array(a))
 		return errf(err, "steps: not a list");
+	if (n > XP_MAX_STEPS)
+		return errf(err, "steps: %zu, more than the %d a record may hold", n,
+		    XP_MAX_STEPS);
 	s = xcalloc(n + 1, sizeof(*s));
 	json_array_foreach(a, i, v) {
 		const char	*key = json_string_value(json_array_get(v, 2));
 		const char	*w = json_string_value(json_array_get(v, 4));
 		const char	*cand = json_string_value(json_array_get(v, 5));
 		json_int_t	 t = json_integer_value(json_array_get(v, 1));
+		json_int_t	 r = json_integer_value(json_array_get(v, 0));
+		json_int_t	 occ = json_integer_value(json_array_get(v, 3));
+		json_int_t	 cls = json_integer_value(json_array_get(v, 6));
+		json_int_t	 fl = json_integer_value(json_array_get(v, 7));
 
 		/* the trace's vocabulary (common/trace.h): a key of 16 hex
 		 * digits, a set of turns of 1 to 16 */
-		if (!json_is_array(v) || json_array_size(v) < 5 || key == NULL ||
+		if (!json_is_array(v) || json_array_size(v) != 8 || key == NULL ||
 		    trace_key_parse(key, &s[i].key) == -1 || t < 0 || t >= XP_MAX_TURNS ||
-		    !json_is_integer(json_array_get(v, 0)) ||
-		    json_integer_value(json_array_get(v, 0)) < 0 ||
-		    json_integer_value(json_array_get(v, 0)) > INT32_MAX ||
-		    !json_is_integer(json_array_get(v, 3)) ||
-		    json_integer_value(json_array_get(v, 3)) < 0 ||
-		    json_integer_value(json_array_get(v, 3)) > UINT32_MAX ||
-		    (cand != NULL && trace_turns_parse(cand, &s[i].cand) == -1)) {
+		    !json_is_integer(json_array_get(v, 0)) || r < 0 || r > INT_MAX ||
+		    !json_is_integer(json_array_get(v, 3)) || occ < 0 ||
+		    occ > UINT32_MAX || cand == NULL ||
+		    trace_turns_parse(cand, &s[i].cand) == -1 ||
+		    !json_is_integer(json_array_get(v, 6)) || cls < XC_OTHER ||
+		    cls > XC_SESSION || !json_is_integer(json_array_get(v, 7)) ||
+		    fl < 0 || fl > XS_ALL) {
 			free(s);
 			return errf(err, "steps: step %zu is not [round, turn, key, occ, "
-			    "what, ...]", i + 1);
+			    "what, cand, cls, flags]", i + 1);
 		}
-		s[i].round = (int)json_integer_value(json_array_get(v, 0));
+		s[i].round = (int)r;
 		s[i].turn = (int)t;
-		s[i].occ = (uint32_t)json_integer_value(json_array_get(v, 3));
+		s[i].occ = (uint32_t)occ;
 		snprintf(s[i].what, sizeof(s[i].what), "%s", w ? w : "exchange");
-		s[i].cls = (int)json_integer_value(json_array_get(v, 6));
-		if (s[i].cls < XC_OTHER || s[i].cls > XC_SESSION)
-			s[i].cls = XC_OTHER;
+		utf8_scrub(s[i].what, strlen(s[i].what));
+		s[i].cls = (int)cls;
+		s[i].flags = (uint8_t)fl;
 	}
 	*out = s;
 	*nout = n;
@@ -307,14 +343,24 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 json_t *
 xp_rec_json(const struct xrec *r)
 {
-	json_t	*j = json_pack("{s:i,s:s,s:s,s:I,s:I,s:{s:i,s:i,s:i,s:i,s:i,s:b}}",
-	    "verdict", r->verdict, "reason", reason_name(r->reason), "message",
-	    r->message, "ms", (json_int_t)r->ms, "turns_ms", (json_int_t)r->turns_ms,
+	char	 ov[24], msg[sizeof(r->message)];
+	json_t	*j;
+
+	snprintf(ov, sizeof(ov), "%" PRIx64, r->inexact.overlap);
+	/* the counts are for people reading a journal: xp_rec_parse counts
+	 * the steps' flags again */
+	j = json_pack("{s:i,s:i,s:s,s:s,s:I,s:I,s:{s:i,s:i,s:i,s:i,s:i,s:s}}",
+	    "v", XP_REC_VERSION, "verdict", r->verdict, "reason",
+	    reason_name(r->reason), "message", "", "ms", (json_int_t)r->ms,
+	    "turns_ms", (json_int_t)r->turns_ms,
 	    "inexact", "forced", (int)r->inexact.forced, "wakes", (int)r->inexact.wakes,
 	    "postgres_deadlocks", (int)r->inexact.pg_deadlocks, "soak_deadlocks",
 	    (int)r->inexact.soak_deadlocks, "notify", (int)r->inexact.notify,
-	    "several_connections", r->inexact.several_conns);
-
+	    "overlap", ov);
+	/* a message quotes the system's rows and statements: any bytes */
+	snprintf(msg, sizeof(msg), "%s", r->message);
+	utf8_scrub(msg, strlen(msg));
+	json_object_set_new(j, "message", json_string(msg));
 	if (r->has_steps)
 		json_object_set_new(j, "steps", xp_steps_json(r->steps, r->n));
 	else
@@ -326,24 +372,22 @@ xp_rec_json(const struct xrec *r)
 	return j;
 }
 
-static uint32_t
-count_of(const json_t *o, const char *k)
-{
-	json_int_t	v = json_integer_value(json_object_get(o, k));
-
-	return v < 0 ? 0 : v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-}
-
 int
 xp_rec_parse(const json_t *j, struct xrec *r, char *err)
 {
 	const char	*reason = json_string_value(json_object_get(j, "reason"));
 	const char	*msg = json_string_value(json_object_get(j, "message"));
-	const json_t	*in = json_object_get(j, "inexact"), *steps;
+	const char	*ov = json_string_value(json_object_get(json_object_get(j,
+			    "inexact"), "overlap"));
+	const json_t	*steps;
 	int		 why;
 
 	memset(r, 0, sizeof(*r));
-	if (!json_is_object(j) || reason == NULL || (why = reason_parse(reason)) < 0 ||
+	if (!json_is_object(j) || json_integer_value(json_object_get(j, "v")) !=
+	    XP_REC_VERSION)
+		return errf(err, "not an execution's record of this soak (\"v\": %d)",
+		    XP_REC_VERSION);
+	if (reason == NULL || (why = reason_parse(reason)) < 0 ||
 	    !json_is_integer(json_object_get(j, "verdict")))
 		return errf(err, "an execution's record without its verdict or reason");
 	r->verdict = (int)json_integer_value(json_object_get(j, "verdict"));
@@ -351,15 +395,11 @@ xp_rec_parse(const json_t *j, struct xrec *r, char *err)
 	if (!reason_valid(r->verdict, r->reason))
 		return errf(err, "an execution's record: verdict %d with reason %s",
 		    r->verdict, reason);
+	if (ov == NULL || trace_turns_parse(ov, &r->inexact.overlap) == -1)
+		return errf(err, "an execution's record without its overlapping turns");
 	snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
 	r->ms = json_integer_value(json_object_get(j, "ms"));
 	r->turns_ms = json_integer_value(json_object_get(j, "turns_ms"));
-	r->inexact.forced = count_of(in, "forced");
-	r->inexact.wakes = count_of(in, "wakes");
-	r->inexact.pg_deadlocks = count_of(in, "postgres_deadlocks");
-	r->inexact.soak_deadlocks = count_of(in, "soak_deadlocks");
-	r->inexact.notify = count_of(in, "notify");
-	r->inexact.several_conns = json_is_true(json_object_get(in, "several_connections"));
 	if ((steps = json_object_get(j, "steps")) != NULL) {
 		if (xp_steps_parse(steps, &r->steps, &r->n, err) == -1)
 			return -1;
@@ -368,10 +408,17 @@ xp_rec_parse(const json_t *j, struct xrec *r, char *err)
 		snprintf(r->why_no_steps, sizeof(r->why_no_steps), "%s",
 		    json_string_value(json_object_get(j, "no_steps")) ?
 		    json_string_value(json_object_get(j, "no_steps")) : "no steps");
-	if (json_object_get(j, "invariants") != NULL)
+	xp_rec_count(r);
+	if (json_object_get(j, "invariants") != NULL &&
+	    !json_is_null(json_object_get(j, "invariants")))
 		r->invariants = json_incref(json_object_get(j, "invariants"));
-	if (json_is_object(json_object_get(j, "plan")))
+	if (json_object_get(j, "plan") != NULL && !json_is_null(json_object_get(j, "plan"))) {
+		if (!json_is_object(json_object_get(j, "plan"))) {
+			xp_rec_clear(r);
+			return errf(err, "an execution's record whose plan is not an object");
+		}
 		r->plan = json_incref(json_object_get(j, "plan"));
+	}
 	return 0;
 }
 

@@ -7,7 +7,8 @@
  * proxy admitted (with the turns that were waiting at each), what made it
  * inexact, the verdict, and for a failing one its invariants and plan.
  * The record is what explore branches on, journals (explore.jsonl) and
- * what a worker sends back, so all three agree by construction.
+ * what a worker sends back, so all three agree by construction; the
+ * explorer (worker/explore.h) checks every record it takes.
  */
 #ifndef SOAK_XEXEC_H
 #define SOAK_XEXEC_H
@@ -23,9 +24,29 @@
 #include "worker/wrk.h"
 
 #define XP_MAX_TURNS	64	/* cand is a 64-bit set */
+/*
+ * The most steps a record may hold (docs/explore.md, "Limits"): an
+ * execution that takes more is broken (its subtree unexplored), and a
+ * record or journal line with more is refused before it is read further.
+ * It bounds what one record costs the explorer: its steps, its branches
+ * (at most (turns - 1) per step) and their search tables.
+ */
+#define XP_MAX_STEPS	4096
+#define XP_REC_VERSION	2	/* a record's "v": 2 added per-step flags */
 
 /* The trace's "cls" (fault-proxy/stmtkey.h sk_class): what commutes. */
 enum xcls { XC_OTHER, XC_READ, XC_BEGIN, XC_SESSION };
+
+/* What a step's trace line says beyond the order (struct xstep.flags). */
+#define XS_FORCED	0x01	/* a watchdog decided it, not the schedule */
+#define XS_WAKES	0x02	/* its end woke several waiters on its
+				   transaction id at once */
+#define XS_PG_DEADLOCK	0x04	/* PostgreSQL's own detector ended it */
+#define XS_SOAK_DEADLOCK 0x08	/* soak's victim rule ended it (exact) */
+#define XS_NOTIFY	0x10	/* LISTEN/NOTIFY: delivery outside the schedule */
+#define XS_SERVICE	0x20	/* not a PostgreSQL statement (no "pg"): a
+				   request to a service, held to its reply */
+#define XS_ALL		0x3f
 
 /* One admission of an execution, as its trace has it. */
 struct xstep {
@@ -34,13 +55,20 @@ struct xstep {
 	uint32_t	 occ;
 	uint64_t	 cand;		/* turns with an exchange waiting then */
 	int		 cls;		/* enum xcls: what it ran */
+	uint8_t		 flags;		/* XS_* */
 	char		 what[96];
 };
 
-/* What makes one execution differ from the schedule it was given. */
+/*
+ * What makes one execution differ from the schedule it was given.  The
+ * counts are the steps' flags counted (xp_rec_count): a record's own
+ * counts are never read back.
+ */
 struct xinexact {
 	uint32_t	 forced, wakes, pg_deadlocks, soak_deadlocks, notify;
-	bool		 several_conns;	/* a turn of two or more connections */
+	/* turns (bit t) with connections that had exchanges in flight at
+	 * once at the scheduled proxy (the trace's "overlap") */
+	uint64_t	 overlap;
 };
 
 /* An execution, as explore takes it. */
@@ -64,14 +92,26 @@ struct xrec {
  */
 int64_t	 xp_run_one(struct wrk *w, struct plan_proxy *pp, uint64_t seed,
 	    const struct xstep *steps, size_t n, uint64_t no, struct seed_result *res);
-/* An execution's result as a record (proxy: the scheduled one). */
+/*
+ * An execution's result as a record (proxy: the scheduled one).  An
+ * execution of more than XP_MAX_STEPS steps has none (has_steps false,
+ * said in why_no_steps).
+ */
 void	 xp_rec_of_result(const struct seed_result *res, const char *proxy, int64_t ms,
 	    struct xrec *r);
 void	 xp_rec_clear(struct xrec *r);
-/* The record as JSON and back (-1 with err when it is not one). */
+/* r->inexact's counts, from its steps' flags (its overlap kept). */
+void	 xp_rec_count(struct xrec *r);
+/*
+ * The record as JSON ({"v": XP_REC_VERSION, ...}) and back: -1 with err
+ * when it is not one of this version, or has more than XP_MAX_STEPS
+ * steps.  Its form only: whether it fits the branch it answers is the
+ * explorer's to check (worker/explore.h).
+ */
 json_t	*xp_rec_json(const struct xrec *r);
 int	 xp_rec_parse(const json_t *j, struct xrec *r, char *err);
-/* A prefix as JSON ([[round, turn, key, occ, what], ...]) and back. */
+/* Steps as JSON ([[round, turn, key, occ, what, cand, cls, flags], ...])
+ * and back (at most XP_MAX_STEPS). */
 json_t	*xp_steps_json(const struct xstep *s, size_t n);
 int	 xp_steps_parse(const json_t *a, struct xstep **s, size_t *n, char *err);
 

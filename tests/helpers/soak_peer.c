@@ -18,6 +18,15 @@
  *                              asking for nothing, until its stdin ends: a
  *                              worker the coordinator still awaits after
  *                              the run finished
+ *   soak_peer URL explore-forge
+ *                              with SOAK_SECRET: hello and auth, one lease of
+ *                              an exploration (soak explore --listen), and a
+ *                              RESULT of it that passes with a record of no
+ *                              steps (a forged root, worker/explore.h);
+ *                              prints "lease execution N" and the ACK, then
+ *                              asks for another lease for 3 s: "second:
+ *                              lease execution N", "second: TYPE" or
+ *                              "second: none"
  *   soak_peer URL inflight N   with SOAK_SECRET: hello and auth, then N lease
  *                              requests at once (N contexts); prints
  *                              "dropped, K of N answered" when the
@@ -284,6 +293,151 @@ exchange(nng_socket s, const struct msg *m, const struct auth_session *sess,
 		exit(1);
 	}
 	nng_free(rbuf, rlen);
+}
+
+/* One sealed request (seq) and its reply, opened and decoded. */
+static void
+sealed_call(nng_socket s, const struct auth_session *sess, const struct msg *m,
+    uint64_t seq, struct msg *rep)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	void	*rbuf;
+	size_t	 len, rlen, mlen;
+	uint64_t rseq;
+	int	 rv;
+
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(2);
+	auth_seal(sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	if ((rv = nng_send(s, buf, len, 0)) != 0 ||
+	    (rv = nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC)) != 0) {
+		printf("no reply: %s\n", nng_strerror(rv));
+		exit(1);
+	}
+	free(buf);
+	if (auth_open(sess, AUTH_TO_WORKER, rbuf, rlen, &rseq, &mlen, err) == -1 ||
+	    msg_decode(rbuf, mlen, rep, err) == -1) {
+		printf("bad reply: %s\n", err);
+		exit(1);
+	}
+	nng_free(rbuf, rlen);
+}
+
+/* sealed_call that returns -1 on a timeout instead of exiting. */
+static int
+sealed_try(nng_socket s, const struct auth_session *sess, const struct msg *m,
+    uint64_t seq, struct msg *rep)
+{
+	char	 err[ERR_LEN];
+	uint8_t	*buf;
+	void	*rbuf;
+	size_t	 len, rlen, mlen;
+	uint64_t rseq;
+
+	memset(rep, 0, sizeof(*rep));
+	if (msg_encode(m, &buf, &len, err) == -1)
+		exit(2);
+	auth_seal(sess, AUTH_TO_COORDINATOR, seq, &buf, &len);
+	if (nng_send(s, buf, len, 0) != 0 || nng_recv(s, &rbuf, &rlen, NNG_FLAG_ALLOC) != 0) {
+		free(buf);
+		return -1;
+	}
+	free(buf);
+	if (auth_open(sess, AUTH_TO_WORKER, rbuf, rlen, &rseq, &mlen, err) == -1 ||
+	    msg_decode(rbuf, mlen, rep, err) == -1) {
+		nng_free(rbuf, rlen);
+		return -1;
+	}
+	nng_free(rbuf, rlen);
+	return 0;
+}
+
+/*
+ * A worker holding the secret that answers its explore lease with a pass
+ * and a record of no steps: were it taken, the root would close the tree.
+ */
+static int
+explore_forge(const char *url)
+{
+	static const char	 forged[] = "{\"explore\":{\"v\":2,\"verdict\":0,"
+				    "\"reason\":\"\",\"message\":\"\",\"ms\":1,\"turns_ms\":1,"
+				    "\"inexact\":{\"overlap\":\"0\"},\"steps\":[]}}";
+	struct auth_secret	 k;
+	struct auth_session	 sess;
+	struct msg		 m = hello(), rep, lease;
+	nng_socket		 s = dial(url);
+	uint8_t			 nw[AUTH_NONCE_LEN], nc[AUTH_NONCE_LEN];
+	char			 err[ERR_LEN];
+	uint32_t		 wid;
+
+	if (auth_secret_load(NULL, &k, err) == -1 || k.len == 0) {
+		fprintf(stderr, "explore-forge wants SOAK_SECRET: %s\n", err);
+		return 64;
+	}
+	memcpy(nw, m.u.hello.nonce, AUTH_NONCE_LEN);
+	exchange(s, &m, NULL, &rep);
+	if (rep.type != MSG_CHALLENGE) {
+		printf("no challenge: %s\n", msg_type_name(rep.type));
+		return 1;
+	}
+	memcpy(nc, rep.u.challenge.nonce, AUTH_NONCE_LEN);
+	msg_clear(&rep);
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_AUTH;
+	auth_proof(&k, AUTH_WORKER, nw, nc, m.u.auth.proof);
+	auth_session_init(&sess, &k, nw, nc);
+	exchange(s, &m, &sess, &rep);
+	if (rep.type != MSG_WELCOME) {
+		printf("no welcome: %s\n", msg_type_name(rep.type));
+		return 1;
+	}
+	wid = rep.u.welcome.worker_id;
+	msg_clear(&rep);
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = wid;
+	sealed_call(s, &sess, &m, 1, &lease);
+	if (lease.type != MSG_LEASE || lease.u.lease.nseeds != 1 ||
+	    lease.u.lease.explore == NULL || *lease.u.lease.explore == '\0') {
+		printf("no explore lease: %s\n", msg_type_name(lease.type));
+		return 1;
+	}
+	printf("lease execution %u\n", lease.u.lease.seeds[0].attempt);
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_RESULT;
+	m.u.result.worker_id = wid;
+	m.u.result.lease_id = lease.u.lease.lease_id;
+	m.u.result.seed = lease.u.lease.seeds[0].seed;
+	m.u.result.attempt = lease.u.lease.seeds[0].attempt;
+	m.u.result.plan = "";
+	m.u.result.plan_hash = "";
+	m.u.result.verdict = 0;
+	m.u.result.reason = "";
+	m.u.result.duration_ms = 1;
+	m.u.result.detail = UNCONST(forged);
+	sealed_call(s, &sess, &m, 2, &rep);
+	printf("%s ok=%d %s\n", msg_type_name(rep.type), rep.u.ack.ok, rep.u.ack.text ?
+	    rep.u.ack.text : "");
+	fflush(stdout);
+	msg_clear(&rep);
+	msg_clear(&lease);
+	/* a worker whose record was refused should be handed nothing more */
+	memset(&m, 0, sizeof(m));
+	m.type = MSG_LEASE_REQ;
+	m.u.lease_req.worker_id = wid;
+	nng_socket_set_ms(s, NNG_OPT_RECVTIMEO, 3000);
+	if (sealed_try(s, &sess, &m, 3, &rep) == -1)
+		printf("second: none\n");
+	else if (rep.type == MSG_LEASE && rep.u.lease.nseeds == 1)
+		printf("second: lease execution %u\n", rep.u.lease.seeds[0].attempt);
+	else
+		printf("second: %s\n", msg_type_name(rep.type));
+	fflush(stdout);
+	msg_clear(&rep);
+	auth_session_clear(&sess);
+	auth_secret_free(&k);
+	return 0;
 }
 
 /* A worker that joins and then sits on its connection until stdin ends. */
@@ -1204,6 +1358,8 @@ main(int argc, char **argv)
 		return inflight(argv[1], atoi(argv[3]));
 	if (argc == 3 && strcmp(argv[2], "hold") == 0)
 		return hold(argv[1]);
+	if (argc == 3 && strcmp(argv[2], "explore-forge") == 0)
+		return explore_forge(argv[1]);
 	if (argc == 3 && strcmp(argv[2], "junk") == 0)
 		return junk(argv[1]);
 	if (argc == 6 && strcmp(argv[2], "stall") == 0)
@@ -1220,7 +1376,7 @@ main(int argc, char **argv)
 	if (argc == 3)
 		return client(argv[1], argv[2]);
 	fprintf(stderr, "usage: soak_peer URL garbage|version|stranger|forged|badauth\n"
-	    "       soak_peer URL hold | inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
+	    "       soak_peer URL hold | explore-forge | inflight N | junk | stall COUNT SIZE PART | silent COUNT\n"
 	    "       soak_peer URL hush COUNT SRC | slowloris COUNT SRC | guess COUNT SRC PAR\n"
 	    "       soak_peer URL relay LISTEN DUMP [replay|tamper|stale]\n"
 	    "       soak_peer [--tls-cert PEM] URL fake-welcome CONFIG | fake-challenge\n"

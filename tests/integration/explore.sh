@@ -6,7 +6,8 @@
 # complete, 0 fail, with lock waits.  A budget says incomplete (exit 2, never
 # a pass).  A bash turn of one `psql -c` per statement, the least convenient
 # kind (no connection between statements), explored the same way: 20
-# schedules, its lost update found.
+# schedules, its lost update found, and every execution exact (its
+# connections never overlap).
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'
@@ -45,6 +46,12 @@ soak_rc rc replay "$T/res.yaml" --plan "$P" --out "$T/r1" >"$T/r1.out" 2>&1
 expect_eq "replay --plan of the failing schedule" 1 "$rc"
 grep -qF "\"$INV\": BROKEN" "$T/r1.out" || { tail -20 "$T/r1.out"; fail "the plan's replay broke another invariant"; }
 expect_match "the replay followed the plan" '^plan: followed; 0 unplanned' "$(grep '^plan:' "$T/r1.out")"
+# the command explore printed, run as printed
+printed=$(grep -A 1 '^  failing schedule 1:' "$T/all.out" | tail -n 1 | sed 's/^ *//')
+expect_match "the printed command names this soak" "^$SOAK replay " "$printed"
+soak_printed() { eval "$printed --out $T/r2"; }
+rc=0; soak_printed >"$T/r2.out" 2>&1 || rc=$?
+expect_eq "the printed replay command, run as printed: the failure again" 1 "$rc"
 
 phase "reduction: sleep sets find the same failing classes in fewer executions"
 soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions -1 --out "$T/red" >"$T/red.out" 2>&1
@@ -73,6 +80,11 @@ expect_eq "two executors, reduced: the same failing classes" "$(xc all .failing_
 echo "figures: one executor $(x all .seconds) s, two $(x w2 .seconds) s for the same 20 executions"
 
 phase "bounded: at most 2, 1, 0 preemptions"
+# symlinks planted in the output folder are replaced, never followed
+echo "not explore's" >"$T/victim"
+mkdir "$T/p1" "$T/victimdir"
+for f in explore.json explore.json.tmp explore.jsonl; do ln -s "$T/victim" "$T/p1/$f"; done
+ln -s "$T/victimdir" "$T/p1/failing"
 for pc in "2 14" "1 6" "0 2"; do
 	set -- $pc
 	soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions "$1" --out "$T/p$1" >"$T/p$1.out" 2>&1
@@ -83,6 +95,11 @@ for pc in "2 14" "1 6" "0 2"; do
 	echo "figures: P=$1: $(grep -E '^complete' "$T/p$1.out")"
 done
 expect_ge "P=2 still finds the lost update" 1 "$(x p2 .failing)"
+expect_eq "planted symlinks: what they pointed to is untouched" "not explore's" "$(cat "$T/victim")"
+expect_eq "planted symlinks: the folder they pointed to is empty" "" "$(ls "$T/victimdir")"
+[ -f "$T/p1/explore.json" ] && [ ! -L "$T/p1/explore.json" ] && [ ! -L "$T/p1/explore.jsonl" ] &&
+    [ -d "$T/p1/failing" ] && [ ! -L "$T/p1/failing" ] || fail "explore wrote through a planted symlink"
+expect_ge "P=1: failing plans written in its own failing/" 1 "$(ls "$T/p1/failing" | wc -l)"
 expect_eq "P=0 runs each turn to its end: no lost update" 0 "$(x p0 .failing)"
 
 phase "the --lock fix: complete, 0 fail"
@@ -170,7 +187,22 @@ expect_eq "bash: complete" true "$(x bash .complete)"
 expect_eq "bash: failing classes (a read of each before the other's write), as reservations'" \
     "$(x red '.failing_classes | length')" "$(x bash .failing)"
 expect_eq "bash: no class held both verdicts" 0 "$(x bash .classes_mixed)"
-expect_eq "bash: turns of several connections are counted" 14 "$(x bash .inexact.several_connections)"
+# a connection per statement, one at a time: nothing the turn orders
+# itself (issue 33: counted as "several connections" before, 14 of 14)
+expect_eq "bash: no turn's connections open at once" 0 "$(x bash .inexact.overlapping_connections)"
+expect_eq "bash: every execution exact" 0 "$(x bash .inexact_executions)"
+
+phase "soak run: symlinks planted in --out are replaced, never followed"
+echo "not the run's" >"$T/victim2"
+mkdir "$T/run"
+for f in report.json report.json.tmp junit.xml junit.xml.tmp report.html; do ln -s "$T/victim2" "$T/run/$f"; done
+soak_rc rc run "$T/bash.yaml" --seeds 0..0 --out "$T/run" >"$T/run.out" 2>&1
+[ "$rc" -le 1 ] || { cat "$T/run.out"; fail "soak run with planted symlinks: exit $rc"; }
+expect_eq "run: what the symlinks pointed to is untouched" "not the run's" "$(cat "$T/victim2")"
+for f in report.json junit.xml report.html; do
+	[ -f "$T/run/$f" ] && [ ! -L "$T/run/$f" ] || fail "run: $f was written through a planted symlink"
+done
+ok "run: report.json, junit.xml, report.html written as files of their own"
 
 phase "passing over a turn that has exited is no preemption"
 # 3 turns of one statement each: no order preempts anyone, so P=0 runs 3! = 6

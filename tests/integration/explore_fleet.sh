@@ -10,7 +10,10 @@
 #    executions, failing schedules and classes, complete; the killed
 #    worker's execution went to the other;
 #  - a SIGKILLed explore resumed from its journal: the same again, and the
-#    executions before the kill are not run twice.
+#    executions before the kill are not run twice;
+#  - a worker holding the secret that sends a forged record (a pass of no
+#    step), and a journal whose verdicts were rewritten: refused, said, run
+#    again, and the same result as one process's.
 . "$(dirname "$0")/lib.sh"
 export SOAK_SECRET=explore-fleet-secret-$$-0123456789abcdef
 
@@ -74,6 +77,33 @@ expect_match "the coordinator gave the killed worker's $killed to another" \
     "$killed: worker [0-9]+ lost .*: it goes to another worker" "$(cat "$T/fleet.err")"
 expect_match "both workers took part" '^  2 workers took part' "$(cat "$T/fleet.out")"
 expect_eq "journal: one line per execution taken, and the header" $((n + 1)) "$(wc -l <"$T/fleet/explore.jsonl")"
+
+phase "a worker with the secret forges its record: refused, run elsewhere"
+# its lease is the root; its record passes with no step (were it taken,
+# the tree would end there: "complete, 1 explored, 0 fail")
+PEER=$SOAK_BUILD/tests/helpers/soak_peer
+# (at most 1 preemption: 6 executions, the lost update among them, as
+# reservations' same shape gives)
+"$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions 1 \
+    --listen tcp://127.0.0.1:0 --out "$T/forge" >"$T/forge.out" 2>&1 & xp=$!
+cleanup_hooks+=("kill $xp 2>/dev/null")
+url=$(wait_line "$T/forge.out" 'listening on tcp://' 120 "soak explore listening for the forger" |
+    grep -oE 'tcp://127\.0\.0\.1:[0-9]+' | head -n 1)
+"$PEER" "$url" explore-forge >"$T/forger.out" 2>&1 || { cat "$T/forger.out"; fail "the forger could not send its record"; }
+expect_match "the forger held the root's lease" '^lease execution 1$' "$(cat "$T/forger.out")"
+expect_match "the forger is handed nothing more" '^second: (none|DONE)$' "$(cat "$T/forger.out")"
+"$SOAK" worker --connect "$url" 2>"$T/wf.err" & wf=$!
+cleanup_hooks+=("kill $wf 2>/dev/null")
+wait_exit rc "$xp" 300 "soak explore --listen with a forger"
+wait_exit wrc "$wf" 60 "the honest worker"
+cat "$T/forge.out"
+expect_eq "forged: exit status (the lost update found)" 1 "$rc"
+expect_eq "forged: the tree's 6 executions, complete" "6 true" "$(x forge '"\(.executions) \(.complete)"')"
+expect_ge "forged: its failing schedules found" 1 "$(x forge .failing)"
+expect_eq "forged: one record refused" 1 "$(x forge .refused)"
+expect_match "it says which and why" 'a record refused \(worker [0-9]+\): no step, where the seed.s own run took some' \
+    "$(cat "$T/forge.out")"
+expect_match "the forger runs nothing more" 'worker [0-9]+ sent a record that does not check' "$(cat "$T/forge.out")"
 
 phase "a budget of 5 executions across machines: incomplete, never a pass"
 "$SOAK" explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --budget 5 \
@@ -145,7 +175,9 @@ expect_match "it says what it took from the journal" "^  resumed: $before execut
 expect_eq "resumed: the same executions, failing, classes, distinct, complete" "$ref" "$(figures res)"
 expect_eq "resumed: the same failing classes" "$(jq -c .failing_classes "$T/one/explore.json")" \
     "$(jq -c .failing_classes "$T/res/explore.json")"
-ran=$(grep -c '"no":[0-9]*,"rec":{"verdict":[0-9]' "$T/res/explore.jsonl")
+ran=$(grep -c '"no":[0-9]*,"rec":{"v":2,' "$T/res/explore.jsonl" || true)
+expect_eq "resumed: every line of the journal reads (the cut one gone)" "" \
+    "$(jq -c . "$T/res/explore.jsonl" >/dev/null 2>&1 || echo "a line does not read")"
 expect_eq "resumed: each execution in the journal once (the cut line dropped)" "$n" "$ran"
 expect_eq "every failing schedule written as a plan" "$(x res .failing)" "$(ls "$T/res/failing" | wc -l)"
 # the journal the resume grew reads whole: a resume of the finished tree
@@ -153,6 +185,27 @@ expect_eq "every failing schedule written as a plan" "$(x res .failing)" "$(ls "
 soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --resume "$T/res" >"$T/res4.out" 2>&1
 expect_match "the finished journal resumed: every execution taken, none left"     "^  resumed: $n executions from the journal; 0 branches left" "$(cat "$T/res4.out")"
 expect_eq "the finished journal resumed: the same figures" "$ref" "$(figures res)"
+
+phase "a journal whose verdicts were rewritten: refused, the true result"
+# a copy of the finished journal, its failures made passes (verdict and
+# reason both, so each line reads as a verdict): the lines still carry
+# their failures' invariants and plans, and are refused; their
+# executions run again
+cp -r "$T/res" "$T/lie"
+sed -i 's/"verdict":1,"reason":"invariant"/"verdict":0,"reason":""/' "$T/lie/explore.jsonl"
+lies=$(grep -c '"verdict":0,"reason":"","message":"[^"]' "$T/lie/explore.jsonl" || true)
+expect_ge "journal lines rewritten" 1 "$lies"
+chmod o+w "$T/lie"
+soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --resume "$T/lie" >"$T/lie0.out" 2>&1
+expect_eq "a folder others can write: --resume refuses it" 64 "$rc"
+expect_match "it says why" 'writable by others' "$(cat "$T/lie0.out")"
+chmod o-w "$T/lie"
+soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions -1 --no-reduce --resume "$T/lie" >"$T/lie.out" 2>&1
+cat "$T/lie.out"
+expect_eq "rewritten: exit status (the lost update found again)" 1 "$rc"
+expect_eq "rewritten: the same figures as one process" "$ref" "$(figures lie)"
+expect_ge "rewritten: the journal lines refused" 1 "$(x lie .refused)"
+expect_match "rewritten: said" 'a record refused \(journal\): journal line [0-9]+: a pass that carries' "$(cat "$T/lie.out")"
 
 phase "another exploration's journal is refused"
 soak_rc rc explore "$T/cfg/soak.yaml" --seed 0 --preemptions 1 --resume "$T/res" >"$T/res3.out" 2>&1

@@ -133,7 +133,7 @@ expect_eq "faults kept: the two that matter" '["turn 0 b","turn 1 c"]' "$(jq -c 
 expect_eq "both lost replies" '["lost_reply","lost_reply"]' "$(jq -c '[.proxies.db.faults[].fault]' "$M")"
 expect_match "the plan keeps the fingerprint" "pair\|invariant\|$INV" "$(jq -r .failure.fingerprint "$M")"
 expect_match "a progress line per reduction" '^turns 4 → [0-9]+, faults 8 → [0-9]+, preemptions 0 → 0, [0-9]+ replays, [0-9]+ s$' "$(grep '^turns ' "$T/m1.out" | head -n 1)"
-expect_match "the end: 1-minimal, and how to replay it" "^    soak replay $T/sh.yaml --plan $M\$" "$(grep -A1 '^1-minimal: ' "$T/m1.out")"
+expect_match "the end: 1-minimal, and how to replay it" "^    $SOAK replay $T/sh.yaml --plan $M\$" "$(grep -A1 '^1-minimal: ' "$T/m1.out")"
 expect_match "the last counts" '^turns 4 → 2, faults 8 → 2, preemptions 0 → 0' "$(grep -A2 '^1-minimal: ' "$T/m1.out" | tail -n 1)"
 expect_match "the tries that disagreed are counted" '^tries that disagreed: 0' "$(cat "$T/m1.out")"
 expect_match "the story: turn 0's retried INSERT after its lost reply" \

@@ -3087,10 +3087,11 @@ struct xdrv {
 };
 
 static int
-xd_next(void *arg, uint64_t *no, char **payload)
+xd_next(void *arg, uint32_t worker, uint64_t *no, char **payload)
 {
 	struct xdrv	*d = arg;
 
+	(void)worker;
 	if (d->ntodo == 0)
 		return 0;
 	*no = d->todo[--d->ntodo];

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -375,6 +376,58 @@ test_self_command(void **state)
 	free(base);
 }
 
+/*
+ * A file made in an output folder where someone planted a symlink under
+ * its name (or its temporary's): the symlink is replaced, what it pointed
+ * to is untouched (file_create_at, file_put_at, fopen_new).
+ */
+static void
+test_no_follow(void **state)
+{
+	char		 dir[] = "/tmp/soak-nofollow.XXXXXX", err[ERR_LEN], buf[64];
+	char		*victim, *link, *got;
+	struct stat	 st;
+	size_t		 len;
+	FILE		*f;
+	int		 dfd, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	victim = xasprintf("%s/victim", dir);
+	assert_int_equal(write_file(victim, "mine", 4, err), 0);
+	assert_int_equal(mkdir(link = xasprintf("%s/out", dir), 0755), 0);
+	free(link);
+	link = xasprintf("%s/out/a", dir);
+	assert_int_equal(symlink(victim, link), 0);
+	free(link);
+	link = xasprintf("%s/out/b.tmp", dir);
+	assert_int_equal(symlink(victim, link), 0);
+	free(link);
+	link = xasprintf("%s/out/c", dir);
+	assert_int_equal(symlink(victim, link), 0);
+	assert_true((dfd = open(got = xasprintf("%s/out", dir), O_RDONLY | O_DIRECTORY)) >= 0);
+	free(got);
+	assert_true((fd = file_create_at(dfd, "a", 0644, err)) >= 0);
+	assert_int_equal(write_all(fd, "new", 3), 0);
+	close(fd);
+	assert_int_equal(file_put_at(dfd, "b", "new", 3, 0644, err), 0);
+	assert_non_null(f = fopen_new(link, 0644, err));
+	fputs("new", f);
+	fclose(f);
+	assert_non_null(got = read_file(victim, 64, &len, err));
+	assert_string_equal(got, "mine");
+	free(got);
+	for (fd = 0; fd < 3; fd++) {
+		snprintf(buf, sizeof(buf), "%s", fd == 0 ? "a" : fd == 1 ? "b" : "c");
+		assert_int_equal(fstatat(dfd, buf, &st, AT_SYMLINK_NOFOLLOW), 0);
+		assert_true(S_ISREG(st.st_mode));
+	}
+	close(dfd);
+	free(link);
+	free(victim);
+	assert_int_equal(rm_rf(dir), 0);
+}
+
 int
 main(void)
 {
@@ -393,6 +446,7 @@ main(void)
 		cmocka_unit_test(test_path_under),
 		cmocka_unit_test(test_git_toplevel),
 		cmocka_unit_test(test_self_command),
+		cmocka_unit_test(test_no_follow),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
