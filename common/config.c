@@ -1714,34 +1714,46 @@ yaml_explain(const yaml_parser_t *p, const char *text, size_t len,
  * Reader errors (bad UTF-8, control bytes) carry only a byte offset, so we
  * count lines to it.
  */
-static int
-fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
+void
+cfg_yaml_problem(const struct yaml_parser_s *parser, const char *file,
+    const char *text, size_t len, char *out, size_t size)
 {
 	const char	*problem = parser->problem ? parser->problem : "cannot parse";
 	char		 buf[ERR_LEN];
 	size_t		 line, col, i;
 
-	if (parser->error == YAML_MEMORY_ERROR)
-		return fail_msg(cx, "%s: YAML: out of memory", cx->file);
+	if (parser->error == YAML_MEMORY_ERROR) {
+		snprintf(out, size, "%s: YAML: out of memory", file);
+		return;
+	}
 	line = parser->problem_mark.line + 1;
 	col = parser->problem_mark.column + 1;
 	if (parser->error == YAML_READER_ERROR) {
 		line = col = 1;
-		for (i = 0; i < parser->problem_offset &&
-		    i < cx->cfg->text_len; i++) {
-			if (cx->cfg->text[i] == '\n') {
+		for (i = 0; i < parser->problem_offset && i < len; i++) {
+			if (text[i] == '\n') {
 				line++;
 				col = 1;
-			} else if (((unsigned char)cx->cfg->text[i] & 0xc0) != 0x80)
+			} else if (((unsigned char)text[i] & 0xc0) != 0x80)
 				col++;
 		}
 		problem = strstr(problem, "control characters") ? "a control "
 		    "character: only tabs and line breaks may stand in the text" :
 		    "bytes that are not UTF-8 text: save the file as UTF-8";
 	} else
-		problem = yaml_explain(parser, cx->cfg->text, cx->cfg->text_len,
-		    &line, &col, buf, sizeof(buf));
-	return fail_msg(cx, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
+		problem = yaml_explain(parser, text, len, &line, &col, buf,
+		    sizeof(buf));
+	snprintf(out, size, "%s:%zu:%zu: YAML: %s", file, line, col, problem);
+}
+
+static int
+fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
+{
+	char	msg[CFG_MSG_LEN];
+
+	cfg_yaml_problem(parser, cx->file, cx->cfg->text, cx->cfg->text_len,
+	    msg, sizeof(msg));
+	return fail_msg(cx, "%s", msg);
 }
 
 /*
@@ -1753,8 +1765,9 @@ fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
  * at the first alias, 0 when there is none.  For text yaml_parser_load
  * took: composing shares the aliased node, so that much is cheap.
  */
-static int
-refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
+int
+cfg_yaml_aliases(const char *file, const char *text, size_t len, char *out,
+    size_t size)
 {
 	yaml_parser_t	p;
 	yaml_event_t	ev;
@@ -1765,12 +1778,13 @@ refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	while (!done && yaml_parser_parse(&p, &ev)) {
 		if (ev.type == YAML_ALIAS_EVENT) {
-			rc = fail_msg(cx, "%s:%zu:%zu: YAML: an alias (*%s): soak "
-			    "does not expand aliases (a few nested ones make a "
-			    "small file gigabytes); write the value out, or quote "
-			    "a value that starts with \"*\"", cx->file,
+			snprintf(out, size, "%s:%zu:%zu: YAML: an alias (*%s): "
+			    "soak does not expand aliases (a few nested ones make "
+			    "a small file gigabytes); write the value out, or "
+			    "quote a value that starts with \"*\"", file,
 			    ev.start_mark.line + 1, ev.start_mark.column + 1,
 			    (const char *)ev.data.alias.anchor);
+			rc = -1;
 			done = 1;
 		}
 		if (ev.type == YAML_STREAM_END_EVENT)
@@ -1779,6 +1793,16 @@ refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
 	}
 	yaml_parser_delete(&p);
 	return rc;
+}
+
+static int
+refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
+{
+	char	msg[CFG_MSG_LEN];
+
+	if (cfg_yaml_aliases(cx->file, text, len, msg, sizeof(msg)) == 0)
+		return 0;
+	return fail_msg(cx, "%s", msg);
 }
 
 /* The line and column a message names after "path:", 0 when none. */

@@ -292,6 +292,19 @@ char	*cfg_text_redact(const char *text, size_t len, size_t *lenp);
 #define CFG_HASH_LEN	17
 void	cfg_hash_hex(const struct cfg *cfg, char out[CFG_HASH_LEN]);
 
+/*
+ * For the other YAML files soak reads (fault-proxy/model.h's scripts), in
+ * this loader's words: cfg_yaml_problem says what libyaml's parser p met
+ * as "FILE:LINE:COL: YAML: what you did" (a tab in the indentation, a
+ * quote never closed); cfg_yaml_aliases: 0, or -1 with out naming the
+ * first alias (refused, as here: a few nested ones cost gigabytes).
+ */
+struct yaml_parser_s;
+void	cfg_yaml_problem(const struct yaml_parser_s *p, const char *file,
+	    const char *text, size_t len, char *out, size_t size);
+int	cfg_yaml_aliases(const char *file, const char *text, size_t len,
+	    char *out, size_t size);
+
 /* The mark of key's value, or NULL when the file does not hold key. */
 const struct cfg_mark	*cfg_mark_find(const struct cfg *cfg, const char *key);
 /*
