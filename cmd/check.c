@@ -35,6 +35,7 @@
 #include "common/regress.h"
 #include "common/soak.h"
 #include "common/util.h"
+#include "fault-proxy/proxy.h"
 #include "invariants/inv.h"
 #include "isolation/iso.h"
 #include "worker/env.h"
@@ -554,6 +555,40 @@ out:
 	free(w.keep_dir);
 }
 
+/*
+ * The model stand-ins' scripts (upstream: model:FILE): each read as the
+ * proxy reads it, a mistake told at its own FILE:LINE:COL (placed among
+ * the config's by the upstream's line), and what it holds.
+ */
+static void
+check_models(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	const struct cfg_mark	*m;
+	char			 key[64], err[ERR_LEN], env[160];
+	size_t			 i, np, na;
+
+	for (i = 0; i < cfg->nproxies; i++) {
+		if (cfg->proxies[i].upstream_kind != CFG_UP_MODEL)
+			continue;
+		snprintf(key, sizeof(key), "proxies[%zu].upstream", i);
+		m = cfg_mark_find(cfg, key);
+		if (proxy_model_check(cfg->proxies[i].upstream, &np, &na,
+		    err) == -1) {
+			say(k, m ? m->line : 0, m ? m->col : 0, xstrdup(err));
+			k->nerr++;
+			continue;
+		}
+		env[0] = '\0';
+		if ((int)i == cfg->model_proxy)
+			snprintf(env, sizeof(env), "; a turn's OPENAI_BASE_URL and "
+			    "ANTHROPIC_BASE_URL name its own listener of proxy %s",
+			    cfg->proxies[i].name);
+		chose(k, key, "model script %s: %zu pattern(s), %zu "
+		    "alternative(s)%s", cfg->proxies[i].upstream, np, na, env);
+	}
+}
+
 /* Without --db: everything a run needs, every problem told. */
 /* The pinned plans (common/regress.h): each must be one the config runs. */
 static void
@@ -589,6 +624,8 @@ check_config(struct check *k)
 	check_db_plain(k);
 	tell(k);
 	say_db_proxy(k);
+	check_models(k);
+	tell(k);
 	if (k->nerr > 0) {
 		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,
 		    k->nwarn ? ", and warnings" : "");

@@ -915,9 +915,24 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key,
-		    "host:port, unix:PATH, service:NAME or database");
+		    "host:port, unix:PATH, service:NAME, database or model:FILE");
 	s = scalar(n);
 	quote_value(s, b, sizeof(b));
+	if (strncmp(s, "model:", 6) == 0) {
+		struct stat	st;
+
+		/* the script itself is read by soak check and the proxy */
+		if (s[6] == '\0')
+			return fail_at(cx, n, key, "%s names no model script", b);
+		px->upstream_kind = CFG_UP_MODEL;
+		px->upstream = resolve(cx, s + 6);
+		if (stat(px->upstream, &st) == -1)
+			return fail_at(cx, n, key, "%s: %s (looked at %s)", b,
+			    strerror(errno), px->upstream);
+		if (!S_ISREG(st.st_mode))
+			return fail_at(cx, n, key, "%s is not a regular file", b);
+		return 0;
+	}
 	if (strcmp(s, "database") == 0) {
 		px->upstream_kind = CFG_UP_DATABASE;
 		px->upstream = xstrdup(s);
@@ -948,7 +963,8 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	/* host:port; the last colon so "[::1]:5432" works. */
 	if ((colon = strrchr(s, ':')) == NULL || colon == s)
 		return fail_at(cx, n, key, "%s is not an upstream "
-		    "(use host:port, unix:PATH, service:NAME or database)", b);
+		    "(use host:port, unix:PATH, service:NAME, database or "
+		    "model:FILE)", b);
 	port = colon + 1;
 	if (parse_int(port, &portno) == -1 || portno < 1 || portno > 65535)
 		return fail_at(cx, n, key, "%s has no valid port (1..65535)", b);
@@ -1124,6 +1140,14 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 			return -1;
 		px->protocol = proto_vals[proto];
 	}
+	/* the model APIs are HTTP: a stand-in frames its exchanges so */
+	if (px->upstream_kind == CFG_UP_MODEL) {
+		if (px->protocol != CFG_PROTO_AUTO &&
+		    px->protocol != CFG_PROTO_HTTP)
+			return fail_at(cx, v[2], path, "a model upstream speaks "
+			    "http, not %s", scalar(v[2]));
+		px->protocol = CFG_PROTO_HTTP;
+	}
 	key_join(path, prefix, "faults");
 	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
 		return -1;
@@ -1172,9 +1196,13 @@ resolve_db_proxy(struct cfg_ctx *cx, bool proxies_bad)
 	int		 none_named = -1;
 
 	cfg->db_proxy = -1;
+	cfg->model_proxy = -1;
 	for (i = 0; i < cfg->nproxies; i++) {
 		const struct cfg_proxy	*p = &cfg->proxies[i];
 
+		if (p->name != NULL && cfg->model_proxy == -1 &&
+		    p->upstream_kind == CFG_UP_MODEL)
+			cfg->model_proxy = (int)i;
 		if (p->name == NULL || p->upstream_kind != CFG_UP_DATABASE)
 			continue;
 		if (cfg->db_proxy == -1)
@@ -1602,6 +1630,7 @@ set_defaults(struct cfg *cfg)
 	cfg->confirm = true;
 	cfg->db_reset = CFG_RESET_RECREATE;
 	cfg->db_proxy = -1;
+	cfg->model_proxy = -1;
 	cfg->setup_timeout_ms = 30 * 1000;
 	cfg->turn_timeout_ms = 30 * 1000;
 	cfg->invariant_timeout_ms = 10 * 1000;

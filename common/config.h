@@ -35,7 +35,10 @@ enum cfg_reset	{ CFG_RESET_RECREATE, CFG_RESET_TRUNCATE };
 enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
 /* Who binds a service's port: the service (SOAK_PORT) or soak (LISTEN_FDS). */
 enum cfg_listen	{ CFG_LISTEN_PORT, CFG_LISTEN_SOCKET };
-enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
+/* CFG_UP_MODEL: model:FILE, the model stand-in (docs/models.md), answered
+ * by the proxy itself from the script FILE, nothing dialled. */
+enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE,
+		    CFG_UP_MODEL };
 enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 
 /* Direction index for per-direction stream faults. */
@@ -93,7 +96,8 @@ struct cfg_schedule {
 struct cfg_proxy {
 	char			*name;		/* [A-Za-z0-9_]+ ; env SOAK_PROXY_<NAME upper> */
 	enum cfg_upstream	 upstream_kind;
-	char			*upstream;	/* "host:port", unix path (resolved), or service name */
+	char			*upstream;	/* "host:port", unix path (resolved), service name,
+						   or the model script's path (resolved) */
 	enum cfg_protocol	 protocol;	/* default auto */
 	struct cfg_faults	 faults;
 	struct cfg_schedule	 schedule;
@@ -180,6 +184,12 @@ struct cfg {
 	 */
 	int			  db_proxy;
 	bool			  db_proxy_named;	/* database.proxy was given */
+	/*
+	 * The proxy whose listener a turn's OPENAI_BASE_URL and
+	 * ANTHROPIC_BASE_URL name (worker/env.h, docs/models.md): the first
+	 * in file order with a model upstream, -1 when there is none.
+	 */
+	int			  model_proxy;
 
 	struct cfg_service	 *services;
 	size_t			  nservices;

@@ -153,7 +153,7 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
     struct plan_fault_rec *f)
 {
 	const char	*name = json_string_value(json_object_get(o, "fault"));
-	json_t		*lat = json_object_get(o, "latency_ms");
+	json_t		*lat = json_object_get(o, "latency_ms"), *rep;
 	char		 q[320];
 	int		 v;
 
@@ -181,8 +181,14 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	    json_integer_value(lat) > 3600000))
 		return bad(r, q, "not an integer of 0..3600000");
 	f->latency_ms = lat != NULL ? json_integer_value(lat) : 0;
-	if (f->fault == PLAN_NONE && f->latency_ms == 0)
-		return bad(r, path, "neither a fault nor a latency");
+	snprintf(q, sizeof(q), "%s.reply", path);
+	if ((rep = json_object_get(o, "reply")) != NULL &&
+	    (!json_is_integer(rep) || json_integer_value(rep) < 0 ||
+	    json_integer_value(rep) > 1000 || f->fault == PLAN_BLACKHOLE))
+		return bad(r, q, "not an integer of 0..1000 (an exchange's reply)");
+	f->reply = rep != NULL ? (uint32_t)json_integer_value(rep) : 0;
+	if (f->fault == PLAN_NONE && f->latency_ms == 0 && f->reply == 0)
+		return bad(r, path, "neither a fault, a latency nor a reply");
 	f->what = opt_str(o, "what");
 	return 0;
 }
@@ -455,6 +461,8 @@ proxy_json(const struct plan_proxy *x)
 		if (f->latency_ms > 0)
 			json_object_set_new(e, "latency_ms",
 			    json_integer(f->latency_ms));
+		if (f->reply > 0)
+			json_object_set_new(e, "reply", json_integer(f->reply));
 		json_array_append_new(fa, e);
 	}
 	for (i = 0; i < x->nsteps; i++) {
@@ -630,13 +638,14 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	const char		*proxy = json_string_value(json_object_get(o, "proxy"));
 	const char		*fault = json_string_value(json_object_get(o, "fault"));
 	const char		*what = json_string_value(json_object_get(o, "sql"));
-	const char		*w;
+	const char		*w, *model;
 	struct plan_proxy	*x;
 	struct plan_fault_rec	 f;
 	struct tstep		*t;
 	enum plan_fault		 k = PLAN_NONE;
 	uint64_t		 key = 0;
 	json_int_t		 lat = json_integer_value(json_object_get(o, "latency_ms"));
+	json_int_t		 alt = json_integer_value(json_object_get(o, "alt"));
 	int			 round, turn, occ;
 
 	if (proxy == NULL)
@@ -664,10 +673,15 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	if (plan_key_parse(json_string_value(json_object_get(o, "key")), &key) == -1)
 		return errf(err, "line %d: key is not 16 hex digits", line);
 	x = proxy_of(p, proxy);
-	if (key != 0 && (k != PLAN_NONE || lat > 0)) {
+	if (alt < 0 || alt > 1000)
+		alt = 0;
+	if (key != 0 && (k != PLAN_NONE || lat > 0 || alt > 0)) {
+		/* a stand-in's answer says which pattern it was, for people */
+		model = json_string_value(json_object_get(o, "model"));
 		f = (struct plan_fault_rec){ .round = round, .turn = turn, .key = key,
 		    .occ = (uint32_t)occ, .fault = k, .latency_ms = lat,
-		    .what = what ? xstrdup(what) : NULL };
+		    .reply = (uint32_t)alt, .what = what == NULL ? NULL : model ?
+		    xasprintf("%s: %s", what, model) : xstrdup(what) };
 		add_fault(x, &f);
 	}
 	if (!json_is_integer(json_object_get(o, "step")))

@@ -87,6 +87,7 @@ loop_timeout(struct proxy_set *ps)
 {
 	struct conn	*c;
 	struct dup	*d;
+	struct local	*lo;
 	size_t		 i;
 	int64_t		 now = now_ms(), next = -1, t;
 	int		 dir;
@@ -99,6 +100,8 @@ loop_timeout(struct proxy_set *ps)
 	}
 	for (d = ps->dups; d != NULL; d = d->next)
 		CONSIDER(d->deadline);
+	for (lo = ps->locals; lo != NULL; lo = lo->next)
+		CONSIDER(lo->next_at);
 	for (i = 0; i < ps->nls; i++)
 		CONSIDER(ps->ls[i].backoff_until);
 	for (i = 0; i < ps->ngates; i++)
@@ -114,6 +117,7 @@ loop_timers(struct proxy_set *ps)
 {
 	struct conn	*c, *cn;
 	struct dup	*d, *dn;
+	struct local	*lo, *lon;
 	size_t		 i;
 	int64_t		 now = now_ms();
 
@@ -123,6 +127,11 @@ loop_timers(struct proxy_set *ps)
 		    (c->next_write[0] && c->next_write[0] <= now) ||
 		    (c->next_write[1] && c->next_write[1] <= now))
 			px_conn_timer(c);
+	}
+	for (lo = ps->locals; lo != NULL; lo = lon) {
+		lon = lo->next;
+		if (lo->next_at && lo->next_at <= now)
+			px_local_timer(lo);
 	}
 	for (d = ps->dups; d != NULL; d = dn) {
 		dn = d->next;
@@ -277,6 +286,9 @@ loop_main(void *arg)
 			case EP_DUP:
 				px_dup_event(e->owner, evs[i].events);
 				break;
+			case EP_LOCAL:
+				px_local_event(e->owner, evs[i].events);
+				break;
 			case EP_SIDE:
 				gate_side_event(e->owner, evs[i].events, now_ms());
 				break;
@@ -305,6 +317,30 @@ name_ok(const char *s)
 		    (*s >= '0' && *s <= '9') || *s == '_'))
 			return false;
 	return true;
+}
+
+/*
+ * The stand-in's script of a listener whose upstream is model:PATH: one
+ * load per proxy, shared by its turns' listeners (the set's listeners of
+ * one proxy index are opened one after another).
+ */
+static int
+model_load(struct listener *l, const struct proxy_listen *pl, char *err)
+{
+	struct proxy_set	*ps = l->ps;
+	char			 why[ERR_LEN];
+	size_t			 i;
+
+	for (i = 0; i < ps->nls && &ps->ls[i] != l; i++)
+		if (ps->ls[i].proxy == pl->proxy && ps->ls[i].model != NULL) {
+			l->model = ps->ls[i].model;
+			return 0;
+		}
+	l->model = xcalloc(1, sizeof(*l->model));
+	l->model_owner = true;
+	if (model_script_load(pl->upstream + 6, l->model, why) == -1)
+		return errf(err, "proxy %s: %s", pl->name, why);
+	return 0;
 }
 
 static int
@@ -343,7 +379,11 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 		}
 		l->has_re = true;
 	}
-	if (px_parse_addr(pl->upstream, &l->up_addr, &l->up_len, err) == -1)
+	if (strncmp(pl->upstream, "model:", 6) == 0) {
+		if (model_load(l, pl, err) == -1)
+			return -1;
+	} else if (px_parse_addr(pl->upstream, &l->up_addr, &l->up_len,
+	    err) == -1)
 		return -1;
 	if (px_parse_addr(pl->listen, &ss, &sl, err) == -1)
 		return -1;
@@ -606,6 +646,8 @@ proxy_set_close(struct proxy_set *ps)
 	}
 	while (ps->dups != NULL)
 		px_dup_free(ps->dups);
+	while (ps->locals != NULL)
+		px_local_free(ps->locals);
 	px_trace_write(ps);	/* records point at the listeners' names */
 	for (i = 0; i < ps->nls; i++) {
 		px_ep_close(ps->epfd, &ps->ls[i].ep, false);
@@ -613,6 +655,10 @@ proxy_set_close(struct proxy_set *ps)
 		free(ps->ls[i].upstream);
 		free(ps->ls[i].occ_keys);
 		free(ps->ls[i].occ_next);
+		if (ps->ls[i].model_owner) {
+			model_script_free(ps->ls[i].model);
+			free(ps->ls[i].model);
+		}
 		if (ps->ls[i].has_re)
 			regfree(&ps->ls[i].re);
 	}

@@ -1,10 +1,12 @@
 /*
  * Private to the proxy engine: engine.c (the set, its listeners and its
- * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery)
- * and trace.c (the fault trace).  The public face is proxy.h; gate.h is
- * the scheduler's, io.h the ground floor's.  Calls go one way: engine.c
- * -> conn.c -> dup.c, gate.c, trace.c -> io.c (and engine.c -> gate.c,
- * gate_side.c; gate.c -> gate_side.c).
+ * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery),
+ * local.c (an upstream answered inside: the model stand-in) and trace.c
+ * (the fault trace).  The public face is proxy.h; gate.h is the
+ * scheduler's, io.h the ground floor's, model.h the stand-in's pure half.
+ * Calls go one way: engine.c -> conn.c -> dup.c, gate.c, trace.c, local.c
+ * -> model.c, io.c (and engine.c -> gate.c, gate_side.c, local.c; dup.c ->
+ * local.c; gate.c -> gate_side.c).
  */
 #ifndef SOAK_PROXY_ENGINE_INT_H
 #define SOAK_PROXY_ENGINE_INT_H
@@ -22,8 +24,11 @@
 #include "fault-proxy/gate.h"
 #include "fault-proxy/http.h"
 #include "fault-proxy/io.h"
+#include "fault-proxy/model.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+
+struct local;
 
 #define DIR_UP		CFG_UP
 #define DIR_DOWN	CFG_DOWN
@@ -61,6 +66,13 @@ struct listener {
 	/* under a plan: its decisions on this proxy (NULL: none planned) */
 	const struct plan_proxy	*plan;
 	bool			 planned;	/* the set follows a plan */
+	/*
+	 * The model stand-in's script (model.h; NULL: a real upstream): the
+	 * proxy's listeners share one, freed by the one that loaded it.
+	 */
+	struct model_script	*model;
+	bool			 model_owner;
+	bool			 model_warned;	/* said once: no pattern matched */
 };
 
 enum conn_state {
@@ -144,6 +156,35 @@ struct conn {
 	bool			 hold_down;	/* a victim's reply held for rewriting */
 	bool			 has_line;
 	char			 line[REQLINE_LEN];	/* http: for match */
+	struct local		*local;		/* its upstream, answered inside */
+};
+
+/*
+ * An upstream answered inside the proxy (local.c): the far end of a
+ * socketpair whose near end is a connection's upstream socket (or a
+ * duplicate's), so conn.c and dup.c frame, fault and count its bytes as
+ * any upstream's.  It reads whole requests and writes the model
+ * stand-in's replies, a stream's events paced by the script's pace.
+ */
+struct local {
+	struct ep		 ep;		/* EP_LOCAL: our end */
+	struct listener		*l;
+	struct conn		*c;		/* whose exchanges; NULL: gone, or
+						   a duplicate's delivery */
+	struct local		*next, *prev;
+	/* a duplicate's: the exchange it delivers again */
+	int			 round;
+	uint64_t		 key;
+	uint32_t		 occ;
+	bool			 keyed;
+	struct http_frame	 req;		/* the request being read */
+	char			*in;		/* its bytes, up to its cap */
+	size_t			 in_len, in_cap, framed;
+	struct model_out	 out;		/* the reply being written */
+	size_t			 piece, off;
+	int64_t			 next_at;	/* its next event's time (pace) */
+	bool			 wblocked;
+	bool			 closing;	/* Connection: close, or refused */
 };
 
 /* The second delivery of a duplicated request, on its own connection. */
@@ -174,6 +215,7 @@ struct proxy_set {
 	struct conn		*conns;
 	struct conn		*dead;		/* freed after each loop pass */
 	struct dup		*dups;
+	struct local		*locals;
 	uint64_t		 seed;
 	char			*trace_path;
 	FILE			*trace;
@@ -230,6 +272,21 @@ void	px_conn_free(struct conn *c);
 void	px_dup_start(struct conn *c);
 void	px_dup_event(struct dup *d, uint32_t ev);
 void	px_dup_free(struct dup *d);
+
+/* local.c */
+/*
+ * A socketpair for a connection to the stand-in (c, whose current
+ * exchange each request is) or for a duplicate's delivery (dup_of: the
+ * exchange it repeats): the near end's fd, to be the caller's upstream
+ * socket, or -1 (said in the log).
+ */
+int	px_local_pair(struct listener *l, struct conn *c,
+	    const struct proxy_trace_rec *dup_of);
+void	px_local_event(struct local *lo, uint32_t ev);
+void	px_local_timer(struct local *lo);
+void	px_local_free(struct local *lo);
+/* c goes: its local answers no more of its exchanges. */
+void	px_local_detach(struct conn *c);
 
 /* trace.c */
 void	px_trace_add(struct proxy_set *ps, const struct proxy_trace_rec *r);

@@ -18,6 +18,7 @@
 #include "common/units.h"
 #include "common/util.h"
 #include "fault-proxy/model.h"
+#include "fault-proxy/proxy.h"
 
 #define KEY_LEN		160		/* a dotted key for messages */
 #define MSG_LEN		1024
@@ -101,7 +102,9 @@ put3(char *dst, size_t size, const char *a, const char *b, const char *c)
 	size_t		 o = 0, i, n;
 
 	for (i = 0; i < 3; i++) {
-		n = parts[i] ? strlen(parts[i]) : 0;
+		if (parts[i] == NULL)
+			continue;
+		n = strlen(parts[i]);
 		if (n > size - 1 - o)
 			n = size - 1 - o;
 		memcpy(dst + o, parts[i], n);
@@ -491,6 +494,9 @@ parse_pattern(struct sx *x, yaml_node_t *map, const char *prefix,
 	key_sub(path, prefix, "name");
 	if (v[NAME] != NULL && get_str(x, v[NAME], path, &p->name) == -1)
 		return -1;
+	if (p->name != NULL && strlen(p->name) > 80)
+		return fail_at(x, v[NAME], path, "a name of %zu bytes: at most "
+		    "80 (the trace carries it)", strlen(p->name));
 	if (p->name == NULL)
 		p->name = xstrdup(prefix);
 	key_sub(path, prefix, "user");
@@ -652,6 +658,21 @@ model_script_load(const char *path, struct model_script *s, char *err)
 	rc = model_script_parse(path, text, len, s, err);
 	free(text);
 	return rc;
+}
+
+int
+proxy_model_check(const char *path, size_t *patterns, size_t *alternatives,
+    char *err)
+{
+	struct model_script	s;
+
+	*patterns = *alternatives = 0;
+	if (model_script_load(path, &s, err) == -1)
+		return -1;
+	*patterns = s.npats;
+	*alternatives = s.nalts;
+	model_script_free(&s);
+	return 0;
 }
 
 void
