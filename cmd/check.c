@@ -556,6 +556,47 @@ out:
 }
 
 /*
+ * A proxy in front of a real model API (docs/models.md): the cassette a
+ * replaying one answers from, read as it reads it (how many keys); where
+ * a recording one writes; whether the key it puts in is here.
+ */
+static void
+check_model_api(struct check *k, size_t i)
+{
+	const struct cfg_proxy	*p = &k->cfg->proxies[i];
+	const struct cfg_mark	*m;
+	const char		*key;
+	char			 path[64], err[ERR_LEN];
+	size_t			 keys, replies;
+
+	if (p->replay != NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].replay", i);
+		if (proxy_cassette_check(p->replay, &keys, &replies, err) == -1) {
+			m = cfg_mark_find(k->cfg, path);
+			problem(k, false, path, m ? m->line : 0, m ? m->col : 0,
+			    "%s", err);
+			return;
+		}
+		chose(k, path, "cassette %s: %zu request key(s), %zu repl%s; a "
+		    "request it has no answer for makes the seed infra/cassette",
+		    p->replay, keys, replies, replies == 1 ? "y" : "ies");
+	}
+	if (p->record != NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].record", i);
+		chose(k, path, "each worker records the exchanges with %s into a "
+		    "part beside %s, merged into it after the run", p->upstream,
+		    p->record);
+	}
+	if (p->api_key_env != NULL && p->replay == NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].api_key_env", i);
+		key = getenv(p->api_key_env);
+		if (key == NULL || *key == '\0')
+			problem(k, true, path, 0, 0, "%s is not set here: a worker "
+			    "without it cannot start this proxy", p->api_key_env);
+	}
+}
+
+/*
  * The model stand-ins' scripts (upstream: model:FILE): each read as the
  * proxy reads it, a mistake told at its own FILE:LINE:COL (placed among
  * the config's by the upstream's line), and what it holds.
@@ -569,6 +610,7 @@ check_models(struct check *k)
 	size_t			 i, np, na;
 
 	for (i = 0; i < cfg->nproxies; i++) {
+		check_model_api(k, i);
 		if (cfg->proxies[i].upstream_kind != CFG_UP_MODEL)
 			continue;
 		snprintf(key, sizeof(key), "proxies[%zu].upstream", i);

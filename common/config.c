@@ -914,8 +914,8 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	size_t		 i;
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
-		return fail_type(cx, n, key,
-		    "host:port, unix:PATH, service:NAME, database or model:FILE");
+		return fail_type(cx, n, key, "host:port, https://HOST, "
+		    "unix:PATH, service:NAME, database or model:FILE");
 	s = scalar(n);
 	quote_value(s, b, sizeof(b));
 	if (strncmp(s, "model:", 6) == 0) {
@@ -931,6 +931,38 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 			    strerror(errno), px->upstream);
 		if (!S_ISREG(st.st_mode))
 			return fail_at(cx, n, key, "%s is not a regular file", b);
+		return 0;
+	}
+	if (strncmp(s, "https://", 8) == 0) {
+		const char	*h = s + 8, *end = h + strlen(h);
+
+		/* a model API's base: host and port, no path (docs/models.md) */
+		if (end > h && end[-1] == '/')
+			end--;
+		if (memchr(h, '/', (size_t)(end - h)) != NULL || end == h)
+			return fail_at(cx, n, key, "%s: an https upstream is "
+			    "https://HOST or https://HOST:PORT, with no path (the "
+			    "turns' SDKs send theirs)", b);
+		colon = memrchr(h, ':', (size_t)(end - h));
+		if (colon != NULL && colon > h && (colon[-1] == ']' || memchr(h, ':',
+		    (size_t)(colon - h)) == NULL)) {
+			if (dec_u64(colon + 1, end, 65535, (uint64_t *)&portno) ==
+			    -1 || portno < 1)
+				return fail_at(cx, n, key, "%s has no valid port "
+				    "(1..65535)", b);
+		} else {
+			colon = end;
+			portno = 443;
+		}
+		px->upstream_kind = CFG_UP_HOSTPORT;
+		px->tls = true;
+		px->tls_name = xasprintf("%.*s", (int)(colon - h), h);
+		if (px->tls_name[0] == '[') {	/* [::1]: the address itself */
+			memmove(px->tls_name, px->tls_name + 1, strlen(px->tls_name));
+			px->tls_name[strcspn(px->tls_name, "]")] = '\0';
+		}
+		px->upstream = xasprintf("%.*s:%lld", (int)(colon - h), h,
+		    (long long)portno);
 		return 0;
 	}
 	if (strcmp(s, "database") == 0) {
@@ -963,8 +995,8 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	/* host:port; the last colon so "[::1]:5432" works. */
 	if ((colon = strrchr(s, ':')) == NULL || colon == s)
 		return fail_at(cx, n, key, "%s is not an upstream "
-		    "(use host:port, unix:PATH, service:NAME, database or "
-		    "model:FILE)", b);
+		    "(use host:port, https://HOST, unix:PATH, service:NAME, "
+		    "database or model:FILE)", b);
 	port = colon + 1;
 	if (parse_int(port, &portno) == -1 || portno < 1 || portno > 65535)
 		return fail_at(cx, n, key, "%s has no valid port (1..65535)", b);
@@ -1103,17 +1135,107 @@ parse_schedule(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	return rc;
 }
 
+/* A file a key names, resolved; it must be a regular file when must_exist. */
+static int
+get_file(struct cfg_ctx *cx, yaml_node_t *n, const char *key, bool must_exist,
+    char **out)
+{
+	char		b[QUOTE_LEN];
+	struct stat	st;
+
+	if (get_str(cx, n, key, 1, out) == -1)
+		return -1;
+	quote_value(*out, b, sizeof(b));
+	free(*out);
+	*out = resolve(cx, scalar(n));
+	if (!must_exist)
+		return 0;
+	if (stat(*out, &st) == -1)
+		return fail_at(cx, n, key, "%s: %s (looked at %s)", b,
+		    strerror(errno), *out);
+	if (!S_ISREG(st.st_mode))
+		return fail_at(cx, n, key, "%s is not a regular file", b);
+	return 0;
+}
+
+/*
+ * record, replay, tls_ca, api_key_env (docs/models.md): a model API's
+ * exchanges written to a cassette, or answered from one.  The key goes
+ * only over TLS; replay needs its cassette, record makes one; the two
+ * exclude each other and the stand-in.  v: the four values, in that order.
+ */
+static int
+parse_model_api(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_proxy *px, yaml_node_t **v)
+{
+	char		 path[CFG_KEY_LEN];
+	const char	*s;
+	size_t		 i;
+
+	key_join(path, prefix, "record");
+	if (v[0] && get_file(cx, v[0], path, false, &px->record) == -1)
+		return -1;
+	key_join(path, prefix, "replay");
+	if (v[1] && get_file(cx, v[1], path, true, &px->replay) == -1)
+		return -1;
+	if (v[0] && v[1])
+		return fail_at(cx, v[1], path, "a proxy records or replays, not "
+		    "both");
+	key_join(path, prefix, v[0] ? "record" : "replay");
+	if ((v[0] || v[1]) && px->upstream_kind == CFG_UP_MODEL)
+		return fail_at(cx, v[0] ? v[0] : v[1], path, "the stand-in "
+		    "(model:) answers by its script, nothing to record or "
+		    "replay");
+	if (v[0] || v[1]) {
+		if (px->protocol != CFG_PROTO_AUTO && px->protocol !=
+		    CFG_PROTO_HTTP) {
+			key_join(path, prefix, "protocol");
+			return fail_at(cx, map, path, "a proxy that records or "
+			    "replays speaks http");
+		}
+		px->protocol = CFG_PROTO_HTTP;
+	}
+	key_join(path, prefix, "tls_ca");
+	if (v[2]) {
+		if (get_file(cx, v[2], path, true, &px->tls_ca) == -1)
+			return -1;
+		if (!px->tls)
+			return fail_at(cx, v[2], path, "a CA for an upstream "
+			    "without TLS (use upstream: https://HOST)");
+	}
+	key_join(path, prefix, "api_key_env");
+	if (v[3]) {
+		if (get_str(cx, v[3], path, 1, &px->api_key_env) == -1)
+			return -1;
+		s = px->api_key_env;
+		for (i = 0; s[i]; i++)
+			if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') ||
+			    (s[i] >= 'a' && s[i] <= 'z') || (i > 0 && s[i] >= '0' &&
+			    s[i] <= '9')))
+				return fail_at(cx, v[3], path, "the name of an "
+				    "environment variable ([A-Za-z_][A-Za-z0-9_]*), "
+				    "not its value");
+		/* the key goes to the upstream: never over plain text */
+		if (!px->tls)
+			return fail_at(cx, v[3], path, "a key goes to an https "
+			    "upstream only (upstream: https://HOST)");
+	}
+	return 0;
+}
+
 static int
 parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_proxy *px, yaml_node_t **name_node)
 {
-	static const char *const keys[] = { "name", "upstream", "protocol",
-	    "faults", "schedule" };
+	enum { NAME, UPSTREAM, PROTOCOL, FAULTS, SCHEDULE, RECORD, REPLAY,
+	    TLS_CA, KEY_ENV, NKEYS };
+	static const char *const keys[NKEYS] = { "name", "upstream", "protocol",
+	    "faults", "schedule", "record", "replay", "tls_ca", "api_key_env" };
 	static const char *const protos[] = { "auto", "http", "tcp",
 	    "postgres" };
 	static const enum cfg_protocol proto_vals[] = { CFG_PROTO_AUTO,
 	    CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
-	yaml_node_t	*v[nitems(keys)];
+	yaml_node_t	*v[NKEYS];
 	char		 path[CFG_KEY_LEN];
 	int		 proto = 0;
 
@@ -1154,7 +1276,7 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "schedule");
 	if (v[4] && parse_schedule(cx, v[4], path, &px->schedule) == -1)
 		return -1;
-	return 0;
+	return parse_model_api(cx, map, prefix, px, v + RECORD);
 }
 
 static int
@@ -1201,7 +1323,8 @@ resolve_db_proxy(struct cfg_ctx *cx, bool proxies_bad)
 		const struct cfg_proxy	*p = &cfg->proxies[i];
 
 		if (p->name != NULL && cfg->model_proxy == -1 &&
-		    p->upstream_kind == CFG_UP_MODEL)
+		    (p->upstream_kind == CFG_UP_MODEL || p->record != NULL ||
+		    p->replay != NULL))
 			cfg->model_proxy = (int)i;
 		if (p->name == NULL || p->upstream_kind != CFG_UP_DATABASE)
 			continue;
@@ -2073,6 +2196,11 @@ cfg_free(struct cfg *cfg)
 		free(cfg->proxies[i].name);
 		free(cfg->proxies[i].upstream);
 		free(cfg->proxies[i].faults.match);
+		free(cfg->proxies[i].tls_name);
+		free(cfg->proxies[i].tls_ca);
+		free(cfg->proxies[i].api_key_env);
+		free(cfg->proxies[i].record);
+		free(cfg->proxies[i].replay);
 	}
 	free(cfg->proxies);
 	strv_free(cfg->setup);

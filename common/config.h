@@ -101,6 +101,23 @@ struct cfg_proxy {
 	enum cfg_protocol	 protocol;	/* default auto */
 	struct cfg_faults	 faults;
 	struct cfg_schedule	 schedule;
+	/*
+	 * A real model API behind it (docs/models.md "Record once, replay by
+	 * seed"): upstream: https://HOST[:PORT] is host:port (443 by default)
+	 * with tls set and tls_name HOST (SNI and the certificate's name,
+	 * checked against the system's CAs, or tls_ca's: a PEM file,
+	 * resolved).  api_key_env names the variable of soak's own
+	 * environment whose value the proxy puts in each request in place of
+	 * the turn's dummy key (https only).  record: the cassette it writes
+	 * (each worker a part, merged after the run); replay: the cassette
+	 * it answers from, nothing dialled.  Paths resolved; NULL: none.
+	 */
+	bool			 tls;
+	char			*tls_name;
+	char			*tls_ca;
+	char			*api_key_env;
+	char			*record;
+	char			*replay;
 };
 
 struct cfg_invariant {
@@ -187,7 +204,8 @@ struct cfg {
 	/*
 	 * The proxy whose listener a turn's OPENAI_BASE_URL and
 	 * ANTHROPIC_BASE_URL name (worker/env.h, docs/models.md): the first
-	 * in file order with a model upstream, -1 when there is none.
+	 * in file order with a model upstream, record or replay, -1 when
+	 * there is none.
 	 */
 	int			  model_proxy;
 

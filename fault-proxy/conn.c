@@ -167,8 +167,8 @@ conn_dial(struct conn *c)
 	struct listener	*l = c->l;
 	int		 fd;
 
-	if (l->model != NULL) {
-		/* the stand-in: connected at once, nothing dialled */
+	if (px_answered_inside(l)) {
+		/* the stand-in, a cassette or a bridge: connected at once, nothing dialled */
 		if ((fd = px_local_pair(l, c, NULL)) == -1) {
 			px_conn_close(c, PXC_NO_MEMORY);
 			return;

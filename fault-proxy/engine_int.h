@@ -29,6 +29,35 @@
 #include "fault-proxy/proxy.h"
 
 struct local;
+struct bridge;
+struct cassette;
+
+/*
+ * How a listener reaches a real model API through a bridge (bridge.c):
+ * the base URL ("https://HOST:PORT", or http:// for an upstream without
+ * TLS), the CA file (NULL: the system's), the API key to put in each
+ * request (NULL: the turn's header goes as it is; a secret: never logged,
+ * wiped when freed), and whether its exchanges are recorded.
+ */
+struct bridge_conf {
+	char	*base;
+	char	*ca;
+	char	*key;
+	bool	 record;
+};
+
+/* What a bridged request came to, once its thread is joined. */
+struct bridge_out {
+	bool	 ok;		/* the whole reply came, and went out */
+	bool	 head_sent;	/* the client has a head: an error cuts it */
+	bool	 client_gone;
+	long	 status;
+	char	 ctype[128];
+	char	*body;		/* the body whole, for the cassette (heap);
+				   NULL when not ok or over the cap */
+	size_t	 len;
+	char	 err[256];	/* libcurl's words when it failed */
+};
 
 #define DIR_UP		CFG_UP
 #define DIR_DOWN	CFG_DOWN
@@ -73,6 +102,14 @@ struct listener {
 	struct model_script	*model;
 	bool			 model_owner;
 	bool			 model_warned;	/* said once: no pattern matched */
+	/* replay: the cassette it answers from (shared like model) */
+	struct cassette		*cassette;
+	bool			 cassette_owner;
+	/* a real model API behind it (NULL: none): record, or TLS */
+	struct bridge_conf	*bridge;
+	char			*record;	/* the cassette its parts go to */
+	char			**tape;		/* recorded exchanges' lines */
+	size_t			 ntape;
 };
 
 enum conn_state {
@@ -185,6 +222,13 @@ struct local {
 	int64_t			 next_at;	/* its next event's time (pace) */
 	bool			 wblocked;
 	bool			 closing;	/* Connection: close, or refused */
+	/* a request carried to the real upstream (bridge.c), in flight */
+	struct bridge		*bridge;
+	struct ep		 bep;		/* EP_BRIDGE: its end's fd */
+	uint64_t		 bkey;		/* its cassette key */
+	char			*bmethod, *bpath, *bwhat, *breq;
+	size_t			 breq_len;
+	bool			 bstream;	/* it asked for a stream */
 };
 
 /* The second delivery of a duplicated request, on its own connection. */
@@ -244,9 +288,19 @@ struct proxy_set {
 	struct proxy_waits	 waits;		/* under mu: proxy_set_waits */
 	bool			 diverged_told;	/* the loop's: diverged is set */
 	char			 diverged[2048];	/* a plan's divergence; mu */
+	char			 missed[1024];	/* a cassette's miss, of the
+						   lowest turn that had one; mu */
+	int			 missed_turn;
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
 };
+
+/* Whether l's upstream is answered inside (local.c): no socket dialled. */
+static inline bool
+px_answered_inside(const struct listener *l)
+{
+	return l->model != NULL || l->cassette != NULL || l->bridge != NULL;
+}
 
 /* One connection or duplicate gone (engine thread). */
 static inline void
@@ -287,6 +341,20 @@ void	px_local_timer(struct local *lo);
 void	px_local_free(struct local *lo);
 /* c goes: its local answers no more of its exchanges. */
 void	px_local_detach(struct conn *c);
+/* lo's bridge is over (EP_BRIDGE readable): its reply recorded, or said. */
+void	px_local_bridged(struct local *lo);
+
+/* bridge.c: one request to the real upstream, on its own thread */
+struct bridge	*px_bridge_start(const struct bridge_conf *bc, const char *head,
+		    size_t hlen, const char *method, const char *target,
+		    const char *body, size_t blen, int out, char *err);
+/* Readable once the request is over. */
+int		 px_bridge_fd(const struct bridge *b);
+/* Joins the thread (it is over) and says what came of it; o->body heap. */
+void		 px_bridge_finish(struct bridge *b, struct bridge_out *o);
+/* Stops it soon (a seed that ends), joins it and frees it. */
+void		 px_bridge_free(struct bridge *b);
+void		 px_bridge_abort(struct bridge *b);
 
 /* trace.c */
 void	px_trace_add(struct proxy_set *ps, const struct proxy_trace_rec *r);

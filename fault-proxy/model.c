@@ -924,8 +924,10 @@ str_append(char **buf, const char *s)
 static void
 tools_add(struct model_req *r, const char *name)
 {
-	r->tools = xreallocarray(r->tools, r->ntools + 1, sizeof(*r->tools));
+	/* NULL-ended: strv_free frees it */
+	r->tools = xreallocarray(r->tools, r->ntools + 2, sizeof(*r->tools));
 	r->tools[r->ntools++] = xstrdup(name);
+	r->tools[r->ntools] = NULL;
 }
 
 /* The name the assistant message `asst` gave the call with id `id`. */
@@ -1213,6 +1215,17 @@ model_pick(const struct model_pattern *p, uint64_t draw)
 		x -= p->alts[i].weight;
 	}
 	return p->nalts - 1;
+}
+
+size_t
+model_pick_among(uint64_t draw, size_t n)
+{
+	struct seed_rng	r;
+
+	if (n <= 1)
+		return 0;
+	seed_rng_init(&r, draw);
+	return (size_t)seed_rng_below(&r, n);
 }
 
 /* ---- rendering ---------------------------------------------------------- */

@@ -167,6 +167,8 @@ struct model_id {
 uint64_t	model_draw(const struct model_id *id);
 /* The alternative of pattern p an exchange gets by seed. */
 size_t		model_pick(const struct model_pattern *p, uint64_t draw);
+/* One of n alike (a cassette's replies to one key) by seed. */
+size_t		model_pick_among(uint64_t draw, size_t n);
 
 /* A response in pieces (model_render): written in order, paced. */
 struct model_out {

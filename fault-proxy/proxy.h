@@ -167,6 +167,25 @@ void			 proxy_set_close(struct proxy_set *ps);
 int			 proxy_model_check(const char *path, size_t *patterns,
 			    size_t *alternatives, char *err);
 
+/*
+ * Cassettes (docs/models.md "Record once, replay by seed"):
+ * proxy_cassette_check reads FILE as a replaying proxy does (0 with how
+ * many request keys and replies it holds, or -1 with err);
+ * proxy_cassette_merge folds the parts the workers of a run wrote
+ * (FILE.part-*) into FILE, after the run, and says what it holds then.
+ */
+int			 proxy_cassette_check(const char *path, size_t *keys,
+			    size_t *replies, char *err);
+int			 proxy_cassette_merge(const char *path, size_t *keys,
+			    size_t *replies, char *err);
+/*
+ * Whether a replaying proxy met a request its cassette has no answer for
+ * (the seed is infra/cassette, never a silent pass-through): 1 and which
+ * (the proxy, the turn, the request, its key) into buf; 0 not.  Any thread.
+ */
+int			 proxy_set_missed(struct proxy_set *ps, char *buf,
+			    size_t len);
+
 /* ---- lower level: used by `soak proxy`, tests and benchmarks ---- */
 
 enum proxy_fault {
@@ -203,6 +222,20 @@ struct proxy_listen {
 	bool			 planned;
 	const struct plan_proxy	*plan;
 	bool			 then_seed;
+	/*
+	 * A model API (docs/models.md): replay answers from that cassette,
+	 * nothing dialled; else record (a cassette whose part this process
+	 * writes as the set closes) or tls (tls_name: SNI and the name the
+	 * certificate must have, tls_ca: a CA file or NULL for the system's)
+	 * carry each request to the upstream over a bridge, api_key (a
+	 * secret, copied, never logged; NULL: none) in place of the turn's.
+	 */
+	const char		*replay;
+	const char		*record;
+	bool			 tls;
+	const char		*tls_name;
+	const char		*tls_ca;
+	const char		*api_key;
 };
 
 /* The pure decision for one exchange. */

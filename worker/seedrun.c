@@ -1269,6 +1269,16 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			    "after round %d; checking anyway", seed,
 			    WRK_SETTLE_MS / 1000, round);
 		}
+		/* A replayed model request its cassette had no answer for got
+		 * an error, not the real API (docs/models.md): what the turns
+		 * did after it is not the recording's. */
+		if (proxy_set_missed(c.proxies, c.diverged, sizeof(c.diverged))) {
+			verdict(res, REASON_CASSETTE, "%s", c.diverged);
+			timeline(&c, "%s", c.diverged);
+			c.diverged[0] = '\0';
+			c.round = round;
+			goto done;
+		}
 		/* A plan whose next step could not come tested nothing
 		 * (docs/plan.md); with --then seed the seed's scheduler went
 		 * on, and the invariants judge. */
