@@ -46,6 +46,7 @@ static void
 fault_words(json_t *o, char *buf, size_t len)
 {
 	const char	*f = json_string_value(json_object_get(o, "fault"));
+	const char	*model = json_string_value(json_object_get(o, "model"));
 	json_int_t	 lat = json_integer_value(json_object_get(o, "latency_ms"));
 	bool		 saw = json_is_true(json_object_get(o, "upstream_saw"));
 	size_t		 n = 0;
@@ -66,7 +67,15 @@ fault_words(json_t *o, char *buf, size_t len)
 	else
 		n = (size_t)snprintf(buf, len, "%s", f);
 	if (lat > 0 && n < len)
-		snprintf(buf + n, len - n, ", %lld ms late", (long long)lat);
+		n += (size_t)snprintf(buf + n, len - n, ", %lld ms late",
+		    (long long)lat);
+	/* a model stand-in's or a cassette's answer: which one (models.md) */
+	if (model != NULL && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "; the model: \"%s\"",
+		    model);
+	if (model != NULL && json_is_integer(json_object_get(o, "alt")) && n < len)
+		snprintf(buf + n, len - n, ", reply %lld", (long long)
+		    json_integer_value(json_object_get(o, "alt")));
 }
 
 static const char *
@@ -318,9 +327,15 @@ min_explain_print(FILE *f, const struct plan *p, const struct min_note *v,
 			const char			*sep = "";
 			size_t				 q;
 
+			char				 kind[48];
+
+			if (fr->reply > 0 && fr->fault == PLAN_NONE)
+				snprintf(kind, sizeof(kind), "reply %u", fr->reply);
+			else
+				snprintf(kind, sizeof(kind), "%s", plan_fault_name(fr->fault));
 			fprintf(f, "  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
 			    fr->round, fr->turn, fr->what ? fr->what : "(an exchange)",
-			    plan_fault_name(fr->fault), fr->latency_ms > 0 ? ", late" : "");
+			    kind, fr->latency_ms > 0 ? ", late" : "");
 			for (q = i; q < j; q++) {
 				if (v[q].latency_ms >= 0) {
 					lats++;
