@@ -16,11 +16,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
 
 #include "common/util.h"
+#include "fault-proxy/cassette.h"
 #include "fault-proxy/model.h"
 
 static const char script_text[] =
@@ -677,6 +679,80 @@ test_http(void **state)
 	assert_string_equal(err, "a chunk size that is not hex");
 }
 
+/*
+ * Cassettes (fault-proxy/cassette.h): a request's key is what it asks, in
+ * canonical JSON, whatever the spacing and key order; parts merge into a
+ * file that keeps every distinct reply to a key, once; a streamed reply
+ * is written back one event a chunk.
+ */
+static void
+test_cassette(void **state)
+{
+	static const char	a[] = "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+	static const char	b[] = "{ \"messages\": [ {\"content\": \"hi\", \"role\": \"user\"} ],\n  \"model\": \"m\" }";
+	static const char	sse[] = "data: {\"x\":1}\n\ndata: [DONE]\n\n";
+	char			 dir[] = "/tmp/soak-cassette-XXXXXX", err[ERR_LEN];
+	char			*path, *part, *l1, *l2, *l3, *head, *body;
+	struct cassette		 c;
+	const struct cassette_entry *e;
+	struct model_out	 o;
+	size_t			 keys, replies;
+	uint64_t		 k = cassette_key("POST", "/v1/chat/completions", a, strlen(a));
+
+	(void)state;
+	assert_true(k == cassette_key("POST", "/v1/chat/completions", b, strlen(b)));
+	assert_true(k != cassette_key("POST", "/v1/messages", a, strlen(a)));
+	assert_true(k != cassette_key("POST", "/v1/chat/completions", a, strlen(a) - 3));
+	assert_non_null(mkdtemp(dir));
+	path = xasprintf("%s/c.json", dir);
+	part = xasprintf("%s/c.json.part-1", dir);
+	l1 = cassette_line(k, "POST", "/v1/chat/completions", "w", a, strlen(a), 200,
+	    "application/json", "{\"r\":1}", 7);
+	l2 = cassette_line(k, "POST", "/v1/chat/completions", "w", b, strlen(b), 200,
+	    "text/event-stream", sse, strlen(sse));
+	l3 = xstrdup(l1);	/* the same reply twice: kept once */
+	head = xasprintf("%s%s%s", l1, l2, l3);
+	assert_int_equal(write_file(part, head, strlen(head), err), 0);
+	free(head);
+	assert_int_equal(cassette_merge(path, &keys, &replies, err), 0);
+	assert_int_equal(keys, 1);
+	assert_int_equal(replies, 2);
+	assert_int_equal(access(part, F_OK), -1);	/* merged away */
+	assert_int_equal(cassette_load(path, &c, err), 0);
+	assert_non_null(e = cassette_find(&c, k));
+	assert_int_equal(e->n, 2);
+	assert_null(cassette_find(&c, k + 1));
+	cassette_render(&e->r[1], &o);
+	assert_int_equal(o.events, 2);
+	assert_int_equal(o.n, 4);	/* head, two events, the last chunk */
+	response(&o, &head, &body);
+	assert_string_equal(body, sse);
+	free(head);
+	free(body);
+	model_out_free(&o);
+	cassette_render(&e->r[0], &o);
+	response(&o, &head, &body);
+	assert_string_equal(body, "{\"r\":1}");
+	free(head);
+	free(body);
+	model_out_free(&o);
+	cassette_free(&c);
+	/* a second merge with a new part adds to the file */
+	assert_int_equal(write_file(part, l2, strlen(l2), err), 0);
+	assert_int_equal(cassette_merge(path, &keys, &replies, err), 0);
+	assert_int_equal(replies, 2);
+	assert_int_equal(write_file(path, "{}", 2, err), 0);
+	assert_int_equal(cassette_load(path, &c, err), -1);
+	assert_non_null(strstr(err, "not a cassette of version 1"));
+	cassette_free(&c);
+	free(l1);
+	free(l2);
+	free(l3);
+	free(path);
+	free(part);
+	rm_rf(dir);
+}
+
 int
 main(void)
 {
@@ -690,6 +766,7 @@ main(void)
 		cmocka_unit_test(test_anthropic),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_cassette),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
