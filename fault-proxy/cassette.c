@@ -15,6 +15,49 @@
 #include "fault-proxy/cassette.h"
 #include "fault-proxy/proxy.h"
 
+/*
+ * A tool call's id as its place among the conversation's ("tc1", "tc2",
+ * ... in order of first sight), in o's member key, when it is a string:
+ * a model gives each call an id of its own making, so the same
+ * conversation recorded twice, or replayed with another of a key's
+ * replies, carries other ids -- and must still be the same request.
+ */
+static void
+id_place(json_t *o, const char *key, json_t *ids)
+{
+	const char	*id = json_string_value(json_object_get(o, key));
+	json_t		*placed;
+	char		 tc[32];
+
+	if (id == NULL)
+		return;
+	if ((placed = json_object_get(ids, id)) == NULL) {
+		snprintf(tc, sizeof(tc), "tc%zu", json_object_size(ids) + 1);
+		placed = json_string(tc);
+		json_object_set_new(ids, id, placed);
+	}
+	json_object_set(o, key, placed);
+}
+
+/* Every tool call id of a request's messages, OpenAI's and Anthropic's. */
+static void
+ids_placed(json_t *j)
+{
+	json_t	*msgs = json_object_get(j, "messages"), *m, *c, *ids = json_object();
+	size_t	 i, k;
+
+	json_array_foreach(msgs, i, m) {
+		json_array_foreach(json_object_get(m, "tool_calls"), k, c)
+			id_place(c, "id", ids);
+		id_place(m, "tool_call_id", ids);
+		json_array_foreach(json_object_get(m, "content"), k, c) {
+			id_place(c, "id", ids);		/* tool_use */
+			id_place(c, "tool_use_id", ids);	/* tool_result */
+		}
+	}
+	json_decref(ids);
+}
+
 uint64_t
 cassette_key(const char *method, const char *path, const char *body,
     size_t len)
@@ -26,6 +69,8 @@ cassette_key(const char *method, const char *path, const char *body,
 
 	/* canonical JSON: what the SDKs' spacing and key order cannot change */
 	if ((j = json_loadb(body, len, JSON_DECODE_ANY, NULL)) != NULL) {
+		if (json_is_object(j))
+			ids_placed(j);
 		canon = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS |
 		    JSON_ENCODE_ANY);
 		json_decref(j);

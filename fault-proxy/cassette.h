@@ -13,7 +13,12 @@
  * The key of a request is a pure function of what it asks: 64-bit FNV-1a
  * over its method, its path (no query) and its body, a JSON body in
  * canonical form (keys sorted, no blanks), so two SDKs' spacing or key
- * order make one key; headers never count (the API key is one).
+ * order make one key; headers never count (the API key is one).  The ids
+ * of tool calls in its messages (OpenAI's tool_calls[].id and
+ * tool_call_id, Anthropic's tool_use id and tool_use_id) count as their
+ * places, tc1, tc2, ...: a model makes them up, so the same conversation
+ * carries other ids in every recording, and after every other reply a
+ * replay picks.
  *
  * Files: JSON, {"soak_cassette": 1, "entries": [{"key": "16 hex digits",
  * "method", "path", "what" (for people), "request" (the body, as JSON

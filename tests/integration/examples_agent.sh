@@ -28,7 +28,8 @@ expect_ge "failing seeds" 1 "$(jq '[.results[] | select(.verdict == "fail")] | l
 expect_eq "every failure is the double refund" "" "$(jq -r '.results[] | select(.verdict == "fail") | .invariants[].name' "$T/run/report.json" | grep -v 'at most one settled refund per dispute' || true)"
 seed=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/run/report.json")
 want=$(story "$T/run/failures/$seed/trace.jsonl")
-expect_match "seed $seed: a reply lost, and the model asked again" '"lost_reply".*"the refund failed",1' "$want"
+expect_match "seed $seed: the model, told the refund failed, asked again" '"the refund failed",1' "$want"
+expect_match "seed $seed: a reply the provider sent was lost" '"provider",[0-9]+,[0-9]+,"lost_reply"' "$want"
 
 phase "replayed by seed"
 soak_rc rc replay "$EX/soak.yaml" --seed "$seed" --keep --out "$T/rs" >"$T/rs.out" 2>&1

@@ -703,6 +703,33 @@ test_cassette(void **state)
 	assert_true(k == cassette_key("POST", "/v1/chat/completions", b, strlen(b)));
 	assert_true(k != cassette_key("POST", "/v1/messages", a, strlen(a)));
 	assert_true(k != cassette_key("POST", "/v1/chat/completions", a, strlen(a) - 3));
+	/* a tool call's id is its place: another model's ids, one request */
+	{
+		static const char	t1[] = "{\"messages\":[{\"role\":\"assistant\","
+		    "\"tool_calls\":[{\"id\":\"call_a\",\"function\":{\"name\":\"f\"}}]},"
+		    "{\"role\":\"tool\",\"tool_call_id\":\"call_a\",\"content\":\"ok\"}]}";
+		static const char	t2[] = "{\"messages\":[{\"role\":\"assistant\","
+		    "\"tool_calls\":[{\"id\":\"call_zz\",\"function\":{\"name\":\"f\"}}]},"
+		    "{\"role\":\"tool\",\"tool_call_id\":\"call_zz\",\"content\":\"ok\"}]}";
+		static const char	t3[] = "{\"messages\":[{\"role\":\"assistant\","
+		    "\"tool_calls\":[{\"id\":\"call_zz\",\"function\":{\"name\":\"f\"}}]},"
+		    "{\"role\":\"tool\",\"tool_call_id\":\"call_zz\",\"content\":\"error\"}]}";
+		static const char	a1[] = "{\"messages\":[{\"role\":\"assistant\",\"content\":"
+		    "[{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"f\",\"input\":{}}]},"
+		    "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+		    "\"tool_use_id\":\"toolu_1\",\"content\":\"ok\"}]}]}";
+		static const char	a2[] = "{\"messages\":[{\"role\":\"assistant\",\"content\":"
+		    "[{\"type\":\"tool_use\",\"id\":\"toolu_9\",\"name\":\"f\",\"input\":{}}]},"
+		    "{\"role\":\"user\",\"content\":[{\"type\":\"tool_result\","
+		    "\"tool_use_id\":\"toolu_9\",\"content\":\"ok\"}]}]}";
+
+		assert_true(cassette_key("POST", "/p", t1, strlen(t1)) ==
+		    cassette_key("POST", "/p", t2, strlen(t2)));
+		assert_true(cassette_key("POST", "/p", t2, strlen(t2)) !=
+		    cassette_key("POST", "/p", t3, strlen(t3)));
+		assert_true(cassette_key("POST", "/p", a1, strlen(a1)) ==
+		    cassette_key("POST", "/p", a2, strlen(a2)));
+	}
 	assert_non_null(mkdtemp(dir));
 	path = xasprintf("%s/c.json", dir);
 	part = xasprintf("%s/c.json.part-1", dir);
