@@ -63,7 +63,9 @@ echo "figures: replayed seeds 0..5 from a cassette of seeds 0..5: $verdicts"
 expect_ge "seeds the cassette answered whole" 1 "$(jq '[.results[] | select(.verdict != "infra")] | length' "$T/rep/report.json")"
 expect_eq "any other seed is infra/cassette, named" "" \
     "$(jq -r '.results[] | select(.verdict == "infra") | select(.reason != "cassette" or (.message | test("has no answer for POST /v1/chat/completions") | not)) | .seed' "$T/rep/report.json")"
-seed=$(jq '[.results[] | select(.verdict != "infra") | .seed] | min' "$T/rep/report.json")
+# the smallest seed the cassette failed, else the smallest it answered whole
+seed=$(jq '([.results[] | select(.verdict == "fail") | .seed] | min) //
+    ([.results[] | select(.verdict != "infra") | .seed] | min)' "$T/rep/report.json")
 v=$(jq -r ".results[] | select(.seed == $seed) | .verdict" "$T/rep/report.json")
 alts() { jq -c 'select(.model != null) | [.turn, .occ, .model, .alt]' "$1" | sort | tr -d '\n'; }
 for i in 1 2; do
