@@ -24,6 +24,7 @@
 #include "common/util.h"
 #include "fault-proxy/cassette.h"
 #include "fault-proxy/model.h"
+#include "fault-proxy/sse.h"
 
 static const char script_text[] =
     "# the refund agent's model\n"
@@ -780,6 +781,103 @@ test_cassette(void **state)
 	rm_rf(dir);
 }
 
+/* How many times needle occurs in hay[0..n). */
+static size_t
+count_of(const char *hay, size_t n, const char *needle)
+{
+	size_t		 c = 0, k = strlen(needle);
+	const char	*p = hay, *end = hay + n;
+
+	while ((p = memmem(p, (size_t)(end - p), needle, k)) != NULL) {
+		c++;
+		p += k;
+	}
+	return c;
+}
+
+/*
+ * Events counted on the wire (fault-proxy/sse.h): a stand-in's stream,
+ * chunked, in one piece, in pieces and a byte at a time, counts its
+ * events; a stop takes exactly the bytes through the stop-th event's
+ * blank line; a body that is not an event stream, or chunk framing that
+ * is not, is passed uncounted.
+ */
+static void
+test_sse(void **state)
+{
+	struct model_out	 o;
+	struct sse		 s;
+	char			*all, *body;
+	size_t			 i, n = 0, hlen, took, k;
+	static const char	 plain[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "text/event-stream\r\n\r\n";
+
+	(void)state;
+	render(openai_after, MODEL_API_OPENAI, 0, &o, 1, 0);
+	for (i = 0; i < o.n; i++)
+		n += o.len[i];
+	all = xcalloc(1, n + 1);
+	for (n = 0, i = 0; i < o.n; i++) {
+		memcpy(all + n, o.piece[i], o.len[i]);
+		n += o.len[i];
+	}
+	hlen = o.len[0];
+	body = all + hlen;
+	/* whole */
+	sse_begin(&s, all, hlen);
+	assert_true(s.stream && s.chunked);
+	assert_int_equal(sse_feed(&s, body, n - hlen, 0), n - hlen);
+	assert_int_equal(s.events, o.events);
+	/* a byte at a time */
+	sse_begin(&s, all, hlen);
+	for (i = 0; i < n - hlen; i++)
+		assert_int_equal(sse_feed(&s, body + i, 1, 0), 1);
+	assert_int_equal(s.events, o.events);
+	/* a stop after each k: the bytes through that event's end */
+	for (k = 1; k <= o.events; k++) {
+		sse_begin(&s, all, hlen);
+		took = 0;
+		for (i = 0; i < n - hlen; i += 7) {
+			size_t	piece = n - hlen - i < 7 ? n - hlen - i : 7;
+			size_t	t = sse_feed(&s, body + i, piece, (uint32_t)k);
+
+			took += t;
+			if (t < piece || s.events >= k)
+				break;
+		}
+		assert_int_equal(s.events, k);
+		assert_memory_equal(body + took - 2, "\n\n", 2);
+		assert_int_equal(count_of(body, took, "data: "), k);
+	}
+	model_out_free(&o);
+	free(all);
+	/* not chunked: CRLF line ends and a CR alone end lines too */
+	sse_begin(&s, plain, strlen(plain));
+	assert_false(s.chunked);
+	{
+		static const char	three[] = "data: a\r\n\r\ndata: b\r\rdata: c\n\n";
+
+		assert_int_equal(sse_feed(&s, three, strlen(three), 0), strlen(three));
+	}
+	assert_int_equal(s.events, 3);
+	/* not an event stream: nothing counted */
+	sse_begin(&s, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n",
+	    strlen("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"));
+	assert_int_equal(sse_feed(&s, "data: a\n\n", 10, 1), 10);
+	assert_int_equal(s.events, 0);
+	/* a chunk size that is not hex: the rest passes uncounted */
+	{
+		static const char	head[] = "HTTP/1.1 200 OK\r\nContent-Type: "
+		    "text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n";
+		static const char	bad[] = "zz\r\ndata: a\n\n";
+
+		sse_begin(&s, head, strlen(head));
+		assert_true(s.chunked);
+		assert_int_equal(sse_feed(&s, bad, strlen(bad), 1), strlen(bad));
+	}
+	assert_int_equal(s.events, 0);
+}
+
 int
 main(void)
 {
@@ -794,6 +892,7 @@ main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_cassette),
+		cmocka_unit_test(test_sse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
