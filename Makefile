@@ -10,7 +10,7 @@ WARN     = $(STD) -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototype
 	   $(if $(filter 1,$(WERROR)),-Werror)
 # Libraries with a pkg-config file come from pkg-config, and a missing one
 # stops the build with the fix; nng has none on Debian 12.
-PKGS     = libpq yaml-0.1 jansson libcurl libcrypto
+PKGS     = libpq yaml-0.1 jansson libcurl libssl libcrypto
 ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 ifneq ($(.SHELLSTATUS),0)

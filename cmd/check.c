@@ -35,6 +35,7 @@
 #include "common/regress.h"
 #include "common/soak.h"
 #include "common/util.h"
+#include "fault-proxy/proxy.h"
 #include "invariants/inv.h"
 #include "isolation/iso.h"
 #include "worker/env.h"
@@ -554,6 +555,82 @@ out:
 	free(w.keep_dir);
 }
 
+/*
+ * A proxy in front of a real model API (docs/models.md): the cassette a
+ * replaying one answers from, read as it reads it (how many keys); where
+ * a recording one writes; whether the key it puts in is here.
+ */
+static void
+check_model_api(struct check *k, size_t i)
+{
+	const struct cfg_proxy	*p = &k->cfg->proxies[i];
+	const struct cfg_mark	*m;
+	const char		*key;
+	char			 path[64], err[ERR_LEN];
+	size_t			 keys, replies;
+
+	if (p->replay != NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].replay", i);
+		if (proxy_cassette_check(p->replay, &keys, &replies, err) == -1) {
+			m = cfg_mark_find(k->cfg, path);
+			problem(k, false, path, m ? m->line : 0, m ? m->col : 0,
+			    "%s", err);
+			return;
+		}
+		chose(k, path, "cassette %s: %zu request key(s), %zu repl%s; a "
+		    "request it has no answer for makes the seed infra/cassette",
+		    p->replay, keys, replies, replies == 1 ? "y" : "ies");
+	}
+	if (p->record != NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].record", i);
+		chose(k, path, "each worker records the exchanges with %s into a "
+		    "part beside %s, merged into it after the run", p->upstream,
+		    p->record);
+	}
+	if (p->api_key_env != NULL && p->replay == NULL) {
+		snprintf(path, sizeof(path), "proxies[%zu].api_key_env", i);
+		key = getenv(p->api_key_env);
+		if (key == NULL || *key == '\0')
+			problem(k, true, path, 0, 0, "%s is not set here: a worker "
+			    "without it cannot start this proxy", p->api_key_env);
+	}
+}
+
+/*
+ * The model stand-ins' scripts (upstream: model:FILE): each read as the
+ * proxy reads it, a mistake told at its own FILE:LINE:COL (placed among
+ * the config's by the upstream's line), and what it holds.
+ */
+static void
+check_models(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	const struct cfg_mark	*m;
+	char			 key[64], err[ERR_LEN], env[160];
+	size_t			 i, np, na;
+
+	for (i = 0; i < cfg->nproxies; i++) {
+		check_model_api(k, i);
+		if (cfg->proxies[i].upstream_kind != CFG_UP_MODEL)
+			continue;
+		snprintf(key, sizeof(key), "proxies[%zu].upstream", i);
+		m = cfg_mark_find(cfg, key);
+		if (proxy_model_check(cfg->proxies[i].upstream, &np, &na,
+		    err) == -1) {
+			say(k, m ? m->line : 0, m ? m->col : 0, xstrdup(err));
+			k->nerr++;
+			continue;
+		}
+		env[0] = '\0';
+		if ((int)i == cfg->model_proxy)
+			snprintf(env, sizeof(env), "; a turn's OPENAI_BASE_URL and "
+			    "ANTHROPIC_BASE_URL name its own listener of proxy %s",
+			    cfg->proxies[i].name);
+		chose(k, key, "model script %s: %zu pattern(s), %zu "
+		    "alternative(s)%s", cfg->proxies[i].upstream, np, na, env);
+	}
+}
+
 /* Without --db: everything a run needs, every problem told. */
 /* The pinned plans (common/regress.h): each must be one the config runs. */
 static void
@@ -589,6 +666,8 @@ check_config(struct check *k)
 	check_db_plain(k);
 	tell(k);
 	say_db_proxy(k);
+	check_models(k);
+	tell(k);
 	if (k->nerr > 0) {
 		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,
 		    k->nwarn ? ", and warnings" : "");

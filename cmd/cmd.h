@@ -19,6 +19,7 @@ int	cmd_report(int argc, char **argv);	/* cmd/report.c */
 int	cmd_explore(int argc, char **argv);	/* cmd/explore.c */
 int	cmd_minimize(int argc, char **argv);	/* cmd/minimize.c */
 #include <stdbool.h>
+#include <stdio.h>
 
 struct auth_opts;
 struct bundle;
@@ -33,6 +34,12 @@ struct seed_result;
  */
 int	coordinator_bundle(const char *config, const struct cfg *cfg, const char *out,
 	    bool default_out, const struct auth_opts *auth, struct bundle *b);
+/*
+ * After a run or a replay: every recording proxy's cassette made whole
+ * from the parts its workers wrote (fault-proxy/proxy.h,
+ * proxy_cassette_merge), a line each on out.  cmd/run.c.
+ */
+void	cassettes_merge(const struct cfg *cfg, FILE *out);
 /* A failing result's fingerprint (heap; NULL for another verdict): the
  * coordinator's rule, for the worker's minimize leases. */
 char	*min_fingerprint(const struct cfg *cfg, const struct seed_result *res);

@@ -571,6 +571,7 @@ cmd_replay(int argc, char **argv)
 	schema = keep ? xstrdup(iso_schema(w.iso)) : NULL;
 	/* Services and the control connection go; the schema stays. */
 	wrk_close(&w, !keep);
+	cassettes_merge(&cfg, stdout);
 	if (keep)
 		replay_kept(&db, schema, o.shell);
 out:

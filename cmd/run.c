@@ -35,6 +35,7 @@
 #include "common/tlsconf.h"
 #include "common/units.h"
 #include "common/util.h"
+#include "fault-proxy/proxy.h"
 #include "common/verdict.h"
 #include "coordinator/coord.h"
 #include "coordinator/fingerprint.h"
@@ -1047,6 +1048,28 @@ run_start(struct runctx *r)
 	return 0;
 }
 
+void
+cassettes_merge(const struct cfg *cfg, FILE *out)
+{
+	char	err[ERR_LEN];
+	size_t	i, keys, replies;
+
+	for (i = 0; i < cfg->nproxies; i++) {
+		if (cfg->proxies[i].record == NULL)
+			continue;
+		if (proxy_cassette_merge(cfg->proxies[i].record, &keys, &replies,
+		    err) == -1)
+			fprintf(stderr, "soak: proxy %s: the recording was not "
+			    "merged: %s (its parts are still there)\n",
+			    cfg->proxies[i].name, err);
+		else
+			fprintf(out, "  cassette: %s holds %zu request key(s), %zu "
+			    "repl%s (proxy %s records; replay: it answers from it)\n",
+			    cfg->proxies[i].record, keys, replies, replies == 1 ?
+			    "y" : "ies", cfg->proxies[i].name);
+	}
+}
+
 /*
  * After the server's loop: the workers told and reaped, the journal
  * closed, report.json and junit.xml written, the summary printed, the
@@ -1075,6 +1098,8 @@ run_finish(struct runctx *r)
 		    "replaced (the restart limit: %d at once, then one a second)\n",
 		    r->died, r->replaced, RESPAWN_BURST(r->nkids));
 	meta->wall_ms = now_ms() - r->t0;
+	/* the workers are gone: their recordings' parts are whole */
+	cassettes_merge(&r->cfg, stdout);
 	if (journal_close(r->journal, err) == -1 && r->io_why == NULL)
 		log_warnx("%s", err);
 	r->journal = NULL;

@@ -915,10 +915,57 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	size_t		 i;
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
-		return fail_type(cx, n, key,
-		    "host:port, unix:PATH, service:NAME or database");
+		return fail_type(cx, n, key, "host:port, https://HOST, "
+		    "unix:PATH, service:NAME, database or model:FILE");
 	s = scalar(n);
 	quote_value(s, b, sizeof(b));
+	if (strncmp(s, "model:", 6) == 0) {
+		struct stat	st;
+
+		/* the script itself is read by soak check and the proxy */
+		if (s[6] == '\0')
+			return fail_at(cx, n, key, "%s names no model script", b);
+		px->upstream_kind = CFG_UP_MODEL;
+		px->upstream = resolve(cx, s + 6);
+		if (stat(px->upstream, &st) == -1)
+			return fail_at(cx, n, key, "%s: %s (looked at %s)", b,
+			    strerror(errno), px->upstream);
+		if (!S_ISREG(st.st_mode))
+			return fail_at(cx, n, key, "%s is not a regular file", b);
+		return 0;
+	}
+	if (strncmp(s, "https://", 8) == 0) {
+		const char	*h = s + 8, *end = h + strlen(h);
+
+		/* a model API's base: host and port, no path (docs/models.md) */
+		if (end > h && end[-1] == '/')
+			end--;
+		if (memchr(h, '/', (size_t)(end - h)) != NULL || end == h)
+			return fail_at(cx, n, key, "%s: an https upstream is "
+			    "https://HOST or https://HOST:PORT, with no path (the "
+			    "turns' SDKs send theirs)", b);
+		colon = memrchr(h, ':', (size_t)(end - h));
+		if (colon != NULL && colon > h && (colon[-1] == ']' || memchr(h, ':',
+		    (size_t)(colon - h)) == NULL)) {
+			if (dec_u64(colon + 1, end, 65535, (uint64_t *)&portno) ==
+			    -1 || portno < 1)
+				return fail_at(cx, n, key, "%s has no valid port "
+				    "(1..65535)", b);
+		} else {
+			colon = end;
+			portno = 443;
+		}
+		px->upstream_kind = CFG_UP_HOSTPORT;
+		px->tls = true;
+		px->tls_name = xasprintf("%.*s", (int)(colon - h), h);
+		if (px->tls_name[0] == '[') {	/* [::1]: the address itself */
+			memmove(px->tls_name, px->tls_name + 1, strlen(px->tls_name));
+			px->tls_name[strcspn(px->tls_name, "]")] = '\0';
+		}
+		px->upstream = xasprintf("%.*s:%lld", (int)(colon - h), h,
+		    (long long)portno);
+		return 0;
+	}
 	if (strcmp(s, "database") == 0) {
 		px->upstream_kind = CFG_UP_DATABASE;
 		px->upstream = xstrdup(s);
@@ -949,7 +996,8 @@ parse_upstream(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 	/* host:port; the last colon so "[::1]:5432" works. */
 	if ((colon = strrchr(s, ':')) == NULL || colon == s)
 		return fail_at(cx, n, key, "%s is not an upstream "
-		    "(use host:port, unix:PATH, service:NAME or database)", b);
+		    "(use host:port, https://HOST, unix:PATH, service:NAME, "
+		    "database or model:FILE)", b);
 	port = colon + 1;
 	if (parse_int(port, &portno) == -1 || portno < 1 || portno > 65535)
 		return fail_at(cx, n, key, "%s has no valid port (1..65535)", b);
@@ -1090,17 +1138,107 @@ parse_schedule(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	return rc;
 }
 
+/* A file a key names, resolved; it must be a regular file when must_exist. */
+static int
+get_file(struct cfg_ctx *cx, yaml_node_t *n, const char *key, bool must_exist,
+    char **out)
+{
+	char		b[QUOTE_LEN];
+	struct stat	st;
+
+	if (get_str(cx, n, key, 1, out) == -1)
+		return -1;
+	quote_value(*out, b, sizeof(b));
+	free(*out);
+	*out = resolve(cx, scalar(n));
+	if (!must_exist)
+		return 0;
+	if (stat(*out, &st) == -1)
+		return fail_at(cx, n, key, "%s: %s (looked at %s)", b,
+		    strerror(errno), *out);
+	if (!S_ISREG(st.st_mode))
+		return fail_at(cx, n, key, "%s is not a regular file", b);
+	return 0;
+}
+
+/*
+ * record, replay, tls_ca, api_key_env (docs/models.md): a model API's
+ * exchanges written to a cassette, or answered from one.  The key goes
+ * only over TLS; replay needs its cassette, record makes one; the two
+ * exclude each other and the stand-in.  v: the four values, in that order.
+ */
+static int
+parse_model_api(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
+    struct cfg_proxy *px, yaml_node_t **v)
+{
+	char		 path[CFG_KEY_LEN];
+	const char	*s;
+	size_t		 i;
+
+	key_join(path, prefix, "record");
+	if (v[0] && get_file(cx, v[0], path, false, &px->record) == -1)
+		return -1;
+	key_join(path, prefix, "replay");
+	if (v[1] && get_file(cx, v[1], path, true, &px->replay) == -1)
+		return -1;
+	if (v[0] && v[1])
+		return fail_at(cx, v[1], path, "a proxy records or replays, not "
+		    "both");
+	key_join(path, prefix, v[0] ? "record" : "replay");
+	if ((v[0] || v[1]) && px->upstream_kind == CFG_UP_MODEL)
+		return fail_at(cx, v[0] ? v[0] : v[1], path, "the stand-in "
+		    "(model:) answers by its script, nothing to record or "
+		    "replay");
+	if (v[0] || v[1]) {
+		if (px->protocol != CFG_PROTO_AUTO && px->protocol !=
+		    CFG_PROTO_HTTP) {
+			key_join(path, prefix, "protocol");
+			return fail_at(cx, map, path, "a proxy that records or "
+			    "replays speaks http");
+		}
+		px->protocol = CFG_PROTO_HTTP;
+	}
+	key_join(path, prefix, "tls_ca");
+	if (v[2]) {
+		if (get_file(cx, v[2], path, true, &px->tls_ca) == -1)
+			return -1;
+		if (!px->tls)
+			return fail_at(cx, v[2], path, "a CA for an upstream "
+			    "without TLS (use upstream: https://HOST)");
+	}
+	key_join(path, prefix, "api_key_env");
+	if (v[3]) {
+		if (get_str(cx, v[3], path, 1, &px->api_key_env) == -1)
+			return -1;
+		s = px->api_key_env;
+		for (i = 0; s[i]; i++)
+			if (!(s[i] == '_' || (s[i] >= 'A' && s[i] <= 'Z') ||
+			    (s[i] >= 'a' && s[i] <= 'z') || (i > 0 && s[i] >= '0' &&
+			    s[i] <= '9')))
+				return fail_at(cx, v[3], path, "the name of an "
+				    "environment variable ([A-Za-z_][A-Za-z0-9_]*), "
+				    "not its value");
+		/* the key goes to the upstream: never over plain text */
+		if (!px->tls)
+			return fail_at(cx, v[3], path, "a key goes to an https "
+			    "upstream only (upstream: https://HOST)");
+	}
+	return 0;
+}
+
 static int
 parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_proxy *px, yaml_node_t **name_node)
 {
-	static const char *const keys[] = { "name", "upstream", "protocol",
-	    "faults", "schedule" };
+	enum { NAME, UPSTREAM, PROTOCOL, FAULTS, SCHEDULE, RECORD, REPLAY,
+	    TLS_CA, KEY_ENV, NKEYS };
+	static const char *const keys[NKEYS] = { "name", "upstream", "protocol",
+	    "faults", "schedule", "record", "replay", "tls_ca", "api_key_env" };
 	static const char *const protos[] = { "auto", "http", "tcp",
 	    "postgres" };
 	static const enum cfg_protocol proto_vals[] = { CFG_PROTO_AUTO,
 	    CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
-	yaml_node_t	*v[nitems(keys)];
+	yaml_node_t	*v[NKEYS];
 	char		 path[CFG_KEY_LEN];
 	int		 proto = 0;
 
@@ -1127,13 +1265,21 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 			return -1;
 		px->protocol = proto_vals[proto];
 	}
+	/* the model APIs are HTTP: a stand-in frames its exchanges so */
+	if (px->upstream_kind == CFG_UP_MODEL) {
+		if (px->protocol != CFG_PROTO_AUTO &&
+		    px->protocol != CFG_PROTO_HTTP)
+			return fail_at(cx, v[2], path, "a model upstream speaks "
+			    "http, not %s", scalar(v[2]));
+		px->protocol = CFG_PROTO_HTTP;
+	}
 	key_join(path, prefix, "faults");
 	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
 		return -1;
 	key_join(path, prefix, "schedule");
 	if (v[4] && parse_schedule(cx, v[4], path, &px->schedule) == -1)
 		return -1;
-	return 0;
+	return parse_model_api(cx, map, prefix, px, v + RECORD);
 }
 
 static int
@@ -1175,9 +1321,14 @@ resolve_db_proxy(struct cfg_ctx *cx, bool proxies_bad)
 	int		 none_named = -1;
 
 	cfg->db_proxy = -1;
+	cfg->model_proxy = -1;
 	for (i = 0; i < cfg->nproxies; i++) {
 		const struct cfg_proxy	*p = &cfg->proxies[i];
 
+		if (p->name != NULL && cfg->model_proxy == -1 &&
+		    (p->upstream_kind == CFG_UP_MODEL || p->record != NULL ||
+		    p->replay != NULL))
+			cfg->model_proxy = (int)i;
 		if (p->name == NULL || p->upstream_kind != CFG_UP_DATABASE)
 			continue;
 		if (cfg->db_proxy == -1)
@@ -1605,6 +1756,7 @@ set_defaults(struct cfg *cfg)
 	cfg->confirm = true;
 	cfg->db_reset = CFG_RESET_RECREATE;
 	cfg->db_proxy = -1;
+	cfg->model_proxy = -1;
 	cfg->setup_timeout_ms = 30 * 1000;
 	cfg->turn_timeout_ms = 30 * 1000;
 	cfg->invariant_timeout_ms = 10 * 1000;
@@ -1717,34 +1869,46 @@ yaml_explain(const yaml_parser_t *p, const char *text, size_t len,
  * Reader errors (bad UTF-8, control bytes) carry only a byte offset, so we
  * count lines to it.
  */
-static int
-fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
+void
+cfg_yaml_problem(const struct yaml_parser_s *parser, const char *file,
+    const char *text, size_t len, char *out, size_t size)
 {
 	const char	*problem = parser->problem ? parser->problem : "cannot parse";
 	char		 buf[ERR_LEN];
 	size_t		 line, col, i;
 
-	if (parser->error == YAML_MEMORY_ERROR)
-		return fail_msg(cx, "%s: YAML: out of memory", cx->file);
+	if (parser->error == YAML_MEMORY_ERROR) {
+		snprintf(out, size, "%s: YAML: out of memory", file);
+		return;
+	}
 	line = parser->problem_mark.line + 1;
 	col = parser->problem_mark.column + 1;
 	if (parser->error == YAML_READER_ERROR) {
 		line = col = 1;
-		for (i = 0; i < parser->problem_offset &&
-		    i < cx->cfg->text_len; i++) {
-			if (cx->cfg->text[i] == '\n') {
+		for (i = 0; i < parser->problem_offset && i < len; i++) {
+			if (text[i] == '\n') {
 				line++;
 				col = 1;
-			} else if (((unsigned char)cx->cfg->text[i] & 0xc0) != 0x80)
+			} else if (((unsigned char)text[i] & 0xc0) != 0x80)
 				col++;
 		}
 		problem = strstr(problem, "control characters") ? "a control "
 		    "character: only tabs and line breaks may stand in the text" :
 		    "bytes that are not UTF-8 text: save the file as UTF-8";
 	} else
-		problem = yaml_explain(parser, cx->cfg->text, cx->cfg->text_len,
-		    &line, &col, buf, sizeof(buf));
-	return fail_msg(cx, "%s:%zu:%zu: YAML: %s", cx->file, line, col, problem);
+		problem = yaml_explain(parser, text, len, &line, &col, buf,
+		    sizeof(buf));
+	snprintf(out, size, "%s:%zu:%zu: YAML: %s", file, line, col, problem);
+}
+
+static int
+fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
+{
+	char	msg[CFG_MSG_LEN];
+
+	cfg_yaml_problem(parser, cx->file, cx->cfg->text, cx->cfg->text_len,
+	    msg, sizeof(msg));
+	return fail_msg(cx, "%s", msg);
 }
 
 /*
@@ -1756,8 +1920,9 @@ fail_yaml(struct cfg_ctx *cx, const yaml_parser_t *parser)
  * at the first alias, 0 when there is none.  For text yaml_parser_load
  * took: composing shares the aliased node, so that much is cheap.
  */
-static int
-refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
+int
+cfg_yaml_aliases(const char *file, const char *text, size_t len, char *out,
+    size_t size)
 {
 	yaml_parser_t	p;
 	yaml_event_t	ev;
@@ -1768,12 +1933,13 @@ refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
 	yaml_parser_set_input_string(&p, (const unsigned char *)text, len);
 	while (!done && yaml_parser_parse(&p, &ev)) {
 		if (ev.type == YAML_ALIAS_EVENT) {
-			rc = fail_msg(cx, "%s:%zu:%zu: YAML: an alias (*%s): soak "
-			    "does not expand aliases (a few nested ones make a "
-			    "small file gigabytes); write the value out, or quote "
-			    "a value that starts with \"*\"", cx->file,
+			snprintf(out, size, "%s:%zu:%zu: YAML: an alias (*%s): "
+			    "soak does not expand aliases (a few nested ones make "
+			    "a small file gigabytes); write the value out, or "
+			    "quote a value that starts with \"*\"", file,
 			    ev.start_mark.line + 1, ev.start_mark.column + 1,
 			    (const char *)ev.data.alias.anchor);
+			rc = -1;
 			done = 1;
 		}
 		if (ev.type == YAML_STREAM_END_EVENT)
@@ -1782,6 +1948,16 @@ refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
 	}
 	yaml_parser_delete(&p);
 	return rc;
+}
+
+static int
+refuse_aliases(struct cfg_ctx *cx, const char *text, size_t len)
+{
+	char	msg[CFG_MSG_LEN];
+
+	if (cfg_yaml_aliases(cx->file, text, len, msg, sizeof(msg)) == 0)
+		return 0;
+	return fail_msg(cx, "%s", msg);
 }
 
 /* The line and column a message names after "path:", 0 when none. */
@@ -2023,6 +2199,11 @@ cfg_free(struct cfg *cfg)
 		free(cfg->proxies[i].name);
 		free(cfg->proxies[i].upstream);
 		free(cfg->proxies[i].faults.match);
+		free(cfg->proxies[i].tls_name);
+		free(cfg->proxies[i].tls_ca);
+		free(cfg->proxies[i].api_key_env);
+		free(cfg->proxies[i].record);
+		free(cfg->proxies[i].replay);
 	}
 	free(cfg->proxies);
 	strv_free(cfg->setup);

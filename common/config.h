@@ -35,7 +35,10 @@ enum cfg_reset	{ CFG_RESET_RECREATE, CFG_RESET_TRUNCATE };
 enum cfg_ready	{ CFG_READY_NONE, CFG_READY_TCP };
 /* Who binds a service's port: the service (SOAK_PORT) or soak (LISTEN_FDS). */
 enum cfg_listen	{ CFG_LISTEN_PORT, CFG_LISTEN_SOCKET };
-enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE };
+/* CFG_UP_MODEL: model:FILE, the model stand-in (docs/models.md), answered
+ * by the proxy itself from the script FILE, nothing dialled. */
+enum cfg_upstream { CFG_UP_HOSTPORT, CFG_UP_UNIX, CFG_UP_SERVICE, CFG_UP_DATABASE,
+		    CFG_UP_MODEL };
 enum cfg_protocol { CFG_PROTO_AUTO, CFG_PROTO_HTTP, CFG_PROTO_TCP, CFG_PROTO_POSTGRES };
 
 /* Direction index for per-direction stream faults. */
@@ -93,10 +96,28 @@ struct cfg_schedule {
 struct cfg_proxy {
 	char			*name;		/* [A-Za-z0-9_]+ ; env SOAK_PROXY_<NAME upper> */
 	enum cfg_upstream	 upstream_kind;
-	char			*upstream;	/* "host:port", unix path (resolved), or service name */
+	char			*upstream;	/* "host:port", unix path (resolved), service name,
+						   or the model script's path (resolved) */
 	enum cfg_protocol	 protocol;	/* default auto */
 	struct cfg_faults	 faults;
 	struct cfg_schedule	 schedule;
+	/*
+	 * A real model API behind it (docs/models.md "Record once, replay by
+	 * seed"): upstream: https://HOST[:PORT] is host:port (443 by default)
+	 * with tls set and tls_name HOST (SNI and the certificate's name,
+	 * checked against the system's CAs, or tls_ca's: a PEM file,
+	 * resolved).  api_key_env names the variable of soak's own
+	 * environment whose value the proxy puts in each request in place of
+	 * the turn's dummy key (https only).  record: the cassette it writes
+	 * (each worker a part, merged after the run); replay: the cassette
+	 * it answers from, nothing dialled.  Paths resolved; NULL: none.
+	 */
+	bool			 tls;
+	char			*tls_name;
+	char			*tls_ca;
+	char			*api_key_env;
+	char			*record;
+	char			*replay;
 };
 
 struct cfg_invariant {
@@ -180,6 +201,13 @@ struct cfg {
 	 */
 	int			  db_proxy;
 	bool			  db_proxy_named;	/* database.proxy was given */
+	/*
+	 * The proxy whose listener a turn's OPENAI_BASE_URL and
+	 * ANTHROPIC_BASE_URL name (worker/env.h, docs/models.md): the first
+	 * in file order with a model upstream, record or replay, -1 when
+	 * there is none.
+	 */
+	int			  model_proxy;
 
 	struct cfg_service	 *services;
 	size_t			  nservices;
@@ -291,6 +319,19 @@ char	*cfg_text_redact(const char *text, size_t len, size_t *lenp);
  */
 #define CFG_HASH_LEN	17
 void	cfg_hash_hex(const struct cfg *cfg, char out[CFG_HASH_LEN]);
+
+/*
+ * For the other YAML files soak reads (fault-proxy/model.h's scripts), in
+ * this loader's words: cfg_yaml_problem says what libyaml's parser p met
+ * as "FILE:LINE:COL: YAML: what you did" (a tab in the indentation, a
+ * quote never closed); cfg_yaml_aliases: 0, or -1 with out naming the
+ * first alias (refused, as here: a few nested ones cost gigabytes).
+ */
+struct yaml_parser_s;
+void	cfg_yaml_problem(const struct yaml_parser_s *p, const char *file,
+	    const char *text, size_t len, char *out, size_t size);
+int	cfg_yaml_aliases(const char *file, const char *text, size_t len,
+	    char *out, size_t size);
 
 /* The mark of key's value, or NULL when the file does not hold key. */
 const struct cfg_mark	*cfg_mark_find(const struct cfg *cfg, const char *key);

@@ -123,7 +123,7 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
     struct plan_fault_rec *f)
 {
 	const char	*name = json_string_value(json_object_get(o, "fault"));
-	json_t		*lat = json_object_get(o, "latency_ms");
+	json_t		*lat = json_object_get(o, "latency_ms"), *rep;
 	char		 q[320];
 	int		 v;
 
@@ -151,8 +151,14 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	    json_integer_value(lat) > 3600000))
 		return bad(r, q, "not an integer of 0..3600000");
 	f->latency_ms = lat != NULL ? json_integer_value(lat) : 0;
-	if (f->fault == PLAN_NONE && f->latency_ms == 0)
-		return bad(r, path, "neither a fault nor a latency");
+	snprintf(q, sizeof(q), "%s.reply", path);
+	if ((rep = json_object_get(o, "reply")) != NULL &&
+	    (!json_is_integer(rep) || json_integer_value(rep) < 0 ||
+	    json_integer_value(rep) > 1000 || f->fault == PLAN_BLACKHOLE))
+		return bad(r, q, "not an integer of 0..1000 (an exchange's reply)");
+	f->reply = rep != NULL ? (uint32_t)json_integer_value(rep) : 0;
+	if (f->fault == PLAN_NONE && f->latency_ms == 0 && f->reply == 0)
+		return bad(r, path, "neither a fault, a latency nor a reply");
 	f->what = opt_str(o, "what");
 	return 0;
 }
@@ -442,6 +448,8 @@ proxy_json(const struct plan_proxy *x)
 		if (f->latency_ms > 0)
 			json_object_set_new(e, "latency_ms",
 			    json_integer(f->latency_ms));
+		if (f->reply > 0)
+			json_object_set_new(e, "reply", json_integer(f->reply));
 		json_array_append_new(fa, e);
 	}
 	for (i = 0; i < x->nsteps; i++) {
@@ -615,12 +623,13 @@ static int
 trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 {
 	struct trace_line	 l;
-	const char		*what;
+	const char		*what, *model;
 	struct plan_proxy	*x;
 	struct plan_fault_rec	 f;
 	struct tstep		*t;
 	enum plan_fault		 k = PLAN_NONE;
 	char			 why[ERR_LEN];
+	json_int_t		 alt = json_integer_value(json_object_get(o, "alt"));
 
 	if (trace_line_parse(o, &l, why) == -1)
 		return errf(err, "line %d: %s", line, why);
@@ -641,10 +650,15 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	if (!l.keyed)
 		return 0;	/* an exchange not keyed: never planned */
 	x = proxy_of(p, l.proxy);
-	if (l.key != 0 && (k != PLAN_NONE || l.latency_ms > 0)) {
+	if (alt < 0 || alt > 1000)
+		alt = 0;
+	if (l.key != 0 && (k != PLAN_NONE || l.latency_ms > 0 || alt > 0)) {
+		/* a stand-in's answer says which pattern it was, for people */
+		model = json_string_value(json_object_get(o, "model"));
 		f = (struct plan_fault_rec){ .round = l.round, .turn = l.turn,
 		    .key = l.key, .occ = l.occ, .fault = k, .latency_ms = l.latency_ms,
-		    .what = what ? xstrdup(what) : NULL };
+		    .reply = (uint32_t)alt, .what = what == NULL ? NULL : model ?
+		    xasprintf("%s: %s", what, model) : xstrdup(what) };
 		add_fault(x, &f);
 	}
 	if (l.step == 0)

@@ -43,6 +43,12 @@ struct plan_fault_rec {
 	uint32_t	 occ;		/* PLAN_BLACKHOLE: the connection */
 	enum plan_fault	 fault;
 	int64_t		 latency_ms;
+	/*
+	 * A model stand-in's answer to the exchange (docs/models.md): its
+	 * script's alternative `reply` of the pattern the request matches;
+	 * 0, the first, is what an exchange the plan does not name gets.
+	 */
+	uint32_t	 reply;
 	char		*what;		/* for people; NULL */
 	bool		 used;		/* a replay: it was applied */
 };

@@ -24,6 +24,7 @@ static const struct {
 	[REASON_WORKER_LOST] =	{ "worker-lost", VERDICT_INFRA,	"the worker died mid-seed" },
 	[REASON_DIVERGED] =	{ "diverged",	VERDICT_INFRA,	"a plan's next step could not come" },
 	[REASON_PLAN] =		{ "plan",	VERDICT_INFRA,	"the worker's copy of a regression is not the lease's" },
+	[REASON_CASSETTE] =	{ "cassette",	VERDICT_INFRA,	"a model request its cassette has no answer for" },
 };
 
 const char *

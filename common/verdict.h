@@ -36,6 +36,9 @@ enum reason {
 				   the seed cannot test it */
 	REASON_PLAN,		/* a regression's plan the worker has is not
 				   the lease's (its hash), or is not there */
+	REASON_CASSETTE,	/* a replaying proxy met a model request its
+				   cassette has no answer for (docs/models.md):
+				   never passed on to the real API */
 	REASON_MAX
 };
 

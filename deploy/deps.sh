@@ -28,6 +28,18 @@ NPM_CMD=action-validator
 # Debian (Debian 12's kubernetes-client is 1.20, its kustomize too old for the
 # overlays).  deploy/k8s/test/image.sh (make test-image) needs podman, runc and
 # debootstrap (Debian's): add "podman runc debootstrap" here if CI runs it.
+# The example agent's SDK (examples/agent, make test's examples_agent*):
+# npm's openai at the version examples/agent/package.json pins, into that
+# folder (no lock file, nothing global); any user may install it.
+AGENT_DIR=$(cd "$(dirname "$0")/../examples/agent" && pwd)
+AGENT_SDK=$(sed -n 's/.*"openai": "\([0-9.]*\)".*/\1/p' "$AGENT_DIR/package.json")
+agent_sdk() {
+	have=$(node -p "require('$AGENT_DIR/node_modules/openai/package.json').version" 2>/dev/null)
+	[ "$have" = "$AGENT_SDK" ] && return 0
+	command -v npm >/dev/null 2>&1 || return 1
+	echo "make deps: installing openai@$AGENT_SDK from npm into $AGENT_DIR"
+	(cd "$AGENT_DIR" && npm install --no-package-lock --no-fund --no-audit) || return 1
+}
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=
@@ -43,6 +55,7 @@ missing=${missing# }
 npm_missing=
 command -v "$NPM_CMD" >/dev/null 2>&1 || npm_missing=$NPM_PKGS
 if [ -z "$missing" ] && [ -z "$npm_missing" ]; then
+	agent_sdk || { echo "make deps: could not install the example agent's SDK into $AGENT_DIR"; exit 1; }
 	echo "make deps: the $(echo $PKGS | wc -w) Debian packages and the npm tools soak needs are installed; nothing to do"
 	exit 0
 fi
@@ -64,3 +77,4 @@ if [ -n "$npm_missing" ]; then
 	echo "make deps: installing from npm $npm_missing"
 	npm install -g --no-fund --no-audit $npm_missing || exit 1
 fi
+agent_sdk || exit 1

@@ -152,6 +152,7 @@ px_conn_close(struct conn *c, enum px_close why)
 		if (c->pid_told > 0)
 			gate_backend_gone(c->l->gate, c->pid_told);
 	}
+	px_local_detach(c);
 	px_ep_close(ps->epfd, &c->cep, rst);
 	px_ep_close(ps->epfd, &c->uep, rst);
 	set_state(c, CS_CLOSED);
@@ -172,6 +173,16 @@ conn_dial(struct conn *c)
 	struct listener	*l = c->l;
 	int		 fd;
 
+	if (px_answered_inside(l)) {
+		/* the stand-in, a cassette or a bridge: connected at once, nothing dialled */
+		if ((fd = px_local_pair(l, c, NULL)) == -1) {
+			px_conn_close(c, PXC_NO_MEMORY);
+			return;
+		}
+		c->uep = (struct ep){ EP_UPSTREAM, c, fd, 0 };
+		set_state(c, CS_REQUEST);
+		return;
+	}
 	if ((fd = socket(l->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0)) == -1) {
 		log_warn("%s: socket", __func__);

@@ -60,11 +60,13 @@ px_dup_start(struct conn *c)
 		    c->l->turn, c->no, c->rec.exchange, PROXY_HELLO_CAP);
 		return;
 	}
-	if ((fd = socket(c->l->up_addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0)) == -1) {
+	if (px_answered_inside(c->l))
+		fd = px_local_pair(c->l, NULL, &c->rec);	/* the stand-in */
+	else if ((fd = socket(c->l->up_addr.ss_family, SOCK_STREAM |
+	    SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
 		log_warn("%s: socket", __func__);
+	if (fd == -1)
 		return;
-	}
 	d = xcalloc(1, sizeof(*d));
 	ps->live++;
 	d->ps = ps;
@@ -99,14 +101,16 @@ px_dup_start(struct conn *c)
 	if (ps->dups)
 		ps->dups->prev = d;
 	ps->dups = d;
-	if (connect(fd, (struct sockaddr *)&c->l->up_addr, c->l->up_len) == 0)
+	if (px_answered_inside(c->l))
+		d->connected = true;
+	else if (connect(fd, (struct sockaddr *)&c->l->up_addr, c->l->up_len) == 0)
 		d->connected = true;
 	else if (errno != EINPROGRESS) {
 		log_warn("%s: connect duplicate to %s", __func__, c->l->upstream);
 		px_dup_free(d);
 		return;
 	}
-	if (c->l->up_addr.ss_family != AF_UNIX)
+	if (!px_answered_inside(c->l) && c->l->up_addr.ss_family != AF_UNIX)
 		px_set_nodelay(fd);
 	px_ep_set(ps->epfd, &d->ep, EPOLLOUT);
 }

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <regex.h>
@@ -25,6 +26,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "fault-proxy/cassette.h"
 #include "fault-proxy/engine_int.h"
 
 #define MAX_EVENTS	64
@@ -87,6 +89,7 @@ loop_timeout(struct proxy_set *ps)
 {
 	struct conn	*c;
 	struct dup	*d;
+	struct local	*lo;
 	size_t		 i;
 	int64_t		 now = now_ms(), next = -1, t;
 	int		 dir;
@@ -99,6 +102,8 @@ loop_timeout(struct proxy_set *ps)
 	}
 	for (d = ps->dups; d != NULL; d = d->next)
 		CONSIDER(d->deadline);
+	for (lo = ps->locals; lo != NULL; lo = lo->next)
+		CONSIDER(lo->next_at);
 	for (i = 0; i < ps->nls; i++)
 		CONSIDER(ps->ls[i].backoff_until);
 	for (i = 0; i < ps->ngates; i++)
@@ -114,6 +119,7 @@ loop_timers(struct proxy_set *ps)
 {
 	struct conn	*c, *cn;
 	struct dup	*d, *dn;
+	struct local	*lo, *lon;
 	size_t		 i;
 	int64_t		 now = now_ms();
 
@@ -123,6 +129,11 @@ loop_timers(struct proxy_set *ps)
 		    (c->next_write[0] && c->next_write[0] <= now) ||
 		    (c->next_write[1] && c->next_write[1] <= now))
 			px_conn_timer(c);
+	}
+	for (lo = ps->locals; lo != NULL; lo = lon) {
+		lon = lo->next;
+		if (lo->next_at && lo->next_at <= now)
+			px_local_timer(lo);
 	}
 	for (d = ps->dups; d != NULL; d = dn) {
 		dn = d->next;
@@ -277,6 +288,12 @@ loop_main(void *arg)
 			case EP_DUP:
 				px_dup_event(e->owner, evs[i].events);
 				break;
+			case EP_LOCAL:
+				px_local_event(e->owner, evs[i].events);
+				break;
+			case EP_BRIDGE:
+				px_local_bridged(e->owner);
+				break;
 			case EP_SIDE:
 				gate_side_event(e->owner, evs[i].events, now_ms());
 				break;
@@ -305,6 +322,115 @@ name_ok(const char *s)
 		    (*s >= '0' && *s <= '9') || *s == '_'))
 			return false;
 	return true;
+}
+
+/*
+ * The stand-in's script of a listener whose upstream is model:PATH: one
+ * load per proxy, shared by its turns' listeners (the set's listeners of
+ * one proxy index are opened one after another).
+ */
+static int
+model_load(struct listener *l, const struct proxy_listen *pl, char *err)
+{
+	struct proxy_set	*ps = l->ps;
+	char			 why[ERR_LEN];
+	size_t			 i;
+
+	for (i = 0; i < ps->nls && &ps->ls[i] != l; i++)
+		if (ps->ls[i].proxy == pl->proxy && ps->ls[i].model != NULL) {
+			l->model = ps->ls[i].model;
+			return 0;
+		}
+	l->model = xcalloc(1, sizeof(*l->model));
+	l->model_owner = true;
+	if (model_script_load(pl->upstream + 6, l->model, why) == -1)
+		return errf(err, "proxy %s: %s", pl->name, why);
+	return 0;
+}
+
+/* A replaying listener's cassette: one load per proxy, as model_load. */
+static int
+cassette_open(struct listener *l, const struct proxy_listen *pl, char *err)
+{
+	struct proxy_set	*ps = l->ps;
+	char			 why[ERR_LEN];
+	size_t			 i;
+
+	for (i = 0; i < ps->nls && &ps->ls[i] != l; i++)
+		if (ps->ls[i].proxy == pl->proxy && ps->ls[i].cassette != NULL) {
+			l->cassette = ps->ls[i].cassette;
+			return 0;
+		}
+	l->cassette = xcalloc(1, sizeof(*l->cassette));
+	l->cassette_owner = true;
+	if (cassette_load(pl->replay, l->cassette, why) == -1)
+		return errf(err, "proxy %s: %s", pl->name, why);
+	return 0;
+}
+
+/*
+ * A listener in front of a real model API: its bridge's base URL (TLS by
+ * https://, to the name SNI and the certificate check use), CA and key.
+ */
+static int
+bridge_open(struct listener *l, const struct proxy_listen *pl, char *err)
+{
+	struct bridge_conf	*bc;
+
+	if (strncmp(pl->upstream, "unix:", 5) == 0)
+		return errf(err, "proxy %s: a recording proxy reaches its upstream "
+		    "over TCP, not a unix socket", pl->name);
+	bc = l->bridge = xcalloc(1, sizeof(*l->bridge));
+	bc->base = xasprintf("%s://%s", pl->tls ? "https" : "http",
+	    pl->upstream);
+	bc->ca = xstrdup(pl->tls_ca);
+	bc->key = xstrdup(pl->api_key);
+	bc->record = pl->record != NULL;
+	l->record = xstrdup(pl->record);
+	return 0;
+}
+
+/* A recording listener's exchanges, appended to this process's part. */
+static void
+tape_write(struct listener *l)
+{
+	char	*part, err[ERR_LEN];
+	size_t	 i;
+	int	 fd;
+
+	if (l->record == NULL || l->ntape == 0)
+		return;
+	part = xasprintf("%s.part-%ld", l->record, (long)getpid());
+	if ((fd = open(part, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+	    0644)) == -1) {
+		errf(err, "%s: %s", part, strerror(errno));
+		log_warnx("proxy %s: %zu recorded exchange(s) lost: %s", l->name,
+		    l->ntape, err);
+		free(part);
+		return;
+	}
+	/* a line a write: parts of one file from several seeds never mix */
+	for (i = 0; i < l->ntape; i++)
+		if (write(fd, l->tape[i], strlen(l->tape[i])) !=
+		    (ssize_t)strlen(l->tape[i]))
+			log_warn("proxy %s: %s", l->name, part);
+	close(fd);
+	free(part);
+}
+
+int
+proxy_set_missed(struct proxy_set *ps, char *buf, size_t len)
+{
+	int	rc;
+
+	if (ps == NULL)
+		return 0;
+	pthread_mutex_lock(&ps->mu);
+	rc = ps->missed[0] != '\0';
+	if (rc)
+		snprintf(buf, len, "%s", ps->missed);
+	pthread_mutex_unlock(&ps->mu);
+	return rc;
 }
 
 static int
@@ -343,7 +469,17 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 		}
 		l->has_re = true;
 	}
-	if (px_parse_addr(pl->upstream, &l->up_addr, &l->up_len, err) == -1)
+	if (pl->replay != NULL) {
+		if (cassette_open(l, pl, err) == -1)
+			return -1;
+	} else if (strncmp(pl->upstream, "model:", 6) == 0) {
+		if (model_load(l, pl, err) == -1)
+			return -1;
+	} else if (pl->record != NULL || pl->tls) {
+		if (bridge_open(l, pl, err) == -1)
+			return -1;
+	} else if (px_parse_addr(pl->upstream, &l->up_addr, &l->up_len,
+	    err) == -1)
 		return -1;
 	if (px_parse_addr(pl->listen, &ss, &sl, err) == -1)
 		return -1;
@@ -505,12 +641,28 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 {
 	struct proxy_listen	*pl = NULL;
 	struct proxy_set	*ps = NULL;
+	const char		**keys;
 	size_t			 i, n;
 	int			 t;
 
 	if (turns < 0 || (cfg->nproxies > 0 && turns == 0)) {
 		errf(err, "proxy_set_open_cfg: bad turn count %d", turns);
 		return NULL;
+	}
+	/* the real API keys, from this process's environment (never a turn's) */
+	keys = xcalloc(cfg->nproxies + 1, sizeof(*keys));
+	for (i = 0; i < cfg->nproxies; i++) {
+		const char	*env = cfg->proxies[i].api_key_env;
+
+		if (env == NULL || cfg->proxies[i].replay != NULL)
+			continue;
+		if ((keys[i] = getenv(env)) == NULL || *keys[i] == '\0') {
+			errf(err, "proxy %s: api_key_env: %s is not set in soak's "
+			    "environment (the key the proxy puts in each request)",
+			    cfg->proxies[i].name, env);
+			free(keys);
+			return NULL;
+		}
 	}
 	n = cfg->nproxies * (size_t)turns;
 	pl = xcalloc(n ? n : 1, sizeof(*pl));
@@ -531,6 +683,12 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->planned = plan != NULL;
 			p->plan = plan_proxy(plan, cfg->proxies[i].name);
 			p->then_seed = then_seed;
+			p->replay = cfg->proxies[i].replay;
+			p->record = cfg->proxies[i].record;
+			p->tls = cfg->proxies[i].tls;
+			p->tls_name = cfg->proxies[i].tls_name;
+			p->tls_ca = cfg->proxies[i].tls_ca;
+			p->api_key = keys[i];
 		}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
@@ -538,6 +696,7 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 		ps->plan = plan;
 	}
 	free(pl);
+	free(keys);
 	return ps;
 }
 
@@ -587,7 +746,7 @@ proxy_set_close(struct proxy_set *ps)
 {
 	struct conn	*c;
 	uint64_t	 one = 1;
-	size_t		 i;
+	size_t		 i, j;
 
 	if (ps == NULL)
 		return;
@@ -606,6 +765,8 @@ proxy_set_close(struct proxy_set *ps)
 	}
 	while (ps->dups != NULL)
 		px_dup_free(ps->dups);
+	while (ps->locals != NULL)
+		px_local_free(ps->locals);
 	px_trace_write(ps);	/* records point at the listeners' names */
 	for (i = 0; i < ps->nls; i++) {
 		px_ep_close(ps->epfd, &ps->ls[i].ep, false);
@@ -613,6 +774,28 @@ proxy_set_close(struct proxy_set *ps)
 		free(ps->ls[i].upstream);
 		free(ps->ls[i].occ_keys);
 		free(ps->ls[i].occ_next);
+		if (ps->ls[i].model_owner) {
+			model_script_free(ps->ls[i].model);
+			free(ps->ls[i].model);
+		}
+		if (ps->ls[i].cassette_owner) {
+			cassette_free(ps->ls[i].cassette);
+			free(ps->ls[i].cassette);
+		}
+		tape_write(&ps->ls[i]);
+		for (j = 0; j < ps->ls[i].ntape; j++)
+			free(ps->ls[i].tape[j]);
+		free(ps->ls[i].tape);
+		free(ps->ls[i].record);
+		if (ps->ls[i].bridge != NULL) {
+			free(ps->ls[i].bridge->base);
+			free(ps->ls[i].bridge->ca);
+			if (ps->ls[i].bridge->key != NULL)
+				explicit_bzero(ps->ls[i].bridge->key,
+				    strlen(ps->ls[i].bridge->key));
+			free(ps->ls[i].bridge->key);
+			free(ps->ls[i].bridge);
+		}
 		if (ps->ls[i].has_re)
 			regfree(&ps->ls[i].re);
 	}

@@ -1,10 +1,12 @@
 /*
  * Private to the proxy engine: engine.c (the set, its listeners and its
- * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery)
- * and trace.c (the fault trace).  The public face is proxy.h; gate.h is
- * the scheduler's, io.h the ground floor's.  Calls go one way: engine.c
- * -> conn.c -> dup.c, gate.c, trace.c -> io.c (and engine.c -> gate.c,
- * gate_side.c; gate.c -> gate_side.c).
+ * loop), conn.c (a connection's exchanges), dup.c (duplicate delivery),
+ * local.c (an upstream answered inside: the model stand-in) and trace.c
+ * (the fault trace).  The public face is proxy.h; gate.h is the
+ * scheduler's, io.h the ground floor's, model.h the stand-in's pure half.
+ * Calls go one way: engine.c -> conn.c -> dup.c, gate.c, trace.c, local.c
+ * -> model.c, io.c (and engine.c -> gate.c, gate_side.c, local.c; dup.c ->
+ * local.c; gate.c -> gate_side.c).
  */
 #ifndef SOAK_PROXY_ENGINE_INT_H
 #define SOAK_PROXY_ENGINE_INT_H
@@ -22,8 +24,40 @@
 #include "fault-proxy/gate.h"
 #include "fault-proxy/http.h"
 #include "fault-proxy/io.h"
+#include "fault-proxy/model.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+
+struct local;
+struct bridge;
+struct cassette;
+
+/*
+ * How a listener reaches a real model API through a bridge (bridge.c):
+ * the base URL ("https://HOST:PORT", or http:// for an upstream without
+ * TLS), the CA file (NULL: the system's), the API key to put in each
+ * request (NULL: the turn's header goes as it is; a secret: never logged,
+ * wiped when freed), and whether its exchanges are recorded.
+ */
+struct bridge_conf {
+	char	*base;
+	char	*ca;
+	char	*key;
+	bool	 record;
+};
+
+/* What a bridged request came to, once its thread is joined. */
+struct bridge_out {
+	bool	 ok;		/* the whole reply came, and went out */
+	bool	 head_sent;	/* the client has a head: an error cuts it */
+	bool	 client_gone;
+	long	 status;
+	char	 ctype[128];
+	char	*body;		/* the body whole, for the cassette (heap);
+				   NULL when not ok or over the cap */
+	size_t	 len;
+	char	 err[256];	/* libcurl's words when it failed */
+};
 
 #define DIR_UP		CFG_UP
 #define DIR_DOWN	CFG_DOWN
@@ -61,6 +95,21 @@ struct listener {
 	/* under a plan: its decisions on this proxy (NULL: none planned) */
 	const struct plan_proxy	*plan;
 	bool			 planned;	/* the set follows a plan */
+	/*
+	 * The model stand-in's script (model.h; NULL: a real upstream): the
+	 * proxy's listeners share one, freed by the one that loaded it.
+	 */
+	struct model_script	*model;
+	bool			 model_owner;
+	bool			 model_warned;	/* said once: no pattern matched */
+	/* replay: the cassette it answers from (shared like model) */
+	struct cassette		*cassette;
+	bool			 cassette_owner;
+	/* a real model API behind it (NULL: none): record, or TLS */
+	struct bridge_conf	*bridge;
+	char			*record;	/* the cassette its parts go to */
+	char			**tape;		/* recorded exchanges' lines */
+	size_t			 ntape;
 };
 
 enum conn_state {
@@ -148,6 +197,42 @@ struct conn {
 	bool			 hold_down;	/* a victim's reply held for rewriting */
 	bool			 has_line;
 	char			 line[REQLINE_LEN];	/* http: for match */
+	struct local		*local;		/* its upstream, answered inside */
+};
+
+/*
+ * An upstream answered inside the proxy (local.c): the far end of a
+ * socketpair whose near end is a connection's upstream socket (or a
+ * duplicate's), so conn.c and dup.c frame, fault and count its bytes as
+ * any upstream's.  It reads whole requests and writes the model
+ * stand-in's replies, a stream's events paced by the script's pace.
+ */
+struct local {
+	struct ep		 ep;		/* EP_LOCAL: our end */
+	struct listener		*l;
+	struct conn		*c;		/* whose exchanges; NULL: gone, or
+						   a duplicate's delivery */
+	struct local		*next, *prev;
+	/* a duplicate's: the exchange it delivers again */
+	int			 round;
+	uint64_t		 key;
+	uint32_t		 occ;
+	bool			 keyed;
+	struct http_frame	 req;		/* the request being read */
+	char			*in;		/* its bytes, up to its cap */
+	size_t			 in_len, in_cap, framed;
+	struct model_out	 out;		/* the reply being written */
+	size_t			 piece, off;
+	int64_t			 next_at;	/* its next event's time (pace) */
+	bool			 wblocked;
+	bool			 closing;	/* Connection: close, or refused */
+	/* a request carried to the real upstream (bridge.c), in flight */
+	struct bridge		*bridge;
+	struct ep		 bep;		/* EP_BRIDGE: its end's fd */
+	uint64_t		 bkey;		/* its cassette key */
+	char			*bmethod, *bpath, *bwhat, *breq;
+	size_t			 breq_len;
+	bool			 bstream;	/* it asked for a stream */
 };
 
 /* The second delivery of a duplicated request, on its own connection. */
@@ -178,6 +263,7 @@ struct proxy_set {
 	struct conn		*conns;
 	struct conn		*dead;		/* freed after each loop pass */
 	struct dup		*dups;
+	struct local		*locals;
 	uint64_t		 seed;
 	char			*trace_path;
 	FILE			*trace;
@@ -206,9 +292,19 @@ struct proxy_set {
 	struct proxy_waits	 waits;		/* under mu: proxy_set_waits */
 	bool			 diverged_told;	/* the loop's: diverged is set */
 	char			 diverged[2048];	/* a plan's divergence; mu */
+	char			 missed[1024];	/* a cassette's miss, of the
+						   lowest turn that had one; mu */
+	int			 missed_turn;
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
 };
+
+/* Whether l's upstream is answered inside (local.c): no socket dialled. */
+static inline bool
+px_answered_inside(const struct listener *l)
+{
+	return l->model != NULL || l->cassette != NULL || l->bridge != NULL;
+}
 
 /* One connection or duplicate gone (engine thread). */
 static inline void
@@ -234,6 +330,35 @@ void	px_conn_free(struct conn *c);
 void	px_dup_start(struct conn *c);
 void	px_dup_event(struct dup *d, uint32_t ev);
 void	px_dup_free(struct dup *d);
+
+/* local.c */
+/*
+ * A socketpair for a connection to the stand-in (c, whose current
+ * exchange each request is) or for a duplicate's delivery (dup_of: the
+ * exchange it repeats): the near end's fd, to be the caller's upstream
+ * socket, or -1 (said in the log).
+ */
+int	px_local_pair(struct listener *l, struct conn *c,
+	    const struct proxy_trace_rec *dup_of);
+void	px_local_event(struct local *lo, uint32_t ev);
+void	px_local_timer(struct local *lo);
+void	px_local_free(struct local *lo);
+/* c goes: its local answers no more of its exchanges. */
+void	px_local_detach(struct conn *c);
+/* lo's bridge is over (EP_BRIDGE readable): its reply recorded, or said. */
+void	px_local_bridged(struct local *lo);
+
+/* bridge.c: one request to the real upstream, on its own thread */
+struct bridge	*px_bridge_start(const struct bridge_conf *bc, const char *head,
+		    size_t hlen, const char *method, const char *target,
+		    const char *body, size_t blen, int out, char *err);
+/* Readable once the request is over. */
+int		 px_bridge_fd(const struct bridge *b);
+/* Joins the thread (it is over) and says what came of it; o->body heap. */
+void		 px_bridge_finish(struct bridge *b, struct bridge_out *o);
+/* Stops it soon (a seed that ends), joins it and frees it. */
+void		 px_bridge_free(struct bridge *b);
+void		 px_bridge_abort(struct bridge *b);
 
 /* trace.c */
 void	px_trace_add(struct proxy_set *ps, const struct proxy_trace_rec *r);

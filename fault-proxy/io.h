@@ -20,7 +20,9 @@ enum ep_kind {
 	EP_DUP,		/* owner: struct dup */
 	EP_WAKE,	/* the set's shutdown eventfd */
 	EP_TURNS,	/* the set's turn-liveness eventfd (proxy_set_turn) */
-	EP_SIDE		/* owner: struct gate, its PostgreSQL side connection */
+	EP_SIDE,	/* owner: struct gate, its PostgreSQL side connection */
+	EP_LOCAL,	/* owner: struct local, an upstream answered inside */
+	EP_BRIDGE	/* owner: struct local, its bridge's end (readable: over) */
 };
 
 /* What epoll hands back: which object, and which of its sockets. */

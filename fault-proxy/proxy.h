@@ -57,6 +57,11 @@
  *  - Upstreams are dialled lazily, at the first exchange that is forwarded,
  *    so a `reset` on exchange 0 never reaches the upstream.  Protocols in
  *    which the server speaks first are therefore not supported.
+ *  - A model upstream (model: in the config, docs/models.md) is answered
+ *    inside the proxy by the stand-in (local.c), through a socketpair in
+ *    place of a socket: every fault applies to it as to a real upstream,
+ *    and its reply is a pure function of the exchange (its round, turn,
+ *    key and occurrence) and the seed, or the plan's.
  *
  * Bands (one roll u in [0,1) per exchange, cut out of `rate` as in
  * seeds/000): u < rate*lost_reply -> lost_reply; then reset; then
@@ -156,6 +161,33 @@ const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
  */
 void			 proxy_set_close(struct proxy_set *ps);
 
+/*
+ * A model stand-in's script (upstream: model:FILE, docs/models.md), read
+ * as the proxy reads it: 0 with how many patterns and alternatives it
+ * has, or -1 with err "FILE:LINE:COL: KEY: problem".  For soak check.
+ */
+int			 proxy_model_check(const char *path, size_t *patterns,
+			    size_t *alternatives, char *err);
+
+/*
+ * Cassettes (docs/models.md "Record once, replay by seed"):
+ * proxy_cassette_check reads FILE as a replaying proxy does (0 with how
+ * many request keys and replies it holds, or -1 with err);
+ * proxy_cassette_merge folds the parts the workers of a run wrote
+ * (FILE.part-*) into FILE, after the run, and says what it holds then.
+ */
+int			 proxy_cassette_check(const char *path, size_t *keys,
+			    size_t *replies, char *err);
+int			 proxy_cassette_merge(const char *path, size_t *keys,
+			    size_t *replies, char *err);
+/*
+ * Whether a replaying proxy met a request its cassette has no answer for
+ * (the seed is infra/cassette, never a silent pass-through): 1 and which
+ * (the proxy, the turn, the request, its key) into buf; 0 not.  Any thread.
+ */
+int			 proxy_set_missed(struct proxy_set *ps, char *buf,
+			    size_t len);
+
 /* ---- lower level: used by `soak proxy`, tests and benchmarks ---- */
 
 /* What the proxy did: every one of common/fault.h's kinds, whose names
@@ -176,7 +208,9 @@ struct proxy_listen {
 	size_t			 proxy;		/* index, for trace ordering */
 	int			 turn;
 	const char		*listen;	/* "host:port", port 0 = ephemeral */
-	const char		*upstream;	/* "host:port" or "unix:/path" */
+	const char		*upstream;	/* "host:port", "unix:/path", or
+						   "model:/path": the stand-in's
+						   script, loaded at the open */
 	enum cfg_protocol	 protocol;
 	const struct cfg_faults	*faults;	/* copied */
 	/* NULL or not enabled: unscheduled; listeners of one proxy index
@@ -191,6 +225,20 @@ struct proxy_listen {
 	bool			 planned;
 	const struct plan_proxy	*plan;
 	bool			 then_seed;
+	/*
+	 * A model API (docs/models.md): replay answers from that cassette,
+	 * nothing dialled; else record (a cassette whose part this process
+	 * writes as the set closes) or tls (tls_name: SNI and the name the
+	 * certificate must have, tls_ca: a CA file or NULL for the system's)
+	 * carry each request to the upstream over a bridge, api_key (a
+	 * secret, copied, never logged; NULL: none) in place of the turn's.
+	 */
+	const char		*replay;
+	const char		*record;
+	bool			 tls;
+	const char		*tls_name;
+	const char		*tls_ca;
+	const char		*api_key;
 };
 
 /* The pure decision for one exchange. */
@@ -264,6 +312,16 @@ struct proxy_trace_rec {
 	/* static: why the connection closed while this exchange was open
 	 * (engine_int.h enum px_close), or NULL */
 	const char		*closed;
+	/*
+	 * Answered by a model stand-in (docs/models.md): the pattern's name
+	 * (the script's, alive while the set is) or what the stand-in met
+	 * ("(no pattern)", "(not a model request)"); with has_alt, the
+	 * alternative it answered and a streamed reply's events.  NULL: none.
+	 */
+	const char		*model;
+	bool			 has_alt;
+	uint32_t		 alt;
+	uint32_t		 events;
 };
 /*
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
@@ -277,9 +335,11 @@ struct proxy_trace_rec {
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
  * when a timeout decided, "waits_on" when PostgreSQL said it waited on
  * a lock, "overlap" (true) when another connection of its turn was open
- * with its own, "deadlock" when a deadlock ended its
- * statement and "wakes" when its end woke several lock waiters.  Last of all, "closed" when its
- * connection closed while it was open.
+ * with its own, "deadlock" when a deadlock ended its statement and
+ * "wakes" when its end woke several lock waiters.  An exchange a model
+ * stand-in answered has "model" (the pattern) and "alt" (the
+ * alternative), and "events" for a streamed reply, after "plan".  Last of
+ * all, "closed" when its connection closed while it was open.
  */
 /*
  * Compares the scheduled steps of two fault traces (a run's and another

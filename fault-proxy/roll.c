@@ -122,7 +122,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		return -1;
 	if (r->pg == NULL && r->step == 0 && r->deadlock == TRACE_DEADLOCK_NONE &&
 	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
-	    r->plan == NULL)
+	    r->plan == NULL && r->model == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
 	if (r->round != 0 || r->keyed) {
@@ -151,6 +151,22 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 			if (put(buf, len, &o, num) == -1)
 				return -1;
 		}
+	}
+	if (r->model != NULL) {
+		char	num[64];
+
+		if (put(buf, len, &o, ",\"model\":\"") == -1 ||
+		    put_json(buf, len, &o, r->model) == -1 ||
+		    put(buf, len, &o, "\"") == -1)
+			return -1;
+		num[0] = '\0';
+		if (r->has_alt && r->events > 0)
+			snprintf(num, sizeof(num), ",\"alt\":%" PRIu32
+			    ",\"events\":%" PRIu32, r->alt, r->events);
+		else if (r->has_alt)
+			snprintf(num, sizeof(num), ",\"alt\":%" PRIu32, r->alt);
+		if (put(buf, len, &o, num) == -1)
+			return -1;
 	}
 	if (r->step != 0) {
 		char	num[64];

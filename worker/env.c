@@ -202,6 +202,15 @@ env_turn(struct env *e, const struct wrk *w, const struct env_port *ports,
 }
 
 void
+env_model(struct env *e, const char *addr)
+{
+	env_addf(e, "OPENAI_BASE_URL", "http://%s/v1", addr);
+	env_addf(e, "ANTHROPIC_BASE_URL", "http://%s", addr);
+	env_addf(e, "OPENAI_API_KEY", "%s", ENV_MODEL_KEY);
+	env_addf(e, "ANTHROPIC_API_KEY", "%s", ENV_MODEL_KEY);
+}
+
+void
 env_make_dirs(const char *dir)
 {
 	static const char *const sub[] = { "home/.config", "home/.cache",

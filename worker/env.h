@@ -50,6 +50,17 @@ void	env_base(struct env *e, const struct wrk *w, const struct env_port *ports,
 void	env_turn(struct env *e, const struct wrk *w, const struct env_port *ports,
 	    size_t nports, const char *dir, const char *via);
 void	env_make_dirs(const char *dir);
+/*
+ * A turn's model SDKs pointed at addr ("127.0.0.1:PORT"), its own listener
+ * of the model proxy (cfg->model_proxy, docs/models.md), as the OpenAI and
+ * Anthropic client libraries read their environment: OPENAI_BASE_URL
+ * (http://ADDR/v1: the OpenAI SDKs append /chat/completions to it),
+ * ANTHROPIC_BASE_URL (http://ADDR: /v1/messages is appended), and both
+ * API keys as ENV_MODEL_KEY: the SDKs refuse to start without one, and a
+ * real key never reaches a turn (a recording proxy puts it in itself).
+ */
+#define ENV_MODEL_KEY	"soak-dummy-key"
+void	env_model(struct env *e, const char *addr);
 /* "SOAK_PROXY_" + NAME upper-cased, non-alphanumerics as '_'. */
 void	env_name(char *buf, size_t size, const char *prefix, const char *name);
 

@@ -29,7 +29,7 @@
  */
 static void
 trace_each(const char *trace, size_t len,
-    void (*fn)(const struct trace_line *l, void *arg), void *arg)
+    void (*fn)(const struct trace_line *l, const json_t *o, void *arg), void *arg)
 {
 	const char		*p = trace, *end = trace + len, *nl;
 	struct trace_line	 l;
@@ -42,7 +42,7 @@ trace_each(const char *trace, size_t len,
 			nl = end;
 		if (nl > p && (o = json_loadb(p, (size_t)(nl - p), 0, NULL)) != NULL) {
 			if (trace_line_parse(o, &l, why) == 0)
-				fn(&l, arg);
+				fn(&l, o, arg);
 			json_decref(o);
 		}
 	}
@@ -50,8 +50,9 @@ trace_each(const char *trace, size_t len,
 
 /* A fault in words. */
 static void
-fault_words(const struct trace_line *l, char *buf, size_t len)
+fault_words(const struct trace_line *l, const json_t *o, char *buf, size_t len)
 {
+	const char	*model = json_string_value(json_object_get(o, "model"));
 	bool	saw = l->upstream_saw;
 	size_t	n = 0;
 
@@ -80,7 +81,15 @@ fault_words(const struct trace_line *l, char *buf, size_t len)
 		break;
 	}
 	if (l->latency_ms > 0 && n < len)
-		snprintf(buf + n, len - n, ", %lld ms late", (long long)l->latency_ms);
+		n += (size_t)snprintf(buf + n, len - n, ", %lld ms late",
+		    (long long)l->latency_ms);
+	/* a model stand-in's or a cassette's answer: which one (models.md) */
+	if (model != NULL && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "; the model: \"%s\"",
+		    model);
+	if (model != NULL && json_is_integer(json_object_get(o, "alt")) && n < len)
+		snprintf(buf + n, len - n, ", reply %lld", (long long)
+		    json_integer_value(json_object_get(o, "alt")));
 }
 
 static const char *
@@ -117,7 +126,7 @@ scheduled(const struct cfg *cfg, const char *proxy)
 }
 
 static void
-turn_exchange(const struct trace_line *l, void *arg)
+turn_exchange(const struct trace_line *l, const json_t *o, void *arg)
 {
 	struct turn_story	*ts = arg;
 	FILE			*f = ts->f;
@@ -143,7 +152,7 @@ turn_exchange(const struct trace_line *l, void *arg)
 		ts->more++;
 		return;
 	}
-	fault_words(l, words, sizeof(words));
+	fault_words(l, o, words, sizeof(words));
 	fprintf(f, "    %s %s%s — %s\n", proxy, what, again ? " again" : "",
 	    words);
 	ts->shown++;
@@ -327,9 +336,15 @@ min_explain_print(FILE *f, const struct plan *p, const struct min_note *v,
 			const char			*sep = "";
 			size_t				 q;
 
+			char				 kind[48];
+
+			if (fr->reply > 0 && fr->fault == PLAN_NONE)
+				snprintf(kind, sizeof(kind), "reply %u", fr->reply);
+			else
+				snprintf(kind, sizeof(kind), "%s", fault_name((enum fault)fr->fault));
 			fprintf(f, "  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
 			    fr->round, fr->turn, fr->what ? fr->what : "(an exchange)",
-			    fault_name((enum fault)fr->fault), fr->latency_ms > 0 ? ", late" : "");
+			    kind, fr->latency_ms > 0 ? ", late" : "");
 			for (q = i; q < j; q++) {
 				if (v[q].latency_ms >= 0) {
 					lats++;

@@ -595,6 +595,18 @@ min_explain(struct min_run *m, const struct plan *best, int variants,
 
 			if (f->fault == PLAN_BLACKHOLE)
 				continue;
+			/* a model's reply (docs/models.md): what the first one does */
+			if (f->reply > 0) {
+				plan_copy(best, &c);
+				c.proxies[x].faults[i].reply = 0;
+				snprintf(what, sizeof(what), "with the model's first reply");
+				v = note(m, &c, MIN_FAULTS, x, i, what, -1, notes, n);
+				plan_free(&c);
+				if (v == -1)
+					return -1;
+				if (f->fault == PLAN_NONE && f->latency_ms == 0)
+					continue;	/* its latency is not the point */
+			}
 			for (k = 0; f->fault != PLAN_NONE && k < 3; k++) {
 				if (kinds[k] == f->fault)
 					continue;

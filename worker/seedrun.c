@@ -343,7 +343,8 @@ run_setup(struct seed_ctx *c, struct seed_result *res)
 	return rc;
 }
 
-/* Proxy upstreams resolved for this worker: host:port or unix:PATH. */
+/* Proxy upstreams resolved for this worker: host:port, unix:PATH or
+ * model:PATH. */
 static char **
 proxy_upstreams(struct wrk *w)
 {
@@ -363,6 +364,10 @@ proxy_upstreams(struct wrk *w)
 			break;
 		case CFG_UP_SERVICE:
 			up[i] = xasprintf("127.0.0.1:%d", wrk_service_port(w, p->upstream));
+			break;
+		case CFG_UP_MODEL:
+			/* nothing is dialled: the proxy answers (docs/models.md) */
+			up[i] = xasprintf("model:%s", p->upstream);
 			break;
 		case CFG_UP_DATABASE:
 			if (w->db.host == NULL || w->db.host[0] == '/')
@@ -476,6 +481,9 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 			env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
 			env_addf(&envs[i], name, "%s", proxy_set_addr(c->proxies, p, t));
 		}
+		if (c->proxies && cfg->model_proxy >= 0)
+			env_model(&envs[i], proxy_set_addr(c->proxies,
+			    (size_t)cfg->model_proxy, t));
 		ends[i] = (struct turn_end){ c->proxies, t };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
@@ -1261,6 +1269,16 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			log_warnx("seed %" PRIu64 ": proxy connections still open %d s "
 			    "after round %d; checking anyway", seed,
 			    WRK_SETTLE_MS / 1000, round);
+		}
+		/* A replayed model request its cassette had no answer for got
+		 * an error, not the real API (docs/models.md): what the turns
+		 * did after it is not the recording's. */
+		if (proxy_set_missed(c.proxies, c.diverged, sizeof(c.diverged))) {
+			verdict(res, REASON_CASSETTE, "%s", c.diverged);
+			timeline(&c, "%s", c.diverged);
+			c.diverged[0] = '\0';
+			c.round = round;
+			goto done;
 		}
 		/* A plan whose next step could not come tested nothing
 		 * (docs/plan.md); with --then seed the seed's scheduler went

@@ -98,6 +98,7 @@ wrk_scrub_start(struct wrk *w)
 	const char	*env = getenv("PGPASSWORD");
 	char		 why[ERR_LEN];
 	bool		 short_one = false;
+	size_t		 i;
 
 	if (w->scrub != NULL)
 		return;
@@ -110,6 +111,16 @@ wrk_scrub_start(struct wrk *w)
 	else if (w->secret && w->secret->len > 0 && scrub_add(w->scrub,
 	    "the shared secret", w->secret->key, w->secret->len, why) == -1)
 		short_one = true;
+	/* a model API's real key (docs/models.md): a turn never has it, but
+	 * a reply or a service could still print it */
+	for (i = 0; w->cfg != NULL && i < w->cfg->nproxies; i++) {
+		const char	*name = w->cfg->proxies[i].api_key_env;
+		const char	*key = name ? getenv(name) : NULL;
+
+		if (key != NULL && *key != '\0' && scrub_add(w->scrub,
+		    "a model API key (api_key_env)", key, strlen(key), why) == -1)
+			short_one = true;
+	}
 	if (short_one && !told) {
 		log_warnx("%s", why);
 		told = true;

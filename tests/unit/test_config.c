@@ -679,7 +679,40 @@ static const struct bad bads[] = {
 	  "declared under services" },
 	{ BASE "proxies:\n  - name: p\n    upstream: localhost\n",
 	  "soak.yaml:9:15: proxies[0].upstream: \"localhost\" is not an upstream "
-	  "(use host:port, unix:PATH, service:NAME or database)" },
+	  "(use host:port, https://HOST, unix:PATH, service:NAME, database or "
+	  "model:FILE)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: 'model:'\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"model:\" names no model script" },
+	{ BASE "proxies:\n  - name: p\n    upstream: model:no-such.yaml\n",
+	  "@soak.yaml:9:15: proxies[0].upstream: \"model:no-such.yaml\": No such "
+	  "file or directory (looked at %s/no-such.yaml)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: model:/\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"model:/\" is not a regular file" },
+	{ BASE "proxies:\n  - name: p\n    upstream: https://api.x/v1\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"https://api.x/v1\": an https "
+	  "upstream is https://HOST or https://HOST:PORT, with no path (the "
+	  "turns' SDKs send theirs)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: https://api.x:0\n",
+	  "soak.yaml:9:15: proxies[0].upstream: \"https://api.x:0\" has no valid "
+	  "port (1..65535)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    api_key_env: K\n",
+	  "soak.yaml:10:18: proxies[0].api_key_env: a key goes to an https "
+	  "upstream only (upstream: https://HOST)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: https://h\n"
+	  "    api_key_env: sk-123\n",
+	  "soak.yaml:10:18: proxies[0].api_key_env: the name of an environment "
+	  "variable ([A-Za-z_][A-Za-z0-9_]*), not its value" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    tls_ca: /etc/hostname\n",
+	  "soak.yaml:10:13: proxies[0].tls_ca: a CA for an upstream without TLS "
+	  "(use upstream: https://HOST)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: https://h\n"
+	  "    record: a.json\n    replay: /etc/hostname\n",
+	  "soak.yaml:11:13: proxies[0].replay: a proxy records or replays, not "
+	  "both" },
+	{ BASE "proxies:\n  - name: p\n    upstream: https://h\n"
+	  "    replay: no-such.json\n",
+	  "@soak.yaml:10:13: proxies[0].replay: \"no-such.json\": No such file or "
+	  "directory (looked at %s/no-such.json)" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:99999\n",
 	  "soak.yaml:9:15: proxies[0].upstream: \"h:99999\" has no valid port "
 	  "(1..65535)" },
@@ -983,6 +1016,69 @@ test_db_proxy(void **state)
 	free(y);
 }
 
+/*
+ * upstream: model:FILE, the stand-in: its script resolved against the
+ * config's folder, framed as HTTP, and the first such proxy the one the
+ * turns' OPENAI_BASE_URL and ANTHROPIC_BASE_URL name; another protocol is
+ * refused.
+ */
+static void
+test_model_upstream(void **state)
+{
+	struct fixture	*fx = *state;
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *y, *path;
+
+	put(fx->dir, "agent.model.yaml", "patterns:\n  - replies: [{text: hi}]\n");
+	y = xasprintf("%sproxies:\n  - name: api\n    upstream: h:1\n"
+	    "  - name: llm\n    upstream: model:agent.model.yaml\n"
+	    "  - name: llm2\n    upstream: model:agent.model.yaml\n"
+	    "    protocol: http\n", BASE);
+	path = in(fx, "soak.yaml");
+	if (cfg_load_text(path, y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.proxies[1].upstream_kind, CFG_UP_MODEL);
+	assert_path(fx, cfg.proxies[1].upstream, "agent.model.yaml");
+	assert_int_equal(cfg.proxies[1].protocol, CFG_PROTO_HTTP);
+	assert_int_equal(cfg.model_proxy, 1);
+	cfg_free(&cfg);
+	free(y);
+	y = xasprintf("%sproxies:\n  - name: llm\n    upstream: "
+	    "model:agent.model.yaml\n    protocol: tcp\n", BASE);
+	assert_int_equal(cfg_load_text(path, y, strlen(y), &cfg, err), -1);
+	assert_non_null(strstr(err, ":10:15: proxies[0].protocol: a model "
+	    "upstream speaks http, not tcp"));
+	free(y);
+	y = xasprintf("%sproxies:\n  - name: api\n    upstream: h:1\n", BASE);
+	if (cfg_load_text(path, y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.model_proxy, -1);
+	cfg_free(&cfg);
+	free(y);
+	/* a real model API: https, its CA, the key's variable, a cassette */
+	put(fx->dir, "ca.pem", "x\n");
+	y = xasprintf("%sproxies:\n  - name: api\n    upstream: h:1\n"
+	    "  - name: llm\n    upstream: https://api.example.com/\n"
+	    "    tls_ca: ca.pem\n    api_key_env: OPENAI_KEY\n"
+	    "    record: llm.json\n"
+	    "  - name: six\n    upstream: https://[::1]:8443\n", BASE);
+	if (cfg_load_text(path, y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_true(cfg.proxies[1].tls);
+	assert_string_equal(cfg.proxies[1].upstream, "api.example.com:443");
+	assert_string_equal(cfg.proxies[1].tls_name, "api.example.com");
+	assert_path(fx, cfg.proxies[1].tls_ca, "ca.pem");
+	assert_string_equal(cfg.proxies[1].api_key_env, "OPENAI_KEY");
+	assert_path(fx, cfg.proxies[1].record, "llm.json");
+	assert_int_equal(cfg.proxies[1].protocol, CFG_PROTO_HTTP);
+	assert_int_equal(cfg.model_proxy, 1);
+	assert_string_equal(cfg.proxies[2].upstream, "[::1]:8443");
+	assert_string_equal(cfg.proxies[2].tls_name, "::1");
+	cfg_free(&cfg);
+	free(y);
+	free(path);
+}
+
 /* guard absent, guard 0 and guard 0% are three things, two of them alike. */
 static void
 test_guard_set(void **state)
@@ -1130,7 +1226,8 @@ test_all_errors(void **state)
 		"soak.yaml:6:3: database.shcema: unknown key, did you mean schema?",
 		"soak.yaml:8:5: services[0].command: required key is missing",
 		"soak.yaml:11:25: proxies[1].upstream: \"nowhere\" is not an "
-		    "upstream (use host:port, unix:PATH, service:NAME or database)",
+		    "upstream (use host:port, https://HOST, unix:PATH, service:NAME, "
+		    "database or model:FILE)",
 		"soak.yaml:17:11: invariants[1].name: \"a\" is already used by "
 		    "invariants[0]",
 		"soak.yaml:18:10: invariants[1].sql: must not be empty",
@@ -1281,6 +1378,8 @@ main(void)
 		cmocka_unit_test(test_guard_floor),
 		cmocka_unit_test(test_guard_set),
 		cmocka_unit_test(test_db_proxy),
+		cmocka_unit_test_setup_teardown(test_model_upstream, setup_dir,
+		    teardown_dir),
 		cmocka_unit_test(test_marks),
 	};
 
