@@ -55,6 +55,10 @@ struct plan_fault_rec {
 
 struct plan_step {
 	int		 round, turn;
+	/* the turn's connection it came on, by the gate's numbering of the
+	 * connections a turn has open at once (0 for a turn of one at a
+	 * time; "lane" in the file when not 0) */
+	int		 lane;
 	uint64_t	 key;
 	uint32_t	 occ;
 	char		*what;

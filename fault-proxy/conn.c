@@ -34,6 +34,7 @@ static const char *const conn_state_names[CS_MAX] = {
 static void	conn_process(struct conn *);
 static void	conn_arm(struct conn *);
 static void	exchange_admit(struct conn *, const char *);
+static void	conn_canon(struct conn *);
 
 /* ---- connections ---- */
 
@@ -147,6 +148,7 @@ px_conn_close(struct conn *c, enum px_close why)
 	if (c->in_exchange && close_causes[why].cut)
 		c->rec.closed = px_close_name(why);
 	exchange_end(c);		/* out of the gate too, in any state */
+	px_poke(ps, c->l->turn);	/* its client sees the close */
 	if (c->l->gate != NULL) {
 		gate_conn_closed(c->l->gate, &c->gent);
 		if (c->pid_told > 0)
@@ -352,9 +354,24 @@ kind_key(const char *kind)
 }
 
 /*
+ * Whether the gate holds this exchange until it admits it: every exchange
+ * of a scheduled proxy but a PostgreSQL start-up and messages that get no
+ * reply, which go at once (they touch no data, and nothing would tell the
+ * gate they ended).
+ */
+static bool
+conn_gated(const struct conn *c)
+{
+	return c->l->gate != NULL &&
+	    !(c->pg && (c->rec.exchange == 0 || c->pgf->noreply));
+}
+
+/*
  * What the exchange hits, once it is known (docs/plan.md): its key and
  * occurrence, and for people its statement or request line.  Before the
- * gate holds it or it is admitted, so a plan can name it either way.
+ * gate holds it or it is admitted, so a plan can name it either way.  A
+ * held exchange's occurrence is the gate's, counted in admission order
+ * (px_conn_admit): a turn's connections open at once race to arrive.
  */
 static void
 exchange_key(struct conn *c, const char *stmt)
@@ -378,7 +395,8 @@ exchange_key(struct conn *c, const char *stmt)
 	c->rec.keyed = true;
 	c->rec.key = key;
 	c->rec.round = c->round;
-	c->rec.occ = occ_next(l, c->round, key);
+	if (!conn_gated(c))
+		c->rec.occ = occ_next(l, c->round, key);
 }
 
 /*
@@ -440,7 +458,7 @@ conn_hold(struct conn *c, const char *stmt)
 		return false;
 	if (c->gent.st == GS_WAIT)
 		return true;
-	if (c->pg && (c->rec.exchange == 0 || c->pgf->noreply))
+	if (!conn_gated(c))
 		return false;
 	c->gent.turn = c->l->turn;
 	c->gent.round = c->rec.round;
@@ -451,13 +469,35 @@ conn_hold(struct conn *c, const char *stmt)
 	c->has_line = !c->pg && stmt != NULL;
 	if (c->has_line)
 		snprintf(c->line, sizeof(c->line), "%s", stmt);
+	conn_canon(c);
 	gate_wait(g, &c->gent, now_ms());
 	return true;
+}
+
+/*
+ * A held exchange's canon (gate.h): its bytes as they stand, the whole
+ * request once the client waits for its reply (a Bind's parameters too),
+ * so that a turn's connections asking the same statement of different
+ * rows are told apart.
+ */
+static void
+conn_canon(struct conn *c)
+{
+	c->gent.canon = fnv1a64(c->up.data + c->up.off, c->up.len);
 }
 
 void
 px_conn_admit(struct conn *c)
 {
+	struct listener	*l = c->l;
+
+	/* what it hits, now that the schedule says when: the gate's
+	 * occurrence, and the seed's roll for it keyed by that (proxy.h,
+	 * proxy_roll_hit) */
+	c->rec.occ = c->gent.occ;
+	if (!l->planned)
+		proxy_roll_hit(&l->faults, l->ps->seed, l->name, l->turn,
+		    c->rec.round, c->rec.key, c->rec.occ, &c->roll);
 	exchange_admit(c, c->pg ? (c->pgf->has_sql ? c->pgf->sql : NULL) :
 	    c->has_line ? c->line : NULL);
 	conn_process(c);
@@ -692,7 +732,8 @@ conn_write(struct conn *c, int d)
 			c->up_scan -= (size_t)w;
 			c->rec.bytes_up += (uint64_t)w;
 			c->rec.upstream_saw = true;
-		}
+		} else
+			px_poke(c->l->ps, c->l->turn);	/* it may wake on these */
 		px_buf_consume(b, (size_t)w);
 		c->sent[d] += (uint64_t)w;
 		if (f->close_after[d] > 0 &&
@@ -754,6 +795,8 @@ conn_read_client(struct conn *c)
 		return;
 	}
 	c->up.len += (size_t)n;
+	if (c->gent.st == GS_WAIT)
+		conn_canon(c);
 }
 
 /*
@@ -1217,7 +1260,7 @@ conn_still_open(const struct conn *d)
 
 /* An accepted client socket: a connection in CS_IDLE, or blackholed. */
 struct conn *
-px_conn_new(struct listener *l, int fd)
+px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 {
 	struct proxy_set	*ps = l->ps;
 	struct conn		*c, *d;
@@ -1245,6 +1288,8 @@ px_conn_new(struct listener *l, int fd)
 			if (d->in_exchange)
 				d->rec.overlap = true;
 		}
+	GATE_ENT_INIT(&c->gent);
+	c->peer_port = peer_port;
 	c->next = ps->conns;
 	if (ps->conns)
 		ps->conns->prev = c;

@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <netinet/in.h>
@@ -58,10 +59,15 @@ static void
 listener_accept(struct listener *l)
 {
 	struct proxy_set	*ps = l->ps;
+	struct sockaddr_storage	 ss;
+	socklen_t		 sl;
+	uint16_t		 port;
 	int			 fd;
 
 	for (;;) {
-		fd = accept4(l->ep.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		sl = sizeof(ss);
+		fd = accept4(l->ep.fd, (struct sockaddr *)&ss, &sl,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EMFILE || errno == ENFILE ||
 			    errno == ENOBUFS || errno == ENOMEM) {
@@ -73,8 +79,117 @@ listener_accept(struct listener *l)
 			}
 			return;
 		}
-		(void)px_conn_new(l, fd);
+		port = ss.ss_family == AF_INET ? ntohs(((struct sockaddr_in *)
+		    &ss)->sin_port) : ss.ss_family == AF_INET6 ? ntohs(
+		    ((struct sockaddr_in6 *)&ss)->sin6_port) : 0;
+		(void)px_conn_new(l, fd, port);
 	}
+}
+
+/* ---- actors (gate.h): a turn's processes as /proc and the set see them ---- */
+
+static int
+by_port(const void *a, const void *b)
+{
+	uint16_t	x = *(const uint16_t *)a, y = *(const uint16_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* quiet.h's ours: a peer that is one of the set's listeners. */
+static bool
+set_ours(void *arg, uint32_t addr, uint16_t port)
+{
+	struct proxy_set	*ps = arg;
+
+	return addr == INADDR_LOOPBACK && bsearch(&port, ps->lports,
+	    ps->nlports, sizeof(*ps->lports), by_port) != NULL;
+}
+
+static struct conn *
+conn_of_port(struct proxy_set *ps, uint16_t port)
+{
+	struct conn	*c;
+
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->peer_port == port)
+			return c;
+	return NULL;
+}
+
+/*
+ * gate_conf.actor: turn t's processes, looked at through /proc when
+ * something may have woken them since the last look that found them
+ * quiet, then each socket they wait on judged by what the set knows of its
+ * connection: held at a gate or idle, accounted for; an exchange on its
+ * way (at another proxy, or admitted elsewhere), busy; a stall the proxy
+ * makes itself (a lost reply's hold, a blackhole), a wait that ends by
+ * itself; a socket the set has not accepted yet, running.
+ */
+static enum gate_act
+engine_actor(void *arg, const struct gate *asking, int turn)
+{
+	struct proxy_set	*ps = arg;
+	struct actor_view	*v;
+	enum gate_act		 a = GA_QUIET;
+	struct conn		*c;
+	pid_t			 pid;
+	size_t			 i;
+	int			 unread;
+
+	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
+	    !atomic_load(&ps->actors_on))
+		return GA_UNKNOWN;
+	if ((pid = atomic_load(&ps->turn_pid[turn])) <= 0)
+		return GA_RUNNING;	/* started, not told yet */
+	v = &ps->views[turn];
+	if (!v->valid || v->pid != pid || v->gen != ps->poke[turn] ||
+	    v->res.st != QUIET_QUIET) {
+		quiet_look(ps->quiet, pid, &v->res);
+		v->pid = pid;
+		v->gen = ps->poke[turn];
+		v->valid = true;
+		log_debug("turn %d (group %d): %s, %d processes, %d threads, %zu "
+		    "sockets of soak's%s%s", turn, (int)pid,
+		    quiet_st_name(v->res.st), v->res.nprocs, v->res.nthreads,
+		    v->res.nports, v->res.what[0] ? ": " : "", v->res.what);
+		if (v->res.denied && !ps->denied_told) {
+			ps->denied_told = true;
+			log_warnx("proxy: /proc does not show turn %d's waits (%s): "
+			    "its decisions are left to `arrival` and marked forced",
+			    turn, v->res.what);
+		}
+	}
+	switch (v->res.st) {
+	case QUIET_GONE:	return GA_GONE;
+	case QUIET_RUNNING:	return GA_RUNNING;
+	case QUIET_TIMED:	return GA_TIMED;
+	case QUIET_UNSEEN:	return GA_UNSEEN;
+	default:		break;
+	}
+	if (v->res.ports_cut)
+		return GA_UNSEEN;
+	for (i = 0; i < v->res.nports; i++) {
+		if ((c = conn_of_port(ps, v->res.ports[i])) == NULL)
+			return GA_RUNNING;	/* not accepted yet */
+		/* what it sent that the loop has not read yet: an event to come */
+		if (ioctl(c->cep.fd, FIONREAD, &unread) == 0 && unread > 0) {
+			a = GA_BUSY;
+			continue;
+		}
+		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
+		    c->gent.st == GS_STUCK)
+			continue;		/* held at a gate */
+		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
+		    c->l->gate == asking)
+			continue;		/* this gate's own: it waits too */
+		if (c->state == CS_IDLE || c->state == CS_CLOSED)
+			continue;
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE)
+			return GA_TIMED;	/* the proxy's own stall */
+		a = GA_BUSY;			/* its reply is on its way */
+	}
+	return a;
 }
 
 /* ---- the loop ---- */
@@ -209,6 +324,8 @@ loop_gates(struct proxy_set *ps)
 	bool		 decided = false;
 
 	loop_turns(ps);
+	if (ps->quiet != NULL)
+		quiet_begin(ps->quiet);	/* /proc/net/tcp read once a pass */
 	for (i = 0; i < ps->ngates; i++) {
 		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL) {
 			px_conn_admit((struct conn *)((char *)e -
@@ -522,6 +639,24 @@ fail:
 	return -1;
 }
 
+/* What the set needs to see its turns' processes (a scheduled set only). */
+static void
+actors_setup(struct proxy_set *ps)
+{
+	size_t	i, n = (size_t)(ps->nturn_live ? ps->nturn_live : 1);
+	char	*p;
+
+	ps->turn_pid = xcalloc(n, sizeof(*ps->turn_pid));
+	ps->views = xcalloc(n, sizeof(*ps->views));
+	ps->poke = xcalloc(n, sizeof(*ps->poke));
+	ps->lports = xcalloc(ps->nls ? ps->nls : 1, sizeof(*ps->lports));
+	for (i = 0; i < ps->nls; i++)
+		if ((p = strrchr(ps->ls[i].addr, ':')) != NULL)
+			ps->lports[ps->nlports++] = (uint16_t)atoi(p + 1);
+	qsort(ps->lports, ps->nlports, sizeof(*ps->lports), by_port);
+	ps->quiet = quiet_new(set_ours, ps);
+}
+
 /*
  * One gate per scheduled proxy index, its turns those of its listeners; a
  * gate asks PostgreSQL about lock waits on the lockinfo of its listeners.
@@ -547,7 +682,8 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		    .seed = ps->seed, .sched = ps->ls[i].schedule,
 		    .lockinfo = pl[i].lockinfo, .epfd = ps->epfd,
 		    .held = ps->held, .planned = pl[i].planned,
-		    .plan = pl[i].plan, .then_seed = pl[i].then_seed };
+		    .plan = pl[i].plan, .then_seed = pl[i].then_seed,
+		    .actor = engine_actor, .actor_arg = ps };
 		ps->gates = xreallocarray(ps->gates, ps->ngates + 1,
 		    sizeof(*ps->gates));
 		if ((ps->gates[ps->ngates] = gate_new(&gc, err)) == NULL)
@@ -559,6 +695,8 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 	}
 	for (i = 0; i < ps->nls; i++)
 		ps->ls[i].schedule = NULL;	/* the config is the caller's */
+	if (ps->ngates > 0)
+		actors_setup(ps);
 	return 0;
 }
 
@@ -712,6 +850,23 @@ turns_changed(struct proxy_set *ps)
 }
 
 void
+proxy_set_actors(struct proxy_set *ps)
+{
+	if (ps != NULL && ps->quiet != NULL)
+		atomic_store(&ps->actors_on, true);
+}
+
+void
+proxy_set_turn_started(struct proxy_set *ps, int turn, pid_t pid)
+{
+	if (ps == NULL || ps->turn_pid == NULL || turn < 0 ||
+	    turn >= ps->nturn_live)
+		return;
+	atomic_store(&ps->turn_pid[turn], pid);
+	turns_changed(ps);
+}
+
+void
 proxy_set_round(struct proxy_set *ps, int round, const bool *runs)
 {
 	int	t;
@@ -719,8 +874,11 @@ proxy_set_round(struct proxy_set *ps, int round, const bool *runs)
 	if (ps == NULL)
 		return;
 	atomic_store(&ps->round_no, round);
-	for (t = 0; t < ps->nturn_live; t++)
+	for (t = 0; t < ps->nturn_live; t++) {
 		atomic_store(&ps->turn_live[t], runs == NULL || runs[t] ? 1 : 0);
+		if (ps->turn_pid != NULL)	/* the round's own, once told */
+			atomic_store(&ps->turn_pid[t], 0);
+	}
 	turns_changed(ps);
 }
 
@@ -804,6 +962,11 @@ proxy_set_close(struct proxy_set *ps)
 	free(ps->gates);
 	free(ps->held);
 	free(ps->turn_live);
+	free(ps->turn_pid);
+	free(ps->views);
+	free(ps->poke);
+	free(ps->lports);
+	quiet_free(ps->quiet);
 	px_ep_close(ps->epfd, &ps->wake, false);
 	px_ep_close(ps->epfd, &ps->turnev, false);
 	if (ps->epfd >= 0)

@@ -27,6 +27,7 @@
 #include "fault-proxy/model.h"
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
+#include "fault-proxy/quiet.h"
 
 struct local;
 struct bridge;
@@ -189,6 +190,9 @@ struct conn {
 	size_t			 duplen;
 	bool			 dup_overflow;
 
+	/* the client's port: how /proc's view of a turn's sockets finds it
+	 * (quiet.h) */
+	uint16_t		 peer_port;
 	/* scheduled proxies: the exchange as the gate sees it */
 	struct gate_ent		 gent;
 	bool			 gated;		/* gent is (or was) in the gate */
@@ -297,6 +301,25 @@ struct proxy_set {
 	int			 missed_turn;
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
+	/*
+	 * Actors (gate.h): each turn's process group (proxy_set_turn_started;
+	 * 0: none known), how /proc last saw it, and a count of what could
+	 * have woken it since (a byte written to it, a connection of its
+	 * closed): a quiet look stays true until that moves.
+	 */
+	_Atomic pid_t		*turn_pid;
+	atomic_bool		 actors_on;	/* proxy_set_actors */
+	struct quiet		*quiet;
+	struct actor_view {
+		pid_t		 pid;
+		uint64_t	 gen;
+		bool		 valid;
+		struct quiet_res res;
+	}			*views;
+	uint64_t		*poke;		/* per turn: the loop's */
+	uint16_t		*lports;	/* the listeners' ports, sorted */
+	size_t			 nlports;
+	bool			 denied_told;
 };
 
 /* Whether l's upstream is answered inside (local.c): no socket dialled. */
@@ -304,6 +327,14 @@ static inline bool
 px_answered_inside(const struct listener *l)
 {
 	return l->model != NULL || l->cassette != NULL || l->bridge != NULL;
+}
+
+/* Something reached turn t's processes that may wake them (engine thread). */
+static inline void
+px_poke(struct proxy_set *ps, int turn)
+{
+	if (ps->poke != NULL && turn >= 0 && turn < ps->nturn_live)
+		ps->poke[turn]++;
 }
 
 /* One connection or duplicate gone (engine thread). */
@@ -318,7 +349,7 @@ px_live_release(struct proxy_set *ps)
 }
 
 /* conn.c */
-struct conn	*px_conn_new(struct listener *l, int fd);
+struct conn	*px_conn_new(struct listener *l, int fd, uint16_t peer_port);
 void	px_conn_event(struct conn *c, struct ep *e, uint32_t ev);
 void	px_conn_timer(struct conn *c);
 /* The gate admitted c's held exchange: start it. */

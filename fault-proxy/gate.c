@@ -63,40 +63,291 @@ timeouts(struct gate *g, int64_t now)
 	}
 }
 
-/*
- * Whether every live turn is accounted for (gate.h): ready here, blocked
- * here, held at another gate, or not live.  Fills ready[], oldest[], the
- * waiting set and the earliest waiter; *idle counts the turns waited for.
- */
+/* ---- occurrences and lanes ---- */
+
+static struct occ *
+occ_find(struct gate *g, int turn, uint64_t key)
+{
+	size_t	i;
+
+	for (i = 0; i < g->nocc; i++)
+		if (g->occ[i].turn == turn && g->occ[i].key == key)
+			return &g->occ[i];
+	return NULL;
+}
+
+/* The occurrence the turn's next admitted exchange of key gets. */
+static uint32_t
+occ_peek(struct gate *g, int turn, uint64_t key)
+{
+	struct occ	*o = occ_find(g, turn, key);
+
+	return o != NULL ? o->next : 0;
+}
+
+static void
+occ_take(struct gate *g, int turn, uint64_t key)
+{
+	struct occ	*o = occ_find(g, turn, key);
+
+	if (o == NULL) {
+		if (g->nocc == g->capocc) {
+			g->capocc = g->capocc ? g->capocc * 2 : 32;
+			g->occ = xreallocarray(g->occ, g->capocc, sizeof(*g->occ));
+		}
+		o = &g->occ[g->nocc++];
+		*o = (struct occ){ turn, key, 0 };
+	}
+	o->next++;
+}
+
+/* The order in which a turn's new connections get their lanes: by what
+ * they ask (key, then the whole statement), then by arrival. */
 static int
-account(struct gate *g, uint64_t *cand, int64_t *earliest, int *idle)
+by_canon(const void *a, const void *b)
+{
+	const struct gate_ent	*x = *(const struct gate_ent *const *)a;
+	const struct gate_ent	*y = *(const struct gate_ent *const *)b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	if (x->canon != y->canon)
+		return x->canon < y->canon ? -1 : 1;
+	return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/*
+ * Lanes for the waiting exchanges of connections that have none, at a
+ * decision (every actor accounted for, so the set of them is the same in
+ * every run of the seed): per turn, in by_canon's order, the lowest lanes
+ * free.  Returns whether two of a turn's new connections could only be
+ * told apart by arrival (the same key and statement): their lanes are then
+ * not the seed's.
+ */
+static bool
+lanes_give(struct gate *g)
+{
+	struct gate_ent	*e, *v[GATE_LANES];
+	size_t		 n, i;
+	bool		 tie = false;
+	int		 t, l;
+
+	for (t = 0; t < g->nturns; t++) {
+		n = 0;
+		for (e = g->ents; e != NULL; e = e->next)
+			if (e->turn == t && e->st == GS_WAIT && e->lane < 0 &&
+			    n < GATE_LANES)
+				v[n++] = e;
+		if (n == 0)
+			continue;
+		qsort(v, n, sizeof(*v), by_canon);
+		for (i = 0; i < n; i++) {
+			if (i > 0 && v[i]->key == v[i - 1]->key &&
+			    v[i]->canon == v[i - 1]->canon)
+				tie = true;
+			for (l = 0; l < GATE_LANES && (g->lanes[t] >> l & 1); l++)
+				;
+			if (l == GATE_LANES)
+				break;		/* a turn of 64 connections at once */
+			v[i]->lane = l;
+			g->lanes[t] |= (uint64_t)1 << l;
+		}
+	}
+	return tie;
+}
+
+/* Turn t's waiting exchange on lane l, or NULL. */
+static struct gate_ent *
+lane_waiting(const struct gate *g, int t, int l)
 {
 	struct gate_ent	*e;
+
+	for (e = g->ents; e != NULL; e = e->next)
+		if (e->st == GS_WAIT && e->turn == t && e->lane == l)
+			return e;
+	return NULL;
+}
+
+/* Turn t's lanes with an exchange waiting (bit l). */
+static uint64_t
+lanes_waiting(const struct gate *g, int t)
+{
+	struct gate_ent	*e;
+	uint64_t	 m = 0;
+
+	for (e = g->ents; e != NULL; e = e->next)
+		if (e->st == GS_WAIT && e->turn == t && e->lane >= 0 &&
+		    e->lane < 64)
+			m |= (uint64_t)1 << e->lane;
+	return m;
+}
+
+/*
+ * Which of turn t's waiting lanes goes, when the seed's scheduler chose
+ * the turn: one lane, that one; several, a draw of the seed's keyed by the
+ * step (the same waiting lanes at the same step: the same choice).
+ */
+static struct gate_ent *
+lane_pick(struct gate *g, int t)
+{
+	uint64_t	m = lanes_waiting(g, t), r;
+	int		n = __builtin_popcountll(m), l;
+
+	if (n <= 1)
+		return g->oldest[t];
+	r = seed_derive(g->seed ^ seed_str(g->name) ^ 0x6c616e6573ull /* "lanes" */,
+	    (uint64_t)t, g->stepno + 1) % (uint64_t)n;
+	for (l = 0; l < 64; l++)
+		if ((m >> l & 1) && r-- == 0)
+			break;
+	return lane_waiting(g, t, l);
+}
+
+/* oldest[t]: turn t's waiting exchange of its lowest lane, once every
+ * waiting exchange has one. */
+static void
+first_lanes(struct gate *g)
+{
+	struct gate_ent	*e;
+	uint64_t	 m;
+	int		 t;
+
+	for (t = 0; t < g->nturns; t++)
+		if (g->ready[t] && (m = lanes_waiting(g, t)) != 0 &&
+		    (e = lane_waiting(g, t, __builtin_ctzll(m))) != NULL)
+			g->oldest[t] = e;
+}
+
+/*
+ * The actors waiting (the trace's "acand"): bit lane * nturns + turn, when
+ * some waiting exchange is on a lane other than 0 (else 0: "cand" says it
+ * all); *cut when an actor's bit would pass 63.
+ */
+static uint64_t
+actors_waiting(const struct gate *g, bool *cut)
+{
+	struct gate_ent	*e;
+	uint64_t	 m = 0;
+	bool		 more = false;
+	long		 bit;
+
+	*cut = false;
+	for (e = g->ents; e != NULL; e = e->next) {
+		if (e->st != GS_WAIT || e->lane < 0)
+			continue;
+		if (e->lane > 0)
+			more = true;
+		bit = (long)e->lane * g->nturns + e->turn;
+		if (bit >= 64)
+			*cut = true;
+		else
+			m |= (uint64_t)1 << bit;
+	}
+	if (!more) {
+		*cut = false;
+		return 0;
+	}
+	return m;
+}
+
+static const char *const gate_act_names[GA_MAX] = {
+	[GA_UNKNOWN] = "unknown", [GA_GONE] = "gone", [GA_QUIET] = "quiet",
+	[GA_BUSY] = "busy", [GA_RUNNING] = "running", [GA_TIMED] = "timed",
+	[GA_UNSEEN] = "unseen",
+};
+
+const char *
+gate_act_name(enum gate_act a)
+{
+	return a < GA_MAX ? gate_act_names[a] : "?";
+}
+
+/*
+ * Whether live turn t is accounted for (gate.h "Actors"), by what the
+ * engine sees of its processes; without that view, by its exchanges: one
+ * held here or at another gate, or one waiting on a lock.
+ */
+static enum gate_act
+actor_of(struct gate *g, int t)
+{
+	enum gate_act	a = g->actor != NULL ? g->actor(g->actor_arg, g, t) :
+			    GA_UNKNOWN;
+
+	if (a == GA_UNKNOWN && (g->ready[t] || g->blocked[t] ||
+	    g->held[t] > g->mine[t]))
+		a = GA_QUIET;
+	else if (a == GA_UNKNOWN)
+		a = GA_RUNNING;		/* it has sent nothing: wait for it */
+	return a;
+}
+
+/*
+ * Whether every live turn is accounted for: fills ready[], blocked[],
+ * oldest[] (a turn's waiting exchange of its lowest lane, or the one it
+ * waited with longest when none has a lane yet), act[], the waiting set
+ * and the earliest waiter.  *idle counts the turns waited for under the
+ * arrival watchdog (their mask in g->idle), *busy those waited for
+ * without it.  A turn not yet accounted for is looked at again soon.
+ */
+static int
+account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
+    int *idle, int *busy)
+{
+	struct gate_ent	*e, *o;
 	int		 t, nready = 0;
 
 	memset(g->oldest, 0, (size_t)g->nturns * sizeof(*g->oldest));
 	memset(g->blocked, 0, (size_t)g->nturns * sizeof(*g->blocked));
+	*earliest = INT64_MAX;
 	for (e = g->ents; e != NULL; e = e->next) {
 		if (e->st == GS_LOCK || e->st == GS_STUCK)
 			g->blocked[e->turn] = true;
-		if (e->st == GS_WAIT && (g->oldest[e->turn] == NULL ||
-		    e->seq < g->oldest[e->turn]->seq))
+		if (e->st != GS_WAIT)
+			continue;
+		e->occ = occ_peek(g, e->turn, e->key);
+		if (e->since < *earliest)
+			*earliest = e->since;
+		o = g->oldest[e->turn];
+		if (o == NULL || (e->lane >= 0 && (o->lane < 0 || e->lane < o->lane)) ||
+		    (e->lane < 0 && o->lane < 0 && e->seq < o->seq))
 			g->oldest[e->turn] = e;
 	}
 	*cand = 0;
-	*earliest = INT64_MAX;
-	*idle = 0;
+	*idle = *busy = 0;
+	g->idle = 0;
 	for (t = 0; t < g->nturns; t++) {
 		g->ready[t] = g->oldest[t] != NULL;
 		if (g->ready[t]) {
 			nready++;
 			if (t < 64)
 				*cand |= (uint64_t)1 << t;
-			if (g->oldest[t]->since < *earliest)
-				*earliest = g->oldest[t]->since;
-		} else if (g->live[t] && !g->blocked[t] &&
-		    g->held[t] <= g->mine[t])
+		}
+		g->act[t] = GA_GONE;
+		if (!g->live[t])
+			continue;
+		switch ((g->act[t] = actor_of(g, t))) {
+		case GA_GONE:
+		case GA_QUIET:
+			g->look_ms[t] = ACTOR_LOOK_MS;
+			continue;
+		case GA_BUSY:
+			/* its reply is an event of the loop's: no look */
+			(*busy)++;
+			continue;
+		default:
 			(*idle)++;
+			if (t < 64)
+				g->idle |= (uint64_t)1 << t;
+			break;
+		}
+		/* not accounted for, nothing the loop would hear of: look again,
+		 * backing off (without the engine's view an exchange is what
+		 * the loop hears of) */
+		if (g->actor == NULL)
+			continue;
+		gate_at(g, now + g->look_ms[t]);
+		if (g->look_ms[t] < ACTOR_LOOK_MAX_MS)
+			g->look_ms[t] *= 2;
 	}
 	return nready;
 }
@@ -135,8 +386,18 @@ idle_turns(struct gate *g, int64_t now, int64_t earliest, bool *go)
 static bool
 step_is(const struct plan_step *s, const struct gate_ent *e)
 {
-	return s->round == e->round && s->turn == e->turn && s->key == e->key &&
-	    s->occ == e->occ;
+	return e != NULL && s->round == e->round && s->turn == e->turn &&
+	    s->lane == e->lane && s->key == e->key && s->occ == e->occ;
+}
+
+/* The waiting exchange step s names, or NULL. */
+static struct gate_ent *
+step_waiting(const struct gate *g, const struct plan_step *s)
+{
+	if (s->turn < 0 || s->turn >= g->nturns || !g->ready[s->turn])
+		return NULL;
+	return step_is(s, lane_waiting(g, s->turn, s->lane)) ?
+	    lane_waiting(g, s->turn, s->lane) : NULL;
 }
 
 /* The plan's unused step e's exchange is, or SIZE_MAX: unplanned. */
@@ -161,13 +422,17 @@ use_step(struct gate *g, size_t i)
 		g->cursor++;
 }
 
-/* "turn 2's SELECT items_reserved … (occurrence 1)" */
+/* "turn 2's SELECT items_reserved … (occurrence 1)"; a lane when not 0 */
 static void
 put_ent(char *buf, size_t len, const struct gate_ent *e)
 {
-	snprintf(buf, len, "turn %d's %s (occurrence %" PRIu32 ")", e->turn,
+	char	lane[32] = "";
+
+	if (e->lane > 0)
+		snprintf(lane, sizeof(lane), " on its connection %d", e->lane);
+	snprintf(buf, len, "turn %d's %s (occurrence %" PRIu32 ")%s", e->turn,
 	    e->rec->sql[0] ? e->rec->sql : e->rec->req[0] ? e->rec->req :
-	    e->rec->pg ? e->rec->pg : "exchange", e->occ);
+	    e->rec->pg ? e->rec->pg : "exchange", e->occ, lane);
 }
 
 /*
@@ -218,68 +483,85 @@ diverge(struct gate *g, const char *why)
  * "explore".  -1 when the step cannot come (a divergence: the scenario did
  * not do again what it did when the prefix was recorded).
  */
-static int
+static struct gate_ent *
 prefix_pick(struct gate *g, const char **mark)
 {
 	const struct plan_step	*s;
+	struct gate_ent		*e;
 	int			 t;
 
 	if (g->cursor < g->plan->nsteps) {
 		s = &g->plan->steps[g->cursor];
 		t = s->turn;
-		if (t >= 0 && t < g->nturns && g->ready[t] && step_is(s, g->oldest[t])) {
+		if ((e = step_waiting(g, s)) != NULL) {
 			use_step(g, g->cursor);
-			return t;
+			return e;
 		}
 		diverge(g, t >= 0 && t < g->nturns && g->ready[t] ? "its turn has "
 		    "another exchange waiting" : t >= 0 && t < g->nturns &&
 		    g->blocked[t] ? "its turn waits on a lock" : t >= 0 &&
 		    t < g->nturns && g->live[t] ? "every live turn is held or "
 		    "blocked, and none with it" : "its turn is not running");
-		return -1;
+		return NULL;
 	}
 	*mark = "explore";
+	if (g->last_turn >= 0 && g->ready[g->last_turn] &&
+	    (e = lane_waiting(g, g->last_turn, g->last_lane)) != NULL)
+		return e;
 	if (g->last_turn >= 0 && g->ready[g->last_turn])
-		return g->last_turn;
+		return g->oldest[g->last_turn];
 	for (t = 0; t < g->nturns; t++)
 		if (g->ready[t])
-			return t;
-	return -1;
+			return g->oldest[t];
+	return NULL;
+}
+
+/* The lowest turn's (and lane's) waiting exchange the plan has no step for. */
+static struct gate_ent *
+unplanned_waiting(const struct gate *g)
+{
+	struct gate_ent	*e, *best = NULL;
+
+	for (e = g->ents; e != NULL; e = e->next)
+		if (e->st == GS_WAIT && planned_as(g, e) == SIZE_MAX &&
+		    (best == NULL || e->turn < best->turn ||
+		    (e->turn == best->turn && e->lane < best->lane)))
+			best = e;
+	return best;
 }
 
 /*
- * The plan's choice among the waiting turns (docs/plan.md's rules), or -1
- * when it diverged (the caller then picks as its mode says).
+ * The plan's choice among the waiting exchanges (docs/plan.md's rules), or
+ * NULL when it diverged (the caller then picks as its mode says).
  */
-static int
+static struct gate_ent *
 plan_pick(struct gate *g, const char **mark, uint32_t *deferred)
 {
 	const struct plan_step	*s;
 	struct gate_ent		*e, *lock = NULL;
 	size_t			 j;
-	int			 t;
 
 	*mark = NULL;
 	*deferred = 0;
 	if (g->plan->prefix)
 		return prefix_pick(g, mark);
-	for (t = 0; t < g->nturns; t++)		/* 1: unplanned, lowest turn */
-		if (g->ready[t] && planned_as(g, g->oldest[t]) == SIZE_MAX) {
-			*mark = "unplanned";
-			return t;
-		}
+	if ((e = unplanned_waiting(g)) != NULL) {	/* 1: unplanned, lowest turn */
+		*mark = "unplanned";
+		return e;
+	}
 	if (g->cursor >= g->plan->nsteps) {
+		int	t;
+
 		for (t = 0; t < g->nturns && !g->ready[t]; t++)
 			;
 		*mark = "unplanned";	/* not reached: every step is used */
-		return t < g->nturns ? t : -1;
+		return t < g->nturns ? g->oldest[t] : NULL;
 	}
 	s = &g->plan->steps[g->cursor];
-	for (t = 0; t < g->nturns; t++)		/* 2: the next step */
-		if (g->ready[t] && step_is(s, g->oldest[t])) {
-			use_step(g, g->cursor);
-			return t;
-		}
+	if ((e = step_waiting(g, s)) != NULL) {	/* 2: the next step */
+		use_step(g, g->cursor);
+		return e;
+	}
 	if (s->turn < g->nturns && g->blocked[s->turn]) {
 		uint64_t	holders = 0, seen = 0, more;
 		int		u;
@@ -308,20 +590,20 @@ plan_pick(struct gate *g, const char **mark, uint32_t *deferred)
 
 			if (g->used[j] || h->turn >= 64 ||
 			    !(holders >> h->turn & 1) ||
-			    !g->ready[h->turn] || !step_is(h, g->oldest[h->turn]))
+			    (e = step_waiting(g, h)) == NULL)
 				continue;
 			*mark = "lock-deferred";
 			*deferred = (uint32_t)g->cursor + 1;
 			use_step(g, j);
-			return h->turn;
+			return e;
 		}
 		diverge(g, "its turn waits on a lock whose holders have no planned "
 		    "step waiting");
-		return -1;
+		return NULL;
 	}
 	diverge(g, s->turn < g->nturns && g->live[s->turn] ? "every live turn "
 	    "is held or blocked, and none with it" : "its turn is not running");
-	return -1;
+	return NULL;
 }
 
 /*
@@ -378,13 +660,13 @@ actor_wait(struct gate *g, int64_t now, int64_t earliest, uint32_t step)
 struct gate_ent *
 gate_decide(struct gate *g, int64_t now)
 {
-	struct gate_ent	*e;
+	struct gate_ent	*e = NULL, *w;
 	const char	*forced = NULL, *mark;
 	int64_t		 earliest;
 	uint64_t	 cand;
 	uint32_t	 deferred;
-	int		 t, k, idle;
-	bool		 go;
+	int		 t, idle, busy;
+	bool		 go, tie;
 
 	g->next_at = 0;
 	timeouts(g, now);
@@ -393,14 +675,15 @@ gate_decide(struct gate *g, int64_t now)
 	    g->victim != NULL || (g->side != NULL && g->n[GS_LOCK] > 0 &&
 	    !g->settled))
 		return NULL;
-	if (account(g, &cand, &earliest, &idle) == 0)
+	if (account(g, now, &cand, &earliest, &idle, &busy) == 0)
 		return NULL;
 	if (idle > 0) {
 		forced = idle_turns(g, now, earliest, &go);
 		if (!go)
 			return NULL;
 		g->stats.forced++;
-	}
+	} else if (busy > 0)
+		return NULL;	/* a reply on its way elsewhere: an event */
 	/* when: steps: the state between two steps, no transaction open */
 	if (atomic_load_explicit(&g->check_on, memory_order_acquire) &&
 	    !g->check_over && g->stepno > g->checked_at && g->n[GS_LOCK] == 0 &&
@@ -412,35 +695,44 @@ gate_decide(struct gate *g, int64_t now)
 	}
 	g->outside_every = LOCK_PROBE_MS;
 	g->outside_at = 0;
+	/* the connections new since the last step: their lanes, now that
+	 * every one that will come has come */
+	tie = lanes_give(g);
+	first_lanes(g);
 	mark = NULL;
 	deferred = 0;
-	t = -1;
 	if (g->planned && g->pmode == PM_PLAN) {
 		if (g->plan != NULL)
-			t = plan_pick(g, &mark, &deferred);
+			e = plan_pick(g, &mark, &deferred);
 		else
 			mark = "unplanned";	/* a proxy the plan has no steps for */
 	}
-	if (t == -1 && g->planned && g->pmode == PM_DRAIN) {
+	if (e == NULL && g->planned && g->pmode == PM_DRAIN) {
 		/* diverged: the oldest first, so the turns run to their end */
-		for (k = 0; k < g->nturns; k++)
-			if (g->ready[k] && (t == -1 ||
-			    g->oldest[k]->seq < g->oldest[t]->seq))
-				t = k;
+		for (w = g->ents; w != NULL; w = w->next)
+			if (w->st == GS_WAIT && (e == NULL || w->seq < e->seq))
+				e = w;
 		mark = "after divergence";
 	}
-	if (t == -1) {
+	if (e == NULL) {
 		t = sched_pick(g->s, g->ready);
+		e = lane_pick(g, t);
 		if (g->planned && g->pmode != PM_PLAN)
 			mark = "after divergence";
 	}
-	e = g->oldest[t];
+	t = e->turn;
 	ent_set(g, e, GS_RUN);
+	occ_take(g, e->turn, e->key);
 	g->last_turn = t;
+	g->last_lane = e->lane;
 	e->rec->step = ++g->stepno;
 	e->rec->cand = cand;
+	e->rec->lane = e->lane;
+	e->rec->acand = actors_waiting(g, &e->rec->acand_cut);
+	e->rec->lane_tie = tie;
 	actor_wait(g, now, earliest, e->rec->step);
 	e->rec->forced = forced;
+	e->rec->idle = forced != NULL ? g->idle : 0;
 	e->rec->plan = mark;
 	e->rec->deferred = deferred;
 	g->stats.steps = e->rec->step;
@@ -451,8 +743,8 @@ gate_decide(struct gate *g, int64_t now)
 	if (g->side != NULL && e->pid > 0)	/* or ask PostgreSQL before */
 		gate_at(g, g->probe_at = now + LOCK_PROBE_MS);
 	log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": step %" PRIu32
-	    " of the schedule (waiting: %" PRIx64 "%s%s)", g->name, e->turn,
-	    e->rec->conn, e->rec->exchange, e->rec->step, cand,
+	    " of the schedule, lane %d (waiting: %" PRIx64 "%s%s)", g->name,
+	    e->turn, e->rec->conn, e->rec->exchange, e->rec->step, e->lane, cand,
 	    forced ? ", forced by " : "", forced ? forced : "");
 	return e;
 }
@@ -546,6 +838,10 @@ void
 gate_conn_closed(struct gate *g, struct gate_ent *e)
 {
 	set_in_tx(g, e, false);		/* PostgreSQL rolls it back */
+	if (e->lane >= 0 && e->lane < GATE_LANES && e->turn >= 0 &&
+	    e->turn < g->nturns)
+		g->lanes[e->turn] &= ~((uint64_t)1 << e->lane);
+	e->lane = -1;
 	g->gen++;
 	g->settled = false;
 }
@@ -605,6 +901,8 @@ gate_round(struct gate *g, int round, const bool *runs)
 
 	g->round_no = round;
 	g->last_turn = -1;
+	g->last_lane = -1;
+	g->nocc = 0;		/* occurrences count within a round */
 	for (t = 0; t < g->nturns; t++)
 		g->live[t] = runs == NULL || runs[t];
 }
@@ -638,6 +936,13 @@ gate_new(const struct gate_conf *c, char *err)
 	g->ready = xcalloc((size_t)c->nturns, sizeof(*g->ready));
 	g->blocked = xcalloc((size_t)c->nturns, sizeof(*g->blocked));
 	g->oldest = xcalloc((size_t)c->nturns, sizeof(*g->oldest));
+	g->act = xcalloc((size_t)c->nturns, sizeof(*g->act));
+	g->look_ms = xcalloc((size_t)c->nturns, sizeof(*g->look_ms));
+	g->lanes = xcalloc((size_t)c->nturns, sizeof(*g->lanes));
+	for (int t = 0; t < c->nturns; t++)
+		g->look_ms[t] = ACTOR_LOOK_MS;
+	g->actor = c->actor;
+	g->actor_arg = c->actor_arg;
 	gate_round(g, 0, NULL);
 	g->planned = c->planned;
 	g->plan = c->plan;
@@ -661,6 +966,10 @@ gate_free(struct gate *g)
 	free(g->ready);
 	free(g->blocked);
 	free(g->oldest);
+	free(g->act);
+	free(g->look_ms);
+	free(g->lanes);
+	free(g->occ);
 	free(g->be);
 	free(g->rows);
 	free(g->used);

@@ -108,7 +108,13 @@ struct gate_ent {
 	int			 turn;
 	int			 round;		/* what it hits (docs/plan.md) */
 	uint64_t		 key;		/* 0: unknown, never planned */
+	/* its occurrence among the turn's admitted exchanges of key in the
+	 * round: the gate's, set when it is admitted (while it waits: the
+	 * one it would get) */
 	uint32_t		 occ;
+	/* what it says in full (its statement or request line), hashed: the
+	 * order of a turn's new connections among themselves (the engine's) */
+	uint64_t		 canon;
 	int32_t			 pid;		/* PostgreSQL backend; 0: none known */
 	struct proxy_trace_rec	*rec;		/* step, cand, forced, waits_on, deadlock */
 	/* the gate's */
@@ -119,7 +125,38 @@ struct gate_ent {
 	bool			 victim;	/* soak cancelled it: a deadlock */
 	bool			 in_tx;		/* its connection's last exchange left
 						   a transaction open (T or E) */
+	/* its connection's lane within the turn (gate.h "Actors"), -1 until
+	 * the gate gives it one; kept from exchange to exchange, given back
+	 * when the connection closes */
+	int			 lane;
 };
+
+/* The engine, before an entry's first gate_wait: no lane yet. */
+#define GATE_ENT_INIT(e)	((e)->lane = -1)
+
+/*
+ * What a live turn's processes are doing, as the engine sees them through
+ * /proc (quiet.h) and its own connections (gate_conf.actor).
+ */
+enum gate_act {
+	GA_UNKNOWN,	/* no process known: the rule without /proc (a turn is
+			   waited for until it has an exchange held somewhere) */
+	GA_GONE,	/* no process left: it sends nothing more */
+	GA_QUIET,	/* every thread waits on soak (a held exchange, a reply
+			   of an admitted one, an idle connection) or on the turn
+			   itself: nothing more comes until the gate admits */
+	GA_BUSY,	/* quiet, but a reply it waits for is on its way at
+			   another proxy (a model, a tool server): waited for,
+			   with no watchdog */
+	GA_RUNNING,	/* a thread computes: waited for, `arrival` bounds it */
+	GA_TIMED,	/* a wait that ends by itself: `arrival` */
+	GA_UNSEEN,	/* a wait soak cannot see the end of: `arrival` */
+	GA_MAX
+};
+const char	*gate_act_name(enum gate_act a);
+/* The engine's view of turn t now, for gate g (any cost it has is the
+ * engine's). */
+typedef enum gate_act	(*gate_actor_fn)(void *arg, const struct gate *g, int turn);
 
 struct gate_conf {
 	const char			*name;		/* the proxy's: keys the draws */
@@ -140,9 +177,16 @@ struct gate_conf {
 	bool				 planned;
 	const struct plan_proxy		*plan;
 	bool				 then_seed;
+	/* how the turns' processes are doing (NULL: not known, every turn
+	 * GA_UNKNOWN) */
+	gate_actor_fn			 actor;
+	void				*actor_arg;
 };
 
 #define LOCK_PROBE_MS		2	/* between two asks while one runs */
+#define ACTOR_LOOK_MS		1	/* a running turn looked at again, first */
+#define ACTOR_LOOK_MAX_MS	16	/* ... backing off to this */
+#define GATE_LANES		64	/* a turn's connections open at once */
 #define OUTSIDE_PROBE_MAX_MS	50	/* the outside-wait ask backs off to this */
 
 /* NULL with err when the schedule cannot be made. */

@@ -31,6 +31,13 @@ static const char *const gate_st_names[GS_MAX] = {
 /* What the side connection is asking, one question at a time. */
 enum side_q { Q_NONE, Q_BLOCKERS, Q_OUTSIDE, Q_CANCEL };
 
+/* A turn's admitted exchanges of one key in the round: the next occ. */
+struct occ {
+	int		 turn;
+	uint64_t	 key;
+	uint32_t	 next;
+};
+
 /* A backend of one of the gate's turns, named by BackendKeyData. */
 struct backend {
 	int32_t	 pid;
@@ -65,7 +72,20 @@ struct gate {
 	uint32_t		*held;		/* per turn, the set's (gate_conf) */
 	uint32_t		*mine;		/* per turn, held at this gate */
 	bool			*ready, *blocked;	/* scratch */
-	struct gate_ent		**oldest;	/* scratch */
+	struct gate_ent		**oldest;	/* scratch: a turn's first lane waiting */
+
+	/* actors (gate.h "Actors"): the engine's view of each turn, looked
+	 * at again at look_at[t] while it is not accounted for, backing off
+	 * from ACTOR_LOOK_MS to ACTOR_LOOK_MAX_MS */
+	gate_actor_fn		 actor;
+	void			*actor_arg;
+	enum gate_act		*act;		/* scratch: this pass's view */
+	int			*look_ms;
+	uint64_t		*lanes;		/* per turn: lanes in use (bit l) */
+	uint64_t		 idle;		/* scratch: turns waited for under
+						   the arrival watchdog */
+	struct occ		*occ;		/* admitted (turn, key) counts */
+	size_t			 nocc, capocc;
 
 	struct backend		*be;		/* the turns' backends */
 	size_t			 nbe, capbe;
@@ -97,6 +117,7 @@ struct gate {
 	char			*diverged;	/* why, once it did */
 	uint32_t		 stepno;	/* steps taken, by any strategy */
 	int			 last_turn;	/* the last step's turn, or -1 */
+	int			 last_lane;	/* ... and its lane */
 	/* when: steps (gate_set_step_check) */
 	gate_step_fn		 check_fn;
 	void			*check_arg;

@@ -74,6 +74,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -121,6 +122,22 @@ int			 proxy_set_diverged(struct proxy_set *ps, char *buf,
  */
 void			 proxy_set_round(struct proxy_set *ps, int round,
 			    const bool *runs);
+/*
+ * The caller will tell every turn's process as it starts
+ * (proxy_set_turn_started): until it has, a schedule waits for a live turn
+ * as for one that runs.  Without this call a turn's processes are not
+ * looked at (a turn is waited for until it has an exchange held: `soak
+ * proxy`, tests).  Before the first round; NULL is a no-op.
+ */
+void			 proxy_set_actors(struct proxy_set *ps);
+/*
+ * Turn t of the round was started as process pid, the leader of its own
+ * process group: a schedule judges from then on whether the turn can still
+ * send by what /proc shows of that group (gate.h "Actors").  Any thread;
+ * NULL is a no-op.
+ */
+void			 proxy_set_turn_started(struct proxy_set *ps, int turn,
+			    pid_t pid);
 /*
  * Turn t of the round has exited (reaped), or could not be started: no
  * schedule waits for it any more.  Any thread; NULL is a no-op.
@@ -249,6 +266,17 @@ struct proxy_roll {
 void			 proxy_roll(const struct cfg_faults *f, uint64_t seed,
 			    const char *name, int turn, uint32_t conn,
 			    uint32_t exchange, struct proxy_roll *out);
+/*
+ * The roll of an exchange at a scheduled proxy, keyed by what it hits
+ * instead of by connection and exchange numbers: (turn, round, key,
+ * occurrence), the occurrence counted in admission order (gate.h).  A
+ * turn's connections open at once are numbered in the order they connect,
+ * which threads race for; what a step hits, and when it is admitted, are
+ * the schedule's.
+ */
+void			 proxy_roll_hit(const struct cfg_faults *f, uint64_t seed,
+			    const char *name, int turn, int round, uint64_t key,
+			    uint32_t occ, struct proxy_roll *out);
 /* Whether connection `conn` is blackholed (its own roll, exchange key ~0). */
 bool			 proxy_roll_blackhole(const struct cfg_faults *f,
 			    uint64_t seed, const char *name, int turn,
@@ -289,6 +317,18 @@ struct proxy_trace_rec {
 	/* Scheduled proxies only (step 0 otherwise: no more fields) */
 	uint32_t		 step;		/* admission order, 1, 2, ... */
 	uint64_t		 cand;		/* turns waiting at that step (bit t) */
+	/* the lane of the turn's connection it came on (gate.h "Actors";
+	 * the trace's "lane" when not 0); the actors waiting at that step
+	 * when one was on a lane other than 0 ("acand": bit lane * turns +
+	 * turn; acand_cut: one did not fit in 64 bits); lane_tie: two of a
+	 * turn's new connections asked the same and got their lanes in
+	 * arrival order */
+	int			 lane;
+	uint64_t		 acand;
+	bool			 acand_cut;
+	bool			 lane_tie;
+	/* a decision `arrival` forced: the turns it had waited for ("idle") */
+	uint64_t		 idle;
 	/* what it ran, for soak explore's reduction (stmtkey.h sk_class):
 	 * static "read", "begin", "session", "other"; NULL: not known */
 	const char		*cls;

@@ -26,6 +26,13 @@
 #define POLL_FDS_MAX	256	/* a poll array read from the process */
 #define SELECT_FDS_MAX	1024	/* FD_SETSIZE */
 #define EPOLL_FDS_MAX	256
+#define SNAP_MAX	512	/* threads of a group compared between looks */
+
+/* A thread as one look saw it: who, and how long it had run. */
+struct tsnap {
+	pid_t		tid;
+	uint64_t	run_ns;
+};
 
 static const char *const quiet_st_names[QUIET_MAX] = {
 	[QUIET_GONE] = "gone", [QUIET_QUIET] = "quiet",
@@ -65,6 +72,10 @@ struct quiet {
 	struct tsock	*socks;
 	size_t		 nsocks, capsocks;
 	bool		 socks_read;
+	/* the two looks' threads (quiet_look) */
+	struct tsnap	 snap[2][SNAP_MAX];
+	size_t		 nsnap[2];
+	bool		 snap_cut;
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -619,6 +630,18 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 	}
 }
 
+/* How long a thread has run (ns), from its schedstat; 0 unknown. */
+static uint64_t
+run_ns(pid_t pid, const char *tid)
+{
+	char	path[320], line[128];
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, tid);
+	if (slurp(path, line, sizeof(line)) <= 0)
+		return 0;
+	return strtoull(line, NULL, 10);
+}
+
 /* One thread: its state, then its system call when it sleeps. */
 static enum quiet_st
 thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
@@ -655,8 +678,8 @@ thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
 	return syscall_st(q, pid, line, out, what, len);
 }
 
-void
-quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
+static void
+look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 {
 	char		 path[64], what[96];
 	struct dirent	*d;
@@ -681,6 +704,13 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 			if (!isdigit((unsigned char)d->d_name[0]))
 				continue;
 			what[0] = '\0';
+			/* its run time before its state: a thread that ran
+			 * between the two looks shows a new run time */
+			if (q->nsnap[k] < SNAP_MAX)
+				q->snap[k][q->nsnap[k]++] = (struct tsnap){
+				    (pid_t)atol(d->d_name), run_ns(pid, d->d_name) };
+			else
+				q->snap_cut = true;
 			st = thread_st(q, pid, d->d_name, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
@@ -700,4 +730,46 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 		out->nports = 0;
 		out->ports_cut = false;
 	}
+}
+
+/*
+ * A look is a series of reads, not a snapshot: a thread read asleep may
+ * have been woken by one read after it (bash read waiting on a pipe, then
+ * its child read as a zombie that closed the pipe on its way out), and a
+ * process forked, or a thread made, while the look ran may be missing
+ * from it.  So a group is quiet only when two looks in a row find it quiet
+ * with the same threads, each with the same run time (schedstat): no
+ * thread ran between its two reads, so at the instant between the looks
+ * every one was where both looks found it (a double collect).  Anything
+ * else is running: look again soon.
+ */
+void
+quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
+{
+	struct quiet_res	again;
+	size_t			i;
+
+	q->nsnap[0] = q->nsnap[1] = 0;
+	q->snap_cut = false;
+	look_once(q, pgid, out, 0);
+	if (out->st != QUIET_QUIET)
+		return;
+	look_once(q, pgid, &again, 1);
+	if (again.st != QUIET_QUIET)
+		goto moved;
+	if (q->snap_cut || q->nsnap[0] != q->nsnap[1])
+		goto moved;
+	for (i = 0; i < q->nsnap[0]; i++)
+		if (q->snap[0][i].tid != q->snap[1][i].tid ||
+		    q->snap[0][i].run_ns != q->snap[1][i].run_ns)
+			goto moved;
+	*out = again;
+	return;
+moved:
+	memset(out, 0, sizeof(*out));
+	out->st = QUIET_RUNNING;
+	out->nprocs = again.nprocs;
+	out->nthreads = again.nthreads;
+	snprintf(out->what, sizeof(out->what), "%s", again.st != QUIET_QUIET &&
+	    again.what[0] ? again.what : "moving between two looks");
 }

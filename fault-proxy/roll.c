@@ -19,15 +19,16 @@ roll_key(uint64_t seed, const char *name, int turn, uint32_t conn,
 	    ((uint64_t)conn << 32) | exchange);
 }
 
-void
-proxy_roll(const struct cfg_faults *f, uint64_t seed, const char *name,
-    int turn, uint32_t conn, uint32_t exchange, struct proxy_roll *out)
+/* The roll of the stream `key` names: one draw for the band, one for the
+ * latency. */
+static void
+roll_from(const struct cfg_faults *f, uint64_t key, struct proxy_roll *out)
 {
 	struct seed_rng	 rng;
 	double		 u, edge;
 	int64_t		 lo, hi;
 
-	seed_rng_init(&rng, roll_key(seed, name, turn, conn, exchange));
+	seed_rng_init(&rng, key);
 	/*
 	 * Both draws are always taken, in this order, so changing one band
 	 * never shifts the latency of an exchange (and vice versa).
@@ -54,6 +55,23 @@ proxy_roll(const struct cfg_faults *f, uint64_t seed, const char *name,
 	edge += f->rate * f->duplicate;
 	if (u < edge)
 		out->fault = PROXY_FAULT_DUPLICATE;
+}
+
+void
+proxy_roll(const struct cfg_faults *f, uint64_t seed, const char *name,
+    int turn, uint32_t conn, uint32_t exchange, struct proxy_roll *out)
+{
+	roll_from(f, roll_key(seed, name, turn, conn, exchange), out);
+}
+
+void
+proxy_roll_hit(const struct cfg_faults *f, uint64_t seed, const char *name,
+    int turn, int round, uint64_t key, uint32_t occ, struct proxy_roll *out)
+{
+	/* a stream of its own beside roll_key's: "hit" salts the name's */
+	roll_from(f, seed_derive(seed ^ seed_str(name) ^ 0x686974ull,
+	    ((uint64_t)(uint32_t)turn << 32) | (uint32_t)round,
+	    seed_derive(key, occ, 0)), out);
 }
 
 bool

@@ -397,6 +397,15 @@ turn_exited(void *arg)
 	proxy_set_turn_exited(te->ps, te->turn);
 }
 
+/* ... and started: the schedules look at its processes from now on. */
+static void
+turn_started(void *arg, pid_t pid)
+{
+	const struct turn_end	*te = arg;
+
+	proxy_set_turn_started(te->ps, te->turn, pid);
+}
+
 /*
  * How a turn ended, in words for the timeline ("ok", "exited 3", "died of
  * SIGSEGV"), where the report keeps the status name and code.
@@ -487,7 +496,8 @@ run_round(struct seed_ctx *c, int round, struct seed_result *res)
 		ends[i] = (struct turn_end){ c->proxies, t };
 		reqs[i] = (struct spawn_req){ .argv = cfg->turn_command, .envp = envs[i].v,
 		    .dir = dirs[i], .stdout_path = so[i], .stderr_path = se[i],
-		    .ended = turn_exited, .ended_arg = &ends[i], .scrub = c->w->scrub };
+		    .ended = turn_exited, .ended_arg = &ends[i],
+		    .started = turn_started, .scrub = c->w->scrub };
 		out[i].round = round;
 		out[i].turn = t;
 	}
@@ -1243,6 +1253,9 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 			verdict(res, REASON_PROXY, "%s", err);
 			goto done;
 		}
+		/* every turn's process is told (turn_started): until it is,
+		 * a schedule waits for it */
+		proxy_set_actors(c.proxies);
 		if (proxy_set_scheduled(c.proxies) && step_check_open(&sc, &c) > 0)
 			proxy_set_step_check(c.proxies, step_check_fn, &sc);
 	}

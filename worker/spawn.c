@@ -447,6 +447,8 @@ wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 				reqs[i].ended(reqs[i].ended_arg);
 			continue;
 		}
+		if (reqs[i].started != NULL)
+			reqs[i].started(reqs[i].ended_arg, run[i].pid);
 		left++;
 	}
 	while (left > 0) {

@@ -80,6 +80,10 @@ struct spawn_req {
 	 */
 	void		(*ended)(void *arg);
 	void		*ended_arg;
+	/* wrk_run_batch: called on the caller's thread once the process is
+	 * started, with its pid (the leader of its process group), before any
+	 * other is (NULL: nothing to tell); its arg is ended_arg */
+	void		(*started)(void *arg, pid_t pid);
 	/* Scrubs the stdout and stderr tails (common/scrub.h); may be NULL. */
 	const struct scrub *scrub;
 };
