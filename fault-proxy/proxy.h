@@ -62,6 +62,11 @@
  * seeds/000): u < rate*lost_reply -> lost_reply; then reset; then
  * duplicate; else none.  Latency is a second draw, uniform in
  * [latency_min_ms, latency_max_ms], applied before the request is forwarded.
+ * Under a schedule (a set with a scheduled proxy, proxy_set_scheduled) the
+ * latency of every proxy of the set is virtual: recorded in the trace
+ * (latency_ms) and a plan, not slept, since each gate waits for every live
+ * turn anyway and the schedule opens the window the latency stands for;
+ * faults.latency_real keeps a proxy's latency on the clock.
  */
 #ifndef SOAK_PROXY_H
 #define SOAK_PROXY_H
