@@ -66,10 +66,12 @@ timeouts(struct gate *g, int64_t now)
 /*
  * Whether every live turn is accounted for (gate.h): ready here, blocked
  * here, held at another gate, or not live.  Fills ready[], oldest[], the
- * waiting set and the earliest waiter; *idle counts the turns waited for.
+ * waiting set and the earliest waiter; *idle counts the turns waited for,
+ * *idles has their bits (a forced decision's trace says which, "idle").
  */
 static int
-account(struct gate *g, uint64_t *cand, int64_t *earliest, int *idle)
+account(struct gate *g, uint64_t *cand, int64_t *earliest, int *idle,
+    uint64_t *idles)
 {
 	struct gate_ent	*e;
 	int		 t, nready = 0;
@@ -86,6 +88,7 @@ account(struct gate *g, uint64_t *cand, int64_t *earliest, int *idle)
 	*cand = 0;
 	*earliest = INT64_MAX;
 	*idle = 0;
+	*idles = 0;
 	for (t = 0; t < g->nturns; t++) {
 		g->ready[t] = g->oldest[t] != NULL;
 		if (g->ready[t]) {
@@ -95,8 +98,11 @@ account(struct gate *g, uint64_t *cand, int64_t *earliest, int *idle)
 			if (g->oldest[t]->since < *earliest)
 				*earliest = g->oldest[t]->since;
 		} else if (g->live[t] && !g->blocked[t] &&
-		    g->held[t] <= g->mine[t])
+		    g->held[t] <= g->mine[t]) {
 			(*idle)++;
+			if (t < 64)
+				*idles |= (uint64_t)1 << t;
+		}
 	}
 	return nready;
 }
@@ -381,7 +387,7 @@ gate_decide(struct gate *g, int64_t now)
 	struct gate_ent	*e;
 	const char	*forced = NULL, *mark;
 	int64_t		 earliest;
-	uint64_t	 cand;
+	uint64_t	 cand, idles;
 	uint32_t	 deferred;
 	int		 t, k, idle;
 	bool		 go;
@@ -393,7 +399,7 @@ gate_decide(struct gate *g, int64_t now)
 	    g->victim != NULL || (g->side != NULL && g->n[GS_LOCK] > 0 &&
 	    !g->settled))
 		return NULL;
-	if (account(g, &cand, &earliest, &idle) == 0)
+	if (account(g, &cand, &earliest, &idle, &idles) == 0)
 		return NULL;
 	if (idle > 0) {
 		forced = idle_turns(g, now, earliest, &go);
@@ -441,6 +447,7 @@ gate_decide(struct gate *g, int64_t now)
 	e->rec->cand = cand;
 	actor_wait(g, now, earliest, e->rec->step);
 	e->rec->forced = forced;
+	e->rec->idle = forced != NULL ? idles : 0;
 	e->rec->plan = mark;
 	e->rec->deferred = deferred;
 	g->stats.steps = e->rec->step;

@@ -247,6 +247,10 @@ struct proxy_trace_rec {
 	 * static "read", "begin", "session", "other"; NULL: not known */
 	const char		*cls;
 	const char		*forced;	/* static: a timeout decided, or NULL */
+	/* forced: the live turns it did not wait for (bit t), which had
+	 * nothing at any proxy of the set for `arrival` (or, "outside", while
+	 * PostgreSQL showed a wait outside the proxy) */
+	uint64_t		 idle;
 	/* PostgreSQL said it waited on a lock (pg_blocking_pids), held by
 	 * these turns (bit t; 0: by no turn of this proxy) */
 	bool			 lock_wait;
@@ -271,7 +275,8 @@ struct proxy_trace_rec {
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
- * when a timeout decided, "waits_on" when PostgreSQL said it waited on
+ * when a timeout decided (and "idle", the turns it went without, a hex
+ * mask, when it went without any), "waits_on" when PostgreSQL said it waited on
  * a lock, "deadlock" when a deadlock ended its statement and "wakes"
  * when its end woke several lock waiters.  Last of all, "closed" when its
  * connection closed while it was open.
@@ -327,7 +332,8 @@ int			 proxy_trace_format(const struct proxy_trace_rec *r,
  * {"exchanges", "connections" (distinct (turn, conn) numbers, counted as
  * each turn's highest conn + 1), "faults": {"lost_reply": n, ...} (the
  * trace's fault other than none), "latency" (exchanges delayed, latency_ms
- * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "lock_waits"
+ * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "idle": {"3":
+ * n} (per turn, the arrival decisions that went without it), "lock_waits"
  * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n}}}, zeros
  * left out, one key per proxy that has a line.  proxy_cov_schedule: the
  * scheduled proxies' whole schedules, {"db": {"steps": N, "digest":

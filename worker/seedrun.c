@@ -981,6 +981,12 @@ timing_json(struct seed_ctx *c, bool pass)
 	    "checks", c->checks), *turns, *o, *row;
 	size_t	 i, cost = 0, more = 0;
 
+	/* a schedule that took no step names its first proxy */
+	for (i = 0; c->scheduled && c->waits.max_proxy[0] == '\0' &&
+	    i < c->w->cfg->nproxies; i++)
+		if (c->w->cfg->proxies[i].schedule.enabled)
+			snprintf(c->waits.max_proxy, sizeof(c->waits.max_proxy), "%s",
+			    c->w->cfg->proxies[i].name);
 	if (c->scheduled)
 		json_object_set_new(t, "waits", json_pack("{s:I, s:I, s:I, s:I, s:s}",
 		    "ms", (json_int_t)c->waits.wait_ms,

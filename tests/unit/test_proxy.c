@@ -1081,6 +1081,18 @@ test_trace_format_pg(void **state)
 	    "\"client_got_reply\":false,\"step\":7,\"cand\":\"b\","
 	    "\"waits_on\":\"a\",\"pg\":\"simple\","
 	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\"}\n");
+
+	/* decided by the watchdog without turns 2 and 5: "idle" says so */
+	r.lock_wait = false;
+	r.forced = "arrival";
+	r.idle = 0x24;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":4,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"step\":7,\"cand\":\"b\","
+	    "\"forced\":\"arrival\",\"idle\":\"24\",\"pg\":\"simple\","
+	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\"}\n");
 }
 
 /*
