@@ -19,6 +19,11 @@ Mutants of --fixed, each without one defence:
   --absolute                SET remaining = (what was read) - S: lost updates
   --unchecked               the spend is recorded even when the UPDATE took
                             no row (the budget was spent meanwhile)
+And with either:
+  --direct                  call the model at $SOAK_SERVICE_MODEL, past soak's
+                            proxy: soak cannot see the call, and a slow model
+                            (fake_model.py --delay) makes the schedule's
+                            `arrival` decide, which the summary names
 
 The database is the one soak's environment names (PGHOST, ... through the
 proxy db); the model is at $SOAK_PROXY_MODEL (soak's proxy in front of the
@@ -32,6 +37,7 @@ import urllib.request
 import psycopg2
 
 BUDGET = 1
+MODEL = "SOAK_PROXY_MODEL"      # the environment variable naming the model
 
 
 def ask_model(campaign, left):
@@ -42,7 +48,7 @@ def ask_model(campaign, left):
         {"role": "user", "content": "Campaign %s: the budget has %d left. "
          "How much should it spend?" % (campaign, left)}]}).encode()
     req = urllib.request.Request(
-        "http://%s/v1/chat/completions" % os.environ["SOAK_PROXY_MODEL"],
+        "http://%s/v1/chat/completions" % os.environ[MODEL],
         data=body, headers={"Content-Type": "application/json"})
     with urllib.request.urlopen(req, timeout=30) as r:
         reply = json.load(r)
@@ -101,11 +107,15 @@ def fixed(conn, campaign, flags):
 
 
 def main():
+    global MODEL
     flags = sys.argv[1:]
+    if "--direct" in flags:
+        flags.remove("--direct")
+        MODEL = "SOAK_SERVICE_MODEL"
     known = {"--fixed", "--no-guard", "--absolute", "--unchecked"}
     if not set(flags) <= known or (flags and "--fixed" not in flags):
-        sys.exit("usage: budget_turn.py [--fixed [--no-guard|--absolute|"
-                 "--unchecked]]")
+        sys.exit("usage: budget_turn.py [--direct] [--fixed [--no-guard|"
+                 "--absolute|--unchecked]]")
     # the campaign's name, and so what it wants, is the seed's
     campaign = "c%d-%d" % (int(os.environ["SOAK_TURN"]),
                            int(os.environ["SOAK_TURN_SEED"]) % 1000)
