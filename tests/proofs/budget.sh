@@ -3,7 +3,8 @@
 # recorded, not slept, under the schedule (and no decision forced); the fix
 # passes the 200 default seeds and its bash twin 50, with no infra verdict
 # and every agent ok; each mutant is caught by the invariant that names it
-# in at least 15 of 20 seeds (20, 18 and 18 here).  The quick half: tests/integration/examples_budget.sh.
+# in at least 15 of 20 seeds (20, 18 and 18 here).  The quick half:
+# tests/integration/examples_budget.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 EX=$ROOT/examples/budget
 
