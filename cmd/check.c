@@ -325,6 +325,73 @@ check_db_plain(struct check *k)
 		    pl.message, pl.user, pl.dbname);
 }
 
+/* A duration as the config writes one: "2s", "1500ms". */
+static const char *
+dur(int64_t ms, char *buf, size_t len)
+{
+	if (ms % 1000 == 0)
+		snprintf(buf, len, "%llds", (long long)(ms / 1000));
+	else
+		snprintf(buf, len, "%lldms", (long long)ms);
+	return buf;
+}
+
+/*
+ * A latency the clock spends (no schedule, or latency_real) whose longest
+ * draw reaches what passes a waiting turn: turn.timeout (the turn is
+ * killed), a schedule's arrival (the decision is the clock's, forced), and
+ * on a scheduled proxy its own blocked (the admitted exchange is passed).
+ * Under a schedule a latency without latency_real is not slept: nothing
+ * to warn of (docs/faults.md "Latency under a schedule").
+ */
+static void
+check_latency(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	const struct cfg_proxy	*p, *s;
+	char			 key[64], a[32], b[32];
+	size_t			 i, j;
+	bool			 sched = false;
+
+	for (i = 0; i < cfg->nproxies; i++)
+		sched |= cfg->proxies[i].schedule.enabled;
+	for (i = 0; i < cfg->nproxies; i++) {
+		p = &cfg->proxies[i];
+		if (p->faults.latency_max_ms <= 0 || (sched && !p->faults.latency_real))
+			continue;
+		snprintf(key, sizeof(key), "proxies[%zu].faults.latency", i);
+		dur(p->faults.latency_max_ms, a, sizeof(a));
+		if (p->faults.latency_max_ms >= cfg->turn_timeout_ms)
+			problem(k, true, key, 0, 0, "proxy %s's latency reaches %s, "
+			    "turn.timeout is %s: a turn whose exchange draws it is "
+			    "killed before the reply comes; raise turn.timeout or "
+			    "lower the latency", p->name, a,
+			    dur(cfg->turn_timeout_ms, b, sizeof(b)));
+		for (j = 0; j < cfg->nproxies; j++) {
+			s = &cfg->proxies[j];
+			if (!s->schedule.enabled)
+				continue;
+			if (p->faults.latency_max_ms >= s->schedule.arrival_ms)
+				problem(k, true, key, 0, 0, "proxy %s's latency is slept "
+				    "(latency_real) and reaches %s, proxy %s's "
+				    "schedule.arrival is %s: a step may be decided by "
+				    "the clock while a turn waits at proxy %s (forced: "
+				    "arrival), and a replay may part there; raise arrival "
+				    "above %s, or drop latency_real if no timeout of the "
+				    "client must fire", p->name, a, s->name,
+				    dur(s->schedule.arrival_ms, b, sizeof(b)), p->name, a);
+			if (j == i && p->faults.latency_max_ms >= s->schedule.blocked_ms)
+				problem(k, true, key, 0, 0, "proxy %s is scheduled and its "
+				    "latency is slept (latency_real) after admission: "
+				    "%s reaches its schedule.blocked (%s), which passes "
+				    "an admitted exchange that has not answered (forced: "
+				    "blocked); put the latency on a proxy beside it, or "
+				    "raise blocked above %s", p->name, a,
+				    dur(s->schedule.blocked_ms, b, sizeof(b)), a);
+		}
+	}
+}
+
 /*
  * "./bash redeem.sh" as the user wrote it (the loader made a relative
  * program absolute) and the list it most likely meant.
@@ -664,6 +731,7 @@ check_config(struct check *k)
 	check_commands(k);
 	check_sql(k);
 	check_db_plain(k);
+	check_latency(k);
 	tell(k);
 	say_db_proxy(k);
 	check_models(k);

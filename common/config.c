@@ -1034,14 +1034,14 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 {
 	enum { RATE, LOST, RESET, DUP, BLACKHOLE, LATENCY, HOLD, BW, BW_UP,
 	    BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY, CLOSE,
-	    CLOSE_UP, CLOSE_DOWN, MATCH, NKEYS };
+	    CLOSE_UP, CLOSE_DOWN, MATCH, LATENCY_REAL, NKEYS };
 	/* a fault kind's share or bytes is keyed by its name (common/fault.h) */
 	const char *const keys[NKEYS] = { "rate", fault_name(FAULT_LOST_REPLY),
 	    fault_name(FAULT_RESET), fault_name(FAULT_DUPLICATE),
 	    fault_name(FAULT_BLACKHOLE), "latency", "hold", "bandwidth",
 	    "bandwidth_up", "bandwidth_down", "slice", "slice_up", "slice_down",
 	    "slice_delay", fault_name(FAULT_CLOSE_AFTER), "close_after_up",
-	    "close_after_down", "match" };
+	    "close_after_down", "match", "latency_real" };
 	/* Generic key first, so _up/_down override it whatever the file order. */
 	static const struct { int key, dir; } bytes[] = {
 		{ BW, -1 }, { BW_UP, CFG_UP }, { BW_DOWN, CFG_DOWN },
@@ -1071,6 +1071,10 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "latency");
 	if (v[LATENCY] && get_latency(cx, v[LATENCY], path, &f->latency_min_ms,
 	    &f->latency_max_ms) == -1)
+		return -1;
+	key_join(path, prefix, "latency_real");
+	if (v[LATENCY_REAL] && get_bool(cx, v[LATENCY_REAL], path,
+	    &f->latency_real) == -1)
 		return -1;
 	key_join(path, prefix, "hold");
 	if (v[HOLD] && get_duration(cx, v[HOLD], path, 0, &f->hold_ms) == -1)

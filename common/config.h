@@ -61,6 +61,14 @@ struct cfg_faults {
 	double		 blackhole;		/* share of connections swallowed, 0..1 */
 	int64_t		 latency_min_ms;	/* "A..B" or one duration */
 	int64_t		 latency_max_ms;
+	/*
+	 * latency_real: sleep the latency even when the seed has a schedule.
+	 * Under a schedule (a proxy of the config with schedule:, fault-proxy/
+	 * proxy.h) every proxy's latency is recorded, not slept: the schedule
+	 * opens the window the clock would have.  A client timeout that must
+	 * fire needs the real clock.
+	 */
+	bool		 latency_real;
 	int64_t		 hold_ms;		/* lost_reply: reply held this long; default 100ms */
 	int64_t		 bandwidth[2];		/* bytes/s per direction; 0 = unlimited */
 	int64_t		 slice[2];		/* max bytes per write; 0 = off */

@@ -409,6 +409,8 @@ coord_seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
 	/* Counted once, as the seed ended; a pass keeps only the sums. */
 	s->forced = cov_seed_forced(json_object_get(detail, "coverage"));
 	cov_add(c->cov, json_object_get(detail, "coverage"));
+	cov_seed_waits(c->cov, json_object_get(detail, "timing"), &s->waits);
+	cov_add_waits(c->cov, s->seed, &s->waits, duration_ms);
 	if (verdict == VERDICT_PASS && json_object_get(detail, "coverage") != NULL) {
 		/* a copy: the journal's event may still hold this one */
 		json_t	*d = json_copy(detail);

@@ -57,6 +57,7 @@
 #include "common/config.h"
 #include "common/msg.h"
 #include "common/verdict.h"
+#include "coordinator/coverage.h"
 #include "coordinator/journal.h"
 
 /* Each changes only through its setter (coord_int.h), which logs it (-v). */
@@ -96,6 +97,8 @@ struct coord_seed {
 	uint32_t		 ok_turns, total_turns;	/* a pass without detail */
 	uint32_t		 forced;	/* the final attempt's forced decisions
 						   (coordinator/coverage.h) */
+	struct cov_waits	 waits;		/* what its schedules waited for
+						   their actors (coverage.h) */
 	enum coord_confirm	 confirm;
 	uint32_t		 confirm_attempt;
 	/* Minimized before its ticket (tickets.minimize): its detail gets

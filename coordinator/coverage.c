@@ -28,6 +28,9 @@ struct cov_px {
 	uint64_t		 exchanges, connections, steps, lock_waits;
 	uint64_t		 seeds_used;	/* seeds with an exchange */
 	json_t			*faults, *forced, *deadlocks;	/* {"kind": sum} */
+	/* per turn ("3"): the arrival decisions that went without it, and
+	 * the seeds in which one did */
+	json_t			*idle_dec, *idle_seeds;
 	struct hist		*h;		/* seeds with a step, by value */
 	size_t			 nh;
 	uint64_t		 hseeds;
@@ -38,6 +41,13 @@ struct cov {
 	uint64_t		 seeds, forced, forced_seeds;
 	struct cov_px		*px;		/* config order */
 	uint64_t		*inv_checked, *inv_broken;
+	/* what the schedules waited for their actors (cov_add_waits): the
+	 * sum, the steps, the seeds with a schedule and their durations, the
+	 * slowest step and its seed */
+	uint64_t		 wait_ms, wait_steps, wait_seeds, wait_dur_ms;
+	bool			 has_slow;
+	uint64_t		 slow_seed;
+	struct cov_waits	 slow;
 };
 
 /*
@@ -147,6 +157,8 @@ cov_new(const struct cfg *cfg)
 		c->px[i].faults = fault_kinds_new();
 		c->px[i].forced = kinds_new(forced_kinds, NELEM(forced_kinds));
 		c->px[i].deadlocks = deadlock_kinds_new();
+		c->px[i].idle_dec = json_object();
+		c->px[i].idle_seeds = json_object();
 	}
 	c->inv_checked = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_checked));
 	c->inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_broken));
@@ -164,6 +176,8 @@ cov_free(struct cov *c)
 		json_decref(c->px[i].faults);
 		json_decref(c->px[i].forced);
 		json_decref(c->px[i].deadlocks);
+		json_decref(c->px[i].idle_dec);
+		json_decref(c->px[i].idle_seeds);
 		free(c->px[i].h);
 	}
 	free(c->px);
@@ -222,6 +236,24 @@ cov_seed_forced(const json_t *seed)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+/* A seed's {"3": n}: decisions without turn 3, and one more seed for it. */
+static void
+idle_add(struct cov_px *x, const json_t *idle)
+{
+	const char	*k;
+	json_t		*v;
+	char		*end;
+
+	json_object_foreach(UNCONST(idle), k, v) {
+		/* a turn's number, nothing else, off the wire */
+		if (count_of(v) == 0 || strtoul(k, &end, 10) > 65535 ||
+		    *end != '\0' || *k == '\0')
+			continue;
+		kind_add(x->idle_dec, k, count_of(v));
+		kind_add(x->idle_seeds, k, 1);
+	}
+}
+
 void
 cov_add(struct cov *c, const json_t *seed)
 {
@@ -245,6 +277,7 @@ cov_add(struct cov *c, const json_t *seed)
 		kinds_add(x->faults, json_object_get(o, "faults"));
 		kind_add(x->faults, COV_LATENCY, count_of(json_object_get(o, "latency")));
 		forced += kinds_add(x->forced, json_object_get(o, "forced"));
+		idle_add(x, json_object_get(o, "idle"));
 		x->lock_waits += count_of(json_object_get(o, "lock_waits"));
 		kinds_add(x->deadlocks, json_object_get(o, "deadlocks"));
 		if ((steps = count_of(json_object_get(o, "steps"))) > 0) {
@@ -262,6 +295,61 @@ cov_add(struct cov *c, const json_t *seed)
 		c->inv_checked[i] += count_of(json_array_get(r, 0)) > 0;
 		c->inv_broken[i] += count_of(json_array_get(r, 1)) > 0;
 	}
+}
+
+void
+cov_seed_waits(const struct cov *c, const json_t *timing, struct cov_waits *out)
+{
+	const json_t	*w = json_object_get(timing, "waits");
+	const char	*name = json_string_value(json_object_get(w, "max_proxy"));
+	size_t		 i;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(w) || name == NULL)
+		return;
+	for (i = 0; i < c->cfg->nproxies && i < UINT16_MAX; i++)
+		if (strcmp(c->cfg->proxies[i].name, name) == 0) {
+			out->max_proxy = (uint16_t)i;
+			out->scheduled = true;
+		}
+	if (!out->scheduled)
+		return;		/* a proxy the config does not have */
+#define U32(k)	(count_of(json_object_get(w, k)) > UINT32_MAX ? UINT32_MAX : \
+	(uint32_t)count_of(json_object_get(w, k)))
+	out->ms = U32("ms");
+	out->steps = U32("steps");
+	out->max_ms = U32("max_ms");
+	out->max_step = U32("max_step");
+#undef U32
+}
+
+void
+cov_add_waits(struct cov *c, uint64_t seed, const struct cov_waits *w,
+    int64_t duration_ms)
+{
+	if (!w->scheduled)
+		return;
+	c->wait_ms += w->ms;
+	c->wait_steps += w->steps;
+	c->wait_seeds++;
+	c->wait_dur_ms += duration_ms > 0 ? (uint64_t)duration_ms : 0;
+	if (w->steps > 0 && (!c->has_slow || w->max_ms > c->slow.max_ms ||
+	    (w->max_ms == c->slow.max_ms && seed < c->slow_seed))) {
+		c->has_slow = true;
+		c->slow = *w;
+		c->slow_seed = seed;
+	}
+}
+
+json_t *
+cov_waits_json(const struct cfg *cfg, const struct cov_waits *w)
+{
+	if (!w->scheduled || w->max_proxy >= cfg->nproxies)
+		return json_null();
+	return json_pack("{s:I, s:I, s:I, s:I, s:s}", "ms", (json_int_t)w->ms,
+	    "steps", (json_int_t)w->steps, "max_ms", (json_int_t)w->max_ms,
+	    "max_step", (json_int_t)w->max_step,
+	    "max_proxy", cfg->proxies[w->max_proxy].name);
 }
 
 /*
@@ -474,6 +562,63 @@ warnings(const struct cov *c)
 static const char pct_assumes[] = "no forced decisions and no exchanges "
     "outside the schedule";
 
+static int
+int_cmp(const void *a, const void *b)
+{
+	int	x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The turns of x's idle counts, by number (malloc'd; *n of them). */
+static int *
+idle_turns(const struct cov_px *x, size_t *n)
+{
+	const char	*k;
+	json_t		*v;
+	int		*t = xcalloc(json_object_size(x->idle_dec) + 1, sizeof(*t));
+
+	*n = 0;
+	json_object_foreach(x->idle_dec, k, v)
+		t[(*n)++] = atoi(k);
+	qsort(t, *n, sizeof(*t), int_cmp);
+	return t;
+}
+
+/* [{"turn": 3, "decisions": n, "seeds": m}, ...] by turn. */
+static json_t *
+idle_json(const struct cov_px *x)
+{
+	json_t	*a = json_array();
+	size_t	 i, n;
+	int	*t = idle_turns(x, &n);
+	char	 k[16];
+
+	for (i = 0; i < n; i++) {
+		snprintf(k, sizeof(k), "%d", t[i]);
+		json_array_append_new(a, json_pack("{s:i, s:I, s:I}", "turn", t[i],
+		    "decisions", (json_int_t)kind_get(x->idle_dec, k),
+		    "seeds", (json_int_t)kind_get(x->idle_seeds, k)));
+	}
+	free(t);
+	return a;
+}
+
+static json_t *
+waits_json(const struct cov *c)
+{
+	json_t	*slow = json_null();
+
+	if (c->has_slow)
+		slow = json_pack("{s:I, s:s, s:I, s:I}", "seed",
+		    (json_int_t)c->slow_seed, "proxy",
+		    c->cfg->proxies[c->slow.max_proxy].name, "step",
+		    (json_int_t)c->slow.max_step, "ms", (json_int_t)c->slow.max_ms);
+	return json_pack("{s:I, s:I, s:I, s:I, s:o}", "ms", (json_int_t)c->wait_ms,
+	    "steps", (json_int_t)c->wait_steps, "seeds", (json_int_t)c->wait_seeds,
+	    "seeds_ms", (json_int_t)c->wait_dur_ms, "slowest", slow);
+}
+
 json_t *
 cov_json(const struct cov *c)
 {
@@ -500,6 +645,8 @@ cov_json(const struct cov *c)
 		    "forced", x->forced,
 		    "lock_waits", (json_int_t)x->lock_waits,
 		    "deadlocks", x->deadlocks));
+		json_object_set_new(json_object_get(proxies, x->p->name), "idle",
+		    idle_json(x));
 		if (mode == NULL || x->p->schedule.mode != CFG_SCHED_PCT)
 			continue;
 		{
@@ -526,6 +673,7 @@ cov_json(const struct cov *c)
 	    "forced", "decisions", (json_int_t)c->forced,
 	    "seeds", (json_int_t)c->forced_seeds,
 	    "invariants", invs, "pct", pct, "warnings", warnings(c));
+	json_object_set_new(root, "waits", waits_json(c));
 	return root;
 }
 
@@ -546,6 +694,88 @@ put_kinds(FILE *f, const char *what, const json_t *kinds,
 	}
 	if (n > 0 && faults == NULL)
 		fputc(')', f);
+}
+
+/* "2s", "1.5s", "300ms": a duration for people. */
+static const char *
+dur(uint64_t ms, char *buf, size_t len)
+{
+	if (ms < 1000)
+		snprintf(buf, len, "%" PRIu64 "ms", ms);
+	else
+		snprintf(buf, len, "%.3gs", (double)ms / 1000);
+	return buf;
+}
+
+#define IDLE_SHOWN	8	/* turns named in a proxy's arrival lines */
+
+/*
+ * The turns proxy x's arrival decisions went without, and what to do:
+ * issue 35 ("arrival covers only what soak cannot see ... when it forces a
+ * decision the summary says which turn").
+ */
+static void
+idle_summary(FILE *f, const struct cov_px *x)
+{
+	size_t		 i, n;
+	int		*t = idle_turns(x, &n);
+	uint64_t	 dec = kind_get(x->forced, "arrival");
+	char		 k[16], a[32];
+
+	if (n == 0)
+		goto out;
+	dur((uint64_t)x->p->schedule.arrival_ms, a, sizeof(a));
+	fprintf(f, "    proxy %s: %" PRIu64 " decision%s forced by arrival (%s) "
+	    "went without ", x->p->name, dec, dec == 1 ? "" : "s", a);
+	for (i = 0; i < n && i < IDLE_SHOWN; i++) {
+		snprintf(k, sizeof(k), "%d", t[i]);
+		fprintf(f, "%sturn %d (%" PRIu64 " time%s in %" PRIu64 " seed%s)",
+		    i ? ", " : "", t[i], kind_get(x->idle_dec, k),
+		    kind_get(x->idle_dec, k) == 1 ? "" : "s",
+		    kind_get(x->idle_seeds, k),
+		    kind_get(x->idle_seeds, k) == 1 ? "" : "s");
+	}
+	if (n > IDLE_SHOWN)
+		fprintf(f, " and %zu more turns", n - IDLE_SHOWN);
+	fprintf(f, ": each was outside every proxy of its seed for %s or more, "
+	    "computing, sleeping or waiting on something soak does not see (a "
+	    "model called directly), and a decision the clock made is one a "
+	    "replay may make differently.\n      Raise proxies: %s: schedule: "
+	    "arrival: above the turn's longest such pause, or put what it waits "
+	    "on behind a proxy of the config (an exchange in flight at a proxy "
+	    "is waited for, not late)\n", a, x->p->name);
+out:
+	free(t);
+}
+
+/* Where a scheduled run's time went: waiting for the actors. */
+static void
+waits_summary(FILE *f, const struct cov *c)
+{
+	char	a[32], b[32], d[32];
+	double	share;
+
+	if (c->wait_seeds == 0)
+		return;
+	share = c->wait_dur_ms > 0 ? (double)c->wait_ms / c->wait_dur_ms : 0;
+	fprintf(f, "    the schedules waited %s for their actors in %" PRIu64
+	    " seed%s, %.0f %% of those seeds' %s (%s a step over %" PRIu64
+	    " steps)", dur(c->wait_ms, a, sizeof(a)), c->wait_seeds,
+	    c->wait_seeds == 1 ? "" : "s", 100 * share,
+	    dur(c->wait_dur_ms, b, sizeof(b)), dur(c->wait_steps ?
+	    c->wait_ms / c->wait_steps : 0, d, sizeof(d)), c->wait_steps);
+	if (c->has_slow)
+		fprintf(f, "; the slowest step: %s, step %" PRIu32 " of proxy %s "
+		    "in seed %" PRIu64, dur(c->slow.max_ms, a, sizeof(a)),
+		    c->slow.max_step, c->cfg->proxies[c->slow.max_proxy].name,
+		    c->slow_seed);
+	fputc('\n', f);
+	if (share >= 0.5)
+		fprintf(f, "      a step waits until every live turn has sent its "
+		    "next statement, so what a turn does between statements "
+		    "(thinking, a sleep, a model's answer) is spent one turn after "
+		    "another; a model's time as latency: on its proxy costs nothing "
+		    "under a schedule (docs/faults.md, \"What it costs\")\n");
 }
 
 void
@@ -611,6 +841,9 @@ cov_summary(FILE *f, const struct cov *c)
 		fprintf(f, "    %" PRIu64 " forced decision%s in %" PRIu64 " of %"
 		    PRIu64 " seeds\n", c->forced, c->forced == 1 ? "" : "s",
 		    c->forced_seeds, c->seeds);
+	for (i = 0; i < c->cfg->nproxies; i++)
+		idle_summary(f, &c->px[i]);
+	waits_summary(f, c);
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		const struct cfg_schedule	*s = &c->px[i].p->schedule;
 		double				 p;

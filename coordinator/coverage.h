@@ -12,9 +12,12 @@
  * Out of the sums: report.json's "coverage" (cov_json, docs/report.md) and
  * the summary's lines (cov_summary): per proxy its exchanges, connections,
  * faults by kind, scheduled steps (with the median and the most of a
- * seed), forced decisions by kind, lock waits and deadlocks; per invariant
+ * seed), forced decisions by kind, the turns `arrival` went without (with
+ * what to do about them), lock waits and deadlocks; per invariant
  * the seeds that checked it and those that broke it; the forced decisions
- * of the run and the seeds that had any; for each `schedule: pct` proxy
+ * of the run and the seeds that had any; what the schedules waited for
+ * their actors (the total, its share of those seeds' time, the slowest
+ * step); for each `schedule: pct` proxy
  * PCT's bound; and the warnings: a proxy that saw no exchange in any seed
  * (with how turns reach it), a fault kind with a share above 0 that never
  * fired, a schedule that took no step, a PCT `steps` (k) far from the
@@ -23,6 +26,7 @@
 #ifndef SOAK_COVERAGE_H
 #define SOAK_COVERAGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -43,6 +47,32 @@ void		 cov_free(struct cov *c);
 void		 cov_add(struct cov *c, const json_t *seed);
 /* The forced decisions of one seed's "coverage", every proxy and kind. */
 uint32_t	 cov_seed_forced(const json_t *seed);
+/*
+ * What one seed's schedules waited for their actors (fault-proxy/proxy.h,
+ * proxy_set_waits; the seed's "timing"."waits", docs/report.md): the sum
+ * over its steps, its steps, and its slowest step's wait, number and
+ * proxy (an index of the config's proxies).  scheduled false (all zeros,
+ * as a seed's record starts): the seed had no schedule, or a worker too
+ * old to say.  Small, so the coordinator keeps one per seed, passes
+ * included.
+ */
+struct cov_waits {
+	uint32_t	 ms, steps, max_ms, max_step;
+	uint16_t	 max_proxy;
+	bool		 scheduled;
+};
+/* Reads a seed's "timing" (NULL, or without "waits": not scheduled). */
+void		 cov_seed_waits(const struct cov *c, const json_t *timing,
+		    struct cov_waits *out);
+/*
+ * Adds one seed's waits (not scheduled: nothing) to the run's: the total,
+ * the seeds and their own durations, the slowest step (the lowest seed
+ * on a tie, so a resumed run says the same).
+ */
+void		 cov_add_waits(struct cov *c, uint64_t seed,
+		    const struct cov_waits *w, int64_t duration_ms);
+/* A seed's record's "waits" (docs/report.md): an object, or null. */
+json_t		*cov_waits_json(const struct cfg *cfg, const struct cov_waits *w);
 /* report.json's "coverage" (new reference). */
 json_t		*cov_json(const struct cov *c);
 /*

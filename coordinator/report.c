@@ -293,6 +293,7 @@ seed_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    "reproduced", jref(d, "reproduced", json_null()),
 	    "replay", replay,
 	    "failure_dir", fdir ? json_string(fdir) : json_null());
+	json_object_set_new(r, "waits", cov_waits_json(m->cfg, &s->waits));
 	if (json_object_get(d, "confirm"))
 		json_object_set(r, "confirm", json_object_get(d, "confirm"));
 	if (json_is_object(json_object_get(d, "minimized")))

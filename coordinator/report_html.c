@@ -852,13 +852,68 @@ put_cov_int(struct rh *h, const json_t *o, const char *key)
 	rh_put(h, "</td>");
 }
 
+/*
+ * coverage.proxies.NAME.idle: the turns arrival decisions went without,
+ * under the proxy's row, as the summary says them; nothing when none.
+ */
+static void
+put_cov_idle(struct rh *h, const json_t *idle)
+{
+	json_t	*o;
+	size_t	 i;
+
+	if (!json_is_array(idle)) {
+		if (idle != NULL) {
+			rh_put(h, "<tr><td></td><td colspan=10>idle: ");
+			put_json(h, idle, 2);
+			rh_put(h, "</td></tr>\n");
+		}
+		return;
+	}
+	if (json_array_size(idle) == 0)
+		return;
+	rh_put(h, "<tr><td></td><td colspan=10 class=warn>decisions forced by "
+	    "<code>arrival</code> went without ");
+	json_array_foreach(idle, i, o)
+		rh_put(h, "%sturn %" PRId64 " (%" PRId64 " in %" PRId64 " seed%s)",
+		    i ? ", " : "", jint(o, "turn", 0), jint(o, "decisions", 0),
+		    jint(o, "seeds", 0), jint(o, "seeds", 0) == 1 ? "" : "s");
+	rh_put(h, ": each was outside every proxy of its seed for <code>arrival"
+	    "</code> or more. Raise <code>arrival</code> above the turn's longest "
+	    "such pause, or put what it waits on behind a proxy.</td></tr>\n");
+}
+
+/* coverage.waits: where the schedules' time went, as the summary says it. */
+static void
+put_cov_waits(struct rh *h, const json_t *w)
+{
+	const json_t	*slow = json_object_get(w, "slowest");
+	int64_t		 ms = jint(w, "ms", 0), dur = jint(w, "seeds_ms", 0);
+
+	if (jint(w, "seeds", 0) == 0)
+		return;
+	rh_put(h, "<p>The schedules waited %.3g s for their actors in %" PRId64
+	    " seed%s, %.0f %% of those seeds' %.3g s (%" PRId64 " steps)",
+	    (double)ms / 1000, jint(w, "seeds", 0), jint(w, "seeds", 0) == 1 ?
+	    "" : "s", dur > 0 ? 100.0 * (double)ms / (double)dur : 0.0,
+	    (double)dur / 1000, jint(w, "steps", 0));
+	if (json_is_object(slow)) {
+		rh_put(h, "; the slowest step: %" PRId64 " ms, step %" PRId64
+		    " of proxy ", jint(slow, "ms", 0), jint(slow, "step", 0));
+		rh_text(h, jstr(slow, "proxy") ? jstr(slow, "proxy") : "?");
+		rh_put(h, " in seed %" PRId64, jint(slow, "seed", 0));
+	}
+	rh_put(h, ". <span class=note>(docs/faults.md \"What it costs\")"
+	    "</span></p>\n");
+}
+
 /* coverage.proxies: an object by proxy name (docs/report.md), one row each. */
 static void
 put_cov_proxies(struct rh *h, const json_t *px)
 {
 	static const char *const known[] = { "schedule", "exchanges",
 	    "seeds_with_exchanges", "connections", "faults", "steps",
-	    "steps_per_seed", "forced", "lock_waits", "deadlocks" };
+	    "steps_per_seed", "forced", "lock_waits", "deadlocks", "idle" };
 	const char	*name, *k;
 	json_t		*o, *v, *spp;
 	size_t		 i;
@@ -903,6 +958,7 @@ put_cov_proxies(struct rh *h, const json_t *px)
 		} else
 			put_counts(h, v, "—");
 		rh_put(h, "</td></tr>\n");
+		put_cov_idle(h, json_object_get(o, "idle"));
 		/* fields a later soak adds: under the row, as they are */
 		json_object_foreach(o, k, v) {
 			for (i = 0; i < nitems(known) && strcmp(known[i], k) != 0; i++)
@@ -985,7 +1041,7 @@ static void
 put_coverage(struct page *p)
 {
 	static const char *const known[] = { "seeds", "proxies", "forced",
-	    "invariants", "pct", "warnings" };
+	    "invariants", "pct", "warnings", "waits" };
 	struct rh	*h = &p->h;
 	json_t		*cov = json_object_get(h->report, "coverage");
 	json_t		*reg = json_object_get(h->report, "regressions");
@@ -1040,6 +1096,11 @@ put_coverage(struct page *p)
 		rh_put(h, "<h3>Proxies</h3>\n");
 		put_json(h, v, 0);
 	}
+	v = json_object_get(cov, "waits");
+	if (json_is_object(v))
+		put_cov_waits(h, v);
+	else if (v != NULL)
+		put_json(h, v, 0);
 	v = json_object_get(cov, "pct");
 	if (json_is_array(v))
 		put_cov_pct(h, v);

@@ -541,6 +541,22 @@ exchange_known(struct conn *c, char *line, size_t linelen,
 }
 
 /*
+ * Whether an exchange's latency is slept.  Not under a schedule (a gate in
+ * the set, whichever proxy it is on): each gate waits for every live turn
+ * before it decides, so the window a latency stands for (seeds/001's model
+ * call between a read and a write) is opened by the schedule, and a sleep
+ * would only spend wall time, turn by turn along the schedule (and, on a
+ * scheduled proxy, hold the gate until `blocked` forced a decision).  The
+ * trace and a plan keep the latency drawn.  latency_real keeps the clock,
+ * for a client timeout that must fire.
+ */
+static bool
+latency_slept(const struct conn *c)
+{
+	return c->l->ps->ngates == 0 || c->l->faults.latency_real;
+}
+
+/*
  * The exchange is known and nothing of it has been forwarded: apply match
  * to its roll and start it (at once, or when the gate admits it).
  */
@@ -559,11 +575,12 @@ exchange_admit(struct conn *c, const char *stmt)
 	}
 	c->rec.fault = c->roll.fault;
 	c->rec.latency_ms = c->roll.latency_ms;
-	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms%s%s", l->name,
+	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms%s%s%s", l->name,
 	    l->turn, c->no, c->rec.exchange, fault_name((enum fault)c->roll.fault),
-	    (long long)c->roll.latency_ms, c->rec.sql[0] ? ": " : "",
-	    c->rec.sql);
-	if (c->roll.latency_ms > 0) {
+	    (long long)c->roll.latency_ms, c->roll.latency_ms > 0 &&
+	    !latency_slept(c) ? " (virtual: the schedule's)" : "",
+	    c->rec.sql[0] ? ": " : "", c->rec.sql);
+	if (c->roll.latency_ms > 0 && latency_slept(c)) {
 		c->deadline = now_ms() + c->roll.latency_ms;
 		set_state(c, CS_DELAY);
 	} else

@@ -67,6 +67,11 @@
  * seeds/000): u < rate*lost_reply -> lost_reply; then reset; then
  * duplicate; else none.  Latency is a second draw, uniform in
  * [latency_min_ms, latency_max_ms], applied before the request is forwarded.
+ * Under a schedule (a set with a scheduled proxy, proxy_set_scheduled) the
+ * latency of every proxy of the set is virtual: recorded in the trace
+ * (latency_ms) and a plan, not slept, since each gate waits for every live
+ * turn anyway and the schedule opens the window the latency stands for;
+ * faults.latency_real keeps a proxy's latency on the clock.
  */
 #ifndef SOAK_PROXY_H
 #define SOAK_PROXY_H
@@ -327,12 +332,14 @@ struct proxy_trace_rec {
 	uint64_t		 acand;
 	bool			 acand_cut;
 	bool			 lane_tie;
-	/* a decision `arrival` forced: the turns it had waited for ("idle") */
-	uint64_t		 idle;
 	/* what it ran, for soak explore's reduction (stmtkey.h sk_class):
 	 * static "read", "begin", "session", "other"; NULL: not known */
 	const char		*cls;
 	const char		*forced;	/* static: a timeout decided, or NULL */
+	/* forced: the live turns it did not wait for (bit t), which had
+	 * nothing at any proxy of the set for `arrival` (or, "outside", while
+	 * PostgreSQL showed a wait outside the proxy) */
+	uint64_t		 idle;
 	/* PostgreSQL said it waited on a lock (pg_blocking_pids), held by
 	 * these turns (bit t; 0: by no turn of this proxy) */
 	bool			 lock_wait;
@@ -373,10 +380,11 @@ struct proxy_trace_rec {
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
  * ReadyForQuery came), "note" (when something passed unframed).  A
  * scheduled exchange has "step" and "cand" before "pg", then "forced"
- * when a timeout decided, "waits_on" when PostgreSQL said it waited on
- * a lock, "overlap" (true) when another connection of its turn was open
- * with its own, "deadlock" when a deadlock ended its statement and
- * "wakes" when its end woke several lock waiters.  An exchange a model
+ * when a timeout decided (and "idle", the turns it went without, a hex
+ * mask, when it went without any), "waits_on" when PostgreSQL said it
+ * waited on a lock, "overlap" (true) when another connection of its turn
+ * was open with its own, "deadlock" when a deadlock ended its statement
+ * and "wakes" when its end woke several lock waiters.  An exchange a model
  * stand-in answered has "model" (the pattern) and "alt" (the
  * alternative), and "events" for a streamed reply, after "plan".  Last of
  * all, "closed" when its connection closed while it was open.
@@ -432,7 +440,8 @@ int			 proxy_trace_format(const struct proxy_trace_rec *r,
  * {"exchanges", "connections" (distinct (turn, conn) numbers, counted as
  * each turn's highest conn + 1), "faults": {"lost_reply": n, ...} (the
  * trace's fault other than none), "latency" (exchanges delayed, latency_ms
- * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "lock_waits"
+ * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "idle": {"3":
+ * n} (per turn, the arrival decisions that went without it), "lock_waits"
  * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n}}}, zeros
  * left out, one key per proxy that has a line.  proxy_cov_schedule: the
  * scheduled proxies' whole schedules, {"db": {"steps": N, "digest": "16 hex

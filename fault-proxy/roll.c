@@ -199,6 +199,12 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		if (r->forced != NULL && (put(buf, len, &o, ",\"forced\":\"") == -1 ||
 		    put(buf, len, &o, r->forced) == -1 || put(buf, len, &o, "\"") == -1))
 			return -1;
+		if (r->forced != NULL && r->idle != 0) {
+			snprintf(num, sizeof(num), ",\"idle\":\"%" PRIx64 "\"",
+			    r->idle);
+			if (put(buf, len, &o, num) == -1)
+				return -1;
+		}
 		if (r->lock_wait) {
 			snprintf(num, sizeof(num), ",\"waits_on\":\"%" PRIx64 "\"",
 			    r->waits_on);

@@ -834,6 +834,7 @@ struct cov_proxy {
 	char		 name[64];
 	uint64_t	 exchanges, latency, steps, lock_waits;
 	json_t		*faults, *forced, *deadlocks;	/* {"kind": count} */
+	json_t		*idle;		/* {"turn": arrival decisions without it} */
 	uint32_t	*conns;		/* per turn: its highest conn + 1 */
 	size_t		 nturns;
 	uint64_t	 digest;
@@ -862,6 +863,7 @@ proxy_cov_free(struct proxy_cov *c)
 		json_decref(c->v[i].faults);
 		json_decref(c->v[i].forced);
 		json_decref(c->v[i].deadlocks);
+		json_decref(c->v[i].idle);
 		free(c->v[i].conns);
 	}
 	free(c->v);
@@ -884,6 +886,7 @@ cov_proxy(struct proxy_cov *c, const char *name)
 	p->faults = json_object();
 	p->forced = json_object();
 	p->deadlocks = json_object();
+	p->idle = json_object();
 	return p;
 }
 
@@ -893,6 +896,26 @@ count_kind(json_t *o, const char *kind)
 	json_t	*v = json_object_get(o, kind);
 
 	json_object_set_new(o, kind, json_integer(v ? json_integer_value(v) + 1 : 1));
+}
+
+/* Each turn of a forced step's "idle" (a hex mask), counted by its number. */
+static void
+count_idle(json_t *o, const char *hex)
+{
+	uint64_t	mask;
+	char		*end, turn[16];
+	int		 t;
+
+	if (hex == NULL || *hex == '\0')
+		return;
+	mask = strtoull(hex, &end, 16);
+	if (*end != '\0')
+		return;
+	for (t = 0; t < 64; t++)
+		if (mask >> t & 1) {
+			snprintf(turn, sizeof(turn), "%d", t);
+			count_kind(o, turn);
+		}
 }
 
 int
@@ -946,6 +969,9 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		p->digest += step_key(&st);
 		if (st.forced[0] != '\0')
 			count_kind(p->forced, st.forced);
+		if (strcmp(st.forced, "arrival") == 0)
+			count_idle(p->idle, json_string_value(json_object_get(o,
+			    "idle")));
 	}
 	if (l.lock_wait)
 		p->lock_waits++;
@@ -1009,6 +1035,7 @@ proxy_cov_json(const struct proxy_cov *c)
 		set_nonzero(p, "latency", x->latency);
 		set_nonzero(p, "steps", x->steps);
 		set_kinds(p, "forced", x->forced);
+		set_kinds(p, "idle", x->idle);
 		set_nonzero(p, "lock_waits", x->lock_waits);
 		set_kinds(p, "deadlocks", x->deadlocks);
 		json_object_set_new(out, x->name, p);

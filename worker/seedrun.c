@@ -47,6 +47,10 @@ struct seed_ctx {
 						   succeeded, or -1 */
 	char			 idle_why[300];	/* how its first turn ended */
 	char			 diverged[2048];	/* a plan's divergence, or "" */
+	/* what the seed's schedules waited for their actors, read as the
+	 * proxies close (proxy_set_waits); scheduled: the set had a schedule */
+	struct proxy_waits	 waits;
+	bool			 scheduled;
 	/* per invariant (config order): rounds checked, rounds it broke */
 	uint32_t		*inv_checks, *inv_broken;
 	struct cfgerr		 cfgerr;	/* what failed, when no retry mends it */
@@ -985,6 +989,9 @@ seed_begin(struct seed_ctx *c, struct seed_result *res)
  * for a pass (whose detail has no "turns") each turn's start, end and
  * status as [round, turn, start_ms, end_ms, status], within
  * DETAIL_TURNS_MAX bytes, what did not fit counted in "more_turns".
+ * Under a schedule, "waits": what its schedules waited for their actors
+ * (docs/report.md; the coordinator keeps it per seed and sums it,
+ * coordinator/coverage.h).
  */
 static json_t *
 timing_json(struct seed_ctx *c, bool pass)
@@ -993,6 +1000,19 @@ timing_json(struct seed_ctx *c, bool pass)
 	    "checks", c->checks), *turns, *o, *row;
 	size_t	 i, cost = 0, more = 0;
 
+	/* a schedule that took no step names its first proxy */
+	for (i = 0; c->scheduled && c->waits.max_proxy[0] == '\0' &&
+	    i < c->w->cfg->nproxies; i++)
+		if (c->w->cfg->proxies[i].schedule.enabled)
+			snprintf(c->waits.max_proxy, sizeof(c->waits.max_proxy), "%s",
+			    c->w->cfg->proxies[i].name);
+	if (c->scheduled)
+		json_object_set_new(t, "waits", json_pack("{s:I, s:I, s:I, s:I, s:s}",
+		    "ms", (json_int_t)c->waits.wait_ms,
+		    "steps", (json_int_t)c->waits.steps,
+		    "max_ms", (json_int_t)c->waits.max_ms,
+		    "max_step", (json_int_t)c->waits.max_step,
+		    "max_proxy", c->waits.max_proxy));
 	if (!pass)
 		return t;
 	turns = json_array();
@@ -1335,6 +1355,8 @@ done:
 	if (res->reason == REASON_GUARD || res->reason == REASON_HANG)
 		outage_check(&c, res);
 	if (c.proxies) {
+		c.scheduled = proxy_set_scheduled(c.proxies);
+		proxy_set_waits(c.proxies, &c.waits);
 		proxy_set_close(c.proxies);
 		c.proxies = NULL;
 	}

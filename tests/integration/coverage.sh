@@ -110,7 +110,9 @@ gate_open		# the killed run's seed-3 turn, if it outlived its worker
 expect_eq "results journaled before the kill" 3 "$(grep -c '"t":"result"' "$T/killed/journal.jsonl")"
 soak_rc rc run "$T/cov.yaml" --resume "$T/killed" >"$T/k2.out" 2>"$T/k2.err"
 expect_eq "resumed run exit status" 0 "$rc"
-same() { jq -c '.coverage | del(.forced) | .proxies[] |= del(.forced) | del(.pct[].forced)' "$1/report.json"; }
+# (the clock's part out: forced decisions, the turns they went without, the
+# time the schedules waited; the seeds that waited stay)
+same() { jq -c '.coverage | del(.forced) | .waits |= .seeds | .proxies[] |= del(.forced, .idle) | del(.pct[].forced)' "$1/report.json"; }
 expect_eq "the resumed run's coverage is the uninterrupted one's" "$(same "$T/run")" "$(same "$T/killed")"
 
 phase "replays of a passing seed compared with its whole trace"

@@ -70,6 +70,7 @@ static const char full_yaml[] =
 "    upstream: api.example.com:443\n"
 "    faults:\n"
 "      latency: 7ms\n"
+"      latency_real: true\n"
 "setup: [./fixtures, --small]\n"
 "setup_timeout: 45s\n"
 "turn:\n"
@@ -237,6 +238,8 @@ test_full(void **state)
 	assert_string_equal(cfg.proxies[3].upstream, "api.example.com:443");
 	assert_int_equal(cfg.proxies[3].faults.latency_min_ms, 7);
 	assert_int_equal(cfg.proxies[3].faults.latency_max_ms, 7);
+	assert_true(cfg.proxies[3].faults.latency_real);
+	assert_false(cfg.proxies[0].faults.latency_real);	/* the default */
 
 	assert_path(fx, cfg.setup[0], "fixtures");
 	assert_string_equal(cfg.setup[1], "--small");
@@ -252,10 +255,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 54);
+	assert_int_equal(cfg.invariants[0].line, 55);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 58);
+	assert_int_equal(cfg.invariants[1].line, 59);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -653,6 +656,10 @@ static const struct bad bads[] = {
 	  "      latency: 40ms..5ms\n",
 	  "soak.yaml:11:16: proxies[0].faults.latency: \"40ms..5ms\": the "
 	  "minimum is above the maximum" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      latency: 8s\n      latency_real: sometimes\n",
+	  "soak.yaml:12:21: proxies[0].faults.latency_real: expected true or "
+	  "false, got \"sometimes\"" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      bandwidth: 1.5M\n",
 	  "soak.yaml:11:18: proxies[0].faults.bandwidth: \"1.5M\" is not a byte "

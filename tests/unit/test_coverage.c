@@ -133,7 +133,8 @@ test_sums_and_warnings(void **state)
 	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"close_after\":0,"
 	    "\"latency\":9},\"steps\":74,\"steps_per_seed\":{\"median\":24,"
 	    "\"max\":30},\"forced\":{\"arrival\":3,\"blocked\":0,\"watchdog\":1},"
-	    "\"lock_waits\":6,\"deadlocks\":{\"soak\":3,\"postgres\":0}}");
+	    "\"lock_waits\":6,\"deadlocks\":{\"soak\":3,\"postgres\":0},"
+	    "\"idle\":[]}");
 	free(s);
 	s = json_dumps(json_object_get(j, "forced"), JSON_COMPACT);
 	assert_string_equal(s, "{\"decisions\":4,\"seeds\":2}");
@@ -181,6 +182,80 @@ test_sums_and_warnings(void **state)
 	    "exchanges outside the schedule (this run: 4 forced decisions)\n"
 	    "    warning: proxy api: duplicate never fired"));
 	assert_non_null(strstr(s, "\n    warning: proxy cache saw no exchange"));
+	free(s);
+	cov_free(c);
+}
+
+/*
+ * The turns arrival went without (issue 35): counted per turn over the
+ * seeds, named in the summary with what to do; a forced decision of
+ * another kind names none.  And what the schedules waited for their
+ * actors: summed, its share of the seeds' time, the slowest step (the
+ * lowest seed on a tie), a seed without a schedule left out.
+ */
+static void
+test_idle_and_waits(void **state)
+{
+	struct cov	*c;
+	struct cov_waits w;
+	json_t		*j, *t;
+	char		*s;
+
+	(void)state;
+	mk(40);
+	c = cov_new(&cfg);
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":9,\"steps\":9,\"forced\":"
+	    "{\"arrival\":3},\"idle\":{\"3\":3,\"1\":1}}}}");
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":9,\"steps\":9,\"forced\":"
+	    "{\"arrival\":1,\"blocked\":1},\"idle\":{\"3\":1,\"x\":5}}}}");
+	j = cov_json(c);
+	s = json_dumps(json_object_get(json_object_get(json_object_get(j,
+	    "proxies"), "db"), "idle"), JSON_COMPACT);
+	assert_string_equal(s, "[{\"turn\":1,\"decisions\":1,\"seeds\":1},"
+	    "{\"turn\":3,\"decisions\":4,\"seeds\":2}]");
+	free(s);
+	json_decref(j);
+
+	/* waits: seeds 7 (the slowest, 120 ms at step 4) and 2 (120 ms too:
+	 * the lower seed wins the tie), 5 without a schedule */
+	t = json_pack("{s:{s:i, s:i, s:i, s:i, s:s}}", "waits", "ms", 300,
+	    "steps", 10, "max_ms", 120, "max_step", 4, "max_proxy", "db");
+	cov_seed_waits(c, t, &w);
+	assert_true(w.scheduled);
+	assert_int_equal(w.max_proxy, 0);
+	cov_add_waits(c, 7, &w, 1000);
+	json_object_set_new(json_object_get(t, "waits"), "max_step",
+	    json_integer(9));
+	json_object_set_new(json_object_get(t, "waits"), "ms", json_integer(200));
+	cov_seed_waits(c, t, &w);
+	cov_add_waits(c, 2, &w, 600);
+	json_decref(t);
+	cov_seed_waits(c, NULL, &w);
+	assert_false(w.scheduled);
+	cov_add_waits(c, 5, &w, 99999);
+	j = cov_waits_json(&cfg, &w);
+	assert_true(json_is_null(j));
+	json_decref(j);
+	t = json_pack("{s:{s:i, s:s}}", "waits", "ms", 1, "max_proxy", "gone");
+	cov_seed_waits(c, t, &w);		/* a proxy the config lacks */
+	assert_false(w.scheduled);
+	json_decref(t);
+	j = cov_json(c);
+	s = json_dumps(json_object_get(j, "waits"), JSON_COMPACT);
+	assert_string_equal(s, "{\"ms\":500,\"steps\":20,\"seeds\":2,"
+	    "\"seeds_ms\":1600,\"slowest\":{\"seed\":2,\"proxy\":\"db\","
+	    "\"step\":9,\"ms\":120}}");
+	free(s);
+	json_decref(j);
+	s = summary(c);
+	assert_non_null(strstr(s, "    proxy db: 4 decisions forced by arrival "
+	    "(0ms) went without turn 1 (1 time in 1 seed), turn 3 (4 times in 2 "
+	    "seeds): each was outside every proxy of its seed"));
+	assert_non_null(strstr(s, "Raise proxies: db: schedule: arrival: above"));
+	assert_non_null(strstr(s, "    the schedules waited 500ms for their actors "
+	    "in 2 seeds, 31 % of those seeds' 1.6s (25ms a step over 20 steps); "
+	    "the slowest step: 120ms, step 9 of proxy db in seed 2\n"));
+	assert_null(strstr(s, "a step waits until every live turn"));	/* < 50 % */
 	free(s);
 	cov_free(c);
 }
@@ -270,6 +345,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sums_and_warnings),
 		cmocka_unit_test(test_pct_steps),
+		cmocka_unit_test(test_idle_and_waits),
 		cmocka_unit_test(test_no_step_and_database),
 	};
 

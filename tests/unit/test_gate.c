@@ -133,6 +133,67 @@ test_arrival_watchdog(void **state)
 	fix_close(&f);
 }
 
+/*
+ * What a step waited for its actors (gate_stats wait_ms, wait_max_ms,
+ * wait_max_step): from when the gate was free with an exchange waiting to
+ * the decision; never the time an admitted exchange runs, never a step
+ * whose turns were all there.  arrival is 100 ms.
+ */
+static void
+test_waits_counted(void **state)
+{
+	struct fix	 f;
+	struct gate_ent	*e;
+	struct gate_stats st;
+	int		 t1;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 5);
+	/* step 1: turn 0 waits from 1000, 1 and 2 come, 3 exits at 1030:
+	 * 30 ms waited for it */
+	arrive(&f, 0, 1000);
+	arrive(&f, 1, 1010);
+	arrive(&f, 2, 1020);
+	assert_null(gate_decide(f.g, 1029));
+	gate_live(f.g, 3, false);
+	e = gate_decide(f.g, 1030);
+	assert_non_null(e);
+	assert_null(e->rec->forced);
+	assert_int_equal(e->rec->idle, 0);
+	gate_stats(f.g, &st);
+	assert_int_equal(st.wait_ms, 30);
+	assert_int_equal(st.wait_max_ms, 30);
+	assert_int_equal(st.wait_max_step, 1);
+	/* it runs 1030..1040 (not a wait); its turn stays live and sends
+	 * nothing: step 2 is the watchdog's at 1140, 100 ms from the gate's
+	 * being free, the slowest now, without that turn */
+	t1 = e->turn;
+	gate_end(f.g, e, 1040);
+	assert_null(gate_decide(f.g, 1139));
+	e = gate_decide(f.g, 1140);
+	assert_non_null(e);
+	assert_string_equal(e->rec->forced, "arrival");
+	assert_int_equal(e->rec->idle, 1 << t1);
+	gate_stats(f.g, &st);
+	assert_int_equal(st.wait_ms, 130);
+	assert_int_equal(st.wait_max_ms, 100);
+	assert_int_equal(st.wait_max_step, 2);
+	/* step 3: as the gate frees, every live turn is waiting: no wait,
+	 * and the slowest stays step 2's */
+	gate_end(f.g, e, 1150);
+	gate_live(f.g, e->turn, false);
+	gate_live(f.g, t1, false);
+	e = gate_decide(f.g, 1150);
+	assert_non_null(e);
+	assert_int_equal(e->rec->step, 3);
+	gate_stats(f.g, &st);
+	assert_int_equal(st.steps, 3);
+	assert_int_equal(st.wait_ms, 130);
+	assert_int_equal(st.wait_max_ms, 100);
+	assert_int_equal(st.wait_max_step, 2);
+	fix_close(&f);
+}
+
 static void
 test_round_and_exits(void **state)
 {
@@ -312,6 +373,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_waits_for_live_turns),
 		cmocka_unit_test(test_arrival_watchdog),
+		cmocka_unit_test(test_waits_counted),
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
 		cmocka_unit_test(test_deterministic),

@@ -1081,6 +1081,18 @@ test_trace_format_pg(void **state)
 	    "\"client_got_reply\":false,\"step\":7,\"cand\":\"b\","
 	    "\"waits_on\":\"a\",\"pg\":\"simple\","
 	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\"}\n");
+
+	/* decided by the watchdog without turns 2 and 5: "idle" says so */
+	r.lock_wait = false;
+	r.forced = "arrival";
+	r.idle = 0x24;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":4,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"bytes_up\":0,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"step\":7,\"cand\":\"b\","
+	    "\"forced\":\"arrival\",\"idle\":\"24\",\"pg\":\"simple\","
+	    "\"sql\":\"SELECT \\\"a\\\\b\\\" FROM t\"}\n");
 }
 
 /*
@@ -1585,6 +1597,72 @@ test_stream_faults(void **state)
 	up_stop(u);
 }
 
+/*
+ * Latency under a schedule (issue 35): a set with a scheduled proxy
+ * records every proxy's latency and sleeps none of it, unless the proxy
+ * says latency_real.  "prov" (unscheduled, 4 s, tcp echo) beside "sched"
+ * (scheduled, never used): an exchange through prov comes back well
+ * within its latency, and its trace line keeps latency_ms 4000; with
+ * latency_real (300 ms) it takes its 300 ms.  The bound of the first is
+ * a quarter of the latency drawn, so a loaded machine does not decide it.
+ */
+static int64_t
+latency_exchange(bool real, int64_t ms, const char *path)
+{
+	struct cfg_faults	 f = { .latency_min_ms = ms, .latency_max_ms = ms,
+	    .latency_real = real }, none = { 0 };
+	struct cfg_schedule	 sc = { .enabled = true, .mode = CFG_SCHED_RANDOM,
+	    .depth = 1, .steps = 10, .arrival_ms = 2000, .blocked_ms = 500 };
+	struct upstream		*u = up_start(false);
+	struct proxy_listen	 pl[2];
+	struct proxy_set	*ps;
+	char			 out[64], err[ERR_LEN];
+	int64_t			 t0, took;
+	int			 fd;
+
+	memset(pl, 0, sizeof(pl));
+	pl[0] = (struct proxy_listen){ .name = "prov", .proxy = 0, .turn = 0,
+	    .listen = "127.0.0.1:0", .upstream = u->addr,
+	    .protocol = CFG_PROTO_TCP, .faults = &f };
+	pl[1] = (struct proxy_listen){ .name = "sched", .proxy = 1, .turn = 0,
+	    .listen = "127.0.0.1:0", .upstream = u->addr,
+	    .protocol = CFG_PROTO_TCP, .faults = &none, .schedule = &sc };
+	if ((ps = proxy_set_open(pl, 2, 7, path, err)) == NULL)
+		fail_msg("proxy_set_open: %s", err);
+	assert_true(proxy_set_scheduled(ps));
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	t0 = now_ms();
+	assert_int_equal(cli_exchange(fd, "a", 1, out, sizeof(out)), 1);
+	took = now_ms() - t0;
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	up_stop(u);
+	return took;
+}
+
+static void
+test_latency_under_schedule(void **state)
+{
+	char	path[512], *t;
+	int64_t	took;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/virtual.jsonl", tmpdir);
+	took = latency_exchange(false, 4000, path);
+	if (took >= 1000)
+		fail_msg("a 4000 ms latency under a schedule took %lld ms: slept",
+		    (long long)took);
+	t = slurp_trace(path);
+	assert_non_null(strstr(t, "\"proxy\":\"prov\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"fault\":\"none\",\"latency_ms\":4000,"));
+	free(t);
+	took = latency_exchange(true, 300, NULL);
+	if (took < 300)
+		fail_msg("latency_real: 300 ms took %lld ms: not slept",
+		    (long long)took);
+}
+
 /* ---- robustness: garbage, early closes, a dead upstream ---- */
 
 static void
@@ -1819,6 +1897,7 @@ main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_10k_connections),
 		cmocka_unit_test(test_stream_faults),
+		cmocka_unit_test(test_latency_under_schedule),
 		cmocka_unit_test(test_robust),
 		cmocka_unit_test(test_emfile),
 	};
