@@ -179,6 +179,10 @@ read_step(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	    get_int(r, o, "occ", path, 0, INT32_MAX, &v) == -1)
 		return -1;
 	s->occ = (uint32_t)v;
+	/* a version 1 plan has no lanes: every step on lane 0 */
+	if (json_object_get(o, "lane") != NULL &&
+	    get_int(r, o, "lane", path, 0, 63, &s->lane) == -1)
+		return -1;
 	if (w != NULL) {
 		char	q[320];
 
@@ -304,8 +308,8 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 	}
 	if (get_int(&r, o, "soak_plan", "(top)", 1, INT32_MAX, &version) == -1)
 		goto out;
-	if (version != PLAN_VERSION) {
-		errf(err, "%s: a plan of version %d; this soak reads version %d",
+	if (version < 1 || version > PLAN_VERSION) {
+		errf(err, "%s: a plan of version %d; this soak reads versions 1 to %d",
 		    what, version, PLAN_VERSION);
 		goto out;
 	}
@@ -458,6 +462,8 @@ proxy_json(const struct plan_proxy *x)
 		e = json_pack("{s:i, s:i, s:s, s:i}", "round", s->round, "turn",
 		    s->turn, "key", trace_key_hex(s->key, hex, sizeof(hex)), "occ",
 		    (int)s->occ);
+		if (s->lane > 0)
+			json_object_set_new(e, "lane", json_integer(s->lane));
 		if (s->what != NULL)
 			json_object_set_new(e, "what", json_string(s->what));
 		if (s->has_cand)
@@ -669,7 +675,8 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	}
 	t = &ts->v[ts->n++];
 	*t = (struct tstep){ .proxy = (size_t)(x - p->proxies), .step = l.step,
-	    .s = { .round = l.round, .turn = l.turn, .key = l.key, .occ = l.occ,
+	    .s = { .round = l.round, .turn = l.turn, .lane = l.lane, .key = l.key,
+	    .occ = l.occ,
 	    .what = what ? xstrdup(what) : NULL, .has_cand = l.has_cand,
 	    .cand = l.cand, .lock_wait = l.lock_wait, .waits_on = l.waits_on,
 	    .deadlock = l.deadlock != TRACE_DEADLOCK_NONE ?

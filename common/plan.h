@@ -21,7 +21,13 @@
 #include "common/fault.h"
 #include "common/trace.h"
 
-#define PLAN_VERSION	1
+/*
+ * 2: steps say their lane, and a scheduled proxy's occurrences count in
+ * admission order (fault-proxy/gate.h "Actors").  Version 1 plans load:
+ * their turns opened one connection at a time, so every step is on lane 0
+ * and arrival order was admission order.
+ */
+#define PLAN_VERSION	2
 #define PLAN_MAX_BYTES	(16u * 1024 * 1024)	/* a plan file, read whole */
 
 /*

@@ -198,6 +198,13 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if ((rc = get_turns(o, "cand", &l->cand, err)) == -1)
 		return -1;
 	l->has_cand = rc == 0;
+	if ((rc = get_int(o, "lane", 0, 63, &v, err)) == -1)
+		return -1;
+	l->lane = rc == 0 ? (int)v : 0;
+	if (get_turns(o, "acand", &l->acand, err) == -1 ||
+	    get_bool(o, "acand_cut", &l->acand_cut, err) == -1 ||
+	    get_bool(o, "lane_tie", &l->lane_tie, err) == -1)
+		return -1;
 	if (get_str(o, "cls", &l->cls, err) == -1 ||
 	    get_str(o, "forced", &l->forced, err) == -1)
 		return -1;

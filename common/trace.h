@@ -66,6 +66,13 @@ struct trace_line {
 	uint32_t		 step;		/* 0: not a scheduled exchange */
 	bool			 has_cand;
 	uint64_t		 cand;
+	/* the turn's connection it came on (0 unless the turn had several
+	 * open at once), and the actors waiting (bit lane * turns + turn;
+	 * 0: cand says it all); acand_cut: more actors than 64 bits hold;
+	 * lane_tie: lanes given in arrival order (fault-proxy/gate.h) */
+	int			 lane;
+	uint64_t		 acand;
+	bool			 acand_cut, lane_tie;
 	const char		*cls, *forced;
 	bool			 lock_wait;	/* waits_on is there */
 	uint64_t		 waits_on;

@@ -393,8 +393,8 @@ struct proxy_trace_rec {
  * Compares the scheduled steps of two fault traces (a run's and another
  * attempt's, JSON lines; `again` names the other: "this replay", "the
  * re-run") proxy by proxy, by name, step by step: a step is the same when
- * the same exchange (turn, conn, exchange) was admitted with the same
- * turns waiting (cand), the same statement (sql, else the exchange kind),
+ * the same exchange (turn, lane, occurrence: the schedule's numbering)
+ * was admitted with the same turns and actors waiting (cand, acand), the same statement (sql, else the exchange kind),
  * the same `forced`, `waits_on` and `deadlock`.  A trace that ends with
  * a cut's marker line (worker/detail.h) is compared as far as it was kept,
  * and past that by the marker's "schedule" ({"db": {"steps": N, "digest":

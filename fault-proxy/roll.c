@@ -193,6 +193,20 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		    PRIx64 "\"", r->step, r->cand);
 		if (put(buf, len, &o, num) == -1)
 			return -1;
+		/* a turn of several connections at once (gate.h "Actors") */
+		if (r->lane > 0) {
+			snprintf(num, sizeof(num), ",\"lane\":%d", r->lane);
+			if (put(buf, len, &o, num) == -1)
+				return -1;
+		}
+		if (r->acand != 0 || r->acand_cut) {
+			snprintf(num, sizeof(num), ",\"acand\":\"%" PRIx64 "\"%s",
+			    r->acand, r->acand_cut ? ",\"acand_cut\":true" : "");
+			if (put(buf, len, &o, num) == -1)
+				return -1;
+		}
+		if (r->lane_tie && put(buf, len, &o, ",\"lane_tie\":true") == -1)
+			return -1;
 		if (r->cls != NULL && (put(buf, len, &o, ",\"cls\":\"") == -1 ||
 		    put(buf, len, &o, r->cls) == -1 || put(buf, len, &o, "\"") == -1))
 			return -1;

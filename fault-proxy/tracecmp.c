@@ -5,8 +5,9 @@
  * Where a replay's schedule left the run's (issue 15 item 4, issue 21
  * item 4): two traces compared step by step for each scheduled proxy, by
  * name, so two scheduled proxies never misalign.  A step is the same when
- * the same exchange (turn, connection, exchange number) was admitted with
- * the same turns waiting, the same statement, the same decision left to a
+ * the same exchange (turn, lane, occurrence: the schedule's numbering, not
+ * the connections' accept order, which a turn's threads race for) was
+ * admitted with the same turns (and actors) waiting, the same statement, the same decision left to a
  * timeout (`forced`), the same lock wait PostgreSQL reported (`waits_on`)
  * and the same deadlock (`deadlock`); the first that is not is where the
  * two runs parted, and what each had waiting says why (a turn that had
@@ -40,7 +41,11 @@ struct step {
 	char		 proxy[64];
 	uint64_t	 step;
 	int64_t		 turn, conn, exchange;
-	uint64_t	 cand;
+	/* what it was, by the schedule's numbering (gate.h "Actors"): the
+	 * turn's lane and the key's occurrence; conn and exchange are the
+	 * accept order's, which a turn's threads race for */
+	int64_t		 lane, occ;
+	uint64_t	 cand, acand;
 	char		 sql[PROXY_SQL_LEN];
 	char		 forced[16];
 	char		 pg[16];		/* exchange kind, when no sql */
@@ -99,7 +104,10 @@ step_of(const struct trace_line *l, int lineno, struct step *st)
 	st->turn = l->turn;
 	st->conn = l->conn;
 	st->exchange = l->exchange;
+	st->lane = l->lane;
+	st->occ = l->occ;
 	st->cand = l->cand;
+	st->acand = l->acand;
 	copy_str(st->sql, sizeof(st->sql), l->sql);
 	copy_str(st->forced, sizeof(st->forced), l->forced);
 	copy_str(st->pg, sizeof(st->pg), l->pg);
@@ -138,9 +146,9 @@ step_key(const struct step *st)
 	int	n;
 
 	n = snprintf(buf, sizeof(buf), "%s|%" PRIu64 "|%" PRId64 "|%" PRId64 "|%"
-	    PRId64 "|%" PRIx64 "|%s|%s|%s|%d:%" PRIx64 "|%s", st->proxy, st->step,
-	    st->turn, st->conn, st->exchange, st->cand, st->sql, st->sql[0] ? "" :
-	    st->pg, st->forced, st->has_waits, st->waits_on,
+	    PRId64 "|%" PRIx64 ":%" PRIx64 "|%s|%s|%s|%d:%" PRIx64 "|%s", st->proxy,
+	    st->step, st->turn, st->lane, st->occ, st->cand, st->acand, st->sql,
+	    st->sql[0] ? "" : st->pg, st->forced, st->has_waits, st->waits_on,
 	    trace_deadlock_name(st->deadlock));
 	if (n < 0 || (size_t)n >= sizeof(buf))
 		n = sizeof(buf) - 1;
@@ -356,9 +364,9 @@ step_differs(const struct step *x, const struct step *y)
 {
 	unsigned	d = 0;
 
-	if (x->turn != y->turn || x->conn != y->conn || x->exchange != y->exchange)
+	if (x->turn != y->turn || x->lane != y->lane || x->occ != y->occ)
 		d |= D_EXCHANGE;
-	if (x->cand != y->cand)
+	if (x->cand != y->cand || x->acand != y->acand)
 		d |= D_CAND;
 	if (strcmp(x->sql, y->sql) != 0 || (x->sql[0] == '\0' &&
 	    strcmp(x->pg, y->pg) != 0))

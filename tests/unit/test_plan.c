@@ -84,8 +84,8 @@ test_errors(void **state)
 		const char	*text, *want;
 	} cases[] = {
 		{ "[]", "p.json: (top): not an object" },
-		{ "{\"soak_plan\": 2, \"seed\": 1, \"turns\": 1, \"rounds\": 1}",
-		  "p.json: a plan of version 2; this soak reads version 1" },
+		{ "{\"soak_plan\": 3, \"seed\": 1, \"turns\": 1, \"rounds\": 1}",
+		  "p.json: a plan of version 3; this soak reads versions 1 to 2" },
 		{ "{\"soak_plan\": 1, \"turns\": 1, \"rounds\": 1}",
 		  "p.json: seed: missing, or not an integer" },
 		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 2, \"rounds\": 1, \"proxies\": "
