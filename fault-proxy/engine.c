@@ -177,6 +177,8 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 			a = GA_BUSY;
 			continue;
 		}
+		if (c->gent.st == GS_WAIT)
+			c->gent.origin = v->res.origin[i];
 		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
 		    c->gent.st == GS_STUCK)
 			continue;		/* held at a gate */

@@ -102,7 +102,8 @@ occ_take(struct gate *g, int turn, uint64_t key)
 }
 
 /* The order in which a turn's new connections get their lanes: by what
- * they ask (key, then the whole statement), then by arrival. */
+ * they ask (key, then the whole statement), then by who asks (the thread,
+ * the descriptor: gate_ent.origin), then by arrival. */
 static int
 by_canon(const void *a, const void *b)
 {
@@ -113,6 +114,8 @@ by_canon(const void *a, const void *b)
 		return x->key < y->key ? -1 : 1;
 	if (x->canon != y->canon)
 		return x->canon < y->canon ? -1 : 1;
+	if (x->origin != y->origin)
+		return x->origin < y->origin ? -1 : 1;
 	return (x->seq > y->seq) - (x->seq < y->seq);
 }
 
@@ -143,7 +146,8 @@ lanes_give(struct gate *g)
 		qsort(v, n, sizeof(*v), by_canon);
 		for (i = 0; i < n; i++) {
 			if (i > 0 && v[i]->key == v[i - 1]->key &&
-			    v[i]->canon == v[i - 1]->canon)
+			    v[i]->canon == v[i - 1]->canon &&
+			    v[i]->origin == v[i - 1]->origin)
 				tie = true;
 			for (l = 0; l < GATE_LANES && (g->lanes[t] >> l & 1); l++)
 				;

@@ -115,6 +115,9 @@ struct gate_ent {
 	/* what it says in full (its statement or request line), hashed: the
 	 * order of a turn's new connections among themselves (the engine's) */
 	uint64_t		 canon;
+	/* who sent it, when the engine saw (quiet.h, origin: process, thread
+	 * and descriptor ranks); 0: not seen */
+	uint64_t		 origin;
 	int32_t			 pid;		/* PostgreSQL backend; 0: none known */
 	struct proxy_trace_rec	*rec;		/* step, cand, forced, waits_on, deadlock */
 	/* the gate's */

@@ -76,6 +76,7 @@ struct quiet {
 	struct tsnap	 snap[2][SNAP_MAX];
 	size_t		 nsnap[2];
 	bool		 snap_cut;
+	uint64_t	 origin;	/* the thread being looked at's, for add_port */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -291,8 +292,10 @@ enum fdk {
 	FDK_OTHER	/* a terminal, a file, a unix socket, gone */
 };
 
+/* A socket of soak's a thread waits on: its port, and who waits (quiet.h,
+ * origin: the first thread to be found waiting on it). */
 static void
-add_port(struct quiet_res *out, uint16_t port)
+add_port(struct quiet *q, struct quiet_res *out, uint16_t port, long fd)
 {
 	size_t	i;
 
@@ -303,6 +306,7 @@ add_port(struct quiet_res *out, uint16_t port)
 		out->ports_cut = true;
 		return;
 	}
+	out->origin[out->nports] = q->origin | ((uint64_t)fd & 0xfffff);
 	out->ports[out->nports++] = port;
 }
 
@@ -347,7 +351,7 @@ fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
 	if (s->rxq > 0)
 		return FDK_READY;
 	if (s->raddr != 0 && q->ours(q->arg, s->raddr, s->rport)) {
-		add_port(out, s->lport);
+		add_port(q, out, s->lport, fd);
 		return FDK_OURS;
 	}
 	snprintf(what, len, "a socket to %u.%u.%u.%u:%u", s->raddr >> 24,
@@ -678,13 +682,22 @@ thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
 	return syscall_st(q, pid, line, out, what, len);
 }
 
+static int
+by_tid(const void *a, const void *b)
+{
+	pid_t	x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
 static void
 look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 {
 	char		 path[64], what[96];
 	struct dirent	*d;
 	DIR		*dir;
-	size_t		 i;
+	pid_t		 tids[SNAP_MAX];
+	size_t		 i, j, ntids;
 	enum quiet_st	 st;
 
 	memset(out, 0, sizeof(*out));
@@ -699,19 +712,28 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 		if ((dir = opendir(path)) == NULL)
 			continue;	/* gone since the scan */
-		out->nprocs++;
-		while ((d = readdir(dir)) != NULL) {
-			if (!isdigit((unsigned char)d->d_name[0]))
-				continue;
+		/* its threads in the order they were made (tid order): a
+		 * thread's rank names it from run to run (quiet.h, origin) */
+		ntids = 0;
+		while ((d = readdir(dir)) != NULL)
+			if (isdigit((unsigned char)d->d_name[0]) && ntids < SNAP_MAX)
+				tids[ntids++] = (pid_t)atol(d->d_name);
+		closedir(dir);
+		qsort(tids, ntids, sizeof(*tids), by_tid);
+		for (j = 0; j < ntids; j++) {
+			char	tid[16];
+
+			snprintf(tid, sizeof(tid), "%d", (int)tids[j]);
 			what[0] = '\0';
+			q->origin = (uint64_t)out->nprocs << 40 | (uint64_t)j << 20;
 			/* its run time before its state: a thread that ran
 			 * between the two looks shows a new run time */
 			if (q->nsnap[k] < SNAP_MAX)
 				q->snap[k][q->nsnap[k]++] = (struct tsnap){
-				    (pid_t)atol(d->d_name), run_ns(pid, d->d_name) };
+				    tids[j], run_ns(pid, tid) };
 			else
 				q->snap_cut = true;
-			st = thread_st(q, pid, d->d_name, out, what, sizeof(what));
+			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
 			out->nthreads++;
@@ -720,11 +742,11 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 			out->st = st;
 			if (st != QUIET_QUIET) {
 				out->pid = pid;
-				out->tid = (pid_t)atol(d->d_name);
+				out->tid = tids[j];
 				snprintf(out->what, sizeof(out->what), "%s", what);
 			}
 		}
-		closedir(dir);
+		out->nprocs++;
 	}
 	if (out->st != QUIET_QUIET) {
 		out->nports = 0;

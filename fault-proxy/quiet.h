@@ -70,6 +70,12 @@ struct quiet_res {
 	bool		 denied;	/* /proc refused a thread's syscall */
 	/* QUIET: the local ports of soak's sockets its threads wait on */
 	uint16_t	 ports[QUIET_SOCKS];
+	/* and who waits on each: the rank of its process in the group (pid
+	 * order) << 40 | its thread's rank in the process (tid order) << 20 |
+	 * the descriptor; the order processes, threads and (in one thread)
+	 * descriptors are made in, which a program repeats from run to run
+	 * where its connections' order of arrival races */
+	uint64_t	 origin[QUIET_SOCKS];
 	size_t		 nports;
 	bool		 ports_cut;	/* more than QUIET_SOCKS */
 	int		 nprocs, nthreads;
