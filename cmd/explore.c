@@ -922,8 +922,7 @@ root_prefix(const struct xcmd *c, const struct plan_proxy *pp, struct xstep **ou
 		s[n].key = ps->key;
 		s[n].occ = ps->occ;
 		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
-		snprintf(s[n].what, sizeof(s[n].what), "%s", ps->what ? ps->what :
-		    "exchange");
+		xp_step_what(&s[n], ps->what);
 		n++;
 	}
 	if (c->a->only_round > 0)

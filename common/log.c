@@ -118,16 +118,6 @@ fatalx(const char *fmt, ...)
 	exit(70);
 }
 
-/* Valid, but a terminal or a reader would take it for layout: C1 controls,
- * line and paragraph separators, bidirectional marks and overrides. */
-static bool
-utf8_hidden(uint32_t cp)
-{
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
-	    (cp >= 0x200e && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069);
-}
-
 char *
 log_escape(char *buf, size_t size, const char *str)
 {

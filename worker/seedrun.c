@@ -121,6 +121,7 @@ static void
 verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 {
 	va_list	ap;
+	size_t	len;
 	int	n;
 
 	res->verdict = reason_verdict(why);
@@ -130,10 +131,12 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 	va_end(ap);
 	/* Cut short (a long stderr tail), it may end inside a character,
 	 * which JSON cannot carry: the message would vanish from the report.
-	 * Whether the last byte kept ends one is unknown, so it goes too. */
-	if (n >= (int)sizeof(res->message))
-		res->message[utf8_prefix(res->message, sizeof(res->message) - 1,
-		    sizeof(res->message) - 2)] = '\0';
+	 * Whether the last byte kept ends one is unknown, so it goes too; and
+	 * a byte that is not UTF-8 (a path a turn printed) becomes '?'. */
+	len = n >= (int)sizeof(res->message) ? utf8_prefix(res->message,
+	    sizeof(res->message) - 1, sizeof(res->message) - 2) :
+	    strlen(res->message);
+	(void)utf8_cut(res->message, sizeof(res->message), res->message, len);
 }
 
 /* The seed's time: the config's seed_timeout, or the caller's shorter one
@@ -838,25 +841,30 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
  * What the seed exercised (wrk.h's "coverage"), whatever its verdict: its
  * proxies' whole trace counted before the workspace holding it goes, and
  * its invariants' checks.  The scheduled proxies' whole schedules go to
- * *sched, for the marker of a cut trace (NULL: none).
+ * *sched, for the marker of a cut trace (NULL: none).  A trace soak cannot
+ * read back is soak's own error, never a seed without exchanges: unread
+ * (ERR_LEN) says why, and the coverage says "unread" instead of counts
+ * (coordinator/coverage.h); "" when the trace read, or there was none.
  */
 static json_t *
-seed_coverage(const struct seed_ctx *c, json_t **sched)
+seed_coverage(const struct seed_ctx *c, json_t **sched, char *unread)
 {
 	const struct cfg	*cfg = c->w->cfg;
 	struct proxy_cov	*pc = proxy_cov_new();
 	json_t			*cov = json_object(), *invs;
-	char			 err[ERR_LEN];
 	size_t			 i;
 
 	*sched = NULL;
+	unread[0] = '\0';
 	if (c->trace_path != NULL && access(c->trace_path, F_OK) == 0) {
-		if (proxy_cov_file(pc, c->trace_path, err) == 0) {
+		if (proxy_cov_file(pc, c->trace_path, unread) == 0) {
 			json_object_set_new(cov, "proxies", proxy_cov_json(pc));
 			*sched = proxy_cov_schedule(pc);
-		} else
-			log_warnx("seed %" PRIu64 ": no coverage of its proxies: %s",
-			    c->seed, err);
+		} else {
+			log_warnx("seed %" PRIu64 ": soak cannot read its own "
+			    "fault trace: %s", c->seed, unread);
+			json_object_set_new(cov, "unread", json_string(unread));
+		}
 	}
 	proxy_cov_free(pc);
 	if (cfg->ninvariants > 0) {
@@ -1243,7 +1251,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
 	char			  err[ERR_LEN], **ups = NULL, *full_dir, pass[64];
-	json_t			 *sched = NULL;
+	json_t			 *sched = NULL, *cov;
 	struct step_check	  sc;
 	bool			  died, traced = false;
 	int			  round;
@@ -1370,6 +1378,18 @@ done:
 		else if (died)
 			verdict(res, REASON_SERVICE, "a service died during the seed");
 	}
+	/* What the trace says, before the verdict is written: a trace soak
+	 * cannot read is soak's error (docs/design.md "Verdicts"), not a
+	 * pass with no exchange.  A failure keeps its verdict: the invariant
+	 * broke whatever soak can read; its detail says the trace is lost. */
+	cov = seed_coverage(&c, &sched, err);
+	if (err[0] != '\0') {
+		if (res->verdict == VERDICT_PASS)
+			verdict(res, REASON_TRACE, "soak could not read its own fault "
+			    "trace of the seed (%s): its exchanges, coverage and plan "
+			    "are lost; this is soak's error, not the system's", err);
+		json_object_set_new(detail, "trace_error", json_string(err));
+	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
 	/* Before anything of the seed is written or sent (common/scrub.h). */
@@ -1385,7 +1405,7 @@ done:
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
 	}
-	json_object_set_new(detail, "coverage", seed_coverage(&c, &sched));
+	json_object_set_new(detail, "coverage", cov);
 	if (c.diverged[0] != '\0')
 		json_object_set_new(detail, "diverged", json_string(c.diverged));
 	/* Every failing seed's decisions as a plan (docs/plan.md), from the
