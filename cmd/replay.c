@@ -93,10 +93,14 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
 
 	text = proxy_schedule_show(trace, len, cfg,
 	    verbose ? 0 : REPLAY_SCHEDULE_LINES, err);
+	/* the steps' statements and request lines are the system's: escaped
+	 * (log.h), each line still a line */
 	if (text == NULL)
 		printf("\nschedule: not shown: %s\n", err);
-	else if (text[0] != '\0')
-		printf("\n%s", text);
+	else if (text[0] != '\0') {
+		putchar('\n');
+		(void)log_escape_put(stdout, text, strlen(text), LOG_ESC_LINES);
+	}
 	free(text);
 }
 
@@ -143,8 +147,11 @@ replay_plan_said(const struct seed_result *res)
 		printf(", %zu step%s after the divergence under the seed's "
 		    "scheduler", after, after == 1 ? "" : "s");
 	printf("\n");
-	if (div != NULL)
-		printf("%s\n", div);
+	if (div != NULL) {
+		/* it quotes the plan's statement: a plan file is anyone's */
+		(void)log_escape_put(stdout, div, strlen(div), 0);
+		putchar('\n');
+	}
 }
 
 /* --save-plan: the replay's decisions as a plan. */
@@ -194,9 +201,13 @@ replay_trace(const char *trace, size_t len, bool verbose)
 		show = verbose || j == NULL || trace_line_parse(j, &l, why) == -1 ||
 		    l.fault != FAULT_NONE || l.note != NULL;
 		json_decref(j);
-		if (show)
-			printf("%.*s\n", (int)(nl - p), p);
-		else
+		/* JSON lines keep their backslashes; what they carry that a
+		 * terminal would act on (a damaged line's bytes, C1) escaped */
+		if (show) {
+			(void)log_escape_put(stdout, p, (size_t)(nl - p),
+			    LOG_ESC_BACKSLASH);
+			putchar('\n');
+		} else
 			quiet++;
 		if (nl == end)
 			break;
@@ -448,8 +459,11 @@ replay_tell(const struct cfg *cfg, const struct seed_result *res,
 		proxy_schedule_diff(runtrace, runtrace_len,
 		    res->trace ? res->trace : "", res->trace_len,
 		    "this replay", why, sizeof(why));
-		if (why[0] != '\0')
-			printf("\nschedule: %s\n", why);
+		if (why[0] != '\0') {
+			printf("\nschedule: ");
+			(void)log_escape_put(stdout, why, strlen(why), 0);
+			putchar('\n');
+		}
 	}
 	if (planned)
 		replay_plan_said(res);

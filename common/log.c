@@ -118,40 +118,57 @@ fatalx(const char *fmt, ...)
 	exit(70);
 }
 
+/*
+ * One piece of s (avail bytes left, 1 or more) written the log_escape way
+ * into piece (16 bytes hold any): its length; *n, the bytes of s it stands
+ * for.  flags: LOG_ESC_*.
+ */
+static size_t
+esc_piece(const unsigned char *s, size_t avail, int flags, char *piece,
+    size_t *n)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	size_t			 plen = 0, i;
+	uint32_t		 cp;
+
+	*n = 1;
+	if ((*s == '\n' && (flags & LOG_ESC_LINES)) ||
+	    (*s == '\\' && (flags & LOG_ESC_BACKSLASH)))
+		piece[plen++] = (char)*s;
+	else if (*s == '\\' || *s == '\n' || *s == '\r' || *s == '\t') {
+		piece[plen++] = '\\';
+		piece[plen++] = *s == '\\' ? '\\' : *s == '\n' ? 'n' :
+		    *s == '\r' ? 'r' : 't';
+	} else if (*s >= 0x20 && *s < 0x7f)
+		piece[plen++] = (char)*s;
+	else if (*s >= 0x80 && (*n = utf8_decode((const char *)s, avail,
+	    &cp)) > 0 && !utf8_hidden(cp)) {
+		memcpy(piece, s, *n);
+		plen = *n;
+	} else {
+		if (*n == 0)
+			*n = 1;		/* not UTF-8: this byte alone */
+		for (i = 0; i < *n; i++) {
+			piece[plen++] = '\\';
+			piece[plen++] = 'x';
+			piece[plen++] = hex[s[i] >> 4];
+			piece[plen++] = hex[s[i] & 0xf];
+		}
+	}
+	return plen;
+}
+
 char *
 log_escape(char *buf, size_t size, const char *str)
 {
-	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*s = (const unsigned char *)(str ? str : "(null)");
 	char			 piece[16];
 	size_t			 o = 0, mark = 0, plen, n, i;
-	uint32_t		 cp;
 
 	if (size == 0)
 		return buf;
 	while (*s) {
-		n = 1;
-		plen = 0;
-		if (*s == '\\' || *s == '\n' || *s == '\r' || *s == '\t') {
-			piece[plen++] = '\\';
-			piece[plen++] = *s == '\\' ? '\\' : *s == '\n' ? 'n' :
-			    *s == '\r' ? 'r' : 't';
-		} else if (*s >= 0x20 && *s < 0x7f)
-			piece[plen++] = (char)*s;
-		else if (*s >= 0x80 && (n = utf8_decode((const char *)s,
-		    strnlen((const char *)s, 4), &cp)) > 0 && !utf8_hidden(cp)) {
-			memcpy(piece, s, n);
-			plen = n;
-		} else {
-			if (n == 0)
-				n = 1;		/* not UTF-8: this byte alone */
-			for (i = 0; i < n; i++) {
-				piece[plen++] = '\\';
-				piece[plen++] = 'x';
-				piece[plen++] = hex[s[i] >> 4];
-				piece[plen++] = hex[s[i] & 0xf];
-			}
-		}
+		plen = esc_piece(s, strnlen((const char *)s, 4), 0, piece, &n);
 		if (o + plen > size - 1) {
 			/* Cut where "..." still fits, never inside a piece. */
 			o = mark;
@@ -167,4 +184,21 @@ log_escape(char *buf, size_t size, const char *str)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+int
+log_escape_put(FILE *f, const char *str, size_t len, int flags)
+{
+	const unsigned char	*s = (const unsigned char *)str, *end;
+	char			 piece[16];
+	size_t			 plen, n;
+
+	if (str == NULL)
+		return fputs("(null)", f) == EOF ? -1 : 0;
+	for (end = s + len; s < end; s += n) {
+		plen = esc_piece(s, (size_t)(end - s), flags, piece, &n);
+		if (fwrite(piece, 1, plen, f) != plen)
+			return -1;
+	}
+	return 0;
 }

@@ -1227,7 +1227,7 @@ static int
 executors_start(struct ex *ex, int nexec, struct wrk *w, bool quiet)
 {
 	struct msg	 m;
-	char		 err[ERR_LEN];
+	char		 err[ERR_LEN], esc[LOG_ESC_LEN];
 	int		 k, alive = 0, a[2], b[2];
 
 	fflush(stdout);
@@ -1270,7 +1270,8 @@ executors_start(struct ex *ex, int nexec, struct wrk *w, bool quiet)
 			alive++;
 		} else
 			log_warnx("executor %d could not start: %s", k + 1,
-			    m.type == MSG_NACK ? m.u.ack.text : err);
+			    log_escape(esc, sizeof(esc), m.type == MSG_NACK ?
+			    m.u.ack.text : err));
 		msg_clear(&m);
 	}
 	return alive;

@@ -79,13 +79,24 @@ timeline_at(struct seed_ctx *c, int64_t at, const char *fmt, ...)
 static void
 timeline(struct seed_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * A line of the seed's timeline (soak replay, check and minimize print it
+ * on the terminal): what it quotes — rows, a turn's stderr, a plan's
+ * statements — is the system's, so the line goes out escaped (log.h).
+ */
 static void
 timeline_v(struct seed_ctx *c, int64_t at, const char *fmt, va_list ap)
 {
+	char	*line;
+	int	 n;
+
+	if ((n = vasprintf(&line, fmt, ap)) == -1)
+		abort();
 	fprintf(c->w->timeline, "%7.3fs  ", (double)(at - c->start) / 1000.0);
-	vfprintf(c->w->timeline, fmt, ap);
+	(void)log_escape_put(c->w->timeline, line, (size_t)n, 0);
 	fputc('\n', c->w->timeline);
 	fflush(c->w->timeline);
+	free(line);
 }
 
 static void
@@ -747,8 +758,12 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 		timeline(c, "check after round %d: \"%s\": %s", round, o->inv->name,
 		    o->nrows == 0 ? "holds" : "BROKEN");
 		if (o->nrows > 0 && c->w->timeline) {
-			for (int k = 0; k < o->ncols; k++)
-				fprintf(c->w->timeline, "%s%s", k ? " | " : "           ", o->cols[k]);
+			/* the rows are the database's: escaped (log.h) */
+			for (int k = 0; k < o->ncols; k++) {
+				fputs(k ? " | " : "           ", c->w->timeline);
+				(void)log_escape_put(c->w->timeline, o->cols[k],
+				    strlen(o->cols[k]), 0);
+			}
 			fputc('\n', c->w->timeline);
 			for (int r = 0; r < o->nkept; r++) {
 				for (int k = 0; k < o->ncols; k++) {
@@ -756,8 +771,9 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 					char		*cell = xstrdup(v ? v : "NULL");
 
 					scrub_text(c->w->scrub, cell);
-					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
-					    cell);
+					fputs(k ? " | " : "           ", c->w->timeline);
+					(void)log_escape_put(c->w->timeline, cell,
+					    strlen(cell), 0);
 					free(cell);
 				}
 				fputc('\n', c->w->timeline);
