@@ -39,25 +39,42 @@ log_verbose(void)
 	return log_level_verbose;
 }
 
-/* One write(2) per line, so lines from concurrent processes never interleave. */
+static size_t	esc_piece(const unsigned char *s, size_t avail, int flags,
+		    char *piece, size_t *n);
+
+/*
+ * One write(2) per line, so lines from concurrent processes never
+ * interleave.  Whatever a message quotes, no terminal escape reaches
+ * stderr: the line goes out the log_escape way, its own backslashes and
+ * line breaks as they are (a caller escapes what could fake a line).
+ */
 static void
 log_vemit(const char *level, const char *fmt, va_list ap, int with_errno)
 {
-	char	line[2048];
-	int	saved = errno, n;
+	char		 raw[2048], line[4096], piece[16];
+	int		 saved = errno, n;
+	size_t		 o = 0, i, plen, k;
 
-	n = snprintf(line, sizeof(line), "%s: %s", log_role, level);
-	if (n < 0 || (size_t)n >= sizeof(line))
+	n = snprintf(raw, sizeof(raw), "%s: %s", log_role, level);
+	if (n < 0 || (size_t)n >= sizeof(raw))
 		n = 0;
-	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	if ((size_t)n >= sizeof(line) - 2)
-		n = sizeof(line) - 2 - 64;
+	n += vsnprintf(raw + n, sizeof(raw) - n, fmt, ap);
+	if ((size_t)n >= sizeof(raw) - 2)
+		n = sizeof(raw) - 2 - 64;
 	if (with_errno)
-		n += snprintf(line + n, sizeof(line) - n, ": %s", strerror(saved));
-	if ((size_t)n > sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	(void)!write(STDERR_FILENO, line, n);
+		n += snprintf(raw + n, sizeof(raw) - n, ": %s", strerror(saved));
+	if ((size_t)n > sizeof(raw) - 2)
+		n = sizeof(raw) - 2;
+	for (i = 0; i < (size_t)n; i += k) {
+		plen = esc_piece((const unsigned char *)raw + i, (size_t)n - i,
+		    LOG_ESC_LINES | LOG_ESC_BACKSLASH, piece, &k);
+		if (o + plen > sizeof(line) - 1)
+			break;
+		memcpy(line + o, piece, plen);
+		o += plen;
+	}
+	line[o++] = '\n';
+	(void)!write(STDERR_FILENO, line, o);
 	errno = saved;
 }
 

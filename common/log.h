@@ -2,6 +2,10 @@
  * Logging for every role.  Messages go to stderr, one line each, prefixed
  * with the role ("coord", "worker 3", "proxy") so interleaved output from
  * many processes stays readable.  Never log a secret: callers redact.
+ * Every message goes out through log_escape's rule, its backslashes and
+ * line breaks as they are: whatever it quotes, no terminal escape sequence
+ * reaches stderr.  What could fake a log line (a line break a peer sent)
+ * is the caller's to escape, with log_escape.
  */
 #ifndef SOAK_LOG_H
 #define SOAK_LOG_H

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/log.h"
@@ -127,6 +128,31 @@ test_put(void **state)
 	free(t);
 }
 
+/* A log line quotes what it is given: the terminal's escapes go out
+ * escaped, its backslashes and line breaks as they are. */
+static void
+test_log_line(void **state)
+{
+	char	buf[256];
+	int	p[2], saved;
+	ssize_t	n;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	saved = dup(2);
+	assert_int_equal(dup2(p[1], 2), 2);
+	log_init("t", 0);
+	log_warnx("row %s", "\033]0;pwned\007 a\\b \xff");
+	dup2(saved, 2);
+	close(saved);
+	close(p[1]);
+	n = read(p[0], buf, sizeof(buf) - 1);
+	close(p[0]);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "t: warning: row \\x1b]0;pwned\\x07 a\\b \\xff\n");
+}
+
 int
 main(void)
 {
@@ -135,6 +161,7 @@ main(void)
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_cut),
 		cmocka_unit_test(test_put),
+		cmocka_unit_test(test_log_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
