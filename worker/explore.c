@@ -852,8 +852,9 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	} else if (r->verdict == VERDICT_PASS) {
 		x->x.passing++;
 		branch(x, b, s, n);
-	} else
-		broken(x, r, r->message);
+	} else	/* a record may say nothing: its reason's words then */
+		broken(x, r, r->message[0] != '\0' ? r->message :
+		    reason_what(r->reason));
 	free(tl);
 }
 

@@ -347,7 +347,7 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 json_t *
 xp_rec_json(const struct xrec *r)
 {
-	char	 ov[24], msg[sizeof(r->message)];
+	char	 ov[24], msg[sizeof(r->message)], why[sizeof(r->why_no_steps)];
 	json_t	*j;
 
 	snprintf(ov, sizeof(ov), "%" PRIx64, r->inexact.overlap);
@@ -367,8 +367,13 @@ xp_rec_json(const struct xrec *r)
 	json_object_set_new(j, "message", json_string(msg));
 	if (r->has_steps)
 		json_object_set_new(j, "steps", xp_steps_json(r->steps, r->n));
-	else
-		json_object_set_new(j, "no_steps", json_string(r->why_no_steps));
+	else {
+		/* cut by snprintf, or a sentence that quotes a trace's
+		 * bytes: json_string() would refuse it, and the key vanish */
+		snprintf(why, sizeof(why), "%s", r->why_no_steps);
+		utf8_scrub(why, strlen(why));
+		json_object_set_new(j, "no_steps", json_string(why));
+	}
 	if (r->invariants != NULL)
 		json_object_set(j, "invariants", r->invariants);
 	if (r->plan != NULL)
