@@ -255,39 +255,6 @@ test_class(void **state)
 	assert_int_equal(class_of(""), SK_OTHER);
 }
 
-/*
- * A statement cut at STMTKEY_MAX is "other" whatever its first part says:
- * a long SELECT whose FOR UPDATE (or a second statement) lies past the
- * cut is not known to be a plain read (docs/explore.md "The reduction").
- */
-static void
-test_class_cut(void **state)
-{
-	const char	*head = "SELECT n FROM counter WHERE id IN (";
-	const char	*tail = ") FOR UPDATE";
-	size_t		 len = STMTKEY_MAX + 64, o;
-	char		*big;
-
-	(void)state;
-	big = malloc(len + 1);
-	assert_non_null(big);
-	memcpy(big, head, strlen(head));
-	for (o = strlen(head); o < len - strlen(tail); o += 2)
-		memcpy(big + o, "1,", 2);
-	memcpy(big + len - strlen(tail), tail, strlen(tail) + 1);
-	big[len - strlen(tail) - 1] = '1';
-	/* whole, it locks: other; cut, its FOR UPDATE was never seen */
-	assert_int_equal(class_of(big), SK_OTHER);
-	big[STMTKEY_MAX - 1] = ')';
-	big[STMTKEY_MAX] = '\0';
-	/* exactly the cap: fed as much as a longer one, told from none */
-	assert_int_equal(class_of(big), SK_OTHER);
-	big[STMTKEY_MAX - 1] = '\0';
-	big[STMTKEY_MAX - 2] = ')';
-	assert_int_equal(class_of(big), SK_READ);	/* under it: a read */
-	free(big);
-}
-
 int
 main(void)
 {
@@ -300,7 +267,6 @@ main(void)
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_utf8),
 		cmocka_unit_test(test_class),
-		cmocka_unit_test(test_class_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
