@@ -278,32 +278,56 @@ replay_hold(void)
 }
 
 /*
+ * What the psql command left out (iso_psql_command's withheld), and how
+ * psql gets it instead: the password from the environment or a password
+ * file; any other secret (a client key's passphrase) it asks for.
+ */
+static void
+say_withheld(const char *withheld)
+{
+	char	copy[ISO_WITHHELD_LEN], rest[2 * ISO_WITHHELD_LEN], *w, *save = NULL;
+	size_t	rl = 0;
+	bool	pw = false;
+
+	snprintf(copy, sizeof(copy), "%s", withheld);
+	rest[0] = '\0';
+	for (w = strtok_r(copy, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+		if (strcmp(w, "password") == 0)
+			pw = true;
+		else
+			rl += (size_t)snprintf(rest + rl, sizeof(rest) - rl, "%s%s",
+			    rl ? ", " : "", w);
+	if (pw)
+		printf("(the connection's password is not shown: give it to psql "
+		    "with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+	if (rest[0] != '\0')
+		printf("(nor is its %s: psql asks for it when it needs it)\n", rest);
+}
+
+/*
  * The kept schema: where it is and how to open it.  --shell prints a
- * ready psql command (iso_psql_command: no password in it, ever) and holds
+ * ready psql command (iso_psql_command: no secret in it, ever) and holds
  * an embedded database up for it, then stops it (iso_db_close waits for
  * its supervisor to remove every file); plain --keep gives the old hint.
  */
 static void
 replay_kept(struct iso_db *db, const char *schema, bool shell)
 {
-	char	*cmd, err[ERR_LEN];
-	bool	 pw;
+	char	*cmd, err[ERR_LEN], withheld[ISO_WITHHELD_LEN];
 
 	/*
 	 * One command for both: psql on the kept schema, every setting of the
-	 * connection but the password, the schema first on the search_path
+	 * connection but its secrets, the schema first on the search_path
 	 * through the string's own options (PGOPTIONS would lose to options
 	 * the URL already has, and psql -c 'SET ...' runs it and exits).
 	 */
-	if ((cmd = iso_psql_command(db->conninfo, schema, &pw, err)) == NULL) {
+	if ((cmd = iso_psql_command(db->conninfo, schema, withheld, err)) == NULL) {
 		printf("schema kept: %s (no psql command: %s)\n", schema, err);
 		return;
 	}
 	if (!shell) {
 		printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
-		if (pw)
-			printf("(the connection's password is not shown: give it to "
-			    "psql with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+		say_withheld(withheld);
 		if (db->pg)
 			printf("note: the embedded database is removed when replay exits; "
 			    "add --shell to keep it up while you look, or set "
@@ -312,9 +336,7 @@ replay_kept(struct iso_db *db, const char *schema, bool shell)
 		return;
 	}
 	printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
-	if (pw)
-		printf("(the connection's password is not shown: give it to psql "
-		    "with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+	say_withheld(withheld);
 	free(cmd);
 	if (db->pg == NULL) {
 		fflush(stdout);
