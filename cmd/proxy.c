@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "common/fault.h"
 #include "common/log.h"
 #include "common/seed.h"
 #include "common/soak.h"
@@ -176,7 +177,8 @@ fault_option(struct proxy_opts *o, const struct fault_opt *fo,
 		rc = parse_duration_ms(arg, (int64_t *)(void *)(f + fo->off), why);
 		break;
 	case F_RANGE:
-		rc = parse_duration_range(arg, (int64_t *)(void *)(f + fo->off),
+		rc = parse_duration_range(arg, FAULT_LATENCY_MAX_MS,
+		    (int64_t *)(void *)(f + fo->off),
 		    (int64_t *)(void *)(f + fo->off_max), why);
 		break;
 	case F_BYTES:

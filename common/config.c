@@ -568,7 +568,7 @@ get_latency(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "a duration or a range (e.g. 0ms..40ms)");
-	if (parse_duration_range(scalar(n), lo, hi, why) == -1)
+	if (parse_duration_range(scalar(n), FAULT_LATENCY_MAX_MS, lo, hi, why) == -1)
 		return fail_parser(cx, n, key, why);
 	return 0;
 }

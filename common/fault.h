@@ -20,6 +20,13 @@ enum fault {
 	FAULT_MAX
 };
 
+/*
+ * The longest latency soak adds to an exchange: an hour, in the config
+ * (faults.latency, soak proxy --latency), the fault trace and a plan, so
+ * whatever a proxy records a plan can hold.
+ */
+#define FAULT_LATENCY_MAX_MS	3600000
+
 /* The kind's name ("lost_reply"); "?" for a value out of range. */
 const char	*fault_name(enum fault f);
 /* The kind named s, exactly (no case folding, no space), or -1. */

@@ -148,7 +148,7 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	}
 	snprintf(q, sizeof(q), "%s.latency_ms", path);
 	if (lat != NULL && (!json_is_integer(lat) || json_integer_value(lat) < 0 ||
-	    json_integer_value(lat) > 3600000))
+	    json_integer_value(lat) > FAULT_LATENCY_MAX_MS))
 		return bad(r, q, "not an integer of 0..3600000");
 	f->latency_ms = lat != NULL ? json_integer_value(lat) : 0;
 	snprintf(q, sizeof(q), "%s.reply", path);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/fault.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -159,7 +160,7 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if (s != NULL && fault_parse(s, &l->fault) == -1)
 		return errf(err, "fault: %s is not a fault kind",
 		    quote_value(s, q, sizeof(q)));
-	if ((rc = get_int(o, "latency_ms", 0, INT64_MAX, &v, err)) == -1)
+	if ((rc = get_int(o, "latency_ms", 0, FAULT_LATENCY_MAX_MS, &v, err)) == -1)
 		return -1;
 	l->latency_ms = rc == 0 ? v : 0;
 	if (get_bool(o, "upstream_saw", &l->upstream_saw, err) == -1 ||

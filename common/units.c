@@ -7,6 +7,8 @@
  */
 #include "common/units.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,17 +79,34 @@ parse_duration_ms(const char *s, int64_t *ms, char *err)
 	return duration_n(s ? s : "", s ? strlen(s) : 0, ms, err);
 }
 
+/* ms in the largest unit of the grammar that says it whole: 60m, 5s, 250ms. */
+static const char *
+duration_text(int64_t ms, char *buf, size_t len)
+{
+	if (ms % 60000 == 0)
+		snprintf(buf, len, "%" PRId64 "m", ms / 60000);
+	else if (ms % 1000 == 0)
+		snprintf(buf, len, "%" PRId64 "s", ms / 1000);
+	else
+		snprintf(buf, len, "%" PRId64 "ms", ms);
+	return buf;
+}
+
 int
-parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
-    char *err)
+parse_duration_range(const char *s, int64_t limit_ms, int64_t *min_ms,
+    int64_t *max_ms, char *err)
 {
 	const char	*dots;
-	char		 b[QUOTE_LEN];
+	char		 b[QUOTE_LEN], lim[32];
 	int64_t		 lo, hi;
 
 	if (s == NULL || (dots = strstr(s, "..")) == NULL) {
 		if (parse_duration_ms(s, &lo, err) == -1)
 			return -1;
+		if (lo > limit_ms)
+			return errf(err, "%s is more than %s",
+			    quote_value(s, b, sizeof(b)), duration_text(limit_ms, lim,
+			    sizeof(lim)));
 		*min_ms = *max_ms = lo;
 		return 0;
 	}
@@ -97,6 +116,10 @@ parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
 	if (lo > hi)
 		return errf(err, "%s: the minimum is above the maximum",
 		    quote_value(s, b, sizeof(b)));
+	if (hi > limit_ms)
+		return errf(err, "%s: the maximum is more than %s",
+		    quote_value(s, b, sizeof(b)), duration_text(limit_ms, lim,
+		    sizeof(lim)));
 	*min_ms = lo;
 	*max_ms = hi;
 	return 0;

@@ -18,7 +18,8 @@
  *             number (0 too) is an error: the unit is never guessed.  At
  *             most INT64_MAX milliseconds.
  *  range      DURATION..DURATION with MIN <= MAX (0ms..40ms), or one
- *             DURATION meaning MIN = MAX.
+ *             DURATION meaning MIN = MAX; MAX at most the caller's limit
+ *             (a latency's: FAULT_LATENCY_MAX_MS, what a plan can hold).
  *  share      DIGITS[.DIGITS] or .DIGITS, at most 1 (0.15, .5, 1), or the
  *             same followed by % and at most 100 (15%, 2.5%).
  *  bytes      DIGITS with an optional K, M or G in either case, powers of
@@ -34,8 +35,8 @@
 #include <stdint.h>
 
 int	parse_duration_ms(const char *s, int64_t *ms, char *err);
-int	parse_duration_range(const char *s, int64_t *min_ms, int64_t *max_ms,
-	    char *err);
+int	parse_duration_range(const char *s, int64_t limit_ms, int64_t *min_ms,
+	    int64_t *max_ms, char *err);
 int	parse_share(const char *s, double *v, char *err);
 int	parse_bytes(const char *s, int64_t *v, char *err);
 /* err: "\"-1\" is not a whole number of 1..256". */

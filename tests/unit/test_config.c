@@ -657,6 +657,10 @@ static const struct bad bads[] = {
 	  "soak.yaml:11:16: proxies[0].faults.latency: \"40ms..5ms\": the "
 	  "minimum is above the maximum" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      latency: 1s..90m\n",
+	  "soak.yaml:11:16: proxies[0].faults.latency: \"1s..90m\": the "
+	  "maximum is more than 60m" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      latency: 8s\n      latency_real: sometimes\n",
 	  "soak.yaml:12:21: proxies[0].faults.latency_real: expected true or "
 	  "false, got \"sometimes\"" },

@@ -11,6 +11,7 @@
 
 #include <cmocka.h>
 
+#include "common/fault.h"
 #include "common/units.h"
 #include "common/util.h"
 
@@ -88,6 +89,16 @@ test_duration_range(void **state)
 		{ "1s..2m", 1000, 120000 }, { "0ms..0ms", 0, 0 },
 		{ "0ms..9223372036854775807ms", 0, INT64_MAX },
 	};
+	/* a latency's limit: what a plan can hold (common/fault.h) */
+	static const struct { const char *s; int64_t lo, hi; } good_latency[] = {
+		{ "60m", 3600000, 3600000 }, { "0ms..3600000ms", 0, 3600000 },
+	};
+	static const struct bad bad_latency[] = {
+		{ "3600001ms", "\"3600001ms\" is more than 60m" },
+		{ "0ms..61m", "\"0ms..61m\": the maximum is more than 60m" },
+		{ "2m..9223372036854775807ms",
+		    "\"2m..9223372036854775807ms\": the maximum is more than 60m" },
+	};
 	static const struct bad bad[] = {
 		{ NULL, "empty duration (use e.g. 250ms, 5s, 2m)" },
 		{ "", "empty duration (use e.g. 250ms, 5s, 2m)" },
@@ -114,15 +125,31 @@ test_duration_range(void **state)
 
 	(void)state;
 	for (i = 0; i < nitems(good); i++) {
-		if (parse_duration_range(good[i].s, &lo, &hi, err) == -1)
+		if (parse_duration_range(good[i].s, INT64_MAX, &lo, &hi, err) == -1)
 			fail_msg("%s: %s", good[i].s, err);
 		assert_int_equal(lo, good[i].lo);
 		assert_int_equal(hi, good[i].hi);
 	}
 	for (i = 0; i < nitems(bad); i++) {
 		lo = hi = UNTOUCHED;
-		assert_int_equal(parse_duration_range(bad[i].s, &lo, &hi, err), -1);
+		assert_int_equal(parse_duration_range(bad[i].s, INT64_MAX, &lo, &hi,
+		    err), -1);
 		assert_string_equal(err, bad[i].why);
+		assert_int_equal(lo, UNTOUCHED);
+		assert_int_equal(hi, UNTOUCHED);
+	}
+	for (i = 0; i < nitems(good_latency); i++) {
+		if (parse_duration_range(good_latency[i].s, FAULT_LATENCY_MAX_MS, &lo,
+		    &hi, err) == -1)
+			fail_msg("%s: %s", good_latency[i].s, err);
+		assert_int_equal(lo, good_latency[i].lo);
+		assert_int_equal(hi, good_latency[i].hi);
+	}
+	for (i = 0; i < nitems(bad_latency); i++) {
+		lo = hi = UNTOUCHED;
+		assert_int_equal(parse_duration_range(bad_latency[i].s,
+		    FAULT_LATENCY_MAX_MS, &lo, &hi, err), -1);
+		assert_string_equal(err, bad_latency[i].why);
 		assert_int_equal(lo, UNTOUCHED);
 		assert_int_equal(hi, UNTOUCHED);
 	}
