@@ -48,9 +48,14 @@ proxy_set_settle(struct proxy_set *ps, int timeout_ms)
 		return 0;
 	abstime_mono_in(&ts, timeout_ms);
 	pthread_mutex_lock(&ps->mu);
-	while (ps->live > 0 && rc == 0)
+	/* every connection closed, and the turns' exits acted on: what a
+	 * turn's exit tells the gates (a plan's step that never came) is
+	 * said before the caller asks (proxy_set_diverged) */
+	while ((ps->live > 0 || atomic_load(&ps->turn_done) !=
+	    atomic_load(&ps->turn_gen)) && rc == 0)
 		rc = pthread_cond_timedwait(&ps->idle, &ps->mu, &ts);
-	rc = ps->live > 0 ? -1 : 0;
+	rc = ps->live > 0 || atomic_load(&ps->turn_done) !=
+	    atomic_load(&ps->turn_gen) ? -1 : 0;
 	pthread_mutex_unlock(&ps->mu);
 	return rc;
 }
@@ -344,6 +349,12 @@ loop_gates(struct proxy_set *ps)
 	}
 	if (decided)
 		waits_take(ps);
+	if (atomic_load(&ps->turn_done) != ps->turn_seen) {
+		pthread_mutex_lock(&ps->mu);
+		atomic_store(&ps->turn_done, ps->turn_seen);
+		pthread_cond_broadcast(&ps->idle);
+		pthread_mutex_unlock(&ps->mu);
+	}
 }
 
 void

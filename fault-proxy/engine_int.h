@@ -301,6 +301,9 @@ struct proxy_set {
 	int			 missed_turn;
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
+	/* turn_seen once the gates have acted on it and a divergence it made
+	 * is told (proxy_set_diverged): proxy_set_settle waits for it */
+	atomic_uint		 turn_done;
 	/*
 	 * Actors (gate.h): each turn's process group (proxy_set_turn_started;
 	 * 0: none known), how /proc last saw it, and a count of what could

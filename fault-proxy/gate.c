@@ -404,17 +404,27 @@ step_waiting(const struct gate *g, const struct plan_step *s)
 	    lane_waiting(g, s->turn, s->lane) : NULL;
 }
 
-/* The plan's unused step e's exchange is, or SIZE_MAX: unplanned. */
+/*
+ * The plan's unused step e's exchange is, or may yet be, or SIZE_MAX:
+ * unplanned.  A waiting exchange's occurrence is the one it would get now
+ * (gate.h); a turn's connections asking the same key get theirs in the
+ * order they are admitted, so a step of the same lane and key with a later
+ * occurrence is still this exchange's.
+ */
 static size_t
 planned_as(const struct gate *g, const struct gate_ent *e)
 {
-	size_t	i;
+	const struct plan_step	*s;
+	size_t			 i;
 
 	if (g->plan == NULL || e->key == 0)
 		return SIZE_MAX;
-	for (i = g->cursor; i < g->plan->nsteps; i++)
-		if (!g->used[i] && step_is(&g->plan->steps[i], e))
+	for (i = g->cursor; i < g->plan->nsteps; i++) {
+		s = &g->plan->steps[i];
+		if (!g->used[i] && s->round == e->round && s->turn == e->turn &&
+		    s->lane == e->lane && s->key == e->key && s->occ >= e->occ)
 			return i;
+	}
 	return SIZE_MAX;
 }
 

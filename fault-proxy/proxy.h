@@ -472,8 +472,11 @@ size_t			 proxy_set_live(struct proxy_set *ps);
 /*
  * Waits until every connection through the set has closed and every
  * duplicate delivery has finished, so the data the invariants read holds
- * every effect the faults caused.  The worker calls it after a round's
- * turns have exited.  0, or -1 if something is still open after timeout_ms.
+ * every effect the faults caused, and until the gates have acted on the
+ * worker's last word on its turns (proxy_set_turn_exited), so that a plan's
+ * step a turn exited without is a divergence proxy_set_diverged tells.
+ * The worker calls it after a round's turns have exited.  0, or -1 if
+ * something is still open after timeout_ms.
  */
 int			 proxy_set_settle(struct proxy_set *ps, int timeout_ms);
 
