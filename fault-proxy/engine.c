@@ -141,6 +141,7 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	pid_t			 pid;
 	size_t			 i;
 	int			 unread;
+	bool			 timed = false;
 
 	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
 	    !atomic_load(&ps->actors_on))
@@ -168,8 +169,14 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	switch (v->res.st) {
 	case QUIET_GONE:	return GA_GONE;
 	case QUIET_RUNNING:	return GA_RUNNING;
-	case QUIET_TIMED:	return GA_TIMED;
 	case QUIET_UNSEEN:	return GA_UNSEEN;
+	case QUIET_TIMED:
+		/* its own timeout on sockets of soak's: busy while a reply
+		 * is on its way to one, else a wait that ends by itself */
+		if (!v->res.timed_socks)
+			return GA_TIMED;
+		timed = true;
+		break;
 	default:		break;
 	}
 	if (v->res.ports_cut)
@@ -190,13 +197,16 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
 		    c->l->gate == asking)
 			continue;		/* this gate's own: it waits too */
-		if (c->state == CS_IDLE || c->state == CS_CLOSED)
+		if (c->state == CS_IDLE || c->state == CS_CLOSED) {
+			log_debug("turn %d: waits on %s conn %u, idle", turn,
+			    c->l->name, c->no);
 			continue;
+		}
 		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}
-	return a;
+	return a == GA_QUIET && timed ? GA_TIMED : a;
 }
 
 /* ---- the loop ---- */

@@ -280,9 +280,7 @@ actor_of(struct gate *g, int t)
 	if (a == GA_UNKNOWN && (g->ready[t] || g->blocked[t] ||
 	    g->held[t] > g->mine[t]))
 		a = GA_QUIET;
-	else if (a == GA_UNKNOWN)
-		a = GA_RUNNING;		/* it has sent nothing: wait for it */
-	return a;
+	return a;	/* GA_UNKNOWN: it has sent nothing, wait for it */
 }
 
 /*
@@ -319,6 +317,7 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 	*cand = 0;
 	*idle = *busy = 0;
 	g->idle = 0;
+	g->idle_from = 0;
 	for (t = 0; t < g->nturns; t++) {
 		g->ready[t] = g->oldest[t] != NULL;
 		if (g->ready[t]) {
@@ -327,28 +326,38 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 				*cand |= (uint64_t)1 << t;
 		}
 		g->act[t] = GA_GONE;
-		if (!g->live[t])
+		if (!g->live[t]) {
+			g->idle_since[t] = 0;
 			continue;
+		}
 		switch ((g->act[t] = actor_of(g, t))) {
 		case GA_GONE:
 		case GA_QUIET:
 			g->look_ms[t] = ACTOR_LOOK_MS;
+			g->idle_since[t] = 0;
 			continue;
 		case GA_BUSY:
 			/* its reply is an event of the loop's: no look */
 			(*busy)++;
+			g->idle_since[t] = 0;
 			continue;
 		default:
 			(*idle)++;
 			if (t < 64)
 				g->idle |= (uint64_t)1 << t;
+			/* without the engine's view an exchange is what the loop
+			 * hears of, and `arrival` counts from the gate's free */
+			if (g->act[t] == GA_UNKNOWN)
+				continue;
+			/* `arrival` counts from when it left every proxy */
+			if (g->idle_since[t] == 0)
+				g->idle_since[t] = now;
+			if (g->idle_since[t] > g->idle_from)
+				g->idle_from = g->idle_since[t];
 			break;
 		}
 		/* not accounted for, nothing the loop would hear of: look again,
-		 * backing off (without the engine's view an exchange is what
-		 * the loop hears of) */
-		if (g->actor == NULL)
-			continue;
+		 * backing off */
 		gate_at(g, now + g->look_ms[t]);
 		if (g->look_ms[t] < ACTOR_LOOK_MAX_MS)
 			g->look_ms[t] *= 2;
@@ -373,6 +382,10 @@ idle_turns(struct gate *g, int64_t now, int64_t earliest, bool *go)
 		return "outside";
 	}
 	from = g->free_since > earliest ? g->free_since : earliest;
+	/* ... and from when the last of the turns waited for left every
+	 * proxy: a turn busy at another proxy (a model's seconds) is not late */
+	if (g->idle_from > from)
+		from = g->idle_from;
 	if (now - from >= g->arrival_ms) {
 		*go = true;
 		return "arrival";
@@ -952,6 +965,7 @@ gate_new(const struct gate_conf *c, char *err)
 	g->oldest = xcalloc((size_t)c->nturns, sizeof(*g->oldest));
 	g->act = xcalloc((size_t)c->nturns, sizeof(*g->act));
 	g->look_ms = xcalloc((size_t)c->nturns, sizeof(*g->look_ms));
+	g->idle_since = xcalloc((size_t)c->nturns, sizeof(*g->idle_since));
 	g->lanes = xcalloc((size_t)c->nturns, sizeof(*g->lanes));
 	for (int t = 0; t < c->nturns; t++)
 		g->look_ms[t] = ACTOR_LOOK_MS;
@@ -982,6 +996,7 @@ gate_free(struct gate *g)
 	free(g->oldest);
 	free(g->act);
 	free(g->look_ms);
+	free(g->idle_since);
 	free(g->lanes);
 	free(g->occ);
 	free(g->be);

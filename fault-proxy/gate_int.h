@@ -84,6 +84,9 @@ struct gate {
 	uint64_t		*lanes;		/* per turn: lanes in use (bit l) */
 	uint64_t		 idle;		/* scratch: turns waited for under
 						   the arrival watchdog */
+	int64_t			*idle_since;	/* per turn: waited for under it since
+						   (0: accounted for, or busy) */
+	int64_t			 idle_from;	/* scratch: the latest of those */
 	struct occ		*occ;		/* admitted (turn, key) counts */
 	size_t			 nocc, capocc;
 

@@ -77,6 +77,8 @@ struct quiet {
 	size_t		 nsnap[2];
 	bool		 snap_cut;
 	uint64_t	 origin;	/* the thread being looked at's, for add_port */
+	bool		 tsock;		/* its wait is timed only by its own
+					   timeout, on fds that are quiet */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -547,6 +549,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = poll_st(q, pid, a[0], a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ms(a[2])) {
 			snprintf(what, len, "poll with a %d ms timeout", (int)a[2]);
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -555,6 +558,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = poll_st(q, pid, a[0], a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[2])) {
 			snprintf(what, len, "ppoll with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -565,6 +569,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = select_st(q, pid, a[0], &a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[4])) {
 			snprintf(what, len, "select with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -576,6 +581,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		if (st == QUIET_QUIET && !no_timeout_ms(a[3])) {
 			snprintf(what, len, "epoll_wait with a %d ms timeout",
 			    (int)a[3]);
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -584,6 +590,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = epoll_st(q, pid, (long)a[0], out, what, len, 1);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[3])) {
 			snprintf(what, len, "epoll_pwait2 with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -699,6 +706,7 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
+	bool		 timed_other = false;
 
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_GONE;
@@ -733,9 +741,12 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 				    tids[j], run_ns(pid, tid) };
 			else
 				q->snap_cut = true;
+			q->tsock = false;
 			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
+			if (st == QUIET_TIMED && !q->tsock)
+				timed_other = true;
 			out->nthreads++;
 			if (worse(out->st, st) == out->st)
 				continue;
@@ -748,7 +759,11 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 		}
 		out->nprocs++;
 	}
-	if (out->st != QUIET_QUIET) {
+	/* timed only by waits on quiet fds (an HTTP client's timeout on
+	 * a socket of soak's): the sockets are kept, for the caller to
+	 * tell a reply on its way from an idle wait */
+	out->timed_socks = out->st == QUIET_TIMED && !timed_other;
+	if (out->st != QUIET_QUIET && !out->timed_socks) {
 		out->nports = 0;
 		out->ports_cut = false;
 	}
