@@ -12,24 +12,39 @@
  * strategy other than the seeded one (a plan, an explorer) plugs in at
  * gate_decide's pick.
  *
- * What the gate waits for.  One exchange runs at a time.  The next is
- * chosen among the turns with one waiting once every turn that may still
- * send one is accounted for: a turn is waited for while it is live (the
- * worker said it started in this round and has not said it exited,
- * proxy_set_turn) and has nothing held anywhere: no exchange waiting at
- * this gate, none waiting at another gate of the set, none that
- * PostgreSQL says waits on a lock, none `blocked` passed.  Its connections
- * do not matter: a turn that runs one `psql -c` per statement is waited
- * for between statements, as one that holds a connection open is.  Two
- * timeouts remain, both watchdogs whose decisions are marked in the trace
- * (`forced`): `arrival` (a live turn that sent nothing within it, from
- * when the gate became free or the first waiter came) and `blocked` (an
- * admitted exchange that neither answers nor waits on a lock).  A third
- * mark, "outside", is a decision made without waiting for idle turns
+ * What the gate waits for (docs/faults.md "Actors").  One exchange runs
+ * at a time.  The next is chosen among the waiting ones once every turn
+ * that may still send one is accounted for, by the engine's view of the
+ * turn's processes (gate_conf.actor, quiet.h): GA_GONE and GA_QUIET are
+ * accounted for; GA_BUSY (a reply on its way at another proxy) is waited
+ * for with no watchdog; GA_RUNNING, GA_TIMED and GA_UNSEEN are waited for
+ * under `arrival`, counted from when the turn left every proxy, and looked
+ * at again every ACTOR_LOOK_MS, backing off to ACTOR_LOOK_MAX_MS.  Without
+ * that view (GA_UNKNOWN: `soak proxy`, the unit tests) a live turn is
+ * waited for until it has something held anywhere: an exchange waiting
+ * here or at another gate of the set, one PostgreSQL says waits on a lock,
+ * one `blocked` passed.  Two timeouts remain, both watchdogs whose
+ * decisions are marked in the trace (`forced`): `arrival` and `blocked`
+ * (an admitted exchange that neither answers nor waits on a lock).  A
+ * third mark, "outside", is a decision made without waiting for idle turns
  * because PostgreSQL showed a connection that is not the proxy's waiting
  * on a lock held by a turn whose next statement the gate holds: a circular
  * wait through something outside the schedule (a service's own database
  * connection), which only the watchdog would otherwise break.
+ *
+ * Actors are connections.  A turn may have several connections open at
+ * once (threads, a pool), each with an exchange waiting.  At a decision
+ * each connection that has none gets a lane, the lowest free of its turn,
+ * in the order of what it asks (key, then canon: its whole request), then
+ * who asks (origin: the thread and descriptor the engine saw waiting on
+ * it), then arrival; the lane is its connection's until it closes.  The
+ * seed's scheduler picks a turn, then among its waiting lanes one by a
+ * draw keyed by the step; a plan's step names (round, turn, lane, key,
+ * occurrence).  Occurrences are the gate's, counted per (turn, key) in
+ * admission order, and the engine rolls a scheduled exchange's faults by
+ * them (proxy_roll_hit), so neither depends on which thread arrived first.
+ * The trace's "acand" names the actors waiting (bit lane * turns + turn)
+ * when any lane other than 0 was.
  *
  * PostgreSQL is asked, not a clock, on a connection of the gate's own (the
  * side connection, gate_conf.lockinfo): while an admitted exchange has not
