@@ -30,7 +30,7 @@ expect_eq "run exit status" 1 "$rc"
 seed=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/run/report.json")
 P=$T/run/failures/$seed/plan.json
 [ -s "$P" ] || fail "seed $seed: no failures/$seed/plan.json"
-expect_eq "the plan's version" 1 "$(jq .soak_plan "$P")"
+expect_eq "the plan's version" 2 "$(jq .soak_plan "$P")"
 expect_eq "the plan's seed" "$seed" "$(jq .seed "$P")"
 expect_eq "the plan's steps: the run's, in its order" "$(order "$T/run/failures/$seed/trace.jsonl")" "$(plan_order "$P")"
 expect_match "the plan says what it failed with" "$INV" "$(jq -r .failure.fingerprint "$P")"
