@@ -132,7 +132,7 @@ conn_of_port(struct proxy_set *ps, uint16_t port)
  * itself; a socket the set has not accepted yet, running.
  */
 static enum gate_act
-engine_actor(void *arg, const struct gate *asking, int turn)
+engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 {
 	struct proxy_set	*ps = arg;
 	struct actor_view	*v;
@@ -143,6 +143,7 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	int			 unread;
 	bool			 timed = false;
 
+	*ran_ms = -1;
 	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
 	    !atomic_load(&ps->actors_on))
 		return GA_UNKNOWN;
@@ -168,7 +169,9 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	}
 	switch (v->res.st) {
 	case QUIET_GONE:	return GA_GONE;
-	case QUIET_RUNNING:	return GA_RUNNING;
+	case QUIET_RUNNING:
+		*ran_ms = v->res.cpu_ns > 0 ? (int64_t)(v->res.cpu_ns / 1000000) : -1;
+		return GA_RUNNING;
 	case QUIET_UNSEEN:	return GA_UNSEEN;
 	case QUIET_TIMED:
 		/* its own timeout on sockets of soak's: busy while a reply

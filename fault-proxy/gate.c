@@ -272,10 +272,14 @@ gate_act_name(enum gate_act a)
  * held here or at another gate, or one waiting on a lock.
  */
 static enum gate_act
-actor_of(struct gate *g, int t)
+actor_of(struct gate *g, int t, int64_t *ran_ms)
 {
-	enum gate_act	a = g->actor != NULL ? g->actor(g->actor_arg, g, t) :
-			    GA_UNKNOWN;
+	enum gate_act	a;
+
+	*ran_ms = -1;
+	a = g->actor != NULL ? g->actor(g->actor_arg, g, t, ran_ms) : GA_UNKNOWN;
+	if (a != GA_RUNNING)
+		*ran_ms = -1;
 
 	if (a == GA_UNKNOWN && (g->ready[t] || g->blocked[t] ||
 	    g->held[t] > g->mine[t]))
@@ -296,6 +300,7 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
     int *idle, int *busy)
 {
 	struct gate_ent	*e, *o;
+	int64_t		 ran, wall, got;
 	int		 t, nready = 0;
 
 	memset(g->oldest, 0, (size_t)g->nturns * sizeof(*g->oldest));
@@ -328,9 +333,13 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 		g->act[t] = GA_GONE;
 		if (!g->live[t]) {
 			g->idle_since[t] = 0;
+			g->ran_ms[t] = -1;
 			continue;
 		}
-		switch ((g->act[t] = actor_of(g, t))) {
+		g->act[t] = actor_of(g, t, &ran);
+		if (g->act[t] != GA_RUNNING || g->idle_since[t] == 0)
+			g->ran_ms[t] = -1;
+		switch (g->act[t]) {
 		case GA_GONE:
 		case GA_QUIET:
 			g->look_ms[t] = ACTOR_LOOK_MS;
@@ -352,6 +361,19 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 			/* `arrival` counts from when it left every proxy */
 			if (g->idle_since[t] == 0)
 				g->idle_since[t] = now;
+			/* ... in the time it ran while it runs: the time it
+			 * waited for a core (a loaded machine) is not late */
+			if (g->ran_ms[t] >= 0 && ran >= 0) {
+				wall = now - g->ran_at[t];
+				/* < 0: a process gone with its time */
+				got = ran > g->ran_ms[t] ? ran - g->ran_ms[t] : 0;
+				if (got < wall)
+					g->idle_since[t] += wall - got;
+				if (g->idle_since[t] > now)
+					g->idle_since[t] = now;
+			}
+			g->ran_ms[t] = ran;
+			g->ran_at[t] = now;
 			if (g->idle_since[t] > g->idle_from)
 				g->idle_from = g->idle_since[t];
 			break;
@@ -967,8 +989,12 @@ gate_new(const struct gate_conf *c, char *err)
 	g->look_ms = xcalloc((size_t)c->nturns, sizeof(*g->look_ms));
 	g->idle_since = xcalloc((size_t)c->nturns, sizeof(*g->idle_since));
 	g->lanes = xcalloc((size_t)c->nturns, sizeof(*g->lanes));
-	for (int t = 0; t < c->nturns; t++)
+	g->ran_ms = xcalloc((size_t)c->nturns, sizeof(*g->ran_ms));
+	g->ran_at = xcalloc((size_t)c->nturns, sizeof(*g->ran_at));
+	for (int t = 0; t < c->nturns; t++) {
 		g->look_ms[t] = ACTOR_LOOK_MS;
+		g->ran_ms[t] = -1;
+	}
 	g->actor = c->actor;
 	g->actor_arg = c->actor_arg;
 	gate_round(g, 0, NULL);
@@ -997,6 +1023,8 @@ gate_free(struct gate *g)
 	free(g->act);
 	free(g->look_ms);
 	free(g->idle_since);
+	free(g->ran_ms);
+	free(g->ran_at);
 	free(g->lanes);
 	free(g->occ);
 	free(g->be);

@@ -166,15 +166,20 @@ enum gate_act {
 	GA_BUSY,	/* quiet, but a reply it waits for is on its way at
 			   another proxy (a model, a tool server): waited for,
 			   with no watchdog */
-	GA_RUNNING,	/* a thread computes: waited for, `arrival` bounds it */
+	GA_RUNNING,	/* a thread computes: waited for, `arrival` bounds the
+			   time it ran (*ran_ms), not the time it waited for a
+			   core: a loaded machine makes no turn late */
 	GA_TIMED,	/* a wait that ends by itself: `arrival` */
 	GA_UNSEEN,	/* a wait soak cannot see the end of: `arrival` */
 	GA_MAX
 };
 const char	*gate_act_name(enum gate_act a);
 /* The engine's view of turn t now, for gate g (any cost it has is the
- * engine's). */
-typedef enum gate_act	(*gate_actor_fn)(void *arg, const struct gate *g, int turn);
+ * engine's); with GA_RUNNING, *ran_ms is how long its processes have run
+ * in all (CPU time, ms), or -1 when that is not known (then `arrival`
+ * counts the wall clock). */
+typedef enum gate_act	(*gate_actor_fn)(void *arg, const struct gate *g, int turn,
+			    int64_t *ran_ms);
 
 struct gate_conf {
 	const char			*name;		/* the proxy's: keys the draws */

@@ -87,6 +87,10 @@ struct gate {
 	int64_t			*idle_since;	/* per turn: waited for under it since
 						   (0: accounted for, or busy) */
 	int64_t			 idle_from;	/* scratch: the latest of those */
+	/* per turn, while it runs: how long it had run (CPU ms; -1 not
+	 * known) at the look at ran_at; idle_since moves on by the time it
+	 * did not run between two looks */
+	int64_t			*ran_ms, *ran_at;
 	struct occ		*occ;		/* admitted (turn, key) counts */
 	size_t			 nocc, capocc;
 

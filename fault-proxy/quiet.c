@@ -641,6 +641,27 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 	}
 }
 
+/* What process pid's children that it waited for ran (ns): cutime and
+ * cstime of its stat; 0 unknown. */
+static uint64_t
+reaped_ns(pid_t pid)
+{
+	char		 path[64], line[1024];
+	const char	*p;
+	unsigned long long cut = 0, cst = 0;
+	long		 hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hz <= 0 || slurp(path, line, sizeof(line)) <= 0 ||
+	    (p = strrchr(line, ')')) == NULL ||
+	    /* state ppid pgrp session tty tpgid flags minflt cminflt
+	     * majflt cmajflt utime stime, then cutime cstime */
+	    sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+	    " %*s %llu %llu", &cut, &cst) != 2)
+		return 0;
+	return (uint64_t)(cut + cst) * (1000000000ull / (uint64_t)hz);
+}
+
 /* How long a thread has run (ns), from its schedstat; 0 unknown. */
 static uint64_t
 run_ns(pid_t pid, const char *tid)
@@ -728,17 +749,21 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 				tids[ntids++] = (pid_t)atol(d->d_name);
 		closedir(dir);
 		qsort(tids, ntids, sizeof(*tids), by_tid);
+		out->cpu_ns += reaped_ns(pid);
 		for (j = 0; j < ntids; j++) {
 			char	tid[16];
+			uint64_t ran;
 
 			snprintf(tid, sizeof(tid), "%d", (int)tids[j]);
 			what[0] = '\0';
 			q->origin = (uint64_t)out->nprocs << 40 | (uint64_t)j << 20;
 			/* its run time before its state: a thread that ran
 			 * between the two looks shows a new run time */
+			ran = run_ns(pid, tid);
+			out->cpu_ns += ran;
 			if (q->nsnap[k] < SNAP_MAX)
 				q->snap[k][q->nsnap[k]++] = (struct tsnap){
-				    tids[j], run_ns(pid, tid) };
+				    tids[j], ran };
 			else
 				q->snap_cut = true;
 			q->tsock = false;
@@ -785,10 +810,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 {
 	struct quiet_res	again;
 	size_t			i;
+	uint64_t		cpu;
 
 	q->nsnap[0] = q->nsnap[1] = 0;
 	q->snap_cut = false;
 	look_once(q, pgid, out, 0);
+	cpu = out->cpu_ns;
 	if (out->st != QUIET_QUIET)
 		return;
 	look_once(q, pgid, &again, 1);
@@ -801,10 +828,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 		    q->snap[0][i].run_ns != q->snap[1][i].run_ns)
 			goto moved;
 	*out = again;
+	out->cpu_ns = cpu;
 	return;
 moved:
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_RUNNING;
+	out->cpu_ns = cpu;
 	out->nprocs = again.nprocs;
 	out->nthreads = again.nthreads;
 	snprintf(out->what, sizeof(out->what), "%s", again.st != QUIET_QUIET &&

@@ -86,6 +86,12 @@ struct quiet_res {
 	size_t		 nports;
 	bool		 ports_cut;	/* more than QUIET_SOCKS */
 	int		 nprocs, nthreads;
+	/* how long the group has run, in all (ns): its threads' run time
+	 * (schedstat) and what its processes' children that have been waited
+	 * for ran (cutime + cstime); 0 when /proc shows neither.  The first
+	 * look's, whatever st is: a turn that runs is late by the time it ran,
+	 * not by the time it waited for a core (gate.h, GA_RUNNING) */
+	uint64_t	 cpu_ns;
 };
 
 /*

@@ -133,6 +133,80 @@ test_arrival_watchdog(void **state)
 	fix_close(&f);
 }
 
+/* An engine's view for the run-time test: turn 1 runs and has run
+ * stub_ran ms (-1: not known); the others have exited. */
+static int64_t	stub_ran;
+
+static enum gate_act
+stub_actor(void *arg, const struct gate *g, int turn, int64_t *ran_ms)
+{
+	(void)arg;
+	(void)g;
+	if (turn != 1)
+		return GA_GONE;
+	*ran_ms = stub_ran;
+	return GA_RUNNING;
+}
+
+/*
+ * `arrival` bounds the time a running turn ran, not the time it waited
+ * for a core: turn 1 runs for 300 ms of wall time but gets 40 ms of CPU
+ * (a loaded machine), and no decision is forced; once it has run 100 ms
+ * since it was first seen, the watchdog decides.  Without a run
+ * time (-1) the wall clock counts, as before.
+ */
+static void
+test_arrival_counts_run_time(void **state)
+{
+	struct fix		 f;
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 err[256];
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 3);
+	gate_free(f.g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 3,
+	    .sched = &f.sc, .epfd = f.epfd, .held = f.held,
+	    .actor = stub_actor };
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	stub_ran = 5000;
+	arrive(&f, 0, 1000);
+	assert_null(gate_decide(f.g, 1000));
+	for (int64_t now = 1010; now <= 1300; now += 10) {
+		stub_ran += (now % 70 == 0) ? 10 : 0;	/* a core now and then */
+		assert_null(gate_decide(f.g, now));
+	}
+	/* it runs flat out from here: 100 ms of CPU is late */
+	for (int64_t now = 1310; ; now += 10) {
+		stub_ran += 10;
+		if ((e = gate_decide(f.g, now)) != NULL) {
+			assert_string_equal(e->rec->forced, "arrival");
+			/* 40 ms while starved, 60 more flat out */
+			assert_int_equal(now, 1360);
+			break;
+		}
+		assert_true(now < 1500);
+	}
+	fix_close(&f);
+
+	/* its run time not known: the wall clock */
+	fix_open(&f, CFG_SCHED_RANDOM, 3);
+	gate_free(f.g);
+	gc.epfd = f.epfd;
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	stub_ran = -1;
+	arrive(&f, 0, 1000);
+	assert_null(gate_decide(f.g, 1000));
+	assert_null(gate_decide(f.g, 1050));
+	e = gate_decide(f.g, 1100);
+	assert_non_null(e);
+	assert_string_equal(e->rec->forced, "arrival");
+	fix_close(&f);
+}
+
 /*
  * What a step waited for its actors (gate_stats wait_ms, wait_max_ms,
  * wait_max_step): from when the gate was free with an exchange waiting to
@@ -373,6 +447,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_waits_for_live_turns),
 		cmocka_unit_test(test_arrival_watchdog),
+		cmocka_unit_test(test_arrival_counts_run_time),
 		cmocka_unit_test(test_waits_counted),
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
