@@ -61,6 +61,8 @@
  * lands outside it; long enough for a server to close its sessions.
  */
 #define SVC_SEED_STOP_MS	500
+/* The longest wait between two looks at a starting service's readiness. */
+#define SVC_READY_POLL_MS	8
 
 struct svc {
 	const struct cfg_service	*c;
@@ -381,8 +383,11 @@ svc_start(struct wrk *w, struct svc *s, const struct wrk_seam *seam,
 	/* Readiness: the port accepts (listen: port), or the service took a
 	 * connection off its socket (listen: socket).  Between attempts wait
 	 * on the pidfd, so a service that dies is noticed at once rather than
-	 * at the deadline. */
-	for (int delay = 2;; delay = delay < 50 ? delay * 2 : 50) {
+	 * at the deadline.  The wait backs off to SVC_READY_POLL_MS only: a
+	 * service through the seam starts with every seed, and each ms
+	 * between its readiness and our noticing it is a seed's. */
+	for (int delay = 2;; delay = delay < SVC_READY_POLL_MS ? delay * 2 :
+	    SVC_READY_POLL_MS) {
 		struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
 
 		if ((ready = svc_ready(s, queued)) == 1) {
