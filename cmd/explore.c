@@ -869,8 +869,8 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	if (n == 0) {
 		printf("\nincomplete: nothing to explore — the seed's own run took no "
 		    "step at proxy %s%s%s (no traffic of the turns that run passed it: "
-		    "a service's own connections go to the database directly, "
-		    "docs/turns.md)\n", c->proxy, c->a->turnsarg ? " of turns " : "",
+		    "a service's statements pass it unscheduled, or go to the "
+		    "database directly with seam: false, docs/turns.md)\n", c->proxy, c->a->turnsarg ? " of turns " : "",
 		    c->a->turnsarg ? c->a->turnsarg : "");
 		goto out;
 	}
@@ -1016,8 +1016,10 @@ say_result(const struct xcmd *c)
 	    " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not observed\n",
 	    s->forced, s->forced == 1 ? "" : "s", s->wakes, s->wakes == 1 ? "" : "s",
 	    s->pg_deadlocks, s->pg_deadlocks == 1 ? "" : "s", s->diverged, s->overlap,
-	    s->serialized, s->notify, c->cfg.nservices > 0 ? "services persisted "
-	    "across executions (started once)" : "no services");
+	    s->serialized, s->notify, cfg_services_direct(&c->cfg) > 0 ?
+	    "services outside the seam persisted across executions (started "
+	    "once)" : c->cfg.nservices > 0 ? "services through the seam "
+	    "restarted with each execution" : "no services");
 }
 
 /* explore.json, in the output folder, never through a symlink there. */

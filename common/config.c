@@ -838,7 +838,7 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_service *svc, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "command", "ready",
-	    "ready_timeout", "listen" };
+	    "ready_timeout", "listen", "seam" };
 	static const char *const readies[] = { "tcp", "none" };
 	static const char *const listens[] = { "port", "socket" };
 	yaml_node_t	*v[nitems(keys)];
@@ -848,6 +848,7 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	svc->ready = CFG_READY_TCP;
 	svc->ready_timeout_ms = 10 * 1000;
 	svc->listen = CFG_LISTEN_PORT;
+	svc->seam = true;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix, "a mapping");
 	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
@@ -879,6 +880,9 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 			return -1;
 		svc->listen = listen == 0 ? CFG_LISTEN_PORT : CFG_LISTEN_SOCKET;
 	}
+	key_join(path, prefix, "seam");
+	if (v[5] && get_bool(cx, v[5], path, &svc->seam) == -1)
+		return -1;
 	return 0;
 }
 
@@ -2323,6 +2327,22 @@ cfg_guard_floor_of(const struct cfg *cfg, int64_t ran)
 	if (cfg->guard_percent)
 		return (cfg->guard_min_ok * ran + 99) / 100;
 	return (cfg->guard_min_ok * ran + total - 1) / total;
+}
+
+bool
+cfg_service_seam(const struct cfg *cfg, const struct cfg_service *s)
+{
+	return s->seam && cfg->nproxies > 0;
+}
+
+size_t
+cfg_services_direct(const struct cfg *cfg)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < cfg->nservices; i++)
+		n += !cfg_service_seam(cfg, &cfg->services[i]);
+	return n;
 }
 
 bool

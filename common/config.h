@@ -51,6 +51,17 @@ struct cfg_service {
 	enum cfg_ready	  ready;		/* default CFG_READY_TCP */
 	int64_t		  ready_timeout_ms;	/* default 10s */
 	enum cfg_listen	  listen;		/* default CFG_LISTEN_PORT */
+	/*
+	 * seam (default true): the service goes through the seam like a
+	 * turn (docs/turns.md "What a service gets"): its PG*, DATABASE_URL
+	 * and JDBC_DATABASE_URL name its own listener of the proxy in front
+	 * of the database, it gets SOAK_PROXY_<NAME> of every proxy, and,
+	 * since listeners are per seed, it is started after each seed's
+	 * proxies open and stopped once the seed's rounds are over.  false:
+	 * direct to the database, no SOAK_PROXY_*, once per worker.  A config
+	 * without proxies has no seam: its services run once per worker.
+	 */
+	bool		  seam;
 };
 
 struct cfg_faults {
@@ -367,5 +378,11 @@ int64_t	cfg_guard_floor_of(const struct cfg *cfg, int64_t ran);
  * cannot start its interpreter, a driver that is not installed).
  */
 bool	cfg_guard_allows_idle_round(const struct cfg *cfg);
+/* Whether service s goes through cfg's seam (cfg_service.seam, and a
+ * proxy to go through). */
+bool	cfg_service_seam(const struct cfg *cfg, const struct cfg_service *s);
+/* How many of cfg's services do not go through the seam: started once
+ * per worker, they keep their memory across seeds. */
+size_t	cfg_services_direct(const struct cfg *cfg);
 
 #endif

@@ -153,6 +153,9 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if ((rc = get_int(o, "exchange", 0, UINT32_MAX, &v, err)) != 0)
 		return rc == 1 ? errf(err, "no exchange") : -1;
 	l->exchange = (uint32_t)v;
+	if (get_str(o, "service", &l->service, err) == -1 ||
+	    get_bool(o, "bypass", &l->bypass, err) == -1)
+		return -1;
 	/* what happened to it */
 	if (get_str(o, "fault", &s, err) == -1)
 		return -1;

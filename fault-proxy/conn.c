@@ -71,6 +71,8 @@ exchange_end(struct conn *c)
 	}
 	px_trace_add(c->l->ps, &c->rec);
 	c->in_exchange = false;
+	if (!px_conn_holds_live(c->l))
+		px_live_release(c->l->ps);
 	c->req_done = false;
 	c->got_reply = false;
 	c->duplen = 0;
@@ -82,7 +84,8 @@ px_conn_free(struct conn *c)
 {
 	if (c == NULL)
 		return;
-	px_live_release(c->l->ps);
+	if (px_conn_holds_live(c->l))
+		px_live_release(c->l->ps);
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
 	pg_free(c->pgf);
@@ -282,6 +285,8 @@ exchange_begin(struct conn *c)
 	struct listener	*l = c->l;
 
 	c->in_exchange = true;
+	if (!px_conn_holds_live(l))
+		l->ps->live++;	/* until exchange_end */
 	c->req_done = false;
 	c->got_reply = false;
 	if (!c->pg)
@@ -297,6 +302,7 @@ exchange_begin(struct conn *c)
 	c->rec.proxy = l->proxy;
 	c->rec.name = l->name;
 	c->rec.turn = l->turn;
+	c->rec.service = l->service;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
 	c->rec.overlap = c->overlap;
@@ -395,6 +401,10 @@ exchange_key(struct conn *c, const char *stmt)
 	c->rec.keyed = true;
 	c->rec.key = key;
 	c->rec.round = c->round;
+	/* a service's exchange a turn's would have been held for, passing a
+	 * schedule unheld: counted (the trace's bypass; docs/turns.md) */
+	c->rec.bypass = l->bypass && !(c->pg && (c->rec.exchange == 0 ||
+	    c->pgf->noreply));
 	if (!conn_gated(c))
 		c->rec.occ = occ_next(l, c->round, key);
 }
@@ -1284,7 +1294,8 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 
 	px_set_nodelay(fd);
 	c = xcalloc(1, sizeof(*c));
-	ps->live++;
+	if (px_conn_holds_live(l))
+		ps->live++;
 	c->l = l;
 	c->no = l->next_conn++;
 	c->round = atomic_load(&ps->round_no);
@@ -1317,12 +1328,15 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 		c->rec.proxy = l->proxy;
 		c->rec.name = l->name;
 		c->rec.turn = l->turn;
+		c->rec.service = l->service;
 		c->rec.conn = c->no;
 		c->rec.round = c->round;
 		c->rec.keyed = true;	/* key 0, occ: the round's connection */
 		c->rec.occ = c->rconn;
 		c->rec.fault = PROXY_FAULT_BLACKHOLE;
 		c->in_exchange = true;	/* one record, written at close */
+		if (!px_conn_holds_live(l))
+			ps->live++;	/* until exchange_end, at its close */
 		set_state(c, CS_BLACKHOLE);
 	}
 	conn_arm(c);

@@ -71,7 +71,11 @@ struct listener {
 	const struct cfg_schedule *schedule;	/* proxy_set_open only */
 	char			*name;
 	size_t			 proxy;
-	int			 turn;
+	int			 turn;		/* the actor's index (proxy.h) */
+	/* a service's listener (proxy.h proxy_listen.service): its name, and
+	 * bypass when its proxy is scheduled (the gate does not hold it) */
+	char			*service;
+	bool			 bypass;
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
 	regex_t			 re;		/* the faults' match */
@@ -264,6 +268,7 @@ struct proxy_set {
 	size_t			 nls;
 	size_t			 nproxies;	/* proxy_set_open_cfg layout */
 	int			 turns;		/* the most turns of any proxy */
+	int			 actors;	/* turns + services, per proxy */
 	struct conn		*conns;
 	struct conn		*dead;		/* freed after each loop pass */
 	struct dup		*dups;
@@ -338,6 +343,17 @@ px_poke(struct proxy_set *ps, int turn)
 {
 	if (ps->poke != NULL && turn >= 0 && turn < ps->nturn_live)
 		ps->poke[turn]++;
+}
+
+/*
+ * What holds `live` (proxy_set_settle): a turn's connection from accept to
+ * free, a service's only while an exchange of it is open, since a
+ * service's pool keeps its connections across rounds.  Engine thread.
+ */
+static inline bool
+px_conn_holds_live(const struct listener *l)
+{
+	return l->service == NULL;
 }
 
 /* One connection or duplicate gone (engine thread). */

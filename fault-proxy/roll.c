@@ -140,9 +140,14 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		return -1;
 	if (r->pg == NULL && r->step == 0 && r->deadlock == TRACE_DEADLOCK_NONE &&
 	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
-	    r->plan == NULL && r->model == NULL)
+	    r->plan == NULL && r->model == NULL && r->service == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
+	/* service names are [A-Za-z0-9_]+, as proxy names (config contract) */
+	if (r->service != NULL && (put(buf, len, &o, ",\"service\":\"") == -1 ||
+	    put(buf, len, &o, r->service) == -1 || put(buf, len, &o, "\"") == -1 ||
+	    (r->bypass && put(buf, len, &o, ",\"bypass\":true") == -1)))
+		return -1;
 	if (r->round != 0 || r->keyed) {
 		char	num[96];
 

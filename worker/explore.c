@@ -972,7 +972,7 @@ explore_json(const struct explore *x, const char *stopped)
 	    "notify", (json_int_t)s->notify,
 	    "no_alternative", (json_int_t)s->no_alternative,
 	    "soak_deadlocks", (json_int_t)s->soak_deadlocks,
-	    "services_persisted", x->o.cfg->nservices > 0,
+	    "services_persisted", cfg_services_direct(x->o.cfg) > 0,
 	    "coverage", cov, "failing_schedules", x->failing);
 	json_object_set_new(j, "no_alternative", json_integer((json_int_t)s->no_alternative));
 	json_object_set_new(j, "execution_ms", json_integer((json_int_t)s->exec_ms));

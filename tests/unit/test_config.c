@@ -204,6 +204,10 @@ test_full(void **state)
 	assert_int_equal(cfg.services[1].ready, CFG_READY_TCP);
 	assert_int_equal(cfg.services[1].ready_timeout_ms, 10000);
 	assert_int_equal(cfg.services[1].listen, CFG_LISTEN_PORT);
+	/* through the seam by default, there being proxies */
+	assert_true(cfg.services[1].seam);
+	assert_true(cfg_service_seam(&cfg, &cfg.services[1]));
+	assert_int_equal(cfg_services_direct(&cfg), 0);
 
 	assert_int_equal(cfg.nproxies, 4);
 	assert_string_equal(cfg.proxies[0].name, "provider");
@@ -391,6 +395,7 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 		assert_int_equal(a->services[i].ready_timeout_ms,
 		    b->services[i].ready_timeout_ms);
 		assert_int_equal(a->services[i].listen, b->services[i].listen);
+		assert_int_equal(a->services[i].seam, b->services[i].seam);
 	}
 	assert_int_equal(a->nproxies, b->nproxies);
 	for (i = 0; i < a->nproxies; i++) {
@@ -742,6 +747,8 @@ static const struct bad bads[] = {
 	  "mapping" },
 	{ BASE "services:\n  - name: s\n    command: a\n    listen: fd\n",
 	  "soak.yaml:10:13: services[0].listen: expected port or socket, got \"fd\"" },
+	{ BASE "services:\n  - name: s\n    command: a\n    seam: direct\n",
+	  "soak.yaml:10:11: services[0].seam: expected true or false, got \"direct\"" },
 	{ BASE "services: provider\n",
 	  "soak.yaml:7:11: services: expected a list, got \"provider\"" },
 	/* required keys */
@@ -984,6 +991,39 @@ test_marks(void **state)
 	cfg_sql_where(&cfg, 3, 1, &line, &col);
 	assert_int_equal(line, 0);
 	cfg_free(&cfg);
+}
+
+/*
+ * services[].seam (docs/turns.md "What a service gets"): through the seam
+ * by default when there is a proxy; seam: false keeps one direct; without
+ * a proxy there is no seam.
+ */
+static void
+test_seam(void **state)
+{
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *y;
+
+	(void)state;
+	y = xasprintf("%sservices:\n  - name: a\n    command: a\n"
+	    "  - name: b\n    command: b\n    seam: false\n%s", BASE, DBPX);
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_true(cfg.services[0].seam);
+	assert_true(cfg_service_seam(&cfg, &cfg.services[0]));
+	assert_false(cfg.services[1].seam);
+	assert_false(cfg_service_seam(&cfg, &cfg.services[1]));
+	assert_int_equal(cfg_services_direct(&cfg), 1);
+	cfg_free(&cfg);
+	free(y);
+	y = xasprintf("%sservices:\n  - name: a\n    command: a\n", BASE);
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_true(cfg.services[0].seam);
+	assert_false(cfg_service_seam(&cfg, &cfg.services[0]));	/* no proxy */
+	assert_int_equal(cfg_services_direct(&cfg), 1);
+	cfg_free(&cfg);
+	free(y);
 }
 
 /*
@@ -1385,6 +1425,7 @@ main(void)
 		cmocka_unit_test(test_guard_floor),
 		cmocka_unit_test(test_guard_set),
 		cmocka_unit_test(test_db_proxy),
+		cmocka_unit_test(test_seam),
 		cmocka_unit_test_setup_teardown(test_model_upstream, setup_dir,
 		    teardown_dir),
 		cmocka_unit_test(test_marks),

@@ -1663,6 +1663,68 @@ test_latency_under_schedule(void **state)
 		    (long long)took);
 }
 
+/*
+ * A service's listener (issue 34 item 1, proxy.h): at a scheduled proxy
+ * its requests pass unheld, traced with its name and "bypass"; it feeds
+ * no gate (a turn's request beside it is step 1, its turn waited for
+ * alone); and an idle keep-alive connection of a service's pool holds no
+ * `live`, so a round's settle does not wait for it.
+ */
+static void
+test_service_listener(void **state)
+{
+	struct cfg_faults	 none = { 0 };
+	struct cfg_schedule	 sc = { .enabled = true, .mode = CFG_SCHED_RANDOM,
+	    .depth = 1, .steps = 10, .arrival_ms = 2000, .blocked_ms = 500 };
+	struct upstream		*u = up_start(true);
+	struct proxy_listen	 pl[2];
+	struct proxy_set	*ps;
+	char			 out[256], err[ERR_LEN], path[512], *t, *l;
+	const char		*req = "POST /reserve_seat HTTP/1.1\r\nHost: x\r\n"
+				    "Content-Length: 0\r\n\r\n";
+	int			 fd, svc;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/service.jsonl", tmpdir);
+	memset(pl, 0, sizeof(pl));
+	pl[0] = (struct proxy_listen){ .name = "api", .proxy = 0, .turn = 0,
+	    .listen = "127.0.0.1:0", .upstream = u->addr,
+	    .protocol = CFG_PROTO_HTTP, .faults = &none, .schedule = &sc };
+	pl[1] = pl[0];
+	pl[1].turn = 1;
+	pl[1].service = "tools";
+	if ((ps = proxy_set_open(pl, 2, 7, path, err)) == NULL)
+		fail_msg("proxy_set_open: %s", err);
+	assert_true(proxy_set_scheduled(ps));
+	/* the service's: answered at once, nothing of the gate's */
+	svc = cli_connect(proxy_set_listener_addr(ps, 1));
+	assert_int_equal(cli_exchange(svc, req, 0, out, sizeof(out)),
+	    (ssize_t)sizeof(up_resp) - 1);
+	/* open and idle: no `live`, a settle does not wait for it */
+	px_wait_live(ps, 0, "a service's idle connection to hold no live");
+	assert_int_equal(proxy_set_settle(ps, 0), 0);
+	/* the turn's: held until the gate admits it, then step 1 */
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	assert_int_equal(cli_exchange(fd, req, 0, out, sizeof(out)),
+	    (ssize_t)sizeof(up_resp) - 1);
+	close(fd);
+	close(svc);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	up_stop(u);
+	t = slurp(path);
+	l = strstr(t, "\"turn\":1,");
+	assert_non_null(l);
+	assert_non_null(strstr(t, "\"upstream_saw\":true,\"client_got_reply\":true,"
+	    "\"service\":\"tools\",\"bypass\":true,\"round\":0,"));
+	assert_null(strstr(l, "\"step\""));
+	/* the turn's line first (sorted by actor), a step, no service */
+	assert_ptr_equal(strstr(t, "\"turn\":0,"), t + strlen("{\"proxy\":\"api\","));
+	assert_true(strstr(t, "\"step\":1,\"cand\":\"1\"") < l);
+	assert_true(strstr(t, "\"service\"") > l);
+	free(t);
+}
+
 /* ---- robustness: garbage, early closes, a dead upstream ---- */
 
 static void
@@ -1898,6 +1960,7 @@ main(void)
 		cmocka_unit_test(test_10k_connections),
 		cmocka_unit_test(test_stream_faults),
 		cmocka_unit_test(test_latency_under_schedule),
+		cmocka_unit_test(test_service_listener),
 		cmocka_unit_test(test_robust),
 		cmocka_unit_test(test_emfile),
 	};
