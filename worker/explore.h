@@ -274,6 +274,9 @@ struct explore_budget {
 	int64_t				 ms;		/* 0: no time */
 	int64_t				 t0;		/* now_ms() at the start */
 	volatile sig_atomic_t		*stop;		/* a signal's number, or 0 */
+	/* stop once a failing schedule is taken (a regression's judge,
+	 * worker/regexplore.h: one failure decides it) */
+	bool				 first_failure;
 };
 
 /*
@@ -283,7 +286,8 @@ struct explore_budget {
  * own, id 1..nexec), fed leases and answering results in the message
  * codec (common/msg.h) over pipes.  w->plan is base, whose proxy entry is
  * an explorer's prefix (xp_prefix_start).  Returns what stopped it ("the
- * budget", "Ctrl-C", "SIGTERM", "no executor left") or NULL.
+ * budget", "Ctrl-C", "SIGTERM", "no executor left", "a failing schedule")
+ * or NULL.
  */
 const char	*explore_run(struct explore *x, struct wrk *w, const struct plan *base,
 		    int nexec, const struct explore_budget *b, bool quiet);
