@@ -801,7 +801,7 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	const struct xstep	*s = r->steps;
 	size_t			 n = r->n;
 	struct xp_event_info	 ev = { .kind = XE_EXECUTION, .rec = r, .prefix = b->n,
-				    .preemptions = b->preemptions };
+				    .preemptions = b->preemptions, .node = b->no };
 	char			*tl;
 	bool			 inexact;
 	size_t			 ser;

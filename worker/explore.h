@@ -115,6 +115,8 @@ struct xp_event_info {
 	enum xp_event		 kind;
 	uint64_t		 execution;	/* its number among those taken */
 	uint64_t		 failing;	/* XE_FAILING: its number among the failing */
+	uint64_t		 node;		/* XE_EXECUTION: its branch's number (a
+						   failing one is kept as schedule-NODE) */
 	const struct xrec	*rec;
 	const char		*turns;		/* the schedule, a turn per step */
 	const char		*plan;		/* XE_FAILING: the plan written, or NULL */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -224,7 +225,7 @@ rx_event(void *arg, const struct xp_event_info *ev)
 		r->fail.invariants = json_incref(rec->invariants);
 		r->fail.plan = json_incref(rec->plan);
 		r->fail_turns = xstrdup(ev->turns ? ev->turns : "");
-		r->fail_no = ev->execution;
+		r->fail_no = ev->node;
 	} else if (rec->verdict == VERDICT_PASS) {
 		score = order_kept(r->pp, rec->steps, rec->n);
 		if (r->best == NULL || score > r->best_score) {
@@ -506,6 +507,15 @@ wrk_regress_explore(struct wrk *w, const struct plan *p, const char *name,
 			json_object_set(res->detail, "invariants", r.fail.invariants);
 		if (r.fail.plan != NULL)
 			json_object_set(res->detail, "plan", r.fail.plan);
+		/* where its execution kept its workspace (xp_run_one's name) */
+		if (keep != NULL) {
+			char	*ws = xasprintf("%s/schedule-%" PRIu64 "/workspace", keep,
+				    r.fail_no);
+
+			if (access(ws, F_OK) == 0)
+				json_object_set_new(res->detail, "workspace", json_string(ws));
+			free(ws);
+		}
 		json_object_set_new(ex, "failing_schedule", json_string(r.fail_turns));
 		json_object_set_new(ex, "final", json_true());
 		set_verdict(res, r.fail.reason, ex, "its plan diverged: %s; exploring "
