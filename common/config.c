@@ -1638,12 +1638,14 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 {
 	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, CONFIRM,
 	    DATABASE, SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
-	    INVARIANT_TIMEOUT, GUARD, TICKETS, REGRESSIONS, NKEYS };
+	    INVARIANT_TIMEOUT, GUARD, TICKETS, REGRESSIONS, REGRESSIONS_EXPLORE_BUDGET,
+	    NKEYS };
 	/* Order matters: services before proxies, turns/rounds before guard. */
 	static const char *const keys[NKEYS] = { "name", "seeds", "turns",
 	    "rounds", "seed_timeout", "retries", "confirm", "database", "services",
 	    "proxies", "setup", "setup_timeout", "turn", "invariants",
-	    "invariant_timeout", "guard", "tickets", "regressions" };
+	    "invariant_timeout", "guard", "tickets", "regressions",
+	    "regressions_explore_budget" };
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[NKEYS];
 	char		 why[ERR_LEN];
@@ -1749,6 +1751,10 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 	}
 	if (cfg->regressions == NULL)
 		cfg->regressions = resolve(cx, "regressions");
+	if (v[REGRESSIONS_EXPLORE_BUDGET] && get_int32(cx, v[REGRESSIONS_EXPLORE_BUDGET],
+	    "regressions_explore_budget", 0, CFG_REGRESS_EXPLORE_MAX,
+	    &cfg->regress_explore_budget) == -1)
+		rc = -1;
 	return rc;
 }
 
@@ -1762,6 +1768,7 @@ set_defaults(struct cfg *cfg)
 	cfg->seed_timeout_ms = 60 * 1000;
 	cfg->retries = 2;
 	cfg->confirm = true;
+	cfg->regress_explore_budget = CFG_REGRESS_EXPLORE_BUDGET;
 	cfg->db_reset = CFG_RESET_RECREATE;
 	cfg->db_proxy = -1;
 	cfg->model_proxy = -1;

@@ -192,6 +192,9 @@ struct cfg_tickets {
 	bool		  enabled;		/* the section was present */
 };
 #define CFG_MINIMIZE_BUDGET_MS	(5 * 60 * 1000)
+/* regressions_explore_budget: its default and its most (executions) */
+#define CFG_REGRESS_EXPLORE_BUDGET	200
+#define CFG_REGRESS_EXPLORE_MAX		100000
 
 struct cfg {
 	char			 *path;		/* as given */
@@ -255,6 +258,14 @@ struct cfg {
 	 */
 	char			 *regressions;
 	bool			  regressions_set;
+	/*
+	 * regressions_explore_budget: the executions a regression whose plan
+	 * diverged may take to explore its turns within its plan's
+	 * preemptions (worker/regexplore.h); 0: such a regression is not
+	 * explored, and ends infra/diverged.  Default
+	 * CFG_REGRESS_EXPLORE_BUDGET, at most CFG_REGRESS_EXPLORE_MAX.
+	 */
+	int			  regress_explore_budget;
 
 	struct cfg_mark		 *marks;	/* in file order */
 	size_t			  nmarks;

@@ -60,6 +60,7 @@ plan_free(struct plan *p)
 	free(p->replay);
 	free(p->pinned_run);
 	free(p->pinned_from);
+	free(p->pinned_replaced);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -377,6 +378,7 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 		}
 		p->pinned_run = opt_str(pin, "run");
 		p->pinned_from = opt_str(pin, "from");
+		p->pinned_replaced = opt_str(pin, "replaced");
 	}
 	rc = 0;
 out:
@@ -533,13 +535,16 @@ plan_dump(const struct plan *p)
 			json_object_set_new(fail, "replay", json_string(p->replay));
 		json_object_set_new(o, "failure", fail);
 	}
-	if (p->pinned_run != NULL || p->pinned_from != NULL) {
+	if (p->pinned_run != NULL || p->pinned_from != NULL ||
+	    p->pinned_replaced != NULL) {
 		json_t	*pin = json_object();
 
 		if (p->pinned_run != NULL)
 			json_object_set_new(pin, "run", json_string(p->pinned_run));
 		if (p->pinned_from != NULL)
 			json_object_set_new(pin, "from", json_string(p->pinned_from));
+		if (p->pinned_replaced != NULL)
+			json_object_set_new(pin, "replaced", json_string(p->pinned_replaced));
 		json_object_set_new(o, "pinned", pin);
 	}
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);

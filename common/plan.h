@@ -116,6 +116,8 @@ struct plan {
 	char			*replay;
 	char			*pinned_run;
 	char			*pinned_from;
+	/* soak pin --refresh: the SHA-256 of the plan it replaced */
+	char			*pinned_replaced;
 };
 
 /* The text of a plan file; -1 with err naming what is wrong and where. */

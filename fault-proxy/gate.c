@@ -471,58 +471,149 @@ use_step(struct gate *g, size_t i)
 		g->cursor++;
 }
 
-/* "turn 2's SELECT items_reserved … (occurrence 1)"; a lane when not 0 */
+/* "its SELECT … (occurrence 1, the plan's step 5)", or "(…, no step of
+ * the plan)": e's exchange in the plan's terms; a lane when not 0 */
 static void
-put_ent(char *buf, size_t len, const struct gate_ent *e)
+put_its(const struct gate *g, const struct gate_ent *e, char *buf, size_t len)
 {
-	char	lane[32] = "";
+	size_t	i;
+	char	lane[32] = "", where[48];
+
+	/* every unused step: a divergence at a turn's exit moves the cursor */
+	for (i = 0; g->plan != NULL && e->key != 0 && i < g->plan->nsteps; i++)
+		if (!g->used[i] && step_is(&g->plan->steps[i], e))
+			break;
+	if (g->plan == NULL || e->key == 0 || i == g->plan->nsteps)
+		i = SIZE_MAX;
 
 	if (e->lane > 0)
 		snprintf(lane, sizeof(lane), " on its connection %d", e->lane);
-	snprintf(buf, len, "turn %d's %s (occurrence %" PRIu32 ")%s", e->turn,
+	if (i == SIZE_MAX)
+		snprintf(where, sizeof(where), "no step of the plan");
+	else
+		snprintf(where, sizeof(where), "the plan's step %zu", i + 1);
+	snprintf(buf, len, "its %s (occurrence %" PRIu32 ", %s)%s",
 	    e->rec->sql[0] ? e->rec->sql : e->rec->req[0] ? e->rec->req :
-	    e->rec->pg ? e->rec->pg : "exchange", e->occ, lane);
+	    e->rec->pg ? e->rec->pg : "exchange", e->occ, where, lane);
+}
+
+/* What a held entry is doing: "at its X (…)", with a lock's holders */
+static void
+put_doing(const struct gate *g, const struct gate_ent *e, char *buf, size_t len)
+{
+	char	its[384], who[200];
+	size_t	o = 0;
+	int	t;
+
+	put_its(g, e, its, sizeof(its));
+	if (e->st == GS_LOCK) {
+		o = (size_t)snprintf(who, sizeof(who), "{");
+		for (t = 0; t < 64 && o < sizeof(who); t++)
+			if (e->rec->waits_on >> t & 1)
+				o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%d",
+				    o > 1 ? "," : "", t);
+		if (o < sizeof(who))
+			snprintf(who + o, sizeof(who) - o, "}");
+		snprintf(buf, len, "at %s, waiting on a lock held by turns %s", its, who);
+	} else if (e->st == GS_STUCK)
+		snprintf(buf, len, "at %s, with no answer since `blocked` passed", its);
+	else
+		snprintf(buf, len, "at %s", its);
+}
+
+/* text + *o, what is left of len */
+#define PUT(...)	(*o += (size_t)snprintf(text + *o, *o < len ? len - *o : 0, \
+			    __VA_ARGS__))
+
+/* What the wanted step's turn did instead (diverge). */
+static void
+put_instead(const struct gate *g, const struct plan_step *s, char *text, size_t len,
+    size_t *o)
+{
+	const struct gate_ent	*e, *mine = NULL;
+	const struct gate_unp	*u = g->unp != NULL ? &g->unp[s->turn] : NULL;
+	char			 one[640];
+
+	for (e = g->ents; e != NULL; e = e->next)
+		if (e->turn == s->turn && held_st(e->st) && (mine == NULL ||
+		    e->st != GS_WAIT))
+			mine = e;
+	PUT("; instead turn %d", s->turn);
+	if (u != NULL && u->n == 1)
+		PUT(" sent %s,", u->what);
+	else if (u != NULL && u->n > 1)
+		PUT(" sent %" PRIu32 " exchanges of no step of the plan (the last: %s),",
+		    u->n, u->what);
+	if (mine != NULL) {
+		put_doing(g, mine, one, sizeof(one));
+		PUT(" %sis %s", u != NULL && u->n > 0 ? "and " : "", one);
+	} else if (!g->live[s->turn])
+		PUT(" %sexited", u != NULL && u->n > 0 ? "and " : "");
+	else
+		PUT(" %shas no exchange held", u != NULL && u->n > 0 ? "and " : "");
 }
 
 /*
- * The plan's next exchange cannot come: say where, what was waiting, and
- * the nearest match (the same turn's held exchange, else another
- * occurrence of the step's key), once; then go on as then_seed says.
+ * The plan's next exchange cannot come: say it once, in the plan's terms
+ * (docs/plan.md "Replaying a plan"): the step and what it wanted, and why
+ * it cannot come; what its turn did instead (what it was admitted as
+ * unplanned since its last planned step, and where it is now: at an
+ * exchange, with that exchange's step of the plan, on a lock and whose,
+ * exited); and every other turn held, at what and on what.  Then go on
+ * as then_seed says.
  */
 static void
 diverge(struct gate *g, const char *why)
 {
 	const struct plan_step	*s = &g->plan->steps[g->cursor];
-	struct gate_ent		*e, *near = NULL;
-	char			 text[2048], one[256], hex[24];
-	size_t			 o;
-	int			 n = 0;
+	const struct gate_ent	*e;
+	char			 text[2048], one[640], hex[24];
+	size_t			 len = sizeof(text), off = 0, *o = &off;
+	int			 n = 0, t;
 
 	if (g->diverged != NULL)
 		return;
-	o = (size_t)snprintf(text, sizeof(text), "the plan diverged at step %zu "
-	    "of proxy %s: it wanted turn %d's %s (key %s, occurrence %" PRIu32
-	    ", round %d), but %s; waiting:", g->cursor + 1, g->name, s->turn,
-	    s->what ? s->what : "exchange", trace_key_hex(s->key, hex, sizeof(hex)),
-	    s->occ, s->round, why);
-	for (e = g->ents; e != NULL && o < sizeof(text); e = e->next) {
-		if (e->st != GS_WAIT)
-			continue;
-		put_ent(one, sizeof(one), e);
-		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s %s",
-		    n++ ? "," : "", one);
-		if (e->turn == s->turn || (near == NULL && e->key == s->key))
-			near = e;
-	}
-	if (n == 0 && o < sizeof(text))
-		o += (size_t)snprintf(text + o, sizeof(text) - o, " nothing");
-	if (near != NULL && o < sizeof(text)) {
-		put_ent(one, sizeof(one), near);
-		snprintf(text + o, sizeof(text) - o, "; nearest: %s", one);
-	}
+	PUT("the plan diverged at step %zu of proxy %s: it wanted turn %d's %s (key "
+	    "%s, occurrence %" PRIu32 ", round %d), which cannot come: %s",
+	    g->cursor + 1, g->name, s->turn, s->what ? s->what : "exchange",
+	    trace_key_hex(s->key, hex, sizeof(hex)), s->occ, s->round, why);
+	if (s->turn >= 0 && s->turn < g->nturns)
+		put_instead(g, s, text, len, o);
+	PUT("; waiting:");
+	for (t = 0; t < g->nturns; t++)
+		for (e = g->ents; e != NULL; e = e->next) {
+			if (e->turn != t || t == s->turn || !held_st(e->st))
+				continue;
+			put_doing(g, e, one, sizeof(one));
+			PUT("%s turn %d %s", n++ ? ";" : "", t, one);
+		}
+	if (n == 0)
+		PUT(" no other turn");
 	g->diverged = xstrdup(text);
 	g->pmode = g->then_seed ? PM_SEED : PM_DRAIN;
-	log_warnx("seed %" PRIu64 ": %s", g->seed, text);
+	/* said once, by whoever reads gate_diverged (a replay, a verdict) */
+	log_debug("seed %" PRIu64 ": %s", g->seed, text);
+}
+
+#undef PUT
+
+/*
+ * Under a plan: what each turn was admitted as unplanned since its last
+ * planned step, for a divergence's "instead" (diverge).
+ */
+static void
+plan_note(struct gate *g, const struct gate_ent *e, const char *mark)
+{
+	struct gate_unp	*u;
+
+	if (g->unp == NULL || e->turn < 0 || e->turn >= g->nturns)
+		return;
+	u = &g->unp[e->turn];
+	if (mark != NULL && strcmp(mark, "unplanned") == 0) {
+		u->n++;
+		put_its(g, e, u->what, sizeof(u->what));
+	} else if (mark == NULL || strcmp(mark, "lock-deferred") == 0)
+		u->n = 0;
 }
 
 /*
@@ -784,6 +875,8 @@ gate_decide(struct gate *g, int64_t now)
 	e->rec->idle = forced != NULL ? g->idle : 0;
 	e->rec->plan = mark;
 	e->rec->deferred = deferred;
+	if (g->pmode == PM_PLAN)
+		plan_note(g, e, mark);
 	g->stats.steps = e->rec->step;
 	g->running = e;
 	g->running_since = now;
@@ -924,9 +1017,11 @@ gate_live(struct gate *g, int turn, bool live)
 {
 	if (turn < 0 || turn >= g->nturns)
 		return;
-	if (g->live[turn] && !live)
+	bool	was = g->live[turn];
+
+	g->live[turn] = live;	/* a divergence says it exited */
+	if (was && !live)
 		plan_exited(g, turn);
-	g->live[turn] = live;
 }
 
 void
@@ -1003,6 +1098,8 @@ gate_new(const struct gate_conf *c, char *err)
 	g->then_seed = c->then_seed;
 	if (c->plan != NULL)
 		g->used = xcalloc(c->plan->nsteps + 1, sizeof(*g->used));
+	if (c->planned)
+		g->unp = xcalloc((size_t)c->nturns, sizeof(*g->unp));
 	gate_side_open(g, c->lockinfo);
 	return g;
 }
@@ -1030,6 +1127,7 @@ gate_free(struct gate *g)
 	free(g->be);
 	free(g->rows);
 	free(g->used);
+	free(g->unp);
 	free(g->diverged);
 	free(g);
 }

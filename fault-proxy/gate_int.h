@@ -122,6 +122,12 @@ struct gate {
 	bool			 then_seed;
 	enum { PM_PLAN, PM_SEED, PM_DRAIN } pmode;
 	char			*diverged;	/* why, once it did */
+	/* per turn (planned): what it was admitted as unplanned since its
+	 * last planned step (diverge's "instead") */
+	struct gate_unp {
+		uint32_t	 n;
+		char		 what[384];
+	}			*unp;
 	uint32_t		 stepno;	/* steps taken, by any strategy */
 	int			 last_turn;	/* the last step's turn, or -1 */
 	int			 last_lane;	/* ... and its lane */

@@ -801,7 +801,7 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	const struct xstep	*s = r->steps;
 	size_t			 n = r->n;
 	struct xp_event_info	 ev = { .kind = XE_EXECUTION, .rec = r, .prefix = b->n,
-				    .preemptions = b->preemptions };
+				    .preemptions = b->preemptions, .node = b->no };
 	char			*tl;
 	bool			 inexact;
 	size_t			 ser;
@@ -1150,6 +1150,8 @@ stop_now(const struct explore *x, const struct explore_budget *bg, uint64_t sent
 {
 	if (*bg->stop)
 		return *bg->stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+	if (x->nst > 0 && bg->first_failure && x->x.failing > 0)
+		return "a failing schedule";
 	if (x->nst > 0 && ((bg->executions > 0 && sent >= bg->executions) ||
 	    (bg->ms > 0 && now_ms() - bg->t0 >= bg->ms)))
 		return "the budget";

@@ -115,6 +115,8 @@ struct xp_event_info {
 	enum xp_event		 kind;
 	uint64_t		 execution;	/* its number among those taken */
 	uint64_t		 failing;	/* XE_FAILING: its number among the failing */
+	uint64_t		 node;		/* XE_EXECUTION: its branch's number (a
+						   failing one is kept as schedule-NODE) */
 	const struct xrec	*rec;
 	const char		*turns;		/* the schedule, a turn per step */
 	const char		*plan;		/* XE_FAILING: the plan written, or NULL */
@@ -274,6 +276,9 @@ struct explore_budget {
 	int64_t				 ms;		/* 0: no time */
 	int64_t				 t0;		/* now_ms() at the start */
 	volatile sig_atomic_t		*stop;		/* a signal's number, or 0 */
+	/* stop once a failing schedule is taken (a regression's judge,
+	 * worker/regexplore.h: one failure decides it) */
+	bool				 first_failure;
 };
 
 /*
@@ -283,7 +288,8 @@ struct explore_budget {
  * own, id 1..nexec), fed leases and answering results in the message
  * codec (common/msg.h) over pipes.  w->plan is base, whose proxy entry is
  * an explorer's prefix (xp_prefix_start).  Returns what stopped it ("the
- * budget", "Ctrl-C", "SIGTERM", "no executor left") or NULL.
+ * budget", "Ctrl-C", "SIGTERM", "no executor left", "a failing schedule")
+ * or NULL.
  */
 const char	*explore_run(struct explore *x, struct wrk *w, const struct plan *base,
 		    int nexec, const struct explore_budget *b, bool quiet);

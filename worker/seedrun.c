@@ -1443,7 +1443,8 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		if (proxy_set_diverged(c.proxies, c.diverged, sizeof(c.diverged)) &&
 		    !w->then_seed) {
 			verdict(res, REASON_DIVERGED, "%s", c.diverged);
-			timeline(&c, "%s", c.diverged);
+			/* said once: replay prints it with the plan's account */
+			timeline(&c, "the plan diverged (below)");
 			c.round = round;
 			goto done;
 		}
@@ -1534,7 +1535,7 @@ done:
 	json_decref(sched);
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
-	    res->message);
+	    res->reason == REASON_DIVERGED ? reason_what(res->reason) : res->message);
 	full_dir = dispose_workspace(&c, res, detail);
 	/* Rows, tails, messages: the full detail (detail.json) and what is sent,
 	 * with the trace's lines. */

@@ -441,6 +441,64 @@ test_prefix(void **state)
 	fix_close(&f);
 }
 
+/*
+ * A plan that diverges says so once, in the plan's terms: the step it
+ * wanted and why it cannot come, what that turn did instead (what it was
+ * admitted as unplanned, that it exited), and every other turn held, each
+ * exchange with its step of the plan.
+ */
+static void
+test_divergence_says_what_differs(void **state)
+{
+	struct fix		 f;
+	struct plan_step	 steps[3] = {
+		{ .round = 0, .turn = 0, .key = 0xa, .what = UNCONST("SELECT n") },
+		{ .round = 0, .turn = 1, .key = 0xb, .what = UNCONST("SELECT m") },
+		{ .round = 0, .turn = 0, .key = 0xc, .what = UNCONST("UPDATE n") },
+	};
+	struct plan_proxy	 pp = { .name = UNCONST("db"), .steps = steps,
+				    .nsteps = 3 };
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 why[2048], err[256];
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 1);
+	gate_free(f.g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 1,
+	    .sched = &f.sc, .epfd = f.epfd, .held = f.held, .planned = true,
+	    .plan = &pp };
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	gate_live(f.g, 2, false);
+	gate_live(f.g, 3, false);
+	f.e[0].key = 0xa, f.e[1].key = 0xb;
+	arrive(&f, 0, 1000);
+	snprintf(f.rec[0].sql, sizeof(f.rec[0].sql), "SELECT n");
+	arrive(&f, 1, 1000);
+	snprintf(f.rec[1].sql, sizeof(f.rec[1].sql), "SELECT m");
+	e = step_of(&f, 1000);
+	assert_int_equal(e->turn, 0);
+	gate_end(f.g, e, 1001);
+	/* the fix: turn 0 writes another statement, then exits */
+	f.e[0].key = 0xd;
+	arrive(&f, 0, 1001);
+	snprintf(f.rec[0].sql, sizeof(f.rec[0].sql), "UPDATE n IF");
+	e = step_of(&f, 1001);
+	assert_int_equal(e->turn, 0);
+	assert_string_equal(e->rec->plan, "unplanned");
+	gate_end(f.g, e, 1002);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 0);
+	gate_live(f.g, 0, false);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 1);
+	assert_string_equal(why, "the plan diverged at step 3 of proxy db: it wanted "
+	    "turn 0's UPDATE n (key 000000000000000c, occurrence 0, round 0), which "
+	    "cannot come: turn 0 exited without it; instead turn 0 sent its UPDATE n "
+	    "IF (occurrence 0, no step of the plan), and exited; waiting: turn 1 at "
+	    "its SELECT m (occurrence 0, the plan's step 2)");
+	fix_close(&f);
+}
+
 int
 main(void)
 {
@@ -453,6 +511,7 @@ main(void)
 		cmocka_unit_test(test_held_at_another_gate),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_prefix),
+		cmocka_unit_test(test_divergence_says_what_differs),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
