@@ -46,8 +46,8 @@ timeouts(struct gate *g, int64_t now)
 	if (g->n[GS_WOKE] == 0)
 		return;
 	for (e = g->ents; e != NULL; e = e->next) {
-		if (e->st != GS_WOKE)
-			continue;
+		if (e->st != GS_WOKE || e->stopped)
+			continue;	/* a stopped one waits on the gate, not on a lock */
 		if (now - e->since < g->blocked_ms)
 			gate_at(g, e->since + g->blocked_ms);
 		else {
@@ -797,6 +797,37 @@ actor_wait(struct gate *g, int64_t now, int64_t earliest, uint32_t step)
 	}
 }
 
+/*
+ * Wake-ups (gate_int.h): the waiters a transaction's end granted, still
+ * stopped, go one at a time, the first admitted first; the next once the
+ * one let go has ended its statement or waits again.
+ */
+static void
+wakes_release(struct gate *g, int64_t now)
+{
+	struct gate_ent	*e, *first = NULL;
+
+	if (g->n[GS_WOKE] == 0)
+		return;
+	for (e = g->ents; e != NULL; e = e->next) {
+		if (e->st != GS_WOKE)
+			continue;
+		if (!e->stopped)
+			return;		/* one goes: wait for it */
+		if (first == NULL || e->rec->step < first->rec->step)
+			first = e;
+	}
+	if (first == NULL)
+		return;
+	log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": its lock granted, "
+	    "let go (step %" PRIu32 ")", g->name, first->turn, first->rec->conn,
+	    first->rec->exchange, first->rec->step);
+	gate_backend_cont(g, first);
+	first->since = now;
+	g->settled = false;
+	gate_at(g, now + LOCK_PROBE_MS);
+}
+
 struct gate_ent *
 gate_decide(struct gate *g, int64_t now)
 {
@@ -809,6 +840,7 @@ gate_decide(struct gate *g, int64_t now)
 	bool		 go, tie;
 
 	g->next_at = 0;
+	wakes_release(g, now);
 	timeouts(g, now);
 	gate_side_work(g, now);
 	if (g->n[GS_WAIT] == 0 || g->running != NULL || g->n[GS_WOKE] > 0 ||
@@ -939,7 +971,9 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 			grew = true;
 		}
 	}
-	if (n >= 2) {
+	/* stopped waiters go in the gate's order (wakes_release): the
+	 * order is soak's, no mark */
+	if (n >= 2 && g->postmaster <= 0) {
 		e->rec->wakes = woken;
 		g->stats.wakes++;
 	}
@@ -963,6 +997,7 @@ gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 		set_in_tx(g, e, e->rec->tx == 'T' || e->rec->tx == 'E');
 	if (e->st == GS_OUT)
 		return;
+	gate_backend_cont(g, e);
 	mark_wakes(g, e);
 	if (g->running == e || e->st == GS_WOKE ||
 	    (e->st == GS_LOCK && g->side == NULL))
@@ -979,6 +1014,7 @@ gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 void
 gate_conn_closed(struct gate *g, struct gate_ent *e)
 {
+	gate_backend_cont(g, e);	/* its backend must see the close */
 	set_in_tx(g, e, false);		/* PostgreSQL rolls it back */
 	if (e->lane >= 0 && e->lane < GATE_LANES && e->turn >= 0 &&
 	    e->turn < g->nturns)
@@ -1107,8 +1143,12 @@ gate_new(const struct gate_conf *c, char *err)
 void
 gate_free(struct gate *g)
 {
+	struct gate_ent	*e;
+
 	if (g == NULL)
 		return;
+	for (e = g->ents; e != NULL; e = e->next)
+		gate_backend_cont(g, e);	/* no backend left stopped */
 	gate_side_close(g);
 	sched_free(g->s);
 	free(g->name);

@@ -141,6 +141,8 @@ struct gate_ent {
 	uint64_t		 seq;		/* arrival order */
 	int64_t			 since;		/* waiting, or woke, since */
 	bool			 victim;	/* soak cancelled it: a deadlock */
+	bool			 stopped;	/* its backend SIGSTOPped while it waits
+						   on a lock (gate_int.h "Wake-ups") */
 	bool			 in_tx;		/* its connection's last exchange left
 						   a transaction open (T or E) */
 	/* its connection's lane within the turn (gate.h "Actors"), -1 until

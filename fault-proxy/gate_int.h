@@ -9,6 +9,8 @@
 #ifndef SOAK_PROXY_GATE_INT_H
 #define SOAK_PROXY_GATE_INT_H
 
+#include <sys/types.h>
+
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -112,6 +114,11 @@ struct gate {
 	uint64_t		 outside_gen;	/* gen of the last answer */
 	long			 outside;	/* its count of outside waiters */
 
+	/* Wake-ups decided by soak: the postmaster of the side connection's
+	 * server when it runs on this host (0: a server soak cannot signal,
+	 * and a wake of several waiters is PostgreSQL's order, marked) */
+	pid_t			 postmaster;
+
 	struct gate_stats	 stats;
 
 	/* under a plan (docs/plan.md) */
@@ -191,6 +198,18 @@ gate_at(struct gate *g, int64_t at)
 	if (g->next_at == 0 || at < g->next_at)
 		g->next_at = at;
 }
+
+/*
+ * Wake-ups (docs/faults.md "What the schedule does not decide"): a backend
+ * PostgreSQL says waits on a lock is stopped (SIGSTOP; it sleeps in the
+ * lock manager holding no lightweight lock), so that when the holder's
+ * transaction ends and every waiter is granted at once, none runs until
+ * the gate lets it: one at a time, first admitted first, each until its
+ * statement ends or waits again.  Only for a server on this host whose
+ * backends are children of the side connection's postmaster.
+ */
+void	gate_backend_stop(struct gate *g, struct gate_ent *e);
+void	gate_backend_cont(struct gate *g, struct gate_ent *e);
 
 /* gate_side.c, called by gate.c */
 

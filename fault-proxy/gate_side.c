@@ -7,18 +7,23 @@
  * which calls in here (gate_int.h); nothing here calls gate.c.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/epoll.h>
 
 #include <libpq-fe.h>
 
 #include "common/log.h"
+#include "common/soak.h"
 #include "common/util.h"
 #include "fault-proxy/gate_int.h"
 #include "fault-proxy/io.h"
+
+static pid_t	parent_postgres(pid_t pid);
 
 /* ---- the side connection ---- */
 
@@ -69,6 +74,64 @@ gate_side_open(struct gate *g, const char *conninfo)
 	}
 	g->sep = (struct ep){ EP_SIDE, g, PQsocket(g->side), 0 };
 	px_ep_set(g->epfd, &g->sep, EPOLLIN);
+	/* a server on this host: its backends' parent, whose children only
+	 * soak stops (gate_backend_stop) */
+	g->postmaster = parent_postgres(PQbackendPID(g->side));
+	if (g->postmaster > 0) {
+		char	mark[64];
+
+		/* soak's own server only (iso.h SOAK_PG_MARK): a backend
+		 * of another would stay stopped if this process died */
+		snprintf(mark, sizeof(mark), "/proc/%d/cwd/" SOAK_PG_MARK,
+		    (int)g->postmaster);
+		if (access(mark, F_OK) == -1)
+			g->postmaster = 0;
+	}
+	log_debug("%s: wake-ups decided by %s", g->name, g->postmaster > 0 ?
+	    "soak (its own server)" : "PostgreSQL (a server soak did not start)");
+}
+
+/* The parent of pid when pid is a postgres process of this host, else 0. */
+static pid_t
+parent_postgres(pid_t pid)
+{
+	char	path[64], line[512], comm[64];
+	FILE	*f;
+	long	ppid;
+	int	n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	n = fgets(line, sizeof(line), f) != NULL ? 1 : 0;
+	fclose(f);
+	if (n == 0 || sscanf(line, "%*d (%63[^)]) %*c %ld", comm, &ppid) != 2 ||
+	    strcmp(comm, "postgres") != 0)
+		return 0;
+	return (pid_t)ppid;
+}
+
+void
+gate_backend_stop(struct gate *g, struct gate_ent *e)
+{
+	if (g->postmaster <= 0 || e->stopped || e->pid <= 0 ||
+	    parent_postgres(e->pid) != g->postmaster)
+		return;
+	if (kill(e->pid, SIGSTOP) == 0)
+		e->stopped = true;
+}
+
+void
+gate_backend_cont(struct gate *g, struct gate_ent *e)
+{
+	if (!e->stopped)
+		return;
+	e->stopped = false;
+	if (kill(e->pid, SIGCONT) == -1)
+		log_warn("%s/%d: SIGCONT to backend %d", g->name, e->turn,
+		    (int)e->pid);
 }
 
 /* Sends one question; its answer comes to gate_side_event. */
@@ -239,6 +302,7 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 		if (e == g->running)
 			g->running = NULL;
 		ent_set(g, e, GS_LOCK);
+		gate_backend_stop(g, e);	/* its wake-up is soak's */
 		if (!e->rec->lock_wait)
 			g->stats.lock_waits++;
 		e->rec->lock_wait = true;
@@ -338,6 +402,8 @@ deadlock(struct gate *g, struct gate_ent *v)
 	g->victim = v;
 	v->victim = true;
 	g->cancel_pid = v->pid;
+	/* a stopped backend would take its cancel only once continued */
+	gate_backend_cont(g, v);
 	g->stats.deadlocks++;
 }
 

@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/soak.h"
 
 #define PG_PORT			"5432"	/* names the socket file only; no TCP */
 #define PG_INITDB_TIMEOUT_MS	60000
@@ -371,6 +372,12 @@ run_initdb(const struct pg_plan *pl, char *err)
 		    tail[0] ? ": " : "", tail);
 		goto out;
 	}
+	/* soak's own server: the fault proxy stops its backends at lock
+	 * waits to decide their wake-ups (iso.h, SOAK_PG_MARK) */
+	free(logpath);
+	logpath = xasprintf("%s/" SOAK_PG_MARK, pl->datadir);
+	if ((status = open(logpath, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
+		close(status);
 	rc = 0;
 out:
 	free(logpath);
@@ -731,6 +738,32 @@ const char *
 pg_embedded_conninfo(const struct pg_embedded *pg)
 {
 	return pg ? pg->conninfo : NULL;
+}
+
+void
+pg_embedded_continue(struct pg_embedded *pg)
+{
+	char	*path, *text, proc[64], cwd[PATH_MAX], data[PATH_MAX];
+	ssize_t	 n;
+	long	 pm;
+
+	if (pg == NULL || pg->root == NULL)
+		return;
+	snprintf(data, sizeof(data), "%s/data", pg->root);
+	path = xasprintf("%s/postmaster.pid", data);
+	text = read_file(path, 4096, NULL, NULL);
+	free(path);
+	if (text == NULL)
+		return;
+	pm = strtol(text, NULL, 10);
+	free(text);
+	/* ours: a postmaster chdirs to its data directory */
+	snprintf(proc, sizeof(proc), "/proc/%ld/cwd", pm);
+	if (pm <= 1 || (n = readlink(proc, cwd, sizeof(cwd) - 1)) <= 0)
+		return;
+	cwd[n] = '\0';
+	if (strcmp(cwd, data) == 0)
+		continue_tree((pid_t)pm);
 }
 
 void
