@@ -65,9 +65,13 @@
  * of your own it can (its default is 1 s), and an exchange it aborted is
  * marked "deadlock":"postgres".
  *
- * What the schedule cannot decide: when a transaction ends while two or
- * more of the gate's exchanges wait on its locks, PostgreSQL wakes them,
- * and which takes the row first is its own race.  The ending exchange's
+ * Wake-ups: when a transaction ends while two or more of the gate's
+ * exchanges wait on its locks, PostgreSQL wakes them, and which takes the
+ * row first is its own race.  On soak's own server (common/soak.h
+ * SOAK_PG_MARK) the gate decides it: a backend found waiting on a lock is
+ * stopped (SIGSTOP), and the ones a transaction's end grants go one at a
+ * time in admission order (gate_int.h, gate_backend_stop).  On any other
+ * server the race stays PostgreSQL's, and the ending exchange's
  * trace record says so ("wakes": the turns woken), and a replay that
  * parts from the run's there has a reason the trace names.  A waiter
  * queued behind another on a row's tuple lock (it waits on the first

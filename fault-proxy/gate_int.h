@@ -200,7 +200,7 @@ gate_at(struct gate *g, int64_t at)
 }
 
 /*
- * Wake-ups (docs/faults.md "What the schedule does not decide"): a backend
+ * Wake-ups (docs/faults.md "Wake-ups"): a backend
  * PostgreSQL says waits on a lock is stopped (SIGSTOP; it sleeps in the
  * lock manager holding no lightweight lock), so that when the holder's
  * transaction ends and every waiter is granted at once, none runs until
