@@ -424,6 +424,23 @@ report_config_copy(const struct cfg *cfg, const char *out_dir, char *err)
 	return rc;
 }
 
+/*
+ * path: j, written whole or not at all, and never through a symlink planted
+ * where it goes (write_file_atomic: made anew, then renamed over it).
+ */
+static int
+dump_new(const json_t *j, const char *path, size_t flags, char *err)
+{
+	char	*text = json_dumps(j, flags);
+	int	 rc;
+
+	if (text == NULL)
+		return errf(err, "cannot write %s: out of memory", path);
+	rc = write_file_atomic(path, text, strlen(text), 0644, err);
+	free(text);
+	return rc;
+}
+
 /* dir/name: plan, its failure's fingerprint the coordinator's (fp). */
 static int
 write_plan(const char *dir, const char *name, const json_t *plan0,
@@ -440,12 +457,7 @@ write_plan(const char *dir, const char *name, const json_t *plan0,
 		}
 		json_object_set(failure, "fingerprint", fp);
 	}
-	errno = 0;
-	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
-		rc = errf(err, "cannot write %s: %s", path,
-		    errno ? strerror(errno) : "an I/O error");
-		unlink(path);
-	}
+	rc = dump_new(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
 	free(path);
 	json_decref(plan);
 	return rc;
@@ -496,12 +508,7 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	rec = seed_record(m, s, true);
 	path = xasprintf("%s/result.json", dir);
 	/* Written whole or not at all: a full disk leaves no half a file. */
-	errno = 0;
-	if (json_dump_file(rec, path, JSON_INDENT(2)) == -1) {
-		rc = errf(err, "cannot write %s: %s", path,
-		    errno ? strerror(errno) : "an I/O error");
-		unlink(path);
-	}
+	rc = dump_new(rec, path, JSON_INDENT(2), err);
 	free(path);
 	plan = json_object_get(s->detail, "plan");
 	if (rc == 0 && json_is_object(plan))
@@ -516,11 +523,9 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {
 		path = xasprintf("%s/trace.jsonl", dir);
-		if (write_file(path, json_string_value(trace), json_string_length(trace),
-		    err) == -1) {
-			unlink(path);
+		if (write_file_atomic(path, json_string_value(trace),
+		    json_string_length(trace), 0644, err) == -1)
 			rc = -1;
-		}
 		free(path);
 	}
 	free(dir);
