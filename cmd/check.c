@@ -737,7 +737,7 @@ check_regressions(struct check *k)
 
 /*
  * What the services get (docs/turns.md "What a service gets"), as notes,
- * and a schedule that would serialize a service (issue 34 item 5): one in
+ * and a schedule that would serialize a service (docs/faults.md): one in
  * front of anything but the database or a model admits one request at a
  * time and holds it until its reply, so the service behind it never runs
  * two at once.

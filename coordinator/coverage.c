@@ -557,8 +557,8 @@ warn_pct(json_t *w, const struct cov_px *x)
 }
 
 /*
- * Where a schedule claimed more than it controls (issue 34 items 5 and
- * 6): a service's exchanges that passed it unheld, and a schedule on a
+ * Where a schedule claimed more than it controls (docs/faults.md,
+ * "A service behind the schedule"): a service's exchanges that passed it unheld, and a schedule on a
  * proxy in front of a service that held each request to its reply, so
  * the service never ran two at once (worker/explore.c's serialized).
  */
@@ -825,8 +825,8 @@ dur(uint64_t ms, char *buf, size_t len)
 
 /*
  * The turns proxy x's arrival decisions went without, and what to do:
- * issue 35 ("arrival covers only what soak cannot see ... when it forces a
- * decision the summary says which turn").
+ * docs/faults.md "What it costs" (`arrival` covers only what soak cannot
+ * see; a decision it forces names the turns it went without).
  */
 static void
 idle_summary(FILE *f, const struct cov_px *x)

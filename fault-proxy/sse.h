@@ -2,7 +2,7 @@
  * Server-sent events counted in a relayed HTTP response, private to
  * fault-proxy: where a streamed model reply's K-th event ends in the bytes
  * on the wire, so a fault can cut the stream or stall it right there
- * (docs/models.md; the stream faults of issue 37 item 3).
+ * (docs/models.md; the stream faults, docs/faults.md).
  *
  * Contract
  *  - sse_begin reads a response's head (its status line and headers, as

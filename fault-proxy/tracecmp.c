@@ -2,8 +2,8 @@
  * Fault traces (JSON lines, proxy.h's proxy_trace_format) read back: for
  * people, for a comparison, and for a run's coverage.
  *
- * Where a replay's schedule left the run's (issue 15 item 4, issue 21
- * item 4): two traces compared step by step for each scheduled proxy, by
+ * Where a replay's schedule left the run's (docs/faults.md "Schedules",
+ * the replay's `schedule:` line): two traces compared step by step for each scheduled proxy, by
  * name, so two scheduled proxies never misalign.  A step is the same when
  * the same exchange (turn, lane, occurrence: the schedule's numbering, not
  * the connections' accept order, which a turn's threads race for) was
@@ -17,11 +17,11 @@
  * a digest, so a cut trace is still compared whole; one without them says
  * the comparison stopped at the cut, never "the same".
  *
- * The interleaving (issue 15 item 5): one trace's steps in step order, a
+ * The interleaving (docs/faults.md, `soak replay`'s timeline): one trace's steps in step order, a
  * line each, so a replay shows the race as it ran (two reads before two
  * writes).  The trace file is sorted by turn, which hides it.
  *
- * Coverage (issue 21 item 6): what each proxy of one seed did, counted
+ * Coverage (docs/report.md "coverage"): what each proxy of one seed did, counted
  * over its whole trace file a line at a time.
  */
 #include "fault-proxy/proxy.h"
