@@ -100,7 +100,7 @@ test_errors(void **state)
 		  "{\"db\": {\"faults\": [{\"round\": 0, \"turn\": 1, \"key\": "
 		  "\"0000000000000001\", \"occ\": 0, \"fault\": \"explode\"}]}}}",
 		  "p.json: proxies.db.faults[0].fault: not one of lost_reply, reset, "
-		  "duplicate, blackhole" },
+		  "duplicate, blackhole, status, stream_cut, stream_stall" },
 		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 1, \"rounds\": 1, \"runs\": [[0, 1]]}",
 		  "p.json: runs[0]: round or turn out of range" },
 		/* strict (docs/plan.md): what was once read some way is refused */
