@@ -185,7 +185,8 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 			continue;		/* this gate's own: it waits too */
 		if (c->state == CS_IDLE || c->state == CS_CLOSED)
 			continue;
-		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE)
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
+		    c->state == CS_STALL)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}
