@@ -1353,6 +1353,11 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "faults");
 	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
 		return -1;
+	if ((px->protocol == CFG_PROTO_TCP || px->protocol == CFG_PROTO_POSTGRES) &&
+	    px->faults.status + px->faults.stream_cut + px->faults.stream_stall > 0)
+		return fail_at(cx, v[3], path, "status, stream_cut and "
+		    "stream_stall fault HTTP exchanges, and this proxy's protocol "
+		    "is %s", px->protocol == CFG_PROTO_TCP ? "tcp" : "postgres");
 	key_join(path, prefix, "schedule");
 	if (v[4] && parse_schedule(cx, v[4], path, &px->schedule) == -1)
 		return -1;

@@ -288,10 +288,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 55);
+	assert_int_equal(cfg.invariants[0].line, 64);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 59);
+	assert_int_equal(cfg.invariants[1].line, 68);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -691,6 +691,10 @@ static const struct bad bads[] = {
 	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
 	  "duplicate + status + stream_cut + stream_stall add up to 1.1; they "
 	  "are shares of rate and must add up to at most 1" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    protocol: tcp\n"
+	  "    faults:\n      stream_cut: 0.5\n",
+	  "soak.yaml:12:7: proxies[0].faults: status, stream_cut and stream_stall "
+	  "fault HTTP exchanges, and this proxy's protocol is tcp" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      statuses: [429, 200]\n",
 	  "soak.yaml:11:23: proxies[0].faults.statuses[1]: 200 is out of range "
