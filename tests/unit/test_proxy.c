@@ -530,6 +530,108 @@ test_roll_pure(void **state)
 	assert_true(differ > 1800);
 }
 
+/*
+ * The HTTP API faults' bands (docs/faults.md "Faults of an HTTP API"):
+ * their shares of rate, their parameters drawn within the config's ranges
+ * and list, and nothing of a config without them moved: the rolls of
+ * before (this table, from the soak that had only three bands) and, with
+ * the bands added, every exchange they do not fault.
+ */
+static void
+test_roll_api_bands(void **state)
+{
+	static const struct { int fault; int64_t latency; } before[12] = {
+		{ 1, 11 }, { 3, 26 }, { 2, 26 }, { 1, 40 }, { 2, 19 }, { 0, 2 },
+		{ 1, 28 }, { 0, 21 }, { 2, 27 }, { 3, 26 }, { 0, 35 }, { 0, 32 },
+	};
+	struct cfg_faults	f0 = { .rate = 0.5, .lost_reply = 0.4,
+	    .reset = 0.3, .duplicate = 0.3, .latency_max_ms = 40 };
+	struct cfg_faults	f = { .rate = 1, .status = 0.3, .stream_cut = 0.3,
+	    .stream_stall = 0.4, .statuses = { 429, 503 }, .nstatuses = 2,
+	    .cut_after_min = 2, .cut_after_max = 4, .stall_after_min = 5,
+	    .stall_after_max = 5, .stall_min_ms = 100, .stall_max_ms = 200,
+	    .latency_max_ms = 40 };
+	struct cfg_faults	g;
+	struct proxy_roll	a, b;
+	int			n[PROXY_FAULT_MAX] = { 0 }, st[600] = { 0 };
+	int			after[8] = { 0 }, same = 0;
+	uint32_t		x;
+	double			total = 10000;
+
+	(void)state;
+	for (x = 0; x < 12; x++) {
+		proxy_roll(&f0, 7, "llm", 1, 0, x, &a);
+		assert_int_equal(a.fault, before[x].fault);
+		assert_int_equal(a.latency_ms, before[x].latency);
+		assert_int_equal(a.status, 0);
+		assert_int_equal(a.after, 0);
+	}
+	for (x = 0; x < 10000; x++) {
+		proxy_roll(&f, 9, "llm", 0, 1, x, &a);
+		n[a.fault]++;
+		switch (a.fault) {
+		case PROXY_FAULT_STATUS:
+			assert_true(a.status == 429 || a.status == 503);
+			st[a.status]++;
+			assert_int_equal(a.after, 0);
+			break;
+		case PROXY_FAULT_STREAM_CUT:
+			assert_true(a.after >= 2 && a.after <= 4);
+			after[a.after]++;
+			assert_int_equal(a.stall_ms, 0);
+			break;
+		case PROXY_FAULT_STREAM_STALL:
+			assert_int_equal(a.after, 5);
+			assert_true(a.stall_ms >= 100 && a.stall_ms <= 200);
+			break;
+		default:
+			fail_msg("fault %d outside the bands", a.fault);
+		}
+		/* another list of statuses moves no other parameter */
+		g = f;
+		g.statuses[0] = 500;
+		g.nstatuses = 1;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &b);
+		assert_int_equal(a.fault, b.fault);
+		assert_int_equal(a.latency_ms, b.latency_ms);
+		assert_int_equal(a.after, b.after);
+		assert_int_equal(a.stall_ms, b.stall_ms);
+		if (a.fault == PROXY_FAULT_STATUS)
+			assert_int_equal(b.status, 500);
+		/* the bands added to f0's: what they do not fault is as it was */
+		g = f0;
+		g.status = g.stream_cut = g.stream_stall = 0.1;
+		g.lost_reply = g.reset = g.duplicate = 0.2;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &b);
+		g.status = g.stream_cut = g.stream_stall = 0;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &a);
+		assert_int_equal(a.latency_ms, b.latency_ms);
+		if (b.fault < PROXY_FAULT_STATUS) {
+			assert_int_equal(a.fault, b.fault);
+			same++;
+		} else
+			assert_int_equal(a.fault, PROXY_FAULT_NONE);
+	}
+	assert_true(fabs(n[PROXY_FAULT_STATUS] / total - 0.3) < 0.03);
+	assert_true(fabs(n[PROXY_FAULT_STREAM_CUT] / total - 0.3) < 0.03);
+	assert_true(fabs(n[PROXY_FAULT_STREAM_STALL] / total - 0.4) < 0.03);
+	assert_true(abs(st[429] - st[503]) < n[PROXY_FAULT_STATUS] / 5);
+	assert_true(after[2] > 0 && after[3] > 0 && after[4] > 0);
+	assert_true(same > 8000);
+	/* none listed: 429, 500, 529 */
+	f.nstatuses = 0;
+	memset(st, 0, sizeof(st));
+	for (x = 0, same = 0; x < 3000; x++) {
+		proxy_roll(&f, 9, "llm", 0, 1, x, &a);
+		if (a.fault == PROXY_FAULT_STATUS) {
+			st[a.status]++;
+			same++;
+		}
+	}
+	assert_true(st[429] > 0 && st[500] > 0 && st[529] > 0);
+	assert_int_equal(st[429] + st[500] + st[529], same);
+}
+
 static void
 test_trace_format(void **state)
 {
@@ -545,6 +647,34 @@ test_trace_format(void **state)
 	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":true,"
 	    "\"client_got_reply\":false}\n");
 	assert_int_equal(proxy_trace_format(&r, buf, 20), -1);
+	/* what an HTTP API fault did, after the ten, before what it hit */
+	r.fault = PROXY_FAULT_STATUS;
+	r.status = 429;
+	r.keyed = true;
+	r.key = 0x49677d8bac702c6;
+	r.upstream_saw = false;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":2,\"conn\":1,"
+	    "\"exchange\":3,\"fault\":\"status\",\"latency_ms\":7,"
+	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"status\":429,\"round\":0,"
+	    "\"key\":\"049677d8bac702c6\",\"occ\":0}\n");
+	r.fault = PROXY_FAULT_STREAM_STALL;
+	r.status = 0;
+	r.after = 3;
+	r.stall_ms = 1500;
+	r.keyed = false;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":2,\"conn\":1,"
+	    "\"exchange\":3,\"fault\":\"stream_stall\",\"latency_ms\":7,"
+	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"after\":3,\"stall_ms\":1500}\n");
+	r.fault = PROXY_FAULT_STREAM_CUT;
+	r.stall_ms = 0;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"client_got_reply\":false,\"after\":3}\n"));
+	/* cut where the fields would not fit */
+	assert_int_equal(proxy_trace_format(&r, buf, strlen(buf) - 3), -1);
 }
 
 static void
@@ -1878,6 +2008,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roll_pure),
+		cmocka_unit_test(test_roll_api_bands),
 		cmocka_unit_test(test_trace_format),
 		cmocka_unit_test(test_http_framer),
 		cmocka_unit_test(test_pg_framer),
