@@ -5,7 +5,8 @@
 # a socket read event by event.
 #  - status: a 429 with Retry-After; the SDK waits it out (retry-after-ms)
 #    before its retry, then reports; the upstream never saw a request;
-#  - stream_cut: the SDK reads exactly K chunks, then the connection ends;
+#  - stream_cut: the SDK reads exactly K chunks, then the connection ends,
+#    whether the events came one by one or all in one read;
 #  - stream_stall: K events, a gap as long as the stall, then the rest;
 #  - in a run: an agent that keeps what a cut stream gave as its answer
 #    fails; the seed whose turn met a 429, retried by the SDK, and a cut
@@ -25,6 +26,8 @@ patterns:
     replies:
       - text: one two three four five six seven eight nine ten.
 YAML
+# the same, written at once: a cut must split what one read brought
+sed 's/^pace: .*/pace: 0ms/' "$T/cfg/agent.model.yaml" >"$T/cfg/burst.model.yaml"
 # The client: the SDK as its documentation shows it, the base URL and key
 # from the environment (a turn's) or argv.  The fetch it is given only
 # prints what passes, so the test sees the SDK's own retries: each answer's
@@ -110,11 +113,12 @@ invariants:
 YAML
 sed 's|command: \[./turn.sh\]|command: [./turn.sh, fixed]|' "$T/cfg/soak.yaml" >"$T/cfg/fixed.yaml"
 
-# soak proxy in front of the stand-in, with these options; its address in $addr
+# soak proxy in front of the stand-in (the script $script, default the
+# paced one), with these options; its address in $addr
 proxy() {
 	local name=$1
 	shift
-	"$SOAK" proxy --listen 127.0.0.1:0 --upstream "model:$T/cfg/agent.model.yaml" \
+	"$SOAK" proxy --listen 127.0.0.1:0 --upstream "model:$T/cfg/${script:-agent}.model.yaml" \
 	    --seed 1 --rate 1 --trace "$T/$name.jsonl" "$@" >"$T/$name.out" 2>&1 &
 	pxpid=$!
 	cleanup_hooks+=("kill $pxpid 2>/dev/null")
@@ -155,6 +159,16 @@ expect_eq "the SDK read 3 chunks, then the stream ended under it" "chunks 3 erro
     "$(grep '^chunks' "$T/cut.sdk")"
 expect_eq "what it had: the role, two pieces of text" "text one two three " "$(grep '^text' "$T/cut.sdk")"
 expect_match "the trace: stream_cut after 3" '"fault":"stream_cut".*"client_got_reply":true,"after":3,' "$(cat "$T/cut.jsonl")"
+
+phase "stream_cut in a reply written at once: still exactly K chunks"
+script=burst proxy burst --stream-cut 1 --cut-after 4
+sdk stream "http://$addr/v1" >"$T/burst.sdk" 2>&1 || true
+stop_proxy
+cat "$T/burst.sdk"
+expect_eq "the SDK read 4 chunks, then the stream ended under it" "chunks 4 error terminated" \
+    "$(grep '^chunks' "$T/burst.sdk")"
+expect_eq "what it had: the role, three pieces of text" "text one two three four five " "$(grep '^text' "$T/burst.sdk")"
+expect_match "the trace: stream_cut after 4" '"fault":"stream_cut".*"after":4,' "$(cat "$T/burst.jsonl")"
 
 phase "stream_stall: K events, a gap, then the rest"
 proxy stall --stream-stall 1 --stall-after 2 --stall 600ms
