@@ -64,12 +64,47 @@ struct cfg_service {
 	bool		  seam;
 };
 
+#define CFG_STATUSES_MAX	16		/* faults.statuses */
+#define CFG_EVENTS_MAX		100000		/* cut_after, stall_after */
+
+/* A proxy's faults' defaults, where the config and `soak proxy` start. */
+#define CFG_FAULTS_DEFAULTS(f) do {					\
+	(f)->hold_ms = 100;						\
+	(f)->retry_after_ms = 1000;					\
+	(f)->cut_after_min = (f)->stall_after_min = 1;			\
+	(f)->cut_after_max = (f)->stall_after_max = 5;			\
+	(f)->stall_min_ms = 1000;					\
+	(f)->stall_max_ms = 3000;					\
+} while (0)
+
 struct cfg_faults {
 	double		 rate;			/* share of exchanges faulted, 0..1 */
 	double		 lost_reply;		/* bands, as shares of rate; sum <= 1 */
 	double		 reset;
 	double		 duplicate;
 	double		 blackhole;		/* share of connections swallowed, 0..1 */
+	/*
+	 * The faults of an HTTP API (docs/faults.md "Faults of an HTTP
+	 * API"), bands of rate like the three above.  status: the proxy
+	 * answers the request itself with one of statuses (drawn by the
+	 * seed; none listed: 429, 500, 529), Retry-After retry_after_ms on a
+	 * 429, 503 or 529.  stream_cut: a streamed reply (server-sent
+	 * events) cut after K events, K drawn in cut_after_min..max;
+	 * stream_stall: one stopped after K events (stall_after_min..max)
+	 * for stall_min..max_ms, then resumed.
+	 */
+	double		 status;
+	double		 stream_cut;
+	double		 stream_stall;
+	int		 statuses[CFG_STATUSES_MAX];
+	size_t		 nstatuses;
+	int64_t		 retry_after_ms;	/* default 1s */
+	uint32_t	 cut_after_min;		/* default 1..5 */
+	uint32_t	 cut_after_max;
+	uint32_t	 stall_after_min;	/* default 1..5 */
+	uint32_t	 stall_after_max;
+	int64_t		 stall_min_ms;		/* default 1s..3s */
+	int64_t		 stall_max_ms;
 	int64_t		 latency_min_ms;	/* "A..B" or one duration */
 	int64_t		 latency_max_ms;
 	/*

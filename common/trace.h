@@ -59,6 +59,9 @@ struct trace_line {
 	enum fault		 fault;
 	int64_t			 latency_ms;
 	bool			 upstream_saw, client_got_reply;
+	int			 status;	/* a status fault's (400..599) */
+	uint32_t		 after;		/* a stream fault's events */
+	int64_t			 stall_ms;	/* a stream_stall's */
 	int			 round;
 	bool			 keyed;		/* key (and occ) are there */
 	uint64_t		 key;

@@ -413,6 +413,12 @@ fault_share(const struct cfg_faults *f, const char *kind, const char **of)
 		return f->rate * f->reset;
 	case FAULT_DUPLICATE:
 		return f->rate * f->duplicate;
+	case FAULT_STATUS:
+		return f->rate * f->status;
+	case FAULT_STREAM_CUT:
+		return f->rate * f->stream_cut;
+	case FAULT_STREAM_STALL:
+		return f->rate * f->stream_stall;
 	case FAULT_BLACKHOLE:
 		*of = "connections";
 		return f->blackhole;
@@ -488,6 +494,24 @@ warn(json_t *w, const char *fmt, ...)
 	free(s);
 }
 
+/* Why an HTTP API fault may draw and still not fire (docs/faults.md). */
+static const char *
+api_hint(const char *kind)
+{
+	enum fault	k;
+
+	if (fault_parse(kind, &k) == -1)
+		return "";
+	if (k == FAULT_STATUS)
+		return "; a status fault fires on an HTTP exchange only: is "
+		    "the proxy's traffic HTTP?";
+	if (k == FAULT_STREAM_CUT || k == FAULT_STREAM_STALL)
+		return "; a stream fault fires on a reply of server-sent events "
+		    "that reaches its event (cut_after, stall_after): do the "
+		    "turns ask for streamed replies, and that long?";
+	return "";
+}
+
 static void
 warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 {
@@ -523,9 +547,10 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 				snprintf(expect, sizeof(expect),
 				    ", about %.3g expected", share * (double)base);
 			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
-			    " seeds, though its share is %.3g %% of them%s%s", x->p->name,
-			    kind, base, of, c->seeds, share * 100, expect,
-			    strcmp(of, "connections") == 0 ? "" : match);
+			    " seeds, though its share is %.3g %% of them%s%s%s",
+			    x->p->name, kind, base, of, c->seeds, share * 100, expect,
+			    strcmp(of, "connections") == 0 ? "" : match,
+			    api_hint(kind));
 		}
 	}
 }

@@ -205,7 +205,8 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 			    c->l->name, c->no);
 			continue;
 		}
-		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE)
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
+		    c->state == CS_STALL)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}

@@ -28,6 +28,7 @@
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
 #include "fault-proxy/quiet.h"
+#include "fault-proxy/sse.h"
 
 struct local;
 struct bridge;
@@ -127,6 +128,15 @@ enum conn_state {
 	CS_REPLY,		/* relaying the reply */
 	CS_HOLD,		/* lost_reply: reply dropped, client waits for its reset */
 	CS_BLACKHOLE,		/* everything swallowed */
+	CS_STATUS,		/* status: the request read and dropped, the
+				   proxy's own answer written */
+	/*
+	 * stream_stall: the reply's first events relayed, the rest held
+	 * until the state timer; then relaying resumes.  The proxy's own
+	 * wait, which ends by itself (a schedule's actors, gate.h, count a
+	 * turn waiting on it as they count CS_HOLD and CS_BLACKHOLE).
+	 */
+	CS_STALL,
 	CS_CLOSED,
 	CS_MAX
 };
@@ -150,6 +160,7 @@ enum px_close {
 	PXC_FAULT_LOST_REPLY,	/* fault lost_reply: its hold is over */
 	PXC_FAULT_BLACKHOLE,	/* fault blackhole: the client hung up */
 	PXC_CLOSE_AFTER,	/* fault close_after: its byte count reached */
+	PXC_STREAM_CUT,		/* fault stream_cut: its events relayed */
 	PXC_REFUSED,		/* not the protocol it claimed: refused */
 	PXC_NO_MEMORY,
 	PXC_SET_CLOSED,		/* proxy_set_close: the seed is over */
@@ -190,6 +201,20 @@ struct conn {
 	uint32_t		 exch_no;	/* next exchange number */
 	struct proxy_roll	 roll;
 	struct proxy_trace_rec	 rec;
+	/*
+	 * The HTTP API faults (docs/faults.md): a status fault's error shape
+	 * (its request's API, or MODEL_API_MAX: plain JSON); a stream fault's
+	 * count of the reply's events (sse.h).  sse_on: a stream fault waits
+	 * for its event, and only sse_free bytes at the head of `down` may
+	 * go; sse_hit: the event has been read, and what follows it waits (a
+	 * stall: CS_STALL, once the events before have gone) or was dropped
+	 * (a cut: the connection closes once they have gone).  reply_read:
+	 * the reply was read whole during a stall, which ends the exchange.
+	 */
+	enum model_api		 status_api;
+	struct sse		 sse;
+	bool			 sse_on, sse_hit, reply_read;
+	size_t			 sse_free;
 	char			*dupreq;	/* request copy for a duplicate */
 	size_t			 duplen;
 	bool			 dup_overflow;

@@ -232,6 +232,9 @@ enum proxy_fault {
 	PROXY_FAULT_RESET = FAULT_RESET,
 	PROXY_FAULT_DUPLICATE = FAULT_DUPLICATE,
 	PROXY_FAULT_BLACKHOLE = FAULT_BLACKHOLE,
+	PROXY_FAULT_STATUS = FAULT_STATUS,
+	PROXY_FAULT_STREAM_CUT = FAULT_STREAM_CUT,
+	PROXY_FAULT_STREAM_STALL = FAULT_STREAM_STALL,
 	PROXY_FAULT_CLOSE_AFTER = FAULT_CLOSE_AFTER,
 	PROXY_FAULT_MAX = FAULT_MAX
 };
@@ -279,10 +282,20 @@ struct proxy_listen {
 	const char		*api_key;
 };
 
-/* The pure decision for one exchange. */
+/*
+ * The pure decision for one exchange.  With a status fault, the status
+ * the proxy answers (cfg_faults.statuses); with a stream fault, the
+ * events let through before it (after, 1..) and a stall's length.  Every
+ * parameter is drawn whatever the band, after the band and the latency,
+ * so neither moves when a config adds these faults.
+ */
 struct proxy_roll {
-	enum proxy_fault	 fault;		/* none, lost_reply, reset or duplicate */
+	enum proxy_fault	 fault;		/* none, lost_reply, reset, duplicate,
+						   status, stream_cut or stream_stall */
 	int64_t			 latency_ms;
+	int			 status;
+	uint32_t		 after;
+	int64_t			 stall_ms;
 };
 void			 proxy_roll(const struct cfg_faults *f, uint64_t seed,
 			    const char *name, int turn, uint32_t conn,
@@ -324,6 +337,12 @@ struct proxy_trace_rec {
 	uint64_t		 bytes_down;	/* reply bytes passed to the client */
 	bool			 upstream_saw;
 	bool			 client_got_reply;
+	/* what its fault did (0 for another): the status the proxy answered
+	 * (status), the events let through before a stream fault
+	 * (stream_cut, stream_stall) and how long the stall lasted */
+	int			 status;
+	uint32_t		 after;
+	int64_t			 stall_ms;
 	/* What it hit (docs/plan.md): its round, and when keyed its key and
 	 * occurrence among the turn's exchanges of that key in the round;
 	 * an HTTP exchange's request line as keyed ("POST /refunds/{}") */
@@ -396,8 +415,10 @@ struct proxy_trace_rec {
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
  * it does not fit.  Field order is fixed:
  * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
- *  "bytes_down","upstream_saw","client_got_reply"}, then "service" and
- * "bypass" (true) for a service's exchange, then "round" (when
+ *  "bytes_down","upstream_saw","client_got_reply"}, then what its fault
+ * did: "status" (a status fault's), "after" (a stream fault's events) and
+ * "stall_ms" (a stall's), then "service" and "bypass" (true) for a
+ * service's exchange, then "round" (when
  * not 0 or when keyed), "key", "occ" and "req" when keyed, "plan" (and
  * "deferred") under a plan when not as planned, and for a PostgreSQL
  * exchange then "pg", "sql" (when there is a statement), "tx" (when

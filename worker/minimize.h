@@ -9,9 +9,10 @@
  *			never started and never waited for; its faults and
  *			steps go with it
  *	faults		one record of a proxy's faults: its exchange behaves as
- *			`none`; a removed lost reply or reset takes the retry
- *			it caused with it (the kept faults after it of the same
- *			turn and key come one occurrence earlier)
+ *			`none`; a removed lost reply, reset, status or stream
+ *			cut takes the retry it caused with it (the kept faults
+ *			after it of the same turn and key come one occurrence
+ *			earlier)
  *	preemptions	of a scheduled proxy (min_is_preemption): removing one
  *			lets the preempted turn go on (min_candidate)
  *

@@ -71,6 +71,15 @@ static const char full_yaml[] =
 "    faults:\n"
 "      latency: 7ms\n"
 "      latency_real: true\n"
+"      rate: 0.5\n"
+"      status: 0.2\n"
+"      statuses: [429, 529]\n"
+"      retry_after: 1500ms\n"
+"      stream_cut: 0.3\n"
+"      cut_after: 2..6\n"
+"      stream_stall: 0.1\n"
+"      stall_after: 3\n"
+"      stall: 200ms..2s\n"
 "setup: [./fixtures, --small]\n"
 "setup_timeout: 45s\n"
 "turn:\n"
@@ -244,6 +253,30 @@ test_full(void **state)
 	assert_int_equal(cfg.proxies[3].faults.latency_max_ms, 7);
 	assert_true(cfg.proxies[3].faults.latency_real);
 	assert_false(cfg.proxies[0].faults.latency_real);	/* the default */
+	/* the HTTP API faults, and their defaults */
+	f = &cfg.proxies[3].faults;
+	assert_near(f->status, 0.2, 1e-12);
+	assert_near(f->stream_cut, 0.3, 1e-12);
+	assert_near(f->stream_stall, 0.1, 1e-12);
+	assert_int_equal(f->nstatuses, 2);
+	assert_int_equal(f->statuses[0], 429);
+	assert_int_equal(f->statuses[1], 529);
+	assert_int_equal(f->retry_after_ms, 1500);
+	assert_int_equal(f->cut_after_min, 2);
+	assert_int_equal(f->cut_after_max, 6);
+	assert_int_equal(f->stall_after_min, 3);
+	assert_int_equal(f->stall_after_max, 3);
+	assert_int_equal(f->stall_min_ms, 200);
+	assert_int_equal(f->stall_max_ms, 2000);
+	f = &cfg.proxies[1].faults;
+	assert_int_equal(f->nstatuses, 0);	/* 429, 500, 529 */
+	assert_int_equal(f->retry_after_ms, 1000);
+	assert_int_equal(f->cut_after_min, 1);
+	assert_int_equal(f->cut_after_max, 5);
+	assert_int_equal(f->stall_after_min, 1);
+	assert_int_equal(f->stall_after_max, 5);
+	assert_int_equal(f->stall_min_ms, 1000);
+	assert_int_equal(f->stall_max_ms, 3000);
 
 	assert_path(fx, cfg.setup[0], "fixtures");
 	assert_string_equal(cfg.setup[1], "--small");
@@ -259,10 +292,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 55);
+	assert_int_equal(cfg.invariants[0].line, 64);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 59);
+	assert_int_equal(cfg.invariants[1].line, 68);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -518,9 +551,9 @@ static const struct bad bads[] = {
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      jitter: 0.1\n",
 	  "soak.yaml:11:7: proxies[0].faults.jitter: unknown key (expected rate, "
-	  "lost_reply, reset, duplicate, blackhole, latency, hold, bandwidth, "
-	  "bandwidth_up, bandwidth_down, slice, slice_up, slice_down, "
-	  "slice_delay, close_after, close_after_up, close_after_down," },
+	  "lost_reply, reset, duplicate, blackhole, status, stream_cut, "
+	  "stream_stall, latency, hold, bandwidth, bandwidth_up, bandwidth_down, "
+	  "slice, slice_up, slice_down, slice_delay, close_after," },
 	/* (the list runs past ERR_LEN since match joined it: cut there) */
 	/* match: a POSIX extended regex, compiled at load */
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
@@ -655,8 +688,50 @@ static const struct bad bads[] = {
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      lost_reply: 0.5\n      reset: 40%\n      duplicate: 0.2\n",
 	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
-	  "duplicate add up to 1.1; they are shares of rate and must add up "
-	  "to at most 1" },
+	  "duplicate + status + stream_cut + stream_stall add up to 1.1; they "
+	  "are shares of rate and must add up to at most 1" },
+	/* the HTTP API faults (docs/faults.md "Faults of an HTTP API") */
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      status: 0.5\n      stream_cut: 40%\n      stream_stall: 0.2\n",
+	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
+	  "duplicate + status + stream_cut + stream_stall add up to 1.1; they "
+	  "are shares of rate and must add up to at most 1" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    protocol: tcp\n"
+	  "    faults:\n      stream_cut: 0.5\n",
+	  "soak.yaml:12:7: proxies[0].faults: status, stream_cut and stream_stall "
+	  "fault HTTP exchanges, and this proxy's protocol is tcp" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: [429, 200]\n",
+	  "soak.yaml:11:23: proxies[0].faults.statuses[1]: 200 is out of range "
+	  "(400..599)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: []\n",
+	  "soak.yaml:11:17: proxies[0].faults.statuses: a list of 1 to 16 HTTP "
+	  "error statuses (e.g. [429, 500, 529])" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: 429\n",
+	  "soak.yaml:11:17: proxies[0].faults.statuses: expected a list, got "
+	  "\"429\"" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      retry_after: 2\n",
+	  "soak.yaml:11:20: proxies[0].faults.retry_after: \"2\" has no unit "
+	  "(use ms, s or m)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      cut_after: 0\n",
+	  "soak.yaml:11:18: proxies[0].faults.cut_after: \"0\" is not a whole "
+	  "number of 1..100000" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      stall_after: 6..2\n",
+	  "soak.yaml:11:20: proxies[0].faults.stall_after: \"6..2\": the minimum "
+	  "is above the maximum" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      cut_after: [1, 2]\n",
+	  "soak.yaml:11:18: proxies[0].faults.cut_after: expected a count of "
+	  "events or a range of them (e.g. 2..6), got a list" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      stall: 5s..1s\n",
+	  "soak.yaml:11:14: proxies[0].faults.stall: \"5s..1s\": the minimum is "
+	  "above the maximum" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      latency: 40ms..5ms\n",
 	  "soak.yaml:11:16: proxies[0].faults.latency: \"40ms..5ms\": the "

@@ -131,7 +131,8 @@ test_sums_and_warnings(void **state)
 	s = json_dumps(db, JSON_COMPACT);
 	assert_string_equal(s, "{\"schedule\":\"pct\",\"exchanges\":74,"
 	    "\"seeds_with_exchanges\":3,\"connections\":12,\"faults\":{\"lost_reply\":3,"
-	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"close_after\":0,"
+	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"status\":0,"
+	    "\"stream_cut\":0,\"stream_stall\":0,\"close_after\":0,"
 	    "\"latency\":9},\"steps\":74,\"steps_per_seed\":{\"median\":24,"
 	    "\"max\":30},\"forced\":{\"arrival\":3,\"blocked\":0,\"watchdog\":1},"
 	    "\"lock_waits\":6,\"deadlocks\":{\"soak\":3,\"postgres\":0},"
