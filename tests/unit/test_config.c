@@ -539,7 +539,8 @@ static const struct bad bads[] = {
 	{ BASE "colour: 8\n",
 	  "soak.yaml:7:1: colour: unknown key (expected name, seeds, turns, "
 	  "rounds, seed_timeout, retries, confirm, database, services, proxies, setup, "
-	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets, regressions)" },
+	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets, regressions, "
+	  "regressions_explore_budget)" },
 	{ "name: n\n" INV "turn:\n  command: t\n  timout: 5s\n",
 	  "soak.yaml:7:3: turn.timout: unknown key, did you mean timeout?" },
 	{ "name: n\n" INV "turn:\n  command: t\n  env: {}\n",
