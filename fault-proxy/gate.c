@@ -19,18 +19,35 @@
 /* ---- admission ---- */
 
 /*
+ * How long e has been admitted (or woken) since `since`, less the time its
+ * backend and the gate's thread waited for a core: read only once the
+ * clock alone says `blocked`, so a step costs no /proc read.
+ */
+static int64_t
+waited(struct gate *g, const struct gate_ent *e, int64_t since, int64_t now)
+{
+	int64_t	w = now - since, s;
+
+	if (w >= g->blocked_ms && (s = g->starved(g, e) - e->starved) > 0)
+		w -= s;
+	return w;
+}
+
+/*
  * A timeout decided: the admitted exchange, or one whose lock was granted,
- * has not ended within blocked_ms and PostgreSQL did not say it waits (or
- * cannot be asked): it is taken as stuck, and the gate goes on.
+ * has not ended within blocked_ms (its own time, not the machine's: the
+ * time it waited for a core is not counted) and PostgreSQL did not say it
+ * waits (or cannot be asked): it is taken as stuck, and the gate goes on.
  */
 static void
 timeouts(struct gate *g, int64_t now)
 {
 	struct gate_ent	*e;
+	int64_t		 w;
 
 	if ((e = g->running) != NULL) {
-		if (now - g->running_since < g->blocked_ms)
-			gate_at(g, g->running_since + g->blocked_ms);
+		if ((w = waited(g, e, g->running_since, now)) < g->blocked_ms)
+			gate_at(g, now + g->blocked_ms - w);
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": not "
 			    "done in %lldms: taken as waiting on a lock", g->name,
@@ -48,8 +65,8 @@ timeouts(struct gate *g, int64_t now)
 	for (e = g->ents; e != NULL; e = e->next) {
 		if (e->st != GS_WOKE || e->stopped)
 			continue;	/* a stopped one waits on the gate, not on a lock */
-		if (now - e->since < g->blocked_ms)
-			gate_at(g, e->since + g->blocked_ms);
+		if ((w = waited(g, e, e->since, now)) < g->blocked_ms)
+			gate_at(g, now + g->blocked_ms - w);
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": its "
 			    "lock granted, not done in %lldms: taken as stuck",
@@ -824,6 +841,7 @@ wakes_release(struct gate *g, int64_t now)
 	    first->rec->exchange, first->rec->step);
 	gate_backend_cont(g, first);
 	first->since = now;
+	first->starved = g->starved(g, first);
 	g->settled = false;
 	gate_at(g, now + LOCK_PROBE_MS);
 }
@@ -912,6 +930,7 @@ gate_decide(struct gate *g, int64_t now)
 	g->stats.steps = e->rec->step;
 	g->running = e;
 	g->running_since = now;
+	e->starved = g->starved(g, e);
 	g->settled = false;
 	gate_at(g, now + g->blocked_ms);	/* come back if it never ends */
 	if (g->side != NULL && e->pid > 0)	/* or ask PostgreSQL before */
@@ -1128,6 +1147,7 @@ gate_new(const struct gate_conf *c, char *err)
 	}
 	g->actor = c->actor;
 	g->actor_arg = c->actor_arg;
+	g->starved = c->starved != NULL ? c->starved : gate_starved_ms;
 	gate_round(g, 0, NULL);
 	g->planned = c->planned;
 	g->plan = c->plan;

@@ -145,6 +145,8 @@ struct gate_ent {
 	uint64_t		 seq;		/* arrival order */
 	int64_t			 since;		/* waiting, or woke, since */
 	bool			 victim;	/* soak cancelled it: a deadlock */
+	int64_t			 starved;	/* gate_conf.starved when admitted or
+						   woken (ms) */
 	bool			 stopped;	/* its backend SIGSTOPped while it waits
 						   on a lock (gate_int.h "Wake-ups") */
 	bool			 in_tx;		/* its connection's last exchange left
@@ -180,6 +182,14 @@ enum gate_act {
 	GA_MAX
 };
 const char	*gate_act_name(enum gate_act a);
+/*
+ * How long (ms, in all) exchange e's backend on soak's own server and the
+ * calling thread have waited for a core (schedstat's run delay): `blocked`
+ * counts an admitted exchange's time less what it spent so, so a loaded
+ * machine makes no statement stuck.  NULL in gate_conf: /proc's.
+ */
+typedef int64_t	(*gate_starved_fn)(const struct gate *g, const struct gate_ent *e);
+
 /* The engine's view of turn t now, for gate g (any cost it has is the
  * engine's); with GA_RUNNING, *ran_ms is how long its processes have run
  * in all (CPU time, ms), or -1 when that is not known (then `arrival`
@@ -210,6 +220,7 @@ struct gate_conf {
 	 * GA_UNKNOWN) */
 	gate_actor_fn			 actor;
 	void				*actor_arg;
+	gate_starved_fn			 starved;	/* NULL: /proc's */
 };
 
 #define LOCK_PROBE_MS		2	/* between two asks while one runs */

@@ -81,6 +81,7 @@ struct gate {
 	 * from ACTOR_LOOK_MS to ACTOR_LOOK_MAX_MS */
 	gate_actor_fn		 actor;
 	void			*actor_arg;
+	gate_starved_fn		 starved;
 	enum gate_act		*act;		/* scratch: this pass's view */
 	int			*look_ms;
 	uint64_t		*lanes;		/* per turn: lanes in use (bit l) */
@@ -209,6 +210,9 @@ gate_at(struct gate *g, int64_t at)
  * backends are children of the side connection's postmaster.
  */
 void	gate_backend_stop(struct gate *g, struct gate_ent *e);
+/* gate_conf.starved's default: /proc's schedstat of e's backend (on soak's
+ * own server only: another's pid means nothing here) and of this thread */
+int64_t	gate_starved_ms(const struct gate *g, const struct gate_ent *e);
 void	gate_backend_cont(struct gate *g, struct gate_ent *e);
 
 /* gate_side.c, called by gate.c */

@@ -123,6 +123,36 @@ gate_backend_stop(struct gate *g, struct gate_ent *e)
 		e->stopped = true;
 }
 
+/* schedstat's run delay (ns) of the task at path; 0 unknown. */
+static int64_t
+run_delay_ns(const char *path)
+{
+	char			 buf[128];
+	unsigned long long	 run, delay;
+	FILE			*f;
+	int			 n = 0;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) != NULL)
+		n = sscanf(buf, "%llu %llu", &run, &delay);
+	fclose(f);
+	return n == 2 && delay <= INT64_MAX ? (int64_t)delay : 0;
+}
+
+int64_t
+gate_starved_ms(const struct gate *g, const struct gate_ent *e)
+{
+	char	path[64];
+	int64_t	ns = run_delay_ns("/proc/thread-self/schedstat");
+
+	if (g->postmaster > 0 && e->pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)e->pid);
+		ns += run_delay_ns(path);
+	}
+	return ns / 1000000;
+}
+
 void
 gate_backend_cont(struct gate *g, struct gate_ent *e)
 {
@@ -314,6 +344,7 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 		    e->rec->conn, e->rec->exchange);
 		ent_set(g, e, GS_WOKE);
 		e->since = now;
+		e->starved = g->starved(g, e);
 	}
 }
 

@@ -207,6 +207,63 @@ test_arrival_counts_run_time(void **state)
 	fix_close(&f);
 }
 
+/* gate_conf.starved for the test: what the stub says. */
+static int64_t	stub_starved;
+
+static int64_t
+stub_starved_fn(const struct gate *g, const struct gate_ent *e)
+{
+	(void)g;
+	(void)e;
+	return stub_starved;
+}
+
+/*
+ * `blocked` counts an admitted exchange's own time: what its backend and
+ * the gate's thread waited for a core is taken off.  Admitted at 1000
+ * (blocked 500 ms), starved 300 ms of it: not stuck at 1500, looked at
+ * again at 1800, stuck then; one not starved is stuck at 1500.
+ */
+static void
+test_blocked_not_starved(void **state)
+{
+	struct fix		 f;
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 err[256];
+	int			 t;
+
+	(void)state;
+	for (int starve = 1; starve >= 0; starve--) {
+		fix_open(&f, CFG_SCHED_RANDOM, 4);
+		gate_free(f.g);
+		gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 4,
+		    .sched = &f.sc, .epfd = f.epfd, .held = f.held,
+		    .starved = stub_starved_fn };
+		f.g = gate_new(&gc, err);
+		assert_non_null(f.g);
+		stub_starved = 7000;
+		for (t = 0; t < NT; t++)
+			arrive(&f, t, 1000);
+		e = gate_decide(f.g, 1000);
+		assert_non_null(e);
+		assert_null(e->rec->forced);
+		stub_starved += starve ? 300 : 0;
+		if (starve) {
+			assert_null(gate_decide(f.g, 1500));
+			assert_null(e->rec->forced);
+			assert_int_equal(gate_next_at(f.g), 1800);
+			assert_null(gate_decide(f.g, 1799));
+			assert_null(e->rec->forced);
+			(void)gate_decide(f.g, 1800);
+		} else
+			(void)gate_decide(f.g, 1500);
+		assert_non_null(e->rec->forced);
+		assert_string_equal(e->rec->forced, "blocked");
+		fix_close(&f);
+	}
+}
+
 /*
  * What a step waited for its actors (gate_stats wait_ms, wait_max_ms,
  * wait_max_step): from when the gate was free with an exchange waiting to
@@ -506,6 +563,7 @@ main(void)
 		cmocka_unit_test(test_waits_for_live_turns),
 		cmocka_unit_test(test_arrival_watchdog),
 		cmocka_unit_test(test_arrival_counts_run_time),
+		cmocka_unit_test(test_blocked_not_starved),
 		cmocka_unit_test(test_waits_counted),
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
