@@ -47,6 +47,12 @@ cat "$T/fix.out"
 expect_eq "the fix: exit status" 0 "$rc"
 expect_eq "report.json: a pass, judged by exploring" "pass 1" \
     "$(jq -r '"\(.regressions[0].verdict) \(.regression_totals.explored)"' "$T/fix/report.json")"
+# Two turns of 3 statements each have 2, 6, 14, 18 and 20 schedules with at
+# most 0..4 preemptions (docs/explore.md "How it works"): the exploration
+# ran exactly those within the plan's own bound, no more.
+read -r P X B <<<"$(reg "$T/fix" '.explored | "\(.preemptions) \(.executions) \(.complete)"')"
+expect_eq "the schedules explored: all of those within the plan's $P preemptions" \
+    "$(jq -n --argjson p "$P" '[2, 6, 14, 18, 20][$p]') true" "$X $B"
 expect_match "the divergence names the turn and the plan's step of its first changed statement" \
     "^turn $U's statements changed at step $K( \(turn [01]'s too\))?\$" "$(reg "$T/fix" .explored.divergence)"
 expect_match "the summary says it" \

@@ -7,9 +7,9 @@
 # The --lock fix follows the plan (lock deferrals): judged as before, a
 # pass.  soak pin --refresh pins the explored schedule; the fix reverted,
 # the refreshed plan diverges the other way and the exploration finds the
-# race again: it fails, with a failing schedule that replays.  A budget too
-# small for the tree is neither pass nor fail: infra/diverged, exit 2,
-# said, not retried.
+# race again: it fails, with a failing schedule that replays, and that
+# soak pin --refresh pins.  A budget too small for the tree is neither
+# pass nor fail: infra/diverged, exit 2, said, not retried.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'
@@ -95,6 +95,13 @@ expect_match "the summary's replay is the failing schedule's" "replay: .*soak re
 soak_rc rc replay "$T/res.yaml" --plan "$F" --out "$T/rp" >"$T/rp.out" 2>&1
 expect_eq "the failing schedule replays to the failure" 1 "$rc"
 grep -qF "\"$INV\": BROKEN" "$T/rp.out" || fail "the failing schedule's replay broke another invariant"
+ran=$(sha256sum "$R" | cut -c1-64)
+soak_rc rc pin "$T/rev" --refresh lost >"$T/refresh3.out" 2>&1
+expect_eq "soak pin --refresh of a failing exploration" 0 "$rc"
+expect_eq "it pins the failing schedule" "$(jq -c '.proxies.db.steps | map([.turn, .key, .occ])' "$F")" \
+    "$(jq -c '.proxies.db.steps | map([.turn, .key, .occ])' "$R")"
+expect_eq "with the failure it found, and the hash it replaced" "reservations|invariant|$INV invariant $ran" \
+    "$(jq -r '"\(.failure.fingerprint) \(.failure.reason) \(.pinned.replaced)"' "$R")"
 
 phase "a budget too small: neither pass nor fail"
 cp "$T/lost.orig.json" "$R"

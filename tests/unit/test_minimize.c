@@ -19,6 +19,7 @@
 #include "common/plan.h"
 #include "common/util.h"
 #include "worker/minimize.h"
+#include "worker/regexplore.h"
 
 /* A monotone test: fails when every element of need is kept. */
 struct target {
@@ -226,6 +227,83 @@ test_preemptions(void **state)
 	plan_free(&p);
 }
 
+/*
+ * A regression whose plan diverged is explored within the plan's own
+ * preemptions (worker/regexplore.h): min_is_preemption's count, read from
+ * cand where the plan has it and from the order where it has not (then
+ * said: "preemptions_from": "order"); and the divergence is named by the
+ * first of the plan's steps whose turn sent something else, or nothing.
+ */
+static void
+test_regression_bound_and_divergence(void **state)
+{
+	struct plan		 p;
+	struct xstep		 run[6];
+	struct rx_divergence	 d;
+	char			 words[256];
+	size_t			 i;
+	bool			 from_cand;
+
+	(void)state;
+	two_turns(&p, true);
+	assert_int_equal(rx_preemptions(&p.proxies[0], &from_cand), 2);
+	assert_true(from_cand);
+	p.proxies[0].steps[2].cand = 2;	/* turn 0 not waiting: no preemption */
+	assert_int_equal(rx_preemptions(&p.proxies[0], &from_cand), 1);
+	assert_int_equal(rx_preemptions(NULL, &from_cand), 0);
+	assert_int_equal(rx_turns(&p), 7);
+	plan_free(&p);
+	/* without cand: every switch away from a turn with steps left, but
+	 * one whose step before waited on a lock */
+	two_turns(&p, false);
+	assert_int_equal(rx_preemptions(&p.proxies[0], &from_cand), 2);
+	assert_false(from_cand);
+	p.proxies[0].steps[1].lock_wait = true;
+	assert_int_equal(rx_preemptions(&p.proxies[0], &from_cand), 1);
+
+	/* the run sent what the plan names, each turn in its order, the
+	 * turns in another: turn 1's three first */
+	memset(run, 0, sizeof(run));
+	for (i = 0; i < 6; i++) {
+		static const size_t	order[6] = { 2, 3, 5, 0, 1, 4 };
+
+		run[i].turn = p.proxies[0].steps[order[i]].turn;
+		run[i].key = p.proxies[0].steps[order[i]].key;
+	}
+	rx_divergence(&p.proxies[0], run, 6, &d);
+	assert_int_equal(d.kind, RX_NONE);
+	/* turn 1's second statement changed: the plan's step 4 */
+	for (i = 0; i < 6; i++) {
+		run[i].turn = p.proxies[0].steps[i].turn;
+		run[i].key = p.proxies[0].steps[i].key;
+	}
+	run[3].key = 203;
+	snprintf(run[3].what, sizeof(run[3].what), "UPDATE x");
+	rx_divergence(&p.proxies[0], run, 6, &d);
+	assert_int_equal(d.kind, RX_CHANGED);
+	assert_int_equal(d.step, 4);
+	assert_int_equal(d.turn, 1);
+	assert_string_equal(d.came, "UPDATE x");
+	assert_int_equal(d.others, 0);
+	assert_string_equal(rx_divergence_words(&d, words, sizeof(words)),
+	    "turn 1's statements changed at step 4");
+	/* turn 0's first changed too: it is named, turn 1 as well */
+	run[0].key = 200;
+	rx_divergence(&p.proxies[0], run, 6, &d);
+	assert_int_equal(d.step, 1);
+	assert_int_equal(d.turn, 0);
+	assert_string_equal(rx_divergence_words(&d, words, sizeof(words)),
+	    "turn 0's statements changed at step 1 (turn 1's too)");
+	/* turn 0 sent nothing after its second: the plan's step 5 never came */
+	run[0].key = 100;
+	run[3].key = 103;
+	rx_divergence(&p.proxies[0], run, 4, &d);
+	assert_int_equal(d.kind, RX_ENDED);
+	assert_string_equal(rx_divergence_words(&d, words, sizeof(words)),
+	    "turn 0 ended before step 5 (turn 1's too)");
+	plan_free(&p);
+}
+
 static void
 test_runs(void **state)
 {
@@ -309,6 +387,7 @@ main(void)
 		cmocka_unit_test(test_ddmin_exact),
 		cmocka_unit_test(test_ddmin_edges),
 		cmocka_unit_test(test_preemptions),
+		cmocka_unit_test(test_regression_bound_and_divergence),
 		cmocka_unit_test(test_runs),
 	};
 
