@@ -908,28 +908,11 @@ out:
 static size_t
 root_prefix(const struct xcmd *c, const struct plan_proxy *pp, struct xstep **out)
 {
-	struct xstep	*s = xcalloc(pp->nsteps + 1, sizeof(*s));
-	size_t		 k, n = 0;
+	size_t	n = explore_root_prefix(&c->base, pp, (int)c->a->only_round, out);
 
-	for (k = 0; c->a->only_round > 0 && k < pp->nsteps; k++) {
-		const struct plan_step	*ps = &pp->steps[k];
-
-		if (ps->round >= c->a->only_round || !plan_runs(&c->base, ps->round,
-		    ps->turn))
-			continue;
-		s[n].round = ps->round;
-		s[n].turn = ps->turn;
-		s[n].key = ps->key;
-		s[n].occ = ps->occ;
-		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
-		snprintf(s[n].what, sizeof(s[n].what), "%s", ps->what ? ps->what :
-		    "exchange");
-		n++;
-	}
 	if (c->a->only_round > 0)
 		printf("  rounds before %ld run once, as the seed ran them (%zu steps)\n",
 		    c->a->only_round, n);
-	*out = s;
 	return n;
 }
 

@@ -53,6 +53,16 @@ struct row {
 	int32_t		 b[BLOCKERS_MAX];
 };
 
+/*
+ * The deadlock in one whole blockers answer, rows[0..n): a cycle of
+ * exchanges waiting on locks (GS_LOCK), each one's backend blocked by the
+ * next's, and its victim -- the cycle's exchange admitted first, the
+ * lowest step (docs/faults.md "Schedules: races that replay"): the
+ * backend PostgreSQL's own detector would abort.  An exchange that waits
+ * on the cycle without being in it is never the victim.  NULL: no cycle.
+ */
+struct gate_ent	*gate_cycle_victim(const struct row *rows, size_t n);
+
 struct gate {
 	char			*name;
 	uint64_t		 seed;

@@ -352,14 +352,14 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 
 /* Whether row j's backend waits on row k's. */
 static bool
-edge(const struct gate *g, size_t j, size_t k)
+edge(const struct row *rows, size_t j, size_t k)
 {
 	size_t	b;
 
-	if (g->rows[k].e->st != GS_LOCK)
+	if (rows[k].e->st != GS_LOCK)
 		return false;
-	for (b = 0; b < g->rows[j].nb; b++)
-		if (g->rows[j].b[b] == g->rows[k].e->pid)
+	for (b = 0; b < rows[j].nb; b++)
+		if (rows[j].b[b] == rows[k].e->pid)
 			return true;
 	return false;
 }
@@ -370,51 +370,47 @@ edge(const struct gate *g, size_t j, size_t k)
  * *victim becomes its exchange admitted first.
  */
 static bool
-dfs(struct gate *g, size_t j, uint8_t *colour, size_t *path, size_t depth,
-    struct gate_ent **victim)
+dfs(const struct row *rows, size_t n, size_t j, uint8_t *colour, size_t *path,
+    size_t depth, struct gate_ent **victim)
 {
 	size_t	k, i;
 
 	colour[j] = 1;
 	path[depth++] = j;
-	for (k = 0; k < g->nrows; k++) {
-		if (!edge(g, j, k))
+	for (k = 0; k < n; k++) {
+		if (!edge(rows, j, k))
 			continue;
 		if (colour[k] == 1) {
 			for (i = 0; path[i] != k; i++)
 				;
 			for (*victim = NULL; i < depth; i++)
-				if (*victim == NULL || g->rows[path[i]].e->rec->step <
+				if (*victim == NULL || rows[path[i]].e->rec->step <
 				    (*victim)->rec->step)
-					*victim = g->rows[path[i]].e;
+					*victim = rows[path[i]].e;
 			return true;
 		}
-		if (colour[k] == 0 && dfs(g, k, colour, path, depth, victim))
+		if (colour[k] == 0 && dfs(rows, n, k, colour, path, depth, victim))
 			return true;
 	}
 	colour[j] = 2;
 	return false;
 }
 
-/*
- * A cycle among the exchanges that wait on locks is a deadlock nothing
- * but a cancel ends.  Its victim is the cycle's exchange admitted first
- * (gate.h).  Rows are few: one per exchange in flight.
- */
-static struct gate_ent *
-find_cycle(struct gate *g)
+/* Rows are few: one per exchange in flight. */
+struct gate_ent *
+gate_cycle_victim(const struct row *rows, size_t n)
 {
 	struct gate_ent	*victim = NULL;
 	uint8_t		*colour;
 	size_t		*path, i;
 
-	if (g->nrows < 2)
+	if (n < 2)
 		return NULL;
-	colour = xcalloc(g->nrows, 1);
-	path = xcalloc(g->nrows, sizeof(*path));
-	for (i = 0; i < g->nrows && victim == NULL; i++)
-		if (colour[i] == 0 && g->rows[i].e->st == GS_LOCK)
-			(void)dfs(g, i, colour, path, 0, &victim);
+	colour = xcalloc(n, 1);
+	path = xcalloc(n, sizeof(*path));
+	for (i = 0; i < n && victim == NULL; i++)
+		if (colour[i] == 0 && rows[i].e->st == GS_LOCK)
+			(void)dfs(rows, n, i, colour, path, 0, &victim);
 	free(colour);
 	free(path);
 	return victim;
@@ -452,7 +448,7 @@ blockers_done(struct gate *g, int64_t now)
 	for (i = 0; i < g->nrows; i++)
 		lock_answer(g, g->rows[i].e, g->rows[i].nb,
 		    turns_of(g, g->rows[i].b, g->rows[i].nb), now);
-	if (g->victim == NULL && (v = find_cycle(g)) != NULL)
+	if (g->victim == NULL && (v = gate_cycle_victim(g->rows, g->nrows)) != NULL)
 		deadlock(g, v);
 	/* nothing ended since, nothing runs: a settled picture */
 	if (g->running == NULL && g->n[GS_WOKE] == 0 && !g->settled) {

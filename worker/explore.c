@@ -990,6 +990,34 @@ explore_json(const struct explore *x, const char *stopped)
 	return j;
 }
 
+/* ---- the root ---- */
+
+size_t
+explore_root_prefix(const struct plan *p, const struct plan_proxy *pp, int round,
+    struct xstep **out)
+{
+	struct xstep	*s = xcalloc((pp ? pp->nsteps : 0) + 1, sizeof(*s));
+	size_t		 k, n = 0;
+
+	for (k = 0; round > 0 && pp != NULL && k < pp->nsteps; k++) {
+		const struct plan_step	*ps = &pp->steps[k];
+
+		/* round R's own steps are what is explored: never the root's */
+		if (ps->round >= round || !plan_runs(p, ps->round, ps->turn))
+			continue;
+		s[n].round = ps->round;
+		s[n].turn = ps->turn;
+		s[n].key = ps->key;
+		s[n].occ = ps->occ;
+		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
+		snprintf(s[n].what, sizeof(s[n].what), "%s", ps->what ? ps->what :
+		    "exchange");
+		n++;
+	}
+	*out = s;
+	return n;
+}
+
 /* ---- the journal ---- */
 
 json_t *

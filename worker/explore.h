@@ -178,6 +178,15 @@ struct xstats {
 };
 
 /*
+ * The root prefix of an exploration of round `round` alone (--rounds R,
+ * docs/explore.md): p's steps at its proxy pp of the rounds before it, of
+ * the pairs p runs, in order, as the seed ran them, into *out (heap, even
+ * for 0); their number.  0 when round <= 0 (nothing runs before it).
+ * Round `round`'s own steps are never in it: they are what branches.
+ */
+size_t		 explore_root_prefix(const struct plan *p, const struct plan_proxy *pp,
+		    int round, struct xstep **out);
+/*
  * A new explorer whose root runs prefix root[0..nroot) (the rounds before
  * --rounds R, as the seed ran them; n 0 otherwise).  o is copied; o's
  * strings and cfg must outlive the explorer.

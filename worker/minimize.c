@@ -430,7 +430,10 @@ min_test(struct min_run *m, const struct plan *cand)
 			return -1;
 		}
 		memset(&res, 0, sizeof(res));
-		wrk_run_seed(m->w, cand->seed, 1, &res);
+		if (m->replay != NULL)
+			m->replay(m, cand, &res);
+		else
+			wrk_run_seed(m->w, cand->seed, 1, &res);
 		m->replays++;
 		fp = m->fingerprint(m->w->cfg, &res);
 		if (fp != NULL && m->want != NULL && strcmp(fp, m->want) == 0) {

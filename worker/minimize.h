@@ -109,6 +109,11 @@ struct min_run {
 	char			*(*fingerprint)(const struct cfg *cfg,
 				    const struct seed_result *res);
 	char			*want;		/* the original's fingerprint */
+	/* One try of cand into *res: NULL runs it in w (wrk_run_seed with
+	 * w->plan = cand, what soak does); set, a unit test's stand-in for
+	 * the processes, so the search itself can be checked */
+	void			(*replay)(struct min_run *m,
+				    const struct plan *cand, struct seed_result *res);
 	int			 tries;		/* per candidate, >= 1 */
 	int64_t			 deadline_ms;	/* --budget: a now_ms() instant */
 	volatile sig_atomic_t	*stop;		/* set by a signal: stop */

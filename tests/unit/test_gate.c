@@ -5,7 +5,8 @@
  * is marked "arrival"); a turn that exited, or is not in the round, is not
  * waited for; a turn held at another gate of the set, or whose exchange
  * waits on a lock, is accounted for; one exchange runs at a time; the same
- * seed shown the same events admits the same exchanges.
+ * seed shown the same events admits the same exchanges; a deadlock's
+ * victim is its cycle's exchange admitted first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "common/util.h"
 #include "fault-proxy/gate.h"
+#include "fault-proxy/gate_int.h"
 
 #define NT	4
 
@@ -556,6 +558,65 @@ test_divergence_says_what_differs(void **state)
 	fix_close(&f);
 }
 
+/*
+ * A deadlock's victim (docs/faults.md): the cycle's exchange admitted
+ * first, whichever row the search starts from, and never one that only
+ * waits on the cycle.
+ */
+static void
+test_deadlock_victim(void **state)
+{
+	/* rows: pid, step, what its backend waits on (pids, 0 ends) */
+	static const struct { int32_t pid; uint32_t step; int32_t on[3]; } r[] = {
+		{ 100, 1, { 102 } },		/* waits on the cycle, not in it */
+		{ 101, 7, { 103 } },
+		{ 102, 5, { 101 } },		/* 102 -> 101 -> 103 -> 102 */
+		{ 103, 3, { 104, 102 } },
+		{ 104, 2, { 0 } },		/* runs: not waiting */
+	};
+	struct gate_ent		 e[5];
+	struct proxy_trace_rec	 rec[5];
+	struct row		 rows[5];
+	size_t			 i, j;
+
+	(void)state;
+	memset(rows, 0, sizeof(rows));
+	for (i = 0; i < 5; i++) {
+		memset(&rec[i], 0, sizeof(rec[i]));
+		rec[i].step = r[i].step;
+		e[i] = (struct gate_ent){ .turn = (int)i, .pid = r[i].pid, .rec = &rec[i],
+		    .st = i == 4 ? GS_RUN : GS_LOCK };
+		rows[i].e = &e[i];
+		for (j = 0; j < 3 && r[i].on[j] != 0; j++)
+			rows[i].b[rows[i].nb++] = r[i].on[j];
+	}
+	/* the cycle's lowest step is 3 (pid 103); 1 waits on it, 7 is in it */
+	assert_ptr_equal(gate_cycle_victim(rows, 5), &e[3]);
+	/* from another row first: the same victim */
+	assert_ptr_equal(gate_cycle_victim(rows + 1, 4), &e[3]);
+	{
+		static const size_t	 order[5] = { 2, 4, 0, 3, 1 };
+		struct row		 o[5];
+
+		for (i = 0; i < 5; i++)
+			o[i] = rows[order[i]];
+		assert_ptr_equal(gate_cycle_victim(o, 5), &e[3]);
+	}
+	/* the one admitted first is the victim wherever it is in the cycle */
+	rec[1].step = 2;
+	assert_ptr_equal(gate_cycle_victim(rows, 5), &e[1]);
+	rec[1].step = 7;
+	/* one of them no longer waits (its lock was granted): no cycle */
+	e[2].st = GS_WOKE;
+	assert_null(gate_cycle_victim(rows, 5));
+	e[2].st = GS_LOCK;
+	/* the edge that closed it gone: a chain, no cycle */
+	rows[3].nb = 1;
+	assert_null(gate_cycle_victim(rows, 5));
+	/* one row: never a cycle */
+	assert_null(gate_cycle_victim(rows, 1));
+}
+
 int
 main(void)
 {
@@ -570,6 +631,7 @@ main(void)
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_prefix),
 		cmocka_unit_test(test_divergence_says_what_differs),
+		cmocka_unit_test(test_deadlock_victim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -377,6 +377,12 @@ test_fits(void **state)
 	assert_string_equal(err, "the plan is of 3 turns x 2 rounds; res has 2 x 2");
 	cfg.turns = 8;		/* more turns: the plan runs its own */
 	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	cfg.rounds = 1;		/* fewer rounds: the plan's second never runs */
+	assert_int_equal(plan_fits(&p, &cfg, err), -1);
+	assert_string_equal(err, "the plan is of 3 turns x 2 rounds; res has 8 x 1");
+	cfg.rounds = 5;		/* more rounds: the plan runs its own */
+	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	cfg.rounds = 2;
 	px[0].name = "db2";
 	assert_int_equal(plan_fits(&p, &cfg, err), -1);
 	assert_string_equal(err, "the plan has decisions for proxy db, which res "

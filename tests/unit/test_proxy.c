@@ -833,6 +833,63 @@ test_pg_exchange_class(void **state)
 	}
 }
 
+/* "SELECT n FROM t WHERE id IN (1, 1, ..., 1)" of len bytes, then tail. */
+static size_t
+long_select(char *out, size_t len, const char *tail)
+{
+	static const char	 head[] = "SELECT n FROM t WHERE id IN (1";
+	size_t			 n = sizeof(head) - 1;
+
+	memcpy(out, head, n);
+	while (n + 3 < len) {
+		memcpy(out + n, ", 1", 3);
+		n += 3;
+	}
+	n += (size_t)sprintf(out + n, ")%s", tail);
+	return n + 1;		/* its NUL */
+}
+
+/*
+ * A statement longer than STMTKEY_MAX, whichever protocol carries it and
+ * however it is cut into reads: a FOR UPDATE past the cut makes it no read
+ * (the proxy saw the cap of it, not all); a long plain read under the cap
+ * is one.
+ */
+static void
+test_pg_class_cut(void **state)
+{
+	static const char	 startup[] = "user\0u\0database\0d\0";
+	static const size_t	 steps[] = { 1, 7, 4096, 1u << 20 };
+	size_t			 big = STMTKEY_MAX + 8192, n = 0, q, i;
+	char			*cs = malloc(4 * big), *body = malloc(big + 64);
+	char			 sqls[8][PG_SQL_LEN];
+	enum pg_kind		 kinds[8];
+
+	(void)state;
+	assert_non_null(cs);
+	assert_non_null(body);
+	n += pg_msg(cs + n, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+	q = long_select(body, big, " FOR UPDATE");			/* 1 */
+	n += pg_msg(cs + n, 'Q', 0, body, q);
+	body[0] = '\0';						/* 2 */
+	q = 1 + long_select(body + 1, big, " FOR UPDATE");
+	memcpy(body + q, "\0\0", 2);
+	n += pg_msg(cs + n, 'P', 0, body, q + 2);
+	n += pg_msg(cs + n, 'B', 0, "\0\0\0\0\0\0\0\0", 8);
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	q = long_select(body, STMTKEY_MAX / 2, "");			/* 3 */
+	n += pg_msg(cs + n, 'Q', 0, body, q);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		assert_int_equal(pg_walk(cs, n, steps[i], kinds, sqls, 8), 4);
+		assert_int_equal(walk_cls[1], SK_OTHER);
+		assert_int_equal(walk_cls[2], SK_OTHER);
+		assert_int_equal(walk_cls[3], SK_READ);
+	}
+	free(body);
+	free(cs);
+}
+
 static void
 test_pg_framer(void **state)
 {
@@ -2332,6 +2389,7 @@ main(void)
 		cmocka_unit_test(test_pg_startup_error),
 		cmocka_unit_test(test_pg_error_message),
 		cmocka_unit_test(test_pg_exchange_class),
+		cmocka_unit_test(test_pg_class_cut),
 		cmocka_unit_test(test_trace_format_pg),
 		cmocka_unit_test(test_match_http),
 		cmocka_unit_test(test_match_keeps_rolls),
