@@ -187,8 +187,12 @@ tell(struct check *k)
 	if (k->nsaid == 0)
 		return;		/* qsort of NULL is undefined, even of nothing */
 	qsort(k->said, k->nsaid, sizeof(*k->said), said_cmp);
+	/* a problem may quote the database's words or a setup's stderr:
+	 * escaped (log.h), one line each */
 	for (i = 0; i < k->nsaid; i++) {
-		fprintf(stderr, "%s\n", k->said[i].text);
+		(void)log_escape_put(stderr, k->said[i].text,
+		    strlen(k->said[i].text), 0);
+		fputc('\n', stderr);
 		free(k->said[i].text);
 	}
 	free(k->said);
@@ -840,12 +844,19 @@ print_outcomes(const struct inv_result *ir, int json)
 		if (o->nrows)
 			printf(" (%lld row%s)", (long long)o->nrows, o->nrows == 1 ? "" : "s");
 		putchar('\n');
+		/* production rows: whatever a user stored, escaped (log.h), so
+		 * no row can retitle or clear the terminal that reads them */
 		for (int r = 0; r < o->nkept; r++) {
 			printf("        ");
 			for (int c = 0; c < o->ncols; c++) {
 				const char	*v = o->cells[r * o->ncols + c];
 
-				printf("%s%s=%s", c ? ", " : "", o->cols[c], v ? v : "NULL");
+				fputs(c ? ", " : "", stdout);
+				(void)log_escape_put(stdout, o->cols[c],
+				    strlen(o->cols[c]), 0);
+				putchar('=');
+				(void)log_escape_put(stdout, v ? v : "NULL",
+				    strlen(v ? v : "NULL"), 0);
 			}
 			putchar('\n');
 		}
@@ -869,17 +880,20 @@ schema_missing(PGconn *conn, const char *schema, int64_t deadline)
 	const char	*params[1] = { schema };
 	PGresult	*res;
 	bool		 expired, missing = true;
-	char		 err[ERR_LEN];
+	char		 err[ERR_LEN], esc[LOG_ESC_LEN];
 
 	res = iso_pq_query(conn, q, 1, params, deadline, &expired);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1)
 		fprintf(stderr, "soak check: --schema %s: cannot ask the database "
 		    "whether it exists: %s\n", schema, expired ? "no answer" :
-		    iso_pq_msg(conn, res, err, sizeof(err)));
+		    log_escape(esc, sizeof(esc), iso_pq_msg(conn, res, err,
+		    sizeof(err))));
 	else if (strcmp(PQgetvalue(res, 0, 0), "0") == 0)
+		/* the schemas' names are the database's: escaped */
 		fprintf(stderr, "soak check: --schema %s: the database has no such "
 		    "schema (its schemas: %s)\n", schema, PQgetisnull(res, 0, 1) ?
-		    "none this role may use" : PQgetvalue(res, 0, 1));
+		    "none this role may use" : log_escape(esc, sizeof(esc),
+		    PQgetvalue(res, 0, 1)));
 	else
 		missing = false;
 	PQclear(res);
@@ -897,7 +911,7 @@ monitor(struct check *k, struct cfg *cfg, const char *db, const char *schema,
 {
 	struct inv_result	 ir = { 0 };
 	PGconn			*conn = NULL;
-	char			 err[ERR_LEN];
+	char			 err[ERR_LEN], esc[LOG_ESC_LEN];
 	int64_t			 deadline;
 	bool			 expired;
 	int			 n, rc = SOAK_EXIT_INCOMPLETE;
@@ -907,7 +921,8 @@ monitor(struct check *k, struct cfg *cfg, const char *db, const char *schema,
 	if ((conn = iso_pq_connect(db, now_ms() + ISO_CONNECT_MS, err)) == NULL) {
 		/* libpq quotes a token it cannot parse: it may be the password. */
 		conninfo_scrub(err, sizeof(err), db);
-		fprintf(stderr, "soak check: cannot connect: %s\n", err);
+		fprintf(stderr, "soak check: cannot connect: %s\n",
+		    log_escape(esc, sizeof(esc), err));
 		goto out;
 	}
 	deadline = now_ms() + ISO_CONNECT_MS +
@@ -925,7 +940,8 @@ monitor(struct check *k, struct cfg *cfg, const char *db, const char *schema,
 		free(q);
 		if (PQresultStatus(res) != PGRES_COMMAND_OK) {
 			fprintf(stderr, "soak check: %s\n", expired ? "no answer from "
-			    "the database" : iso_pq_msg(conn, res, err, sizeof(err)));
+			    "the database" : log_escape(esc, sizeof(esc),
+			    iso_pq_msg(conn, res, err, sizeof(err))));
 			PQclear(res);
 			goto out;
 		}
@@ -946,7 +962,8 @@ monitor(struct check *k, struct cfg *cfg, const char *db, const char *schema,
 		goto out;
 	}
 	if (inv_check(conn, cfg, deadline, &ir, err) == -1) {
-		fprintf(stderr, "soak check: %s\n", err);
+		/* PostgreSQL's words may quote a row's value */
+		fprintf(stderr, "soak check: %s\n", log_escape(esc, sizeof(esc), err));
 		goto out;
 	}
 	print_outcomes(&ir, json);

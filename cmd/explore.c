@@ -838,7 +838,7 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	struct seed_result	 res = { 0 };
 	struct xrec		 rec;
 	json_t			*p;
-	char			*text, err[ERR_LEN], set[256];
+	char			*text, err[ERR_LEN], set[256], esc[LOG_ESC_LEN];
 	size_t			 n;
 	uint64_t		 overlap;
 	bool			 serialized;
@@ -851,7 +851,8 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	p = json_object_get(res.detail, "plan");
 	if (!json_is_object(p)) {
 		printf("explore: the seed made no plan (%s: %s): nothing to explore\n",
-		    msg_verdict_name(res.verdict), res.message);
+		    msg_verdict_name(res.verdict), log_escape(esc, sizeof(esc),
+		    res.message));
 		goto out;
 	}
 	text = json_dumps(p, JSON_COMPACT);
@@ -1042,12 +1043,17 @@ say_failing(const struct xcmd *c)
 	json_t			*j = explore_json(c->x, c->stopped), *v;
 	size_t			 i;
 
+	/* a fingerprint names the invariants a record says broke, and a
+	 * record may be a remote worker's: escaped (log.h) */
 	json_array_foreach(json_object_get(j, "failing_fingerprints"), i, v) {
 		json_int_t	n = json_integer_value(json_object_get(v, "schedules"));
+		const char	*fp = json_string_value(json_object_get(v,
+				    "fingerprint"));
 
-		printf("  failing: %" JSON_INTEGER_FORMAT " schedule%s with %s\n", n,
-		    n == 1 ? "" : "s", json_string_value(json_object_get(v,
-		    "fingerprint")));
+		printf("  failing: %" JSON_INTEGER_FORMAT " schedule%s with ", n,
+		    n == 1 ? "" : "s");
+		(void)log_escape_put(stdout, fp, fp ? strlen(fp) : 0, 0);
+		putchar('\n');
 	}
 	json_decref(j);
 	if (s->failing > s->saved)

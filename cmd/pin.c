@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "common/config.h"
+#include "common/log.h"
 #include "common/plan.h"
 #include "common/regress.h"
 #include "common/seed.h"
@@ -302,12 +303,12 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 {
 	struct cfg	 cfg = { 0 };
 	struct plan	 p = { 0 };
-	char		 err[ERR_LEN], *defname = NULL, *dst = NULL, *replay = NULL;
-	char		*from = NULL;
+	char		 err[ERR_LEN], esc[LOG_ESC_LEN], *defname = NULL, *dst = NULL;
+	char		*from = NULL, *replay = NULL;
 	int		 rc;
 
 	if (plan_load(planarg, &p, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
+		fprintf(stderr, "soak pin: %s\n", log_escape(esc, sizeof(esc), err));
 		rc = access(planarg, R_OK) == 0 ? EX_DATAERR : EX_NOINPUT;
 		goto out;
 	}
@@ -324,7 +325,8 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 		goto out;
 	}
 	if (plan_fits(&p, &cfg, err) == -1) {
-		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, planarg, err);
+		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, planarg,
+		    log_escape(esc, sizeof(esc), err));
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
@@ -340,9 +342,11 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 	p.pinned_from = xstrdup(from != NULL ? from : planarg);
 	if ((rc = pin_save(dst, &p)) != 0)
 		goto out;
+	/* the fingerprint is the plan file's, and a plan file is anyone's */
 	printf("pinned %s as regression %s: %s\n  it failed with %s\n  soak run and "
 	    "soak coordinator of %s run it before the seeds\n  replay: %s\n",
-	    planarg, name, dst, p.fingerprint, cfg_path, replay);
+	    planarg, name, dst, log_escape(esc, sizeof(esc), p.fingerprint),
+	    cfg_path, replay);
 	rc = 0;
 out:
 	plan_free(&p);
@@ -376,7 +380,7 @@ cmd_pin(int argc, char **argv)
 	const char	*refresh = NULL;
 	char		*path = NULL, *plan_path = NULL, *dst = NULL;
 	char		*defname = NULL, *replay = NULL;
-	char		 err[ERR_LEN];
+	char		 err[ERR_LEN], esc[LOG_ESC_LEN];
 	uint64_t	 seed = 0;
 	bool		 have_seed = false, force = false, minimized = false;
 	int		 ch, rc = SOAK_EXIT_USAGE;
@@ -453,7 +457,8 @@ cmd_pin(int argc, char **argv)
 		fprintf(stderr, "soak pin: seed %" PRIu64 " did not fail in that run (it "
 		    "ended %s): a regression pins a failure; pin a failing seed (the "
 		    "summary lists them), or replay this one with soak replay --seed\n",
-		    seed, verdict ? verdict : "without a verdict");
+		    seed, verdict ? log_escape(esc, sizeof(esc), verdict) :
+		    "without a verdict");
 		rc = EX_DATAERR;
 		goto out;
 	}
@@ -463,11 +468,13 @@ cmd_pin(int argc, char **argv)
 		if (minimized)
 			fprintf(stderr, "soak pin: %s\n  (a minimized plan is written by "
 			    "tickets.minimize, or by soak minimize %s --plan %s/failures/%"
-			    PRIu64 "/plan.json)\n", err, cfg_path, run_dir, seed);
+			    PRIu64 "/plan.json)\n", log_escape(esc, sizeof(esc), err),
+			    cfg_path, run_dir, seed);
 		else
 			fprintf(stderr, "soak pin: %s\n  (a failing seed's plan is written "
 			    "by the coordinator; without it, soak replay %s --seed %" PRIu64
-			    " --save-plan FILE makes one)\n", err, cfg_path, seed);
+			    " --save-plan FILE makes one)\n", log_escape(esc, sizeof(esc),
+			    err), cfg_path, seed);
 		rc = EX_NOINPUT;
 		goto out;
 	}
@@ -478,7 +485,7 @@ cmd_pin(int argc, char **argv)
 	}
 	if (plan_fits(&p, &cfg, err) == -1) {
 		fprintf(stderr, "soak pin: %s cannot run the plan of seed %" PRIu64 ": %s\n",
-		    cfg_path, seed, err);
+		    cfg_path, seed, log_escape(esc, sizeof(esc), err));
 		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
@@ -493,7 +500,8 @@ cmd_pin(int argc, char **argv)
 		goto out;
 	printf("pinned seed %" PRIu64 " as regression %s: %s\n", seed, name, dst);
 	if (p.fingerprint != NULL)
-		printf("  it failed with %s\n", p.fingerprint);
+		printf("  it failed with %s\n", log_escape(esc, sizeof(esc),
+		    p.fingerprint));
 	printf("  soak run and soak coordinator of %s run it before the seeds\n"
 	    "  replay: %s\n", cfg_path, replay);
 	rc = 0;

@@ -93,10 +93,14 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
 
 	text = proxy_schedule_show(trace, len, cfg,
 	    verbose ? 0 : REPLAY_SCHEDULE_LINES, err);
+	/* the steps' statements and request lines are the system's: escaped
+	 * (log.h), each line still a line */
 	if (text == NULL)
 		printf("\nschedule: not shown: %s\n", err);
-	else if (text[0] != '\0')
-		printf("\n%s", text);
+	else if (text[0] != '\0') {
+		putchar('\n');
+		(void)log_escape_put(stdout, text, strlen(text), LOG_ESC_LINES);
+	}
 	free(text);
 }
 
@@ -146,9 +150,12 @@ replay_plan_said(const struct seed_result *res, bool then_seed)
 		printf(", %zu step%s after the divergence (the turns ran to their "
 		    "end, the oldest exchange first)", after, after == 1 ? "" : "s");
 	printf("\n");
-	/* the proxy's account, in the plan's terms, said here only */
-	if (div != NULL)
-		printf("%s\n", div);
+	/* the proxy's account, in the plan's terms, said here only; it
+	 * quotes the plan's statement: a plan file is anyone's */
+	if (div != NULL) {
+		(void)log_escape_put(stdout, div, strlen(div), 0);
+		putchar('\n');
+	}
 }
 
 /* --save-plan: the replay's decisions as a plan. */
@@ -198,9 +205,13 @@ replay_trace(const char *trace, size_t len, bool verbose)
 		show = verbose || j == NULL || trace_line_parse(j, &l, why) == -1 ||
 		    l.fault != FAULT_NONE || l.note != NULL;
 		json_decref(j);
-		if (show)
-			printf("%.*s\n", (int)(nl - p), p);
-		else
+		/* JSON lines keep their backslashes; what they carry that a
+		 * terminal would act on (a damaged line's bytes, C1) escaped */
+		if (show) {
+			(void)log_escape_put(stdout, p, (size_t)(nl - p),
+			    LOG_ESC_BACKSLASH);
+			putchar('\n');
+		} else
 			quiet++;
 		if (nl == end)
 			break;
@@ -271,32 +282,56 @@ replay_hold(void)
 }
 
 /*
+ * What the psql command left out (iso_psql_command's withheld), and how
+ * psql gets it instead: the password from the environment or a password
+ * file; any other secret (a client key's passphrase) it asks for.
+ */
+static void
+say_withheld(const char *withheld)
+{
+	char	copy[ISO_WITHHELD_LEN], rest[2 * ISO_WITHHELD_LEN], *w, *save = NULL;
+	size_t	rl = 0;
+	bool	pw = false;
+
+	snprintf(copy, sizeof(copy), "%s", withheld);
+	rest[0] = '\0';
+	for (w = strtok_r(copy, " ", &save); w != NULL; w = strtok_r(NULL, " ", &save))
+		if (strcmp(w, "password") == 0)
+			pw = true;
+		else
+			rl += (size_t)snprintf(rest + rl, sizeof(rest) - rl, "%s%s",
+			    rl ? ", " : "", w);
+	if (pw)
+		printf("(the connection's password is not shown: give it to psql "
+		    "with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+	if (rest[0] != '\0')
+		printf("(nor is its %s: psql asks for it when it needs it)\n", rest);
+}
+
+/*
  * The kept schema: where it is and how to open it.  --shell prints a
- * ready psql command (iso_psql_command: no password in it, ever) and holds
+ * ready psql command (iso_psql_command: no secret in it, ever) and holds
  * an embedded database up for it, then stops it (iso_db_close waits for
  * its supervisor to remove every file); plain --keep gives the old hint.
  */
 static void
 replay_kept(struct iso_db *db, const char *schema, bool shell)
 {
-	char	*cmd, err[ERR_LEN];
-	bool	 pw;
+	char	*cmd, err[ERR_LEN], withheld[ISO_WITHHELD_LEN];
 
 	/*
 	 * One command for both: psql on the kept schema, every setting of the
-	 * connection but the password, the schema first on the search_path
+	 * connection but its secrets, the schema first on the search_path
 	 * through the string's own options (PGOPTIONS would lose to options
 	 * the URL already has, and psql -c 'SET ...' runs it and exits).
 	 */
-	if ((cmd = iso_psql_command(db->conninfo, schema, &pw, err)) == NULL) {
+	if ((cmd = iso_psql_command(db->conninfo, schema, withheld, err)) == NULL) {
 		printf("schema kept: %s (no psql command: %s)\n", schema, err);
 		return;
 	}
 	if (!shell) {
 		printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
-		if (pw)
-			printf("(the connection's password is not shown: give it to "
-			    "psql with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+		say_withheld(withheld);
 		if (db->pg)
 			printf("note: the embedded database is removed when replay exits; "
 			    "add --shell to keep it up while you look, or set "
@@ -305,9 +340,7 @@ replay_kept(struct iso_db *db, const char *schema, bool shell)
 		return;
 	}
 	printf("\nschema kept: %s; open it with:\n\n    %s\n\n", schema, cmd);
-	if (pw)
-		printf("(the connection's password is not shown: give it to psql "
-		    "with PGPASSWORD, PGPASSFILE or ~/.pgpass)\n");
+	say_withheld(withheld);
 	free(cmd);
 	if (db->pg == NULL) {
 		fflush(stdout);
@@ -452,8 +485,11 @@ replay_tell(const struct cfg *cfg, const struct seed_result *res,
 		proxy_schedule_diff(runtrace, runtrace_len,
 		    res->trace ? res->trace : "", res->trace_len,
 		    "this replay", why, sizeof(why));
-		if (why[0] != '\0')
-			printf("\nschedule: %s\n", why);
+		if (why[0] != '\0') {
+			printf("\nschedule: ");
+			(void)log_escape_put(stdout, why, strlen(why), 0);
+			putchar('\n');
+		}
 	}
 	if (planned)
 		replay_plan_said(res, o->then_seed);

@@ -39,25 +39,42 @@ log_verbose(void)
 	return log_level_verbose;
 }
 
-/* One write(2) per line, so lines from concurrent processes never interleave. */
+static size_t	esc_piece(const unsigned char *s, size_t avail, int flags,
+		    char *piece, size_t *n);
+
+/*
+ * One write(2) per line, so lines from concurrent processes never
+ * interleave.  Whatever a message quotes, no terminal escape reaches
+ * stderr: the line goes out the log_escape way, its own backslashes and
+ * line breaks as they are (a caller escapes what could fake a line).
+ */
 static void
 log_vemit(const char *level, const char *fmt, va_list ap, int with_errno)
 {
-	char	line[2048];
-	int	saved = errno, n;
+	char		 raw[2048], line[4096], piece[16];
+	int		 saved = errno, n;
+	size_t		 o = 0, i, plen, k;
 
-	n = snprintf(line, sizeof(line), "%s: %s", log_role, level);
-	if (n < 0 || (size_t)n >= sizeof(line))
+	n = snprintf(raw, sizeof(raw), "%s: %s", log_role, level);
+	if (n < 0 || (size_t)n >= sizeof(raw))
 		n = 0;
-	n += vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	if ((size_t)n >= sizeof(line) - 2)
-		n = sizeof(line) - 2 - 64;
+	n += vsnprintf(raw + n, sizeof(raw) - n, fmt, ap);
+	if ((size_t)n >= sizeof(raw) - 2)
+		n = sizeof(raw) - 2 - 64;
 	if (with_errno)
-		n += snprintf(line + n, sizeof(line) - n, ": %s", strerror(saved));
-	if ((size_t)n > sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	(void)!write(STDERR_FILENO, line, n);
+		n += snprintf(raw + n, sizeof(raw) - n, ": %s", strerror(saved));
+	if ((size_t)n > sizeof(raw) - 2)
+		n = sizeof(raw) - 2;
+	for (i = 0; i < (size_t)n; i += k) {
+		plen = esc_piece((const unsigned char *)raw + i, (size_t)n - i,
+		    LOG_ESC_LINES | LOG_ESC_BACKSLASH, piece, &k);
+		if (o + plen > sizeof(line) - 1)
+			break;
+		memcpy(line + o, piece, plen);
+		o += plen;
+	}
+	line[o++] = '\n';
+	(void)!write(STDERR_FILENO, line, o);
 	errno = saved;
 }
 
@@ -118,50 +135,57 @@ fatalx(const char *fmt, ...)
 	exit(70);
 }
 
-/* Valid, but a terminal or a reader would take it for layout: C1 controls,
- * line and paragraph separators, bidirectional marks and overrides. */
-static bool
-utf8_hidden(uint32_t cp)
+/*
+ * One piece of s (avail bytes left, 1 or more) written the log_escape way
+ * into piece (16 bytes hold any): its length; *n, the bytes of s it stands
+ * for.  flags: LOG_ESC_*.
+ */
+static size_t
+esc_piece(const unsigned char *s, size_t avail, int flags, char *piece,
+    size_t *n)
 {
-	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
-	    (cp >= 0x200e && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
-	    (cp >= 0x2066 && cp <= 0x2069);
+	static const char	 hex[] = "0123456789abcdef";
+	size_t			 plen = 0, i;
+	uint32_t		 cp;
+
+	*n = 1;
+	if ((*s == '\n' && (flags & LOG_ESC_LINES)) ||
+	    (*s == '\\' && (flags & LOG_ESC_BACKSLASH)))
+		piece[plen++] = (char)*s;
+	else if (*s == '\\' || *s == '\n' || *s == '\r' || *s == '\t') {
+		piece[plen++] = '\\';
+		piece[plen++] = *s == '\\' ? '\\' : *s == '\n' ? 'n' :
+		    *s == '\r' ? 'r' : 't';
+	} else if (*s >= 0x20 && *s < 0x7f)
+		piece[plen++] = (char)*s;
+	else if (*s >= 0x80 && (*n = utf8_decode((const char *)s, avail,
+	    &cp)) > 0 && !utf8_hidden(cp)) {
+		memcpy(piece, s, *n);
+		plen = *n;
+	} else {
+		if (*n == 0)
+			*n = 1;		/* not UTF-8: this byte alone */
+		for (i = 0; i < *n; i++) {
+			piece[plen++] = '\\';
+			piece[plen++] = 'x';
+			piece[plen++] = hex[s[i] >> 4];
+			piece[plen++] = hex[s[i] & 0xf];
+		}
+	}
+	return plen;
 }
 
 char *
 log_escape(char *buf, size_t size, const char *str)
 {
-	static const char	 hex[] = "0123456789abcdef";
 	const unsigned char	*s = (const unsigned char *)(str ? str : "(null)");
 	char			 piece[16];
 	size_t			 o = 0, mark = 0, plen, n, i;
-	uint32_t		 cp;
 
 	if (size == 0)
 		return buf;
 	while (*s) {
-		n = 1;
-		plen = 0;
-		if (*s == '\\' || *s == '\n' || *s == '\r' || *s == '\t') {
-			piece[plen++] = '\\';
-			piece[plen++] = *s == '\\' ? '\\' : *s == '\n' ? 'n' :
-			    *s == '\r' ? 'r' : 't';
-		} else if (*s >= 0x20 && *s < 0x7f)
-			piece[plen++] = (char)*s;
-		else if (*s >= 0x80 && (n = utf8_decode((const char *)s,
-		    strnlen((const char *)s, 4), &cp)) > 0 && !utf8_hidden(cp)) {
-			memcpy(piece, s, n);
-			plen = n;
-		} else {
-			if (n == 0)
-				n = 1;		/* not UTF-8: this byte alone */
-			for (i = 0; i < n; i++) {
-				piece[plen++] = '\\';
-				piece[plen++] = 'x';
-				piece[plen++] = hex[s[i] >> 4];
-				piece[plen++] = hex[s[i] & 0xf];
-			}
-		}
+		plen = esc_piece(s, strnlen((const char *)s, 4), 0, piece, &n);
 		if (o + plen > size - 1) {
 			/* Cut where "..." still fits, never inside a piece. */
 			o = mark;
@@ -177,4 +201,21 @@ log_escape(char *buf, size_t size, const char *str)
 	}
 	buf[o] = '\0';
 	return buf;
+}
+
+int
+log_escape_put(FILE *f, const char *str, size_t len, int flags)
+{
+	const unsigned char	*s = (const unsigned char *)str, *end;
+	char			 piece[16];
+	size_t			 plen, n;
+
+	if (str == NULL)
+		return fputs("(null)", f) == EOF ? -1 : 0;
+	for (end = s + len; s < end; s += n) {
+		plen = esc_piece(s, (size_t)(end - s), flags, piece, &n);
+		if (fwrite(piece, 1, plen, f) != plen)
+			return -1;
+	}
+	return 0;
 }

@@ -791,6 +791,86 @@ utf8_prefix(const char *s, size_t len, size_t max)
 	return n;
 }
 
+size_t
+utf8_cut(char *dst, size_t size, const char *s, size_t n)
+{
+	size_t	i = 0, o = 0, k;
+
+	if (size == 0)
+		return 0;
+	while (i < n) {
+		if ((k = utf8_decode(s + i, n - i, NULL)) == 0) {
+			if (o + 1 > size - 1)
+				break;
+			dst[o++] = '?';
+			i++;
+			continue;
+		}
+		if (o + k > size - 1)
+			break;
+		memmove(dst + o, s + i, k);	/* dst may be s: o <= i */
+		o += k;
+		i += k;
+	}
+	dst[o] = '\0';
+	return o;
+}
+
+bool
+utf8_hidden(uint32_t cp)
+{
+	return (cp >= 0x80 && cp <= 0x9f) || cp == 0x061c ||
+	    (cp >= 0x200e && cp <= 0x200f) || (cp >= 0x2028 && cp <= 0x202e) ||
+	    (cp >= 0x2066 && cp <= 0x2069);
+}
+
+int
+jsonstr_put(char *buf, size_t len, size_t *o, const char *str)
+{
+	static const char	 hex[] = "0123456789abcdef";
+	const unsigned char	*s = (const unsigned char *)str;
+	size_t			 at = *o, k, plen;
+	char			 piece[8];
+
+	while (*s != '\0') {
+		plen = 0;
+		k = 1;
+		if (*s == '"' || *s == '\\') {
+			piece[plen++] = '\\';
+			piece[plen++] = (char)*s;
+		} else if (*s < 0x20 || *s == 0x7f) {
+			memcpy(piece, "\\u00", 4);
+			plen = 4;
+			piece[plen++] = hex[*s >> 4];
+			piece[plen++] = hex[*s & 0xf];
+		} else if (*s < 0x80) {
+			piece[plen++] = (char)*s;
+		} else if ((k = utf8_decode((const char *)s, strnlen((const char *)s,
+		    4), NULL)) > 0) {
+			memcpy(piece, s, k);
+			plen = k;
+		} else {
+			k = 1;		/* this byte alone: U+FFFD */
+			memcpy(piece, "\xef\xbf\xbd", 3);
+			plen = 3;
+		}
+		if (at + plen + 1 > len)
+			goto full;
+		memcpy(buf + at, piece, plen);
+		at += plen;
+		s += k;
+	}
+	if (at + 1 > len)
+		goto full;
+	buf[at] = '\0';
+	*o = at;
+	return 0;
+full:
+	if (*o < len)
+		buf[*o] = '\0';	/* as it was: what was appended goes */
+	return -1;
+}
+
 int
 hex_digit(int c)
 {

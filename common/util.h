@@ -8,6 +8,7 @@
 
 #include <endian.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,6 +180,35 @@ void	utf8_scrub(char *s, size_t len);
 /* The longest prefix of s[0..len) of at most max bytes that does not end
  * inside a UTF-8 character: where to cut. */
 size_t	utf8_prefix(const char *s, size_t len, size_t max);
+/*
+ * UTF-8's one cutter, for bytes a system under test sent that go into a
+ * field of fixed size (a trace's "req", an explore record's "what"): the
+ * characters of s[0..n) that fit in size - 1 bytes, copied to dst and
+ * NUL-terminated; a character that does not fit whole is left out, never
+ * cut, and each byte that is not part of a well-formed character (a stray
+ * byte, a character cut before s was, a NUL) becomes '?', so what comes out
+ * is valid UTF-8 whatever went in, and never longer than it.  dst may be s
+ * (in place).  Returns the bytes written before the NUL; size 0 writes
+ * nothing.
+ */
+size_t	utf8_cut(char *dst, size_t size, const char *s, size_t n);
+/*
+ * Valid, but a terminal or a reader would take it for layout: C1
+ * controls, line and paragraph separators, bidirectional marks and
+ * overrides (log_escape writes them as \xNN, a statement's summary as ?).
+ */
+bool	utf8_hidden(uint32_t cp);
+/*
+ * JSON strings' one hand-written writer, for the fault trace, which the
+ * proxy's thread formats without jansson: s as the inside of a JSON string
+ * appended at buf + *o (len bytes in all, a NUL kept after it): '"' and
+ * '\\' escaped, control bytes (C0, DEL) as \u00XX, well-formed UTF-8 as it
+ * is, and each byte that is not part of a well-formed character as U+FFFD
+ * (the replacement character: the byte is gone, the line still reads).  So
+ * whatever bytes s holds, the string reads back and json_string() takes
+ * it.  -1, with *o unmoved, when it does not fit.
+ */
+int	jsonstr_put(char *buf, size_t len, size_t *o, const char *s);
 /*
  * Decimal numbers' one reader.  dec_digits: the digits at *p (up to end)
  * into *v, *p moved past them (none read: *v is 0 and *p unmoved); -1 when

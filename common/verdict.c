@@ -25,6 +25,7 @@ static const struct {
 	[REASON_DIVERGED] =	{ "diverged",	VERDICT_INFRA,	"a plan's next step could not come" },
 	[REASON_PLAN] =		{ "plan",	VERDICT_INFRA,	"the worker's copy of a regression is not the lease's" },
 	[REASON_CASSETTE] =	{ "cassette",	VERDICT_INFRA,	"a model request its cassette has no answer for" },
+	[REASON_TRACE] =	{ "trace",	VERDICT_INFRA,	"soak could not read its own fault trace" },
 };
 
 const char *

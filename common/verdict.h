@@ -39,6 +39,9 @@ enum reason {
 	REASON_CASSETTE,	/* a replaying proxy met a model request its
 				   cassette has no answer for (docs/models.md):
 				   never passed on to the real API */
+	REASON_TRACE,		/* soak could not read its own fault trace of
+				   the seed: nothing it says of the seed's
+				   exchanges (coverage, plan) can be had */
 	REASON_MAX
 };
 

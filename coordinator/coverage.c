@@ -47,6 +47,9 @@ struct cov_px {
 struct cov {
 	const struct cfg	*cfg;
 	uint64_t		 seeds, forced, forced_seeds;
+	/* seeds whose trace their worker could not read (its "unread"):
+	 * counted in seeds, never as seeds without exchanges */
+	uint64_t		 unread;
 	struct cov_px		*px;		/* config order */
 	uint64_t		*inv_checked, *inv_broken;
 	/* what the schedules waited for their actors (cov_add_waits): the
@@ -123,6 +126,13 @@ count_of(const json_t *v)
 	json_int_t	n = json_integer_value(v);
 
 	return n > 0 ? (uint64_t)n : 0;
+}
+
+/* The seeds whose proxies' counts are in the sums: those traced. */
+static uint64_t
+traced(const struct cov *c)
+{
+	return c->seeds - c->unread;
 }
 
 static uint64_t
@@ -289,6 +299,10 @@ cov_add(struct cov *c, const json_t *seed)
 	if (!json_is_object(seed))
 		return;
 	c->seeds++;
+	if (json_object_get(seed, "unread") != NULL) {
+		c->unread++;
+		goto invariants;
+	}
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		struct cov_px	*x = &c->px[i];
 		const json_t	*o = json_object_get(proxies, x->p->name);
@@ -327,6 +341,7 @@ cov_add(struct cov *c, const json_t *seed)
 	}
 	c->forced += forced;
 	c->forced_seeds += forced > 0;
+invariants:
 	if (json_array_size(invs) != c->cfg->ninvariants)
 		return;
 	for (i = 0; i < c->cfg->ninvariants; i++) {
@@ -535,11 +550,11 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 			warn(w, "proxy %s: latency (%lld..%lld ms) delayed none of its "
 			    "%" PRIu64 " exchanges in %" PRIu64 " seeds%s", x->p->name,
 			    (long long)f->latency_min_ms, (long long)f->latency_max_ms,
-			    x->exchanges, c->seeds, match);
+			    x->exchanges, traced(c), match);
 		else if (fault_parse(kind, &k) == 0 && k == FAULT_CLOSE_AFTER)
 			warn(w, "proxy %s: close_after closed none of its %" PRIu64
 			    " connections in %" PRIu64 " seeds (none passed that many "
-			    "bytes)", x->p->name, x->connections, c->seeds);
+			    "bytes)", x->p->name, x->connections, traced(c));
 		else {
 			if (f->match)
 				expect[0] = '\0';
@@ -548,7 +563,7 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 				    ", about %.3g expected", share * (double)base);
 			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
 			    " seeds, though its share is %.3g %% of them%s%s%s",
-			    x->p->name, kind, base, of, c->seeds, share * 100, expect,
+			    x->p->name, kind, base, of, traced(c), share * 100, expect,
 			    strcmp(of, "connections") == 0 ? "" : match,
 			    api_hint(kind));
 		}
@@ -648,16 +663,24 @@ warnings(const struct cov *c)
 
 	if (c->seeds == 0)
 		return w;
+	if (c->unread > 0)
+		warn(w, "soak could not read its own fault trace of %" PRIu64 " of "
+		    "the %" PRIu64 " seeds (soak's error, not the system's: each is "
+		    "infra, reason trace, unless it failed; the worker's log says "
+		    "why): their exchanges are in no count here", c->unread,
+		    c->seeds);
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		const struct cov_px	*x = &c->px[i];
 		const char		*mode = sched_mode(x->p);
 
+		if (traced(c) == 0)
+			break;
 		if (x->exchanges == 0) {
 			proxy_env(env, sizeof(env), x->p->name);
 			warn(w, "proxy %s saw no exchange in any of the %" PRIu64
 			    " seeds: no turn's traffic went through it%s. A turn "
 			    "reaches it at $%s (host:port of its own listener)%s",
-			    x->p->name, c->seeds, mode ? ", so its schedule took no "
+			    x->p->name, traced(c), mode ? ", so its schedule took no "
 			    "step" : "", env, x->p->upstream_kind == CFG_UP_DATABASE ?
 			    "; in front of the database, also through PGHOST, PGPORT "
 			    "and DATABASE_URL when they point at it (a turn that "
@@ -670,13 +693,13 @@ warnings(const struct cov *c)
 			warn(w, "proxy %s has a schedule (%s) but took no step in any "
 			    "of the %" PRIu64 " seeds: its %" PRIu64 " exchanges were "
 			    "all outside it (a PostgreSQL start-up is%s)", x->p->name,
-			    mode, c->seeds, x->exchanges, json_object_size(x->byp_n) > 0 ?
+			    mode, traced(c), x->exchanges, json_object_size(x->byp_n) > 0 ?
 			    ", and a service's exchanges are: below" : "");
 		else if (mode != NULL && x->nostep_seeds > 0)
 			warn(w, "proxy %s has a schedule (%s) but took no step in %"
 			    PRIu64 " of the %" PRIu64 " seeds: nothing of those seeds "
 			    "was ordered at it", x->p->name, mode, x->nostep_seeds,
-			    c->seeds);
+			    traced(c));
 		if (mode != NULL && x->steps > 0 &&
 		    x->p->schedule.mode == CFG_SCHED_PCT)
 			warn_pct(w, x);
@@ -807,8 +830,9 @@ cov_json(const struct cov *c)
 		    "name", c->cfg->invariants[i].name,
 		    "seeds_checked", (json_int_t)c->inv_checked[i],
 		    "seeds_broken", (json_int_t)c->inv_broken[i]));
-	root = json_pack("{s:I, s:o, s:{s:I, s:I}, s:o, s:o, s:o}",
-	    "seeds", (json_int_t)c->seeds, "proxies", proxies,
+	root = json_pack("{s:I, s:I, s:o, s:{s:I, s:I}, s:o, s:o, s:o}",
+	    "seeds", (json_int_t)c->seeds,
+	    "unread_traces", (json_int_t)c->unread, "proxies", proxies,
 	    "forced", "decisions", (json_int_t)c->forced,
 	    "seeds", (json_int_t)c->forced_seeds,
 	    "invariants", invs, "pct", pct, "warnings", warnings(c));
@@ -927,8 +951,13 @@ cov_summary(FILE *f, const struct cov *c)
 
 	if (c->seeds == 0)
 		return;
-	fprintf(f, "\n  coverage of %" PRIu64 " seed%s:\n", c->seeds,
+	fprintf(f, "\n  coverage of %" PRIu64 " seed%s", c->seeds,
 	    c->seeds == 1 ? "" : "s");
+	if (c->unread > 0)
+		fprintf(f, " (%" PRIu64 " whose fault trace soak could not read: "
+		    "infra, reason trace; their exchanges are not counted)",
+		    c->unread);
+	fputs(":\n", f);
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		const struct cov_px	*x = &c->px[i];
 		const char		*mode = sched_mode(x->p);
@@ -937,7 +966,8 @@ cov_summary(FILE *f, const struct cov *c)
 		fprintf(f, "    proxy %s%s%s%s: ", x->p->name, mode ? " (" : "",
 		    mode ? mode : "", mode ? ")" : "");
 		if (x->exchanges == 0) {
-			fprintf(f, "no exchange in any seed\n");
+			fprintf(f, "%s\n", traced(c) > 0 ? "no exchange in any seed" :
+			    "no fault trace read");
 			continue;
 		}
 		fprintf(f, "%" PRIu64 " exchanges in %" PRIu64 " seed%s, %" PRIu64

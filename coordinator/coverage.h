@@ -42,7 +42,11 @@ void		 cov_free(struct cov *c);
 /*
  * Adds one seed's "coverage" (NULL or not an object: a seed that reported
  * none, e.g. an old worker's; not counted).  Counts of proxies or
- * invariants the config does not have are left out.
+ * invariants the config does not have are left out.  A coverage with
+ * "unread" (its worker could not read the seed's fault trace: verdict
+ * infra, reason trace, unless it failed) counts as a seed and in its
+ * invariants, and in report.json's "unread_traces", never as a seed whose
+ * proxies saw nothing: the proxies' warnings are of the seeds traced.
  */
 void		 cov_add(struct cov *c, const json_t *seed);
 /* The forced decisions of one seed's "coverage", every proxy and kind. */

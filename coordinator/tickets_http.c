@@ -88,6 +88,7 @@ reply_reason(const char *body, char *buf, size_t size)
 {
 	json_t		*j;
 	const char	*m = NULL;
+	char		 esc[96];
 
 	buf[0] = '\0';
 	if (body == NULL || (j = json_loads(body, 0, NULL)) == NULL)
@@ -98,8 +99,10 @@ reply_reason(const char *body, char *buf, size_t size)
 	if (m == NULL)
 		m = json_string_value(json_array_get(json_object_get(j,
 		    "errorMessages"), 0));
+	/* the tracker's words reach a terminal and a log: escaped (log.h),
+	 * cut between characters */
 	if (m != NULL)
-		snprintf(buf, size, ": \"%.80s\"", m);
+		snprintf(buf, size, ": \"%s\"", log_escape(esc, sizeof(esc), m));
 	json_decref(j);
 }
 

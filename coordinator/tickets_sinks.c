@@ -205,10 +205,16 @@ labels_json(const struct tk_ticket *t, bool no_spaces)
 static char *
 id_string(const json_t *v)
 {
+	const char	*s = json_string_value(v);
+
 	if (json_is_integer(v))
 		return xasprintf("%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	if (json_is_string(v))
-		return xstrdup(json_string_value(v));
+	/* a tracker's key goes into a URL (the comment's) and onto the
+	 * terminal: the characters a key has (Jira's "PROJ-12"), or none */
+	if (s != NULL && *s != '\0' && strlen(s) <= 64 &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	    "0123456789_.-") == strlen(s) && strstr(s, "..") == NULL)
+		return xstrdup(s);
 	return NULL;
 }
 

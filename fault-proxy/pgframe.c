@@ -265,10 +265,11 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 {
 	static const char	 ell[] = " \xe2\x80\xa6";	/* " …" */
 	const size_t		 room = PG_SQL_LEN - sizeof(ell);
-	size_t			 i = 0, o = 0;
+	size_t			 i = 0, o = 0, k;
 	int			 words = 0;
 	bool			 space = false, cut = false, inword = false;
 	unsigned char		 ch;
+	uint32_t		 cp;
 
 	while (i < n && sql[i] != '\0') {
 		ch = (unsigned char)sql[i];
@@ -327,6 +328,23 @@ pg_sql_summary(const char *sql, size_t n, char *out)
 		/* $1: a parameter, not a literal; its digits are kept */
 		inword = is_word(ch) || (ch == '$' && i + 1 < n &&
 		    sql[i + 1] >= '0' && sql[i + 1] <= '9');
+		/* a name in another script stays whole, or goes whole: the
+		 * trace and a plan carry UTF-8, never half a character */
+		if (ch >= 0x80 && (k = utf8_decode(sql + i, n - i, &cp)) > 0) {
+			if (utf8_hidden(cp)) {
+				out[o++] = '?';		/* one for the character */
+				i += k;
+				continue;
+			}
+			if (o + k >= room) {
+				cut = true;
+				break;
+			}
+			memcpy(out + o, sql + i, k);
+			o += k;
+			i += k;
+			continue;
+		}
 		out[o++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
 		i++;
 	}

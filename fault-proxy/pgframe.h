@@ -153,7 +153,10 @@ size_t	pg_scan_server(struct pgframe *f, const char *p, size_t n);
 void	pg_exchange_next(struct pgframe *f);
 /*
  * The first words of a statement into out (PG_SQL_LEN): whitespace and
- * comments collapsed, printable ASCII only, cut before the first literal
+ * comments collapsed, printable ASCII and whole UTF-8 characters (any
+ * other byte, a control or a character utf8_hidden names as '?': valid
+ * UTF-8 whatever the client sent, never cut inside a character), cut
+ * before the first literal
  * (a quoted string, a dollar-quoted string, a number) and after
  * PG_SQL_WORDS words, "…" where something was cut.
  */

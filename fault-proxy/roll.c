@@ -9,6 +9,7 @@
 #include "common/fault.h"
 #include "common/seed.h"
 #include "common/trace.h"
+#include "common/util.h"
 #include "fault-proxy/proxy.h"
 
 static uint64_t
@@ -149,27 +150,6 @@ put(char *buf, size_t len, size_t *o, const char *s)
 	return 0;
 }
 
-/* s as the inside of a JSON string: quotes, backslashes, controls escaped. */
-static int
-put_json(char *buf, size_t len, size_t *o, const char *s)
-{
-	char	esc[8];
-
-	for (; *s != '\0'; s++) {
-		if (*s == '"' || *s == '\\')
-			snprintf(esc, sizeof(esc), "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			snprintf(esc, sizeof(esc), "\\u%04x", (unsigned char)*s);
-		else {
-			esc[0] = *s;
-			esc[1] = '\0';
-		}
-		if (put(buf, len, o, esc) == -1)
-			return -1;
-	}
-	return 0;
-}
-
 int
 proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 {
@@ -227,7 +207,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		if (put(buf, len, &o, num) == -1)
 			return -1;
 		if (r->req[0] != '\0' && (put(buf, len, &o, ",\"req\":\"") == -1 ||
-		    put_json(buf, len, &o, r->req) == -1 ||
+		    jsonstr_put(buf, len, &o, r->req) == -1 ||
 		    put(buf, len, &o, "\"") == -1))
 			return -1;
 	}
@@ -247,7 +227,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 		char	num[64];
 
 		if (put(buf, len, &o, ",\"model\":\"") == -1 ||
-		    put_json(buf, len, &o, r->model) == -1 ||
+		    jsonstr_put(buf, len, &o, r->model) == -1 ||
 		    put(buf, len, &o, "\"") == -1)
 			return -1;
 		num[0] = '\0';
@@ -318,7 +298,7 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    put(buf, len, &o, r->pg) == -1 || put(buf, len, &o, "\"") == -1)
 		return -1;
 	if (r->sql[0] != '\0' && (put(buf, len, &o, ",\"sql\":\"") == -1 ||
-	    put_json(buf, len, &o, r->sql) == -1 || put(buf, len, &o, "\"") == -1))
+	    jsonstr_put(buf, len, &o, r->sql) == -1 || put(buf, len, &o, "\"") == -1))
 		return -1;
 	if (r->tx != '\0') {
 		tx[0] = r->tx >= 'A' && r->tx <= 'Z' ? r->tx : '?';

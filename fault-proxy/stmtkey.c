@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/util.h"
+
 #define FNV_OFF		0xcbf29ce484222325ULL
 #define FNV_PRIME	0x100000001b3ULL
 
@@ -766,11 +768,9 @@ stmtkey_http(const char *line, size_t n, char *norm, size_t normlen)
 		h ^= (unsigned char)buf[i];
 		h *= FNV_PRIME;
 	}
-	if (norm != NULL && normlen > 0) {
-		if (o >= normlen)
-			o = normlen - 1;
-		memcpy(norm, buf, o);
-		norm[o] = '\0';
-	}
+	/* the request line as people read it: a path's bytes are whatever the
+	 * client sent, so cut between characters, never inside one */
+	if (norm != NULL)
+		(void)utf8_cut(norm, normlen, buf, o);
 	return h != 0 ? h : 1;
 }

@@ -103,8 +103,9 @@ const char	*sk_class_name(enum sk_class c);
 uint64_t	 stmtkey_sql(const char *sql, size_t n);
 /*
  * The key of an HTTP request line ("POST /refunds/42?x=1 HTTP/1.1"); norm
- * gets "POST /refunds/{}" (cut to normlen).  0 when it is not a request
- * line.
+ * gets "POST /refunds/{}", valid UTF-8 cut to normlen between characters
+ * (utf8_cut: a byte that is not UTF-8 as '?'; the key is of the bytes as
+ * sent).  0 when it is not a request line.
  */
 uint64_t	 stmtkey_http(const char *line, size_t n, char *norm,
 		    size_t normlen);

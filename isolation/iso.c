@@ -162,7 +162,7 @@ put_conninfo_value(FILE *f, const char *v)
 }
 
 char *
-iso_psql_command(const char *conninfo, const char *schema, bool *has_password,
+iso_psql_command(const char *conninfo, const char *schema, char *withheld,
     char *err)
 {
 	PQconninfoOption	*opts, *o;
@@ -171,8 +171,9 @@ iso_psql_command(const char *conninfo, const char *schema, bool *has_password,
 	size_t			 len = 0;
 	FILE			*f;
 	bool			 first = true;
+	size_t			 wl = 0;
 
-	*has_password = false;
+	withheld[0] = '\0';
 	if ((opts = PQconninfoParse(conninfo ? conninfo : "", &perr)) == NULL) {
 		errf(err, "bad database connection string: %.*s",
 		    perr ? (int)strcspn(perr, "\n") : 13, perr ? perr : "out of memory");
@@ -186,8 +187,13 @@ iso_psql_command(const char *conninfo, const char *schema, bool *has_password,
 	for (o = opts; o->keyword != NULL; o++) {
 		if (o->val == NULL || *o->val == '\0')
 			continue;
-		if (strcmp(o->keyword, "password") == 0) {
-			*has_password = true;
+		/* libpq's own mark of a secret: password, sslpassword, and
+		 * whatever a later libpq adds */
+		if (strchr(o->dispchar, '*') != NULL) {
+			if (wl + strlen(o->keyword) + 2 <= ISO_WITHHELD_LEN)
+				wl += (size_t)snprintf(withheld + wl,
+				    ISO_WITHHELD_LEN - wl, "%s%s", wl ? " " : "",
+				    o->keyword);
 			continue;
 		}
 		if (strcmp(o->keyword, "options") == 0) {

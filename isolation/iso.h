@@ -161,16 +161,20 @@ int	iso_plain_probe(const char *conninfo, int64_t deadline,
  * A command to paste into a shell that opens psql on `schema` in the
  * database of conninfo: psql and one single-quoted connection string with
  * every setting libpq reads from conninfo (URI or keyword form) except
- * the password, and options that put schema on the search_path (after any
- * options conninfo had).  The password is never in it: *has_password says
- * whether conninfo had one, which psql must then get some other way
- * (PGPASSWORD, ~/.pgpass, PGPASSFILE).  NULL with err (scrubbed of the
- * password) if conninfo does not parse.  For the embedded cluster:
+ * its secrets, and options that put schema on the search_path (after any
+ * options conninfo had).  A secret is every setting libpq marks as one
+ * (dispchar '*': password, sslpassword), never in it: withheld (of
+ * ISO_WITHHELD_LEN bytes) gets their keywords, blank-separated in libpq's
+ * order ("password sslpassword"; "" when none), which psql must then get
+ * some other way (PGPASSWORD, ~/.pgpass, PGPASSFILE; it asks for a
+ * client key's passphrase).  NULL with err (scrubbed of the passwords) if
+ * conninfo does not parse.  For the embedded cluster:
  *   psql 'host=/dev/shm/soak-pg-XXXX port=5432 user=postgres
  *         dbname=postgres options=-csearch_path=SCHEMA'
  */
+#define ISO_WITHHELD_LEN	128
 char	*iso_psql_command(const char *conninfo, const char *schema,
-	    bool *has_password, char *err);
+	    char *withheld, char *err);
 
 /*
  * One worker's isolation.  iso_open connects (libpq, within ISO_CONNECT_MS)

@@ -852,8 +852,9 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	} else if (r->verdict == VERDICT_PASS) {
 		x->x.passing++;
 		branch(x, b, s, n);
-	} else
-		broken(x, r, r->message);
+	} else	/* a record may say nothing: its reason's words then */
+		broken(x, r, r->message[0] != '\0' ? r->message :
+		    reason_what(r->reason));
 	free(tl);
 }
 
@@ -1010,8 +1011,7 @@ explore_root_prefix(const struct plan *p, const struct plan_proxy *pp, int round
 		s[n].key = ps->key;
 		s[n].occ = ps->occ;
 		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
-		snprintf(s[n].what, sizeof(s[n].what), "%s", ps->what ? ps->what :
-		    "exchange");
+		xp_step_what(&s[n], ps->what);	/* valid UTF-8, cut whole */
 		n++;
 	}
 	*out = s;
@@ -1257,7 +1257,7 @@ static int
 executors_start(struct ex *ex, int nexec, struct wrk *w, bool quiet)
 {
 	struct msg	 m;
-	char		 err[ERR_LEN];
+	char		 err[ERR_LEN], esc[LOG_ESC_LEN];
 	int		 k, alive = 0, a[2], b[2];
 
 	fflush(stdout);
@@ -1300,7 +1300,8 @@ executors_start(struct ex *ex, int nexec, struct wrk *w, bool quiet)
 			alive++;
 		} else
 			log_warnx("executor %d could not start: %s", k + 1,
-			    m.type == MSG_NACK ? m.u.ack.text : err);
+			    log_escape(esc, sizeof(esc), m.type == MSG_NACK ?
+			    m.u.ack.text : err));
 		msg_clear(&m);
 	}
 	return alive;

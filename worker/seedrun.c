@@ -84,13 +84,24 @@ timeline_at(struct seed_ctx *c, int64_t at, const char *fmt, ...)
 static void
 timeline(struct seed_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/*
+ * A line of the seed's timeline (soak replay, check and minimize print it
+ * on the terminal): what it quotes — rows, a turn's stderr, a plan's
+ * statements — is the system's, so the line goes out escaped (log.h).
+ */
 static void
 timeline_v(struct seed_ctx *c, int64_t at, const char *fmt, va_list ap)
 {
+	char	*line;
+	int	 n;
+
+	if ((n = vasprintf(&line, fmt, ap)) == -1)
+		abort();
 	fprintf(c->w->timeline, "%7.3fs  ", (double)(at - c->start) / 1000.0);
-	vfprintf(c->w->timeline, fmt, ap);
+	(void)log_escape_put(c->w->timeline, line, (size_t)n, 0);
 	fputc('\n', c->w->timeline);
 	fflush(c->w->timeline);
+	free(line);
 }
 
 static void
@@ -126,6 +137,7 @@ static void
 verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 {
 	va_list	ap;
+	size_t	len;
 	int	n;
 
 	res->verdict = reason_verdict(why);
@@ -135,10 +147,12 @@ verdict(struct seed_result *res, enum reason why, const char *fmt, ...)
 	va_end(ap);
 	/* Cut short (a long stderr tail), it may end inside a character,
 	 * which JSON cannot carry: the message would vanish from the report.
-	 * Whether the last byte kept ends one is unknown, so it goes too. */
-	if (n >= (int)sizeof(res->message))
-		res->message[utf8_prefix(res->message, sizeof(res->message) - 1,
-		    sizeof(res->message) - 2)] = '\0';
+	 * Whether the last byte kept ends one is unknown, so it goes too; and
+	 * a byte that is not UTF-8 (a path a turn printed) becomes '?'. */
+	len = n >= (int)sizeof(res->message) ? utf8_prefix(res->message,
+	    sizeof(res->message) - 1, sizeof(res->message) - 2) :
+	    strlen(res->message);
+	(void)utf8_cut(res->message, sizeof(res->message), res->message, len);
 }
 
 /* The seed's time: the config's seed_timeout, or the caller's shorter one
@@ -749,8 +763,12 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 		timeline(c, "check after round %d: \"%s\": %s", round, o->inv->name,
 		    o->nrows == 0 ? "holds" : "BROKEN");
 		if (o->nrows > 0 && c->w->timeline) {
-			for (int k = 0; k < o->ncols; k++)
-				fprintf(c->w->timeline, "%s%s", k ? " | " : "           ", o->cols[k]);
+			/* the rows are the database's: escaped (log.h) */
+			for (int k = 0; k < o->ncols; k++) {
+				fputs(k ? " | " : "           ", c->w->timeline);
+				(void)log_escape_put(c->w->timeline, o->cols[k],
+				    strlen(o->cols[k]), 0);
+			}
 			fputc('\n', c->w->timeline);
 			for (int r = 0; r < o->nkept; r++) {
 				for (int k = 0; k < o->ncols; k++) {
@@ -758,8 +776,9 @@ check(struct seed_ctx *c, int round, struct seed_result *res, json_t *detail)
 					char		*cell = xstrdup(v ? v : "NULL");
 
 					scrub_text(c->w->scrub, cell);
-					fprintf(c->w->timeline, "%s%s", k ? " | " : "           ",
-					    cell);
+					fputs(k ? " | " : "           ", c->w->timeline);
+					(void)log_escape_put(c->w->timeline, cell,
+					    strlen(cell), 0);
 					free(cell);
 				}
 				fputc('\n', c->w->timeline);
@@ -843,25 +862,30 @@ dispose_workspace(struct seed_ctx *c, const struct seed_result *res, json_t *det
  * What the seed exercised (wrk.h's "coverage"), whatever its verdict: its
  * proxies' whole trace counted before the workspace holding it goes, and
  * its invariants' checks.  The scheduled proxies' whole schedules go to
- * *sched, for the marker of a cut trace (NULL: none).
+ * *sched, for the marker of a cut trace (NULL: none).  A trace soak cannot
+ * read back is soak's own error, never a seed without exchanges: unread
+ * (ERR_LEN) says why, and the coverage says "unread" instead of counts
+ * (coordinator/coverage.h); "" when the trace read, or there was none.
  */
 static json_t *
-seed_coverage(const struct seed_ctx *c, json_t **sched)
+seed_coverage(const struct seed_ctx *c, json_t **sched, char *unread)
 {
 	const struct cfg	*cfg = c->w->cfg;
 	struct proxy_cov	*pc = proxy_cov_new();
 	json_t			*cov = json_object(), *invs;
-	char			 err[ERR_LEN];
 	size_t			 i;
 
 	*sched = NULL;
+	unread[0] = '\0';
 	if (c->trace_path != NULL && access(c->trace_path, F_OK) == 0) {
-		if (proxy_cov_file(pc, c->trace_path, err) == 0) {
+		if (proxy_cov_file(pc, c->trace_path, unread) == 0) {
 			json_object_set_new(cov, "proxies", proxy_cov_json(pc));
 			*sched = proxy_cov_schedule(pc);
-		} else
-			log_warnx("seed %" PRIu64 ": no coverage of its proxies: %s",
-			    c->seed, err);
+		} else {
+			log_warnx("seed %" PRIu64 ": soak cannot read its own "
+			    "fault trace: %s", c->seed, unread);
+			json_object_set_new(cov, "unread", json_string(unread));
+		}
 	}
 	proxy_cov_free(pc);
 	if (cfg->ninvariants > 0) {
@@ -1374,7 +1398,7 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
 	char			  err[ERR_LEN], *full_dir, pass[64];
-	json_t			 *sched = NULL;
+	json_t			 *sched = NULL, *cov;
 	struct step_check	  sc;
 	bool			  died, traced = false;
 	int			  round, last;
@@ -1496,6 +1520,18 @@ done:
 		else if (died)
 			verdict(res, REASON_SERVICE, "a service died during the seed");
 	}
+	/* What the trace says, before the verdict is written: a trace soak
+	 * cannot read is soak's error (docs/design.md "Verdicts"), not a
+	 * pass with no exchange.  A failure keeps its verdict: the invariant
+	 * broke whatever soak can read; its detail says the trace is lost. */
+	cov = seed_coverage(&c, &sched, err);
+	if (err[0] != '\0') {
+		if (res->verdict == VERDICT_PASS)
+			verdict(res, REASON_TRACE, "soak could not read its own fault "
+			    "trace of the seed (%s): its exchanges, coverage and plan "
+			    "are lost; this is soak's error, not the system's", err);
+		json_object_set_new(detail, "trace_error", json_string(err));
+	}
 	res->duration_ms = now_ms() - c.start;
 	atomic_store(&w->seed_deadline_ms, 0);
 	/* Before anything of the seed is written or sent (common/scrub.h). */
@@ -1511,8 +1547,8 @@ done:
 		json_object_set_new(detail, "turns", c.turns);
 		c.turns = NULL;
 	}
-	json_object_set_new(detail, "coverage", seed_coverage(&c, &sched));
-	seam_said(&c, json_object_get(detail, "coverage"));
+	json_object_set_new(detail, "coverage", cov);
+	seam_said(&c, cov);
 	if (c.diverged[0] != '\0')
 		json_object_set_new(detail, "diverged", json_string(c.diverged));
 	/* Every failing seed's decisions as a plan (docs/plan.md), from the

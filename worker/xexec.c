@@ -130,8 +130,7 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		    strcmp(c, "begin") == 0 ? XC_BEGIN : strcmp(c, "session") == 0 ?
 		    XC_SESSION : XC_OTHER;
 		w = l.sql != NULL ? l.sql : l.req;
-		snprintf(s->what, sizeof(s->what), "%s", w ? w : "exchange");
-		utf8_scrub(s->what, strlen(s->what));	/* the cut may split one */
+		xp_step_what(s, w);
 		s->flags = step_flags(&l, w);
 	}
 	for (i = 0; i < n; i++)
@@ -264,6 +263,14 @@ xp_rec_clear(struct xrec *r)
 	memset(r, 0, sizeof(*r));
 }
 
+void
+xp_step_what(struct xstep *s, const char *w)
+{
+	if (w == NULL)
+		w = "exchange";
+	(void)utf8_cut(s->what, sizeof(s->what), w, strlen(w));
+}
+
 json_t *
 xp_steps_json(const struct xstep *s, size_t n)
 {
@@ -274,15 +281,13 @@ xp_steps_json(const struct xstep *s, size_t n)
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "%016" PRIx64, s[i].key);
 		snprintf(cand, sizeof(cand), "%" PRIx64, s[i].cand);
-		/* what is a statement's head, cut anywhere: never a reason to
-		 * lose the step (json_pack refuses a string that is not UTF-8) */
+		/* what is xp_step_what's, valid UTF-8: json_pack fails here
+		 * only without memory, and a record must not lose a step
+		 * quietly (json_array_append_new(NULL) is a silent no-op) */
 		v = json_pack("[i,i,s,I,s,s,i,i]", s[i].round, s[i].turn, key,
 		    (json_int_t)s[i].occ, s[i].what, cand, s[i].cls, s[i].flags);
-		if (v == NULL)
-			v = json_pack("[i,i,s,I,s,s,i,i]", s[i].round, s[i].turn, key,
-			    (json_int_t)s[i].occ, "exchange", cand, s[i].cls,
-			    s[i].flags);
-		json_array_append_new(a, v);
+		if (v == NULL || json_array_append_new(a, v) == -1)
+			fatalx("step %zu of a record: cannot pack it", i + 1);
 	}
 	return a;
 }
@@ -330,8 +335,7 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 		s[i].round = (int)r;
 		s[i].turn = (int)t;
 		s[i].occ = (uint32_t)occ;
-		snprintf(s[i].what, sizeof(s[i].what), "%s", w ? w : "exchange");
-		utf8_scrub(s[i].what, strlen(s[i].what));
+		xp_step_what(&s[i], w);
 		s[i].cls = (int)cls;
 		s[i].flags = (uint8_t)fl;
 	}
@@ -343,7 +347,7 @@ xp_steps_parse(const json_t *a, struct xstep **out, size_t *nout, char *err)
 json_t *
 xp_rec_json(const struct xrec *r)
 {
-	char	 ov[24], msg[sizeof(r->message)];
+	char	 ov[24], msg[sizeof(r->message)], why[sizeof(r->why_no_steps)];
 	json_t	*j;
 
 	snprintf(ov, sizeof(ov), "%" PRIx64, r->inexact.overlap);
@@ -363,8 +367,13 @@ xp_rec_json(const struct xrec *r)
 	json_object_set_new(j, "message", json_string(msg));
 	if (r->has_steps)
 		json_object_set_new(j, "steps", xp_steps_json(r->steps, r->n));
-	else
-		json_object_set_new(j, "no_steps", json_string(r->why_no_steps));
+	else {
+		/* cut by snprintf, or a sentence that quotes a trace's
+		 * bytes: json_string() would refuse it, and the key vanish */
+		snprintf(why, sizeof(why), "%s", r->why_no_steps);
+		utf8_scrub(why, strlen(why));
+		json_object_set_new(j, "no_steps", json_string(why));
+	}
 	if (r->invariants != NULL)
 		json_object_set(j, "invariants", r->invariants);
 	if (r->plan != NULL)

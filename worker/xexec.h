@@ -56,8 +56,15 @@ struct xstep {
 	uint64_t	 cand;		/* turns with an exchange waiting then */
 	int		 cls;		/* enum xcls: what it ran */
 	uint8_t		 flags;		/* XS_* */
-	char		 what[96];
+	char		 what[96];	/* xp_step_what: valid UTF-8 */
 };
+
+/*
+ * A step's what, for people: w (a statement's summary or a request line,
+ * bytes a system under test sent) cut to fit between characters and made
+ * valid UTF-8 (utf8_cut), so a record always packs; NULL is "exchange".
+ */
+void	 xp_step_what(struct xstep *s, const char *w);
 
 /*
  * What makes one execution differ from the schedule it was given.  The
@@ -111,7 +118,8 @@ void	 xp_rec_count(struct xrec *r);
 json_t	*xp_rec_json(const struct xrec *r);
 int	 xp_rec_parse(const json_t *j, struct xrec *r, char *err);
 /* Steps as JSON ([[round, turn, key, occ, what, cand, cls, flags], ...])
- * and back (at most XP_MAX_STEPS). */
+ * and back (at most XP_MAX_STEPS).  A step's what is xp_step_what's, so
+ * every step packs: a step that would not (memory) aborts, never goes. */
 json_t	*xp_steps_json(const struct xstep *s, size_t n);
 int	 xp_steps_parse(const json_t *a, struct xstep **s, size_t *n, char *err);
 

@@ -63,6 +63,9 @@ ap.add_argument("--preload", default="",
                      "title, description, labels, state: opened|closed}, jira "
                      "{key, id, fields: {project: {key}, summary, labels, "
                      "status: {statusCategory: {key: new|done}}}})")
+ap.add_argument("--fail-message", default=None,
+                help="a --fail reply's message, as it is (a hostile tracker's "
+                     "terminal escapes)")
 ap.add_argument("--echo", action="store_true",
                 help="a --fail reply quotes the request's credentials back, "
                      "as a careless proxy might")
@@ -157,6 +160,8 @@ class H(BaseHTTPRequestHandler):
             fail["left"] -= 1
             extra = {"Retry-After": fail["retry_after"]} if fail["retry_after"] else None
             msg = "fake tracker says %d" % fail["status"]
+            if args.fail_message is not None:
+                msg = args.fail_message
             if args.echo:
                 msg += " to " + (self.headers.get("Authorization") or
                                  self.headers.get("PRIVATE-TOKEN") or "")

@@ -9,14 +9,16 @@
  *
  * Invariants: no scan returns more than it was given; after an error
  * nothing more is consumed; kinds are in range; a statement summary is a
- * NUL-terminated string of printable ASCII (and the "…"), with no quote
- * that would start a literal; and the exchanges found — their kinds,
+ * NUL-terminated string of printable ASCII and whole UTF-8 characters, none
+ * a control or hidden (utf8_hidden), with no quote that would start a
+ * literal; and the exchanges found — their kinds,
  * statements, boundaries and transaction states — do not depend on how
  * the reads were cut.
  */
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/util.h"
 #include "fault-proxy/pgframe.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -37,17 +39,20 @@ struct walk {
 static void
 check_sql(const char *s)
 {
-	size_t	n = strnlen(s, PG_SQL_LEN), i;
+	size_t	n = strnlen(s, PG_SQL_LEN), i, k;
 
 	FUZZ_CHECK(n < PG_SQL_LEN, "summary not terminated");
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n; i += k) {
 		unsigned char	ch = (unsigned char)s[i];
+		uint32_t	cp;
 
-		if (ch == 0xe2) {	/* the one multi-byte sequence: "…" */
-			FUZZ_CHECK(i + 2 < n && (unsigned char)s[i + 1] == 0x80 &&
-			    (unsigned char)s[i + 2] == 0xa6 && i + 3 == n,
-			    "a stray 0xe2 at %zu of \"%s\"", i, s);
-			break;
+		k = 1;
+		if (ch >= 0x80) {
+			k = utf8_decode(s + i, n - i, &cp);
+			FUZZ_CHECK(k > 0 && cp >= 0xa0 && !utf8_hidden(cp),
+			    "byte 0x%02x at %zu of summary \"%s\" is not a "
+			    "visible character", ch, i, s);
+			continue;
 		}
 		FUZZ_CHECK(ch >= 0x20 && ch < 0x7f && ch != '\'',
 		    "byte 0x%02x at %zu of summary \"%s\"", ch, i, s);

@@ -285,4 +285,27 @@ expect_match "and it says which permission" 'permission denied for table r' "$(c
 q "GRANT SELECT ON r TO watcher"
 soak_rc rc check monitor2.yaml --db "postgresql://watcher@127.0.0.1:$port/postgres" >/dev/null 2>&1
 expect_eq "the same role, granted SELECT" 1 "$rc"
+# Rows are production data, anyone's: a terminal's escapes in them (a
+# window title, a cleared screen) come out escaped, on stdout and stderr,
+# and so does a schema's name the database lists.
+q "CREATE TABLE notes (id int, note text); INSERT INTO notes VALUES (1, E'\\033]0;pwned\\007 \\033[2J x')"
+q "CREATE SCHEMA \"$(printf 's\033[2J')\""
+cat >monitor3.yaml <<'YAML'
+name: monitor
+turn:
+  command: [./redeem.sh]
+invariants:
+  - name: no note
+    sql: SELECT id, note FROM notes
+YAML
+soak_rc rc check monitor3.yaml --db "$url" >esc.out 2>esc.err
+cat -v esc.out esc.err
+expect_eq "check --db of a row holding escapes" 1 "$rc"
+expect_match "the row, escaped" 'id=1, note=\\x1b\]0;pwned\\x07 \\x1b\[2J x' "$(cat esc.out)"
+soak_rc rc check monitor2.yaml --db "$url" --schema nosuch >esc2.out 2>esc2.err
+expect_match "a schema's name, escaped" 'its schemas: public, s\\x1b\[2J' "$(cat esc2.err)"
+if LC_ALL=C grep -q $'[\033\007]' esc.out esc.err esc2.out esc2.err; then
+	fail "a raw ESC or BEL reached the terminal: $(cat -v esc.out esc.err esc2.err)"
+fi
+ok "check --db: no escape sequence reaches the terminal"
 echo "check_cmd: ok"

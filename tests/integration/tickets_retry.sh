@@ -49,5 +49,18 @@ expect "exit status after a 403" "$rc" 0
 expect "a 403 is not retried" "$(q "$WORK/echo.json" 'len([x for x in r["requests"] if x["method"]=="POST"])')" 1
 grep -qF "HTTP 403: \"fake tracker says 403 to Bearer ***" "$WORK/err4" || die "403 warning not redacted as expected: $(cat "$WORK/err4")"
 
+# A tracker whose error reply holds terminal escapes (a window title, a
+# screen clear): the warning says it escaped, no raw ESC or BEL reaches it.
+start_fake esc github --token "$TOKEN" --fail 422:-1 --fail-message $'\033]0;pwned\007 \033[2J bad'
+report "$WORK/run5" --run-id run-esc --sink github --url "http://127.0.0.1:$FAKE_PORT" \
+    --repo acme/shop --insecure-http --token-env SOAK_TEST_GH_TOKEN --fail 3:crash
+rc=0; "$SOAK_BIN" tickets "$WORK/run5" >"$WORK/out5" 2>"$WORK/err5" || rc=$?
+expect "exit status after a 422" "$rc" 0
+grep -qF 'HTTP 422: "\x1b]0;pwned\x07 \x1b[2J bad"' "$WORK/err5" ||
+    die "the tracker's escapes not escaped: $(cat -v "$WORK/err5")"
+if LC_ALL=C grep -q $'[\033\007]' "$WORK/out5" "$WORK/err5"; then
+	die "a raw ESC or BEL reached the output: $(cat -v "$WORK/err5")"
+fi
+
 no_secret "$TOKEN" "$WORK/run1" "$WORK/run2" "$WORK/run4" "$WORK"/out* "$WORK"/err*
 echo ok

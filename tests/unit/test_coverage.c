@@ -406,6 +406,55 @@ test_seam_warnings(void **state)
 	cov_free(c);
 }
 
+/*
+ * Seeds whose trace the worker could not read (issue 38: a byte that was
+ * not UTF-8 made a whole run "no exchange in any seed"): counted as seeds
+ * and in their invariants, said as soak's error, never as proxies nobody
+ * reached.
+ */
+static void
+test_unread_traces(void **state)
+{
+	struct cov	*c;
+	json_t		*j;
+	char		*s;
+
+	(void)state;
+	mk(40);
+	c = cov_new(&cfg);
+	add(c, "{\"unread\":\"the trace: line 1 is not a JSON object\","
+	    "\"invariants\":[[1,0],[1,0]]}");
+	add(c, "{\"unread\":\"the trace: line 3 is not a JSON object\","
+	    "\"invariants\":[[1,0],[1,0]]}");
+	j = cov_json(c);
+	assert_int_equal(json_integer_value(json_object_get(j, "seeds")), 2);
+	assert_int_equal(json_integer_value(json_object_get(j, "unread_traces")), 2);
+	assert_true(warned(j, "soak could not read its own fault trace of 2 of the "
+	    "2 seeds (soak's error, not the system's: each is infra, reason trace, "
+	    "unless it failed; the worker's log says why): their exchanges are in "
+	    "no count here"));
+	assert_false(warned(j, "saw no exchange"));
+	assert_false(warned(j, "never fired"));
+	assert_int_equal(json_array_size(json_object_get(j, "warnings")), 1);
+	json_decref(j);
+	s = summary(c);
+	assert_non_null(strstr(s, "\n  coverage of 2 seeds (2 whose fault trace "
+	    "soak could not read: infra, reason trace; their exchanges are not "
+	    "counted):\n    proxy db (pct): no fault trace read\n"));
+	assert_null(strstr(s, "no exchange in any seed"));
+	assert_non_null(strstr(s, "invariant \"no job lost\": checked in 2 seeds"));
+	free(s);
+	/* one traced seed beside: the proxies' warnings are of it alone */
+	add(c, "{\"proxies\":{\"api\":{\"exchanges\":1}},"
+	    "\"invariants\":[[1,0],[1,0]]}");
+	j = cov_json(c);
+	assert_true(warned(j, "proxy db saw no exchange in any of the 1 seeds"));
+	assert_true(warned(j, "of 1 of the 3 seeds") == false);
+	assert_true(warned(j, "fault trace of 2 of the 3 seeds"));
+	json_decref(j);
+	cov_free(c);
+}
+
 int
 main(void)
 {
@@ -415,6 +464,7 @@ main(void)
 		cmocka_unit_test(test_idle_and_waits),
 		cmocka_unit_test(test_no_step_and_database),
 		cmocka_unit_test(test_seam_warnings),
+		cmocka_unit_test(test_unread_traces),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -280,31 +280,31 @@ test_dbparams(void **state)
 }
 
 /*
- * replay --shell's command: every setting but the password, the schema on
- * the search_path, one shell word; a password only says it was there.
+ * replay --shell's command: every setting but the secrets (libpq's
+ * dispchar '*': password, sslpassword), the schema on the search_path,
+ * one shell word; a secret only says it was there, by its keyword.
  */
 static void
 test_psql_command(void **state)
 {
 	struct iso_dbparams	 p;
-	char			 err[ERR_LEN], *cmd, want[512];
-	bool			 pw;
+	char			 err[ERR_LEN], *cmd, want[512], pw[ISO_WITHHELD_LEN];
 
 	(void)state;
 	assert_int_equal(iso_dbparams_parse(pg_embedded_conninfo(pg), &p, err), 0);
-	cmd = iso_psql_command(pg_embedded_conninfo(pg), "soak_r1_w1", &pw, err);
+	cmd = iso_psql_command(pg_embedded_conninfo(pg), "soak_r1_w1", pw, err);
 	snprintf(want, sizeof(want), "psql 'user=postgres dbname=postgres host=%s "
 	    "port=5432 options=-csearch_path=soak_r1_w1'", p.host);
 	assert_string_equal(cmd, want);
-	assert_false(pw);
+	assert_string_equal(pw, "");
 	free(cmd);
 	iso_dbparams_free(&p);
 
 	cmd = iso_psql_command("postgresql://alice:s3cret@db.example:6543/shop"
-	    "?sslmode=require", "s", &pw, err);
+	    "?sslmode=require", "s", pw, err);
 	assert_string_equal(cmd, "psql 'user=alice dbname=shop host=db.example "
 	    "port=6543 sslmode=require options=-csearch_path=s'");
-	assert_true(pw);
+	assert_string_equal(pw, "password");
 	assert_null(strstr(cmd, "s3cret"));
 	free(cmd);
 
@@ -312,13 +312,27 @@ test_psql_command(void **state)
 	 * user='o\'neil' and options='-c work_mem=8MB -csearch_path=s' in
 	 * conninfo, each ' then written '\'' for the shell. */
 	cmd = iso_psql_command("host=/tmp user='o\\'neil' password='a b' "
-	    "options='-c work_mem=8MB'", "s", &pw, err);
+	    "options='-c work_mem=8MB'", "s", pw, err);
 	assert_string_equal(cmd, "psql 'user='\\''o\\'\\''neil'\\'' host=/tmp "
 	    "options='\\''-c work_mem=8MB -csearch_path=s'\\'''");
-	assert_true(pw);
+	assert_string_equal(pw, "password");
 	free(cmd);
 
-	assert_null(iso_psql_command("host=h password=hunter2x nonsense", "s", &pw, err));
+	/* a client key's passphrase is a secret too, in either form */
+	cmd = iso_psql_command("host=h sslkey=/k.pem sslpassword='kp 9' "
+	    "sslmode=require password=pw9", "s", pw, err);
+	assert_string_equal(cmd, "psql 'host=h sslmode=require sslkey=/k.pem "
+	    "options=-csearch_path=s'");
+	assert_string_equal(pw, "password sslpassword");
+	free(cmd);
+	cmd = iso_psql_command("postgresql://u@h/d?sslpassword=kp9&sslkey=%2Fk.pem",
+	    "s", pw, err);
+	assert_null(strstr(cmd, "kp9"));
+	assert_null(strstr(cmd, "sslpassword"));
+	assert_string_equal(pw, "sslpassword");
+	free(cmd);
+
+	assert_null(iso_psql_command("host=h password=hunter2x nonsense", "s", pw, err));
 	assert_non_null(strstr(err, "connection string"));
 	assert_null(strstr(err, "hunter2x"));
 }

@@ -899,6 +899,7 @@ test_pg_framer(void **state)
 	static const char	 bind[] = "\0s1\0\0\0\0\0\0\0";
 	static const char	 q1[] = "SELECT 'secret' FROM t";
 	char			 cs[1024], sqls[8][PG_SQL_LEN], sum[PG_SQL_LEN];
+	char			 big[120];
 	enum pg_kind		 kinds[8];
 	struct pgframe		 f;
 	size_t			 n = 0, step, ex;
@@ -962,20 +963,20 @@ test_pg_framer(void **state)
 	}
 	/* a Query longer than the kept head is keyed whole, cut anywhere */
 	{
-		char	*big = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
+		char	*huge = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
 		size_t	 m = 0, k;
 
-		k = (size_t)snprintf(big, 9000, "INSERT INTO t VALUES (");
+		k = (size_t)snprintf(huge, 9000, "INSERT INTO t VALUES (");
 		while (k < 8000)
-			k += (size_t)snprintf(big + k, 9000 - k, "%zu, ", k);
-		k += (size_t)snprintf(big + k, 9000 - k, "1)");
+			k += (size_t)snprintf(huge + k, 9000 - k, "%zu, ", k);
+		k += (size_t)snprintf(huge + k, 9000 - k, "1)");
 		m += pg_msg(c3 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
-		m += pg_msg(c3 + m, 'Q', 0, big, k + 1);
+		m += pg_msg(c3 + m, 'Q', 0, huge, k + 1);
 		for (step = 7; step < m; step += 1001) {
 			assert_int_equal(pg_walk(c3, m, step, kinds, sqls, 8), 2);
-			assert_true(walk_keys[1] == stmtkey_sql(big, k));
+			assert_true(walk_keys[1] == stmtkey_sql(huge, k));
 		}
-		free(big);
+		free(huge);
 		free(c3);
 	}
 
@@ -1052,6 +1053,20 @@ test_pg_framer(void **state)
 	assert_string_equal(sum, "a b c d e f g h \xe2\x80\xa6");
 	pg_sql_summary("SELECT \"q\x01\" FROM t", 18, sum);
 	assert_string_equal(sum, "SELECT \"q?\" FROM t");
+	/* what is not ASCII: a character whole, a byte that is not UTF-8
+	 * and a hidden character (a bidi override) as one '?' each */
+	pg_sql_summary("SELECT caf\xc3\xa9 FROM t\xe9t", 24, sum);
+	assert_string_equal(sum, "SELECT caf\xc3\xa9 FROM t?t");
+	pg_sql_summary("SELECT a\xe2\x80\xae" "b", 12, sum);
+	assert_string_equal(sum, "SELECT a?b");
+	/* a long name: cut before the character that does not fit, never
+	 * inside it (PG_SQL_LEN 96 less " …" leaves 91 bytes and its NUL) */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "SELECT ", 7);
+	memcpy(big + 89, "\xe2\x82\xac", 3);	/* "€" at 89..91 */
+	pg_sql_summary(big, sizeof(big), sum);
+	assert_int_equal(strlen(sum), 89 + 3);	/* cut inside a word: "…" */
+	assert_memory_equal(sum + 89, "\xe2\x80\xa6", 4);
 }
 
 /* Start-up packets: a CancelRequest is its own exchange; others are refused. */

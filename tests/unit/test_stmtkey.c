@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "common/util.h"
 #include "fault-proxy/stmtkey.h"
 
 static uint64_t
@@ -174,6 +175,35 @@ test_http(void **state)
 }
 
 /*
+ * What a client sent in a path, as the trace's "req" (96 bytes): cut
+ * between characters, a byte that is not UTF-8 as '?', valid UTF-8
+ * whatever came (issue 38: one such byte cost a seed its plan); the key
+ * is still of the bytes as sent.
+ */
+static void
+test_http_utf8(void **state)
+{
+	char	 line[256], norm[96], path[128];
+	uint64_t k1, k2;
+
+	(void)state;
+	/* "GET /" is 5 bytes; 89 'a's end at 94, so "é" takes 94..95 and
+	 * the 95 bytes the field holds end inside it */
+	memset(path, 'a', 89);
+	memcpy(path + 89, "\xc3\xa9z", 3);
+	snprintf(line, sizeof(line), "GET /%.*s HTTP/1.1", 92, path);
+	k1 = stmtkey_http(line, strlen(line), norm, sizeof(norm));
+	assert_int_equal(strlen(norm), 94);
+	assert_int_equal(utf8_cut(path, sizeof(path), norm, strlen(norm)),
+	    strlen(norm));	/* it decodes as it is */
+	/* a Latin-1 "é" in the path: '?' in the text, its own key */
+	k2 = stmtkey_http("GET /caf\xe9 HTTP/1.1", 19, norm, sizeof(norm));
+	assert_string_equal(norm, "GET /caf?");
+	assert_int_not_equal(k2, stmtkey_http("GET /caf? HTTP/1.1", 18, NULL, 0));
+	assert_int_not_equal(k1, 0);
+}
+
+/*
  * The class soak explore's reduction reads (sk_class): only what is sure
  * to commute is a read, a BEGIN or a session setting; everything else,
  * and anything unsure, is "other".
@@ -279,6 +309,7 @@ main(void)
 		cmocka_unit_test(test_execute_unknown),
 		cmocka_unit_test(test_streaming),
 		cmocka_unit_test(test_http),
+		cmocka_unit_test(test_http_utf8),
 		cmocka_unit_test(test_class),
 		cmocka_unit_test(test_class_cut),
 	};

@@ -175,6 +175,25 @@ test_round_trip(void **state)
 	assert_int_equal(l.after, 4);
 	assert_int_equal(l.stall_ms, 2500);
 	json_decref(o);
+	/* bytes that are not UTF-8 in what a client sent (issue 38): the line
+	 * still reads, each such byte as U+FFFD, controls escaped */
+	memset(&r, 0, sizeof(r));
+	r.name = "api";
+	r.keyed = true;
+	r.key = 1;
+	snprintf(r.req, sizeof(r.req), "GET /caf\xe9\x1b[2J\xe2\x82");
+	r.pg = "simple";
+	snprintf(r.sql, sizeof(r.sql), "SELECT \xff");
+	n = proxy_trace_format(&r, line, sizeof(line));
+	assert_true(n > 0);
+	o = json_loadb(line, (size_t)n, 0, NULL);
+	assert_non_null(o);
+	assert_int_equal(trace_line_parse(o, &l, err), 0);
+	assert_string_equal(l.req, "GET /caf\xef\xbf\xbd\x1b[2J\xef\xbf\xbd"
+	    "\xef\xbf\xbd");
+	assert_string_equal(l.sql, "SELECT \xef\xbf\xbd");
+	assert_null(strchr(line, 0x1b));	/* as \u001b */
+	json_decref(o);
 }
 
 /* Every field soak never writes so, refused by name. */

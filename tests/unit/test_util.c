@@ -113,6 +113,78 @@ test_utf8_decode(void **state)
 	assert_int_equal(utf8_decode("\xc3(", 2, NULL), 0);
 }
 
+/*
+ * The one cutter (issue 38): whole characters that fit, a character that
+ * does not fit left out whole, a byte that is not UTF-8 as '?', in place
+ * too; what comes out always decodes.
+ */
+static void
+test_utf8_cut(void **state)
+{
+	char	buf[8], in[16];
+
+	(void)state;
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "abc", 3), 3);
+	assert_string_equal(buf, "abc");
+	/* "abcde" + "é" (2 bytes): 7 bytes fit, all of it */
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "abcde\xc3\xa9", 7), 7);
+	assert_string_equal(buf, "abcde\xc3\xa9");
+	/* "abcdef" + "é": the é would end past 7 bytes, so it goes whole */
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "abcdef\xc3\xa9", 8), 6);
+	assert_string_equal(buf, "abcdef");
+	/* "€" (3 bytes) at 5..7: left out, never half */
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "abcde\xe2\x82\xac", 8), 5);
+	assert_string_equal(buf, "abcde");
+	/* a stray byte, a Latin-1 é, a character cut before: '?' each */
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "a\xff\xe9" "b\xe2\x82", 6), 6);
+	assert_string_equal(buf, "a??b??");
+	/* a NUL inside n is no character either */
+	assert_int_equal(utf8_cut(buf, sizeof(buf), "a\0b", 3), 3);
+	assert_string_equal(buf, "a?b");
+	/* in place */
+	memcpy(in, "x\xc3\xa9\x80y", 6);
+	assert_int_equal(utf8_cut(in, 6, in, 5), 5);
+	assert_string_equal(in, "x\xc3\xa9?y");
+	assert_int_equal(utf8_cut(buf, 1, "abc", 3), 0);
+	assert_string_equal(buf, "");
+	buf[0] = 'z';
+	assert_int_equal(utf8_cut(buf, 0, "abc", 3), 0);
+	assert_int_equal(buf[0], 'z');
+}
+
+/*
+ * JSON strings' hand writer: quotes, backslashes and controls escaped,
+ * UTF-8 as it is, a byte that is not UTF-8 as U+FFFD, all or nothing.
+ */
+static void
+test_jsonstr_put(void **state)
+{
+	char	buf[64];
+	size_t	o = 0;
+
+	(void)state;
+	strcpy(buf, "[");
+	o = 1;
+	assert_int_equal(jsonstr_put(buf, sizeof(buf), &o, "a\"b\\c\n\x1b\x7f"), 0);
+	assert_string_equal(buf, "[a\\\"b\\\\c\\u000a\\u001b\\u007f");
+	o = 0;
+	assert_int_equal(jsonstr_put(buf, sizeof(buf), &o,
+	    "caf\xc3\xa9 caf\xe9 \xe2\x82"), 0);
+	assert_string_equal(buf, "caf\xc3\xa9 caf\xef\xbf\xbd \xef\xbf\xbd"
+	    "\xef\xbf\xbd");
+	assert_int_equal(o, strlen(buf));
+	/* does not fit: -1, *o and the text as they were */
+	strcpy(buf, "ab");
+	o = 2;
+	assert_int_equal(jsonstr_put(buf, 6, &o, "\x01"), -1);
+	assert_int_equal(o, 2);
+	assert_string_equal(buf, "ab");
+	assert_int_equal(jsonstr_put(buf, 6, &o, "xyz"), 0);
+	assert_string_equal(buf, "abxyz");
+	assert_int_equal(jsonstr_put(buf, 6, &o, "q"), -1);
+	assert_string_equal(buf, "abxyz");
+}
+
 static void
 test_cmp_u64(void **state)
 {
@@ -434,6 +506,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dec_u64),
 		cmocka_unit_test(test_utf8_decode),
+		cmocka_unit_test(test_utf8_cut),
+		cmocka_unit_test(test_jsonstr_put),
 		cmocka_unit_test(test_cmp_u64),
 		cmocka_unit_test(test_ms_until),
 		cmocka_unit_test(test_deadline_within),
