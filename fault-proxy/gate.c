@@ -972,7 +972,7 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 	struct gate_ent	*w;
 	uint64_t	 reach, woken = 0;
 	int		 n = 0;
-	bool		 grew = true;
+	bool		 grew = true, loose = false;
 
 	if (e->turn >= 64 || (e->rec->tx != 'I' && e->rec->tx != 'E'))
 		return;
@@ -988,11 +988,13 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 			reach |= (uint64_t)1 << w->turn;
 			n++;
 			grew = true;
+			loose |= !w->stopped;
 		}
 	}
 	/* stopped waiters go in the gate's order (wakes_release): the
-	 * order is soak's, no mark */
-	if (n >= 2 && g->postmaster <= 0) {
+	 * order is soak's, no mark; one not stopped (another server, or a
+	 * backend that ran before its stop) races */
+	if (n >= 2 && loose) {
 		e->rec->wakes = woken;
 		g->stats.wakes++;
 	}

@@ -7,6 +7,7 @@
  * which calls in here (gate_int.h); nothing here calls gate.c.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 
 #include <libpq-fe.h>
 
@@ -113,14 +115,85 @@ parent_postgres(pid_t pid)
 	return (pid_t)ppid;
 }
 
+/* /proc/PID/FILE's first line into buf; 0, or -1. */
+static int
+proc_line(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char	path[64];
+	FILE	*f;
+	int	rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	if (fgets(buf, (int)len, f) != NULL)
+		rc = 0;
+	fclose(f);
+	return rc;
+}
+
+/* Whether pid sleeps in a latch wait (epoll): where a backend waits on a
+ * heavyweight lock, holding no lightweight one. */
+static bool
+in_latch_wait(pid_t pid)
+{
+	char	buf[256];
+	long	nr;
+
+	if (proc_line(pid, "syscall", buf, sizeof(buf)) == -1 ||
+	    sscanf(buf, "%ld", &nr) != 1)
+		return false;
+#ifdef SYS_epoll_wait
+	if (nr == SYS_epoll_wait)
+		return true;
+#endif
+	return nr == SYS_epoll_pwait;
+}
+
+/* pid's state letter ('T' stopped), or 0. */
+static char
+proc_state(pid_t pid)
+{
+	char	 buf[512], *p;
+
+	if (proc_line(pid, "stat", buf, sizeof(buf)) == -1 ||
+	    (p = strrchr(buf, ')')) == NULL || p[1] == '\0')
+		return 0;
+	return p[2];
+}
+
+/*
+ * Stops e's backend, but only where it sleeps in its lock wait: its
+ * system call looked at (a latch wait, epoll), SIGSTOP, and once it shows
+ * stopped its system call again — still the latch wait, where a backend
+ * holds no lightweight lock (it may have been granted its lock and come
+ * back to wait for its client meanwhile: harmless too).  One stopped
+ * anywhere else (it ran: it may hold a buffer's lock) is continued at once
+ * and its wake is PostgreSQL's.  The wait for the stop is bounded
+ * (STOP_LOOKS looks).
+ */
+#define STOP_LOOKS	20000
 void
 gate_backend_stop(struct gate *g, struct gate_ent *e)
 {
+	char	st = 0;
+	int	i;
+
 	if (g->postmaster <= 0 || e->stopped || e->pid <= 0 ||
 	    parent_postgres(e->pid) != g->postmaster)
 		return;
-	if (kill(e->pid, SIGSTOP) == 0)
+	if (!in_latch_wait(e->pid) || kill(e->pid, SIGSTOP) == -1)
+		return;
+	for (i = 0; i < STOP_LOOKS && (st = proc_state(e->pid)) != 'T' &&
+	    st != 't' && st != 0; i++)
+		sched_yield();
+	if ((st == 'T' || st == 't') && in_latch_wait(e->pid)) {
 		e->stopped = true;
+		return;
+	}
+	log_debug("%s/%d: backend %d not stopped in its lock wait: its wake is "
+	    "PostgreSQL's", g->name, e->turn, (int)e->pid);
+	kill(e->pid, SIGCONT);
 }
 
 /* schedstat's run delay (ns) of the task at path; 0 unknown. */
