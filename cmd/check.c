@@ -523,6 +523,17 @@ dry_seed_failed(struct check *k, const struct seed_result *res,
 		}
 		problem(k, false, "setup", 0, 0, "%s", res->message);
 		return;
+	case REASON_SERVICE:
+		/* a service through the seam, started in the dry seed */
+		problem(k, false, ce->kind != CFGERR_NONE ? ce->what : "services",
+		    0, 0, "%s", ce->kind != CFGERR_NONE ? ce->detail : res->message);
+		return;
+	case REASON_PROXY:
+		/* opened for the services through the seam: the machine's,
+		 * maybe (a key not set here), said apart from the file's */
+		note(k, "the services through the seam were not started: %s",
+		    res->message);
+		return;
 	case REASON_DB:
 		/* A fresh database: what fails in the reset is the schema file. */
 		problem(k, false, "database.schema", 0, 0, "%s", ce->kind ==
@@ -600,8 +611,10 @@ check_sql(struct check *k)
 	if (wrk_dry_seed(&w, k->cfg->seeds.first, &res, &ce) == -1) {
 		dry_seed_failed(k, &res, &ce);
 		/* Without the schema there is nothing to prepare against;
-		 * without setup, the schema is still worth it. */
-		if (res.reason != REASON_SETUP) {
+		 * without setup (or the seam's services, started before it),
+		 * the schema is still worth it. */
+		if (res.reason != REASON_SETUP && res.reason != REASON_SERVICE &&
+		    res.reason != REASON_PROXY) {
 			note(k, "the invariants were not prepared: the schema did "
 			    "not apply");
 			goto close;
@@ -726,6 +739,64 @@ check_regressions(struct check *k)
 	regress_set_free(&rs);
 }
 
+/*
+ * What the services get (docs/turns.md "What a service gets"), as notes,
+ * and a schedule that would serialize a service (docs/faults.md): one in
+ * front of anything but the database or a model admits one request at a
+ * time and holds it until its reply, so the service behind it never runs
+ * two at once.
+ */
+static void
+check_seam(struct check *k)
+{
+	const struct cfg	*cfg = k->cfg;
+	const struct cfg_proxy	*p;
+	char			 key[64], via[512];
+	size_t			 i;
+
+	for (i = 0; i < cfg->nservices; i++) {
+		snprintf(key, sizeof(key), "services[%zu]", i);
+		if (!cfg_service_seam(cfg, &cfg->services[i])) {
+			if (cfg->nproxies > 0)
+				chose(k, key, "service %s stays out of the seam "
+				    "(seam: false): its database variables name the "
+				    "database itself, it gets no SOAK_PROXY_*, and it "
+				    "runs once per worker", cfg->services[i].name);
+			continue;
+		}
+		via[0] = '\0';
+		if (cfg->db_proxy >= 0)
+			snprintf(via, sizeof(via), "its PGHOST, PGPORT, DATABASE_URL "
+			    "and JDBC_DATABASE_URL name its own listener of proxy %s%s; ",
+			    cfg->proxies[cfg->db_proxy].name,
+			    cfg->proxies[cfg->db_proxy].schedule.enabled ? " (whose "
+			    "schedule does not hold a service's statements yet: they "
+			    "pass unheld, counted in the run's warnings)" : "");
+		chose(k, key, "service %s goes through the seam: %sit gets its own "
+		    "SOAK_PROXY_* listener of every proxy, and starts with each seed "
+		    "(seam: false keeps it direct, once per worker)",
+		    cfg->services[i].name, via);
+	}
+	for (i = 0; i < cfg->nproxies; i++) {
+		p = &cfg->proxies[i];
+		if (!p->schedule.enabled || p->upstream_kind == CFG_UP_DATABASE ||
+		    p->upstream_kind == CFG_UP_MODEL || p->tls ||
+		    p->protocol == CFG_PROTO_POSTGRES)
+			continue;
+		snprintf(key, sizeof(key), "proxies[%zu].schedule", i);
+		if (p->upstream_kind == CFG_UP_SERVICE)
+			snprintf(via, sizeof(via), "service %s", p->upstream);
+		else
+			snprintf(via, sizeof(via), "its upstream %s", p->upstream);
+		problem(k, true, key, 0, 0, "a schedule on proxy %s serializes %s: it "
+		    "admits one request at a time and holds it until its reply, so "
+		    "%s never runs two requests at once and a race inside it cannot "
+		    "happen; schedule the proxy in front of the database instead "
+		    "(docs/faults.md, \"Schedules\")", p->name, via,
+		    p->upstream_kind == CFG_UP_SERVICE ? "the service" : "it");
+	}
+}
+
 static int
 check_config(struct check *k)
 {
@@ -739,6 +810,7 @@ check_config(struct check *k)
 	tell(k);
 	say_db_proxy(k);
 	check_models(k);
+	check_seam(k);
 	tell(k);
 	if (k->nerr > 0) {
 		fprintf(stderr, "soak check: %s: %d error(s)%s\n", cfg->path, k->nerr,

@@ -870,8 +870,8 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	if (n == 0) {
 		printf("\nincomplete: nothing to explore — the seed's own run took no "
 		    "step at proxy %s%s%s (no traffic of the turns that run passed it: "
-		    "a service's own connections go to the database directly, "
-		    "docs/turns.md)\n", c->proxy, c->a->turnsarg ? " of turns " : "",
+		    "a service's statements pass it unscheduled, or go to the "
+		    "database directly with seam: false, docs/turns.md)\n", c->proxy, c->a->turnsarg ? " of turns " : "",
 		    c->a->turnsarg ? c->a->turnsarg : "");
 		goto out;
 	}
@@ -909,27 +909,11 @@ out:
 static size_t
 root_prefix(const struct xcmd *c, const struct plan_proxy *pp, struct xstep **out)
 {
-	struct xstep	*s = xcalloc(pp->nsteps + 1, sizeof(*s));
-	size_t		 k, n = 0;
+	size_t	n = explore_root_prefix(&c->base, pp, (int)c->a->only_round, out);
 
-	for (k = 0; c->a->only_round > 0 && k < pp->nsteps; k++) {
-		const struct plan_step	*ps = &pp->steps[k];
-
-		if (ps->round >= c->a->only_round || !plan_runs(&c->base, ps->round,
-		    ps->turn))
-			continue;
-		s[n].round = ps->round;
-		s[n].turn = ps->turn;
-		s[n].key = ps->key;
-		s[n].occ = ps->occ;
-		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
-		xp_step_what(&s[n], ps->what);
-		n++;
-	}
 	if (c->a->only_round > 0)
 		printf("  rounds before %ld run once, as the seed ran them (%zu steps)\n",
 		    c->a->only_round, n);
-	*out = s;
 	return n;
 }
 
@@ -1016,8 +1000,10 @@ say_result(const struct xcmd *c)
 	    " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not observed\n",
 	    s->forced, s->forced == 1 ? "" : "s", s->wakes, s->wakes == 1 ? "" : "s",
 	    s->pg_deadlocks, s->pg_deadlocks == 1 ? "" : "s", s->diverged, s->overlap,
-	    s->serialized, s->notify, c->cfg.nservices > 0 ? "services persisted "
-	    "across executions (started once)" : "no services");
+	    s->serialized, s->notify, cfg_services_direct(&c->cfg) > 0 ?
+	    "services outside the seam persisted across executions (started "
+	    "once)" : c->cfg.nservices > 0 ? "services through the seam "
+	    "restarted with each execution" : "no services");
 }
 
 /* explore.json, in the output folder, never through a symlink there. */

@@ -39,6 +39,7 @@ pin_usage(FILE *f)
 	fprintf(f,
 	    "usage: soak pin RUN_DIR --seed N [--minimized] [--name NAME] [--force]\n"
 	    "       soak pin CONFIG --plan FILE [--name NAME] [--force]\n"
+	    "       soak pin RUN_DIR --refresh NAME [--force]\n"
 	    "\n"
 	    "Pins a failing seed of the run in RUN_DIR as a regression: its plan\n"
 	    "(RUN_DIR/failures/N/plan.json) is copied into the config's regressions\n"
@@ -47,7 +48,9 @@ pin_usage(FILE *f)
 	    "that replays it.  Every later soak run and soak coordinator of the\n"
 	    "config runs it before the seeds, and reports it apart.  The second form\n"
 	    "pins any failing plan of CONFIG (soak minimize's, soak explore's) with\n"
-	    "the failure the plan records.\n"
+	    "the failure the plan records.  The third pins the new schedule of\n"
+	    "regression NAME, whose plan diverged in the run in RUN_DIR and was\n"
+	    "judged by exploring (RUN_DIR/refresh/NAME.json), over its file.\n"
 	    "\n"
 	    "  --seed N     the failing seed (report.json's results)\n"
 	    "  --minimized  its minimized plan, failures/N/plan.min.json (written by\n"
@@ -56,12 +59,18 @@ pin_usage(FILE *f)
 	    "  --plan FILE  a plan file to pin into CONFIG's regressions\n"
 	    "  --name NAME  the regression's name (default seed-N-<what failed>,\n"
 	    "               with -min for a minimized plan)\n"
-	    "  --force      replace a regression of that name\n"
+	    "  --refresh NAME  regression NAME's new schedule from that run: the\n"
+	    "               explored schedule closest to its plan's order (a pass),\n"
+	    "               or its failing schedule (a fail)\n"
+	    "  --force      replace a regression of that name (--refresh: even one\n"
+	    "               changed since that run)\n"
 	    "  --help       this text\n"
 	    "\n"
-	    "Exit: 0 pinned; 64 usage; 65 the seed did not fail; 66 no report.json,\n"
-	    "plan or config; 73 NAME.json is there already (--force); 78 the config\n"
-	    "does not load, or cannot run the plan.\n" SOAK_MANUAL);
+	    "Exit: 0 pinned; 64 usage; 65 the seed did not fail (--refresh: the\n"
+	    "regression has no new schedule in that run); 66 no report.json, plan or\n"
+	    "config; 73 NAME.json is there already, or (--refresh) changed since the\n"
+	    "run (--force); 78 the config does not load, or cannot run the plan.\n"
+	    SOAK_MANUAL);
 	return f == stdout ? 0 : SOAK_EXIT_USAGE;
 }
 
@@ -168,6 +177,122 @@ pin_save(const char *dst, const struct plan *p)
 	return rc;
 }
 
+/* The regression record NAME of report.json, or NULL. */
+static const json_t *
+find_regression(const json_t *report, const char *name)
+{
+	const json_t	*r;
+	size_t		 i;
+
+	json_array_foreach(json_object_get(report, "regressions"), i, r)
+		if (jstr(r, "name") != NULL && strcmp(jstr(r, "name"), name) == 0)
+			return r;
+	return NULL;
+}
+
+/*
+ * soak pin RUN_DIR --refresh NAME: the new schedule of regression NAME,
+ * whose plan diverged in that run and was judged by exploring
+ * (RUN_DIR/refresh/NAME.json: a pass's explored schedule closest to the
+ * plan's order, a fail's failing schedule), pinned over NAME.json in the
+ * config's regressions folder.  The file must be the one that run ran
+ * (its hash) unless force.
+ */
+static int
+pin_refresh(const char *run_dir, const json_t *report, const char *cfg_path,
+    const char *name, bool force)
+{
+	struct cfg	 cfg = { 0 };
+	struct plan	 p = { 0 };
+	const json_t	*rec = find_regression(report, name);
+	const char	*verdict = rec ? jstr(rec, "verdict") : NULL;
+	const char	*rel = rec ? jstr(rec, "refresh_plan") : NULL;
+	char		*from = NULL, *dst = NULL, *replay = NULL, *text = NULL;
+	char		 err[ERR_LEN], hash[REGRESS_HASH_LEN + 1];
+	size_t		 len;
+	int		 rc;
+
+	if (rec == NULL) {
+		fprintf(stderr, "soak pin: regression %s did not run in %s: refresh a "
+		    "regression of that run (report.json's regressions)\n", name, run_dir);
+		return EX_DATAERR;
+	}
+	if (!json_is_object(json_object_get(rec, "explored")) || rel == NULL) {
+		fprintf(stderr, "soak pin: regression %s has no new schedule in that run: "
+		    "%s%s); --refresh pins the schedule of a regression whose plan "
+		    "diverged and whose exploration passed or failed\n", name,
+		    !json_is_object(json_object_get(rec, "explored")) ? "its plan did "
+		    "not diverge (it ended " : "its exploration was incomplete (it ended ",
+		    verdict ? verdict : "without a verdict");
+		return EX_DATAERR;
+	}
+	text = path_join(run_dir, rel);
+	from = realpath(text, NULL);
+	if (from == NULL)
+		from = text;
+	else
+		free(text);
+	text = NULL;
+	if (plan_load(from, &p, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (cfg_load_file(cfg_path, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: the run's config: %s\n", err);
+		rc = access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
+		goto out;
+	}
+	if (plan_fits(&p, &cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, from, err);
+		rc = SOAK_EXIT_CONFIG;
+		goto out;
+	}
+	if ((rc = pin_dest(&cfg, name, true, &dst)) != 0)
+		goto out;
+	/* the file that run judged, not one changed since */
+	if ((text = read_file(dst, PLAN_MAX_BYTES, &len, err)) == NULL ||
+	    regress_hash(text, len, hash, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", err);
+		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (!force && (jstr(rec, "hash") == NULL || strcmp(hash, jstr(rec, "hash")) != 0)) {
+		fprintf(stderr, "soak pin: %s changed since that run (sha256 %.12s, the "
+		    "run's %.12s): --force replaces it anyway\n", dst, hash,
+		    jstr(rec, "hash") ? jstr(rec, "hash") : "?");
+		rc = EX_CANTCREAT;
+		goto out;
+	}
+	replay = report_replay_plan(cfg.path[0] == '/' ? cfg.path : cfg_path, dst);
+	if (verdict != NULL && strcmp(verdict, "fail") == 0)
+		pin_failure(&p, rec, replay, jstr(report, "run_id"), from);
+	else {
+		free(p.replay);
+		p.replay = xstrdup(replay);
+		free(p.pinned_run);
+		p.pinned_run = jstr(report, "run_id") ? xstrdup(jstr(report, "run_id")) :
+		    NULL;
+		free(p.pinned_from);
+		p.pinned_from = xstrdup(from);
+	}
+	free(p.pinned_replaced);
+	p.pinned_replaced = xstrdup(hash);
+	if ((rc = pin_save(dst, &p)) != 0)
+		goto out;
+	printf("refreshed regression %s: %s\n  its new schedule (%s in that run: %s)\n"
+	    "  replay: %s\n", name, dst, verdict ? verdict : "?", from, replay);
+	rc = 0;
+out:
+	plan_free(&p);
+	cfg_free(&cfg);
+	free(from);
+	free(dst);
+	free(replay);
+	free(text);
+	return rc;
+}
+
 /*
  * soak pin CONFIG --plan FILE: a plan of CONFIG (soak minimize's output,
  * a failing schedule of soak explore's) pinned with the failure it
@@ -242,6 +367,7 @@ cmd_pin(int argc, char **argv)
 		{ "minimized",	no_argument,	   NULL, 'm' },
 		{ "plan",	required_argument, NULL, 'p' },
 		{ "force",	no_argument,	   NULL, 'f' },
+		{ "refresh",	required_argument, NULL, 'r' },
 		{ "help",	no_argument,	   NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -251,6 +377,7 @@ cmd_pin(int argc, char **argv)
 	json_error_t	 jerr;
 	const json_t	*rec;
 	const char	*run_dir, *cfg_path, *name = NULL, *verdict, *planarg = NULL;
+	const char	*refresh = NULL;
 	char		*path = NULL, *plan_path = NULL, *dst = NULL;
 	char		*defname = NULL, *replay = NULL;
 	char		 err[ERR_LEN], esc[LOG_ESC_LEN];
@@ -260,7 +387,7 @@ cmd_pin(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((ch = getopt_long(argc, argv, "s:n:mp:fh", longopts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "s:n:mp:fr:h", longopts, NULL)) != -1) {
 		switch (ch) {
 		case 's':
 			if (seed_parse(optarg, &seed, err) == -1) {
@@ -273,17 +400,24 @@ cmd_pin(int argc, char **argv)
 		case 'm': minimized = true; break;
 		case 'p': planarg = optarg; break;
 		case 'f': force = true; break;
+		case 'r': refresh = optarg; break;
 		case 'h': return pin_usage(stdout);
 		default:
 			fprintf(stderr, "soak pin: unknown option \"%s\"\n", argv[optind - 1]);
 			return pin_usage(stderr);
 		}
 	}
-	if (argc - optind != 1 || have_seed == (planarg != NULL) ||
+	if (argc - optind != 1 || (refresh != NULL ? have_seed || planarg != NULL ||
+	    minimized || name != NULL : have_seed == (planarg != NULL)) ||
 	    (minimized && planarg != NULL)) {
-		fprintf(stderr, "soak pin: want RUN_DIR and --seed N, or CONFIG and "
-		    "--plan FILE\n");
+		fprintf(stderr, "soak pin: want RUN_DIR and --seed N, CONFIG and "
+		    "--plan FILE, or RUN_DIR and --refresh NAME\n");
 		return pin_usage(stderr);
+	}
+	if (refresh != NULL && !regress_name_valid(refresh)) {
+		fprintf(stderr, "soak pin: --refresh \"%s\": not a regression's name\n",
+		    refresh);
+		return SOAK_EXIT_USAGE;
 	}
 	if (name != NULL && !regress_name_valid(name)) {
 		fprintf(stderr, "soak pin: --name \"%s\": a regression's name is a file "
@@ -306,6 +440,10 @@ cmd_pin(int argc, char **argv)
 		fprintf(stderr, "soak pin: %s names no config path (config.path): pin "
 		    "from a run of this soak\n", path);
 		rc = EX_NOINPUT;
+		goto out;
+	}
+	if (refresh != NULL) {
+		rc = pin_refresh(run_dir, report, cfg_path, refresh, force);
 		goto out;
 	}
 	if ((rec = find_result(report, seed)) == NULL) {

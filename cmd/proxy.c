@@ -78,6 +78,17 @@ usage(FILE *f)
 "                          statement (postgres) or request line (http)\n"
 "                          matches this POSIX extended regex\n"
 "\n"
+"  HTTP API faults (bands of the rate, like --lost-reply):\n"
+"  --status SHARE          the proxy answers an error status itself\n"
+"  --statuses LIST         drawn among these (default 429,500,529)\n"
+"  --retry-after DUR       Retry-After of a 429, 503, 529 (default 1s)\n"
+"  --stream-cut SHARE      a streamed reply cut after K events\n"
+"  --cut-after N..M        K, seeded (default 1..5)\n"
+"  --stream-stall SHARE    a streamed reply stopped after K events, then\n"
+"                          resumed\n"
+"  --stall-after N..M      K, seeded (default 1..5)\n"
+"  --stall A..B            how long it stops, seeded (default 1s..3s)\n"
+"\n"
 "  Durations take a unit (250ms, 5s, 2m): a bare number is an error.\n"
 "\n"
 "  --trace FILE            fault trace, one JSON line per exchange, written\n"
@@ -89,7 +100,8 @@ enum {
 	O_LISTEN = 256, O_UPSTREAM, O_SEED, O_TURN, O_NAME, O_PROTOCOL, O_RATE,
 	O_LOST, O_RESET, O_DUP, O_BLACKHOLE, O_LATENCY, O_HOLD, O_BW_UP,
 	O_BW_DOWN, O_SLICE_UP, O_SLICE_DOWN, O_SLICE_DELAY, O_CA_UP, O_CA_DOWN,
-	O_MATCH,
+	O_MATCH, O_STATUS, O_STATUSES, O_RETRY_AFTER, O_CUT, O_CUT_AFTER,
+	O_STALL, O_STALL_AFTER, O_STALL_FOR,
 	O_TRACE
 };
 
@@ -115,6 +127,14 @@ static const struct option longopts[] = {
 	{ "close-after-up", required_argument, NULL, O_CA_UP },
 	{ "close-after-down", required_argument, NULL, O_CA_DOWN },
 	{ "match", required_argument, NULL, O_MATCH },
+	{ "status", required_argument, NULL, O_STATUS },
+	{ "statuses", required_argument, NULL, O_STATUSES },
+	{ "retry-after", required_argument, NULL, O_RETRY_AFTER },
+	{ "stream-cut", required_argument, NULL, O_CUT },
+	{ "cut-after", required_argument, NULL, O_CUT_AFTER },
+	{ "stream-stall", required_argument, NULL, O_STALL },
+	{ "stall-after", required_argument, NULL, O_STALL_AFTER },
+	{ "stall", required_argument, NULL, O_STALL_FOR },
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -122,7 +142,7 @@ static const struct option longopts[] = {
 };
 
 /* Each fault option: its grammar (common/units.h) and its field. */
-enum fault_type { F_SHARE, F_DURATION, F_RANGE, F_BYTES };
+enum fault_type { F_SHARE, F_DURATION, F_RANGE, F_BYTES, F_COUNTS };
 
 #define FIELD(f)	offsetof(struct cfg_faults, f)
 
@@ -131,7 +151,7 @@ static const struct fault_opt {
 	enum fault_type	 type;
 	size_t		 off;		/* the field; F_RANGE: the minimum */
 	size_t		 off_max;	/* F_RANGE: the maximum */
-	bool		 band;		/* lost-reply, reset, duplicate */
+	bool		 band;		/* lost-reply, reset, duplicate, ... */
 } fault_opts[] = {
 	{ O_RATE,	 F_SHARE,	FIELD(rate),		0, false },
 	{ O_LOST,	 F_SHARE,	FIELD(lost_reply),	0, true },
@@ -148,6 +168,16 @@ static const struct fault_opt {
 	{ O_SLICE_DELAY, F_DURATION,	FIELD(slice_delay_ms),	0, false },
 	{ O_CA_UP,	 F_BYTES,	FIELD(close_after[CFG_UP]), 0, false },
 	{ O_CA_DOWN,	 F_BYTES,	FIELD(close_after[CFG_DOWN]), 0, false },
+	{ O_STATUS,	 F_SHARE,	FIELD(status),		0, true },
+	{ O_RETRY_AFTER, F_DURATION,	FIELD(retry_after_ms),	0, false },
+	{ O_CUT,	 F_SHARE,	FIELD(stream_cut),	0, true },
+	{ O_CUT_AFTER,	 F_COUNTS,	FIELD(cut_after_min),
+	    FIELD(cut_after_max), false },
+	{ O_STALL,	 F_SHARE,	FIELD(stream_stall),	0, true },
+	{ O_STALL_AFTER, F_COUNTS,	FIELD(stall_after_min),
+	    FIELD(stall_after_max), false },
+	{ O_STALL_FOR,	 F_RANGE,	FIELD(stall_min_ms),
+	    FIELD(stall_max_ms), false },
 };
 
 static const char *
@@ -167,6 +197,7 @@ fault_option(struct proxy_opts *o, const struct fault_opt *fo,
     const char *arg, char *err)
 {
 	char	*f = (char *)&o->faults, why[ERR_LEN];
+	int64_t	 lo, hi;
 	int	 rc = -1;
 
 	switch (fo->type) {
@@ -177,12 +208,20 @@ fault_option(struct proxy_opts *o, const struct fault_opt *fo,
 		rc = parse_duration_ms(arg, (int64_t *)(void *)(f + fo->off), why);
 		break;
 	case F_RANGE:
-		rc = parse_duration_range(arg, FAULT_LATENCY_MAX_MS,
-		    (int64_t *)(void *)(f + fo->off),
+		/* a latency goes into traces and plans: at most what a plan holds */
+		rc = parse_duration_range(arg, fo->opt == O_LATENCY ?
+		    FAULT_LATENCY_MAX_MS : INT64_MAX, (int64_t *)(void *)(f + fo->off),
 		    (int64_t *)(void *)(f + fo->off_max), why);
 		break;
 	case F_BYTES:
 		rc = parse_bytes(arg, (int64_t *)(void *)(f + fo->off), why);
+		break;
+	case F_COUNTS:
+		if ((rc = parse_count_range(arg, 1, CFG_EVENTS_MAX, &lo, &hi,
+		    why)) == 0) {
+			*(uint32_t *)(void *)(f + fo->off) = (uint32_t)lo;
+			*(uint32_t *)(void *)(f + fo->off_max) = (uint32_t)hi;
+		}
 		break;
 	}
 	if (rc == -1)
@@ -207,6 +246,32 @@ protocol_option(const char *arg, enum cfg_protocol *proto, char *err)
 			return 0;
 		}
 	return errf(err, "bad protocol \"%s\" (auto, http, tcp or postgres)", arg);
+}
+
+/* --statuses 429,500,529: HTTP error statuses. */
+static int
+statuses_option(const char *arg, struct cfg_faults *f, char *err)
+{
+	const char	*p = arg, *comma;
+	char		 one[16], why[ERR_LEN];
+	int64_t		 v;
+	size_t		 n;
+
+	for (f->nstatuses = 0; ; p = comma + 1) {
+		comma = strchr(p, ',');
+		n = comma != NULL ? (size_t)(comma - p) : strlen(p);
+		if (f->nstatuses == CFG_STATUSES_MAX)
+			return errf(err, "--statuses: more than %d statuses",
+			    CFG_STATUSES_MAX);
+		snprintf(one, sizeof(one), "%.*s", (int)(n < sizeof(one) ? n :
+		    sizeof(one) - 1), p);
+		if (n >= sizeof(one) || parse_count(one, 400, 599, &v, why) == -1)
+			return errf(err, "--statuses: %s (a list of HTTP error "
+			    "statuses, e.g. 429,500,529)", why);
+		f->statuses[f->nstatuses++] = (int)v;
+		if (comma == NULL)
+			return 0;
+	}
 }
 
 /* The options that are not faults; 1 when ch is none of them. */
@@ -242,6 +307,8 @@ plain_option(struct proxy_opts *o, int ch, const char *arg, char *err)
 	case O_MATCH:
 		o->faults.match = (char *)(uintptr_t)arg;	/* argv outlives o */
 		return 0;
+	case O_STATUSES:
+		return statuses_option(arg, &o->faults, err);
 	case 'v':
 		o->verbose++;
 		return 0;
@@ -263,7 +330,7 @@ proxy_options(int argc, char **argv, struct proxy_opts *o, char *err)
 	memset(o, 0, sizeof(*o));
 	o->name = "proxy";
 	o->protocol = CFG_PROTO_AUTO;
-	o->faults.hold_ms = 100;
+	CFG_FAULTS_DEFAULTS(&o->faults);
 	err[0] = '\0';
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "vh", longopts, NULL)) != -1) {
@@ -293,6 +360,7 @@ static int
 proxy_check(struct proxy_opts *o, char *err)
 {
 	struct cfg_faults	*f = &o->faults;
+	double			 sum;
 
 	if (o->listen == NULL || o->upstream == NULL || !o->have_seed)
 		return errf(err, "--listen, --upstream and --seed are required");
@@ -302,9 +370,11 @@ proxy_check(struct proxy_opts *o, char *err)
 		f->reset = 0.3;
 		f->duplicate = 0.3;
 	}
-	if (f->lost_reply + f->reset + f->duplicate > 1.0 + 1e-9)
-		return errf(err, "--lost-reply + --reset + --duplicate is %.3f, "
-		    "over 1", f->lost_reply + f->reset + f->duplicate);
+	sum = f->lost_reply + f->reset + f->duplicate + f->status +
+	    f->stream_cut + f->stream_stall;
+	if (sum > 1.0 + 1e-9)
+		return errf(err, "--lost-reply + --reset + --duplicate + --status "
+		    "+ --stream-cut + --stream-stall is %.3f, over 1", sum);
 	return 0;
 }
 

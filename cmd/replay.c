@@ -109,7 +109,7 @@ replay_schedule(const struct cfg *cfg, const char *trace, size_t len,
  * it had no step for, its lock deferrals, and a divergence (docs/plan.md).
  */
 static void
-replay_plan_said(const struct seed_result *res)
+replay_plan_said(const struct seed_result *res, bool then_seed)
 {
 	const char	*p = res->trace, *end, *nl, *div;
 	size_t		 unplanned = 0, deferred = 0, after = 0;
@@ -143,12 +143,16 @@ replay_plan_said(const struct seed_result *res)
 	printf("\nplan: %s; %zu unplanned exchange%s, %zu lock deferral%s%s",
 	    div != NULL ? "diverged" : "followed", unplanned, unplanned == 1 ?
 	    "" : "s", deferred, deferred == 1 ? "" : "s", first);
-	if (after > 0)
+	if (after > 0 && then_seed)
 		printf(", %zu step%s after the divergence under the seed's "
 		    "scheduler", after, after == 1 ? "" : "s");
+	else if (after > 0)
+		printf(", %zu step%s after the divergence (the turns ran to their "
+		    "end, the oldest exchange first)", after, after == 1 ? "" : "s");
 	printf("\n");
+	/* the proxy's account, in the plan's terms, said here only; it
+	 * quotes the plan's statement: a plan file is anyone's */
 	if (div != NULL) {
-		/* it quotes the plan's statement: a plan file is anyone's */
 		(void)log_escape_put(stdout, div, strlen(div), 0);
 		putchar('\n');
 	}
@@ -488,7 +492,7 @@ replay_tell(const struct cfg *cfg, const struct seed_result *res,
 		}
 	}
 	if (planned)
-		replay_plan_said(res);
+		replay_plan_said(res, o->then_seed);
 	if (o->saveplan != NULL)
 		replay_save_plan(res, o->saveplan);
 	if (json_is_string(wserr)) {

@@ -227,6 +227,9 @@ supervise(struct runctx *r)
 		snprintf(why, sizeof(why), "its process died (%s)", how);
 		/* A local worker never comes back: its lease need not wait for its ttl. */
 		coord_worker_died(r->coord, (uint32_t)r->kids[i].pid, why);
+		/* backends it stopped at a lock wait (its wake-ups) must see
+		 * their connections close */
+		pg_embedded_continue(r->db.pg);
 		r->kids[i].pid = 0;
 		r->died++;
 		if (coord_finished(r->coord) || coord_halted(r->coord) || stop_requested)

@@ -48,12 +48,13 @@
 
 #include "common/conninfo.h"
 #include "common/fault.h"
+#include "common/log.h"
 #include "common/units.h"
 #include "common/util.h"
 
 #define CFG_MAX_BYTES	(1024 * 1024)	/* a config bigger than this is a mistake */
 #define CFG_KEY_LEN	128		/* dotted key path */
-#define CFG_MAX_KEYS	20		/* most keys any one section knows */
+#define CFG_MAX_KEYS	32		/* most keys any one section knows */
 #define CFG_BAND_EPS	1e-9		/* 0.4 + 0.3 + 0.3 is not > 1 */
 #define CFG_MAX_ERRS	20		/* messages kept; the rest are counted */
 #define CFG_MSG_LEN	1024		/* a message in full (err gets ERR_LEN of it) */
@@ -325,6 +326,8 @@ take_keys(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	size_t			 i;
 	int			 rc = 0;
 
+	if (nkeys > CFG_MAX_KEYS)
+		fatalx("%s: %zu keys, over CFG_MAX_KEYS", __func__, nkeys);
 	memset(vals, 0, nkeys * sizeof(*vals));
 	memset(first, 0, sizeof(first));
 	if (is_null(map))
@@ -559,16 +562,16 @@ get_bytes(struct cfg_ctx *cx, yaml_node_t *n, const char *key, int64_t *out)
 	return 0;
 }
 
-/* "A..B" or one duration. */
+/* "A..B" or one duration, B at most limit_ms. */
 static int
-get_latency(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
-    int64_t *lo, int64_t *hi)
+get_duration_range(struct cfg_ctx *cx, yaml_node_t *n, const char *key,
+    int64_t limit_ms, int64_t *lo, int64_t *hi)
 {
 	char	why[ERR_LEN];
 
 	if (n->type != YAML_SCALAR_NODE || is_null(n))
 		return fail_type(cx, n, key, "a duration or a range (e.g. 0ms..40ms)");
-	if (parse_duration_range(scalar(n), FAULT_LATENCY_MAX_MS, lo, hi, why) == -1)
+	if (parse_duration_range(scalar(n), limit_ms, lo, hi, why) == -1)
 		return fail_parser(cx, n, key, why);
 	return 0;
 }
@@ -838,7 +841,7 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_service *svc, yaml_node_t **name_node)
 {
 	static const char *const keys[] = { "name", "command", "ready",
-	    "ready_timeout", "listen" };
+	    "ready_timeout", "listen", "seam" };
 	static const char *const readies[] = { "tcp", "none" };
 	static const char *const listens[] = { "port", "socket" };
 	yaml_node_t	*v[nitems(keys)];
@@ -848,6 +851,7 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	svc->ready = CFG_READY_TCP;
 	svc->ready_timeout_ms = 10 * 1000;
 	svc->listen = CFG_LISTEN_PORT;
+	svc->seam = true;
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix, "a mapping");
 	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
@@ -879,6 +883,9 @@ parse_service(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 			return -1;
 		svc->listen = listen == 0 ? CFG_LISTEN_PORT : CFG_LISTEN_SOCKET;
 	}
+	key_join(path, prefix, "seam");
+	if (v[5] && get_bool(cx, v[5], path, &svc->seam) == -1)
+		return -1;
 	return 0;
 }
 
@@ -1028,20 +1035,85 @@ get_match(struct cfg_ctx *cx, yaml_node_t *n, const char *key, char **out)
 	return 0;
 }
 
+/*
+ * The parameters of the HTTP API faults (cfg_faults): statuses (a list
+ * of error statuses), retry_after (a duration), cut_after and stall_after
+ * (a count of events or a range of them), stall (a duration or a range).
+ */
+static int
+parse_api_faults(struct cfg_ctx *cx, const char *prefix, struct cfg_faults *f,
+    yaml_node_t *statuses, yaml_node_t *retry, yaml_node_t *cut,
+    yaml_node_t *stall_after, yaml_node_t *stall)
+{
+	yaml_node_t	*counts[2] = { cut, stall_after };
+	uint32_t	*lo_of[2] = { &f->cut_after_min, &f->stall_after_min };
+	uint32_t	*hi_of[2] = { &f->cut_after_max, &f->stall_after_max };
+	const char	*names[2] = { "cut_after", "stall_after" };
+	yaml_node_item_t *items;
+	char		 path[CFG_KEY_LEN], ipath[CFG_KEY_LEN], why[ERR_LEN];
+	size_t		 count, i;
+	int64_t		 lo, hi;
+	int		 st;
+
+	key_join(path, prefix, "statuses");
+	if (statuses != NULL) {
+		if (take_list(cx, statuses, path, &items, &count) == -1)
+			return -1;
+		if (count == 0 || count > CFG_STATUSES_MAX)
+			return fail_at(cx, statuses, path, "a list of 1 to %d HTTP "
+			    "error statuses (e.g. [429, 500, 529])",
+			    CFG_STATUSES_MAX);
+		for (i = 0; i < count; i++) {
+			key_index(ipath, path, i);
+			if (get_int32(cx, node_at(cx, items[i]), ipath, 400, 599,
+			    &st) == -1)
+				return -1;
+			f->statuses[i] = st;
+		}
+		f->nstatuses = count;
+	}
+	key_join(path, prefix, "retry_after");
+	if (retry != NULL && get_duration(cx, retry, path, 0,
+	    &f->retry_after_ms) == -1)
+		return -1;
+	for (i = 0; i < 2; i++) {
+		if (counts[i] == NULL)
+			continue;
+		key_join(path, prefix, names[i]);
+		if (counts[i]->type != YAML_SCALAR_NODE || is_null(counts[i]))
+			return fail_type(cx, counts[i], path, "a count of events "
+			    "or a range of them (e.g. 2..6)");
+		if (parse_count_range(scalar(counts[i]), 1, CFG_EVENTS_MAX, &lo,
+		    &hi, why) == -1)
+			return fail_parser(cx, counts[i], path, why);
+		*lo_of[i] = (uint32_t)lo;
+		*hi_of[i] = (uint32_t)hi;
+	}
+	key_join(path, prefix, "stall");
+	if (stall != NULL && get_duration_range(cx, stall, path, INT64_MAX,
+	    &f->stall_min_ms, &f->stall_max_ms) == -1)
+		return -1;
+	return 0;
+}
+
 static int
 parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
     struct cfg_faults *f)
 {
-	enum { RATE, LOST, RESET, DUP, BLACKHOLE, LATENCY, HOLD, BW, BW_UP,
-	    BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY, CLOSE,
-	    CLOSE_UP, CLOSE_DOWN, MATCH, LATENCY_REAL, NKEYS };
+	enum { RATE, LOST, RESET, DUP, BLACKHOLE, STATUS, CUT, STALL, LATENCY,
+	    HOLD, BW, BW_UP, BW_DOWN, SLICE, SLICE_UP, SLICE_DOWN, SLICE_DELAY,
+	    CLOSE, CLOSE_UP, CLOSE_DOWN, MATCH, LATENCY_REAL, STATUSES,
+	    RETRY_AFTER, CUT_AFTER, STALL_AFTER, STALL_FOR, NKEYS };
 	/* a fault kind's share or bytes is keyed by its name (common/fault.h) */
 	const char *const keys[NKEYS] = { "rate", fault_name(FAULT_LOST_REPLY),
 	    fault_name(FAULT_RESET), fault_name(FAULT_DUPLICATE),
-	    fault_name(FAULT_BLACKHOLE), "latency", "hold", "bandwidth",
+	    fault_name(FAULT_BLACKHOLE), fault_name(FAULT_STATUS),
+	    fault_name(FAULT_STREAM_CUT), fault_name(FAULT_STREAM_STALL),
+	    "latency", "hold", "bandwidth",
 	    "bandwidth_up", "bandwidth_down", "slice", "slice_up", "slice_down",
 	    "slice_delay", fault_name(FAULT_CLOSE_AFTER), "close_after_up",
-	    "close_after_down", "match", "latency_real" };
+	    "close_after_down", "match", "latency_real", "statuses",
+	    "retry_after", "cut_after", "stall_after", "stall" };
 	/* Generic key first, so _up/_down override it whatever the file order. */
 	static const struct { int key, dir; } bytes[] = {
 		{ BW, -1 }, { BW_UP, CFG_UP }, { BW_DOWN, CFG_DOWN },
@@ -1049,7 +1121,8 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		{ CLOSE, -1 }, { CLOSE_UP, CFG_UP }, { CLOSE_DOWN, CFG_DOWN },
 	};
 	double		*shares[] = { &f->rate, &f->lost_reply, &f->reset,
-			    &f->duplicate, &f->blackhole };
+			    &f->duplicate, &f->blackhole, &f->status,
+			    &f->stream_cut, &f->stream_stall };
 	yaml_node_t	*v[NKEYS];
 	char		 path[CFG_KEY_LEN];
 	int64_t		*field, n = 0;
@@ -1063,14 +1136,18 @@ parse_faults(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 		if (v[i] && get_share(cx, v[i], path, shares[i]) == -1)
 			return -1;
 	}
-	sum = f->lost_reply + f->reset + f->duplicate;
+	sum = f->lost_reply + f->reset + f->duplicate + f->status +
+	    f->stream_cut + f->stream_stall;
 	if (sum > 1 + CFG_BAND_EPS)
 		return fail_at(cx, map, prefix, "the bands lost_reply + reset + "
-		    "duplicate add up to %g; they are shares of rate and must "
-		    "add up to at most 1", sum);
+		    "duplicate + status + stream_cut + stream_stall add up to %g; "
+		    "they are shares of rate and must add up to at most 1", sum);
+	if (parse_api_faults(cx, prefix, f, v[STATUSES], v[RETRY_AFTER],
+	    v[CUT_AFTER], v[STALL_AFTER], v[STALL_FOR]) == -1)
+		return -1;
 	key_join(path, prefix, "latency");
-	if (v[LATENCY] && get_latency(cx, v[LATENCY], path, &f->latency_min_ms,
-	    &f->latency_max_ms) == -1)
+	if (v[LATENCY] && get_duration_range(cx, v[LATENCY], path,
+	    FAULT_LATENCY_MAX_MS, &f->latency_min_ms, &f->latency_max_ms) == -1)
 		return -1;
 	key_join(path, prefix, "latency_real");
 	if (v[LATENCY_REAL] && get_bool(cx, v[LATENCY_REAL], path,
@@ -1247,7 +1324,7 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	int		 proto = 0;
 
 	px->protocol = CFG_PROTO_AUTO;
-	px->faults.hold_ms = 100;
+	CFG_FAULTS_DEFAULTS(&px->faults);
 	if (map->type != YAML_MAPPING_NODE)
 		return fail_type(cx, map, prefix, "a mapping");
 	if (take_keys(cx, map, prefix, keys, nitems(keys), v) == -1)
@@ -1280,6 +1357,11 @@ parse_proxy(struct cfg_ctx *cx, yaml_node_t *map, const char *prefix,
 	key_join(path, prefix, "faults");
 	if (v[3] && parse_faults(cx, v[3], path, &px->faults) == -1)
 		return -1;
+	if ((px->protocol == CFG_PROTO_TCP || px->protocol == CFG_PROTO_POSTGRES) &&
+	    px->faults.status + px->faults.stream_cut + px->faults.stream_stall > 0)
+		return fail_at(cx, v[3], path, "status, stream_cut and "
+		    "stream_stall fault HTTP exchanges, and this proxy's protocol "
+		    "is %s", px->protocol == CFG_PROTO_TCP ? "tcp" : "postgres");
 	key_join(path, prefix, "schedule");
 	if (v[4] && parse_schedule(cx, v[4], path, &px->schedule) == -1)
 		return -1;
@@ -1634,12 +1716,14 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 {
 	enum { NAME, SEEDS, TURNS, ROUNDS, SEED_TIMEOUT, RETRIES, CONFIRM,
 	    DATABASE, SERVICES, PROXIES, SETUP, SETUP_TIMEOUT, TURN, INVARIANTS,
-	    INVARIANT_TIMEOUT, GUARD, TICKETS, REGRESSIONS, NKEYS };
+	    INVARIANT_TIMEOUT, GUARD, TICKETS, REGRESSIONS, REGRESSIONS_EXPLORE_BUDGET,
+	    NKEYS };
 	/* Order matters: services before proxies, turns/rounds before guard. */
 	static const char *const keys[NKEYS] = { "name", "seeds", "turns",
 	    "rounds", "seed_timeout", "retries", "confirm", "database", "services",
 	    "proxies", "setup", "setup_timeout", "turn", "invariants",
-	    "invariant_timeout", "guard", "tickets", "regressions" };
+	    "invariant_timeout", "guard", "tickets", "regressions",
+	    "regressions_explore_budget" };
 	struct cfg	*cfg = cx->cfg;
 	yaml_node_t	*v[NKEYS];
 	char		 why[ERR_LEN];
@@ -1745,6 +1829,10 @@ parse_top(struct cfg_ctx *cx, yaml_node_t *top)
 	}
 	if (cfg->regressions == NULL)
 		cfg->regressions = resolve(cx, "regressions");
+	if (v[REGRESSIONS_EXPLORE_BUDGET] && get_int32(cx, v[REGRESSIONS_EXPLORE_BUDGET],
+	    "regressions_explore_budget", 0, CFG_REGRESS_EXPLORE_MAX,
+	    &cfg->regress_explore_budget) == -1)
+		rc = -1;
 	return rc;
 }
 
@@ -1758,6 +1846,7 @@ set_defaults(struct cfg *cfg)
 	cfg->seed_timeout_ms = 60 * 1000;
 	cfg->retries = 2;
 	cfg->confirm = true;
+	cfg->regress_explore_budget = CFG_REGRESS_EXPLORE_BUDGET;
 	cfg->db_reset = CFG_RESET_RECREATE;
 	cfg->db_proxy = -1;
 	cfg->model_proxy = -1;
@@ -2323,6 +2412,22 @@ cfg_guard_floor_of(const struct cfg *cfg, int64_t ran)
 	if (cfg->guard_percent)
 		return (cfg->guard_min_ok * ran + 99) / 100;
 	return (cfg->guard_min_ok * ran + total - 1) / total;
+}
+
+bool
+cfg_service_seam(const struct cfg *cfg, const struct cfg_service *s)
+{
+	return s->seam && cfg->nproxies > 0;
+}
+
+size_t
+cfg_services_direct(const struct cfg *cfg)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < cfg->nservices; i++)
+		n += !cfg_service_seam(cfg, &cfg->services[i]);
+	return n;
 }
 
 bool

@@ -51,7 +51,31 @@ struct cfg_service {
 	enum cfg_ready	  ready;		/* default CFG_READY_TCP */
 	int64_t		  ready_timeout_ms;	/* default 10s */
 	enum cfg_listen	  listen;		/* default CFG_LISTEN_PORT */
+	/*
+	 * seam (default true): the service goes through the seam like a
+	 * turn (docs/turns.md "What a service gets"): its PG*, DATABASE_URL
+	 * and JDBC_DATABASE_URL name its own listener of the proxy in front
+	 * of the database, it gets SOAK_PROXY_<NAME> of every proxy, and,
+	 * since listeners are per seed, it is started after each seed's
+	 * proxies open and stopped once the seed's rounds are over.  false:
+	 * direct to the database, no SOAK_PROXY_*, once per worker.  A config
+	 * without proxies has no seam: its services run once per worker.
+	 */
+	bool		  seam;
 };
+
+#define CFG_STATUSES_MAX	16		/* faults.statuses */
+#define CFG_EVENTS_MAX		100000		/* cut_after, stall_after */
+
+/* A proxy's faults' defaults, where the config and `soak proxy` start. */
+#define CFG_FAULTS_DEFAULTS(f) do {					\
+	(f)->hold_ms = 100;						\
+	(f)->retry_after_ms = 1000;					\
+	(f)->cut_after_min = (f)->stall_after_min = 1;			\
+	(f)->cut_after_max = (f)->stall_after_max = 5;			\
+	(f)->stall_min_ms = 1000;					\
+	(f)->stall_max_ms = 3000;					\
+} while (0)
 
 struct cfg_faults {
 	double		 rate;			/* share of exchanges faulted, 0..1 */
@@ -59,6 +83,28 @@ struct cfg_faults {
 	double		 reset;
 	double		 duplicate;
 	double		 blackhole;		/* share of connections swallowed, 0..1 */
+	/*
+	 * The faults of an HTTP API (docs/faults.md "Faults of an HTTP
+	 * API"), bands of rate like the three above.  status: the proxy
+	 * answers the request itself with one of statuses (drawn by the
+	 * seed; none listed: 429, 500, 529), Retry-After retry_after_ms on a
+	 * 429, 503 or 529.  stream_cut: a streamed reply (server-sent
+	 * events) cut after K events, K drawn in cut_after_min..max;
+	 * stream_stall: one stopped after K events (stall_after_min..max)
+	 * for stall_min..max_ms, then resumed.
+	 */
+	double		 status;
+	double		 stream_cut;
+	double		 stream_stall;
+	int		 statuses[CFG_STATUSES_MAX];
+	size_t		 nstatuses;
+	int64_t		 retry_after_ms;	/* default 1s */
+	uint32_t	 cut_after_min;		/* default 1..5 */
+	uint32_t	 cut_after_max;
+	uint32_t	 stall_after_min;	/* default 1..5 */
+	uint32_t	 stall_after_max;
+	int64_t		 stall_min_ms;		/* default 1s..3s */
+	int64_t		 stall_max_ms;
 	int64_t		 latency_min_ms;	/* "A..B" or one duration */
 	int64_t		 latency_max_ms;
 	/*
@@ -181,6 +227,9 @@ struct cfg_tickets {
 	bool		  enabled;		/* the section was present */
 };
 #define CFG_MINIMIZE_BUDGET_MS	(5 * 60 * 1000)
+/* regressions_explore_budget: its default and its most (executions) */
+#define CFG_REGRESS_EXPLORE_BUDGET	200
+#define CFG_REGRESS_EXPLORE_MAX		100000
 
 struct cfg {
 	char			 *path;		/* as given */
@@ -244,6 +293,14 @@ struct cfg {
 	 */
 	char			 *regressions;
 	bool			  regressions_set;
+	/*
+	 * regressions_explore_budget: the executions a regression whose plan
+	 * diverged may take to explore its turns within its plan's
+	 * preemptions (worker/regexplore.h); 0: such a regression is not
+	 * explored, and ends infra/diverged.  Default
+	 * CFG_REGRESS_EXPLORE_BUDGET, at most CFG_REGRESS_EXPLORE_MAX.
+	 */
+	int			  regress_explore_budget;
 
 	struct cfg_mark		 *marks;	/* in file order */
 	size_t			  nmarks;
@@ -367,5 +424,11 @@ int64_t	cfg_guard_floor_of(const struct cfg *cfg, int64_t ran);
  * cannot start its interpreter, a driver that is not installed).
  */
 bool	cfg_guard_allows_idle_round(const struct cfg *cfg);
+/* Whether service s goes through cfg's seam (cfg_service.seam, and a
+ * proxy to go through). */
+bool	cfg_service_seam(const struct cfg *cfg, const struct cfg_service *s);
+/* How many of cfg's services do not go through the seam: started once
+ * per worker, they keep their memory across seeds. */
+size_t	cfg_services_direct(const struct cfg *cfg);
 
 #endif

@@ -11,6 +11,9 @@ static const char *const fault_names[FAULT_MAX] = {
 	[FAULT_RESET] = "reset",
 	[FAULT_DUPLICATE] = "duplicate",
 	[FAULT_BLACKHOLE] = "blackhole",
+	[FAULT_STATUS] = "status",
+	[FAULT_STREAM_CUT] = "stream_cut",
+	[FAULT_STREAM_STALL] = "stream_stall",
 	[FAULT_CLOSE_AFTER] = "close_after",
 };
 

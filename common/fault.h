@@ -16,6 +16,15 @@ enum fault {
 	FAULT_RESET,		/* the connection reset before the upstream saw it */
 	FAULT_DUPLICATE,	/* the request sent to the upstream twice */
 	FAULT_BLACKHOLE,	/* a connection that swallows everything */
+	FAULT_STATUS,		/* HTTP: the proxy answered with an error status,
+				   the upstream never saw the request */
+	FAULT_STREAM_CUT,	/* a streamed reply cut after K events */
+	FAULT_STREAM_STALL,	/* a streamed reply stopped after K events for a
+				   while, then resumed */
+	/*
+	 * Last: the stream fault a config applies, never a decision of a
+	 * plan's (common/plan.h takes the kinds before it).
+	 */
 	FAULT_CLOSE_AFTER,	/* a connection closed after its byte count */
 	FAULT_MAX
 };

@@ -28,6 +28,23 @@ plan_fault_parse(const char *s, enum plan_fault *f)
 	return 0;
 }
 
+const char *
+plan_fault_words(const struct plan_fault_rec *f, char *buf, size_t len)
+{
+	const char	*k = fault_name((enum fault)f->fault);
+
+	if (f->fault == PLAN_STATUS)
+		snprintf(buf, len, "%s %d", k, f->status);
+	else if (f->fault == PLAN_STREAM_CUT)
+		snprintf(buf, len, "%s after %" PRIu32, k, f->after);
+	else if (f->fault == PLAN_STREAM_STALL)
+		snprintf(buf, len, "%s after %" PRIu32 " for %" PRId64 " ms", k,
+		    f->after, f->stall_ms);
+	else
+		snprintf(buf, len, "%s", k);
+	return buf;
+}
+
 void
 plan_free(struct plan *p)
 {
@@ -60,6 +77,7 @@ plan_free(struct plan *p)
 	free(p->replay);
 	free(p->pinned_run);
 	free(p->pinned_from);
+	free(p->pinned_replaced);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -118,6 +136,66 @@ get_key(struct rd *r, json_t *o, const char *path, uint64_t *key)
 	return 0;
 }
 
+/*
+ * An HTTP API fault's parameters: each is there exactly when its kind
+ * has it (a status with status, after with a stream fault, stall_ms with
+ * a stall), so an edited plan means what it says or is refused.
+ */
+static int
+read_api_fault(struct rd *r, json_t *o, const char *path,
+    struct plan_fault_rec *f)
+{
+	static const struct {
+		const char	*key;
+		json_int_t	 lo, hi;
+		bool		 status, cut, stall;	/* whose it is */
+		const char	*what;
+	} params[] = {
+		{ "status", 400, 599, true, false, false,
+		    "an HTTP error status of 400..599" },
+		{ "after", 1, CFG_EVENTS_MAX, false, true, true,
+		    "a count of events of 1..100000" },
+		{ "stall_ms", 0, 3600000, false, false, true,
+		    "an integer of 0..3600000 (ms)" },
+	};
+	json_t		*v;
+	json_int_t	 n[3] = { 0, 0, 0 };
+	char		 q[320], why[160];
+	size_t		 i;
+	bool		 want;
+
+	for (i = 0; i < sizeof(params) / sizeof(params[0]); i++) {
+		want = (params[i].status && f->fault == PLAN_STATUS) ||
+		    (params[i].cut && f->fault == PLAN_STREAM_CUT) ||
+		    (params[i].stall && f->fault == PLAN_STREAM_STALL);
+		v = json_object_get(o, params[i].key);
+		snprintf(q, sizeof(q), "%s.%s", path, params[i].key);
+		if (v == NULL && want) {
+			snprintf(why, sizeof(why), "missing: a %s fault has one (%s)",
+			    fault_name((enum fault)f->fault), params[i].what);
+			return bad(r, q, why);
+		}
+		if (v == NULL)
+			continue;
+		if (!want) {
+			snprintf(why, sizeof(why), "not a parameter of a %s fault",
+			    f->fault == PLAN_NONE ? "latency or reply, nor of no" :
+			    fault_name((enum fault)f->fault));
+			return bad(r, q, why);
+		}
+		if (!json_is_integer(v) || json_integer_value(v) < params[i].lo ||
+		    json_integer_value(v) > params[i].hi) {
+			snprintf(why, sizeof(why), "not %s", params[i].what);
+			return bad(r, q, why);
+		}
+		n[i] = json_integer_value(v);
+	}
+	f->status = (int)n[0];
+	f->after = (uint32_t)n[1];
+	f->stall_ms = n[2];
+	return 0;
+}
+
 static int
 read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
     struct plan_fault_rec *f)
@@ -135,7 +213,8 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	f->fault = PLAN_NONE;
 	snprintf(q, sizeof(q), "%s.fault", path);
 	if (name != NULL && plan_fault_parse(name, &f->fault) == -1)
-		return bad(r, q, "not one of lost_reply, reset, duplicate, blackhole");
+		return bad(r, q, "not one of lost_reply, reset, duplicate, "
+		    "blackhole, status, stream_cut, stream_stall");
 	if (f->fault == PLAN_BLACKHOLE) {
 		if (get_int(r, o, "conn", path, 0, INT32_MAX, &v) == -1)
 			return -1;
@@ -159,6 +238,8 @@ read_fault(struct rd *r, json_t *o, const char *path, const struct plan *p,
 	f->reply = rep != NULL ? (uint32_t)json_integer_value(rep) : 0;
 	if (f->fault == PLAN_NONE && f->latency_ms == 0 && f->reply == 0)
 		return bad(r, path, "neither a fault, a latency nor a reply");
+	if (read_api_fault(r, o, path, f) == -1)
+		return -1;
 	f->what = opt_str(o, "what");
 	return 0;
 }
@@ -377,6 +458,7 @@ plan_parse(const char *text, size_t len, const char *what, struct plan *p,
 		}
 		p->pinned_run = opt_str(pin, "run");
 		p->pinned_from = opt_str(pin, "from");
+		p->pinned_replaced = opt_str(pin, "replaced");
 	}
 	rc = 0;
 out:
@@ -449,6 +531,13 @@ proxy_json(const struct plan_proxy *x)
 		if (f->fault != PLAN_NONE)
 			json_object_set_new(e, "fault",
 			    json_string(fault_name((enum fault)f->fault)));
+		if (f->fault == PLAN_STATUS)
+			json_object_set_new(e, "status", json_integer(f->status));
+		if (f->fault == PLAN_STREAM_CUT || f->fault == PLAN_STREAM_STALL)
+			json_object_set_new(e, "after", json_integer(f->after));
+		if (f->fault == PLAN_STREAM_STALL)
+			json_object_set_new(e, "stall_ms",
+			    json_integer(f->stall_ms));
 		if (f->latency_ms > 0)
 			json_object_set_new(e, "latency_ms",
 			    json_integer(f->latency_ms));
@@ -533,13 +622,16 @@ plan_dump(const struct plan *p)
 			json_object_set_new(fail, "replay", json_string(p->replay));
 		json_object_set_new(o, "failure", fail);
 	}
-	if (p->pinned_run != NULL || p->pinned_from != NULL) {
+	if (p->pinned_run != NULL || p->pinned_from != NULL ||
+	    p->pinned_replaced != NULL) {
 		json_t	*pin = json_object();
 
 		if (p->pinned_run != NULL)
 			json_object_set_new(pin, "run", json_string(p->pinned_run));
 		if (p->pinned_from != NULL)
 			json_object_set_new(pin, "from", json_string(p->pinned_from));
+		if (p->pinned_replaced != NULL)
+			json_object_set_new(pin, "replaced", json_string(p->pinned_replaced));
 		json_object_set_new(o, "pinned", pin);
 	}
 	text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
@@ -640,6 +732,11 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	if (trace_line_parse(o, &l, why) == -1)
 		return errf(err, "line %d: %s", line, why);
 	what = l.sql != NULL ? l.sql : l.req;
+	/* A service's exchange (fault-proxy/proxy.h): not planned yet, its
+	 * decisions stay the seed's under a plan too; its actor index is past
+	 * the turns. */
+	if (l.service != NULL)
+		return 0;
 	if (l.round >= p->rounds || l.turn >= p->turns)
 		return errf(err, "line %d: round %d, turn %d out of the config's "
 		    "%d x %d", line, l.round, l.turn, p->rounds, p->turns);
@@ -655,6 +752,11 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	}
 	if (!l.keyed)
 		return 0;	/* an exchange not keyed: never planned */
+	if ((k == PLAN_STATUS && l.status < 400) || ((k == PLAN_STREAM_CUT ||
+	    k == PLAN_STREAM_STALL) && l.after == 0))
+		return errf(err, "line %d: a %s fault without its %s", line,
+		    fault_name(l.fault), k == PLAN_STATUS ? "error status" :
+		    "events (after)");
 	x = proxy_of(p, l.proxy);
 	if (alt < 0 || alt > 1000)
 		alt = 0;
@@ -663,6 +765,9 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 		model = json_string_value(json_object_get(o, "model"));
 		f = (struct plan_fault_rec){ .round = l.round, .turn = l.turn,
 		    .key = l.key, .occ = l.occ, .fault = k, .latency_ms = l.latency_ms,
+		    .status = k == PLAN_STATUS ? l.status : 0,
+		    .after = k == PLAN_STREAM_CUT || k == PLAN_STREAM_STALL ?
+		    l.after : 0, .stall_ms = k == PLAN_STREAM_STALL ? l.stall_ms : 0,
 		    .reply = (uint32_t)alt, .what = what == NULL ? NULL : model ?
 		    xasprintf("%s: %s", what, model) : xstrdup(what) };
 		add_fault(x, &f);

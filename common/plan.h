@@ -40,6 +40,9 @@ enum plan_fault {
 	PLAN_RESET = FAULT_RESET,
 	PLAN_DUPLICATE = FAULT_DUPLICATE,
 	PLAN_BLACKHOLE = FAULT_BLACKHOLE,	/* of a connection: conn, no key */
+	PLAN_STATUS = FAULT_STATUS,		/* with status */
+	PLAN_STREAM_CUT = FAULT_STREAM_CUT,	/* with after */
+	PLAN_STREAM_STALL = FAULT_STREAM_STALL,	/* with after and stall_ms */
 	PLAN_FAULT_MAX = FAULT_CLOSE_AFTER
 };
 
@@ -49,6 +52,15 @@ struct plan_fault_rec {
 	uint32_t	 occ;		/* PLAN_BLACKHOLE: the connection */
 	enum plan_fault	 fault;
 	int64_t		 latency_ms;
+	/*
+	 * An HTTP API fault's parameters (docs/plan.md): the status the
+	 * proxy answers (PLAN_STATUS, 400..599), the events let through
+	 * before a stream fault (1..CFG_EVENTS_MAX) and a stall's length
+	 * (0..3600000 ms); 0 for the other kinds, which may not have them.
+	 */
+	int		 status;
+	uint32_t	 after;
+	int64_t		 stall_ms;
 	/*
 	 * A model stand-in's answer to the exchange (docs/models.md): its
 	 * script's alternative `reply` of the pattern the request matches;
@@ -116,7 +128,17 @@ struct plan {
 	char			*replay;
 	char			*pinned_run;
 	char			*pinned_from;
+	/* soak pin --refresh: the SHA-256 of the plan it replaced */
+	char			*pinned_replaced;
 };
+
+/*
+ * A planned fault's kind and parameters in words, into buf: "lost_reply",
+ * "status 429", "stream_cut after 3", "stream_stall after 3 for 1500 ms".
+ * Returns buf.
+ */
+const char		*plan_fault_words(const struct plan_fault_rec *f, char *buf,
+			    size_t len);
 
 /* The text of a plan file; -1 with err naming what is wrong and where. */
 int			 plan_parse(const char *text, size_t len, const char *what,

@@ -28,4 +28,14 @@ extern const char soak_version[];
 #define SOAK_MANUAL	"\nThe manual: man soak (soak(1)); the config: man soak.yaml " \
 			"(soak.yaml(5)).\n"
 
+/*
+ * The file in the data directory of a PostgreSQL soak started itself (the
+ * embedded one, isolation/pg.c): the fault proxy (by the postmaster's
+ * /proc/PID/cwd) stops such a server's backends at a lock wait, so that
+ * soak, not PostgreSQL, orders their wake-ups (docs/faults.md
+ * "Wake-ups"); never another server's, whose backends would stay stopped
+ * if the stopping process died.
+ */
+#define SOAK_PG_MARK	"soak-embedded"
+
 #endif

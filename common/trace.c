@@ -154,6 +154,9 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if ((rc = get_int(o, "exchange", 0, UINT32_MAX, &v, err)) != 0)
 		return rc == 1 ? errf(err, "no exchange") : -1;
 	l->exchange = (uint32_t)v;
+	if (get_str(o, "service", &l->service, err) == -1 ||
+	    get_bool(o, "bypass", &l->bypass, err) == -1)
+		return -1;
 	/* what happened to it */
 	if (get_str(o, "fault", &s, err) == -1)
 		return -1;
@@ -166,6 +169,16 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if (get_bool(o, "upstream_saw", &l->upstream_saw, err) == -1 ||
 	    get_bool(o, "client_got_reply", &l->client_got_reply, err) == -1)
 		return -1;
+	/* what its fault did: an HTTP API fault's parameters */
+	if ((rc = get_int(o, "status", 100, 599, &v, err)) == -1)
+		return -1;
+	l->status = rc == 0 ? (int)v : 0;
+	if ((rc = get_int(o, "after", 1, UINT32_MAX, &v, err)) == -1)
+		return -1;
+	l->after = rc == 0 ? (uint32_t)v : 0;
+	if ((rc = get_int(o, "stall_ms", 0, INT64_MAX, &v, err)) == -1)
+		return -1;
+	l->stall_ms = rc == 0 ? v : 0;
 	/* what it hit (docs/plan.md) */
 	if ((rc = get_int(o, "round", 0, INT32_MAX, &v, err)) == -1)
 		return -1;

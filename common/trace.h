@@ -50,11 +50,18 @@ int		 trace_turns_parse(const char *s, uint64_t *turns);
  */
 struct trace_line {
 	const char		*proxy;
-	int			 turn;		/* 0.. */
+	int			 turn;		/* 0..: a turn, or a service's actor */
+	/* a service's exchange: its name, and whether it passed a schedule
+	 * unheld (fault-proxy/proxy.h); NULL, false: a turn's */
+	const char		*service;
+	bool			 bypass;
 	uint32_t		 conn, exchange;
 	enum fault		 fault;
 	int64_t			 latency_ms;
 	bool			 upstream_saw, client_got_reply;
+	int			 status;	/* a status fault's (400..599) */
+	uint32_t		 after;		/* a stream fault's events */
+	int64_t			 stall_ms;	/* a stream_stall's */
 	int			 round;
 	bool			 keyed;		/* key (and occ) are there */
 	uint64_t		 key;

@@ -221,3 +221,34 @@ parse_count(const char *s, int64_t min, int64_t max, int64_t *v, char *err)
 	*v = (int64_t)x;
 	return 0;
 }
+
+int
+parse_count_range(const char *s, int64_t min, int64_t max, int64_t *lo,
+    int64_t *hi, char *err)
+{
+	const char	*dots;
+	char		 b[QUOTE_LEN], first[32];
+	int64_t		 a, z;
+
+	if (s == NULL || (dots = strstr(s, "..")) == NULL) {
+		if (parse_count(s, min, max, &a, err) == -1)
+			return -1;
+		*lo = *hi = a;
+		return 0;
+	}
+	if ((size_t)(dots - s) >= sizeof(first))
+		return errf(err, "%s is not a whole number of %lld..%lld, nor a "
+		    "range of them", quote_value(s, b, sizeof(b)), (long long)min,
+		    (long long)max);
+	memcpy(first, s, (size_t)(dots - s));
+	first[dots - s] = '\0';
+	if (parse_count(first, min, max, &a, err) == -1 ||
+	    parse_count(dots + 2, min, max, &z, err) == -1)
+		return -1;
+	if (a > z)
+		return errf(err, "%s: the minimum is above the maximum",
+		    quote_value(s, b, sizeof(b)));
+	*lo = a;
+	*hi = z;
+	return 0;
+}

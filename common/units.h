@@ -27,6 +27,9 @@
  *  count      DIGITS, a whole number of MIN..MAX the caller gives (0 <=
  *             MIN): every number option of the commands (cmd/), "--slots
  *             8", "--tries 3".  Seeds are common/seed.h's seed_parse.
+ *  counts     COUNT..COUNT with MIN <= MAX (2..6), or one COUNT meaning
+ *             MIN = MAX, each of the caller's MIN..MAX: how many events
+ *             before a stream fault (faults.cut_after).
  */
 #ifndef SOAK_UNITS_H
 #define SOAK_UNITS_H
@@ -41,6 +44,9 @@ int	parse_share(const char *s, double *v, char *err);
 int	parse_bytes(const char *s, int64_t *v, char *err);
 /* err: "\"-1\" is not a whole number of 1..256". */
 int	parse_count(const char *s, int64_t min, int64_t max, int64_t *v, char *err);
+/* err: "\"6..2\": the minimum is above the maximum". */
+int	parse_count_range(const char *s, int64_t min, int64_t max, int64_t *lo,
+	    int64_t *hi, char *err);
 
 /*
  * A value quoted for a message: in double quotes, control characters as

@@ -369,6 +369,19 @@ halt_now(struct coord *c)
 	}
 }
 
+bool
+coord_reg_pass_earned(const json_t *detail)
+{
+	const json_t	*ex = json_object_get(detail, "explored");
+
+	if (json_object_get(detail, "diverged") == NULL)
+		return true;
+	return json_is_true(json_object_get(ex, "complete")) &&
+	    json_integer_value(json_object_get(ex, "executions")) > 0 &&
+	    json_is_integer(json_object_get(ex, "failing")) &&
+	    json_integer_value(json_object_get(ex, "failing")) == 0;
+}
+
 /*
  * Records one attempt's outcome and decides: final, or back in the retry
  * queue.  detail is consumed.
@@ -377,16 +390,37 @@ void
 coord_seed_outcome(struct coord *c, struct coord_seed *s, uint32_t worker,
     enum reason why, int64_t duration_ms, json_t *detail)
 {
-	json_t		*msgj = json_object_get(detail, "message");
+	json_t		*msgj;
 	struct wrec	*w = worker_get(c, worker);
-	int		 verdict = reason_verdict(why);
+	int		 verdict;
+	bool		 final;
 
+	/*
+	 * A regression whose plan diverged passes only on a complete, clean
+	 * exploration (worker/regexplore.h); a worker's pass that does not
+	 * say so tested nothing.
+	 */
+	if (s->regress != NULL && why == REASON_NONE && !coord_reg_pass_earned(detail)) {
+		char	*m = xasprintf("its plan diverged, and the worker's pass has no "
+			    "complete exploration without a failing schedule behind it: "
+			    "%s", json_string_value(json_object_get(detail, "message")) ?
+			    json_string_value(json_object_get(detail, "message")) : "");
+
+		json_object_set_new(detail, "message", json_string(m));
+		free(m);
+		why = REASON_DIVERGED;
+	}
+	msgj = json_object_get(detail, "message");
+	verdict = reason_verdict(why);
+	/* An exploration another worker would repeat is not retried. */
+	final = s->regress != NULL && json_is_true(json_object_get(json_object_get(detail,
+	    "explored"), "final"));
 	s->last_worker = worker;
 	worker_outcome(c, w, why);
 	early_note(c, s, why, detail);
 	/* A stopped run retries nothing: no more attempts will run. */
 	if (verdict == VERDICT_INFRA && (int)s->infra++ < c->o.cfg->retries &&
-	    c->halt_why == NULL) {
+	    c->halt_why == NULL && !final) {
 		if (s->history == NULL)
 			s->history = json_array();
 		json_array_append_new(s->history, json_pack("{s:i, s:s, s:s, s:I, s:s}",
@@ -611,6 +645,8 @@ coord_reg_counts(const struct coord *c, struct coord_reg_counts *n)
 		if (s->state != CSEED_FINAL)
 			continue;
 		n->done++;
+		if (json_is_object(json_object_get(s->detail, "explored")))
+			n->explored++;
 		/* A diverged plan tested nothing: never a pass. */
 		if (s->verdict == VERDICT_PASS)
 			n->pass++;

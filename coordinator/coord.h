@@ -35,9 +35,12 @@
  *    first lease.  Each is a lease of its own kind holding it alone, keyed
  *    by its name and hash (a RESULT must name both); its plan's seed may
  *    also be in the range, and both run.  Otherwise a regression lives as a
- *    seed does: retried when infra (its worker lost, its plan diverged),
+ *    seed does: retried when infra (its worker lost, its plan diverged
+ *    and its exploration was incomplete: not when the exploration says
+ *    another worker would find the same, "explored": {"final": true}),
  *    final once, journaled (so --resume runs a finished one never again),
- *    and never confirmed;
+ *    and never confirmed.  A pass whose plan diverged counts only when
+ *    its exploration earned it (coord_reg_pass_earned);
  *  - fail is never retried away.  When every seed is final and
  *    cfg->confirm is set, the smallest failing seed of each fingerprint
  *    (at most CONFIRM_MAX) runs once more, on another worker than the
@@ -295,9 +298,23 @@ void		 coord_counts(const struct coord *c, struct coord_counts *n);
 const struct coord_seed	*coord_seeds(const struct coord *c, uint64_t *n);
 /* The regressions, in coord_opts.regress's order (none: *n 0). */
 const struct coord_seed	*coord_regressions(const struct coord *c, size_t *n);
+/*
+ * diverged: final infra/diverged (its plan diverged and the exploration
+ * that judges it was incomplete, or did not run); explored: final ones
+ * whose plan diverged and that were judged by exploring (detail
+ * "explored", worker/regexplore.h), whatever their verdict.
+ */
 struct coord_reg_counts {
 	size_t	total, done, pass, fail, diverged, infra;	/* infra: the rest */
+	size_t	explored;
 };
+/*
+ * Whether detail, a regression's pass, is one: a plan followed (no
+ * "diverged"), or a diverged plan whose exploration says complete, at
+ * least one execution and none failing.  Any other pass tested nothing:
+ * coord_seed_outcome makes it infra/diverged.
+ */
+bool		 coord_reg_pass_earned(const json_t *detail);
 void		 coord_reg_counts(const struct coord *c, struct coord_reg_counts *n);
 /*
  * The whole state but the clock and the connections, as JSON (a new

@@ -31,6 +31,14 @@ struct cov_px {
 	/* per turn ("3"): the arrival decisions that went without it, and
 	 * the seeds in which one did */
 	json_t			*idle_dec, *idle_seeds;
+	/* per service ("tools"): its exchanges that passed the schedule
+	 * unheld (the trace's bypass), and the seeds with one */
+	json_t			*byp_n, *byp_seeds;
+	/* steps that held a request to its reply while another turn's
+	 * waited (the trace's serialized), and the seeds with one */
+	uint64_t		 serialized, ser_seeds;
+	uint64_t		 nostep_seeds;	/* scheduled: seeds that ran
+						   without a step of it */
 	struct hist		*h;		/* seeds with a step, by value */
 	size_t			 nh;
 	uint64_t		 hseeds;
@@ -97,6 +105,18 @@ deadlock_kinds_new(void)
 		json_object_set_new(o, trace_deadlock_name((enum trace_deadlock)k),
 		    json_integer(0));
 	return o;
+}
+
+/* Whether cfg has a service of that name (a count off the wire names one). */
+static bool
+cfg_service_named(const struct cfg *cfg, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < cfg->nservices; i++)
+		if (strcmp(cfg->services[i].name, name) == 0)
+			return true;
+	return false;
 }
 
 /* A count off the wire: an authenticated worker's, but never negative. */
@@ -169,6 +189,8 @@ cov_new(const struct cfg *cfg)
 		c->px[i].deadlocks = deadlock_kinds_new();
 		c->px[i].idle_dec = json_object();
 		c->px[i].idle_seeds = json_object();
+		c->px[i].byp_n = json_object();
+		c->px[i].byp_seeds = json_object();
 	}
 	c->inv_checked = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_checked));
 	c->inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c->inv_broken));
@@ -188,6 +210,8 @@ cov_free(struct cov *c)
 		json_decref(c->px[i].deadlocks);
 		json_decref(c->px[i].idle_dec);
 		json_decref(c->px[i].idle_seeds);
+		json_decref(c->px[i].byp_n);
+		json_decref(c->px[i].byp_seeds);
 		free(c->px[i].h);
 	}
 	free(c->px);
@@ -282,9 +306,25 @@ cov_add(struct cov *c, const json_t *seed)
 	for (i = 0; i < c->cfg->nproxies; i++) {
 		struct cov_px	*x = &c->px[i];
 		const json_t	*o = json_object_get(proxies, x->p->name);
+		const char	*k;
+		json_t		*v;
 
+		/* a seed that ran (some proxy of it saw an exchange) and in
+		 * which this schedule took no step */
+		if (x->p->schedule.enabled && json_object_size(proxies) > 0 &&
+		    count_of(json_object_get(o, "steps")) == 0)
+			x->nostep_seeds++;
 		if (!json_is_object(o))
 			continue;
+		json_object_foreach(json_object_get(o, "bypassed"), k, v)
+			if (count_of(v) > 0 && cfg_service_named(c->cfg, k)) {
+				kind_add(x->byp_n, k, count_of(v));
+				kind_add(x->byp_seeds, k, 1);
+			}
+		if ((steps = count_of(json_object_get(o, "serialized"))) > 0) {
+			x->serialized += steps;
+			x->ser_seeds++;
+		}
 		x->exchanges += count_of(json_object_get(o, "exchanges"));
 		x->seeds_used += count_of(json_object_get(o, "exchanges")) > 0;
 		x->connections += count_of(json_object_get(o, "connections"));
@@ -388,6 +428,12 @@ fault_share(const struct cfg_faults *f, const char *kind, const char **of)
 		return f->rate * f->reset;
 	case FAULT_DUPLICATE:
 		return f->rate * f->duplicate;
+	case FAULT_STATUS:
+		return f->rate * f->status;
+	case FAULT_STREAM_CUT:
+		return f->rate * f->stream_cut;
+	case FAULT_STREAM_STALL:
+		return f->rate * f->stream_stall;
 	case FAULT_BLACKHOLE:
 		*of = "connections";
 		return f->blackhole;
@@ -463,6 +509,24 @@ warn(json_t *w, const char *fmt, ...)
 	free(s);
 }
 
+/* Why an HTTP API fault may draw and still not fire (docs/faults.md). */
+static const char *
+api_hint(const char *kind)
+{
+	enum fault	k;
+
+	if (fault_parse(kind, &k) == -1)
+		return "";
+	if (k == FAULT_STATUS)
+		return "; a status fault fires on an HTTP exchange only: is "
+		    "the proxy's traffic HTTP?";
+	if (k == FAULT_STREAM_CUT || k == FAULT_STREAM_STALL)
+		return "; a stream fault fires on a reply of server-sent events "
+		    "that reaches its event (cut_after, stall_after): do the "
+		    "turns ask for streamed replies, and that long?";
+	return "";
+}
+
 static void
 warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 {
@@ -498,9 +562,10 @@ warn_faults(json_t *w, const struct cov *c, const struct cov_px *x)
 				snprintf(expect, sizeof(expect),
 				    ", about %.3g expected", share * (double)base);
 			warn(w, "proxy %s: %s never fired in %" PRIu64 " %s of %" PRIu64
-			    " seeds, though its share is %.3g %% of them%s%s", x->p->name,
-			    kind, base, of, traced(c), share * 100, expect,
-			    strcmp(of, "connections") == 0 ? "" : match);
+			    " seeds, though its share is %.3g %% of them%s%s%s",
+			    x->p->name, kind, base, of, traced(c), share * 100, expect,
+			    strcmp(of, "connections") == 0 ? "" : match,
+			    api_hint(kind));
 		}
 	}
 }
@@ -529,6 +594,64 @@ warn_pct(json_t *w, const struct cov_px *x)
 		    "time or more; set steps: to about %" PRIu64 " (drivers send "
 		    "BEGIN and COMMIT of their own, and each is a step)", x->p->name,
 		    k, med, max, 100.0 * (double)((uint64_t)k - max) / k, max);
+}
+
+/*
+ * Where a schedule claimed more than it controls (docs/faults.md,
+ * "A service behind the schedule"): a service's exchanges that passed it unheld, and a schedule on a
+ * proxy in front of a service that held each request to its reply, so
+ * the service never ran two at once (worker/explore.c's serialized).
+ */
+static void
+warn_seam(json_t *w, const struct cov *c, const struct cov_px *x,
+    const char *mode)
+{
+	const char	*svc, *what;
+	json_t		*v;
+	char		 up[160];
+
+	what = x->p->upstream_kind == CFG_UP_DATABASE ||
+	    x->p->protocol == CFG_PROTO_POSTGRES ? "statements" : "exchanges";
+	json_object_foreach(x->byp_n, svc, v)
+		warn(w, "proxy %s: %" PRIu64 " %s of service %s bypassed the "
+		    "schedule (%s), in %" PRIu64 " of the %" PRIu64 " seeds: the "
+		    "schedule does not yet know which turn's request a service's "
+		    "statement serves, so they passed unheld, in the order the "
+		    "service sent them, and a race among them is not the seed's "
+		    "(docs/turns.md, \"What a service gets\")", x->p->name,
+		    count_of(v), what, svc, mode ? mode : "none",
+		    kind_get(x->byp_seeds, svc), c->seeds);
+	/* a model's stand-in or API has no race of the system's to remove */
+	if (x->serialized == 0 || x->p->upstream_kind == CFG_UP_MODEL ||
+	    x->p->tls)
+		return;
+	if (x->p->upstream_kind == CFG_UP_SERVICE)
+		snprintf(up, sizeof(up), "service %s", x->p->upstream);
+	else
+		snprintf(up, sizeof(up), "its upstream %s", x->p->upstream);
+	warn(w, "proxy %s: its schedule (%s) serialized %s in %" PRIu64 " of "
+	    "the %" PRIu64 " seeds: %" PRIu64 " step%s admitted a request while "
+	    "another turn's waited, and each is held until its reply, so %s "
+	    "never ran two requests at once and a race inside it cannot happen "
+	    "there; a schedule on the proxy in front of the database orders the "
+	    "statements instead (docs/faults.md, \"Schedules\")", x->p->name,
+	    mode ? mode : "none", up, x->ser_seeds, c->seeds, x->serialized,
+	    x->serialized == 1 ? "" : "s", x->p->upstream_kind ==
+	    CFG_UP_SERVICE ? "the service" : "it");
+}
+
+/* {"tools": {"exchanges": n, "seeds": m}} of x's bypassed counts. */
+static json_t *
+bypassed_json(const struct cov_px *x)
+{
+	json_t		*o = json_object(), *v;
+	const char	*svc;
+
+	json_object_foreach(x->byp_n, svc, v)
+		json_object_set_new(o, svc, json_pack("{s:I, s:I}", "exchanges",
+		    (json_int_t)count_of(v), "seeds",
+		    (json_int_t)kind_get(x->byp_seeds, svc)));
+	return o;
 }
 
 static json_t *
@@ -569,10 +692,18 @@ warnings(const struct cov *c)
 		if (mode != NULL && x->steps == 0)
 			warn(w, "proxy %s has a schedule (%s) but took no step in any "
 			    "of the %" PRIu64 " seeds: its %" PRIu64 " exchanges were "
-			    "all outside it (a PostgreSQL start-up is)", x->p->name, mode,
-			    traced(c), x->exchanges);
-		else if (mode != NULL && x->p->schedule.mode == CFG_SCHED_PCT)
+			    "all outside it (a PostgreSQL start-up is%s)", x->p->name,
+			    mode, traced(c), x->exchanges, json_object_size(x->byp_n) > 0 ?
+			    ", and a service's exchanges are: below" : "");
+		else if (mode != NULL && x->nostep_seeds > 0)
+			warn(w, "proxy %s has a schedule (%s) but took no step in %"
+			    PRIu64 " of the %" PRIu64 " seeds: nothing of those seeds "
+			    "was ordered at it", x->p->name, mode, x->nostep_seeds,
+			    traced(c));
+		if (mode != NULL && x->steps > 0 &&
+		    x->p->schedule.mode == CFG_SCHED_PCT)
 			warn_pct(w, x);
+		warn_seam(w, c, x, mode);
 	}
 	for (i = 0; i < c->cfg->ninvariants; i++)
 		if (c->inv_checked[i] == 0)
@@ -670,6 +801,14 @@ cov_json(const struct cov *c)
 		    "deadlocks", x->deadlocks));
 		json_object_set_new(json_object_get(proxies, x->p->name), "idle",
 		    idle_json(x));
+		json_object_set_new(json_object_get(proxies, x->p->name), "bypassed",
+		    bypassed_json(x));
+		json_object_set_new(json_object_get(proxies, x->p->name),
+		    "serialized", json_pack("{s:I, s:I}", "steps",
+		    (json_int_t)x->serialized, "seeds", (json_int_t)x->ser_seeds));
+		json_object_set_new(json_object_get(proxies, x->p->name),
+		    "seeds_without_steps", mode ? json_integer((json_int_t)
+		    x->nostep_seeds) : json_null());
 		if (mode == NULL || x->p->schedule.mode != CFG_SCHED_PCT)
 			continue;
 		{
@@ -735,8 +874,8 @@ dur(uint64_t ms, char *buf, size_t len)
 
 /*
  * The turns proxy x's arrival decisions went without, and what to do:
- * issue 35 ("arrival covers only what soak cannot see ... when it forces a
- * decision the summary says which turn").
+ * docs/faults.md "What it costs" (`arrival` covers only what soak cannot
+ * see; a decision it forces names the turns it went without).
  */
 static void
 idle_summary(FILE *f, const struct cov_px *x)

@@ -208,6 +208,26 @@ report_failure_dir(const struct coord_seed *s, char *buf, size_t len)
 	return buf;
 }
 
+const json_t *
+report_refresh_plan(const struct coord_seed *s)
+{
+	const json_t	*p;
+
+	if (s->regress == NULL || s->state != CSEED_FINAL ||
+	    !json_is_object(json_object_get(s->detail, "explored")))
+		return NULL;
+	p = json_object_get(s->detail, s->verdict == VERDICT_PASS ? "refresh" :
+	    s->verdict == VERDICT_FAIL ? "plan" : "");
+	return json_is_object(p) ? p : NULL;
+}
+
+const char *
+report_refresh_path(const struct coord_seed *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "refresh/%s.json", s->regress ? s->regress->name : "");
+	return buf;
+}
+
 static char *
 iso8601(int64_t ms)
 {
@@ -368,6 +388,14 @@ reg_record(const struct report_meta *m, const struct coord_seed *s, bool full)
 	    json_null());
 	if (json_object_get(d, "diverged"))
 		json_object_set(r, "diverged", json_object_get(d, "diverged"));
+	/* judged by exploring, because its plan diverged (regexplore.h) */
+	if (json_is_object(json_object_get(d, "explored"))) {
+		char	rel[300];
+
+		json_object_set(r, "explored", json_object_get(d, "explored"));
+		json_object_set_new(r, "refresh_plan", report_refresh_plan(s) != NULL ?
+		    json_string(report_refresh_path(s, rel, sizeof(rel))) : json_null());
+	}
 	if (json_object_get(d, "plan_departures"))
 		json_object_set(r, "plan_departures", json_object_get(d,
 		    "plan_departures"));
@@ -396,6 +424,23 @@ report_config_copy(const struct cfg *cfg, const char *out_dir, char *err)
 	return rc;
 }
 
+/*
+ * path: j, written whole or not at all, and never through a symlink planted
+ * where it goes (write_file_atomic: made anew, then renamed over it).
+ */
+static int
+dump_new(const json_t *j, const char *path, size_t flags, char *err)
+{
+	char	*text = json_dumps(j, flags);
+	int	 rc;
+
+	if (text == NULL)
+		return errf(err, "cannot write %s: out of memory", path);
+	rc = write_file_atomic(path, text, strlen(text), 0644, err);
+	free(text);
+	return rc;
+}
+
 /* dir/name: plan, its failure's fingerprint the coordinator's (fp). */
 static int
 write_plan(const char *dir, const char *name, const json_t *plan0,
@@ -412,14 +457,33 @@ write_plan(const char *dir, const char *name, const json_t *plan0,
 		}
 		json_object_set(failure, "fingerprint", fp);
 	}
-	errno = 0;
-	if (json_dump_file(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER) == -1) {
-		rc = errf(err, "cannot write %s: %s", path,
-		    errno ? strerror(errno) : "an I/O error");
-		unlink(path);
-	}
+	rc = dump_new(plan, path, JSON_INDENT(2) | JSON_PRESERVE_ORDER, err);
 	free(path);
 	json_decref(plan);
+	return rc;
+}
+
+/*
+ * refresh/NAME.json: a regression's new schedule (report_refresh_plan); a
+ * failing one's with the coordinator's fingerprint, a pass's with the
+ * failure the plan pinned.
+ */
+static int
+write_refresh(const struct report_meta *m, const struct coord_seed *s, char *err)
+{
+	char	*dir = xasprintf("%s/refresh", m->out_dir);
+	char	*name = xasprintf("%s.json", s->regress->name);
+	char	*fp = s->verdict == VERDICT_FAIL ? seed_fingerprint(m->cfg, s) : NULL;
+	json_t	*fpj = fp != NULL ? json_string(fp) : NULL;
+	int	 rc;
+
+	rc = mkdir_p(dir, 0755, err);
+	if (rc == 0)
+		rc = write_plan(dir, name, report_refresh_plan(s), fpj, err);
+	json_decref(fpj);
+	free(fp);
+	free(name);
+	free(dir);
 	return rc;
 }
 
@@ -432,6 +496,8 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 
 	char	 rel[300];
 
+	if (report_refresh_plan(s) != NULL && write_refresh(m, s, err) == -1)
+		return -1;
 	if (s->verdict == VERDICT_PASS)
 		return 0;
 	dir = xasprintf("%s/%s", m->out_dir, report_failure_dir(s, rel, sizeof(rel)));
@@ -442,12 +508,7 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	rec = seed_record(m, s, true);
 	path = xasprintf("%s/result.json", dir);
 	/* Written whole or not at all: a full disk leaves no half a file. */
-	errno = 0;
-	if (json_dump_file(rec, path, JSON_INDENT(2)) == -1) {
-		rc = errf(err, "cannot write %s: %s", path,
-		    errno ? strerror(errno) : "an I/O error");
-		unlink(path);
-	}
+	rc = dump_new(rec, path, JSON_INDENT(2), err);
 	free(path);
 	plan = json_object_get(s->detail, "plan");
 	if (rc == 0 && json_is_object(plan))
@@ -462,11 +523,9 @@ report_failure(const struct report_meta *m, const struct coord_seed *s, char *er
 	trace = json_object_get(s->detail, "trace");
 	if (rc == 0 && json_is_string(trace)) {
 		path = xasprintf("%s/trace.jsonl", dir);
-		if (write_file(path, json_string_value(trace), json_string_length(trace),
-		    err) == -1) {
-			unlink(path);
+		if (write_file_atomic(path, json_string_value(trace),
+		    json_string_length(trace), 0644, err) == -1)
 			rc = -1;
-		}
 		free(path);
 	}
 	free(dir);
@@ -633,6 +692,12 @@ junit_case(FILE *f, const struct report_meta *m, const struct coord_seed *s,
 		fprintf(f, ">\n      <error type=\"missing\" message=\"no verdict: "
 		    "the run ended before this %s finished\"/>\n    </testcase>\n",
 		    s->regress ? "regression" : "seed");
+	} else if (s->verdict == VERDICT_PASS && s->regress != NULL &&
+	    json_is_object(json_object_get(s->detail, "explored"))) {
+		/* a pass by exploring: said, so it does not read as the plan's */
+		fprintf(f, ">\n      <system-out>");
+		xml_escape(f, msg);
+		fprintf(f, "</system-out>\n    </testcase>\n");
 	} else if (s->verdict == VERDICT_PASS) {
 		fprintf(f, "/>\n");
 	} else {
@@ -895,10 +960,11 @@ report_write(const struct report_meta *m, const struct coord *c, char *err)
 		json_object_set_new(root, "regressions", ra);
 		coord_reg_counts(c, &rn);
 		json_object_set_new(root, "regression_totals", json_pack("{s:I, s:I, "
-		    "s:I, s:I, s:I, s:I}", "count", (json_int_t)rn.total,
+		    "s:I, s:I, s:I, s:I, s:I}", "count", (json_int_t)rn.total,
 		    "pass", (json_int_t)rn.pass, "fail", (json_int_t)rn.fail,
 		    "diverged", (json_int_t)rn.diverged, "infra", (json_int_t)rn.infra,
-		    "missing", (json_int_t)(rn.total - rn.done)));
+		    "missing", (json_int_t)(rn.total - rn.done),
+		    "explored", (json_int_t)rn.explored));
 		if (rn.done < rn.total || rn.diverged + rn.infra > 0)
 			json_object_set_new(root, "complete", json_false());
 	}
@@ -987,11 +1053,25 @@ reg_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		fprintf(f, ", %zu infra", rn.infra);
 	if (rn.done < rn.total)
 		fprintf(f, ", %zu without a verdict", rn.total - rn.done);
+	if (rn.explored > 0)
+		fprintf(f, "; %zu whose plan diverged, judged by exploring", rn.explored);
 	fprintf(f, "\n");
 	for (k = 0; k < nr; k++) {
 		const struct coord_seed	*s = &regs[k];
-		char			*replay, *words;
+		char			*replay, *words, rel[300];
+		bool			 explored = json_is_object(json_object_get(
+					    s->detail, "explored"));
 
+		if (s->state == CSEED_FINAL && s->verdict == VERDICT_PASS && explored) {
+			first_line(s, msg, sizeof(msg));
+			fprintf(f, "    PASS     %s — %s\n", s->regress->name, msg);
+			if (report_refresh_plan(s) != NULL)
+				fprintf(f, "             its new schedule: %s/%s (soak pin %s "
+				    "--refresh %s pins it)\n", m->out_dir,
+				    report_refresh_path(s, rel, sizeof(rel)), m->out_dir,
+				    s->regress->name);
+			continue;
+		}
 		if (s->state == CSEED_FINAL && s->verdict == VERDICT_PASS)
 			continue;
 		if (s->state != CSEED_FINAL) {
@@ -1008,7 +1088,15 @@ reg_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 			fprintf(f, "             %s\n", msg);
 		rows_put(f, json_object_get(s->detail, "invariants"), 2, 3,
 		    "             ", plain_put);
-		replay = report_replay_plan_here(m->cfg_path, s->regress->file);
+		/* a failing schedule found by exploring replays; the plan does not */
+		if (explored && s->verdict == VERDICT_FAIL && report_refresh_plan(s)) {
+			char	*fplan = xasprintf("%s/%s/plan.json", m->out_dir,
+				    report_failure_dir(s, rel, sizeof(rel)));
+
+			replay = report_replay_plan_here(m->cfg_path, fplan);
+			free(fplan);
+		} else
+			replay = report_replay_plan_here(m->cfg_path, s->regress->file);
 		fprintf(f, "             replay: %s\n", replay);
 		free(replay);
 		free(words);
@@ -1097,6 +1185,7 @@ report_summary(FILE *f, const struct report_meta *m, const struct coord *c)
 		    "infra verdicts are not a pass" : "some seeds have no verdict");
 	else if (rn.done < rn.total || rn.diverged + rn.infra > 0)
 		fprintf(f, "  the run is INCOMPLETE: %s\n", rn.diverged > 0 ?
-		    "a diverged regression tested nothing; it is not a pass" :
+		    "a regression whose plan diverged was not judged by a complete "
+		    "exploration; it is not a pass" :
 		    "a regression ended infra or without a verdict");
 }

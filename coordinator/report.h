@@ -68,7 +68,18 @@ char	*report_replay_here(const char *cfg_path, uint64_t seed);
  */
 int	 report_config_copy(const struct cfg *cfg, const char *out_dir, char *err);
 /*
- * failures/<seed>/{result.json,trace.jsonl}; called as each verdict is
+ * A regression whose plan diverged and was judged by exploring (detail
+ * "explored", worker/regexplore.h): its new schedule as a plan, for
+ * `soak pin RUN --refresh NAME` — a pass's explored schedule closest to
+ * the plan's order ("refresh"), a fail's failing schedule ("plan") — or
+ * NULL (borrowed from s).  Where report_failure writes it: buf gets
+ * "refresh/NAME.json" (under the run's folder).
+ */
+const json_t *report_refresh_plan(const struct coord_seed *s);
+const char *report_refresh_path(const struct coord_seed *s, char *buf, size_t len);
+/*
+ * failures/<seed>/{result.json,trace.jsonl}, and a regression's
+ * refresh/NAME.json (report_refresh_plan); called as each verdict is
  * final.  -1 with err when they cannot be written (a full disk): the
  * caller stops the run; a file written in part is removed.
  */

@@ -104,6 +104,21 @@ mark_begin(struct rh *h, enum fault f, bool delayed, double x, double y,
 		rh_put(h, "<circle class=\"mk f-blackhole%s\" cx=\"%.1f\" cy=\"%.1f\" r=\"5.5\">",
 		    extra, x, y);
 		break;
+	case FAULT_STATUS:
+		/* a triangle upside down: the proxy's own answer */
+		rh_put(h, "<path class=\"mk f-status%s\" d=\"M%.1f %.1fh11l-5.5 10z\">",
+		    extra, x - 5.5, y - 5);
+		break;
+	case FAULT_STREAM_CUT:
+		/* a bar cut in two */
+		rh_put(h, "<path class=\"mk f-stream_cut%s\" d=\"M%.1f %.1fh5v5h-5zm7 0"
+		    "h5v5h-5z\">", extra, x - 6, y - 2.5);
+		break;
+	case FAULT_STREAM_STALL:
+		/* a pause */
+		rh_put(h, "<path class=\"mk f-stream_stall%s\" d=\"M%.1f %.1fh3.5v11h-3.5z"
+		    "m5.5 0h3.5v11h-3.5z\">", extra, x - 4.5, y - 5.5);
+		break;
 	case FAULT_CLOSE_AFTER:
 	case FAULT_MAX:
 		rh_put(h, "<rect class=\"mk f-close_after%s\" x=\"%.1f\" y=\"%.1f\" width=\"4\" "
@@ -124,6 +139,9 @@ mark_end(struct rh *h, enum fault f, bool delayed)
 		break;
 	case FAULT_LOST_REPLY:
 	case FAULT_DUPLICATE:
+	case FAULT_STATUS:
+	case FAULT_STREAM_CUT:
+	case FAULT_STREAM_STALL:
 		tag = "path";
 		break;
 	case FAULT_RESET:
@@ -152,6 +170,12 @@ mark_label(enum fault f, bool delayed)
 		return "duplicate";
 	case FAULT_BLACKHOLE:
 		return "blackhole";
+	case FAULT_STATUS:
+		return "error status";
+	case FAULT_STREAM_CUT:
+		return "stream cut";
+	case FAULT_STREAM_STALL:
+		return "stream stalled";
 	case FAULT_CLOSE_AFTER:
 	case FAULT_MAX:
 		break;
@@ -367,6 +391,13 @@ xch_title(struct rh *h, const struct xch *x)
 	rh_text(h, x->proxy);
 	rh_put(h, " conn %" PRId64 " exchange %" PRId64 ": ", x->conn, x->exch);
 	rh_text(h, fault_name(x->l.fault));
+	if (x->l.status != 0)
+		rh_put(h, " %d", x->l.status);
+	if (x->l.after != 0)
+		rh_put(h, " after %" PRIu32 " event%s", x->l.after,
+		    x->l.after == 1 ? "" : "s");
+	if (x->l.fault == FAULT_STREAM_STALL)
+		rh_put(h, " for %" PRId64 " ms", x->l.stall_ms);
 	if (jint(r, "latency_ms", 0) > 0)
 		rh_put(h, ", +%" PRId64 " ms", jint(r, "latency_ms", 0));
 	if (json_is_true(json_object_get(r, "upstream_saw")) &&

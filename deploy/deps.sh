@@ -40,6 +40,18 @@ agent_sdk() {
 	echo "make deps: installing openai@$AGENT_SDK from npm into $AGENT_DIR"
 	(cd "$AGENT_DIR" && npm install --no-package-lock --no-fund --no-audit) || return 1
 }
+# The integration tests' Node services (tests/integration/services_seam.sh):
+# npm's pg at the version tests/integration/node/package.json pins, into
+# that folder, the same way.
+TEST_NODE_DIR=$(cd "$(dirname "$0")/../tests/integration/node" && pwd)
+TEST_PG=$(sed -n 's/.*"pg": "\([0-9.]*\)".*/\1/p' "$TEST_NODE_DIR/package.json")
+test_pg() {
+	have=$(node -p "require('$TEST_NODE_DIR/node_modules/pg/package.json').version" 2>/dev/null)
+	[ "$have" = "$TEST_PG" ] && return 0
+	command -v npm >/dev/null 2>&1 || return 1
+	echo "make deps: installing pg@$TEST_PG from npm into $TEST_NODE_DIR"
+	(cd "$TEST_NODE_DIR" && npm install --no-package-lock --no-fund --no-audit) || return 1
+}
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
 missing=
@@ -56,6 +68,7 @@ npm_missing=
 command -v "$NPM_CMD" >/dev/null 2>&1 || npm_missing=$NPM_PKGS
 if [ -z "$missing" ] && [ -z "$npm_missing" ]; then
 	agent_sdk || { echo "make deps: could not install the example agent's SDK into $AGENT_DIR"; exit 1; }
+	test_pg || { echo "make deps: could not install the tests' node-pg into $TEST_NODE_DIR"; exit 1; }
 	echo "make deps: the $(echo $PKGS | wc -w) Debian packages and the npm tools soak needs are installed; nothing to do"
 	exit 0
 fi
@@ -78,3 +91,4 @@ if [ -n "$npm_missing" ]; then
 	npm install -g --no-fund --no-audit $npm_missing || exit 1
 fi
 agent_sdk || exit 1
+test_pg || exit 1

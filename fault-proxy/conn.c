@@ -28,7 +28,8 @@ static const char *const conn_state_names[CS_MAX] = {
 	[CS_IDLE] = "idle", [CS_PENDING] = "pending", [CS_DELAY] = "delay",
 	[CS_CONNECTING] = "connecting",
 	[CS_REQUEST] = "request", [CS_REPLY] = "reply", [CS_HOLD] = "hold",
-	[CS_BLACKHOLE] = "blackhole", [CS_CLOSED] = "closed",
+	[CS_BLACKHOLE] = "blackhole", [CS_STATUS] = "status",
+	[CS_STALL] = "stall", [CS_CLOSED] = "closed",
 };
 
 static void	conn_process(struct conn *);
@@ -69,8 +70,20 @@ exchange_end(struct conn *c)
 			c->rec.note = "copy passed through unframed";
 		pg_exchange_next(c->pgf);
 	}
+	if (c->sse_on && !c->sse_hit) {
+		/* its event never came: every byte read was free to go */
+		log_debug("%s/%d conn %u exchange %u: %s after %" PRIu32 " events "
+		    "drawn, but the reply %s: no fault", c->l->name, c->l->turn,
+		    c->no, c->rec.exchange, fault_name((enum fault)c->roll.fault),
+		    c->roll.after, c->sse.stream ? "ended before" :
+		    "was not server-sent events");
+		c->sse_on = false;
+	}
+	c->reply_read = false;
 	px_trace_add(c->l->ps, &c->rec);
 	c->in_exchange = false;
+	if (!px_conn_holds_live(c->l))
+		px_live_release(c->l->ps);
 	c->req_done = false;
 	c->got_reply = false;
 	c->duplen = 0;
@@ -82,7 +95,8 @@ px_conn_free(struct conn *c)
 {
 	if (c == NULL)
 		return;
-	px_live_release(c->l->ps);
+	if (px_conn_holds_live(c->l))
+		px_live_release(c->l->ps);
 	http_frame_free(&c->req);
 	http_frame_free(&c->resp);
 	pg_free(c->pgf);
@@ -115,6 +129,7 @@ static const struct {
 	[PXC_FAULT_LOST_REPLY] = { NULL, FAULT_LOST_REPLY, true, false },
 	[PXC_FAULT_BLACKHOLE] = { NULL, FAULT_BLACKHOLE, false, false },
 	[PXC_CLOSE_AFTER] = { NULL, FAULT_CLOSE_AFTER, false, false },
+	[PXC_STREAM_CUT] = { NULL, FAULT_STREAM_CUT, false, false },
 	[PXC_REFUSED] = { "refused", FAULT_NONE, true, true },
 	[PXC_NO_MEMORY] = { "out of memory or descriptors", FAULT_NONE, true, true },
 	[PXC_SET_CLOSED] = { "seed over", FAULT_NONE, false, true },
@@ -218,6 +233,11 @@ exchange_go(struct conn *c)
 		px_conn_close(c, PXC_FAULT_RESET);
 		return;
 	}
+	if (c->roll.fault == PROXY_FAULT_STATUS) {
+		/* the proxy answers: nothing is forwarded, nothing dialled */
+		set_state(c, CS_STATUS);
+		return;
+	}
 	if (c->uep.fd < 0)
 		conn_dial(c);
 	else
@@ -282,6 +302,8 @@ exchange_begin(struct conn *c)
 	struct listener	*l = c->l;
 
 	c->in_exchange = true;
+	if (!px_conn_holds_live(l))
+		l->ps->live++;	/* until exchange_end */
 	c->req_done = false;
 	c->got_reply = false;
 	if (!c->pg)
@@ -297,6 +319,7 @@ exchange_begin(struct conn *c)
 	c->rec.proxy = l->proxy;
 	c->rec.name = l->name;
 	c->rec.turn = l->turn;
+	c->rec.service = l->service;
 	c->rec.conn = c->no;
 	c->rec.exchange = c->exch_no++;
 	c->rec.overlap = c->overlap;
@@ -395,6 +418,10 @@ exchange_key(struct conn *c, const char *stmt)
 	c->rec.keyed = true;
 	c->rec.key = key;
 	c->rec.round = c->round;
+	/* a service's exchange a turn's would have been held for, passing a
+	 * schedule unheld: counted (the trace's bypass; docs/turns.md) */
+	c->rec.bypass = l->bypass && !(c->pg && (c->rec.exchange == 0 ||
+	    c->pgf->noreply));
 	if (!conn_gated(c))
 		c->rec.occ = occ_next(l, c->round, key);
 }
@@ -409,8 +436,7 @@ plan_fault(struct conn *c)
 	const struct plan_proxy	*x = c->l->plan;
 	size_t			 i;
 
-	c->roll.fault = PROXY_FAULT_NONE;
-	c->roll.latency_ms = 0;
+	memset(&c->roll, 0, sizeof(c->roll));
 	for (i = 0; x != NULL && i < x->nfaults; i++) {
 		const struct plan_fault_rec	*f = &x->faults[i];
 
@@ -418,11 +444,13 @@ plan_fault(struct conn *c)
 		    f->turn != c->l->turn || f->key != c->rec.key ||
 		    f->occ != c->rec.occ || c->rec.key == 0)
 			continue;
-		c->roll.fault = f->fault == PLAN_LOST_REPLY ?
-		    PROXY_FAULT_LOST_REPLY : f->fault == PLAN_RESET ?
-		    PROXY_FAULT_RESET : f->fault == PLAN_DUPLICATE ?
-		    PROXY_FAULT_DUPLICATE : PROXY_FAULT_NONE;
+		/* a plan's kinds are fault.h's, as the proxy's are */
+		c->roll.fault = f->fault < PLAN_FAULT_MAX ?
+		    (enum proxy_fault)f->fault : PROXY_FAULT_NONE;
 		c->roll.latency_ms = f->latency_ms;
+		c->roll.status = f->status;
+		c->roll.after = f->after;
+		c->roll.stall_ms = f->stall_ms;
 		return;
 	}
 }
@@ -557,6 +585,53 @@ latency_slept(const struct conn *c)
 }
 
 /*
+ * An HTTP API fault drawn for an exchange (docs/faults.md "Faults of an
+ * HTTP API"): none on one that is not HTTP (a PostgreSQL statement, tcp
+ * bytes); a status fault's answer in the error shape of the API its
+ * request line names (stmt), whatever the upstream; a stream fault
+ * counts the reply's events from now on.
+ */
+static void
+api_fault_admit(struct conn *c, const char *stmt)
+{
+	const char	*sp, *end;
+	char		 path[REQLINE_LEN];
+	size_t		 n;
+
+	c->sse_on = c->sse_hit = c->reply_read = false;
+	if (c->roll.fault != PROXY_FAULT_STATUS &&
+	    c->roll.fault != PROXY_FAULT_STREAM_CUT &&
+	    c->roll.fault != PROXY_FAULT_STREAM_STALL)
+		return;
+	if (!c->http) {
+		log_debug("%s/%d conn %u exchange %u: %s drawn on an exchange "
+		    "that is not HTTP: no fault", c->l->name, c->l->turn, c->no,
+		    c->rec.exchange, fault_name((enum fault)c->roll.fault));
+		c->roll.fault = PROXY_FAULT_NONE;
+		return;
+	}
+	if (c->roll.fault == PROXY_FAULT_STATUS) {
+		c->rec.status = c->roll.status;
+		c->status_api = MODEL_API_MAX;
+		/* "POST /v1/messages?beta=true HTTP/1.1": its path */
+		if (stmt != NULL && (sp = strchr(stmt, ' ')) != NULL) {
+			sp++;
+			end = sp + strcspn(sp, " ?");
+			n = (size_t)(end - sp) < sizeof(path) ? (size_t)(end - sp) :
+			    sizeof(path) - 1;
+			memcpy(path, sp, n);
+			path[n] = '\0';
+			if (model_api_of(path, &c->status_api) == -1)
+				c->status_api = MODEL_API_MAX;
+		}
+		return;
+	}
+	c->sse_on = true;
+	c->sse_free = c->down.len;	/* what is there already goes */
+	sse_start(&c->sse, false, false);	/* until the reply's head */
+}
+
+/*
  * The exchange is known and nothing of it has been forwarded: apply match
  * to its roll and start it (at once, or when the gate admits it).
  */
@@ -569,12 +644,13 @@ exchange_admit(struct conn *c, const char *stmt)
 	if (l->planned)
 		plan_fault(c);
 	else if (l->has_re && (stmt == NULL ||
-	    regexec(&l->re, stmt, 0, NULL, 0) != 0)) {
-		c->roll.fault = PROXY_FAULT_NONE;
-		c->roll.latency_ms = 0;
-	}
+	    regexec(&l->re, stmt, 0, NULL, 0) != 0))
+		memset(&c->roll, 0, sizeof(c->roll));
+	api_fault_admit(c, stmt);
 	c->rec.fault = c->roll.fault;
 	c->rec.latency_ms = c->roll.latency_ms;
+	if (c->sse_on)
+		c->rec.fault = PROXY_FAULT_NONE;	/* until its event comes */
 	log_debug("%s/%d conn %u exchange %u: %s, latency %lldms%s%s%s", l->name,
 	    l->turn, c->no, c->rec.exchange, fault_name((enum fault)c->roll.fault),
 	    (long long)c->roll.latency_ms, c->roll.latency_ms > 0 &&
@@ -700,6 +776,9 @@ conn_write(struct conn *c, int d)
 
 	for (;;) {
 		avail = d == DIR_UP ? c->up_scan : c->down.len;
+		/* a stream fault: nothing past its event, until it is over */
+		if (d == DIR_DOWN && c->sse_on && avail > c->sse_free)
+			avail = c->sse_free;
 		if (avail == 0 || c->wblocked[d] || e->fd < 0)
 			return 0;
 		if (d == DIR_UP && c->state != CS_REQUEST &&
@@ -749,8 +828,11 @@ conn_write(struct conn *c, int d)
 			c->up_scan -= (size_t)w;
 			c->rec.bytes_up += (uint64_t)w;
 			c->rec.upstream_saw = true;
-		} else
+		} else {
 			px_poke(c->l->ps, c->l->turn);	/* it may wake on these */
+			if (c->sse_on)
+				c->sse_free -= (size_t)w;
+		}
 		px_buf_consume(b, (size_t)w);
 		c->sent[d] += (uint64_t)w;
 		if (f->close_after[d] > 0 &&
@@ -960,6 +1042,73 @@ pg_reply(struct conn *c, char *p, size_t n)
 	}
 }
 
+/* A stream fault has found its event, and cuts the stream there. */
+static bool
+stream_cut(const struct conn *c)
+{
+	return c->sse_on && c->sse_hit &&
+	    c->roll.fault == PROXY_FAULT_STREAM_CUT;
+}
+
+/* ... or stalls it there (its stall to come, or under way). */
+static bool
+stalling(const struct conn *c)
+{
+	return c->sse_on && c->sse_hit &&
+	    c->roll.fault == PROXY_FAULT_STREAM_STALL;
+}
+
+/*
+ * Frames n reply bytes just read (at p, the end of `down`) and returns how
+ * many the framer took.  Under a stream fault it also counts the reply's
+ * events (sse.h), the head fed line by line so that the body's first byte
+ * is known; at the fault's event (the end of event `after`), what follows
+ * it in p is taken off sse_free: held for a stall, dropped from `down`
+ * for a cut (whose bytes_down are then those that go).
+ */
+static size_t
+resp_feed(struct conn *c, char *p, size_t n)
+{
+	const char	*nl;
+	size_t		 used = 0, body, k, took, rest;
+
+	if (!c->sse_on || c->sse_hit)
+		return http_feed(&c->resp, p, n);
+	while (used < n && c->resp.state == HF_HEAD) {
+		nl = memchr(p + used, '\n', n - used);
+		k = nl ? (size_t)(nl - (p + used)) + 1 : n - used;
+		used += http_feed(&c->resp, p + used, k);
+		if (c->resp.state == HF_ERROR)
+			return used;
+		if (c->resp.state != HF_HEAD)	/* a final head (1xx go back) */
+			sse_start(&c->sse, c->resp.event_stream, c->resp.chunked);
+	}
+	body = used;
+	if (used < n && c->resp.state != HF_DONE)
+		used += http_feed(&c->resp, p + used, n - used);
+	if (!c->sse.stream || body >= used)
+		return used;
+	took = sse_feed(&c->sse, p + body, used - body, c->roll.after);
+	if (c->sse.events < c->roll.after)
+		return used;
+	/* the event: p[0 .. body + took) go, the rest waits or is dropped */
+	c->sse_hit = true;
+	rest = n - (body + took);
+	c->sse_free -= rest;
+	c->rec.fault = c->roll.fault;
+	c->rec.after = c->roll.after;
+	log_debug("%s/%d conn %u exchange %u: %s after event %" PRIu32,
+	    c->l->name, c->l->turn, c->no, c->rec.exchange,
+	    fault_name((enum fault)c->roll.fault), c->roll.after);
+	if (c->roll.fault == PROXY_FAULT_STREAM_STALL) {
+		c->rec.stall_ms = c->roll.stall_ms;
+		return used;
+	}
+	c->down.len -= rest;
+	c->rec.bytes_down += body + took;
+	return body + took;
+}
+
 /* Moves newly read upstream bytes into the exchange; drops them if lost. */
 static void
 conn_read_upstream(struct conn *c)
@@ -969,6 +1118,17 @@ conn_read_upstream(struct conn *c)
 	size_t			 space, used;
 	char			*p;
 
+	if (stream_cut(c)) {
+		/* the rest of a cut stream: never relayed */
+		n = recv(c->uep.fd, ps->scratch, sizeof(ps->scratch), 0);
+		if (n == -1 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			c->up_eof = true;
+			px_ep_close(ps->epfd, &c->uep, false);
+		}
+		return;
+	}
 	if (c->state == CS_HOLD || (c->in_exchange && c->rec.upstream_saw &&
 	    c->roll.fault == PROXY_FAULT_LOST_REPLY)) {
 		n = recv(c->uep.fd, ps->scratch, sizeof(ps->scratch), 0);
@@ -1003,18 +1163,24 @@ conn_read_upstream(struct conn *c)
 		c->up_eof = true;
 		if (c->in_exchange && c->http && c->resp.state == HF_BODY_EOF) {
 			http_eof(&c->resp);
-			exchange_end(c);
+			if (stalling(c))
+				c->reply_read = true;	/* it ends with the stall */
+			else
+				exchange_end(c);
 		}
 		return;
 	}
 	c->down.len += (size_t)n;
+	if (c->sse_on && !c->sse_hit)
+		c->sse_free += (size_t)n;
 	if (c->pg) {
 		pg_reply(c, p, (size_t)n);
 		return;
 	}
 	/* bytes before the request went out are unsolicited: relayed, not counted */
 	if (!c->in_exchange || !c->rec.upstream_saw ||
-	    (c->state != CS_REQUEST && c->state != CS_REPLY))
+	    (c->state != CS_REQUEST && c->state != CS_REPLY &&
+	    c->state != CS_STALL))
 		return;
 	if (!c->http) {
 		c->rec.bytes_down += (uint64_t)n;
@@ -1027,23 +1193,33 @@ conn_read_upstream(struct conn *c)
 		set_state(c, CS_REPLY);
 		return;
 	}
-	used = http_feed(&c->resp, p, (size_t)n);
-	c->rec.bytes_down += used;
+	used = resp_feed(c, p, (size_t)n);
 	c->got_reply = true;
+	if (stream_cut(c)) {
+		/* the exchange ends with the connection, once its events went */
+		set_state(c, CS_REPLY);
+		return;
+	}
+	c->rec.bytes_down += used;
 	if (c->state == CS_REQUEST && c->up_scan == 0 && c->req_done)
 		set_state(c, CS_REPLY);
 	if (c->resp.state == HF_ERROR) {
 		c->http = false;	/* garbage reply: frame the rest as tcp */
 		c->rec.bytes_down += (uint64_t)n - used;
 		c->req_done = true;
-		set_state(c, CS_REPLY);
+		if (c->state != CS_STALL)
+			set_state(c, CS_REPLY);
 	} else if (c->resp.state == HF_DONE) {
 		if (c->resp.upgrade)
 			c->http = false;	/* 101: the rest is a byte stream */
 		if (c->roll.fault == PROXY_FAULT_DUPLICATE)
 			px_dup_start(c);
-		exchange_end(c);
-		set_state(c, CS_IDLE);
+		if (stalling(c))
+			c->reply_read = true;	/* it ends with the stall */
+		else {
+			exchange_end(c);
+			set_state(c, CS_IDLE);
+		}
 	}
 }
 
@@ -1063,6 +1239,15 @@ conn_deadline(struct conn *c)
 		break;
 	case CS_HOLD:
 		px_conn_close(c, PXC_FAULT_LOST_REPLY);
+		break;
+	case CS_STALL:
+		/* resumed: the rest of the reply goes as it came */
+		c->sse_on = false;
+		set_state(c, CS_REPLY);
+		if (c->reply_read) {
+			exchange_end(c);
+			set_state(c, CS_IDLE);
+		}
 		break;
 	default:
 		break;
@@ -1111,10 +1296,54 @@ conn_frame(struct conn *c)
 	return 0;
 }
 
+/*
+ * A status fault: the request's bytes are read and dropped as they are
+ * framed, and once it is whole the proxy's answer goes in its place
+ * (model.h model_status_reply); the exchange is over, the connection
+ * goes on.
+ */
+static void
+status_answer(struct conn *c)
+{
+	struct listener	*l = c->l;
+	char		*reply;
+	size_t		 len;
+
+	if (c->up_scan > 0) {
+		px_buf_consume(&c->up, c->up_scan);
+		c->up_scan = 0;
+	}
+	if (!c->req_done && !c->client_eof)
+		return;
+	if (px_buf_alloc(&c->down) == -1) {
+		px_conn_close(c, PXC_NO_MEMORY);
+		return;
+	}
+	reply = model_status_reply(c->status_api, c->roll.status,
+	    l->faults.retry_after_ms, l->name, &len);
+	if (px_buf_space(&c->down) < len) {
+		free(reply);	/* a reply before it still going out */
+		return;
+	}
+	memcpy(c->down.data + c->down.off + c->down.len, reply, len);
+	c->down.len += len;
+	free(reply);
+	c->rec.bytes_down = len;
+	log_debug("%s/%d conn %u exchange %u: answered %d", l->name, l->turn,
+	    c->no, c->rec.exchange, c->roll.status);
+	exchange_end(c);
+	set_state(c, CS_IDLE);
+}
+
 /* Forwards what may go now, and closes what is over.  -1: closed. */
 static int
 conn_flush(struct conn *c)
 {
+	if (c->state == CS_STATUS) {
+		status_answer(c);
+		if (c->state == CS_CLOSED)
+			return -1;
+	}
 	if ((c->state == CS_REQUEST || c->state == CS_REPLY) &&
 	    conn_write(c, DIR_UP) == -1)
 		return -1;
@@ -1122,6 +1351,17 @@ conn_flush(struct conn *c)
 		set_state(c, CS_REPLY);
 	if (conn_write(c, DIR_DOWN) == -1)
 		return -1;
+	/* a stream fault's events have gone: the cut, or the stall begins */
+	if (c->sse_hit && c->sse_on && c->sse_free == 0) {
+		if (stream_cut(c) && c->down.len == 0) {
+			px_conn_close(c, PXC_STREAM_CUT);
+			return -1;
+		}
+		if (stalling(c) && c->state != CS_STALL) {
+			c->deadline = now_ms() + c->roll.stall_ms;
+			set_state(c, CS_STALL);
+		}
+	}
 	/* half-close: pass the client's FIN on once its bytes are out */
 	if (c->client_eof && c->up_scan == 0 && c->uep.fd >= 0 && !c->up_shut &&
 	    (c->state == CS_REQUEST || c->state == CS_REPLY)) {
@@ -1142,8 +1382,10 @@ conn_flush(struct conn *c)
 		px_conn_close(c, PXC_CLIENT_DONE);
 		return -1;
 	}
-	/* a hold ends in a reset at its timer, whatever the peers did */
-	if (c->up_eof && c->down.len == 0 && c->state != CS_HOLD) {
+	/* a hold ends in a reset at its timer, a stall resumes at its
+	 * timer, whatever the peers did */
+	if (c->up_eof && c->down.len == 0 && c->state != CS_HOLD &&
+	    c->state != CS_STALL) {
 		px_conn_close(c, PXC_UPSTREAM_DONE);
 		return -1;
 	}
@@ -1284,7 +1526,8 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 
 	px_set_nodelay(fd);
 	c = xcalloc(1, sizeof(*c));
-	ps->live++;
+	if (px_conn_holds_live(l))
+		ps->live++;
 	c->l = l;
 	c->no = l->next_conn++;
 	c->round = atomic_load(&ps->round_no);
@@ -1317,12 +1560,15 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 		c->rec.proxy = l->proxy;
 		c->rec.name = l->name;
 		c->rec.turn = l->turn;
+		c->rec.service = l->service;
 		c->rec.conn = c->no;
 		c->rec.round = c->round;
 		c->rec.keyed = true;	/* key 0, occ: the round's connection */
 		c->rec.occ = c->rconn;
 		c->rec.fault = PROXY_FAULT_BLACKHOLE;
 		c->in_exchange = true;	/* one record, written at close */
+		if (!px_conn_holds_live(l))
+			ps->live++;	/* until exchange_end, at its close */
 		set_state(c, CS_BLACKHOLE);
 	}
 	conn_arm(c);

@@ -48,9 +48,14 @@ proxy_set_settle(struct proxy_set *ps, int timeout_ms)
 		return 0;
 	abstime_mono_in(&ts, timeout_ms);
 	pthread_mutex_lock(&ps->mu);
-	while (ps->live > 0 && rc == 0)
+	/* every connection closed, and the turns' exits acted on: what a
+	 * turn's exit tells the gates (a plan's step that never came) is
+	 * said before the caller asks (proxy_set_diverged) */
+	while ((ps->live > 0 || atomic_load(&ps->turn_done) !=
+	    atomic_load(&ps->turn_gen)) && rc == 0)
 		rc = pthread_cond_timedwait(&ps->idle, &ps->mu, &ts);
-	rc = ps->live > 0 ? -1 : 0;
+	rc = ps->live > 0 || atomic_load(&ps->turn_done) !=
+	    atomic_load(&ps->turn_gen) ? -1 : 0;
 	pthread_mutex_unlock(&ps->mu);
 	return rc;
 }
@@ -127,7 +132,7 @@ conn_of_port(struct proxy_set *ps, uint16_t port)
  * itself; a socket the set has not accepted yet, running.
  */
 static enum gate_act
-engine_actor(void *arg, const struct gate *asking, int turn)
+engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 {
 	struct proxy_set	*ps = arg;
 	struct actor_view	*v;
@@ -136,7 +141,9 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	pid_t			 pid;
 	size_t			 i;
 	int			 unread;
+	bool			 timed = false;
 
+	*ran_ms = -1;
 	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
 	    !atomic_load(&ps->actors_on))
 		return GA_UNKNOWN;
@@ -162,9 +169,17 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 	}
 	switch (v->res.st) {
 	case QUIET_GONE:	return GA_GONE;
-	case QUIET_RUNNING:	return GA_RUNNING;
-	case QUIET_TIMED:	return GA_TIMED;
+	case QUIET_RUNNING:
+		*ran_ms = v->res.cpu_ns > 0 ? (int64_t)(v->res.cpu_ns / 1000000) : -1;
+		return GA_RUNNING;
 	case QUIET_UNSEEN:	return GA_UNSEEN;
+	case QUIET_TIMED:
+		/* its own timeout on sockets of soak's: busy while a reply
+		 * is on its way to one, else a wait that ends by itself */
+		if (!v->res.timed_socks)
+			return GA_TIMED;
+		timed = true;
+		break;
 	default:		break;
 	}
 	if (v->res.ports_cut)
@@ -185,13 +200,17 @@ engine_actor(void *arg, const struct gate *asking, int turn)
 		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
 		    c->l->gate == asking)
 			continue;		/* this gate's own: it waits too */
-		if (c->state == CS_IDLE || c->state == CS_CLOSED)
+		if (c->state == CS_IDLE || c->state == CS_CLOSED) {
+			log_debug("turn %d: waits on %s conn %u, idle", turn,
+			    c->l->name, c->no);
 			continue;
-		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE)
+		}
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
+		    c->state == CS_STALL)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}
-	return a;
+	return a == GA_QUIET && timed ? GA_TIMED : a;
 }
 
 /* ---- the loop ---- */
@@ -344,6 +363,12 @@ loop_gates(struct proxy_set *ps)
 	}
 	if (decided)
 		waits_take(ps);
+	if (atomic_load(&ps->turn_done) != ps->turn_seen) {
+		pthread_mutex_lock(&ps->mu);
+		atomic_store(&ps->turn_done, ps->turn_seen);
+		pthread_cond_broadcast(&ps->idle);
+		pthread_mutex_unlock(&ps->mu);
+	}
 }
 
 void
@@ -569,12 +594,15 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	l->schedule = pl->schedule != NULL && pl->schedule->enabled ?
 	    pl->schedule : NULL;
 	l->turn = pl->turn;
+	l->service = pl->service != NULL ? xstrdup(pl->service) : NULL;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
 	l->faults.match = NULL;		/* the caller's; re is ours */
 	l->upstream = xstrdup(pl->upstream);
-	l->planned = pl->planned;
-	l->plan = pl->plan;
+	/* A plan carries no service's exchange yet (common/plan.c): under a
+	 * plan they get the seed's decisions, as in the run it was made of. */
+	l->planned = pl->planned && pl->service == NULL;
+	l->plan = pl->service == NULL ? pl->plan : NULL;
 	if (pl->faults->match != NULL) {
 		char	why[128];
 		int	rc;
@@ -660,8 +688,11 @@ actors_setup(struct proxy_set *ps)
 }
 
 /*
- * One gate per scheduled proxy index, its turns those of its listeners; a
- * gate asks PostgreSQL about lock waits on the lockinfo of its listeners.
+ * One gate per scheduled proxy index, its turns those of its turns'
+ * listeners; a gate asks PostgreSQL about lock waits on the lockinfo of its
+ * listeners.  A service's listener feeds no gate: which turn's request its
+ * exchanges serve is not known to the gate yet, so they pass unscheduled,
+ * marked (bypass), rather than wait as an actor the schedule cannot judge.
  */
 static int
 gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
@@ -673,12 +704,13 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 	ps->held = xcalloc((size_t)(ps->nturn_live ? ps->nturn_live : 1),
 	    sizeof(*ps->held));
 	for (i = 0; i < ps->nls; i++) {
-		if (ps->ls[i].schedule == NULL || ps->ls[i].gate != NULL)
+		if (ps->ls[i].schedule == NULL || ps->ls[i].gate != NULL ||
+		    ps->ls[i].bypass || ps->ls[i].service != NULL)
 			continue;
 		nturns = 0;
 		for (j = i; j < ps->nls; j++)
 			if (ps->ls[j].proxy == ps->ls[i].proxy &&
-			    ps->ls[j].turn + 1 > nturns)
+			    ps->ls[j].service == NULL && ps->ls[j].turn + 1 > nturns)
 				nturns = ps->ls[j].turn + 1;
 		gc = (struct gate_conf){ .name = ps->ls[i].name, .nturns = nturns,
 		    .seed = ps->seed, .sched = ps->ls[i].schedule,
@@ -690,9 +722,14 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		    sizeof(*ps->gates));
 		if ((ps->gates[ps->ngates] = gate_new(&gc, err)) == NULL)
 			return -1;
-		for (k = i; k < ps->nls; k++)
-			if (ps->ls[k].proxy == ps->ls[i].proxy)
+		for (k = i; k < ps->nls; k++) {
+			if (ps->ls[k].proxy != ps->ls[i].proxy)
+				continue;
+			if (ps->ls[k].service != NULL)
+				ps->ls[k].bypass = true;
+			else
 				ps->ls[k].gate = ps->gates[ps->ngates];
+		}
 		ps->ngates++;
 	}
 	for (i = 0; i < ps->nls; i++)
@@ -718,9 +755,10 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 	cond_init_monotonic(&ps->idle);
 	ps->seed = seed;
 	ps->ls = xcalloc(n ? n : 1, sizeof(*ps->ls));
+	/* the turns' own: a service is no turn the worker starts and reaps */
 	for (i = 0; i < n; i++) {
 		ps->ls[i].ep.fd = -1;
-		if (pl[i].turn + 1 > ps->nturn_live)
+		if (pl[i].service == NULL && pl[i].turn + 1 > ps->nturn_live)
 			ps->nturn_live = pl[i].turn + 1;
 	}
 	ps->turn_live = xcalloc((size_t)(ps->nturn_live ? ps->nturn_live : 1),
@@ -776,14 +814,15 @@ proxy_set_listener_addr(const struct proxy_set *ps, size_t i)
 
 struct proxy_set *
 proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
-    const char *dbinfo, int turns, uint64_t seed, const struct plan *plan,
+    const char *dbinfo, int turns, const char *const *services,
+    size_t nservices, uint64_t seed, const struct plan *plan,
     bool then_seed, const char *trace_path, char *err)
 {
 	struct proxy_listen	*pl = NULL;
 	struct proxy_set	*ps = NULL;
 	const char		**keys;
 	size_t			 i, n;
-	int			 t;
+	int			 t, actors;
 
 	if (turns < 0 || (cfg->nproxies > 0 && turns == 0)) {
 		errf(err, "proxy_set_open_cfg: bad turn count %d", turns);
@@ -804,15 +843,17 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			return NULL;
 		}
 	}
-	n = cfg->nproxies * (size_t)turns;
+	actors = turns + (int)nservices;
+	n = cfg->nproxies * (size_t)actors;
 	pl = xcalloc(n ? n : 1, sizeof(*pl));
 	for (i = 0; i < cfg->nproxies; i++)
-		for (t = 0; t < turns; t++) {
-			struct proxy_listen *p = &pl[i * (size_t)turns + (size_t)t];
+		for (t = 0; t < actors; t++) {
+			struct proxy_listen *p = &pl[i * (size_t)actors + (size_t)t];
 
 			p->name = cfg->proxies[i].name;
 			p->proxy = i;
 			p->turn = t;
+			p->service = t >= turns ? services[t - turns] : NULL;
 			p->listen = "127.0.0.1:0";
 			p->upstream = upstreams[i];
 			p->protocol = cfg->proxies[i].protocol;
@@ -833,6 +874,7 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
 		ps->turns = turns;
+		ps->actors = actors;
 		ps->plan = plan;
 	}
 	free(pl);
@@ -894,11 +936,12 @@ proxy_set_turn_exited(struct proxy_set *ps, int turn)
 }
 
 const char *
-proxy_set_addr(const struct proxy_set *ps, size_t proxy, int turn)
+proxy_set_addr(const struct proxy_set *ps, size_t proxy, int actor)
 {
-	if (ps == NULL || proxy >= ps->nproxies || turn < 0 || turn >= ps->turns)
+	if (ps == NULL || proxy >= ps->nproxies || actor < 0 ||
+	    actor >= ps->actors)
 		return NULL;
-	return ps->ls[proxy * (size_t)ps->turns + (size_t)turn].addr;
+	return ps->ls[proxy * (size_t)ps->actors + (size_t)actor].addr;
 }
 
 void
@@ -931,6 +974,7 @@ proxy_set_close(struct proxy_set *ps)
 	for (i = 0; i < ps->nls; i++) {
 		px_ep_close(ps->epfd, &ps->ls[i].ep, false);
 		free(ps->ls[i].name);
+		free(ps->ls[i].service);
 		free(ps->ls[i].upstream);
 		free(ps->ls[i].occ_keys);
 		free(ps->ls[i].occ_next);

@@ -28,6 +28,7 @@
 #include "fault-proxy/pgframe.h"
 #include "fault-proxy/proxy.h"
 #include "fault-proxy/quiet.h"
+#include "fault-proxy/sse.h"
 
 struct local;
 struct bridge;
@@ -71,7 +72,11 @@ struct listener {
 	const struct cfg_schedule *schedule;	/* proxy_set_open only */
 	char			*name;
 	size_t			 proxy;
-	int			 turn;
+	int			 turn;		/* the actor's index (proxy.h) */
+	/* a service's listener (proxy.h proxy_listen.service): its name, and
+	 * bypass when its proxy is scheduled (the gate does not hold it) */
+	char			*service;
+	bool			 bypass;
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
 	regex_t			 re;		/* the faults' match */
@@ -123,6 +128,15 @@ enum conn_state {
 	CS_REPLY,		/* relaying the reply */
 	CS_HOLD,		/* lost_reply: reply dropped, client waits for its reset */
 	CS_BLACKHOLE,		/* everything swallowed */
+	CS_STATUS,		/* status: the request read and dropped, the
+				   proxy's own answer written */
+	/*
+	 * stream_stall: the reply's first events relayed, the rest held
+	 * until the state timer; then relaying resumes.  The proxy's own
+	 * wait, which ends by itself (a schedule's actors, gate.h, count a
+	 * turn waiting on it as they count CS_HOLD and CS_BLACKHOLE).
+	 */
+	CS_STALL,
 	CS_CLOSED,
 	CS_MAX
 };
@@ -146,6 +160,7 @@ enum px_close {
 	PXC_FAULT_LOST_REPLY,	/* fault lost_reply: its hold is over */
 	PXC_FAULT_BLACKHOLE,	/* fault blackhole: the client hung up */
 	PXC_CLOSE_AFTER,	/* fault close_after: its byte count reached */
+	PXC_STREAM_CUT,		/* fault stream_cut: its events relayed */
 	PXC_REFUSED,		/* not the protocol it claimed: refused */
 	PXC_NO_MEMORY,
 	PXC_SET_CLOSED,		/* proxy_set_close: the seed is over */
@@ -186,6 +201,20 @@ struct conn {
 	uint32_t		 exch_no;	/* next exchange number */
 	struct proxy_roll	 roll;
 	struct proxy_trace_rec	 rec;
+	/*
+	 * The HTTP API faults (docs/faults.md): a status fault's error shape
+	 * (its request's API, or MODEL_API_MAX: plain JSON); a stream fault's
+	 * count of the reply's events (sse.h).  sse_on: a stream fault waits
+	 * for its event, and only sse_free bytes at the head of `down` may
+	 * go; sse_hit: the event has been read, and what follows it waits (a
+	 * stall: CS_STALL, once the events before have gone) or was dropped
+	 * (a cut: the connection closes once they have gone).  reply_read:
+	 * the reply was read whole during a stall, which ends the exchange.
+	 */
+	enum model_api		 status_api;
+	struct sse		 sse;
+	bool			 sse_on, sse_hit, reply_read;
+	size_t			 sse_free;
 	char			*dupreq;	/* request copy for a duplicate */
 	size_t			 duplen;
 	bool			 dup_overflow;
@@ -264,6 +293,7 @@ struct proxy_set {
 	size_t			 nls;
 	size_t			 nproxies;	/* proxy_set_open_cfg layout */
 	int			 turns;		/* the most turns of any proxy */
+	int			 actors;	/* turns + services, per proxy */
 	struct conn		*conns;
 	struct conn		*dead;		/* freed after each loop pass */
 	struct dup		*dups;
@@ -301,6 +331,9 @@ struct proxy_set {
 	int			 missed_turn;
 	atomic_uint		 turn_gen;	/* bumped at every change */
 	unsigned		 turn_seen;	/* the loop's: gen applied */
+	/* turn_seen once the gates have acted on it and a divergence it made
+	 * is told (proxy_set_diverged): proxy_set_settle waits for it */
+	atomic_uint		 turn_done;
 	/*
 	 * Actors (gate.h): each turn's process group (proxy_set_turn_started;
 	 * 0: none known), how /proc last saw it, and a count of what could
@@ -335,6 +368,17 @@ px_poke(struct proxy_set *ps, int turn)
 {
 	if (ps->poke != NULL && turn >= 0 && turn < ps->nturn_live)
 		ps->poke[turn]++;
+}
+
+/*
+ * What holds `live` (proxy_set_settle): a turn's connection from accept to
+ * free, a service's only while an exchange of it is open, since a
+ * service's pool keeps its connections across rounds.  Engine thread.
+ */
+static inline bool
+px_conn_holds_live(const struct listener *l)
+{
+	return l->service == NULL;
 }
 
 /* One connection or duplicate gone (engine thread). */

@@ -19,18 +19,35 @@
 /* ---- admission ---- */
 
 /*
+ * How long e has been admitted (or woken) since `since`, less the time its
+ * backend and the gate's thread waited for a core: read only once the
+ * clock alone says `blocked`, so a step costs no /proc read.
+ */
+static int64_t
+waited(struct gate *g, const struct gate_ent *e, int64_t since, int64_t now)
+{
+	int64_t	w = now - since, s;
+
+	if (w >= g->blocked_ms && (s = g->starved(g, e) - e->starved) > 0)
+		w -= s;
+	return w;
+}
+
+/*
  * A timeout decided: the admitted exchange, or one whose lock was granted,
- * has not ended within blocked_ms and PostgreSQL did not say it waits (or
- * cannot be asked): it is taken as stuck, and the gate goes on.
+ * has not ended within blocked_ms (its own time, not the machine's: the
+ * time it waited for a core is not counted) and PostgreSQL did not say it
+ * waits (or cannot be asked): it is taken as stuck, and the gate goes on.
  */
 static void
 timeouts(struct gate *g, int64_t now)
 {
 	struct gate_ent	*e;
+	int64_t		 w;
 
 	if ((e = g->running) != NULL) {
-		if (now - g->running_since < g->blocked_ms)
-			gate_at(g, g->running_since + g->blocked_ms);
+		if ((w = waited(g, e, g->running_since, now)) < g->blocked_ms)
+			gate_at(g, now + g->blocked_ms - w);
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": not "
 			    "done in %lldms: taken as waiting on a lock", g->name,
@@ -46,10 +63,10 @@ timeouts(struct gate *g, int64_t now)
 	if (g->n[GS_WOKE] == 0)
 		return;
 	for (e = g->ents; e != NULL; e = e->next) {
-		if (e->st != GS_WOKE)
-			continue;
-		if (now - e->since < g->blocked_ms)
-			gate_at(g, e->since + g->blocked_ms);
+		if (e->st != GS_WOKE || e->stopped)
+			continue;	/* a stopped one waits on the gate, not on a lock */
+		if ((w = waited(g, e, e->since, now)) < g->blocked_ms)
+			gate_at(g, now + g->blocked_ms - w);
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": its "
 			    "lock granted, not done in %lldms: taken as stuck",
@@ -272,17 +289,19 @@ gate_act_name(enum gate_act a)
  * held here or at another gate, or one waiting on a lock.
  */
 static enum gate_act
-actor_of(struct gate *g, int t)
+actor_of(struct gate *g, int t, int64_t *ran_ms)
 {
-	enum gate_act	a = g->actor != NULL ? g->actor(g->actor_arg, g, t) :
-			    GA_UNKNOWN;
+	enum gate_act	a;
+
+	*ran_ms = -1;
+	a = g->actor != NULL ? g->actor(g->actor_arg, g, t, ran_ms) : GA_UNKNOWN;
+	if (a != GA_RUNNING)
+		*ran_ms = -1;
 
 	if (a == GA_UNKNOWN && (g->ready[t] || g->blocked[t] ||
 	    g->held[t] > g->mine[t]))
 		a = GA_QUIET;
-	else if (a == GA_UNKNOWN)
-		a = GA_RUNNING;		/* it has sent nothing: wait for it */
-	return a;
+	return a;	/* GA_UNKNOWN: it has sent nothing, wait for it */
 }
 
 /*
@@ -298,6 +317,7 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
     int *idle, int *busy)
 {
 	struct gate_ent	*e, *o;
+	int64_t		 ran, wall, got;
 	int		 t, nready = 0;
 
 	memset(g->oldest, 0, (size_t)g->nturns * sizeof(*g->oldest));
@@ -319,6 +339,7 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 	*cand = 0;
 	*idle = *busy = 0;
 	g->idle = 0;
+	g->idle_from = 0;
 	for (t = 0; t < g->nturns; t++) {
 		g->ready[t] = g->oldest[t] != NULL;
 		if (g->ready[t]) {
@@ -327,28 +348,55 @@ account(struct gate *g, int64_t now, uint64_t *cand, int64_t *earliest,
 				*cand |= (uint64_t)1 << t;
 		}
 		g->act[t] = GA_GONE;
-		if (!g->live[t])
+		if (!g->live[t]) {
+			g->idle_since[t] = 0;
+			g->ran_ms[t] = -1;
 			continue;
-		switch ((g->act[t] = actor_of(g, t))) {
+		}
+		g->act[t] = actor_of(g, t, &ran);
+		if (g->act[t] != GA_RUNNING || g->idle_since[t] == 0)
+			g->ran_ms[t] = -1;
+		switch (g->act[t]) {
 		case GA_GONE:
 		case GA_QUIET:
 			g->look_ms[t] = ACTOR_LOOK_MS;
+			g->idle_since[t] = 0;
 			continue;
 		case GA_BUSY:
 			/* its reply is an event of the loop's: no look */
 			(*busy)++;
+			g->idle_since[t] = 0;
 			continue;
 		default:
 			(*idle)++;
 			if (t < 64)
 				g->idle |= (uint64_t)1 << t;
+			/* without the engine's view an exchange is what the loop
+			 * hears of, and `arrival` counts from the gate's free */
+			if (g->act[t] == GA_UNKNOWN)
+				continue;
+			/* `arrival` counts from when it left every proxy */
+			if (g->idle_since[t] == 0)
+				g->idle_since[t] = now;
+			/* ... in the time it ran while it runs: the time it
+			 * waited for a core (a loaded machine) is not late */
+			if (g->ran_ms[t] >= 0 && ran >= 0) {
+				wall = now - g->ran_at[t];
+				/* < 0: a process gone with its time */
+				got = ran > g->ran_ms[t] ? ran - g->ran_ms[t] : 0;
+				if (got < wall)
+					g->idle_since[t] += wall - got;
+				if (g->idle_since[t] > now)
+					g->idle_since[t] = now;
+			}
+			g->ran_ms[t] = ran;
+			g->ran_at[t] = now;
+			if (g->idle_since[t] > g->idle_from)
+				g->idle_from = g->idle_since[t];
 			break;
 		}
 		/* not accounted for, nothing the loop would hear of: look again,
-		 * backing off (without the engine's view an exchange is what
-		 * the loop hears of) */
-		if (g->actor == NULL)
-			continue;
+		 * backing off */
 		gate_at(g, now + g->look_ms[t]);
 		if (g->look_ms[t] < ACTOR_LOOK_MAX_MS)
 			g->look_ms[t] *= 2;
@@ -373,6 +421,10 @@ idle_turns(struct gate *g, int64_t now, int64_t earliest, bool *go)
 		return "outside";
 	}
 	from = g->free_since > earliest ? g->free_since : earliest;
+	/* ... and from when the last of the turns waited for left every
+	 * proxy: a turn busy at another proxy (a model's seconds) is not late */
+	if (g->idle_from > from)
+		from = g->idle_from;
 	if (now - from >= g->arrival_ms) {
 		*go = true;
 		return "arrival";
@@ -404,17 +456,27 @@ step_waiting(const struct gate *g, const struct plan_step *s)
 	    lane_waiting(g, s->turn, s->lane) : NULL;
 }
 
-/* The plan's unused step e's exchange is, or SIZE_MAX: unplanned. */
+/*
+ * The plan's unused step e's exchange is, or may yet be, or SIZE_MAX:
+ * unplanned.  A waiting exchange's occurrence is the one it would get now
+ * (gate.h); a turn's connections asking the same key get theirs in the
+ * order they are admitted, so a step of the same lane and key with a later
+ * occurrence is still this exchange's.
+ */
 static size_t
 planned_as(const struct gate *g, const struct gate_ent *e)
 {
-	size_t	i;
+	const struct plan_step	*s;
+	size_t			 i;
 
 	if (g->plan == NULL || e->key == 0)
 		return SIZE_MAX;
-	for (i = g->cursor; i < g->plan->nsteps; i++)
-		if (!g->used[i] && step_is(&g->plan->steps[i], e))
+	for (i = g->cursor; i < g->plan->nsteps; i++) {
+		s = &g->plan->steps[i];
+		if (!g->used[i] && s->round == e->round && s->turn == e->turn &&
+		    s->lane == e->lane && s->key == e->key && s->occ >= e->occ)
 			return i;
+	}
 	return SIZE_MAX;
 }
 
@@ -426,58 +488,149 @@ use_step(struct gate *g, size_t i)
 		g->cursor++;
 }
 
-/* "turn 2's SELECT items_reserved … (occurrence 1)"; a lane when not 0 */
+/* "its SELECT … (occurrence 1, the plan's step 5)", or "(…, no step of
+ * the plan)": e's exchange in the plan's terms; a lane when not 0 */
 static void
-put_ent(char *buf, size_t len, const struct gate_ent *e)
+put_its(const struct gate *g, const struct gate_ent *e, char *buf, size_t len)
 {
-	char	lane[32] = "";
+	size_t	i;
+	char	lane[32] = "", where[48];
+
+	/* every unused step: a divergence at a turn's exit moves the cursor */
+	for (i = 0; g->plan != NULL && e->key != 0 && i < g->plan->nsteps; i++)
+		if (!g->used[i] && step_is(&g->plan->steps[i], e))
+			break;
+	if (g->plan == NULL || e->key == 0 || i == g->plan->nsteps)
+		i = SIZE_MAX;
 
 	if (e->lane > 0)
 		snprintf(lane, sizeof(lane), " on its connection %d", e->lane);
-	snprintf(buf, len, "turn %d's %s (occurrence %" PRIu32 ")%s", e->turn,
+	if (i == SIZE_MAX)
+		snprintf(where, sizeof(where), "no step of the plan");
+	else
+		snprintf(where, sizeof(where), "the plan's step %zu", i + 1);
+	snprintf(buf, len, "its %s (occurrence %" PRIu32 ", %s)%s",
 	    e->rec->sql[0] ? e->rec->sql : e->rec->req[0] ? e->rec->req :
-	    e->rec->pg ? e->rec->pg : "exchange", e->occ, lane);
+	    e->rec->pg ? e->rec->pg : "exchange", e->occ, where, lane);
+}
+
+/* What a held entry is doing: "at its X (…)", with a lock's holders */
+static void
+put_doing(const struct gate *g, const struct gate_ent *e, char *buf, size_t len)
+{
+	char	its[384], who[200];
+	size_t	o = 0;
+	int	t;
+
+	put_its(g, e, its, sizeof(its));
+	if (e->st == GS_LOCK) {
+		o = (size_t)snprintf(who, sizeof(who), "{");
+		for (t = 0; t < 64 && o < sizeof(who); t++)
+			if (e->rec->waits_on >> t & 1)
+				o += (size_t)snprintf(who + o, sizeof(who) - o, "%s%d",
+				    o > 1 ? "," : "", t);
+		if (o < sizeof(who))
+			snprintf(who + o, sizeof(who) - o, "}");
+		snprintf(buf, len, "at %s, waiting on a lock held by turns %s", its, who);
+	} else if (e->st == GS_STUCK)
+		snprintf(buf, len, "at %s, with no answer since `blocked` passed", its);
+	else
+		snprintf(buf, len, "at %s", its);
+}
+
+/* text + *o, what is left of len */
+#define PUT(...)	(*o += (size_t)snprintf(text + *o, *o < len ? len - *o : 0, \
+			    __VA_ARGS__))
+
+/* What the wanted step's turn did instead (diverge). */
+static void
+put_instead(const struct gate *g, const struct plan_step *s, char *text, size_t len,
+    size_t *o)
+{
+	const struct gate_ent	*e, *mine = NULL;
+	const struct gate_unp	*u = g->unp != NULL ? &g->unp[s->turn] : NULL;
+	char			 one[640];
+
+	for (e = g->ents; e != NULL; e = e->next)
+		if (e->turn == s->turn && held_st(e->st) && (mine == NULL ||
+		    e->st != GS_WAIT))
+			mine = e;
+	PUT("; instead turn %d", s->turn);
+	if (u != NULL && u->n == 1)
+		PUT(" sent %s,", u->what);
+	else if (u != NULL && u->n > 1)
+		PUT(" sent %" PRIu32 " exchanges of no step of the plan (the last: %s),",
+		    u->n, u->what);
+	if (mine != NULL) {
+		put_doing(g, mine, one, sizeof(one));
+		PUT(" %sis %s", u != NULL && u->n > 0 ? "and " : "", one);
+	} else if (!g->live[s->turn])
+		PUT(" %sexited", u != NULL && u->n > 0 ? "and " : "");
+	else
+		PUT(" %shas no exchange held", u != NULL && u->n > 0 ? "and " : "");
 }
 
 /*
- * The plan's next exchange cannot come: say where, what was waiting, and
- * the nearest match (the same turn's held exchange, else another
- * occurrence of the step's key), once; then go on as then_seed says.
+ * The plan's next exchange cannot come: say it once, in the plan's terms
+ * (docs/plan.md "Replaying a plan"): the step and what it wanted, and why
+ * it cannot come; what its turn did instead (what it was admitted as
+ * unplanned since its last planned step, and where it is now: at an
+ * exchange, with that exchange's step of the plan, on a lock and whose,
+ * exited); and every other turn held, at what and on what.  Then go on
+ * as then_seed says.
  */
 static void
 diverge(struct gate *g, const char *why)
 {
 	const struct plan_step	*s = &g->plan->steps[g->cursor];
-	struct gate_ent		*e, *near = NULL;
-	char			 text[2048], one[256], hex[24];
-	size_t			 o;
-	int			 n = 0;
+	const struct gate_ent	*e;
+	char			 text[2048], one[640], hex[24];
+	size_t			 len = sizeof(text), off = 0, *o = &off;
+	int			 n = 0, t;
 
 	if (g->diverged != NULL)
 		return;
-	o = (size_t)snprintf(text, sizeof(text), "the plan diverged at step %zu "
-	    "of proxy %s: it wanted turn %d's %s (key %s, occurrence %" PRIu32
-	    ", round %d), but %s; waiting:", g->cursor + 1, g->name, s->turn,
-	    s->what ? s->what : "exchange", trace_key_hex(s->key, hex, sizeof(hex)),
-	    s->occ, s->round, why);
-	for (e = g->ents; e != NULL && o < sizeof(text); e = e->next) {
-		if (e->st != GS_WAIT)
-			continue;
-		put_ent(one, sizeof(one), e);
-		o += (size_t)snprintf(text + o, sizeof(text) - o, "%s %s",
-		    n++ ? "," : "", one);
-		if (e->turn == s->turn || (near == NULL && e->key == s->key))
-			near = e;
-	}
-	if (n == 0 && o < sizeof(text))
-		o += (size_t)snprintf(text + o, sizeof(text) - o, " nothing");
-	if (near != NULL && o < sizeof(text)) {
-		put_ent(one, sizeof(one), near);
-		snprintf(text + o, sizeof(text) - o, "; nearest: %s", one);
-	}
+	PUT("the plan diverged at step %zu of proxy %s: it wanted turn %d's %s (key "
+	    "%s, occurrence %" PRIu32 ", round %d), which cannot come: %s",
+	    g->cursor + 1, g->name, s->turn, s->what ? s->what : "exchange",
+	    trace_key_hex(s->key, hex, sizeof(hex)), s->occ, s->round, why);
+	if (s->turn >= 0 && s->turn < g->nturns)
+		put_instead(g, s, text, len, o);
+	PUT("; waiting:");
+	for (t = 0; t < g->nturns; t++)
+		for (e = g->ents; e != NULL; e = e->next) {
+			if (e->turn != t || t == s->turn || !held_st(e->st))
+				continue;
+			put_doing(g, e, one, sizeof(one));
+			PUT("%s turn %d %s", n++ ? ";" : "", t, one);
+		}
+	if (n == 0)
+		PUT(" no other turn");
 	g->diverged = xstrdup(text);
 	g->pmode = g->then_seed ? PM_SEED : PM_DRAIN;
-	log_warnx("seed %" PRIu64 ": %s", g->seed, text);
+	/* said once, by whoever reads gate_diverged (a replay, a verdict) */
+	log_debug("seed %" PRIu64 ": %s", g->seed, text);
+}
+
+#undef PUT
+
+/*
+ * Under a plan: what each turn was admitted as unplanned since its last
+ * planned step, for a divergence's "instead" (diverge).
+ */
+static void
+plan_note(struct gate *g, const struct gate_ent *e, const char *mark)
+{
+	struct gate_unp	*u;
+
+	if (g->unp == NULL || e->turn < 0 || e->turn >= g->nturns)
+		return;
+	u = &g->unp[e->turn];
+	if (mark != NULL && strcmp(mark, "unplanned") == 0) {
+		u->n++;
+		put_its(g, e, u->what, sizeof(u->what));
+	} else if (mark == NULL || strcmp(mark, "lock-deferred") == 0)
+		u->n = 0;
 }
 
 /*
@@ -661,6 +814,38 @@ actor_wait(struct gate *g, int64_t now, int64_t earliest, uint32_t step)
 	}
 }
 
+/*
+ * Wake-ups (gate_int.h): the waiters a transaction's end granted, still
+ * stopped, go one at a time, the first admitted first; the next once the
+ * one let go has ended its statement or waits again.
+ */
+static void
+wakes_release(struct gate *g, int64_t now)
+{
+	struct gate_ent	*e, *first = NULL;
+
+	if (g->n[GS_WOKE] == 0)
+		return;
+	for (e = g->ents; e != NULL; e = e->next) {
+		if (e->st != GS_WOKE)
+			continue;
+		if (!e->stopped)
+			return;		/* one goes: wait for it */
+		if (first == NULL || e->rec->step < first->rec->step)
+			first = e;
+	}
+	if (first == NULL)
+		return;
+	log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": its lock granted, "
+	    "let go (step %" PRIu32 ")", g->name, first->turn, first->rec->conn,
+	    first->rec->exchange, first->rec->step);
+	gate_backend_cont(g, first);
+	first->since = now;
+	first->starved = g->starved(g, first);
+	g->settled = false;
+	gate_at(g, now + LOCK_PROBE_MS);
+}
+
 struct gate_ent *
 gate_decide(struct gate *g, int64_t now)
 {
@@ -673,6 +858,7 @@ gate_decide(struct gate *g, int64_t now)
 	bool		 go, tie;
 
 	g->next_at = 0;
+	wakes_release(g, now);
 	timeouts(g, now);
 	gate_side_work(g, now);
 	if (g->n[GS_WAIT] == 0 || g->running != NULL || g->n[GS_WOKE] > 0 ||
@@ -739,9 +925,12 @@ gate_decide(struct gate *g, int64_t now)
 	e->rec->idle = forced != NULL ? g->idle : 0;
 	e->rec->plan = mark;
 	e->rec->deferred = deferred;
+	if (g->pmode == PM_PLAN)
+		plan_note(g, e, mark);
 	g->stats.steps = e->rec->step;
 	g->running = e;
 	g->running_since = now;
+	e->starved = g->starved(g, e);
 	g->settled = false;
 	gate_at(g, now + g->blocked_ms);	/* come back if it never ends */
 	if (g->side != NULL && e->pid > 0)	/* or ask PostgreSQL before */
@@ -783,7 +972,7 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 	struct gate_ent	*w;
 	uint64_t	 reach, woken = 0;
 	int		 n = 0;
-	bool		 grew = true;
+	bool		 grew = true, loose = false;
 
 	if (e->turn >= 64 || (e->rec->tx != 'I' && e->rec->tx != 'E'))
 		return;
@@ -799,9 +988,13 @@ mark_wakes(struct gate *g, struct gate_ent *e)
 			reach |= (uint64_t)1 << w->turn;
 			n++;
 			grew = true;
+			loose |= !w->stopped;
 		}
 	}
-	if (n >= 2) {
+	/* stopped waiters go in the gate's order (wakes_release): the
+	 * order is soak's, no mark; one not stopped (another server, or a
+	 * backend that ran before its stop) races */
+	if (n >= 2 && loose) {
 		e->rec->wakes = woken;
 		g->stats.wakes++;
 	}
@@ -825,6 +1018,7 @@ gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 		set_in_tx(g, e, e->rec->tx == 'T' || e->rec->tx == 'E');
 	if (e->st == GS_OUT)
 		return;
+	gate_backend_cont(g, e);
 	mark_wakes(g, e);
 	if (g->running == e || e->st == GS_WOKE ||
 	    (e->st == GS_LOCK && g->side == NULL))
@@ -841,6 +1035,7 @@ gate_end(struct gate *g, struct gate_ent *e, int64_t now)
 void
 gate_conn_closed(struct gate *g, struct gate_ent *e)
 {
+	gate_backend_cont(g, e);	/* its backend must see the close */
 	set_in_tx(g, e, false);		/* PostgreSQL rolls it back */
 	if (e->lane >= 0 && e->lane < GATE_LANES && e->turn >= 0 &&
 	    e->turn < g->nturns)
@@ -879,9 +1074,11 @@ gate_live(struct gate *g, int turn, bool live)
 {
 	if (turn < 0 || turn >= g->nturns)
 		return;
-	if (g->live[turn] && !live)
+	bool	was = g->live[turn];
+
+	g->live[turn] = live;	/* a divergence says it exited */
+	if (was && !live)
 		plan_exited(g, turn);
-	g->live[turn] = live;
 }
 
 void
@@ -942,17 +1139,25 @@ gate_new(const struct gate_conf *c, char *err)
 	g->oldest = xcalloc((size_t)c->nturns, sizeof(*g->oldest));
 	g->act = xcalloc((size_t)c->nturns, sizeof(*g->act));
 	g->look_ms = xcalloc((size_t)c->nturns, sizeof(*g->look_ms));
+	g->idle_since = xcalloc((size_t)c->nturns, sizeof(*g->idle_since));
 	g->lanes = xcalloc((size_t)c->nturns, sizeof(*g->lanes));
-	for (int t = 0; t < c->nturns; t++)
+	g->ran_ms = xcalloc((size_t)c->nturns, sizeof(*g->ran_ms));
+	g->ran_at = xcalloc((size_t)c->nturns, sizeof(*g->ran_at));
+	for (int t = 0; t < c->nturns; t++) {
 		g->look_ms[t] = ACTOR_LOOK_MS;
+		g->ran_ms[t] = -1;
+	}
 	g->actor = c->actor;
 	g->actor_arg = c->actor_arg;
+	g->starved = c->starved != NULL ? c->starved : gate_starved_ms;
 	gate_round(g, 0, NULL);
 	g->planned = c->planned;
 	g->plan = c->plan;
 	g->then_seed = c->then_seed;
 	if (c->plan != NULL)
 		g->used = xcalloc(c->plan->nsteps + 1, sizeof(*g->used));
+	if (c->planned)
+		g->unp = xcalloc((size_t)c->nturns, sizeof(*g->unp));
 	gate_side_open(g, c->lockinfo);
 	return g;
 }
@@ -960,8 +1165,12 @@ gate_new(const struct gate_conf *c, char *err)
 void
 gate_free(struct gate *g)
 {
+	struct gate_ent	*e;
+
 	if (g == NULL)
 		return;
+	for (e = g->ents; e != NULL; e = e->next)
+		gate_backend_cont(g, e);	/* no backend left stopped */
 	gate_side_close(g);
 	sched_free(g->s);
 	free(g->name);
@@ -972,11 +1181,15 @@ gate_free(struct gate *g)
 	free(g->oldest);
 	free(g->act);
 	free(g->look_ms);
+	free(g->idle_since);
+	free(g->ran_ms);
+	free(g->ran_at);
 	free(g->lanes);
 	free(g->occ);
 	free(g->be);
 	free(g->rows);
 	free(g->used);
+	free(g->unp);
 	free(g->diverged);
 	free(g);
 }

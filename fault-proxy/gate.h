@@ -12,24 +12,39 @@
  * strategy other than the seeded one (a plan, an explorer) plugs in at
  * gate_decide's pick.
  *
- * What the gate waits for.  One exchange runs at a time.  The next is
- * chosen among the turns with one waiting once every turn that may still
- * send one is accounted for: a turn is waited for while it is live (the
- * worker said it started in this round and has not said it exited,
- * proxy_set_turn) and has nothing held anywhere: no exchange waiting at
- * this gate, none waiting at another gate of the set, none that
- * PostgreSQL says waits on a lock, none `blocked` passed.  Its connections
- * do not matter: a turn that runs one `psql -c` per statement is waited
- * for between statements, as one that holds a connection open is.  Two
- * timeouts remain, both watchdogs whose decisions are marked in the trace
- * (`forced`): `arrival` (a live turn that sent nothing within it, from
- * when the gate became free or the first waiter came) and `blocked` (an
- * admitted exchange that neither answers nor waits on a lock).  A third
- * mark, "outside", is a decision made without waiting for idle turns
+ * What the gate waits for (docs/faults.md "Actors").  One exchange runs
+ * at a time.  The next is chosen among the waiting ones once every turn
+ * that may still send one is accounted for, by the engine's view of the
+ * turn's processes (gate_conf.actor, quiet.h): GA_GONE and GA_QUIET are
+ * accounted for; GA_BUSY (a reply on its way at another proxy) is waited
+ * for with no watchdog; GA_RUNNING, GA_TIMED and GA_UNSEEN are waited for
+ * under `arrival`, counted from when the turn left every proxy, and looked
+ * at again every ACTOR_LOOK_MS, backing off to ACTOR_LOOK_MAX_MS.  Without
+ * that view (GA_UNKNOWN: `soak proxy`, the unit tests) a live turn is
+ * waited for until it has something held anywhere: an exchange waiting
+ * here or at another gate of the set, one PostgreSQL says waits on a lock,
+ * one `blocked` passed.  Two timeouts remain, both watchdogs whose
+ * decisions are marked in the trace (`forced`): `arrival` and `blocked`
+ * (an admitted exchange that neither answers nor waits on a lock).  A
+ * third mark, "outside", is a decision made without waiting for idle turns
  * because PostgreSQL showed a connection that is not the proxy's waiting
  * on a lock held by a turn whose next statement the gate holds: a circular
  * wait through something outside the schedule (a service's own database
  * connection), which only the watchdog would otherwise break.
+ *
+ * Actors are connections.  A turn may have several connections open at
+ * once (threads, a pool), each with an exchange waiting.  At a decision
+ * each connection that has none gets a lane, the lowest free of its turn,
+ * in the order of what it asks (key, then canon: its whole request), then
+ * who asks (origin: the thread and descriptor the engine saw waiting on
+ * it), then arrival; the lane is its connection's until it closes.  The
+ * seed's scheduler picks a turn, then among its waiting lanes one by a
+ * draw keyed by the step; a plan's step names (round, turn, lane, key,
+ * occurrence).  Occurrences are the gate's, counted per (turn, key) in
+ * admission order, and the engine rolls a scheduled exchange's faults by
+ * them (proxy_roll_hit), so neither depends on which thread arrived first.
+ * The trace's "acand" names the actors waiting (bit lane * turns + turn)
+ * when any lane other than 0 was.
  *
  * PostgreSQL is asked, not a clock, on a connection of the gate's own (the
  * side connection, gate_conf.lockinfo): while an admitted exchange has not
@@ -50,9 +65,13 @@
  * of your own it can (its default is 1 s), and an exchange it aborted is
  * marked "deadlock":"postgres".
  *
- * What the schedule cannot decide: when a transaction ends while two or
- * more of the gate's exchanges wait on its locks, PostgreSQL wakes them,
- * and which takes the row first is its own race.  The ending exchange's
+ * Wake-ups: when a transaction ends while two or more of the gate's
+ * exchanges wait on its locks, PostgreSQL wakes them, and which takes the
+ * row first is its own race.  On soak's own server (common/soak.h
+ * SOAK_PG_MARK) the gate decides it: a backend found waiting on a lock is
+ * stopped (SIGSTOP), and the ones a transaction's end grants go one at a
+ * time in admission order (gate_int.h, gate_backend_stop).  On any other
+ * server the race stays PostgreSQL's, and the ending exchange's
  * trace record says so ("wakes": the turns woken), and a replay that
  * parts from the run's there has a reason the trace names.  A waiter
  * queued behind another on a row's tuple lock (it waits on the first
@@ -126,6 +145,10 @@ struct gate_ent {
 	uint64_t		 seq;		/* arrival order */
 	int64_t			 since;		/* waiting, or woke, since */
 	bool			 victim;	/* soak cancelled it: a deadlock */
+	int64_t			 starved;	/* gate_conf.starved when admitted or
+						   woken (ms) */
+	bool			 stopped;	/* its backend SIGSTOPped while it waits
+						   on a lock (gate_int.h "Wake-ups") */
 	bool			 in_tx;		/* its connection's last exchange left
 						   a transaction open (T or E) */
 	/* its connection's lane within the turn (gate.h "Actors"), -1 until
@@ -151,15 +174,28 @@ enum gate_act {
 	GA_BUSY,	/* quiet, but a reply it waits for is on its way at
 			   another proxy (a model, a tool server): waited for,
 			   with no watchdog */
-	GA_RUNNING,	/* a thread computes: waited for, `arrival` bounds it */
+	GA_RUNNING,	/* a thread computes: waited for, `arrival` bounds the
+			   time it ran (*ran_ms), not the time it waited for a
+			   core: a loaded machine makes no turn late */
 	GA_TIMED,	/* a wait that ends by itself: `arrival` */
 	GA_UNSEEN,	/* a wait soak cannot see the end of: `arrival` */
 	GA_MAX
 };
 const char	*gate_act_name(enum gate_act a);
+/*
+ * How long (ms, in all) exchange e's backend on soak's own server and the
+ * calling thread have waited for a core (schedstat's run delay): `blocked`
+ * counts an admitted exchange's time less what it spent so, so a loaded
+ * machine makes no statement stuck.  NULL in gate_conf: /proc's.
+ */
+typedef int64_t	(*gate_starved_fn)(const struct gate *g, const struct gate_ent *e);
+
 /* The engine's view of turn t now, for gate g (any cost it has is the
- * engine's). */
-typedef enum gate_act	(*gate_actor_fn)(void *arg, const struct gate *g, int turn);
+ * engine's); with GA_RUNNING, *ran_ms is how long its processes have run
+ * in all (CPU time, ms), or -1 when that is not known (then `arrival`
+ * counts the wall clock). */
+typedef enum gate_act	(*gate_actor_fn)(void *arg, const struct gate *g, int turn,
+			    int64_t *ran_ms);
 
 struct gate_conf {
 	const char			*name;		/* the proxy's: keys the draws */
@@ -184,6 +220,7 @@ struct gate_conf {
 	 * GA_UNKNOWN) */
 	gate_actor_fn			 actor;
 	void				*actor_arg;
+	gate_starved_fn			 starved;	/* NULL: /proc's */
 };
 
 #define LOCK_PROBE_MS		2	/* between two asks while one runs */

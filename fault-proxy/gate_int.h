@@ -9,6 +9,8 @@
 #ifndef SOAK_PROXY_GATE_INT_H
 #define SOAK_PROXY_GATE_INT_H
 
+#include <sys/types.h>
+
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -51,6 +53,16 @@ struct row {
 	int32_t		 b[BLOCKERS_MAX];
 };
 
+/*
+ * The deadlock in one whole blockers answer, rows[0..n): a cycle of
+ * exchanges waiting on locks (GS_LOCK), each one's backend blocked by the
+ * next's, and its victim -- the cycle's exchange admitted first, the
+ * lowest step (docs/faults.md "Schedules: races that replay"): the
+ * backend PostgreSQL's own detector would abort.  An exchange that waits
+ * on the cycle without being in it is never the victim.  NULL: no cycle.
+ */
+struct gate_ent	*gate_cycle_victim(const struct row *rows, size_t n);
+
 struct gate {
 	char			*name;
 	uint64_t		 seed;
@@ -79,11 +91,19 @@ struct gate {
 	 * from ACTOR_LOOK_MS to ACTOR_LOOK_MAX_MS */
 	gate_actor_fn		 actor;
 	void			*actor_arg;
+	gate_starved_fn		 starved;
 	enum gate_act		*act;		/* scratch: this pass's view */
 	int			*look_ms;
 	uint64_t		*lanes;		/* per turn: lanes in use (bit l) */
 	uint64_t		 idle;		/* scratch: turns waited for under
 						   the arrival watchdog */
+	int64_t			*idle_since;	/* per turn: waited for under it since
+						   (0: accounted for, or busy) */
+	int64_t			 idle_from;	/* scratch: the latest of those */
+	/* per turn, while it runs: how long it had run (CPU ms; -1 not
+	 * known) at the look at ran_at; idle_since moves on by the time it
+	 * did not run between two looks */
+	int64_t			*ran_ms, *ran_at;
 	struct occ		*occ;		/* admitted (turn, key) counts */
 	size_t			 nocc, capocc;
 
@@ -105,6 +125,11 @@ struct gate {
 	uint64_t		 outside_gen;	/* gen of the last answer */
 	long			 outside;	/* its count of outside waiters */
 
+	/* Wake-ups decided by soak: the postmaster of the side connection's
+	 * server when it runs on this host (0: a server soak cannot signal,
+	 * and a wake of several waiters is PostgreSQL's order, marked) */
+	pid_t			 postmaster;
+
 	struct gate_stats	 stats;
 
 	/* under a plan (docs/plan.md) */
@@ -115,6 +140,12 @@ struct gate {
 	bool			 then_seed;
 	enum { PM_PLAN, PM_SEED, PM_DRAIN } pmode;
 	char			*diverged;	/* why, once it did */
+	/* per turn (planned): what it was admitted as unplanned since its
+	 * last planned step (diverge's "instead") */
+	struct gate_unp {
+		uint32_t	 n;
+		char		 what[384];
+	}			*unp;
 	uint32_t		 stepno;	/* steps taken, by any strategy */
 	int			 last_turn;	/* the last step's turn, or -1 */
 	int			 last_lane;	/* ... and its lane */
@@ -178,6 +209,21 @@ gate_at(struct gate *g, int64_t at)
 	if (g->next_at == 0 || at < g->next_at)
 		g->next_at = at;
 }
+
+/*
+ * Wake-ups (docs/faults.md "Wake-ups"): a backend
+ * PostgreSQL says waits on a lock is stopped (SIGSTOP; it sleeps in the
+ * lock manager holding no lightweight lock), so that when the holder's
+ * transaction ends and every waiter is granted at once, none runs until
+ * the gate lets it: one at a time, first admitted first, each until its
+ * statement ends or waits again.  Only for a server on this host whose
+ * backends are children of the side connection's postmaster.
+ */
+void	gate_backend_stop(struct gate *g, struct gate_ent *e);
+/* gate_conf.starved's default: /proc's schedstat of e's backend (on soak's
+ * own server only: another's pid means nothing here) and of this thread */
+int64_t	gate_starved_ms(const struct gate *g, const struct gate_ent *e);
+void	gate_backend_cont(struct gate *g, struct gate_ent *e);
 
 /* gate_side.c, called by gate.c */
 

@@ -7,18 +7,25 @@
  * which calls in here (gate_int.h); nothing here calls gate.c.
  */
 #include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <sys/epoll.h>
+#include <sys/syscall.h>
 
 #include <libpq-fe.h>
 
 #include "common/log.h"
+#include "common/soak.h"
 #include "common/util.h"
 #include "fault-proxy/gate_int.h"
 #include "fault-proxy/io.h"
+
+static pid_t	parent_postgres(pid_t pid);
 
 /* ---- the side connection ---- */
 
@@ -69,6 +76,165 @@ gate_side_open(struct gate *g, const char *conninfo)
 	}
 	g->sep = (struct ep){ EP_SIDE, g, PQsocket(g->side), 0 };
 	px_ep_set(g->epfd, &g->sep, EPOLLIN);
+	/* a server on this host: its backends' parent, whose children only
+	 * soak stops (gate_backend_stop) */
+	g->postmaster = parent_postgres(PQbackendPID(g->side));
+	if (g->postmaster > 0) {
+		char	mark[64];
+
+		/* soak's own server only (iso.h SOAK_PG_MARK): a backend
+		 * of another would stay stopped if this process died */
+		snprintf(mark, sizeof(mark), "/proc/%d/cwd/" SOAK_PG_MARK,
+		    (int)g->postmaster);
+		if (access(mark, F_OK) == -1)
+			g->postmaster = 0;
+	}
+	log_debug("%s: wake-ups decided by %s", g->name, g->postmaster > 0 ?
+	    "soak (its own server)" : "PostgreSQL (a server soak did not start)");
+}
+
+/* The parent of pid when pid is a postgres process of this host, else 0. */
+static pid_t
+parent_postgres(pid_t pid)
+{
+	char	path[64], line[512], comm[64];
+	FILE	*f;
+	long	ppid;
+	int	n;
+
+	if (pid <= 0)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	n = fgets(line, sizeof(line), f) != NULL ? 1 : 0;
+	fclose(f);
+	if (n == 0 || sscanf(line, "%*d (%63[^)]) %*c %ld", comm, &ppid) != 2 ||
+	    strcmp(comm, "postgres") != 0)
+		return 0;
+	return (pid_t)ppid;
+}
+
+/* /proc/PID/FILE's first line into buf; 0, or -1. */
+static int
+proc_line(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char	path[64];
+	FILE	*f;
+	int	rc = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	if ((f = fopen(path, "re")) == NULL)
+		return -1;
+	if (fgets(buf, (int)len, f) != NULL)
+		rc = 0;
+	fclose(f);
+	return rc;
+}
+
+/* Whether pid sleeps in a latch wait (epoll): where a backend waits on a
+ * heavyweight lock, holding no lightweight one. */
+static bool
+in_latch_wait(pid_t pid)
+{
+	char	buf[256];
+	long	nr;
+
+	if (proc_line(pid, "syscall", buf, sizeof(buf)) == -1 ||
+	    sscanf(buf, "%ld", &nr) != 1)
+		return false;
+#ifdef SYS_epoll_wait
+	if (nr == SYS_epoll_wait)
+		return true;
+#endif
+	return nr == SYS_epoll_pwait;
+}
+
+/* pid's state letter ('T' stopped), or 0. */
+static char
+proc_state(pid_t pid)
+{
+	char	 buf[512], *p;
+
+	if (proc_line(pid, "stat", buf, sizeof(buf)) == -1 ||
+	    (p = strrchr(buf, ')')) == NULL || p[1] == '\0')
+		return 0;
+	return p[2];
+}
+
+/*
+ * Stops e's backend, but only where it sleeps in its lock wait: its
+ * system call looked at (a latch wait, epoll), SIGSTOP, and once it shows
+ * stopped its system call again — still the latch wait, where a backend
+ * holds no lightweight lock (it may have been granted its lock and come
+ * back to wait for its client meanwhile: harmless too).  One stopped
+ * anywhere else (it ran: it may hold a buffer's lock) is continued at once
+ * and its wake is PostgreSQL's.  The wait for the stop is bounded
+ * (STOP_LOOKS looks).
+ */
+#define STOP_LOOKS	20000
+void
+gate_backend_stop(struct gate *g, struct gate_ent *e)
+{
+	char	st = 0;
+	int	i;
+
+	if (g->postmaster <= 0 || e->stopped || e->pid <= 0 ||
+	    parent_postgres(e->pid) != g->postmaster)
+		return;
+	if (!in_latch_wait(e->pid) || kill(e->pid, SIGSTOP) == -1)
+		return;
+	for (i = 0; i < STOP_LOOKS && (st = proc_state(e->pid)) != 'T' &&
+	    st != 't' && st != 0; i++)
+		sched_yield();
+	if ((st == 'T' || st == 't') && in_latch_wait(e->pid)) {
+		e->stopped = true;
+		return;
+	}
+	log_debug("%s/%d: backend %d not stopped in its lock wait: its wake is "
+	    "PostgreSQL's", g->name, e->turn, (int)e->pid);
+	kill(e->pid, SIGCONT);
+}
+
+/* schedstat's run delay (ns) of the task at path; 0 unknown. */
+static int64_t
+run_delay_ns(const char *path)
+{
+	char			 buf[128];
+	unsigned long long	 run, delay;
+	FILE			*f;
+	int			 n = 0;
+
+	if ((f = fopen(path, "re")) == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) != NULL)
+		n = sscanf(buf, "%llu %llu", &run, &delay);
+	fclose(f);
+	return n == 2 && delay <= INT64_MAX ? (int64_t)delay : 0;
+}
+
+int64_t
+gate_starved_ms(const struct gate *g, const struct gate_ent *e)
+{
+	char	path[64];
+	int64_t	ns = run_delay_ns("/proc/thread-self/schedstat");
+
+	if (g->postmaster > 0 && e->pid > 0) {
+		snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)e->pid);
+		ns += run_delay_ns(path);
+	}
+	return ns / 1000000;
+}
+
+void
+gate_backend_cont(struct gate *g, struct gate_ent *e)
+{
+	if (!e->stopped)
+		return;
+	e->stopped = false;
+	if (kill(e->pid, SIGCONT) == -1)
+		log_warn("%s/%d: SIGCONT to backend %d", g->name, e->turn,
+		    (int)e->pid);
 }
 
 /* Sends one question; its answer comes to gate_side_event. */
@@ -239,6 +405,7 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 		if (e == g->running)
 			g->running = NULL;
 		ent_set(g, e, GS_LOCK);
+		gate_backend_stop(g, e);	/* its wake-up is soak's */
 		if (!e->rec->lock_wait)
 			g->stats.lock_waits++;
 		e->rec->lock_wait = true;
@@ -250,6 +417,7 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 		    e->rec->conn, e->rec->exchange);
 		ent_set(g, e, GS_WOKE);
 		e->since = now;
+		e->starved = g->starved(g, e);
 	}
 }
 
@@ -257,14 +425,14 @@ lock_answer(struct gate *g, struct gate_ent *e, size_t nb, uint64_t mask,
 
 /* Whether row j's backend waits on row k's. */
 static bool
-edge(const struct gate *g, size_t j, size_t k)
+edge(const struct row *rows, size_t j, size_t k)
 {
 	size_t	b;
 
-	if (g->rows[k].e->st != GS_LOCK)
+	if (rows[k].e->st != GS_LOCK)
 		return false;
-	for (b = 0; b < g->rows[j].nb; b++)
-		if (g->rows[j].b[b] == g->rows[k].e->pid)
+	for (b = 0; b < rows[j].nb; b++)
+		if (rows[j].b[b] == rows[k].e->pid)
 			return true;
 	return false;
 }
@@ -275,51 +443,47 @@ edge(const struct gate *g, size_t j, size_t k)
  * *victim becomes its exchange admitted first.
  */
 static bool
-dfs(struct gate *g, size_t j, uint8_t *colour, size_t *path, size_t depth,
-    struct gate_ent **victim)
+dfs(const struct row *rows, size_t n, size_t j, uint8_t *colour, size_t *path,
+    size_t depth, struct gate_ent **victim)
 {
 	size_t	k, i;
 
 	colour[j] = 1;
 	path[depth++] = j;
-	for (k = 0; k < g->nrows; k++) {
-		if (!edge(g, j, k))
+	for (k = 0; k < n; k++) {
+		if (!edge(rows, j, k))
 			continue;
 		if (colour[k] == 1) {
 			for (i = 0; path[i] != k; i++)
 				;
 			for (*victim = NULL; i < depth; i++)
-				if (*victim == NULL || g->rows[path[i]].e->rec->step <
+				if (*victim == NULL || rows[path[i]].e->rec->step <
 				    (*victim)->rec->step)
-					*victim = g->rows[path[i]].e;
+					*victim = rows[path[i]].e;
 			return true;
 		}
-		if (colour[k] == 0 && dfs(g, k, colour, path, depth, victim))
+		if (colour[k] == 0 && dfs(rows, n, k, colour, path, depth, victim))
 			return true;
 	}
 	colour[j] = 2;
 	return false;
 }
 
-/*
- * A cycle among the exchanges that wait on locks is a deadlock nothing
- * but a cancel ends.  Its victim is the cycle's exchange admitted first
- * (gate.h).  Rows are few: one per exchange in flight.
- */
-static struct gate_ent *
-find_cycle(struct gate *g)
+/* Rows are few: one per exchange in flight. */
+struct gate_ent *
+gate_cycle_victim(const struct row *rows, size_t n)
 {
 	struct gate_ent	*victim = NULL;
 	uint8_t		*colour;
 	size_t		*path, i;
 
-	if (g->nrows < 2)
+	if (n < 2)
 		return NULL;
-	colour = xcalloc(g->nrows, 1);
-	path = xcalloc(g->nrows, sizeof(*path));
-	for (i = 0; i < g->nrows && victim == NULL; i++)
-		if (colour[i] == 0 && g->rows[i].e->st == GS_LOCK)
-			(void)dfs(g, i, colour, path, 0, &victim);
+	colour = xcalloc(n, 1);
+	path = xcalloc(n, sizeof(*path));
+	for (i = 0; i < n && victim == NULL; i++)
+		if (colour[i] == 0 && rows[i].e->st == GS_LOCK)
+			(void)dfs(rows, n, i, colour, path, 0, &victim);
 	free(colour);
 	free(path);
 	return victim;
@@ -338,6 +502,8 @@ deadlock(struct gate *g, struct gate_ent *v)
 	g->victim = v;
 	v->victim = true;
 	g->cancel_pid = v->pid;
+	/* a stopped backend would take its cancel only once continued */
+	gate_backend_cont(g, v);
 	g->stats.deadlocks++;
 }
 
@@ -355,7 +521,7 @@ blockers_done(struct gate *g, int64_t now)
 	for (i = 0; i < g->nrows; i++)
 		lock_answer(g, g->rows[i].e, g->rows[i].nb,
 		    turns_of(g, g->rows[i].b, g->rows[i].nb), now);
-	if (g->victim == NULL && (v = find_cycle(g)) != NULL)
+	if (g->victim == NULL && (v = gate_cycle_victim(g->rows, g->nrows)) != NULL)
 		deadlock(g, v);
 	/* nothing ended since, nothing runs: a settled picture */
 	if (g->running == NULL && g->n[GS_WOKE] == 0 && !g->settled) {

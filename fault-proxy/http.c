@@ -83,9 +83,10 @@ parse_u64_dec(const char *s, const char *e, uint64_t *v)
 static void
 head_done(struct http_frame *h)
 {
-	char		*p = h->line, *eol, *colon;
+	char		*p = h->line, *eol, *colon, *v0;
 	uint64_t	 clen = 0, v;
 	bool		 have_clen = false, chunked = false, first = true;
+	bool		 event_stream = false;
 
 	for (; (eol = strstr(p, "\r\n")) != NULL; p = eol + 2) {
 		if (eol == p)
@@ -121,6 +122,13 @@ head_done(struct http_frame *h)
 			}
 			clen = v;
 			have_clen = true;
+		} else if ((size_t)(colon - p) == 12 &&
+		    strncasecmp(p, "Content-Type", 12) == 0) {
+			for (v0 = colon + 1; v0 < eol && (*v0 == ' ' ||
+			    *v0 == '\t'); v0++)
+				;
+			event_stream = eol - v0 >= 17 &&
+			    strncasecmp(v0, "text/event-stream", 17) == 0;
 		} else if ((size_t)(colon - p) == 17 &&
 		    strncasecmp(p, "Transfer-Encoding", 17) == 0) {
 			/* chunked must be the last coding; good enough to find it */
@@ -130,6 +138,8 @@ head_done(struct http_frame *h)
 		}
 	}
 	h->line_len = 0;
+	h->chunked = chunked;
+	h->event_stream = h->response && event_stream;
 	if (h->response && h->status >= 100 && h->status < 200) {
 		if (h->status == 101) {
 			h->upgrade = true;

@@ -34,6 +34,10 @@ struct http_frame {
 	bool		 head_req;	/* response to a HEAD: no body */
 	bool		 is_head;	/* request: method was HEAD */
 	bool		 upgrade;	/* response: 101 Switching Protocols */
+	/* of the last head read: Transfer-Encoding chunked, and (a
+	 * response) Content-Type text/event-stream: server-sent events */
+	bool		 chunked;
+	bool		 event_stream;
 	int		 status;
 	uint64_t	 remaining;	/* body or chunk bytes left */
 	char		*line;		/* header block / chunk line so far */

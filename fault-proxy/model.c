@@ -1319,12 +1319,15 @@ status_text(int status)
 	case 200: return "OK";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
 	case 404: return "Not Found";
+	case 408: return "Request Timeout";
 	case 413: return "Payload Too Large";
 	case 429: return "Too Many Requests";
 	case 500: return "Internal Server Error";
 	case 502: return "Bad Gateway";
 	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
 	case 529: return "Overloaded";
 	default: return "Status";
 	}
@@ -1718,4 +1721,61 @@ model_render_error(enum model_api api, int status, const char *type,
 	out_whole(o, status, "x-soak: stand-in", s, retry_after_s);
 	free(s);
 	json_decref(body);
+}
+
+/* The API's error type for a status: Anthropic's names, OpenAI's. */
+static const char *
+error_type(enum model_api api, int status)
+{
+	if (api == MODEL_API_ANTHROPIC)
+		switch (status) {
+		case 400: return "invalid_request_error";
+		case 401: return "authentication_error";
+		case 403: return "permission_error";
+		case 404: return "not_found_error";
+		case 413: return "request_too_large";
+		case 429: return "rate_limit_error";
+		case 529: return "overloaded_error";
+		default: return status < 500 ? "invalid_request_error" : "api_error";
+		}
+	if (status == 429)
+		return "requests";
+	return status < 500 ? "invalid_request_error" : "server_error";
+}
+
+char *
+model_status_reply(enum model_api api, int status, int64_t retry_ms,
+    const char *proxy, size_t *len)
+{
+	json_t	*body;
+	char	*msg, *b, *out, ra[96] = "";
+
+	msg = xasprintf("soak fault-proxy %s: a status fault (%d %s): the proxy "
+	    "answered this request itself, the upstream never saw it", proxy,
+	    status, status_text(status));
+	if (api == MODEL_API_ANTHROPIC)
+		body = json_pack("{sss{ssss}}", "type", "error", "error", "type",
+		    error_type(api, status), "message", msg);
+	else if (api == MODEL_API_OPENAI)
+		body = json_pack("{s{sssssnss?}}", "error", "message", msg, "type",
+		    error_type(api, status), "param", "code", status == 429 ?
+		    "rate_limit_exceeded" : NULL);
+	else
+		body = json_pack("{sissss}", "status", status, "error",
+		    status_text(status), "message", msg);
+	if (body == NULL)
+		abort();	/* a proxy's name is [A-Za-z0-9_]+ */
+	b = dumps(body);
+	if (retry_ms >= 0 && (status == 429 || status == 503 || status == 529))
+		snprintf(ra, sizeof(ra), "Retry-After: %lld\r\nretry-after-ms: "
+		    "%lld\r\n", (long long)((retry_ms + 999) / 1000),
+		    (long long)retry_ms);
+	out = xasprintf("HTTP/1.1 %d %s\r\nContent-Type: application/json\r\n"
+	    "Content-Length: %zu\r\n%sx-soak: fault status\r\n\r\n%s", status,
+	    status_text(status), strlen(b), ra, b);
+	*len = strlen(out);
+	free(b);
+	free(msg);
+	json_decref(body);
+	return out;
 }

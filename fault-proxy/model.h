@@ -194,4 +194,18 @@ void	model_render(const struct model_pattern *p, size_t a,
 void	model_render_error(enum model_api api, int status, const char *type,
 	    const char *message, int retry_after_s, struct model_out *o);
 
+/*
+ * A status fault's answer (docs/faults.md "Faults of an HTTP API"): the
+ * proxy's own response to a request it never forwarded, whole, as one
+ * string (heap; its length in *len).  The status with its reason phrase;
+ * on a 429, 503 or 529 with retry_ms >= 0, Retry-After (whole seconds,
+ * rounded up) and retry-after-ms (the SDKs read it first); a body in
+ * api's error shape (OpenAI {"error": {...}}, Anthropic {"type": "error",
+ * "error": {...}}, the type the API gives that status), or for
+ * MODEL_API_MAX a plain JSON error {"status", "error", "message"}.  The
+ * message names the proxy.  Keep-alive: the connection goes on.
+ */
+char	*model_status_reply(enum model_api api, int status, int64_t retry_ms,
+	    const char *proxy, size_t *len);
+
 #endif

@@ -6,7 +6,15 @@
  * (common/seed.h).
  *
  * The worker's view: one proxy_set per seed, with one loopback listener per
- * (proxy, turn), all driven by one event-loop thread owned by the set.
+ * (proxy, actor), all driven by one event-loop thread owned by the set.
+ * An actor is a turn (indices 0..turns-1) or a service that goes through
+ * the seam (docs/turns.md "What a service gets"): the set's k-th service
+ * is actor turns + k, in the trace's "turn" like a turn's index, and its
+ * records say "service":"NAME".  A service's connections are numbered,
+ * rolled and traced as a turn's are; at a scheduled proxy they are not
+ * held by the gate (the gate does not know which turn's request a
+ * service's statement serves yet): they pass unscheduled and their
+ * records say "bypass":true.
  *
  * Determinism contract
  *  - The roll of exchange X on connection C of turn T of proxy P under seed S
@@ -93,7 +101,9 @@ struct plan_proxy;
 
 /*
  * Starts listeners on 127.0.0.1 ephemeral ports for each of cfg->proxies x
- * turns.  upstreams[i] is proxy i's resolved upstream: "host:port" or
+ * actors: the turns, then the nservices names of services[] (actors
+ * turns.. turns + nservices - 1; NULL with 0: none).  upstreams[i] is
+ * proxy i's resolved upstream: "host:port" or
  * "unix:/abs/path" (the worker has already turned service:NAME and
  * database into one of those).  dbinfo is the libpq conninfo of the
  * database, for the lock-wait probes of scheduled proxies in front of it
@@ -109,7 +119,8 @@ struct plan_proxy;
  */
 struct proxy_set	*proxy_set_open_cfg(const struct cfg *cfg,
 			    char *const *upstreams, const char *dbinfo,
-			    int turns, uint64_t seed, const struct plan *plan,
+			    int turns, const char *const *services,
+			    size_t nservices, uint64_t seed, const struct plan *plan,
 			    bool then_seed, const char *trace_path, char *err);
 /*
  * Whether a plan diverged (docs/plan.md): 1 and why (the step, what the
@@ -174,9 +185,10 @@ struct proxy_waits {
 void			 proxy_set_waits(struct proxy_set *ps, struct proxy_waits *out);
 /* Whether the set has a scheduled proxy. */
 bool			 proxy_set_scheduled(const struct proxy_set *ps);
-/* "127.0.0.1:PORT" of proxy i's listener for turn t. */
+/* "127.0.0.1:PORT" of proxy i's listener for actor a (a turn, or turns + k
+ * for the k-th service); NULL out of range. */
 const char		*proxy_set_addr(const struct proxy_set *ps, size_t proxy,
-			    int turn);
+			    int actor);
 /*
  * Closes every listener and connection, joins the thread, flushes and
  * closes the trace.  NULL is a no-op.
@@ -220,15 +232,22 @@ enum proxy_fault {
 	PROXY_FAULT_RESET = FAULT_RESET,
 	PROXY_FAULT_DUPLICATE = FAULT_DUPLICATE,
 	PROXY_FAULT_BLACKHOLE = FAULT_BLACKHOLE,
+	PROXY_FAULT_STATUS = FAULT_STATUS,
+	PROXY_FAULT_STREAM_CUT = FAULT_STREAM_CUT,
+	PROXY_FAULT_STREAM_STALL = FAULT_STREAM_STALL,
 	PROXY_FAULT_CLOSE_AFTER = FAULT_CLOSE_AFTER,
 	PROXY_FAULT_MAX = FAULT_MAX
 };
 
-/* One listener: a proxy as seen by one turn. */
+/* One listener: a proxy as seen by one actor (a turn, or a service). */
 struct proxy_listen {
 	const char		*name;		/* proxy name, keys the rolls */
 	size_t			 proxy;		/* index, for trace ordering */
-	int			 turn;
+	int			 turn;		/* the actor's index */
+	/* a service's name (copied; NULL: a turn's listener): its exchanges
+	 * are traced with it, never held by a schedule, and hold `live` only
+	 * while one is open (proxy_set_settle) */
+	const char		*service;
 	const char		*listen;	/* "host:port", port 0 = ephemeral */
 	const char		*upstream;	/* "host:port", "unix:/path", or
 						   "model:/path": the stand-in's
@@ -263,10 +282,20 @@ struct proxy_listen {
 	const char		*api_key;
 };
 
-/* The pure decision for one exchange. */
+/*
+ * The pure decision for one exchange.  With a status fault, the status
+ * the proxy answers (cfg_faults.statuses); with a stream fault, the
+ * events let through before it (after, 1..) and a stall's length.  Every
+ * parameter is drawn whatever the band, after the band and the latency,
+ * so neither moves when a config adds these faults.
+ */
 struct proxy_roll {
-	enum proxy_fault	 fault;		/* none, lost_reply, reset or duplicate */
+	enum proxy_fault	 fault;		/* none, lost_reply, reset, duplicate,
+						   status, stream_cut or stream_stall */
 	int64_t			 latency_ms;
+	int			 status;
+	uint32_t		 after;
+	int64_t			 stall_ms;
 };
 void			 proxy_roll(const struct cfg_faults *f, uint64_t seed,
 			    const char *name, int turn, uint32_t conn,
@@ -294,6 +323,12 @@ struct proxy_trace_rec {
 	size_t			 proxy;
 	const char		*name;
 	int			 turn;
+	/* a service's exchange (the listener's service name), or NULL; bypass:
+	 * at a scheduled proxy, one a turn's would have been held for (not a
+	 * PostgreSQL start-up, nor a message without reply) that passed
+	 * unscheduled */
+	const char		*service;
+	bool			 bypass;
 	uint32_t		 conn;
 	uint32_t		 exchange;
 	enum proxy_fault	 fault;
@@ -302,6 +337,12 @@ struct proxy_trace_rec {
 	uint64_t		 bytes_down;	/* reply bytes passed to the client */
 	bool			 upstream_saw;
 	bool			 client_got_reply;
+	/* what its fault did (0 for another): the status the proxy answered
+	 * (status), the events let through before a stream fault
+	 * (stream_cut, stream_stall) and how long the stall lasted */
+	int			 status;
+	uint32_t		 after;
+	int64_t			 stall_ms;
 	/* What it hit (docs/plan.md): its round, and when keyed its key and
 	 * occurrence among the turn's exchanges of that key in the round;
 	 * an HTTP exchange's request line as keyed ("POST /refunds/{}") */
@@ -374,7 +415,10 @@ struct proxy_trace_rec {
  * Formats one JSON line (with '\n') into buf; returns its length, or -1 if
  * it does not fit.  Field order is fixed:
  * {"proxy","turn","conn","exchange","fault","latency_ms","bytes_up",
- *  "bytes_down","upstream_saw","client_got_reply"}, then "round" (when
+ *  "bytes_down","upstream_saw","client_got_reply"}, then what its fault
+ * did: "status" (a status fault's), "after" (a stream fault's events) and
+ * "stall_ms" (a stall's), then "service" and "bypass" (true) for a
+ * service's exchange, then "round" (when
  * not 0 or when keyed), "key", "occ" and "req" when keyed, "plan" (and
  * "deferred") under a plan when not as planned, and for a PostgreSQL
  * exchange then "pg", "sql" (when there is a statement), "tx" (when
@@ -442,7 +486,11 @@ int			 proxy_trace_format(const struct proxy_trace_rec *r,
  * trace's fault other than none), "latency" (exchanges delayed, latency_ms
  * > 0), "steps" (scheduled), "forced": {"arrival": n, ...}, "idle": {"3":
  * n} (per turn, the arrival decisions that went without it), "lock_waits"
- * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n}}}, zeros
+ * (lines with waits_on), "deadlocks": {"soak": n, "postgres": n},
+ * "bypassed": {"tools": n} (per service, its exchanges with "bypass"),
+ * "serialized" (steps that admitted a request that is not a PostgreSQL
+ * statement while another turn's waited: worker/explore.c's rule, the
+ * service behind it never ran two at once)}}, zeros
  * left out, one key per proxy that has a line.  proxy_cov_schedule: the
  * scheduled proxies' whole schedules, {"db": {"steps": N, "digest": "16 hex
  * digits"}}, for a cut trace's marker line (proxy_schedule_diff).  Both
@@ -467,13 +515,19 @@ const char		*proxy_set_listener_addr(const struct proxy_set *ps,
 /* Number of trace records so far (thread-safe); for tests. */
 size_t			 proxy_set_trace_count(struct proxy_set *ps);
 
-/* Connections and duplicate deliveries still holding sockets; for tests. */
+/* Connections and duplicate deliveries still holding sockets (a service's
+ * connection only while an exchange of it is open); for tests. */
 size_t			 proxy_set_live(struct proxy_set *ps);
 /*
- * Waits until every connection through the set has closed and every
- * duplicate delivery has finished, so the data the invariants read holds
- * every effect the faults caused.  The worker calls it after a round's
- * turns have exited.  0, or -1 if something is still open after timeout_ms.
+ * Waits until every turn's connection through the set has closed, every
+ * duplicate delivery has finished and no service's connection is in an
+ * exchange (a service's pool keeps its connections open across rounds),
+ * so the data the invariants read holds every effect the faults caused,
+ * and until the gates have acted on the worker's last word on its turns
+ * (proxy_set_turn_exited), so that a plan's step a turn exited without is
+ * a divergence proxy_set_diverged tells.
+ * The worker calls it after a round's turns have exited.  0, or -1 if
+ * something is still open after timeout_ms.
  */
 int			 proxy_set_settle(struct proxy_set *ps, int timeout_ms);
 

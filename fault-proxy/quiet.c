@@ -77,6 +77,8 @@ struct quiet {
 	size_t		 nsnap[2];
 	bool		 snap_cut;
 	uint64_t	 origin;	/* the thread being looked at's, for add_port */
+	bool		 tsock;		/* its wait is timed only by its own
+					   timeout, on fds that are quiet */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -547,6 +549,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = poll_st(q, pid, a[0], a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ms(a[2])) {
 			snprintf(what, len, "poll with a %d ms timeout", (int)a[2]);
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -555,6 +558,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = poll_st(q, pid, a[0], a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[2])) {
 			snprintf(what, len, "ppoll with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -565,6 +569,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = select_st(q, pid, a[0], &a[1], out, what, len);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[4])) {
 			snprintf(what, len, "select with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -576,6 +581,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		if (st == QUIET_QUIET && !no_timeout_ms(a[3])) {
 			snprintf(what, len, "epoll_wait with a %d ms timeout",
 			    (int)a[3]);
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -584,6 +590,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		st = epoll_st(q, pid, (long)a[0], out, what, len, 1);
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[3])) {
 			snprintf(what, len, "epoll_pwait2 with a timeout");
+			q->tsock = true;	/* its own timeout, on quiet fds */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -632,6 +639,27 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		snprintf(what, len, "system call %ld", nr);
 		return QUIET_UNSEEN;
 	}
+}
+
+/* What process pid's children that it waited for ran (ns): cutime and
+ * cstime of its stat; 0 unknown. */
+static uint64_t
+reaped_ns(pid_t pid)
+{
+	char		 path[64], line[1024];
+	const char	*p;
+	unsigned long long cut = 0, cst = 0;
+	long		 hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (hz <= 0 || slurp(path, line, sizeof(line)) <= 0 ||
+	    (p = strrchr(line, ')')) == NULL ||
+	    /* state ppid pgrp session tty tpgid flags minflt cminflt
+	     * majflt cmajflt utime stime, then cutime cstime */
+	    sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+	    " %*s %llu %llu", &cut, &cst) != 2)
+		return 0;
+	return (uint64_t)(cut + cst) * (1000000000ull / (uint64_t)hz);
 }
 
 /* How long a thread has run (ns), from its schedstat; 0 unknown. */
@@ -699,6 +727,7 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
+	bool		 timed_other = false;
 
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_GONE;
@@ -720,22 +749,29 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 				tids[ntids++] = (pid_t)atol(d->d_name);
 		closedir(dir);
 		qsort(tids, ntids, sizeof(*tids), by_tid);
+		out->cpu_ns += reaped_ns(pid);
 		for (j = 0; j < ntids; j++) {
 			char	tid[16];
+			uint64_t ran;
 
 			snprintf(tid, sizeof(tid), "%d", (int)tids[j]);
 			what[0] = '\0';
 			q->origin = (uint64_t)out->nprocs << 40 | (uint64_t)j << 20;
 			/* its run time before its state: a thread that ran
 			 * between the two looks shows a new run time */
+			ran = run_ns(pid, tid);
+			out->cpu_ns += ran;
 			if (q->nsnap[k] < SNAP_MAX)
 				q->snap[k][q->nsnap[k]++] = (struct tsnap){
-				    tids[j], run_ns(pid, tid) };
+				    tids[j], ran };
 			else
 				q->snap_cut = true;
+			q->tsock = false;
 			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
+			if (st == QUIET_TIMED && !q->tsock)
+				timed_other = true;
 			out->nthreads++;
 			if (worse(out->st, st) == out->st)
 				continue;
@@ -748,7 +784,11 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 		}
 		out->nprocs++;
 	}
-	if (out->st != QUIET_QUIET) {
+	/* timed only by waits on quiet fds (an HTTP client's timeout on
+	 * a socket of soak's): the sockets are kept, for the caller to
+	 * tell a reply on its way from an idle wait */
+	out->timed_socks = out->st == QUIET_TIMED && !timed_other;
+	if (out->st != QUIET_QUIET && !out->timed_socks) {
 		out->nports = 0;
 		out->ports_cut = false;
 	}
@@ -770,10 +810,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 {
 	struct quiet_res	again;
 	size_t			i;
+	uint64_t		cpu;
 
 	q->nsnap[0] = q->nsnap[1] = 0;
 	q->snap_cut = false;
 	look_once(q, pgid, out, 0);
+	cpu = out->cpu_ns;
 	if (out->st != QUIET_QUIET)
 		return;
 	look_once(q, pgid, &again, 1);
@@ -786,10 +828,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 		    q->snap[0][i].run_ns != q->snap[1][i].run_ns)
 			goto moved;
 	*out = again;
+	out->cpu_ns = cpu;
 	return;
 moved:
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_RUNNING;
+	out->cpu_ns = cpu;
 	out->nprocs = again.nprocs;
 	out->nthreads = again.nthreads;
 	snprintf(out->what, sizeof(out->what), "%s", again.st != QUIET_QUIET &&

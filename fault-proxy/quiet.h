@@ -68,7 +68,14 @@ struct quiet_res {
 	pid_t		 pid, tid;
 	char		 what[96];
 	bool		 denied;	/* /proc refused a thread's syscall */
-	/* QUIET: the local ports of soak's sockets its threads wait on */
+	/* TIMED, and only by waits with a timeout of their own (poll,
+	 * select, epoll) on fds that are otherwise quiet: ports and origin
+	 * are kept, so that a wait on a reply in flight at a proxy (an HTTP
+	 * client's 30 s timeout on a model's answer) is told from one that
+	 * ends by itself */
+	bool		 timed_socks;
+	/* QUIET (or timed_socks): the local ports of soak's sockets its
+	 * threads wait on */
 	uint16_t	 ports[QUIET_SOCKS];
 	/* and who waits on each: the rank of its process in the group (pid
 	 * order) << 40 | its thread's rank in the process (tid order) << 20 |
@@ -79,6 +86,12 @@ struct quiet_res {
 	size_t		 nports;
 	bool		 ports_cut;	/* more than QUIET_SOCKS */
 	int		 nprocs, nthreads;
+	/* how long the group has run, in all (ns): its threads' run time
+	 * (schedstat) and what its processes' children that have been waited
+	 * for ran (cutime + cstime); 0 when /proc shows neither.  The first
+	 * look's, whatever st is: a turn that runs is late by the time it ran,
+	 * not by the time it waited for a core (gate.h, GA_RUNNING) */
+	uint64_t	 cpu_ns;
 };
 
 /*

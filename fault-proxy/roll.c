@@ -20,42 +20,92 @@ roll_key(uint64_t seed, const char *name, int turn, uint32_t conn,
 	    ((uint64_t)conn << 32) | exchange);
 }
 
-/* The roll of the stream `key` names: one draw for the band, one for the
- * latency. */
+/* The statuses a status fault draws among when the config lists none. */
+static const int default_statuses[] = { 429, 500, 529 };
+
+/* lo..hi (hi below lo: lo) by the raw draw x, a stream of its own. */
+static int64_t
+in_range(uint64_t x, int64_t lo, int64_t hi)
+{
+	struct seed_rng	rng;
+
+	if (hi <= lo)
+		return lo;
+	seed_rng_init(&rng, x);
+	return lo + (int64_t)seed_rng_below(&rng, (uint64_t)(hi - lo) + 1);
+}
+
+/*
+ * The roll of the stream `key` names: one draw for the band, one for the
+ * latency, then one for each parameter of the HTTP API faults.
+ */
 static void
 roll_from(const struct cfg_faults *f, uint64_t key, struct proxy_roll *out)
 {
 	struct seed_rng	 rng;
+	const int	*st = f->nstatuses > 0 ? f->statuses : default_statuses;
+	size_t		 nst = f->nstatuses > 0 ? f->nstatuses :
+			    sizeof(default_statuses) / sizeof(default_statuses[0]);
+	uint64_t	 d_status, d_after, d_stall;
 	double		 u, edge;
 	int64_t		 lo, hi;
+	size_t		 i;
+	/* the bands in this order, each a share of rate */
+	const double	 share[] = { f->lost_reply, f->reset, f->duplicate,
+			    f->status, f->stream_cut, f->stream_stall };
+	static const enum proxy_fault band[] = { PROXY_FAULT_LOST_REPLY,
+			    PROXY_FAULT_RESET, PROXY_FAULT_DUPLICATE,
+			    PROXY_FAULT_STATUS, PROXY_FAULT_STREAM_CUT,
+			    PROXY_FAULT_STREAM_STALL };
 
 	seed_rng_init(&rng, key);
 	/*
-	 * Both draws are always taken, in this order, so changing one band
-	 * never shifts the latency of an exchange (and vice versa).
+	 * Every draw is always taken, in this order, so changing one band
+	 * never shifts the latency of an exchange (and vice versa), and the
+	 * draws of the HTTP API faults, taken last, move nothing of a config
+	 * without them.  Each parameter maps a raw draw of its own, so a
+	 * range or a list changed moves no other parameter.
 	 */
 	u = seed_rng_unit(&rng);
 	lo = f->latency_min_ms;
 	hi = f->latency_max_ms > lo ? f->latency_max_ms : lo;
 	out->latency_ms = lo + (int64_t)seed_rng_below(&rng,
 	    (uint64_t)(hi - lo) + 1);
+	d_status = seed_rng_next(&rng);
+	d_after = seed_rng_next(&rng);
+	d_stall = seed_rng_next(&rng);
 
 	out->fault = PROXY_FAULT_NONE;
+	out->status = 0;
+	out->after = 0;
+	out->stall_ms = 0;
 	if (f->rate <= 0)
 		return;
-	edge = f->rate * f->lost_reply;
-	if (u < edge) {
-		out->fault = PROXY_FAULT_LOST_REPLY;
-		return;
+	/* edge by edge as they always were: rate * lost_reply, then + ... */
+	edge = 0;
+	for (i = 0; i < sizeof(band) / sizeof(band[0]); i++) {
+		edge += f->rate * share[i];
+		if (u < edge) {
+			out->fault = band[i];
+			break;
+		}
 	}
-	edge += f->rate * f->reset;
-	if (u < edge) {
-		out->fault = PROXY_FAULT_RESET;
-		return;
+	switch (out->fault) {
+	case PROXY_FAULT_STATUS:
+		out->status = st[in_range(d_status, 0, (int64_t)nst - 1)];
+		break;
+	case PROXY_FAULT_STREAM_CUT:
+		out->after = (uint32_t)in_range(d_after, f->cut_after_min > 0 ?
+		    f->cut_after_min : 1, f->cut_after_max);
+		break;
+	case PROXY_FAULT_STREAM_STALL:
+		out->after = (uint32_t)in_range(d_after, f->stall_after_min > 0 ?
+		    f->stall_after_min : 1, f->stall_after_max);
+		out->stall_ms = in_range(d_stall, f->stall_min_ms, f->stall_max_ms);
+		break;
+	default:
+		break;
 	}
-	edge += f->rate * f->duplicate;
-	if (u < edge)
-		out->fault = PROXY_FAULT_DUPLICATE;
 }
 
 void
@@ -118,11 +168,34 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    r->client_got_reply ? "true" : "false");
 	if (n < 0 || (size_t)n >= len)
 		return -1;
+	if (r->status != 0 || r->after != 0) {
+		char	num[96];
+		int	m;
+
+		if (r->status != 0)
+			m = snprintf(num, sizeof(num), ",\"status\":%d", r->status);
+		else if (r->fault == PROXY_FAULT_STREAM_STALL)
+			m = snprintf(num, sizeof(num), ",\"after\":%" PRIu32
+			    ",\"stall_ms\":%" PRId64, r->after, r->stall_ms);
+		else
+			m = snprintf(num, sizeof(num), ",\"after\":%" PRIu32,
+			    r->after);
+		if ((size_t)n + (size_t)m >= len)
+			return -1;
+		memcpy(buf + n - 2, num, (size_t)m);
+		memcpy(buf + n - 2 + m, "}\n", 3);
+		n += m;
+	}
 	if (r->pg == NULL && r->step == 0 && r->deadlock == TRACE_DEADLOCK_NONE &&
 	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
-	    r->plan == NULL && r->model == NULL)
+	    r->plan == NULL && r->model == NULL && r->service == NULL)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
+	/* service names are [A-Za-z0-9_]+, as proxy names (config contract) */
+	if (r->service != NULL && (put(buf, len, &o, ",\"service\":\"") == -1 ||
+	    put(buf, len, &o, r->service) == -1 || put(buf, len, &o, "\"") == -1 ||
+	    (r->bypass && put(buf, len, &o, ",\"bypass\":true") == -1)))
+		return -1;
 	if (r->round != 0 || r->keyed) {
 		char	num[96];
 

@@ -36,19 +36,28 @@ header(const char *head, size_t hlen, const char *name, size_t *vlen)
 }
 
 void
+sse_start(struct sse *s, bool stream, bool chunked)
+{
+	memset(s, 0, sizeof(*s));
+	s->stream = stream;
+	s->chunked = chunked;
+	s->cs = s->chunked ? SSE_SIZE : SSE_PLAIN;
+}
+
+void
 sse_begin(struct sse *s, const char *head, size_t hlen)
 {
 	const char	*v;
 	size_t		 n;
+	bool		 stream, chunked;
 
-	memset(s, 0, sizeof(*s));
 	v = header(head, hlen, "content-type", &n);
-	s->stream = v != NULL && n >= 17 && strncasecmp(v, "text/event-stream",
+	stream = v != NULL && n >= 17 && strncasecmp(v, "text/event-stream",
 	    17) == 0;
 	v = header(head, hlen, "transfer-encoding", &n);
-	s->chunked = v != NULL && n >= 7 && strncasecmp(v + n - 7, "chunked",
+	chunked = v != NULL && n >= 7 && strncasecmp(v + n - 7, "chunked",
 	    7) == 0;
-	s->cs = s->chunked ? SSE_SIZE : SSE_PLAIN;
+	sse_start(s, stream, chunked);
 }
 
 /* One byte of the stream itself: 1 when it ends an event. */

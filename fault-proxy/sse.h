@@ -2,13 +2,14 @@
  * Server-sent events counted in a relayed HTTP response, private to
  * fault-proxy: where a streamed model reply's K-th event ends in the bytes
  * on the wire, so a fault can cut the stream or stall it right there
- * (docs/models.md; the stream faults of issue 37 item 3).
+ * (docs/models.md; the stream faults, docs/faults.md).
  *
  * Contract
  *  - sse_begin reads a response's head (its status line and headers, as
  *    relayed) and says whether its body is an event stream
  *    (Content-Type: text/event-stream) and how it is framed (chunked, or
- *    not: a length or the connection's end).
+ *    not: a length or the connection's end); sse_start is told both by a
+ *    caller whose framer has read the head (conn.c, http.h).
  *  - sse_feed is given the body's raw bytes as they pass, in pieces of any
  *    size, and counts the events whose end (a blank line: "\n\n", "\r\n\r\n"
  *    or "\r\r") has passed, through the chunked framing when there is one.
@@ -42,6 +43,8 @@ struct sse {
 
 /* The head of a response (head, hlen: through its blank line). */
 void	sse_begin(struct sse *s, const char *head, size_t hlen);
+/* The same, from what a framer read of the head (http.h). */
+void	sse_start(struct sse *s, bool stream, bool chunked);
 /*
  * Counts the events of p[0..n); with stop > 0 takes no byte past the end
  * of event stop.  Returns the bytes taken (n when not stopped).

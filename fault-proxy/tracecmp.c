@@ -2,8 +2,8 @@
  * Fault traces (JSON lines, proxy.h's proxy_trace_format) read back: for
  * people, for a comparison, and for a run's coverage.
  *
- * Where a replay's schedule left the run's (issue 15 item 4, issue 21
- * item 4): two traces compared step by step for each scheduled proxy, by
+ * Where a replay's schedule left the run's (docs/faults.md "Schedules",
+ * the replay's `schedule:` line): two traces compared step by step for each scheduled proxy, by
  * name, so two scheduled proxies never misalign.  A step is the same when
  * the same exchange (turn, lane, occurrence: the schedule's numbering, not
  * the connections' accept order, which a turn's threads race for) was
@@ -17,11 +17,11 @@
  * a digest, so a cut trace is still compared whole; one without them says
  * the comparison stopped at the cut, never "the same".
  *
- * The interleaving (issue 15 item 5): one trace's steps in step order, a
+ * The interleaving (docs/faults.md, `soak replay`'s timeline): one trace's steps in step order, a
  * line each, so a replay shows the race as it ran (two reads before two
  * writes).  The trace file is sorted by turn, which hides it.
  *
- * Coverage (issue 21 item 6): what each proxy of one seed did, counted
+ * Coverage (docs/report.md "coverage"): what each proxy of one seed did, counted
  * over its whole trace file a line at a time.
  */
 #include "fault-proxy/proxy.h"
@@ -47,6 +47,9 @@ struct step {
 	int64_t		 lane, occ;
 	uint64_t	 cand, acand;
 	char		 sql[PROXY_SQL_LEN];
+	/* an HTTP request line as keyed ("POST /reserve_seat"), for people
+	 * only: what is compared stays the statement, else the kind */
+	char		 req[PROXY_SQL_LEN];
 	char		 forced[16];
 	char		 pg[16];		/* exchange kind, when no sql */
 	enum fault	 fault;
@@ -109,6 +112,7 @@ step_of(const struct trace_line *l, int lineno, struct step *st)
 	st->cand = l->cand;
 	st->acand = l->acand;
 	copy_str(st->sql, sizeof(st->sql), l->sql);
+	copy_str(st->req, sizeof(st->req), l->req);
 	copy_str(st->forced, sizeof(st->forced), l->forced);
 	copy_str(st->pg, sizeof(st->pg), l->pg);
 	st->fault = l->fault;
@@ -118,6 +122,13 @@ step_of(const struct trace_line *l, int lineno, struct step *st)
 	st->wakes = l->wakes;
 	st->has_waits = l->lock_wait;
 	st->waits_on = l->waits_on;
+}
+
+/* What a step ran, for people: its statement, else its request line. */
+static const char *
+step_said(const struct step *st)
+{
+	return st->sql[0] != '\0' ? st->sql : st->req;
 }
 
 /* A trace line into st: -1 with err when it is not one soak wrote. */
@@ -346,9 +357,10 @@ put_step(char *buf, size_t len, const char *who, const struct step *st)
 		snprintf(dl, sizeof(dl), ", and %s", deadlock_words(st->deadlock));
 	snprintf(buf, len, "%s admitted turn %" PRId64 " (conn %" PRId64
 	    ", exchange %" PRId64 "%s%s%s%s) with turns %s waiting%s%s%s%s%s", who,
-	    st->turn, st->conn, st->exchange, st->sql[0] || st->pg[0] ? ": " : "",
-	    st->sql[0] || !st->pg[0] ? "" : "(", st->sql[0] ? st->sql : st->pg,
-	    st->sql[0] || !st->pg[0] ? "" : ")", set,
+	    st->turn, st->conn, st->exchange, step_said(st)[0] || st->pg[0] ?
+	    ": " : "", step_said(st)[0] || !st->pg[0] ? "" : "(",
+	    step_said(st)[0] ? step_said(st) : st->pg,
+	    step_said(st)[0] || !st->pg[0] ? "" : ")", set,
 	    st->forced[0] ? " (forced by " : "", st->forced,
 	    st->forced[0] ? ")" : "", waits, dl);
 }
@@ -732,8 +744,9 @@ show_step(FILE *f, const struct step *st, int wstep, int wturn)
 
 	fprintf(f, "  %*" PRIu64 "  turn %-*" PRId64 "  ", wstep, st->step,
 	    wturn, st->turn);
-	if (st->sql[0] != '\0')
-		fputs(st->sql, f);
+	/* an HTTP proxy's step by its request line, as keyed */
+	if (step_said(st)[0] != '\0')
+		fputs(step_said(st), f);
 	else
 		fprintf(f, "(%s)", st->pg[0] ? st->pg : "no statement");
 	if (st->forced[0] != '\0')
@@ -840,8 +853,9 @@ out:
 /* What one proxy did in one seed. */
 struct cov_proxy {
 	char		 name[64];
-	uint64_t	 exchanges, latency, steps, lock_waits;
+	uint64_t	 exchanges, latency, steps, lock_waits, serialized;
 	json_t		*faults, *forced, *deadlocks;	/* {"kind": count} */
+	json_t		*bypassed;	/* {"service": its exchanges with bypass} */
 	json_t		*idle;		/* {"turn": arrival decisions without it} */
 	uint32_t	*conns;		/* per turn: its highest conn + 1 */
 	size_t		 nturns;
@@ -872,6 +886,7 @@ proxy_cov_free(struct proxy_cov *c)
 		json_decref(c->v[i].forced);
 		json_decref(c->v[i].deadlocks);
 		json_decref(c->v[i].idle);
+		json_decref(c->v[i].bypassed);
 		free(c->v[i].conns);
 	}
 	free(c->v);
@@ -895,6 +910,7 @@ cov_proxy(struct proxy_cov *c, const char *name)
 	p->forced = json_object();
 	p->deadlocks = json_object();
 	p->idle = json_object();
+	p->bypassed = json_object();
 	return p;
 }
 
@@ -980,7 +996,15 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		if (strcmp(st.forced, "arrival") == 0)
 			count_idle(p->idle, json_string_value(json_object_get(o,
 			    "idle")));
+		/* worker/explore.c's serialized_steps, on one trace: a request
+		 * that is not a PostgreSQL statement admitted while another
+		 * turn's waited is held to its reply, so the service behind
+		 * the proxy never ran two at once */
+		if (l.pg == NULL && (l.cand & ~((uint64_t)1 << (l.turn & 63))) != 0)
+			p->serialized++;
 	}
+	if (l.service != NULL && l.bypass)
+		count_kind(p->bypassed, l.service);
 	if (l.lock_wait)
 		p->lock_waits++;
 	if (l.deadlock != TRACE_DEADLOCK_NONE)
@@ -1046,6 +1070,8 @@ proxy_cov_json(const struct proxy_cov *c)
 		set_kinds(p, "idle", x->idle);
 		set_nonzero(p, "lock_waits", x->lock_waits);
 		set_kinds(p, "deadlocks", x->deadlocks);
+		set_kinds(p, "bypassed", x->bypassed);
+		set_nonzero(p, "serialized", x->serialized);
 		json_object_set_new(out, x->name, p);
 	}
 	return out;

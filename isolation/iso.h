@@ -44,6 +44,13 @@ struct pg_embedded	*pg_embedded_start(int max_connections, char *err);
 /* "host=/dev/shm/soak-pg-XXXX port=5432 user=postgres dbname=postgres" */
 const char		*pg_embedded_conninfo(const struct pg_embedded *pg);
 void			 pg_embedded_stop(struct pg_embedded *pg);
+/*
+ * The data directory is marked soak's (common/soak.h SOAK_PG_MARK): the
+ * fault proxy may stop its backends at a lock wait.  pg_embedded_continue()
+ * sends SIGCONT to every backend, for when the process that stopped some
+ * died (a worker killed): its backends must see their connections close.
+ */
+void			 pg_embedded_continue(struct pg_embedded *pg);
 
 /*
  * The database of a run, chosen in one place.  iso_db_open takes the first

@@ -36,6 +36,7 @@
 
 #include "common/log.h"
 #include "common/util.h"
+#include "common/soak.h"
 
 #define PG_PORT			"5432"	/* names the socket file only; no TCP */
 #define PG_INITDB_TIMEOUT_MS	60000
@@ -298,44 +299,55 @@ stop_postgres(pid_t pm)
 }
 
 /*
- * Somebody restarted the cluster behind our back (pg_ctl restart, as the
- * chaos test does): the postmaster now running is not our child, and
- * would outlive the directory we remove.  postmaster.pid names it; it is
- * ours if its working directory is our data directory (a postmaster
- * chdirs there), so a stale pid taken by another process is left alone.
+ * The postmaster postmaster.pid in datadir names, if it is running there
+ * (its working directory is datadir: a postmaster chdirs to it), so that a
+ * stale pid taken by another process is left alone; else 0.
  */
-static void
-stop_restarted(const struct pg_plan *pl, pid_t pm)
+static pid_t
+postmaster_of(const char *datadir)
 {
-	char	*path = xasprintf("%s/postmaster.pid", pl->datadir), *text;
-	char		 proc[64], cwd[PATH_MAX];
-	struct pollfd	 pfd;
-	ssize_t		 n;
-	long		 pid;
-	int		 fd;
+	char	*path = xasprintf("%s/postmaster.pid", datadir), *text;
+	char	 proc[64], cwd[PATH_MAX];
+	ssize_t	 n;
+	long	 pid;
 
 	text = read_file(path, 4096, NULL, NULL);
 	free(path);
 	if (text == NULL)
-		return;
+		return 0;
 	pid = strtol(text, NULL, 10);
 	free(text);
-	if (pid <= 1 || pid == (long)pm)
-		return;
+	if (pid <= 1 || pid > INT_MAX)
+		return 0;
 	snprintf(proc, sizeof(proc), "/proc/%ld/cwd", pid);
 	if ((n = readlink(proc, cwd, sizeof(cwd) - 1)) <= 0)
-		return;
+		return 0;
 	cwd[n] = '\0';
-	if (strcmp(cwd, pl->datadir) != 0)
+	return strcmp(cwd, datadir) == 0 ? (pid_t)pid : 0;
+}
+
+/*
+ * Somebody restarted the cluster behind our back (pg_ctl restart, as the
+ * chaos test does): the postmaster now running is not our child, and
+ * would outlive the directory we remove (postmaster_of names it).
+ */
+static void
+stop_restarted(const struct pg_plan *pl, pid_t pm)
+{
+	struct pollfd	 pfd;
+	pid_t		 pid = postmaster_of(pl->datadir);
+	int		 fd;
+
+	if (pid <= 0 || pid == pm)
 		return;
 	/* Not our child: its pidfd says when it is gone. */
-	fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
-	kill((pid_t)pid, SIGQUIT);
-	continue_tree((pid_t)pid);
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	kill(pid, SIGQUIT);
+	continue_tree(pid);
 	if (fd != -1) {
 		pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
 		if (poll(&pfd, 1, PG_STOP_TIMEOUT_MS) == 0)
-			kill((pid_t)pid, SIGKILL);
+			kill(pid, SIGKILL);
 		close(fd);
 	}
 }
@@ -371,6 +383,12 @@ run_initdb(const struct pg_plan *pl, char *err)
 		    tail[0] ? ": " : "", tail);
 		goto out;
 	}
+	/* soak's own server: the fault proxy stops its backends at lock
+	 * waits to decide their wake-ups (iso.h, SOAK_PG_MARK) */
+	free(logpath);
+	logpath = xasprintf("%s/" SOAK_PG_MARK, pl->datadir);
+	if ((status = open(logpath, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) != -1)
+		close(status);
 	rc = 0;
 out:
 	free(logpath);
@@ -731,6 +749,19 @@ const char *
 pg_embedded_conninfo(const struct pg_embedded *pg)
 {
 	return pg ? pg->conninfo : NULL;
+}
+
+void
+pg_embedded_continue(struct pg_embedded *pg)
+{
+	char	data[PATH_MAX];
+	pid_t	pm;
+
+	if (pg == NULL || pg->root == NULL)
+		return;
+	snprintf(data, sizeof(data), "%s/data", pg->root);
+	if ((pm = postmaster_of(data)) > 0)
+		continue_tree(pm);
 }
 
 void

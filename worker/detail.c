@@ -330,6 +330,10 @@ detail_minimal(const json_t *detail, size_t nbytes, size_t max)
 	copy_key(out, detail, "config_error");
 	/* Small, and the run's sums would miss the seed without it. */
 	copy_key(out, detail, "coverage");
+	/* A regression judged by exploring: without it a pass is not one
+	 * (worker/regexplore.h, coord_reg_pass_earned). */
+	copy_key(out, detail, "diverged");
+	copy_key(out, detail, "explored");
 	/* The names make the fingerprint: without them this failure would
 	 * count as another bug. */
 	for (i = 0; i < json_array_size(invs); i++) {

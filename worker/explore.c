@@ -801,7 +801,7 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	const struct xstep	*s = r->steps;
 	size_t			 n = r->n;
 	struct xp_event_info	 ev = { .kind = XE_EXECUTION, .rec = r, .prefix = b->n,
-				    .preemptions = b->preemptions };
+				    .preemptions = b->preemptions, .node = b->no };
 	char			*tl;
 	bool			 inexact;
 	size_t			 ser;
@@ -973,7 +973,7 @@ explore_json(const struct explore *x, const char *stopped)
 	    "notify", (json_int_t)s->notify,
 	    "no_alternative", (json_int_t)s->no_alternative,
 	    "soak_deadlocks", (json_int_t)s->soak_deadlocks,
-	    "services_persisted", x->o.cfg->nservices > 0,
+	    "services_persisted", cfg_services_direct(x->o.cfg) > 0,
 	    "coverage", cov, "failing_schedules", x->failing);
 	json_object_set_new(j, "no_alternative", json_integer((json_int_t)s->no_alternative));
 	json_object_set_new(j, "execution_ms", json_integer((json_int_t)s->exec_ms));
@@ -989,6 +989,33 @@ explore_json(const struct explore *x, const char *stopped)
 		    x->fps[i], "schedules", (json_int_t)x->fpcount[i]));
 	json_object_set_new(j, "failing_fingerprints", fps);
 	return j;
+}
+
+/* ---- the root ---- */
+
+size_t
+explore_root_prefix(const struct plan *p, const struct plan_proxy *pp, int round,
+    struct xstep **out)
+{
+	struct xstep	*s = xcalloc((pp ? pp->nsteps : 0) + 1, sizeof(*s));
+	size_t		 k, n = 0;
+
+	for (k = 0; round > 0 && pp != NULL && k < pp->nsteps; k++) {
+		const struct plan_step	*ps = &pp->steps[k];
+
+		/* round R's own steps are what is explored: never the root's */
+		if (ps->round >= round || !plan_runs(p, ps->round, ps->turn))
+			continue;
+		s[n].round = ps->round;
+		s[n].turn = ps->turn;
+		s[n].key = ps->key;
+		s[n].occ = ps->occ;
+		s[n].cand = ps->has_cand ? ps->cand : (uint64_t)1 << ps->turn;
+		xp_step_what(&s[n], ps->what);	/* valid UTF-8, cut whole */
+		n++;
+	}
+	*out = s;
+	return n;
 }
 
 /* ---- the journal ---- */
@@ -1151,6 +1178,8 @@ stop_now(const struct explore *x, const struct explore_budget *bg, uint64_t sent
 {
 	if (*bg->stop)
 		return *bg->stop == SIGINT ? "Ctrl-C" : "SIGTERM";
+	if (x->nst > 0 && bg->first_failure && x->x.failing > 0)
+		return "a failing schedule";
 	if (x->nst > 0 && ((bg->executions > 0 && sent >= bg->executions) ||
 	    (bg->ms > 0 && now_ms() - bg->t0 >= bg->ms)))
 		return "the budget";

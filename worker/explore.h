@@ -115,6 +115,8 @@ struct xp_event_info {
 	enum xp_event		 kind;
 	uint64_t		 execution;	/* its number among those taken */
 	uint64_t		 failing;	/* XE_FAILING: its number among the failing */
+	uint64_t		 node;		/* XE_EXECUTION: its branch's number (a
+						   failing one is kept as schedule-NODE) */
 	const struct xrec	*rec;
 	const char		*turns;		/* the schedule, a turn per step */
 	const char		*plan;		/* XE_FAILING: the plan written, or NULL */
@@ -175,6 +177,15 @@ struct xstats {
 						   to the last one's end, per round */
 };
 
+/*
+ * The root prefix of an exploration of round `round` alone (--rounds R,
+ * docs/explore.md): p's steps at its proxy pp of the rounds before it, of
+ * the pairs p runs, in order, as the seed ran them, into *out (heap, even
+ * for 0); their number.  0 when round <= 0 (nothing runs before it).
+ * Round `round`'s own steps are never in it: they are what branches.
+ */
+size_t		 explore_root_prefix(const struct plan *p, const struct plan_proxy *pp,
+		    int round, struct xstep **out);
 /*
  * A new explorer whose root runs prefix root[0..nroot) (the rounds before
  * --rounds R, as the seed ran them; n 0 otherwise).  o is copied; o's
@@ -274,6 +285,9 @@ struct explore_budget {
 	int64_t				 ms;		/* 0: no time */
 	int64_t				 t0;		/* now_ms() at the start */
 	volatile sig_atomic_t		*stop;		/* a signal's number, or 0 */
+	/* stop once a failing schedule is taken (a regression's judge,
+	 * worker/regexplore.h: one failure decides it) */
+	bool				 first_failure;
 };
 
 /*
@@ -283,7 +297,8 @@ struct explore_budget {
  * own, id 1..nexec), fed leases and answering results in the message
  * codec (common/msg.h) over pipes.  w->plan is base, whose proxy entry is
  * an explorer's prefix (xp_prefix_start).  Returns what stopped it ("the
- * budget", "Ctrl-C", "SIGTERM", "no executor left") or NULL.
+ * budget", "Ctrl-C", "SIGTERM", "no executor left", "a failing schedule")
+ * or NULL.
  */
 const char	*explore_run(struct explore *x, struct wrk *w, const struct plan *base,
 		    int nexec, const struct explore_budget *b, bool quiet);

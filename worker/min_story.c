@@ -75,6 +75,19 @@ fault_words(const struct trace_line *l, const json_t *o, char *buf, size_t len)
 	case FAULT_BLACKHOLE:
 		n = (size_t)snprintf(buf, len, "connection black-holed");
 		break;
+	case FAULT_STATUS:
+		n = (size_t)snprintf(buf, len, "answered %d by the proxy (the "
+		    "upstream never saw it)", l->status);
+		break;
+	case FAULT_STREAM_CUT:
+		n = (size_t)snprintf(buf, len, "stream cut after %" PRIu32
+		    " event%s", l->after, l->after == 1 ? "" : "s");
+		break;
+	case FAULT_STREAM_STALL:
+		n = (size_t)snprintf(buf, len, "stream stalled %" PRId64 " ms "
+		    "after %" PRIu32 " event%s", l->stall_ms, l->after,
+		    l->after == 1 ? "" : "s");
+		break;
 	case FAULT_CLOSE_AFTER:
 	case FAULT_MAX:
 		n = (size_t)snprintf(buf, len, "%s", fault_name(l->fault));
@@ -341,7 +354,7 @@ min_explain_print(FILE *f, const struct plan *p, const struct min_note *v,
 			if (fr->reply > 0 && fr->fault == PLAN_NONE)
 				snprintf(kind, sizeof(kind), "reply %u", fr->reply);
 			else
-				snprintf(kind, sizeof(kind), "%s", fault_name((enum fault)fr->fault));
+				plan_fault_words(fr, kind, sizeof(kind));
 			fprintf(f, "  %s round %d turn %d %s (%s%s): ", p->proxies[a->proxy].name,
 			    fr->round, fr->turn, fr->what ? fr->what : "(an exchange)",
 			    kind, fr->latency_ms > 0 ? ", late" : "");

@@ -249,16 +249,18 @@ min_candidate(const struct plan *p, enum min_kind k, const struct min_elem *e,
 			reschedule(x, brk);
 			free(brk);
 		}
-	/* A removed lost reply or reset takes the retry it caused with it:
-	 * the kept faults after it of the same turn and key come one
-	 * occurrence earlier (minimize.h). */
+	/* A removed lost reply, reset, status or stream cut takes the retry
+	 * it caused with it: the kept faults after it of the same turn and
+	 * key come one occurrence earlier (minimize.h). */
 	if (k == MIN_FAULTS)
 		for (i = 0; i < n; i++) {
 			const struct plan_fault_rec	*r;
 			struct plan_proxy		*x = &out->proxies[e[i].proxy];
 
 			r = &p->proxies[e[i].proxy].faults[e[i].index];
-			if (keep[i] || (r->fault != PLAN_LOST_REPLY && r->fault != PLAN_RESET))
+			if (keep[i] || (r->fault != PLAN_LOST_REPLY && r->fault !=
+			    PLAN_RESET && r->fault != PLAN_STATUS && r->fault !=
+			    PLAN_STREAM_CUT))
 				continue;
 			for (j = 0; j < x->nfaults; j++) {
 				const struct plan_fault_rec	*f;
@@ -428,7 +430,10 @@ min_test(struct min_run *m, const struct plan *cand)
 			return -1;
 		}
 		memset(&res, 0, sizeof(res));
-		wrk_run_seed(m->w, cand->seed, 1, &res);
+		if (m->replay != NULL)
+			m->replay(m, cand, &res);
+		else
+			wrk_run_seed(m->w, cand->seed, 1, &res);
 		m->replays++;
 		fp = m->fingerprint(m->w->cfg, &res);
 		if (fp != NULL && m->want != NULL && strcmp(fp, m->want) == 0) {
@@ -573,16 +578,68 @@ moved(const struct plan *best, size_t x, size_t i, size_t k, struct plan *out)
 	return 1;
 }
 
+#define FAULT_VARIANTS	4
+
+/*
+ * What the explain phase tries a kept fault as (into alt, FAULT_VARIANTS
+ * at most; returns how many): a lost reply, a reset or a duplicate as
+ * the other two; a status as the other statuses of 429, 500 and 529; a
+ * stream cut as a stall of 1 s at the same event, and one event later; a
+ * stall as a cut at the same event, and half as long.
+ */
+static size_t
+fault_variants(const struct plan_fault_rec *f, struct plan_fault_rec *alt)
+{
+	static const enum plan_fault	 kinds[] = { PLAN_LOST_REPLY, PLAN_RESET,
+					    PLAN_DUPLICATE };
+	static const int		 statuses[] = { 429, 500, 529 };
+	size_t				 n = 0, k;
+
+	switch (f->fault) {
+	case PLAN_LOST_REPLY:
+	case PLAN_RESET:
+	case PLAN_DUPLICATE:
+		for (k = 0; k < 3; k++)
+			if (kinds[k] != f->fault)
+				alt[n++] = (struct plan_fault_rec){ .fault = kinds[k] };
+		break;
+	case PLAN_STATUS:
+		for (k = 0; k < 3; k++)
+			if (statuses[k] != f->status)
+				alt[n++] = (struct plan_fault_rec){ .fault = PLAN_STATUS,
+				    .status = statuses[k] };
+		break;
+	case PLAN_STREAM_CUT:
+		alt[n++] = (struct plan_fault_rec){ .fault = PLAN_STREAM_STALL,
+		    .after = f->after, .stall_ms = 1000 };
+		if (f->after < CFG_EVENTS_MAX)
+			alt[n++] = (struct plan_fault_rec){ .fault = PLAN_STREAM_CUT,
+			    .after = f->after + 1 };
+		break;
+	case PLAN_STREAM_STALL:
+		alt[n++] = (struct plan_fault_rec){ .fault = PLAN_STREAM_CUT,
+		    .after = f->after };
+		if (f->stall_ms > 1)
+			alt[n++] = (struct plan_fault_rec){ .fault = PLAN_STREAM_STALL,
+			    .after = f->after, .stall_ms = f->stall_ms / 2 };
+		break;
+	case PLAN_NONE:
+	case PLAN_BLACKHOLE:
+	case PLAN_FAULT_MAX:
+		break;
+	}
+	return n;
+}
+
 int
 min_explain(struct min_run *m, const struct plan *best, int variants,
     struct min_note **notes, size_t *n)
 {
-	static const enum plan_fault	 kinds[] = { PLAN_LOST_REPLY, PLAN_RESET,
-					    PLAN_DUPLICATE };
+	struct plan_fault_rec		 alt[FAULT_VARIANTS];
 	struct seed_rng			 rng;
 	struct plan			 c;
 	char				 what[64];
-	size_t				 x, i, k;
+	size_t				 x, i, k, nalt;
 	int				 v;
 
 	*notes = NULL;
@@ -607,12 +664,17 @@ min_explain(struct min_run *m, const struct plan *best, int variants,
 				if (f->fault == PLAN_NONE && f->latency_ms == 0)
 					continue;	/* its latency is not the point */
 			}
-			for (k = 0; f->fault != PLAN_NONE && k < 3; k++) {
-				if (kinds[k] == f->fault)
-					continue;
+			nalt = fault_variants(f, alt);
+			for (k = 0; k < nalt; k++) {
+				char	words[48];
+
 				plan_copy(best, &c);
-				c.proxies[x].faults[i].fault = kinds[k];
-				snprintf(what, sizeof(what), "as %s", fault_name((enum fault)kinds[k]));
+				c.proxies[x].faults[i].fault = alt[k].fault;
+				c.proxies[x].faults[i].status = alt[k].status;
+				c.proxies[x].faults[i].after = alt[k].after;
+				c.proxies[x].faults[i].stall_ms = alt[k].stall_ms;
+				snprintf(what, sizeof(what), "as %s",
+				    plan_fault_words(&alt[k], words, sizeof(words)));
 				v = note(m, &c, MIN_FAULTS, x, i, what, -1, notes, n);
 				plan_free(&c);
 				if (v == -1)

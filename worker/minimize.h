@@ -9,9 +9,10 @@
  *			never started and never waited for; its faults and
  *			steps go with it
  *	faults		one record of a proxy's faults: its exchange behaves as
- *			`none`; a removed lost reply or reset takes the retry
- *			it caused with it (the kept faults after it of the same
- *			turn and key come one occurrence earlier)
+ *			`none`; a removed lost reply, reset, status or stream
+ *			cut takes the retry it caused with it (the kept faults
+ *			after it of the same turn and key come one occurrence
+ *			earlier)
  *	preemptions	of a scheduled proxy (min_is_preemption): removing one
  *			lets the preempted turn go on (min_candidate)
  *
@@ -108,6 +109,11 @@ struct min_run {
 	char			*(*fingerprint)(const struct cfg *cfg,
 				    const struct seed_result *res);
 	char			*want;		/* the original's fingerprint */
+	/* One try of cand into *res: NULL runs it in w (wrk_run_seed with
+	 * w->plan = cand, what soak does); set, a unit test's stand-in for
+	 * the processes, so the search itself can be checked */
+	void			(*replay)(struct min_run *m,
+				    const struct plan *cand, struct seed_result *res);
 	int			 tries;		/* per candidate, >= 1 */
 	int64_t			 deadline_ms;	/* --budget: a now_ms() instant */
 	volatile sig_atomic_t	*stop;		/* set by a signal: stop */

@@ -39,7 +39,12 @@ struct seed_ctx {
 	json_t			*checks;	/* [[round, start_ms, end_ms, broken]] */
 	char			*dir;		/* the seed's workspace */
 	struct proxy_set	*proxies;
+	char			**ups;		/* the proxies' upstreams, resolved */
 	char			*trace_path;
+	/* the services through the seam run for this seed (services.c), and
+	 * what their start and stop cost */
+	bool			 svc_up;
+	int64_t			 svc_start_ms, svc_stop_ms;
 	json_t			*turns;		/* outcomes, for the report */
 	int			 ok_turns, total_turns, crashed;
 	int			 round;		/* the round that failed, or -1 */
@@ -894,6 +899,32 @@ seed_coverage(const struct seed_ctx *c, json_t **sched, char *unread)
 }
 
 /*
+ * What the seed's schedules did not control, for replay's timeline
+ * (docs/turns.md "What a service gets"): a service's exchanges that
+ * passed a schedule unheld, and a schedule that held a service's requests
+ * one at a time (the coordinator warns of both over the run).
+ */
+static void
+seam_said(struct seed_ctx *c, const json_t *cov)
+{
+	const char	*name, *svc;
+	json_t		*p, *v;
+
+	json_object_foreach(json_object_get(cov, "proxies"), name, p) {
+		json_object_foreach(json_object_get(p, "bypassed"), svc, v)
+			timeline(c, "proxy %s: %lld exchange%s of service %s bypassed "
+			    "the schedule", name, (long long)json_integer_value(v),
+			    json_integer_value(v) == 1 ? "" : "s", svc);
+		if (json_integer_value(json_object_get(p, "serialized")) > 0)
+			timeline(c, "proxy %s: its schedule held %lld request%s until "
+			    "another's reply: the service behind it ran one at a time",
+			    name, (long long)json_integer_value(json_object_get(p,
+			    "serialized")), json_integer_value(json_object_get(p,
+			    "serialized")) == 1 ? "" : "s");
+	}
+}
+
+/*
  * The seed's plan (docs/plan.md), made of its whole fault trace, into the
  * detail ("plan", an object: the coordinator writes failures/<seed>/
  * plan.json of it).  A plan the trace cannot make (a trace cut at
@@ -965,12 +996,107 @@ bound_detail(uint64_t seed, json_t *detail, const struct detail_trace *trace,
 }
 
 /*
- * What comes before the first round: the services checked, the schema
- * reset, the seed's workspace, the setup command.  -1 with the verdict in
- * res when one of them failed.
+ * The seed's proxy set, and the services that go through the seam started
+ * with their listeners of it (docs/turns.md "What a service gets"), before
+ * the setup command, which may call them.  dry (soak check's dry seed):
+ * only when there is such a service, to see it start.  -1 with the verdict
+ * in res.
  */
 static int
-seed_begin(struct seed_ctx *c, struct seed_result *res)
+seam_open(struct seed_ctx *c, bool dry, struct seed_result *res)
+{
+	struct wrk		 *w = c->w;
+	const struct cfg	 *cfg = w->cfg;
+	const char *const	 *svcs;
+	struct wrk_seam		  seam;
+	char			  err[ERR_LEN];
+	size_t			  nsvc;
+
+	svcs = wrk_seam_services(w, &nsvc);
+	if (cfg->nproxies == 0 || (dry && nsvc == 0))
+		return 0;
+	c->trace_path = xasprintf("%s/trace.jsonl", c->dir);
+	c->ups = proxy_upstreams(w);
+	if ((c->proxies = proxy_set_open_cfg(cfg, c->ups, w->conninfo, cfg->turns,
+	    svcs, nsvc, c->seed, w->plan, w->then_seed, c->trace_path,
+	    err)) == NULL) {
+		verdict(res, REASON_PROXY, "%s", err);
+		return -1;
+	}
+	/* every turn's process is told (turn_started): until it is, a
+	 * schedule waits for it */
+	proxy_set_actors(c->proxies);
+	if (nsvc == 0)
+		return 0;
+	seam = (struct wrk_seam){ .ps = c->proxies, .turns = cfg->turns,
+	    .seed = c->seed, .dir = c->dir };
+	/* up from here: stopped at the seed's end whatever started */
+	c->svc_up = true;
+	if (wrk_services_seed_start(w, &seam, c->deadline, &c->svc_start_ms,
+	    err) == -1) {
+		timeline(c, "services through the seam: %s", err);
+		if (now_ms() >= c->deadline)
+			deadline_passed(c, res, "while its services started");
+		else
+			verdict(res, REASON_SERVICE, "%s", err);
+		/* a program that cannot start here: no retry mends it */
+		if (w->open_cfgerr.kind != CFGERR_NONE) {
+			c->cfgerr = w->open_cfgerr;
+			w->open_cfgerr.kind = CFGERR_NONE;
+		}
+		return -1;
+	}
+	timeline(c, "services through the seam: %zu started in %lld ms", nsvc,
+	    (long long)c->svc_start_ms);
+	return 0;
+}
+
+/*
+ * The seam services' seed is over (after its last round's settle, before
+ * that round's check, or wherever the seed ended): stopped, their whole
+ * process groups, so the check judges a database they no longer write and
+ * no pool's connection crosses into the next seed.  One that had died
+ * under the seed makes it infra/service, as a direct one does; -1 then.
+ */
+static int
+seam_stop(struct seed_ctx *c, struct seed_result *res)
+{
+	char	why[ERR_LEN];
+	bool	died;
+
+	if (!c->svc_up)
+		return 0;
+	c->svc_up = false;
+	why[0] = '\0';
+	wrk_services_seed_stop(c->w, &died, why, sizeof(why), &c->svc_stop_ms);
+	timeline(c, "services through the seam: stopped in %lld ms%s%s",
+	    (long long)c->svc_stop_ms, died ? "; " : "", why);
+	if (!died || res->verdict == VERDICT_INFRA)
+		return 0;
+	verdict(res, REASON_SERVICE, "%s", why);
+	return -1;
+}
+
+/* Both halves of the seed's seam closed: its services, then its proxies. */
+static void
+seam_close(struct seed_ctx *c, struct seed_result *res)
+{
+	(void)seam_stop(c, res);
+	if (c->proxies) {
+		c->scheduled = proxy_set_scheduled(c->proxies);
+		proxy_set_waits(c->proxies, &c->waits);
+		proxy_set_close(c->proxies);
+		c->proxies = NULL;
+	}
+}
+
+/*
+ * What comes before the first round: the services checked, the schema
+ * reset, the seed's workspace, its proxies and the services through them,
+ * the setup command.  -1 with the verdict in res when one of them failed.
+ */
+static int
+seed_begin(struct seed_ctx *c, bool dry, struct seed_result *res)
 {
 	struct wrk		*w = c->w;
 	const struct cfg	*cfg = w->cfg;
@@ -999,6 +1125,8 @@ seed_begin(struct seed_ctx *c, struct seed_result *res)
 		verdict(res, REASON_EXEC, "%s", err);
 		return -1;
 	}
+	if (seam_open(c, dry, res) == -1)
+		return -1;
 	if (cfg->setup != NULL) {
 		set_state(c, RUN_SETUP, -1);
 		if (run_setup(c, res) == -1)
@@ -1071,13 +1199,16 @@ wrk_dry_seed(struct wrk *w, uint64_t seed, struct seed_result *res,
 	atomic_store(&w->seed_deadline_ms, c.deadline);
 	c.turns = json_array();
 	c.state = RUN_VERDICT;
-	rc = seed_begin(&c, res);
+	rc = seed_begin(&c, true, res);
+	seam_close(&c, res);
 	set_state(&c, RUN_VERDICT, -1);
 	atomic_store(&w->seed_deadline_ms, 0);
 	*cfgerr = c.cfgerr;
 	if (c.dir != NULL)
 		rm_rf(c.dir);
 	free(c.dir);
+	free(c.trace_path);
+	strv_free(c.ups);
 	/* The setup's outcome, with its stderr tail: what failed, in its words. */
 	scrub_text(w->scrub, res->message);
 	res->detail = json_pack("{s:s, s:o}", "message", res->message,
@@ -1266,11 +1397,11 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 				    .idle_round = -1 };
 	json_t			 *detail = json_object();
 	struct detail_trace	  trace = { 0 };
-	char			  err[ERR_LEN], **ups = NULL, *full_dir, pass[64];
+	char			  err[ERR_LEN], *full_dir, pass[64];
 	json_t			 *sched = NULL, *cov;
 	struct step_check	  sc;
 	bool			  died, traced = false;
-	int			  round;
+	int			  round, last;
 
 	memset(res, 0, sizeof(*res));
 	res->reason = REASON_NONE;
@@ -1286,23 +1417,16 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 	c.inv_broken = xcalloc(cfg->ninvariants + 1, sizeof(*c.inv_broken));
 	memset(&sc, 0, sizeof(sc));
 
-	if (seed_begin(&c, res) == -1)
+	if (seed_begin(&c, false, res) == -1)
 		goto done;
 	snprintf(c.epoch, sizeof(c.epoch), "%s", iso_epoch(w->iso));
-	if (cfg->nproxies > 0) {
-		c.trace_path = xasprintf("%s/trace.jsonl", c.dir);
-		ups = proxy_upstreams(w);
-		if ((c.proxies = proxy_set_open_cfg(cfg, ups, w->conninfo, cfg->turns, seed,
-		    w->plan, w->then_seed, c.trace_path, err)) == NULL) {
-			verdict(res, REASON_PROXY, "%s", err);
-			goto done;
-		}
-		/* every turn's process is told (turn_started): until it is,
-		 * a schedule waits for it */
-		proxy_set_actors(c.proxies);
-		if (proxy_set_scheduled(c.proxies) && step_check_open(&sc, &c) > 0)
-			proxy_set_step_check(c.proxies, step_check_fn, &sc);
-	}
+	if (proxy_set_scheduled(c.proxies) && step_check_open(&sc, &c) > 0)
+		proxy_set_step_check(c.proxies, step_check_fn, &sc);
+	/* the last round that runs: its check comes after the seam services
+	 * stop */
+	for (last = cfg->rounds - 1; last > 0 && w->plan != NULL &&
+	    plan_turns_in(w->plan, last) == 0; last--)
+		;
 	for (round = 0; round < cfg->rounds; round++) {
 		/* a round a plan left no turn of is not run, nor checked */
 		if (w->plan != NULL && plan_turns_in(w->plan, round) == 0)
@@ -1343,12 +1467,19 @@ wrk_run_seed(struct wrk *w, uint64_t seed, uint32_t attempt, struct seed_result 
 		if (proxy_set_diverged(c.proxies, c.diverged, sizeof(c.diverged)) &&
 		    !w->then_seed) {
 			verdict(res, REASON_DIVERGED, "%s", c.diverged);
-			timeline(&c, "%s", c.diverged);
+			/* said once: replay prints it with the plan's account */
+			timeline(&c, "the plan diverged (below)");
 			c.round = round;
 			goto done;
 		}
 		if (step_check_verdict(&sc, &c, round, res, detail) == -1)
 			goto done;
+		/* the seam services' seed is over: the last check judges what
+		 * they left, not what they might still write */
+		if (round == last && seam_stop(&c, res) == -1) {
+			c.round = round;
+			goto done;
+		}
 		set_state(&c, RUN_CHECK, round);
 		if (check(&c, round, res, detail) == -1)
 			goto done;
@@ -1378,12 +1509,7 @@ done:
 	set_state(&c, RUN_VERDICT, -1);
 	if (res->reason == REASON_GUARD || res->reason == REASON_HANG)
 		outage_check(&c, res);
-	if (c.proxies) {
-		c.scheduled = proxy_set_scheduled(c.proxies);
-		proxy_set_waits(c.proxies, &c.waits);
-		proxy_set_close(c.proxies);
-		c.proxies = NULL;
-	}
+	seam_close(&c, res);
 	step_check_close(&sc);	/* after the proxies' thread is gone */
 	/* A service that died under the seed makes the seed unreliable,
 	 * and one that then would not come back says why. */
@@ -1422,6 +1548,7 @@ done:
 		c.turns = NULL;
 	}
 	json_object_set_new(detail, "coverage", cov);
+	seam_said(&c, cov);
 	if (c.diverged[0] != '\0')
 		json_object_set_new(detail, "diverged", json_string(c.diverged));
 	/* Every failing seed's decisions as a plan (docs/plan.md), from the
@@ -1444,7 +1571,7 @@ done:
 	json_decref(sched);
 	timeline(&c, "verdict: %s%s%s — %s", msg_verdict_name(res->verdict),
 	    res->reason != REASON_NONE ? " " : "", reason_name(res->reason),
-	    res->message);
+	    res->reason == REASON_DIVERGED ? reason_what(res->reason) : res->message);
 	full_dir = dispose_workspace(&c, res, detail);
 	/* Rows, tails, messages: the full detail (detail.json) and what is sent,
 	 * with the trace's lines. */
@@ -1455,7 +1582,7 @@ done:
 	free(full_dir);
 	json_decref(c.turns);
 	json_decref(c.checks);
-	strv_free(ups);
+	strv_free(c.ups);
 	free(c.trace_path);
 	free(c.dir);
 	free(c.inv_checks);

@@ -1,7 +1,18 @@
 /*
- * Services of the system under test (an HTTP API, a mock provider): started
- * once per worker beside the turns, restarted when they die, stopped with
- * the worker.
+ * Services of the system under test (an HTTP API, a mock provider, a tool
+ * server between the agents and the database).  Two lives
+ * (docs/turns.md "What a service gets"):
+ *
+ *  - through the seam (services[].seam, the default, when the config has a
+ *    proxy): the service reaches the database and every proxy through its
+ *    own listeners of the seed's proxy set, like a turn.  Listeners are
+ *    per seed, so is the service: started once the seed's proxies are
+ *    open (wrk_services_seed_start), stopped with its whole process group
+ *    once the seed's rounds are over (wrk_services_seed_stop).  A pool's
+ *    connections never cross a seed boundary, and a seed's service starts
+ *    with no memory of the last seed.
+ *  - direct (seam: false): started once per worker, restarted when it
+ *    dies, stopped with the worker; its database is the database itself.
  *
  * Every service's port is chosen before the first one starts, and never
  * changes for the worker's life, so every service, setup command and turn
@@ -26,6 +37,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -39,11 +51,24 @@
 #include "common/exec.h"
 #include "common/log.h"
 #include "common/util.h"
+#include "fault-proxy/proxy.h"
 #include "worker/env.h"
 #include "worker/wrk.h"
 
+/*
+ * A seam service's grace between SIGTERM and SIGKILL at the end of a
+ * seed.  Short: the seed is over, and whatever the service would still do
+ * lands outside it; long enough for a server to close its sessions.
+ */
+#define SVC_SEED_STOP_MS	500
+/* The longest wait between two looks at a starting service's readiness. */
+#define SVC_READY_POLL_MS	8
+
 struct svc {
 	const struct cfg_service	*c;
+	int				 actor;	/* through the seam: its index
+						   among the proxy set's services
+						   (proxy.h), else -1 */
 	pid_t				 pid;
 	int				 pidfd;
 	int				 port;
@@ -58,6 +83,8 @@ struct wrk_services {
 	struct svc	*s;
 	struct env_port	*ports;		/* what the environments say, by index */
 	size_t		 n;
+	const char	**seam;		/* the seam services' names, by actor */
+	size_t		 nseam;
 };
 
 /*
@@ -262,8 +289,44 @@ svc_ready(const struct svc *s, int queued)
 	return q < queued;
 }
 
+/*
+ * A seam service's environment: a turn's, its listeners in place of a
+ * turn's (docs/turns.md "What a service gets"): the database's defaults
+ * name its own listener of the proxy in front of the database
+ * (cfg->db_proxy; the database itself when there is none), SOAK_PROXY_<NAME>
+ * its own listener of each proxy, the model SDKs' variables its listener of
+ * the model proxy, and SOAK_SEED the seed it lives for.
+ */
+static void
+svc_env_seam(struct env *env, struct wrk *w, const struct svc *s,
+    const struct wrk_seam *seam, const char *dir)
+{
+	const struct cfg	*cfg = w->cfg;
+	int			 actor = seam->turns + s->actor;
+	char			 name[128];
+	size_t			 p;
+
+	env_turn(env, w, w->services->ports, w->services->n, dir,
+	    cfg->db_proxy >= 0 ? proxy_set_addr(seam->ps, (size_t)cfg->db_proxy,
+	    actor) : NULL);
+	env_addf(env, "SOAK_SEED", "%" PRIu64, seam->seed);
+	for (p = 0; p < cfg->nproxies; p++) {
+		env_name(name, sizeof(name), "SOAK_PROXY_", cfg->proxies[p].name);
+		env_addf(env, name, "%s", proxy_set_addr(seam->ps, p, actor));
+	}
+	if (cfg->model_proxy >= 0)
+		env_model(env, proxy_set_addr(seam->ps, (size_t)cfg->model_proxy,
+		    actor));
+}
+
+/*
+ * Starts s, ready within its ready_timeout and limit.  seam: the seed it
+ * goes through the seam for (its folder under the seed's workspace, its
+ * listeners); NULL: a direct service's life, in the worker's folder.
+ */
 static int
-svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
+svc_start(struct wrk *w, struct svc *s, const struct wrk_seam *seam,
+    int64_t limit, char *err)
 {
 	struct spawn_req	 req = { 0 };
 	struct env		 env;
@@ -276,13 +339,18 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	started = now_ms();
 	/* Its ready_timeout, or what is left of the seed's. */
 	deadline = deadline_within(limit, s->c->ready_timeout_ms);
-	dir = xasprintf("%s/services/%s", w->workspace, s->c->name);
+	/* a seam service's logs are its seed's: kept with a failing one */
+	dir = seam != NULL ? xasprintf("%s/services/%s", seam->dir, s->c->name) :
+	    xasprintf("%s/services/%s", w->workspace, s->c->name);
 	if (mkdir_p(dir, 0700, err) == -1)
 		goto out;
 	env_make_dirs(dir);
 	out = xasprintf("%s/stdout.log", dir);
 	errp = xasprintf("%s/stderr.log", dir);
-	env_base(&env, w, w->services->ports, w->services->n, dir);
+	if (seam != NULL)
+		svc_env_seam(&env, w, s, seam, dir);
+	else
+		env_base(&env, w, w->services->ports, w->services->n, dir);
 	env_addf(&env, "SOAK_PORT", "%d", s->port);
 	env_addf(&env, "SOAK_SERVICE", "%s", s->c->name);
 	req = (struct spawn_req){ .argv = s->c->command, .envp = env.v, .dir = dir,
@@ -315,8 +383,11 @@ svc_start(struct wrk *w, struct svc *s, int64_t limit, char *err)
 	/* Readiness: the port accepts (listen: port), or the service took a
 	 * connection off its socket (listen: socket).  Between attempts wait
 	 * on the pidfd, so a service that dies is noticed at once rather than
-	 * at the deadline. */
-	for (int delay = 2;; delay = delay < 50 ? delay * 2 : 50) {
+	 * at the deadline.  The wait backs off to SVC_READY_POLL_MS only: a
+	 * service through the seam starts with every seed, and each ms
+	 * between its readiness and our noticing it is a seed's. */
+	for (int delay = 2;; delay = delay < SVC_READY_POLL_MS ? delay * 2 :
+	    SVC_READY_POLL_MS) {
 		struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
 
 		if ((ready = svc_ready(s, queued)) == 1) {
@@ -360,6 +431,40 @@ out:
 	return rc;
 }
 
+/*
+ * A seam service at the end of its seed: its process group told to stop
+ * (SIGTERM), killed after SVC_SEED_STOP_MS, reaped; its port held again
+ * (listen: port) or its socket kept (listen: socket) for the next seed.
+ * *died: it had exited before it was told, said in why.
+ */
+static void
+svc_halt(struct svc *s, bool *died, char *why, size_t len)
+{
+	struct pollfd	pfd = { .fd = s->pidfd, .events = POLLIN };
+	int		st;
+
+	*died = false;
+	if (s->pid <= 0)
+		return;
+	if (waitpid(s->pid, &st, WNOHANG) == s->pid) {
+		*died = true;
+		snprintf(why, len, "service %s died during the seed (%s %d)",
+		    s->c->name, WIFSIGNALED(st) ? "signal" : "exit status",
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	} else {
+		kill(-s->pid, SIGTERM);
+		if (poll(&pfd, 1, SVC_SEED_STOP_MS) != 1)
+			kill(-s->pid, SIGKILL);
+		waitpid(s->pid, NULL, 0);
+	}
+	/* what is left of its group (a server's workers) */
+	kill(-s->pid, SIGKILL);
+	close(s->pidfd);
+	s->pid = 0;
+	s->pidfd = -1;
+	svc_reserve(s);
+}
+
 static void
 svc_stop(struct svc *s)
 {
@@ -390,10 +495,17 @@ wrk_services_start(struct wrk *w, char *err)
 	w->services->n = cfg->nservices;
 	w->services->s = xcalloc(cfg->nservices, sizeof(struct svc));
 	w->services->ports = xcalloc(cfg->nservices, sizeof(struct env_port));
+	w->services->seam = xcalloc(cfg->nservices + 1, sizeof(char *));
 	for (i = 0; i < cfg->nservices; i++) {
 		w->services->s[i].c = &cfg->services[i];
 		w->services->s[i].pidfd = -1;
 		w->services->s[i].sock = -1;
+		w->services->s[i].actor = -1;
+		if (cfg_service_seam(cfg, &cfg->services[i])) {
+			w->services->s[i].actor = (int)w->services->nseam;
+			w->services->seam[w->services->nseam++] =
+			    cfg->services[i].name;
+		}
 	}
 	/* Every port first, so the first service's environment names the
 	 * last one's. */
@@ -405,13 +517,64 @@ wrk_services_start(struct wrk *w, char *err)
 		w->services->ports[i].name = cfg->services[i].name;
 		w->services->ports[i].port = s->port;
 	}
+	/* a seam service starts with each seed, once its listeners exist */
 	for (i = 0; i < cfg->nservices; i++) {
-		if (svc_start(w, &w->services->s[i], INT64_MAX, err) == -1)
+		if (w->services->s[i].actor >= 0)
+			continue;
+		if (svc_start(w, &w->services->s[i], NULL, INT64_MAX, err) == -1)
 			return -1;
 		log_debug("service %s ready on port %d", cfg->services[i].name,
 		    w->services->s[i].port);
 	}
 	return 0;
+}
+
+const char *const *
+wrk_seam_services(const struct wrk *w, size_t *n)
+{
+	*n = w->services ? w->services->nseam : 0;
+	return w->services ? w->services->seam : NULL;
+}
+
+int
+wrk_services_seed_start(struct wrk *w, const struct wrk_seam *seam,
+    int64_t deadline, int64_t *took_ms, char *err)
+{
+	int64_t	t0 = now_ms();
+	size_t	i;
+
+	*took_ms = 0;
+	for (i = 0; w->services && i < w->services->n; i++) {
+		struct svc	*s = &w->services->s[i];
+
+		if (s->actor < 0)
+			continue;
+		if (svc_start(w, s, seam, deadline, err) == -1)
+			return -1;
+		log_debug("service %s ready on port %d for seed %" PRIu64,
+		    s->c->name, s->port, seam->seed);
+	}
+	*took_ms = now_ms() - t0;
+	return 0;
+}
+
+void
+wrk_services_seed_stop(struct wrk *w, bool *died, char *why, size_t len,
+    int64_t *took_ms)
+{
+	int64_t	t0 = now_ms();
+	size_t	i;
+	bool	d;
+
+	*died = false;
+	for (i = 0; w->services && i < w->services->n; i++) {
+		if (w->services->s[i].actor < 0)
+			continue;
+		svc_halt(&w->services->s[i], &d, *died ? NULL : why,
+		    *died ? 0 : len);
+		*died = *died || d;
+	}
+	*took_ms = now_ms() - t0;
 }
 
 int
@@ -424,6 +587,8 @@ wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err)
 	for (i = 0; w->services && i < w->services->n; i++) {
 		struct svc	*s = &w->services->s[i];
 
+		if (s->actor >= 0)
+			continue;	/* a seed's: wrk_services_seed_stop */
 		if (s->pid > 0 && waitpid(s->pid, &st, WNOHANG) != s->pid)
 			continue;
 		*died = true;
@@ -436,7 +601,7 @@ wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err)
 			s->pid = 0;
 			s->pidfd = -1;
 		}
-		if (svc_start(w, s, deadline, err) == -1)
+		if (svc_start(w, s, NULL, deadline, err) == -1)
 			return -1;
 	}
 	return 0;
@@ -453,6 +618,7 @@ wrk_services_stop(struct wrk *w)
 		svc_stop(&w->services->s[i]);
 	free(w->services->s);
 	free(w->services->ports);
+	free(w->services->seam);
 	free(w->services);
 	w->services = NULL;
 }

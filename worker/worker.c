@@ -38,6 +38,7 @@
 #include "common/util.h"
 #include "isolation/iso.h"
 #include "worker/minimize.h"
+#include "worker/regexplore.h"
 #include "worker/xexec.h"
 #include "worker/wrk.h"
 
@@ -1186,9 +1187,12 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 /*
  * A regression's lease (common/regress.h): the plan NAME of this worker's
  * copy of the config's regressions folder, whose bytes must hash to the
- * lease's, followed as `soak replay --plan` follows one (a divergence ends
- * it infra/diverged).  A copy that is not the lease's tests nothing:
- * infra/plan, saying which, and the coordinator retries it elsewhere.
+ * lease's, followed as `soak replay --plan` follows one.  A plan that
+ * diverged (the code changed under it) is judged here by exploring its
+ * turns within its preemptions (worker/regexplore.h): a pass, a fail with
+ * the failing schedule, or infra/diverged when that is incomplete.  A copy
+ * that is not the lease's tests nothing: infra/plan, saying which, and the
+ * coordinator retries it elsewhere.
  */
 static void
 worker_run_regression(struct worker *k, const struct msg *lease,
@@ -1211,7 +1215,12 @@ worker_run_regression(struct worker *k, const struct msg *lease,
 	k->w.plan = &p;
 	k->w.then_seed = false;
 	k->w.keep_name = keep;
+	k->w.whole_trace = true;	/* a divergence is read from it */
 	worker_run_seed(k, s, res);
+	k->w.whole_trace = false;
+	if (k->opened && res->verdict == VERDICT_INFRA && res->reason == REASON_DIVERGED &&
+	    !draining)
+		wrk_regress_explore(&k->w, &p, lease->u.lease.plan, &draining, res);
 	k->w.plan = NULL;
 	k->w.keep_name = NULL;
 	free(keep);

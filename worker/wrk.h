@@ -112,19 +112,54 @@ void	wrk_run_batch(const struct spawn_req *reqs, size_t n, int64_t timeout_ms,
 void	turn_outcome_clear(struct turn_outcome *t);
 
 /*
- * Worker-scoped services of the system under test (services.c).  Every
- * service's port is chosen (bound) before the first one starts and stays
- * the same for the worker's life, restarts included.
+ * Services of the system under test (services.c).  Every service's port
+ * is chosen (bound) before the first one starts and stays the same for
+ * the worker's life, restarts included.  A service that goes through the
+ * seam (cfg_service_seam) lives for one seed at a time; the others for
+ * the worker's life.
  */
 struct wrk_services;
 struct wrk;
+struct proxy_set;
 
-/* Binds every port, then starts the services in order, each ready. */
+/* Binds every port, then starts the services that do not go through the
+ * seam in order, each ready. */
 int	wrk_services_start(struct wrk *w, char *err);
 /*
- * Restarts any that died, on its port, each ready within its ready_timeout
- * and deadline (a now_ms() instant; INT64_MAX: none); *died says whether
- * one had.  -1 if one can't come back.
+ * The services that go through the seam, by name in config order (*n of
+ * them; NULL when none): the proxy set's services, actors turns + k
+ * (fault-proxy/proxy.h proxy_set_open_cfg).  The same from
+ * wrk_services_start to wrk_services_stop.
+ */
+const char *const *wrk_seam_services(const struct wrk *w, size_t *n);
+/* What a seam service's seed gives it. */
+struct wrk_seam {
+	const struct proxy_set	*ps;	/* the seed's, open; must outlive the
+					   services' seed (seed_stop first) */
+	int			 turns;	/* the set's turns: its services'
+					   actors follow them */
+	uint64_t		 seed;
+	const char		*dir;	/* the seed's workspace: each service's
+					   folder is services/NAME in it */
+};
+/*
+ * Starts every seam service for seam's seed, in order, each ready within
+ * its ready_timeout and deadline; *took_ms the time it took.  -1 with err
+ * (and w->open_cfgerr when its program cannot be started here).
+ */
+int	wrk_services_seed_start(struct wrk *w, const struct wrk_seam *seam,
+	    int64_t deadline, int64_t *took_ms, char *err);
+/*
+ * Stops every seam service that runs, its whole process group (SIGTERM,
+ * then SIGKILL), reaped; *died: one had exited before (the first said in
+ * why); *took_ms the time it took.  A no-op for one not running.
+ */
+void	wrk_services_seed_stop(struct wrk *w, bool *died, char *why, size_t len,
+	    int64_t *took_ms);
+/*
+ * Restarts any direct service that died, on its port, each ready within
+ * its ready_timeout and deadline (a now_ms() instant; INT64_MAX: none);
+ * *died says whether one had.  -1 if one can't come back.
  */
 int	wrk_services_check(struct wrk *w, int64_t deadline, bool *died, char *err);
 void	wrk_services_stop(struct wrk *w);

@@ -74,7 +74,7 @@ expect_eq "seeds covered" 6 "$(cov "$T/run" .coverage.seeds)"
 expect_eq "db: exchanges, connections, steps" '[108,18,72,6]' \
     "$(cov "$T/run" '.coverage.proxies.db | [.exchanges, .connections, .steps, .seeds_with_exchanges]')"
 expect_eq "db: steps a seed" '{"median":12,"max":12}' "$(cov "$T/run" .coverage.proxies.db.steps_per_seed)"
-expect_eq "db: faults fired" '{"lost_reply":0,"reset":0,"duplicate":0,"blackhole":0,"close_after":0,"latency":0}' \
+expect_eq "db: faults fired" '{"lost_reply":0,"reset":0,"duplicate":0,"blackhole":0,"status":0,"stream_cut":0,"stream_stall":0,"close_after":0,"latency":0}' \
     "$(cov "$T/run" .coverage.proxies.db.faults)"
 expect_eq "unused: exchanges" 0 "$(cov "$T/run" .coverage.proxies.unused.exchanges)"
 expect_eq "invariant checked and broken" '[6,0]' \

@@ -194,15 +194,22 @@ expect_eq "bash: every execution exact" 0 "$(x bash .inexact_executions)"
 
 phase "soak run: symlinks planted in --out are replaced, never followed"
 echo "not the run's" >"$T/victim2"
-mkdir "$T/run"
-for f in report.json report.json.tmp junit.xml junit.xml.tmp report.html; do ln -s "$T/victim2" "$T/run/$f"; done
-soak_rc rc run "$T/bash.yaml" --seeds 0..0 --out "$T/run" >"$T/run.out" 2>&1
-[ "$rc" -le 1 ] || { cat "$T/run.out"; fail "soak run with planted symlinks: exit $rc"; }
+mkdir -p "$T/run/failures/0"
+for f in report.json report.json.tmp junit.xml junit.xml.tmp report.html \
+    failures/0/result.json failures/0/plan.json failures/0/trace.jsonl; do
+	ln -s "$T/victim2" "$T/run/$f"
+done
+# an invariant that always breaks: seed 0 fails, and its failures/0/ is written
+sed -e '/^invariants:/,$d' "$T/bash.yaml" >"$T/always.yaml"
+printf 'invariants:\n  - name: always broken\n    sql: SELECT 1\n' >>"$T/always.yaml"
+soak_rc rc run "$T/always.yaml" --seeds 0..0 --out "$T/run" >"$T/run.out" 2>&1
+[ "$rc" -eq 1 ] || { cat "$T/run.out"; fail "soak run with planted symlinks: exit $rc, not 1"; }
 expect_eq "run: what the symlinks pointed to is untouched" "not the run's" "$(cat "$T/victim2")"
-for f in report.json junit.xml report.html; do
+for f in report.json junit.xml report.html failures/0/result.json failures/0/plan.json \
+    failures/0/trace.jsonl; do
 	[ -f "$T/run/$f" ] && [ ! -L "$T/run/$f" ] || fail "run: $f was written through a planted symlink"
 done
-ok "run: report.json, junit.xml, report.html written as files of their own"
+ok "run: report.json, junit.xml, report.html and failures/0/'s files written as files of their own"
 
 phase "passing over a turn that has exited is no preemption"
 # 3 turns of one statement each: no order preempts anyone, so P=0 runs 3! = 6

@@ -190,7 +190,13 @@ timeout 120 dd if="$T/gate" bs=1 count=1 status=none
 exec /bin/sleep 0.2
 SH
 	chmod +x "$T/gated.sh"
-	sed "s|command: \[/bin/sleep, \"0.2\"\]|command: [./gated.sh]|" "$T/fleet.yaml" >"$T/gated.yaml"
+	# The turns wait at the gate while the workers join: however long
+	# the joins take on a loaded machine, within the gate's own 120 s
+	# (a 10 s turn.timeout failed this case when 8 joins took 13.8 s).
+	sed -e "s|command: \[/bin/sleep, \"0.2\"\]|command: [./gated.sh]|" \
+	    -e 's|^  timeout: 10s$|  timeout: 150s|' -e 's|^seed_timeout: 30s$|seed_timeout: 180s|' \
+	    "$T/fleet.yaml" >"$T/gated.yaml"
+	grep -q 'timeout: 150s' "$T/gated.yaml" || fail "c: the gated config kept its 10 s turn timeout"
 	CFG=$T/gated.yaml start_coord c 0..79
 	t0=$(date +%s%N)
 	# Each joins once the one before holds a lease (an event, not a clock):

@@ -260,7 +260,7 @@ soak_rc rc minimize "$T/sh.yaml" --plan "$T/plan.json" --tries 1 --budget 1ms --
 expect_eq "a budget reached: exit 2" 2 "$rc"
 expect_match "said first, with its replay command" '^stopped \(--budget\): the smallest failing plan so far, not shown 1-minimal: '"$T/b.json" \
     "$(grep -A1 '^stopped' "$T/b.out")"
-expect_eq "the plan written is a plan" 1 "$(jq .soak_plan "$T/b.json")"
+expect_eq "the plan written is a plan" 2 "$(jq .soak_plan "$T/b.json")"
 "$SOAK" minimize "$T/sh.yaml" --plan "$T/plan.json" --tries 1 --out "$T/s.json" >"$T/s.out" 2>&1 &
 pid=$!
 wait_line "$T/s.out" '^failing plan written: ' 60 "minimize's first plan" >/dev/null
@@ -268,7 +268,7 @@ kill -TERM "$pid"
 wait_exit rc "$pid" 60 "minimize after SIGTERM"
 expect_eq "SIGTERM: exit 2" 2 "$rc"
 expect_match "SIGTERM: said" '^stopped \(SIGTERM\)' "$(cat "$T/s.out")"
-expect_eq "the plan written is a plan" 1 "$(jq .soak_plan "$T/s.json")"
+expect_eq "the plan written is a plan" 2 "$(jq .soak_plan "$T/s.json")"
 
 phase "usage and config errors"
 soak_rc rc minimize "$T/sh.yaml" --plan "$T/plan.json" --tries 0

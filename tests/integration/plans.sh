@@ -30,7 +30,7 @@ expect_eq "run exit status" 1 "$rc"
 seed=$(jq '[.results[] | select(.verdict == "fail") | .seed] | min' "$T/run/report.json")
 P=$T/run/failures/$seed/plan.json
 [ -s "$P" ] || fail "seed $seed: no failures/$seed/plan.json"
-expect_eq "the plan's version" 1 "$(jq .soak_plan "$P")"
+expect_eq "the plan's version" 2 "$(jq .soak_plan "$P")"
 expect_eq "the plan's seed" "$seed" "$(jq .seed "$P")"
 expect_eq "the plan's steps: the run's, in its order" "$(order "$T/run/failures/$seed/trace.jsonl")" "$(plan_order "$P")"
 expect_match "the plan says what it failed with" "$INV" "$(jq -r .failure.fingerprint "$P")"
@@ -80,7 +80,7 @@ soak_rc rc replay "$T/res.yaml" --plan "$T/doctored.json" --out "$T/d1" >"$T/d1.
 expect_eq "a doctored plan: exit 125 (cannot test this)" 125 "$rc"
 expect_match "the divergence says the step, what was wanted and what waited" \
     'the plan diverged at step 2 of proxy db: it wanted turn [0-9]+.s .*key 00000000deadbeef.*waiting:' \
-    "$(grep 'the plan diverged' "$T/d1.out" | head -n 1)"
+    "$(grep 'the plan diverged at step' "$T/d1.out" | head -n 1)"
 expect_match "and the verdict" '^.*verdict: infra diverged' "$(grep 'verdict:' "$T/d1.out")"
 soak_rc rc replay "$T/res.yaml" --plan "$T/doctored.json" --then seed --out "$T/d2" >"$T/d2.out" 2>&1
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || { tail "$T/d2.out"; fail "--then seed: exit $rc, not a verdict of the invariants"; }

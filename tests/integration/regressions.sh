@@ -6,7 +6,8 @@
 # both run, apart.  The --lock fix passes it; a doctored plan is diverged
 # (never a pass: exit 2, a junit error).  --resume of a run stopped after its
 # regressions does not run them again.  A bash/psql turn (one psql -c per
-# statement) is pinned and runs as a regression too.
+# statement) is pinned and runs as a regression too.  (A diverged plan
+# judged by exploring: regressions_fixed.sh.)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'
@@ -68,13 +69,17 @@ expect_match "and says why" "seed 0 did not fail" "$(cat "$T/pin3.out")"
 phase "a doctored plan is diverged, never a pass"
 mkdir -p "$T/doctored"
 jq '.proxies.db.steps[1].key = "00000000deadbeef"' "$R" >"$T/doctored/bent.json"
-sed "s#^turn:#regressions: doctored\nturn:#" "$T/lock.yaml" >"$T/bent.yaml"
+# not explored (budget 0): a diverged plan judged by nothing is never a
+# pass (regressions_fixed.sh explores one)
+sed "s#^turn:#regressions: doctored\nregressions_explore_budget: 0\nturn:#" "$T/lock.yaml" >"$T/bent.yaml"
 grep -q '^regressions: doctored' "$T/bent.yaml" || fail "no regressions: key"
 soak_rc rc run "$T/bent.yaml" --seeds 0..0 --workers 1 --out "$T/bent" >"$T/bent.out" 2>&1
 expect_eq "a diverged regression: incomplete (2)" 2 "$rc"
 expect_match "the summary says diverged" 'regressions: 0 pass, 0 fail, 1 diverged' "$(cat "$T/bent.out")"
 expect_match "by name" 'DIVERGED +bent' "$(cat "$T/bent.out")"
 expect_eq "report.json: infra diverged" 'infra diverged' "$(jq -r '.regressions[0] | "\(.verdict) \(.reason)"' "$T/bent/report.json")"
+expect_match "and says it was not explored" 'cannot be judged by exploring: regressions_explore_budget is 0' \
+    "$(jq -r '.regressions[0].message' "$T/bent/report.json")"
 grep -A1 'name="regression bent"' "$T/bent/junit.xml" | grep -q '<error type="diverged"' ||
     fail "junit: the diverged regression is not an error"
 sed "s#^regressions: doctored#regressions: nowhere#" "$T/bent.yaml" >"$T/nowhere.yaml"

@@ -273,12 +273,15 @@ else
 	fail "the two replays of seed $dseed had different victims (${victims[0]}, ${victims[1]}), parting at step ${k:-none} with no wake before it"
 fi
 
-# Two turns wait on the row a third holds; its COMMIT wakes them both,
-# and which takes the row first is PostgreSQL's order: the COMMIT's trace
-# line says so ("wakes", two turns), so a reader of a replay that parts
-# from the run's there knows why.  (An invariant that always breaks keeps
-# every seed's trace.)
-phase "one COMMIT, two lock waiters woken: marked"
+# Two turns wait on the row a third holds; its COMMIT wakes them both.
+# On soak's own server the woken backends are stopped and let go one at a
+# time in the schedule's order (docs/faults.md "Wake-ups"): no end is
+# marked, and a replay keeps the run's schedule step for step.  On a
+# server soak did not start, which takes the row first is PostgreSQL's
+# order: the COMMIT's trace line says so ("wakes", two turns), so a reader
+# of a replay that parts from the run's there knows why.  (An invariant
+# that always breaks keeps every seed's trace.)
+phase "one COMMIT, two lock waiters woken: soak's order on its own server, marked on another"
 cat >"$T/wake.py" <<'PY'
 #!/usr/bin/python3
 import os, psycopg2
@@ -302,10 +305,26 @@ sed -e 's/^turns: 4$/turns: 3/' -e "s#command: \[$T/percmd.sh\]#command: [$T/wak
 grep -q 'wake.py' "$T/wake.yaml" || fail "the wake config runs no wake.py"
 soak_rc rc run "$T/wake.yaml" --seeds 0..11 --out "$T/wake" >"$T/wake.out" 2>&1
 expect_eq "the wake run: every seed kept (the invariant always breaks)" 12 "$(jq .totals.fail "$T/wake/report.json")"
-woken=$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null) | [.turn, .sql, .wakes]' | sort | uniq -c)
-echo "figures: COMMITs that woke several lock waiters, over 12 seeds: ${woken:-none}"
-expect_match "turn 0's COMMIT woke turns 1 and 2 in some seed" '\[0,"COMMIT","6"\]' "$woken"
-expect_eq "ends marked that woke fewer than two" "" "$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null and .wakes != "6")')"
+nwait=$(cat "$T"/wake/failures/*/trace.jsonl | jq -s '[.[] | select(.waits_on != null and .turn > 0)] | length')
+expect_ge "soak's server: turns 1 and 2 waited on turn 0's row" 6 "$nwait"
+expect_eq "soak's server: no end marked as PostgreSQL's order" "" \
+    "$(cat "$T"/wake/failures/*/trace.jsonl | jq -c 'select(.wakes != null)')"
+same=0
+for seed in 0 1 2 3; do
+	soak_rc rc replay "$T/wake.yaml" --seed "$seed" --trace "$T/wake/failures/$seed/trace.jsonl" \
+	    --out "$T/wr" >"$T/wr.out" 2>&1
+	grep -q '^schedule: the same as the run.s' "$T/wr.out" && same=$((same + 1))
+	rm -rf "$T/wr"
+done
+expect_eq "soak's server: replays that kept the run's schedule step for step (of 4)" 4 "$same"
+shared_pg wake
+soak_rc rc run "$T/wake.yaml" --seeds 0..11 --out "$T/wake2" >"$T/wake2.out" 2>&1
+unset SOAK_DATABASE_URL
+expect_eq "another server: every seed kept" 12 "$(jq .totals.fail "$T/wake2/report.json")"
+woken=$(cat "$T"/wake2/failures/*/trace.jsonl | jq -c 'select(.wakes != null) | [.turn, .sql, .wakes]' | sort | uniq -c)
+echo "figures: soak's server: $nwait lock waits, none marked, $same of 4 replays step for step; another server, COMMITs that woke several lock waiters over 12 seeds: ${woken:-none}"
+expect_match "another server: turn 0's COMMIT woke turns 1 and 2 in some seed" '\[0,"COMMIT","6"\]' "$woken"
+expect_eq "another server: ends marked that woke fewer than two" "" "$(cat "$T"/wake2/failures/*/trace.jsonl | jq -c 'select(.wakes != null and .wakes != "6")')"
 
 # A circular wait through a service: turn 0 holds a row lock with its
 # COMMIT held by the schedule while turn 1 waits on a service whose own

@@ -8,7 +8,8 @@
 #    every turn is a step of the proxy's schedule, the lost update is
 #    caught, and its environment names the turn's own listener (PGHOST,
 #    PGPORT, DATABASE_URL, JDBC_DATABASE_URL; SOAK_DIRECT_* the database;
-#    never SOAK_DATABASE_URL), while setup and services stay direct;
+#    never SOAK_DATABASE_URL), while setup and a service with seam: false
+#    stay direct (a service through the seam: services_seam.sh);
 #    `database.proxy: none` (the bypass, what every turn got before) leaves
 #    the proxy's trace empty;
 #  - a Python psycopg2 turn with psycopg2.connect(""), one transaction:
@@ -79,6 +80,7 @@ services:
   - name: svc
     command: [sh, -c, 'env | sort >"\$SOAK_CONFIG_DIR/env/service"; exec sleep 600']
     ready: none
+    seam: false
 proxies:
 $4
 setup: [./setup.sh]

@@ -71,6 +71,15 @@ static const char full_yaml[] =
 "    faults:\n"
 "      latency: 7ms\n"
 "      latency_real: true\n"
+"      rate: 0.5\n"
+"      status: 0.2\n"
+"      statuses: [429, 529]\n"
+"      retry_after: 1500ms\n"
+"      stream_cut: 0.3\n"
+"      cut_after: 2..6\n"
+"      stream_stall: 0.1\n"
+"      stall_after: 3\n"
+"      stall: 200ms..2s\n"
 "setup: [./fixtures, --small]\n"
 "setup_timeout: 45s\n"
 "turn:\n"
@@ -204,6 +213,10 @@ test_full(void **state)
 	assert_int_equal(cfg.services[1].ready, CFG_READY_TCP);
 	assert_int_equal(cfg.services[1].ready_timeout_ms, 10000);
 	assert_int_equal(cfg.services[1].listen, CFG_LISTEN_PORT);
+	/* through the seam by default, there being proxies */
+	assert_true(cfg.services[1].seam);
+	assert_true(cfg_service_seam(&cfg, &cfg.services[1]));
+	assert_int_equal(cfg_services_direct(&cfg), 0);
 
 	assert_int_equal(cfg.nproxies, 4);
 	assert_string_equal(cfg.proxies[0].name, "provider");
@@ -240,6 +253,30 @@ test_full(void **state)
 	assert_int_equal(cfg.proxies[3].faults.latency_max_ms, 7);
 	assert_true(cfg.proxies[3].faults.latency_real);
 	assert_false(cfg.proxies[0].faults.latency_real);	/* the default */
+	/* the HTTP API faults, and their defaults */
+	f = &cfg.proxies[3].faults;
+	assert_near(f->status, 0.2, 1e-12);
+	assert_near(f->stream_cut, 0.3, 1e-12);
+	assert_near(f->stream_stall, 0.1, 1e-12);
+	assert_int_equal(f->nstatuses, 2);
+	assert_int_equal(f->statuses[0], 429);
+	assert_int_equal(f->statuses[1], 529);
+	assert_int_equal(f->retry_after_ms, 1500);
+	assert_int_equal(f->cut_after_min, 2);
+	assert_int_equal(f->cut_after_max, 6);
+	assert_int_equal(f->stall_after_min, 3);
+	assert_int_equal(f->stall_after_max, 3);
+	assert_int_equal(f->stall_min_ms, 200);
+	assert_int_equal(f->stall_max_ms, 2000);
+	f = &cfg.proxies[1].faults;
+	assert_int_equal(f->nstatuses, 0);	/* 429, 500, 529 */
+	assert_int_equal(f->retry_after_ms, 1000);
+	assert_int_equal(f->cut_after_min, 1);
+	assert_int_equal(f->cut_after_max, 5);
+	assert_int_equal(f->stall_after_min, 1);
+	assert_int_equal(f->stall_after_max, 5);
+	assert_int_equal(f->stall_min_ms, 1000);
+	assert_int_equal(f->stall_max_ms, 3000);
 
 	assert_path(fx, cfg.setup[0], "fixtures");
 	assert_string_equal(cfg.setup[1], "--small");
@@ -255,10 +292,10 @@ test_full(void **state)
 	assert_string_equal(cfg.invariants[0].sql,
 	    "SELECT dispute_id FROM provider_refunds\n"
 	    "GROUP BY dispute_id HAVING count(*) > 1\n");
-	assert_int_equal(cfg.invariants[0].line, 55);
+	assert_int_equal(cfg.invariants[0].line, 64);
 	assert_string_equal(cfg.invariants[1].name, "balances add up");
 	assert_string_equal(cfg.invariants[1].sql, "SELECT 1 WHERE false");
-	assert_int_equal(cfg.invariants[1].line, 59);
+	assert_int_equal(cfg.invariants[1].line, 68);
 	assert_int_equal(cfg.invariant_timeout_ms, 1500);
 
 	assert_true(cfg.guard_percent);
@@ -391,6 +428,7 @@ cfg_equal(const struct cfg *a, const struct cfg *b)
 		assert_int_equal(a->services[i].ready_timeout_ms,
 		    b->services[i].ready_timeout_ms);
 		assert_int_equal(a->services[i].listen, b->services[i].listen);
+		assert_int_equal(a->services[i].seam, b->services[i].seam);
 	}
 	assert_int_equal(a->nproxies, b->nproxies);
 	for (i = 0; i < a->nproxies; i++) {
@@ -501,7 +539,8 @@ static const struct bad bads[] = {
 	{ BASE "colour: 8\n",
 	  "soak.yaml:7:1: colour: unknown key (expected name, seeds, turns, "
 	  "rounds, seed_timeout, retries, confirm, database, services, proxies, setup, "
-	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets, regressions)" },
+	  "setup_timeout, turn, invariants, invariant_timeout, guard, tickets, regressions, "
+	  "regressions_explore_budget)" },
 	{ "name: n\n" INV "turn:\n  command: t\n  timout: 5s\n",
 	  "soak.yaml:7:3: turn.timout: unknown key, did you mean timeout?" },
 	{ "name: n\n" INV "turn:\n  command: t\n  env: {}\n",
@@ -513,9 +552,9 @@ static const struct bad bads[] = {
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      jitter: 0.1\n",
 	  "soak.yaml:11:7: proxies[0].faults.jitter: unknown key (expected rate, "
-	  "lost_reply, reset, duplicate, blackhole, latency, hold, bandwidth, "
-	  "bandwidth_up, bandwidth_down, slice, slice_up, slice_down, "
-	  "slice_delay, close_after, close_after_up, close_after_down," },
+	  "lost_reply, reset, duplicate, blackhole, status, stream_cut, "
+	  "stream_stall, latency, hold, bandwidth, bandwidth_up, bandwidth_down, "
+	  "slice, slice_up, slice_down, slice_delay, close_after," },
 	/* (the list runs past ERR_LEN since match joined it: cut there) */
 	/* match: a POSIX extended regex, compiled at load */
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
@@ -650,8 +689,50 @@ static const struct bad bads[] = {
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      lost_reply: 0.5\n      reset: 40%\n      duplicate: 0.2\n",
 	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
-	  "duplicate add up to 1.1; they are shares of rate and must add up "
-	  "to at most 1" },
+	  "duplicate + status + stream_cut + stream_stall add up to 1.1; they "
+	  "are shares of rate and must add up to at most 1" },
+	/* the HTTP API faults (docs/faults.md "Faults of an HTTP API") */
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      status: 0.5\n      stream_cut: 40%\n      stream_stall: 0.2\n",
+	  "soak.yaml:11:7: proxies[0].faults: the bands lost_reply + reset + "
+	  "duplicate + status + stream_cut + stream_stall add up to 1.1; they "
+	  "are shares of rate and must add up to at most 1" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    protocol: tcp\n"
+	  "    faults:\n      stream_cut: 0.5\n",
+	  "soak.yaml:12:7: proxies[0].faults: status, stream_cut and stream_stall "
+	  "fault HTTP exchanges, and this proxy's protocol is tcp" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: [429, 200]\n",
+	  "soak.yaml:11:23: proxies[0].faults.statuses[1]: 200 is out of range "
+	  "(400..599)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: []\n",
+	  "soak.yaml:11:17: proxies[0].faults.statuses: a list of 1 to 16 HTTP "
+	  "error statuses (e.g. [429, 500, 529])" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      statuses: 429\n",
+	  "soak.yaml:11:17: proxies[0].faults.statuses: expected a list, got "
+	  "\"429\"" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      retry_after: 2\n",
+	  "soak.yaml:11:20: proxies[0].faults.retry_after: \"2\" has no unit "
+	  "(use ms, s or m)" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      cut_after: 0\n",
+	  "soak.yaml:11:18: proxies[0].faults.cut_after: \"0\" is not a whole "
+	  "number of 1..100000" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      stall_after: 6..2\n",
+	  "soak.yaml:11:20: proxies[0].faults.stall_after: \"6..2\": the minimum "
+	  "is above the maximum" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      cut_after: [1, 2]\n",
+	  "soak.yaml:11:18: proxies[0].faults.cut_after: expected a count of "
+	  "events or a range of them (e.g. 2..6), got a list" },
+	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
+	  "      stall: 5s..1s\n",
+	  "soak.yaml:11:14: proxies[0].faults.stall: \"5s..1s\": the minimum is "
+	  "above the maximum" },
 	{ BASE "proxies:\n  - name: p\n    upstream: h:1\n    faults:\n"
 	  "      latency: 40ms..5ms\n",
 	  "soak.yaml:11:16: proxies[0].faults.latency: \"40ms..5ms\": the "
@@ -746,6 +827,8 @@ static const struct bad bads[] = {
 	  "mapping" },
 	{ BASE "services:\n  - name: s\n    command: a\n    listen: fd\n",
 	  "soak.yaml:10:13: services[0].listen: expected port or socket, got \"fd\"" },
+	{ BASE "services:\n  - name: s\n    command: a\n    seam: direct\n",
+	  "soak.yaml:10:11: services[0].seam: expected true or false, got \"direct\"" },
 	{ BASE "services: provider\n",
 	  "soak.yaml:7:11: services: expected a list, got \"provider\"" },
 	/* required keys */
@@ -988,6 +1071,39 @@ test_marks(void **state)
 	cfg_sql_where(&cfg, 3, 1, &line, &col);
 	assert_int_equal(line, 0);
 	cfg_free(&cfg);
+}
+
+/*
+ * services[].seam (docs/turns.md "What a service gets"): through the seam
+ * by default when there is a proxy; seam: false keeps one direct; without
+ * a proxy there is no seam.
+ */
+static void
+test_seam(void **state)
+{
+	struct cfg	 cfg;
+	char		 err[ERR_LEN], *y;
+
+	(void)state;
+	y = xasprintf("%sservices:\n  - name: a\n    command: a\n"
+	    "  - name: b\n    command: b\n    seam: false\n%s", BASE, DBPX);
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_true(cfg.services[0].seam);
+	assert_true(cfg_service_seam(&cfg, &cfg.services[0]));
+	assert_false(cfg.services[1].seam);
+	assert_false(cfg_service_seam(&cfg, &cfg.services[1]));
+	assert_int_equal(cfg_services_direct(&cfg), 1);
+	cfg_free(&cfg);
+	free(y);
+	y = xasprintf("%sservices:\n  - name: a\n    command: a\n", BASE);
+	if (cfg_load_text("soak.yaml", y, strlen(y), &cfg, err) == -1)
+		fail_msg("%s", err);
+	assert_true(cfg.services[0].seam);
+	assert_false(cfg_service_seam(&cfg, &cfg.services[0]));	/* no proxy */
+	assert_int_equal(cfg_services_direct(&cfg), 1);
+	cfg_free(&cfg);
+	free(y);
 }
 
 /*
@@ -1389,6 +1505,7 @@ main(void)
 		cmocka_unit_test(test_guard_floor),
 		cmocka_unit_test(test_guard_set),
 		cmocka_unit_test(test_db_proxy),
+		cmocka_unit_test(test_seam),
 		cmocka_unit_test_setup_teardown(test_model_upstream, setup_dir,
 		    teardown_dir),
 		cmocka_unit_test(test_marks),

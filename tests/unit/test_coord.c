@@ -2324,11 +2324,11 @@ static struct regress	regs_v[2] = {
 };
 static const struct regress_set	regs = { .v = regs_v, .n = 2 };
 
-/* A regression's result; returns the ACK's ok. */
+/* A regression's result with its detail; returns the ACK's ok. */
 static int
-result_plan(struct coord *c, uint32_t w, int64_t now, uint64_t lease_id,
+result_plan_d(struct coord *c, uint32_t w, int64_t now, uint64_t lease_id,
     uint64_t seed, uint32_t attempt, const char *plan, const char *hash,
-    int verdict, const char *reason)
+    int verdict, const char *reason, const char *detail)
 {
 	struct msg	req = { .type = MSG_RESULT }, rep;
 	int		ok;
@@ -2341,12 +2341,22 @@ result_plan(struct coord *c, uint32_t w, int64_t now, uint64_t lease_id,
 	req.u.result.plan_hash = UNCONST(hash);
 	req.u.result.verdict = (uint8_t)verdict;
 	req.u.result.reason = UNCONST(reason);
-	req.u.result.detail = UNCONST("{\"message\":\"m\"}");
+	req.u.result.detail = UNCONST(detail);
 	assert_int_equal(coord_handle(c, &req, w, now, &rep), 1);
 	assert_int_equal(rep.type, MSG_ACK);
 	ok = rep.u.ack.ok;
 	msg_clear(&rep);
 	return ok;
+}
+
+/* A regression's result; returns the ACK's ok. */
+static int
+result_plan(struct coord *c, uint32_t w, int64_t now, uint64_t lease_id,
+    uint64_t seed, uint32_t attempt, const char *plan, const char *hash,
+    int verdict, const char *reason)
+{
+	return result_plan_d(c, w, now, lease_id, seed, attempt, plan, hash, verdict,
+	    reason, "{\"message\":\"m\"}");
 }
 
 static void
@@ -2462,6 +2472,91 @@ test_regressions_first_and_apart(void **state)
 	assert_int_equal(rs[1].attempts, 3);
 	assert_same_state(c, log);
 	json_decref(log);
+	coord_free(c);
+	mk_regs = NULL;
+}
+
+/*
+ * A regression whose plan diverged passes only on a complete exploration
+ * that ran and found no failing schedule (worker/regexplore.h): a worker's
+ * pass that does not say so tested nothing and is infra/diverged; an
+ * exploration the worker calls final (another worker would find the same)
+ * is not retried.
+ */
+static void
+test_regression_pass_by_exploring(void **state)
+{
+	static const char *const earned[] = {
+		"{\"message\":\"m\"}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"complete\":true,"
+		    "\"executions\":6,\"failing\":0}}",
+	};
+	static const char *const not_earned[] = {
+		"{\"message\":\"m\",\"diverged\":\"d\"}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"complete\":false,"
+		    "\"executions\":1,\"failing\":0}}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"executions\":6,"
+		    "\"failing\":0}}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"complete\":true,"
+		    "\"executions\":0,\"failing\":0}}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"complete\":true,"
+		    "\"executions\":6,\"failing\":1}}",
+		"{\"message\":\"m\",\"diverged\":\"d\",\"explored\":{\"complete\":true,"
+		    "\"executions\":6}}",
+	};
+	struct coord			*c;
+	struct msg			 rep;
+	struct coord_reg_counts		 rn;
+	const struct coord_seed		*rs;
+	json_t				*d;
+	uint64_t			 l1, l2;
+	size_t				 i, nr;
+	uint32_t			 w1, w2;
+
+	(void)state;
+	for (i = 0; i < sizeof(earned) / sizeof(earned[0]); i++) {
+		d = json_loads(earned[i], 0, NULL);
+		assert_true(coord_reg_pass_earned(d));
+		json_decref(d);
+	}
+	for (i = 0; i < sizeof(not_earned) / sizeof(not_earned[0]); i++) {
+		d = json_loads(not_earned[i], 0, NULL);
+		assert_false(coord_reg_pass_earned(d));
+		json_decref(d);
+	}
+	mk_regs = &regs;
+	c = mk(0, 9);
+	w1 = hello(c, 1);
+	w2 = hello(c, 2);
+	assert_int_equal(lease(c, w1, 1, 0, &rep), 1);
+	l1 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	assert_int_equal(lease(c, w2, 2, 0, &rep), 1);
+	l2 = rep.u.lease.lease_id;
+	msg_clear(&rep);
+	/* r1: a pass whose exploration ran out of budget is none, and final */
+	assert_int_equal(result_plan_d(c, w1, 0, l1, 3, 1, "r1", regs_v[0].hash,
+	    VERDICT_PASS, "", "{\"message\":\"m\",\"diverged\":\"d\",\"explored\":"
+	    "{\"complete\":false,\"executions\":1,\"failing\":0,\"final\":true}}"), 1);
+	/* r2: a complete, clean exploration is a pass */
+	assert_int_equal(result_plan_d(c, w2, 0, l2, 100, 1, "r2", regs_v[1].hash,
+	    VERDICT_PASS, "", "{\"message\":\"m\",\"diverged\":\"d\",\"explored\":"
+	    "{\"complete\":true,\"executions\":6,\"failing\":0,\"final\":true}}"), 1);
+	rs = coord_regressions(c, &nr);
+	assert_int_equal(nr, 2);
+	assert_int_equal(rs[0].state, CSEED_FINAL);
+	assert_int_equal(rs[0].verdict, VERDICT_INFRA);
+	assert_int_equal(rs[0].why, REASON_DIVERGED);
+	assert_int_equal(rs[0].attempts, 1);
+	assert_non_null(strstr(json_string_value(json_object_get(rs[0].detail,
+	    "message")), "no complete exploration"));
+	assert_int_equal(rs[1].state, CSEED_FINAL);
+	assert_int_equal(rs[1].verdict, VERDICT_PASS);
+	coord_reg_counts(c, &rn);
+	assert_int_equal(rn.done, 2);
+	assert_int_equal(rn.pass, 1);
+	assert_int_equal(rn.diverged, 1);
+	assert_int_equal(rn.explored, 2);
 	coord_free(c);
 	mk_regs = NULL;
 }
@@ -3252,6 +3347,7 @@ main(void)
 		cmocka_unit_test(test_confirm_cap),
 		cmocka_unit_test(test_bundle_request),
 		cmocka_unit_test(test_regressions_first_and_apart),
+		cmocka_unit_test(test_regression_pass_by_exploring),
 		cmocka_unit_test(test_halt_cuts_active_leases),
 		cmocka_unit_test(test_halt_spares_the_stolen_tail),
 		cmocka_unit_test(test_halt_from_a_callback_waits),

@@ -1,9 +1,10 @@
 /*
  * A run's coverage (coordinator/coverage.c): the seeds' counts summed, the
  * steps' median and most, the warnings a user acts on (a proxy nobody
- * reached, a fault that never fired, a schedule that took no step, a PCT
- * k far from the steps taken, an invariant never checked), PCT's bound,
- * and the summary's lines.
+ * reached, a fault that never fired, a schedule that took no step in some
+ * or every seed, a PCT k far from the steps taken, an invariant never
+ * checked, a service's statements that bypassed a schedule, a schedule
+ * that serialized a service), PCT's bound, and the summary's lines.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,11 +131,13 @@ test_sums_and_warnings(void **state)
 	s = json_dumps(db, JSON_COMPACT);
 	assert_string_equal(s, "{\"schedule\":\"pct\",\"exchanges\":74,"
 	    "\"seeds_with_exchanges\":3,\"connections\":12,\"faults\":{\"lost_reply\":3,"
-	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"close_after\":0,"
+	    "\"reset\":0,\"duplicate\":0,\"blackhole\":0,\"status\":0,"
+	    "\"stream_cut\":0,\"stream_stall\":0,\"close_after\":0,"
 	    "\"latency\":9},\"steps\":74,\"steps_per_seed\":{\"median\":24,"
 	    "\"max\":30},\"forced\":{\"arrival\":3,\"blocked\":0,\"watchdog\":1},"
 	    "\"lock_waits\":6,\"deadlocks\":{\"soak\":3,\"postgres\":0},"
-	    "\"idle\":[]}");
+	    "\"idle\":[],\"bypassed\":{},\"serialized\":{\"steps\":0,"
+	    "\"seeds\":0},\"seeds_without_steps\":0}");
 	free(s);
 	s = json_dumps(json_object_get(j, "forced"), JSON_COMPACT);
 	assert_string_equal(s, "{\"decisions\":4,\"seeds\":2}");
@@ -340,6 +343,70 @@ test_no_step_and_database(void **state)
 }
 
 /*
+ * Issue 34 items 5 and 6: a service's exchanges that passed a schedule
+ * unheld, counted per service and seed; a schedule in front of a service
+ * that held requests to their replies (serialized), named; a schedule that
+ * took no step in some seeds of a run in which it took some.
+ */
+static void
+test_seam_warnings(void **state)
+{
+	static struct cfg_service	svcs[1];
+	struct cov			*c;
+	json_t				*j, *db, *api;
+	char				*s;
+
+	(void)state;
+	mk(40);
+	svcs[0] = (struct cfg_service){ .name = "tools" };
+	cfg.services = svcs;
+	cfg.nservices = 1;
+	px[1].upstream = "tools";
+	px[1].schedule = (struct cfg_schedule){ .enabled = true,
+	    .mode = CFG_SCHED_RANDOM };
+	c = cov_new(&cfg);
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":9,\"steps\":4,"
+	    "\"bypassed\":{\"tools\":5,\"ghost\":7}},\"api\":{\"exchanges\":4,"
+	    "\"steps\":4,\"serialized\":2}}}");
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":6,\"bypassed\":"
+	    "{\"tools\":6}},\"api\":{\"exchanges\":2,\"steps\":2,"
+	    "\"serialized\":1}}}");
+	add(c, "{\"proxies\":{\"db\":{\"exchanges\":3,\"steps\":3},"
+	    "\"api\":{\"exchanges\":1,\"steps\":1}}}");
+	j = cov_json(c);
+	db = json_object_get(json_object_get(j, "proxies"), "db");
+	api = json_object_get(json_object_get(j, "proxies"), "api");
+	/* a service the config does not have is left out */
+	s = json_dumps(json_object_get(db, "bypassed"), JSON_COMPACT);
+	assert_string_equal(s, "{\"tools\":{\"exchanges\":11,\"seeds\":2}}");
+	free(s);
+	s = json_dumps(json_object_get(api, "serialized"), JSON_COMPACT);
+	assert_string_equal(s, "{\"steps\":3,\"seeds\":2}");
+	free(s);
+	assert_int_equal(json_integer_value(json_object_get(db,
+	    "seeds_without_steps")), 1);
+	assert_true(warned(j, "proxy db: 11 statements of service tools bypassed "
+	    "the schedule (pct), in 2 of the 3 seeds: the schedule does not yet "
+	    "know which turn's request a service's statement serves"));
+	assert_false(warned(j, "ghost"));
+	assert_true(warned(j, "proxy api: its schedule (random) serialized service "
+	    "tools in 2 of the 3 seeds: 3 steps admitted a request while another "
+	    "turn's waited, and each is held until its reply, so the service "
+	    "never ran two requests at once"));
+	assert_true(warned(j, "proxy db has a schedule (pct) but took no step in 1 "
+	    "of the 3 seeds"));
+	assert_false(warned(j, "proxy api has a schedule"));
+	s = summary(c);
+	assert_non_null(strstr(s, "    warning: proxy db: 11 statements of service "
+	    "tools bypassed the schedule"));
+	assert_non_null(strstr(s, "    warning: proxy api: its schedule (random) "
+	    "serialized service tools"));
+	free(s);
+	json_decref(j);
+	cov_free(c);
+}
+
+/*
  * Seeds whose trace the worker could not read (issue 38: a byte that was
  * not UTF-8 made a whole run "no exchange in any seed"): counted as seeds
  * and in their invariants, said as soak's error, never as proxies nobody
@@ -396,6 +463,7 @@ main(void)
 		cmocka_unit_test(test_pct_steps),
 		cmocka_unit_test(test_idle_and_waits),
 		cmocka_unit_test(test_no_step_and_database),
+		cmocka_unit_test(test_seam_warnings),
 		cmocka_unit_test(test_unread_traces),
 	};
 

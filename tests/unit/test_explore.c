@@ -5,7 +5,8 @@
  * integration/explore measures on reservations); a step at which several
  * turns wait; records that do not fit their branch (a forged root among
  * them) refused and run again; a journal whose verdicts were rewritten;
- * and what a long record costs.
+ * what a long record costs; the root of one round (--rounds R) and the
+ * journal's header (--resume of another exploration).
  */
 #include <malloc.h>
 #include <setjmp.h>
@@ -591,6 +592,96 @@ test_long_record(void **state)
 	explore_free(x);
 }
 
+/* ---- --rounds R ---- */
+
+/*
+ * The root of an exploration of one round: the steps of the rounds before
+ * it that run, as the seed ran them; never a step of the round itself,
+ * which would then be followed, not branched ("complete, 1 explored").
+ */
+static void
+test_root_prefix(void **state)
+{
+	static const int	 rounds[] = { 0, 0, 0, 1, 1, 2 };
+	static const int	 turns[] = { 0, 1, 0, 1, 0, 0 };
+	struct plan_step	 steps[6];
+	struct plan_proxy	 pp = { .name = (char *)"db", .steps = steps,
+				    .nsteps = 6 };
+	bool			 runs[3 * 2] = { true, false, true, true, true, true };
+	struct plan		 p = { .seed = 1, .turns = 2, .rounds = 3, .runs = runs,
+				    .proxies = &pp, .nproxies = 1 };
+	struct xstep		*s;
+	size_t			 i;
+
+	(void)state;
+	for (i = 0; i < 6; i++)
+		steps[i] = (struct plan_step){ .round = rounds[i], .turn = turns[i],
+		    .key = 0x10 + i, .occ = (uint32_t)i, .cand = 3,
+		    .has_cand = i != 2, .what = i == 0 ? (char *)"SELECT a" : NULL };
+	/* every round, or round 0: nothing before it */
+	assert_int_equal(explore_root_prefix(&p, &pp, -1, &s), 0);
+	free(s);
+	assert_int_equal(explore_root_prefix(&p, &pp, 0, &s), 0);
+	free(s);
+	/* round 1: round 0's steps of the turns that run (turn 1 does not) */
+	assert_int_equal(explore_root_prefix(&p, &pp, 1, &s), 2);
+	assert_int_equal(s[0].round, 0);
+	assert_int_equal(s[0].turn, 0);
+	assert_int_equal(s[0].key, 0x10);
+	assert_int_equal(s[0].cand, 3);
+	assert_string_equal(s[0].what, "SELECT a");
+	assert_int_equal(s[1].key, 0x12);
+	assert_int_equal(s[1].occ, 2);
+	assert_int_equal(s[1].cand, 1);		/* no cand: its own turn alone */
+	assert_string_equal(s[1].what, "exchange");
+	free(s);
+	/* round 2: rounds 0 and 1, not round 2's own step */
+	assert_int_equal(explore_root_prefix(&p, &pp, 2, &s), 4);
+	for (i = 0; i < 4; i++)
+		assert_true(s[i].round < 2);
+	assert_int_equal(s[3].key, 0x14);
+	free(s);
+}
+
+/* A journal's header names the exploration: a --resume with another
+ * round, bound, seed, turns or reduction is another's journal. */
+static void
+test_journal_header(void **state)
+{
+	struct explore_opts	o = { .cfg = &cfg, .proxy = "db", .seed = 1,
+				    .bound = 2, .only_round = 1 }, q;
+	json_t			*h = explore_journal_header(&o, "0,1"), *g;
+
+	(void)state;
+	g = explore_journal_header(&o, "0,1");
+	assert_true(json_equal(h, g));
+	json_decref(g);
+	q = o, q.only_round = 2;
+	g = explore_journal_header(&q, "0,1");
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	q = o, q.only_round = -1;
+	g = explore_journal_header(&q, "0,1");
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	q = o, q.bound = 1;
+	g = explore_journal_header(&q, "0,1");
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	q = o, q.seed = 2;
+	g = explore_journal_header(&q, "0,1");
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	q = o, q.reduce = true;
+	g = explore_journal_header(&q, "0,1");
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	g = explore_journal_header(&o, NULL);
+	assert_false(json_equal(h, g));
+	json_decref(g);
+	json_decref(h);
+}
+
 int
 main(void)
 {
@@ -603,6 +694,8 @@ main(void)
 		cmocka_unit_test(test_inexact_incomplete),
 		cmocka_unit_test(test_journal_rewritten),
 		cmocka_unit_test(test_long_record),
+		cmocka_unit_test(test_root_prefix),
+		cmocka_unit_test(test_journal_header),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,7 +5,8 @@
  * is marked "arrival"); a turn that exited, or is not in the round, is not
  * waited for; a turn held at another gate of the set, or whose exchange
  * waits on a lock, is accounted for; one exchange runs at a time; the same
- * seed shown the same events admits the same exchanges.
+ * seed shown the same events admits the same exchanges; a deadlock's
+ * victim is its cycle's exchange admitted first.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,6 +22,7 @@
 
 #include "common/util.h"
 #include "fault-proxy/gate.h"
+#include "fault-proxy/gate_int.h"
 
 #define NT	4
 
@@ -131,6 +133,137 @@ test_arrival_watchdog(void **state)
 	assert_int_equal(st.forced, 1);
 	assert_int_equal(st.steps, 1);
 	fix_close(&f);
+}
+
+/* An engine's view for the run-time test: turn 1 runs and has run
+ * stub_ran ms (-1: not known); the others have exited. */
+static int64_t	stub_ran;
+
+static enum gate_act
+stub_actor(void *arg, const struct gate *g, int turn, int64_t *ran_ms)
+{
+	(void)arg;
+	(void)g;
+	if (turn != 1)
+		return GA_GONE;
+	*ran_ms = stub_ran;
+	return GA_RUNNING;
+}
+
+/*
+ * `arrival` bounds the time a running turn ran, not the time it waited
+ * for a core: turn 1 runs for 300 ms of wall time but gets 40 ms of CPU
+ * (a loaded machine), and no decision is forced; once it has run 100 ms
+ * since it was first seen, the watchdog decides.  Without a run
+ * time (-1) the wall clock counts, as before.
+ */
+static void
+test_arrival_counts_run_time(void **state)
+{
+	struct fix		 f;
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 err[256];
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 3);
+	gate_free(f.g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 3,
+	    .sched = &f.sc, .epfd = f.epfd, .held = f.held,
+	    .actor = stub_actor };
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	stub_ran = 5000;
+	arrive(&f, 0, 1000);
+	assert_null(gate_decide(f.g, 1000));
+	for (int64_t now = 1010; now <= 1300; now += 10) {
+		stub_ran += (now % 70 == 0) ? 10 : 0;	/* a core now and then */
+		assert_null(gate_decide(f.g, now));
+	}
+	/* it runs flat out from here: 100 ms of CPU is late */
+	for (int64_t now = 1310; ; now += 10) {
+		stub_ran += 10;
+		if ((e = gate_decide(f.g, now)) != NULL) {
+			assert_string_equal(e->rec->forced, "arrival");
+			/* 40 ms while starved, 60 more flat out */
+			assert_int_equal(now, 1360);
+			break;
+		}
+		assert_true(now < 1500);
+	}
+	fix_close(&f);
+
+	/* its run time not known: the wall clock */
+	fix_open(&f, CFG_SCHED_RANDOM, 3);
+	gate_free(f.g);
+	gc.epfd = f.epfd;
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	stub_ran = -1;
+	arrive(&f, 0, 1000);
+	assert_null(gate_decide(f.g, 1000));
+	assert_null(gate_decide(f.g, 1050));
+	e = gate_decide(f.g, 1100);
+	assert_non_null(e);
+	assert_string_equal(e->rec->forced, "arrival");
+	fix_close(&f);
+}
+
+/* gate_conf.starved for the test: what the stub says. */
+static int64_t	stub_starved;
+
+static int64_t
+stub_starved_fn(const struct gate *g, const struct gate_ent *e)
+{
+	(void)g;
+	(void)e;
+	return stub_starved;
+}
+
+/*
+ * `blocked` counts an admitted exchange's own time: what its backend and
+ * the gate's thread waited for a core is taken off.  Admitted at 1000
+ * (blocked 500 ms), starved 300 ms of it: not stuck at 1500, looked at
+ * again at 1800, stuck then; one not starved is stuck at 1500.
+ */
+static void
+test_blocked_not_starved(void **state)
+{
+	struct fix		 f;
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 err[256];
+	int			 t;
+
+	(void)state;
+	for (int starve = 1; starve >= 0; starve--) {
+		fix_open(&f, CFG_SCHED_RANDOM, 4);
+		gate_free(f.g);
+		gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 4,
+		    .sched = &f.sc, .epfd = f.epfd, .held = f.held,
+		    .starved = stub_starved_fn };
+		f.g = gate_new(&gc, err);
+		assert_non_null(f.g);
+		stub_starved = 7000;
+		for (t = 0; t < NT; t++)
+			arrive(&f, t, 1000);
+		e = gate_decide(f.g, 1000);
+		assert_non_null(e);
+		assert_null(e->rec->forced);
+		stub_starved += starve ? 300 : 0;
+		if (starve) {
+			assert_null(gate_decide(f.g, 1500));
+			assert_null(e->rec->forced);
+			assert_int_equal(gate_next_at(f.g), 1800);
+			assert_null(gate_decide(f.g, 1799));
+			assert_null(e->rec->forced);
+			(void)gate_decide(f.g, 1800);
+		} else
+			(void)gate_decide(f.g, 1500);
+		assert_non_null(e->rec->forced);
+		assert_string_equal(e->rec->forced, "blocked");
+		fix_close(&f);
+	}
 }
 
 /*
@@ -367,17 +500,138 @@ test_prefix(void **state)
 	fix_close(&f);
 }
 
+/*
+ * A plan that diverges says so once, in the plan's terms: the step it
+ * wanted and why it cannot come, what that turn did instead (what it was
+ * admitted as unplanned, that it exited), and every other turn held, each
+ * exchange with its step of the plan.
+ */
+static void
+test_divergence_says_what_differs(void **state)
+{
+	struct fix		 f;
+	struct plan_step	 steps[3] = {
+		{ .round = 0, .turn = 0, .key = 0xa, .what = UNCONST("SELECT n") },
+		{ .round = 0, .turn = 1, .key = 0xb, .what = UNCONST("SELECT m") },
+		{ .round = 0, .turn = 0, .key = 0xc, .what = UNCONST("UPDATE n") },
+	};
+	struct plan_proxy	 pp = { .name = UNCONST("db"), .steps = steps,
+				    .nsteps = 3 };
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 why[2048], err[256];
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 1);
+	gate_free(f.g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 1,
+	    .sched = &f.sc, .epfd = f.epfd, .held = f.held, .planned = true,
+	    .plan = &pp };
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	gate_live(f.g, 2, false);
+	gate_live(f.g, 3, false);
+	f.e[0].key = 0xa, f.e[1].key = 0xb;
+	arrive(&f, 0, 1000);
+	snprintf(f.rec[0].sql, sizeof(f.rec[0].sql), "SELECT n");
+	arrive(&f, 1, 1000);
+	snprintf(f.rec[1].sql, sizeof(f.rec[1].sql), "SELECT m");
+	e = step_of(&f, 1000);
+	assert_int_equal(e->turn, 0);
+	gate_end(f.g, e, 1001);
+	/* the fix: turn 0 writes another statement, then exits */
+	f.e[0].key = 0xd;
+	arrive(&f, 0, 1001);
+	snprintf(f.rec[0].sql, sizeof(f.rec[0].sql), "UPDATE n IF");
+	e = step_of(&f, 1001);
+	assert_int_equal(e->turn, 0);
+	assert_string_equal(e->rec->plan, "unplanned");
+	gate_end(f.g, e, 1002);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 0);
+	gate_live(f.g, 0, false);
+	assert_int_equal(gate_diverged(f.g, why, sizeof(why)), 1);
+	assert_string_equal(why, "the plan diverged at step 3 of proxy db: it wanted "
+	    "turn 0's UPDATE n (key 000000000000000c, occurrence 0, round 0), which "
+	    "cannot come: turn 0 exited without it; instead turn 0 sent its UPDATE n "
+	    "IF (occurrence 0, no step of the plan), and exited; waiting: turn 1 at "
+	    "its SELECT m (occurrence 0, the plan's step 2)");
+	fix_close(&f);
+}
+
+/*
+ * A deadlock's victim (docs/faults.md): the cycle's exchange admitted
+ * first, whichever row the search starts from, and never one that only
+ * waits on the cycle.
+ */
+static void
+test_deadlock_victim(void **state)
+{
+	/* rows: pid, step, what its backend waits on (pids, 0 ends) */
+	static const struct { int32_t pid; uint32_t step; int32_t on[3]; } r[] = {
+		{ 100, 1, { 102 } },		/* waits on the cycle, not in it */
+		{ 101, 7, { 103 } },
+		{ 102, 5, { 101 } },		/* 102 -> 101 -> 103 -> 102 */
+		{ 103, 3, { 104, 102 } },
+		{ 104, 2, { 0 } },		/* runs: not waiting */
+	};
+	struct gate_ent		 e[5];
+	struct proxy_trace_rec	 rec[5];
+	struct row		 rows[5];
+	size_t			 i, j;
+
+	(void)state;
+	memset(rows, 0, sizeof(rows));
+	for (i = 0; i < 5; i++) {
+		memset(&rec[i], 0, sizeof(rec[i]));
+		rec[i].step = r[i].step;
+		e[i] = (struct gate_ent){ .turn = (int)i, .pid = r[i].pid, .rec = &rec[i],
+		    .st = i == 4 ? GS_RUN : GS_LOCK };
+		rows[i].e = &e[i];
+		for (j = 0; j < 3 && r[i].on[j] != 0; j++)
+			rows[i].b[rows[i].nb++] = r[i].on[j];
+	}
+	/* the cycle's lowest step is 3 (pid 103); 1 waits on it, 7 is in it */
+	assert_ptr_equal(gate_cycle_victim(rows, 5), &e[3]);
+	/* from another row first: the same victim */
+	assert_ptr_equal(gate_cycle_victim(rows + 1, 4), &e[3]);
+	{
+		static const size_t	 order[5] = { 2, 4, 0, 3, 1 };
+		struct row		 o[5];
+
+		for (i = 0; i < 5; i++)
+			o[i] = rows[order[i]];
+		assert_ptr_equal(gate_cycle_victim(o, 5), &e[3]);
+	}
+	/* the one admitted first is the victim wherever it is in the cycle */
+	rec[1].step = 2;
+	assert_ptr_equal(gate_cycle_victim(rows, 5), &e[1]);
+	rec[1].step = 7;
+	/* one of them no longer waits (its lock was granted): no cycle */
+	e[2].st = GS_WOKE;
+	assert_null(gate_cycle_victim(rows, 5));
+	e[2].st = GS_LOCK;
+	/* the edge that closed it gone: a chain, no cycle */
+	rows[3].nb = 1;
+	assert_null(gate_cycle_victim(rows, 5));
+	/* one row: never a cycle */
+	assert_null(gate_cycle_victim(rows, 1));
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_waits_for_live_turns),
 		cmocka_unit_test(test_arrival_watchdog),
+		cmocka_unit_test(test_arrival_counts_run_time),
+		cmocka_unit_test(test_blocked_not_starved),
 		cmocka_unit_test(test_waits_counted),
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
 		cmocka_unit_test(test_deterministic),
 		cmocka_unit_test(test_prefix),
+		cmocka_unit_test(test_divergence_says_what_differs),
+		cmocka_unit_test(test_deadlock_victim),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

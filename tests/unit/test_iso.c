@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/soak.h"
 #include "common/util.h"
 #include "isolation/iso.h"
 
@@ -195,6 +196,56 @@ test_embedded_connects(void **state)
 	assert_string_equal(v, "off");
 	free(v);
 	assert_int_equal(query_long(c, "SHOW max_connections"), 30);
+	PQfinish(c);
+}
+
+/* A process's state letter from /proc/PID/stat ('T' stopped), or 0, and
+ * its parent. */
+static char
+proc_state(pid_t pid, long *ppid)
+{
+	char	 path[64], line[512], st = 0;
+	char	*p;
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fgets(line, sizeof(line), f) != NULL && (p = strrchr(line, ')')) != NULL &&
+	    sscanf(p + 1, " %c %ld", &st, ppid) != 2)
+		st = 0;
+	fclose(f);
+	return st;
+}
+
+/*
+ * The server is marked soak's (common/soak.h SOAK_PG_MARK, found through
+ * its postmaster's cwd as the fault proxy finds it), and
+ * pg_embedded_continue() continues a backend a dead worker left stopped:
+ * it answers again.
+ */
+static void
+test_embedded_mark_and_continue(void **state)
+{
+	PGconn	*c;
+	char	 mark[128];
+	pid_t	 be;
+	long	 pm = 0;
+	int64_t	 until = now_ms() + 10000;
+
+	(void)state;
+	c = connect_ok(pg_embedded_conninfo(pg));
+	be = (pid_t)query_long(c, "SELECT pg_backend_pid()");
+	assert_true(proc_state(be, &pm) != 0 && pm > 1);
+	snprintf(mark, sizeof(mark), "/proc/%ld/cwd/" SOAK_PG_MARK, pm);
+	assert_int_equal(access(mark, F_OK), 0);
+	assert_int_equal(kill(be, SIGSTOP), 0);
+	while (proc_state(be, &pm) != 'T')	/* the stop is delivered */
+		if (now_ms() > until)
+			fail_msg("watchdog: backend %d not stopped after 10 s", (int)be);
+	pg_embedded_continue(pg);
+	assert_true(proc_state(be, &pm) != 'T');
+	assert_int_equal(query_long(c, "SELECT 6 * 7"), 42);
 	PQfinish(c);
 }
 
@@ -1235,6 +1286,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_embedded_connects),
+		cmocka_unit_test(test_embedded_mark_and_continue),
 		cmocka_unit_test(test_dbparams),
 		cmocka_unit_test(test_psql_command),
 		cmocka_unit_test(test_embedded_stop_cleans_up),

@@ -100,7 +100,7 @@ test_errors(void **state)
 		  "{\"db\": {\"faults\": [{\"round\": 0, \"turn\": 1, \"key\": "
 		  "\"0000000000000001\", \"occ\": 0, \"fault\": \"explode\"}]}}}",
 		  "p.json: proxies.db.faults[0].fault: not one of lost_reply, reset, "
-		  "duplicate, blackhole" },
+		  "duplicate, blackhole, status, stream_cut, stream_stall" },
 		{ "{\"soak_plan\": 1, \"seed\": 1, \"turns\": 1, \"rounds\": 1, \"runs\": [[0, 1]]}",
 		  "p.json: runs[0]: round or turn out of range" },
 		/* strict (docs/plan.md): what was once read some way is refused */
@@ -224,6 +224,137 @@ test_from_trace(void **state)
 	    "digits");
 }
 
+/*
+ * The HTTP API faults in a plan: each with its parameters, round trip,
+ * from a trace, and every parameter where its kind has none, or missing
+ * where it has one, refused by name.
+ */
+static void
+test_api_faults(void **state)
+{
+	static const char api[] =
+	    "{\"soak_plan\": 1, \"seed\": 3, \"turns\": 2, \"rounds\": 1,\n"
+	    " \"proxies\": {\"llm\": {\"faults\": [\n"
+	    "  {\"round\": 0, \"turn\": 0, \"key\": \"049677d8bac702c6\", \"occ\": 0,\n"
+	    "   \"fault\": \"status\", \"status\": 429},\n"
+	    "  {\"round\": 0, \"turn\": 0, \"key\": \"049677d8bac702c6\", \"occ\": 1,\n"
+	    "   \"fault\": \"stream_cut\", \"after\": 3, \"reply\": 1},\n"
+	    "  {\"round\": 0, \"turn\": 1, \"key\": \"049677d8bac702c6\", \"occ\": 0,\n"
+	    "   \"fault\": \"stream_stall\", \"after\": 2, \"stall_ms\": 1500,\n"
+	    "   \"latency_ms\": 4}],\n"
+	    "  \"steps\": []}}}\n";
+	static const struct {
+		const char	*fault;		/* the fault's members */
+		const char	*want;
+	} bad[] = {
+		{ "\"fault\": \"status\"",
+		  "p.json: proxies.llm.faults[0].status: missing: a status fault has "
+		  "one (an HTTP error status of 400..599)" },
+		{ "\"fault\": \"status\", \"status\": 200",
+		  "p.json: proxies.llm.faults[0].status: not an HTTP error status of "
+		  "400..599" },
+		{ "\"fault\": \"status\", \"status\": \"429\"",
+		  "p.json: proxies.llm.faults[0].status: not an HTTP error status of "
+		  "400..599" },
+		{ "\"fault\": \"status\", \"status\": 429, \"after\": 2",
+		  "p.json: proxies.llm.faults[0].after: not a parameter of a status "
+		  "fault" },
+		{ "\"fault\": \"stream_cut\"",
+		  "p.json: proxies.llm.faults[0].after: missing: a stream_cut fault "
+		  "has one (a count of events of 1..100000)" },
+		{ "\"fault\": \"stream_cut\", \"after\": 0",
+		  "p.json: proxies.llm.faults[0].after: not a count of events of "
+		  "1..100000" },
+		{ "\"fault\": \"stream_cut\", \"after\": 2, \"stall_ms\": 5",
+		  "p.json: proxies.llm.faults[0].stall_ms: not a parameter of a "
+		  "stream_cut fault" },
+		{ "\"fault\": \"stream_stall\", \"after\": 2",
+		  "p.json: proxies.llm.faults[0].stall_ms: missing: a stream_stall "
+		  "fault has one (an integer of 0..3600000 (ms))" },
+		{ "\"fault\": \"stream_stall\", \"after\": 2, \"stall_ms\": -1",
+		  "p.json: proxies.llm.faults[0].stall_ms: not an integer of "
+		  "0..3600000 (ms)" },
+		{ "\"fault\": \"lost_reply\", \"status\": 500",
+		  "p.json: proxies.llm.faults[0].status: not a parameter of a "
+		  "lost_reply fault" },
+		{ "\"latency_ms\": 5, \"after\": 1",
+		  "p.json: proxies.llm.faults[0].after: not a parameter of a latency "
+		  "or reply, nor of no fault" },
+	};
+	static const char trace[] =
+	    "{\"proxy\":\"llm\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":"
+	    "\"status\",\"latency_ms\":0,\"status\":529,\"round\":0,\"key\":"
+	    "\"049677d8bac702c6\",\"occ\":0,\"req\":\"POST /v1/messages\"}\n"
+	    "{\"proxy\":\"llm\",\"turn\":0,\"conn\":0,\"exchange\":1,\"fault\":"
+	    "\"stream_stall\",\"latency_ms\":0,\"after\":2,\"stall_ms\":900,"
+	    "\"round\":0,\"key\":\"049677d8bac702c6\",\"occ\":1}\n"
+	    "{\"proxy\":\"llm\",\"turn\":1,\"conn\":0,\"exchange\":0,\"fault\":"
+	    "\"stream_cut\",\"latency_ms\":0,\"after\":5,\"round\":0,\"key\":"
+	    "\"049677d8bac702c6\",\"occ\":0}\n";
+	struct plan		 p, q;
+	const struct plan_proxy	*x;
+	char			 err[256], words[64], *a, *b, *text;
+	size_t			 i;
+
+	(void)state;
+	assert_int_equal(plan_parse(api, strlen(api), "p.json", &p, err), 0);
+	x = &p.proxies[0];
+	assert_int_equal(x->nfaults, 3);
+	assert_int_equal(x->faults[0].fault, PLAN_STATUS);
+	assert_int_equal(x->faults[0].status, 429);
+	assert_int_equal(x->faults[1].fault, PLAN_STREAM_CUT);
+	assert_int_equal(x->faults[1].after, 3);
+	assert_int_equal(x->faults[1].reply, 1);
+	assert_int_equal(x->faults[2].fault, PLAN_STREAM_STALL);
+	assert_int_equal(x->faults[2].after, 2);
+	assert_int_equal(x->faults[2].stall_ms, 1500);
+	assert_int_equal(x->faults[2].latency_ms, 4);
+	assert_string_equal(plan_fault_words(&x->faults[0], words, sizeof(words)),
+	    "status 429");
+	assert_string_equal(plan_fault_words(&x->faults[1], words, sizeof(words)),
+	    "stream_cut after 3");
+	assert_string_equal(plan_fault_words(&x->faults[2], words, sizeof(words)),
+	    "stream_stall after 2 for 1500 ms");
+	a = plan_dump(&p);
+	assert_non_null(strstr(a, "\"fault\": \"status\",\n          \"status\": 429"));
+	assert_int_equal(plan_parse(a, strlen(a), "a", &q, err), 0);
+	b = plan_dump(&q);
+	assert_string_equal(a, b);
+	free(a);
+	free(b);
+	plan_free(&p);
+	plan_free(&q);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		text = xasprintf("{\"soak_plan\": 1, \"seed\": 3, \"turns\": 2, "
+		    "\"rounds\": 1, \"proxies\": {\"llm\": {\"faults\": [{\"round\": "
+		    "0, \"turn\": 0, \"key\": \"049677d8bac702c6\", \"occ\": 0, %s}]}}}",
+		    bad[i].fault);
+		if (plan_parse(text, strlen(text), "p.json", &p, err) != -1)
+			fail_msg("accepted: %s", text);
+		assert_string_equal(err, bad[i].want);
+		free(text);
+	}
+	/* a trace's: each with what it did */
+	assert_int_equal(plan_from_trace(trace, strlen(trace), 3, NULL, 2, 1, &p,
+	    err), 0);
+	x = plan_proxy(&p, "llm");
+	assert_int_equal(x->nfaults, 3);
+	assert_int_equal(x->faults[0].fault, PLAN_STATUS);
+	assert_int_equal(x->faults[0].status, 529);
+	assert_int_equal(x->faults[1].fault, PLAN_STREAM_STALL);
+	assert_int_equal(x->faults[1].after, 2);
+	assert_int_equal(x->faults[1].stall_ms, 900);
+	assert_int_equal(x->faults[2].fault, PLAN_STREAM_CUT);
+	assert_int_equal(x->faults[2].after, 5);
+	assert_int_equal(x->faults[2].turn, 1);
+	plan_free(&p);
+	/* a status fault whose status the trace lost is the trace's fault */
+	a = "{\"proxy\":\"llm\",\"turn\":0,\"conn\":0,\"exchange\":0,\"fault\":"
+	    "\"status\",\"key\":\"00000000000000aa\",\"occ\":0}\n";
+	assert_int_equal(plan_from_trace(a, strlen(a), 1, NULL, 1, 1, &p, err), -1);
+	assert_string_equal(err, "line 1: a status fault without its error status");
+}
+
 static void
 test_fits(void **state)
 {
@@ -246,6 +377,12 @@ test_fits(void **state)
 	assert_string_equal(err, "the plan is of 3 turns x 2 rounds; res has 2 x 2");
 	cfg.turns = 8;		/* more turns: the plan runs its own */
 	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	cfg.rounds = 1;		/* fewer rounds: the plan's second never runs */
+	assert_int_equal(plan_fits(&p, &cfg, err), -1);
+	assert_string_equal(err, "the plan is of 3 turns x 2 rounds; res has 8 x 1");
+	cfg.rounds = 5;		/* more rounds: the plan runs its own */
+	assert_int_equal(plan_fits(&p, &cfg, err), 0);
+	cfg.rounds = 2;
 	px[0].name = "db2";
 	assert_int_equal(plan_fits(&p, &cfg, err), -1);
 	assert_string_equal(err, "the plan has decisions for proxy db, which res "
@@ -264,6 +401,7 @@ main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_from_trace),
+		cmocka_unit_test(test_api_faults),
 		cmocka_unit_test(test_fits),
 	};
 

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "common/log.h"
+#include "common/plan.h"
 #include "common/util.h"
 #include "fault-proxy/http.h"
 #include "fault-proxy/pgframe.h"
@@ -530,6 +531,108 @@ test_roll_pure(void **state)
 	assert_true(differ > 1800);
 }
 
+/*
+ * The HTTP API faults' bands (docs/faults.md "Faults of an HTTP API"):
+ * their shares of rate, their parameters drawn within the config's ranges
+ * and list, and nothing of a config without them moved: the rolls of
+ * before (this table, from the soak that had only three bands) and, with
+ * the bands added, every exchange they do not fault.
+ */
+static void
+test_roll_api_bands(void **state)
+{
+	static const struct { int fault; int64_t latency; } before[12] = {
+		{ 1, 11 }, { 3, 26 }, { 2, 26 }, { 1, 40 }, { 2, 19 }, { 0, 2 },
+		{ 1, 28 }, { 0, 21 }, { 2, 27 }, { 3, 26 }, { 0, 35 }, { 0, 32 },
+	};
+	struct cfg_faults	f0 = { .rate = 0.5, .lost_reply = 0.4,
+	    .reset = 0.3, .duplicate = 0.3, .latency_max_ms = 40 };
+	struct cfg_faults	f = { .rate = 1, .status = 0.3, .stream_cut = 0.3,
+	    .stream_stall = 0.4, .statuses = { 429, 503 }, .nstatuses = 2,
+	    .cut_after_min = 2, .cut_after_max = 4, .stall_after_min = 5,
+	    .stall_after_max = 5, .stall_min_ms = 100, .stall_max_ms = 200,
+	    .latency_max_ms = 40 };
+	struct cfg_faults	g;
+	struct proxy_roll	a, b;
+	int			n[PROXY_FAULT_MAX] = { 0 }, st[600] = { 0 };
+	int			after[8] = { 0 }, same = 0;
+	uint32_t		x;
+	double			total = 10000;
+
+	(void)state;
+	for (x = 0; x < 12; x++) {
+		proxy_roll(&f0, 7, "llm", 1, 0, x, &a);
+		assert_int_equal(a.fault, before[x].fault);
+		assert_int_equal(a.latency_ms, before[x].latency);
+		assert_int_equal(a.status, 0);
+		assert_int_equal(a.after, 0);
+	}
+	for (x = 0; x < 10000; x++) {
+		proxy_roll(&f, 9, "llm", 0, 1, x, &a);
+		n[a.fault]++;
+		switch (a.fault) {
+		case PROXY_FAULT_STATUS:
+			assert_true(a.status == 429 || a.status == 503);
+			st[a.status]++;
+			assert_int_equal(a.after, 0);
+			break;
+		case PROXY_FAULT_STREAM_CUT:
+			assert_true(a.after >= 2 && a.after <= 4);
+			after[a.after]++;
+			assert_int_equal(a.stall_ms, 0);
+			break;
+		case PROXY_FAULT_STREAM_STALL:
+			assert_int_equal(a.after, 5);
+			assert_true(a.stall_ms >= 100 && a.stall_ms <= 200);
+			break;
+		default:
+			fail_msg("fault %d outside the bands", a.fault);
+		}
+		/* another list of statuses moves no other parameter */
+		g = f;
+		g.statuses[0] = 500;
+		g.nstatuses = 1;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &b);
+		assert_int_equal(a.fault, b.fault);
+		assert_int_equal(a.latency_ms, b.latency_ms);
+		assert_int_equal(a.after, b.after);
+		assert_int_equal(a.stall_ms, b.stall_ms);
+		if (a.fault == PROXY_FAULT_STATUS)
+			assert_int_equal(b.status, 500);
+		/* the bands added to f0's: what they do not fault is as it was */
+		g = f0;
+		g.status = g.stream_cut = g.stream_stall = 0.1;
+		g.lost_reply = g.reset = g.duplicate = 0.2;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &b);
+		g.status = g.stream_cut = g.stream_stall = 0;
+		proxy_roll(&g, 9, "llm", 0, 1, x, &a);
+		assert_int_equal(a.latency_ms, b.latency_ms);
+		if (b.fault < PROXY_FAULT_STATUS) {
+			assert_int_equal(a.fault, b.fault);
+			same++;
+		} else
+			assert_int_equal(a.fault, PROXY_FAULT_NONE);
+	}
+	assert_true(fabs(n[PROXY_FAULT_STATUS] / total - 0.3) < 0.03);
+	assert_true(fabs(n[PROXY_FAULT_STREAM_CUT] / total - 0.3) < 0.03);
+	assert_true(fabs(n[PROXY_FAULT_STREAM_STALL] / total - 0.4) < 0.03);
+	assert_true(abs(st[429] - st[503]) < n[PROXY_FAULT_STATUS] / 5);
+	assert_true(after[2] > 0 && after[3] > 0 && after[4] > 0);
+	assert_true(same > 8000);
+	/* none listed: 429, 500, 529 */
+	f.nstatuses = 0;
+	memset(st, 0, sizeof(st));
+	for (x = 0, same = 0; x < 3000; x++) {
+		proxy_roll(&f, 9, "llm", 0, 1, x, &a);
+		if (a.fault == PROXY_FAULT_STATUS) {
+			st[a.status]++;
+			same++;
+		}
+	}
+	assert_true(st[429] > 0 && st[500] > 0 && st[529] > 0);
+	assert_int_equal(st[429] + st[500] + st[529], same);
+}
+
 static void
 test_trace_format(void **state)
 {
@@ -545,6 +648,34 @@ test_trace_format(void **state)
 	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":true,"
 	    "\"client_got_reply\":false}\n");
 	assert_int_equal(proxy_trace_format(&r, buf, 20), -1);
+	/* what an HTTP API fault did, after the ten, before what it hit */
+	r.fault = PROXY_FAULT_STATUS;
+	r.status = 429;
+	r.keyed = true;
+	r.key = 0x49677d8bac702c6;
+	r.upstream_saw = false;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":2,\"conn\":1,"
+	    "\"exchange\":3,\"fault\":\"status\",\"latency_ms\":7,"
+	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"status\":429,\"round\":0,"
+	    "\"key\":\"049677d8bac702c6\",\"occ\":0}\n");
+	r.fault = PROXY_FAULT_STREAM_STALL;
+	r.status = 0;
+	r.after = 3;
+	r.stall_ms = 1500;
+	r.keyed = false;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "{\"proxy\":\"db\",\"turn\":2,\"conn\":1,"
+	    "\"exchange\":3,\"fault\":\"stream_stall\",\"latency_ms\":7,"
+	    "\"bytes_up\":10,\"bytes_down\":0,\"upstream_saw\":false,"
+	    "\"client_got_reply\":false,\"after\":3,\"stall_ms\":1500}\n");
+	r.fault = PROXY_FAULT_STREAM_CUT;
+	r.stall_ms = 0;
+	assert_true(proxy_trace_format(&r, buf, sizeof(buf)) > 0);
+	assert_non_null(strstr(buf, "\"client_got_reply\":false,\"after\":3}\n"));
+	/* cut where the fields would not fit */
+	assert_int_equal(proxy_trace_format(&r, buf, strlen(buf) - 3), -1);
 }
 
 static void
@@ -702,6 +833,63 @@ test_pg_exchange_class(void **state)
 	}
 }
 
+/* "SELECT n FROM t WHERE id IN (1, 1, ..., 1)" of len bytes, then tail. */
+static size_t
+long_select(char *out, size_t len, const char *tail)
+{
+	static const char	 head[] = "SELECT n FROM t WHERE id IN (1";
+	size_t			 n = sizeof(head) - 1;
+
+	memcpy(out, head, n);
+	while (n + 3 < len) {
+		memcpy(out + n, ", 1", 3);
+		n += 3;
+	}
+	n += (size_t)sprintf(out + n, ")%s", tail);
+	return n + 1;		/* its NUL */
+}
+
+/*
+ * A statement longer than STMTKEY_MAX, whichever protocol carries it and
+ * however it is cut into reads: a FOR UPDATE past the cut makes it no read
+ * (the proxy saw the cap of it, not all); a long plain read under the cap
+ * is one.
+ */
+static void
+test_pg_class_cut(void **state)
+{
+	static const char	 startup[] = "user\0u\0database\0d\0";
+	static const size_t	 steps[] = { 1, 7, 4096, 1u << 20 };
+	size_t			 big = STMTKEY_MAX + 8192, n = 0, q, i;
+	char			*cs = malloc(4 * big), *body = malloc(big + 64);
+	char			 sqls[8][PG_SQL_LEN];
+	enum pg_kind		 kinds[8];
+
+	(void)state;
+	assert_non_null(cs);
+	assert_non_null(body);
+	n += pg_msg(cs + n, 0, PG_CODE_PROTO3, startup, sizeof(startup));
+	q = long_select(body, big, " FOR UPDATE");			/* 1 */
+	n += pg_msg(cs + n, 'Q', 0, body, q);
+	body[0] = '\0';						/* 2 */
+	q = 1 + long_select(body + 1, big, " FOR UPDATE");
+	memcpy(body + q, "\0\0", 2);
+	n += pg_msg(cs + n, 'P', 0, body, q + 2);
+	n += pg_msg(cs + n, 'B', 0, "\0\0\0\0\0\0\0\0", 8);
+	n += pg_msg(cs + n, 'E', 0, "\0\0\0\0\0", 5);
+	n += pg_msg(cs + n, 'S', 0, "", 0);
+	q = long_select(body, STMTKEY_MAX / 2, "");			/* 3 */
+	n += pg_msg(cs + n, 'Q', 0, body, q);
+	for (i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+		assert_int_equal(pg_walk(cs, n, steps[i], kinds, sqls, 8), 4);
+		assert_int_equal(walk_cls[1], SK_OTHER);
+		assert_int_equal(walk_cls[2], SK_OTHER);
+		assert_int_equal(walk_cls[3], SK_READ);
+	}
+	free(body);
+	free(cs);
+}
+
 static void
 test_pg_framer(void **state)
 {
@@ -775,20 +963,20 @@ test_pg_framer(void **state)
 	}
 	/* a Query longer than the kept head is keyed whole, cut anywhere */
 	{
-		char	*big = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
+		char	*huge = xcalloc(1, 9000), *c3 = xcalloc(1, 9100);
 		size_t	 m = 0, k;
 
-		k = (size_t)snprintf(big, 9000, "INSERT INTO t VALUES (");
+		k = (size_t)snprintf(huge, 9000, "INSERT INTO t VALUES (");
 		while (k < 8000)
-			k += (size_t)snprintf(big + k, 9000 - k, "%zu, ", k);
-		k += (size_t)snprintf(big + k, 9000 - k, "1)");
+			k += (size_t)snprintf(huge + k, 9000 - k, "%zu, ", k);
+		k += (size_t)snprintf(huge + k, 9000 - k, "1)");
 		m += pg_msg(c3 + m, 0, PG_CODE_PROTO3, startup, sizeof(startup));
-		m += pg_msg(c3 + m, 'Q', 0, big, k + 1);
+		m += pg_msg(c3 + m, 'Q', 0, huge, k + 1);
 		for (step = 7; step < m; step += 1001) {
 			assert_int_equal(pg_walk(c3, m, step, kinds, sqls, 8), 2);
-			assert_true(walk_keys[1] == stmtkey_sql(big, k));
+			assert_true(walk_keys[1] == stmtkey_sql(huge, k));
 		}
-		free(big);
+		free(huge);
 		free(c3);
 	}
 
@@ -1656,6 +1844,257 @@ latency_exchange(bool real, int64_t ms, const char *path)
 	return took;
 }
 
+/* ---- the HTTP API faults (docs/faults.md "Faults of an HTTP API") ---- */
+
+static const char api_script[] =
+    "patterns:\n"
+    "  - name: any\n"
+    "    replies:\n"
+    "      - text: one two three four five six seven eight nine ten\n";
+
+/* A streamed chat completion request (OpenAI's), or a whole one. */
+static char *
+api_request(const char *path, bool stream)
+{
+	char	body[256];
+
+	snprintf(body, sizeof(body), "{\"model\":\"m\",\"stream\":%s,"
+	    "\"max_tokens\":9,\"messages\":[{\"role\":\"user\",\"content\":"
+	    "\"hi\"}]}", stream ? "true" : "false");
+	return xasprintf("POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %zu\r\n\r\n%s", path,
+	    strlen(body), body);
+}
+
+/* The proxy of one listener in front of upstream, under plan if not NULL. */
+static struct proxy_set *
+api_start(const char *upstream, const struct cfg_faults *f,
+    const struct plan_proxy *plan, const char *trace)
+{
+	struct proxy_listen	pl;
+	struct proxy_set	*ps;
+	char			err[ERR_LEN];
+
+	memset(&pl, 0, sizeof(pl));
+	pl.name = "llm";
+	pl.listen = "127.0.0.1:0";
+	pl.upstream = upstream;
+	pl.protocol = CFG_PROTO_HTTP;
+	pl.faults = f;
+	pl.planned = plan != NULL;
+	pl.plan = plan;
+	if ((ps = proxy_set_open(&pl, 1, 5, trace, err)) == NULL)
+		fail_msg("proxy_set_open: %s", err);
+	return ps;
+}
+
+/* Server-sent events whole in buf[0..len): how many ("data: " lines). */
+static int
+api_events(const char *buf, size_t len)
+{
+	const char	*p = buf, *end = buf + len;
+	int		 n = 0;
+
+	while ((p = memmem(p, (size_t)(end - p), "data: ", 6)) != NULL) {
+		const char *e = memmem(p, (size_t)(end - p), "\n\n", 2);
+
+		if (e == NULL)
+			break;
+		n++;
+		p = e + 2;
+	}
+	return n;
+}
+
+/*
+ * A status fault answers in the proxy's name, in the API's error shape on
+ * a model API's path and a plain JSON error elsewhere, with Retry-After,
+ * never reaching the upstream; the connection goes on.  A stream cut
+ * gives exactly K events, then a FIN; a stall gives K events, a gap, then
+ * the rest; a stream fault drawn for a reply that is not a stream does
+ * nothing.  Each as a plan says, too.
+ */
+static void
+test_api_faults(void **state)
+{
+	struct cfg_faults	 f = { .rate = 1, .status = 1, .statuses = { 529 },
+	    .nstatuses = 1, .retry_after_ms = 2500 };
+	struct upstream		*u = up_start(true);
+	struct proxy_set	*ps;
+	struct plan		 plan;
+	char			 out[16384], path[512], script[512], up[600];
+	char			 err[ERR_LEN], *req, *t, *text;
+	const char		*body;
+	int64_t			 t0, gap = 0, last;
+	ssize_t			 r, n;
+	int			 fd, ev;
+	FILE			*sf;
+
+	(void)state;
+	snprintf(script, sizeof(script), "%s/api.model.yaml", tmpdir);
+	assert_non_null(sf = fopen(script, "w"));
+	fputs(api_script, sf);
+	fclose(sf);
+	snprintf(up, sizeof(up), "model:%s", script);
+
+	/* status, on a plain upstream: a plain JSON error, the upstream never asked */
+	snprintf(path, sizeof(path), "%s/status.jsonl", tmpdir);
+	ps = api_start(u->addr, &f, NULL, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	r = cli_exchange(fd, "GET /refunds/7 HTTP/1.1\r\nHost: x\r\n\r\n", 0, out,
+	    sizeof(out) - 1);
+	assert_true(r > 0);
+	out[r] = '\0';
+	assert_true(strncmp(out, "HTTP/1.1 529 Overloaded\r\n", 25) == 0);
+	assert_non_null(strstr(out, "\r\nRetry-After: 3\r\nretry-after-ms: 2500\r\n"));
+	assert_non_null(body = strstr(out, "\r\n\r\n"));
+	assert_true(strncmp(body + 4, "{\"status\":529,\"error\":\"Overloaded\","
+	    "\"message\":\"soak fault-proxy llm: a status fault", 79) == 0);
+	/* keep-alive: the next request on it, answered so too */
+	memset(out, 0, sizeof(out));
+	r = cli_exchange(fd, "GET /refunds/8 HTTP/1.1\r\nHost: x\r\n\r\n", 0, out,
+	    sizeof(out) - 1);
+	assert_true(r > 0 && strncmp(out, "HTTP/1.1 529 ", 13) == 0);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	assert_int_equal(up_get(u, &u->conns), 0);
+	t = slurp_trace(path);
+	assert_non_null(strstr(t, "\"exchange\":1,\"fault\":\"status\",\"latency_ms\":0,"
+	    "\"bytes_up\":0,\"bytes_down\":"));
+	assert_non_null(strstr(t, "\"upstream_saw\":false,\"client_got_reply\":true,"
+	    "\"status\":529}"));
+	free(t);
+
+	/* status on the stand-in: Anthropic's shape on /v1/messages */
+	f.statuses[0] = 429;
+	ps = api_start(up, &f, NULL, NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	req = api_request("/v1/messages", false);
+	memset(out, 0, sizeof(out));
+	r = cli_exchange(fd, req, 0, out, sizeof(out) - 1);
+	free(req);
+	assert_true(r > 0);
+	assert_true(strncmp(out, "HTTP/1.1 429 Too Many Requests\r\n", 32) == 0);
+	assert_non_null(strstr(out, "\r\n\r\n{\"type\":\"error\",\"error\":{\"type\":"
+	    "\"rate_limit_error\",\"message\":\"soak fault-proxy llm: a status "
+	    "fault (429 Too Many Requests)"));
+	/* OpenAI's on .../chat/completions */
+	req = api_request("/v1/chat/completions", false);
+	memset(out, 0, sizeof(out));
+	r = cli_exchange(fd, req, 0, out, sizeof(out) - 1);
+	free(req);
+	assert_true(r > 0);
+	assert_non_null(strstr(out, "\r\n\r\n{\"error\":{\"message\":\"soak "
+	    "fault-proxy llm: a status fault (429 Too Many Requests): the proxy "
+	    "answered this request itself, the upstream never saw it\",\"type\":"
+	    "\"requests\",\"param\":null,\"code\":\"rate_limit_exceeded\"}}"));
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+
+	/* a stream cut after 3 events: exactly 3, then the connection's end */
+	memset(&f, 0, sizeof(f));
+	f.rate = 1;
+	f.stream_cut = 1;
+	f.cut_after_min = f.cut_after_max = 3;
+	snprintf(path, sizeof(path), "%s/cut.jsonl", tmpdir);
+	ps = api_start(up, &f, NULL, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	req = api_request("/v1/chat/completions", true);
+	assert_true(send(fd, req, strlen(req), MSG_NOSIGNAL) > 0);
+	free(req);
+	r = cli_drain(fd, out, sizeof(out) - 1, "a cut stream");
+	assert_true(r > 0);		/* a FIN, not a reset */
+	assert_int_equal(api_events(out, (size_t)r), 3);
+	assert_true(memcmp(out + r - 2, "\n\n", 2) == 0);	/* ends at its event */
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	t = slurp_trace(path);
+	assert_non_null(strstr(t, "\"fault\":\"stream_cut\""));
+	assert_non_null(strstr(t, "\"client_got_reply\":true,\"after\":3}"));
+	free(t);
+
+	/* a stall after 1 event for 300 ms: the event, a gap, then the rest */
+	memset(&f, 0, sizeof(f));
+	f.rate = 1;
+	f.stream_stall = 1;
+	f.stall_after_min = f.stall_after_max = 1;
+	f.stall_min_ms = f.stall_max_ms = 300;
+	snprintf(path, sizeof(path), "%s/stall.jsonl", tmpdir);
+	ps = api_start(up, &f, NULL, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	req = api_request("/v1/chat/completions", true);
+	t0 = last = now_ms();
+	assert_true(send(fd, req, strlen(req), MSG_NOSIGNAL) > 0);
+	free(req);
+	for (r = 0, ev = 0; memmem(out, (size_t)r, "\r\n0\r\n\r\n", 7) == NULL; ) {
+		n = recv(fd, out + r, sizeof(out) - 1 - (size_t)r, 0);
+		if (n <= 0)
+			fail_msg("the stalled stream ended early (%zd, %d events)",
+			    n, api_events(out, (size_t)r));
+		if (api_events(out, (size_t)r) == 1 && now_ms() - last > gap)
+			gap = now_ms() - last;
+		r += n;
+		if ((ev = api_events(out, (size_t)r)) == 1)
+			last = now_ms();
+	}
+	assert_true(gap >= 250);
+	assert_true(api_events(out, (size_t)r) > 3);
+	assert_true(now_ms() - t0 >= 300);
+	assert_non_null(memmem(out, (size_t)r, "data: [DONE]\n\n", 14));
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	t = slurp_trace(path);
+	assert_non_null(strstr(t, "\"fault\":\"stream_stall\""));
+	assert_non_null(strstr(t, "\"after\":1,\"stall_ms\":300}"));
+	free(t);
+
+	/* drawn for a reply that is not a stream: no fault, all of it */
+	memset(&f, 0, sizeof(f));
+	f.rate = 1;
+	f.stream_cut = 1;
+	f.cut_after_min = f.cut_after_max = 1;
+	snprintf(path, sizeof(path), "%s/notstream.jsonl", tmpdir);
+	ps = api_start(up, &f, NULL, path);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	req = api_request("/v1/chat/completions", false);
+	memset(out, 0, sizeof(out));
+	r = cli_exchange(fd, req, 0, out, sizeof(out) - 1);
+	free(req);
+	assert_true(r > 0 && strncmp(out, "HTTP/1.1 200 OK", 15) == 0);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	t = slurp_trace(path);
+	assert_non_null(strstr(t, "\"fault\":\"none\""));
+	assert_null(strstr(t, "\"after\""));
+	free(t);
+
+	/* planned: a cut after 2 on the turn's first request, none drawn */
+	text = "{\"soak_plan\":1,\"seed\":5,\"turns\":1,\"rounds\":1,\"proxies\":"
+	    "{\"llm\":{\"faults\":[{\"round\":0,\"turn\":0,\"key\":"
+	    "\"049677d8bac702c6\",\"occ\":0,\"fault\":\"stream_cut\",\"after\":2}],"
+	    "\"steps\":[]}}}";
+	if (plan_parse(text, strlen(text), "plan", &plan, err) == -1)
+		fail_msg("%s", err);
+	memset(&f, 0, sizeof(f));
+	ps = api_start(up, &f, &plan.proxies[0], NULL);
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	req = api_request("/v1/chat/completions", true);
+	assert_true(send(fd, req, strlen(req), MSG_NOSIGNAL) > 0);
+	free(req);
+	r = cli_drain(fd, out, sizeof(out) - 1, "a planned cut");
+	assert_int_equal(api_events(out, (size_t)r), 2);
+	close(fd);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	plan_free(&plan);
+	up_stop(u);
+}
+
 static void
 test_latency_under_schedule(void **state)
 {
@@ -1676,6 +2115,68 @@ test_latency_under_schedule(void **state)
 	if (took < 300)
 		fail_msg("latency_real: 300 ms took %lld ms: not slept",
 		    (long long)took);
+}
+
+/*
+ * A service's listener (issue 34 item 1, proxy.h): at a scheduled proxy
+ * its requests pass unheld, traced with its name and "bypass"; it feeds
+ * no gate (a turn's request beside it is step 1, its turn waited for
+ * alone); and an idle keep-alive connection of a service's pool holds no
+ * `live`, so a round's settle does not wait for it.
+ */
+static void
+test_service_listener(void **state)
+{
+	struct cfg_faults	 none = { 0 };
+	struct cfg_schedule	 sc = { .enabled = true, .mode = CFG_SCHED_RANDOM,
+	    .depth = 1, .steps = 10, .arrival_ms = 2000, .blocked_ms = 500 };
+	struct upstream		*u = up_start(true);
+	struct proxy_listen	 pl[2];
+	struct proxy_set	*ps;
+	char			 out[256], err[ERR_LEN], path[512], *t, *l;
+	const char		*req = "POST /reserve_seat HTTP/1.1\r\nHost: x\r\n"
+				    "Content-Length: 0\r\n\r\n";
+	int			 fd, svc;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/service.jsonl", tmpdir);
+	memset(pl, 0, sizeof(pl));
+	pl[0] = (struct proxy_listen){ .name = "api", .proxy = 0, .turn = 0,
+	    .listen = "127.0.0.1:0", .upstream = u->addr,
+	    .protocol = CFG_PROTO_HTTP, .faults = &none, .schedule = &sc };
+	pl[1] = pl[0];
+	pl[1].turn = 1;
+	pl[1].service = "tools";
+	if ((ps = proxy_set_open(pl, 2, 7, path, err)) == NULL)
+		fail_msg("proxy_set_open: %s", err);
+	assert_true(proxy_set_scheduled(ps));
+	/* the service's: answered at once, nothing of the gate's */
+	svc = cli_connect(proxy_set_listener_addr(ps, 1));
+	assert_int_equal(cli_exchange(svc, req, 0, out, sizeof(out)),
+	    (ssize_t)sizeof(up_resp) - 1);
+	/* open and idle: no `live`, a settle does not wait for it */
+	px_wait_live(ps, 0, "a service's idle connection to hold no live");
+	assert_int_equal(proxy_set_settle(ps, 0), 0);
+	/* the turn's: held until the gate admits it, then step 1 */
+	fd = cli_connect(proxy_set_listener_addr(ps, 0));
+	assert_int_equal(cli_exchange(fd, req, 0, out, sizeof(out)),
+	    (ssize_t)sizeof(up_resp) - 1);
+	close(fd);
+	close(svc);
+	px_wait_idle(ps);
+	proxy_set_close(ps);
+	up_stop(u);
+	t = slurp(path);
+	l = strstr(t, "\"turn\":1,");
+	assert_non_null(l);
+	assert_non_null(strstr(t, "\"upstream_saw\":true,\"client_got_reply\":true,"
+	    "\"service\":\"tools\",\"bypass\":true,\"round\":0,"));
+	assert_null(strstr(l, "\"step\""));
+	/* the turn's line first (sorted by actor), a step, no service */
+	assert_ptr_equal(strstr(t, "\"turn\":0,"), t + strlen("{\"proxy\":\"api\","));
+	assert_true(strstr(t, "\"step\":1,\"cand\":\"1\"") < l);
+	assert_true(strstr(t, "\"service\"") > l);
+	free(t);
 }
 
 /* ---- robustness: garbage, early closes, a dead upstream ---- */
@@ -1893,6 +2394,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roll_pure),
+		cmocka_unit_test(test_roll_api_bands),
 		cmocka_unit_test(test_trace_format),
 		cmocka_unit_test(test_http_framer),
 		cmocka_unit_test(test_pg_framer),
@@ -1902,6 +2404,7 @@ main(void)
 		cmocka_unit_test(test_pg_startup_error),
 		cmocka_unit_test(test_pg_error_message),
 		cmocka_unit_test(test_pg_exchange_class),
+		cmocka_unit_test(test_pg_class_cut),
 		cmocka_unit_test(test_trace_format_pg),
 		cmocka_unit_test(test_match_http),
 		cmocka_unit_test(test_match_keeps_rolls),
@@ -1912,7 +2415,9 @@ main(void)
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_10k_connections),
 		cmocka_unit_test(test_stream_faults),
+		cmocka_unit_test(test_api_faults),
 		cmocka_unit_test(test_latency_under_schedule),
+		cmocka_unit_test(test_service_listener),
 		cmocka_unit_test(test_robust),
 		cmocka_unit_test(test_emfile),
 	};

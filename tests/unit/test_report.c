@@ -431,8 +431,9 @@ static const struct answer ans_reg_diverges = { VERDICT_INFRA, "diverged",
     "{\"message\":\"the run left its plan\"}" };
 
 /*
- * Every seed passed, but the regression diverged: it tested nothing, so
- * the run is incomplete (exit status, report.json, the summary), never a
+ * Every seed passed, but the regression diverged and no exploration judged
+ * it (coord.h: a diverged pass is counted only when earned), so the run
+ * is incomplete (exit status, report.json, the summary), never a
  * pass.
  */
 static void
@@ -458,8 +459,8 @@ test_regression_diverged_is_incomplete(void **state)
 	    SOAK_EXIT_INCOMPLETE);
 	json_decref(r);
 	text = summary(&m, c);
-	assert_true(has(text, "the run is INCOMPLETE: a diverged regression tested "
-	    "nothing"));
+	assert_true(has(text, "the run is INCOMPLETE: a regression whose plan "
+	    "diverged was not judged by a complete exploration; it is not a pass"));
 	free(text);
 	coord_free(c);
 	run_dir_rm(dir);

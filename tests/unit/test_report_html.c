@@ -360,7 +360,7 @@ test_previous(void **state)
 {
 	static const char *const then[3] = { "x", "y", "x" }, *const now[3] = { "y", "z", "z" };
 	char	 root[] = "/tmp/soak-test-rhtml.XXXXXX", *a, *b, *c, *html, *cmd, why[512];
-	char	*prev;
+	char	*prev, *o;
 
 	(void)state;
 	assert_non_null(mkdtemp(root));
@@ -370,11 +370,18 @@ test_previous(void **state)
 	write_run(a, "2026-11-29T00:00:00Z", 50, then, 50);
 	write_run(b, "2026-11-30T00:00:00Z", 50, now, 50);
 	write_run(c, "2026-12-01T00:00:00Z", 50, then, 50);	/* later: not "previous" */
+	/* older than a: earlier, but not the newest of the earlier runs */
+	o = xasprintf("%s/o", root);
+	write_run(o, "2026-11-28T00:00:00Z", 50, now, 50);
 	prev = report_html_previous(b, why, sizeof(why));
 	assert_non_null(prev);
 	assert_non_null(strstr(prev, "/a"));
 	free(prev);
-	assert_null(report_html_previous(a, why, sizeof(why)));
+	prev = report_html_previous(a, why, sizeof(why));
+	assert_non_null(prev);
+	assert_non_null(strstr(prev, "/o"));
+	free(prev);
+	assert_null(report_html_previous(o, why, sizeof(why)));
 	assert_non_null(strstr(why, "No earlier run of t under the output root"));
 	html = render(b, NULL);
 	assert_non_null(strstr(html, "<tr class=\"new\"><td><span class=\"badge b-new\">new"
@@ -390,6 +397,7 @@ test_previous(void **state)
 	free(a);
 	free(b);
 	free(c);
+	free(o);
 }
 
 int

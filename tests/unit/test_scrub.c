@@ -1,7 +1,8 @@
 /*
  * Secrets out of captured text (common/scrub.h): every form libpq reads a
  * password in, the text around it kept, short passwords and those equal
- * to the role or database refused with a reason, JSON strings and keys.
+ * to the role or database refused with a reason, JSON strings and keys;
+ * a secret that extends another scrubbed whole (the longest tried first).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -112,6 +113,36 @@ test_json(void **state)
 	scrub_free(sc);
 }
 
+/*
+ * A secret that extends another (a key's passphrase that begins with the
+ * password): the longer is tried first, whichever was added first, so no
+ * tail of it is left beside the mark.
+ */
+static void
+test_longest_first(void **state)
+{
+	static const char *const	 v[2] = { "hunter22", "hunter22-and-its-tail" };
+	struct scrub			*sc;
+	char				 why[ERR_LEN];
+	int				 first;
+
+	(void)state;
+	for (first = 0; first < 2; first++) {
+		sc = scrub_new();
+		assert_int_equal(scrub_add(sc, "a secret", v[first], strlen(v[first]),
+		    why), 0);
+		assert_int_equal(scrub_add(sc, "another", v[!first], strlen(v[!first]),
+		    why), 0);
+		check(sc, "key=hunter22-and-its-tail;", "key=***;");
+		check(sc, "pw=hunter22 key=hunter22-and-its-tail",
+		    "pw=*** key=***");
+		check(sc, "hunter22-and-its", "***-and-its");
+		check(sc, "key=hunter22%2Dand-its-tail;", "key=***;");
+		assert_int_equal(scrub_reach(sc), 3 * strlen(v[1]));
+		scrub_free(sc);
+	}
+}
+
 int
 main(void)
 {
@@ -119,6 +150,7 @@ main(void)
 		cmocka_unit_test(test_forms),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_longest_first),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

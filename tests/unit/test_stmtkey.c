@@ -255,6 +255,50 @@ test_class(void **state)
 	assert_int_equal(class_of(""), SK_OTHER);
 }
 
+/*
+ * A statement past STMTKEY_MAX is keyed by what came, and classed by none
+ * of it: a long SELECT whose FOR UPDATE lies past the cut is no read,
+ * whole or fed in pieces; one just under the cap still is.
+ */
+static void
+test_class_cut(void **state)
+{
+	static const char	 head[] = "SELECT n FROM counter WHERE id IN (1";
+	static const char	 tail[] = ") FOR UPDATE";
+	static const size_t	 lens[] = { STMTKEY_MAX - 64, STMTKEY_MAX + 4096 };
+	size_t			 n, len, i, j, piece;
+	char			*sql;
+
+	(void)state;
+	for (j = 0; j < sizeof(lens) / sizeof(lens[0]); j++) {
+		len = lens[j];
+		sql = malloc(len + 1);
+		assert_non_null(sql);
+		memcpy(sql, head, sizeof(head) - 1);
+		for (n = sizeof(head) - 1; n + 3 + sizeof(tail) - 1 <= len; n += 3)
+			memcpy(sql + n, ", 1", 3);
+		memcpy(sql + n, tail, sizeof(tail));
+		n += sizeof(tail) - 1;
+		/* whole: never a read, under the cap (FOR UPDATE seen) or past it */
+		assert_int_equal(class_of(sql), SK_OTHER);
+		/* without its locking clause: a read only when all of it was seen */
+		sql[n - sizeof(tail) + 2] = '\0';
+		assert_int_equal(class_of(sql), n - sizeof(tail) + 2 < STMTKEY_MAX ?
+		    SK_READ : SK_OTHER);
+		sql[n - sizeof(tail) + 2] = ' ';
+		for (piece = 1000; piece <= 8192; piece *= 8) {
+			struct stmtkey	k;
+
+			sk_init(&k);
+			for (i = 0; i < n; i += piece)
+				sk_feed(&k, sql + i, n - i < piece ? n - i : piece);
+			(void)sk_done(&k);
+			assert_int_equal(sk_class(&k), SK_OTHER);
+		}
+		free(sql);
+	}
+}
+
 int
 main(void)
 {
@@ -267,6 +311,7 @@ main(void)
 		cmocka_unit_test(test_http),
 		cmocka_unit_test(test_http_utf8),
 		cmocka_unit_test(test_class),
+		cmocka_unit_test(test_class_cut),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,9 @@ test_fault_names(void **state)
 	}
 	assert_string_equal(fault_name(FAULT_LOST_REPLY), "lost_reply");
 	assert_string_equal(fault_name(FAULT_CLOSE_AFTER), "close_after");
+	assert_string_equal(fault_name(FAULT_STATUS), "status");
+	assert_string_equal(fault_name(FAULT_STREAM_CUT), "stream_cut");
+	assert_string_equal(fault_name(FAULT_STREAM_STALL), "stream_stall");
 	assert_string_equal(fault_name(FAULT_MAX), "?");
 	assert_int_equal(fault_parse("Reset", &f), -1);
 	assert_int_equal(fault_parse(" reset", &f), -1);
@@ -149,6 +152,28 @@ test_round_trip(void **state)
 	assert_false(l.lock_wait);
 	assert_int_equal(l.deadlock, TRACE_DEADLOCK_NONE);
 	assert_int_equal(l.fault, FAULT_NONE);
+	assert_int_equal(l.status, 0);
+	assert_int_equal(l.after, 0);
+	json_decref(o);
+	/* an HTTP API fault's parameters */
+	r.fault = PROXY_FAULT_STATUS;
+	r.status = 529;
+	n = proxy_trace_format(&r, line, sizeof(line));
+	o = json_loadb(line, (size_t)n, 0, NULL);
+	assert_int_equal(trace_line_parse(o, &l, err), 0);
+	assert_int_equal(l.fault, FAULT_STATUS);
+	assert_int_equal(l.status, 529);
+	json_decref(o);
+	r.fault = PROXY_FAULT_STREAM_STALL;
+	r.status = 0;
+	r.after = 4;
+	r.stall_ms = 2500;
+	n = proxy_trace_format(&r, line, sizeof(line));
+	o = json_loadb(line, (size_t)n, 0, NULL);
+	assert_int_equal(trace_line_parse(o, &l, err), 0);
+	assert_int_equal(l.fault, FAULT_STREAM_STALL);
+	assert_int_equal(l.after, 4);
+	assert_int_equal(l.stall_ms, 2500);
 	json_decref(o);
 	/* bytes that are not UTF-8 in what a client sent (issue 38): the line
 	 * still reads, each such byte as U+FFFD, controls escaped */
@@ -219,6 +244,14 @@ test_refused(void **state)
 		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"upstream_saw\":1",
 		  "upstream_saw: not true or false" },
 		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"sql\":[]", "sql: not a string" },
+		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"status\":99",
+		  "status: 99 is out of range (100..599)" },
+		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"status\":\"429\"",
+		  "status: not a whole number" },
+		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"after\":0",
+		  "after: 0 is out of range (1..4294967295)" },
+		{ "\"turn\":0,\"conn\":0,\"exchange\":0,\"stall_ms\":-5",
+		  "stall_ms: -5 is out of range (0..9223372036854775807)" },
 	};
 	struct trace_line	 l;
 	char			 err[ERR_LEN], *text;

@@ -633,6 +633,24 @@ test_diff_cut(void **state)
 	    "kept (the run's trace was cut (truncated: 2 more trace lines); the run "
 	    "took 4 steps, this replay 4, and the digests of their whole schedules "
 	    "differ)");
+	/* ... only in the turns waiting at a step the cut left out: the
+	 * digests hold a step's candidates too */
+	{
+		char	*c = NULL;
+
+		c = cat(c, xstrdup("{\"proxy\":\"db\",\"turn\":0,\"conn\":0,"
+		    "\"exchange\":0,\"fault\":\"none\",\"pg\":\"startup\"}\n"));
+		c = cat(c, sl("db", 0, 0, 1, 2, "3", "SELECT", ""));
+		c = cat(c, sl("db", 0, 0, 2, 4, "3", "UPDATE", ""));
+		c = cat(c, sl("db", 1, 0, 1, 1, "3", "SELECT", ""));
+		c = cat(c, sl("db", 1, 0, 2, 3, "2", "UPDATE", ""));
+		assert_int_equal(diff(ca, c, out, sizeof(out)), 1);
+		assert_string_equal(out, "different on proxy db past where the traces "
+		    "were kept (the run's trace was cut (truncated: 2 more trace "
+		    "lines); the run took 4 steps, this replay 4, and the digests of "
+		    "their whole schedules differ)");
+		free(c);
+	}
 	/* both cut, the difference past what both kept: the digests tell */
 	free(ca);
 	ca = cut(a, 4, true);		/* steps 2, 4, 1 */
