@@ -30,7 +30,7 @@ database:
   schema: schema.sql
 turn:
   command: [./turn.sh]
-  timeout: 300ms
+  timeout: 2s
 invariants:
   - name: only the fixture
     sql: SELECT id, who FROM items WHERE who <> 'fixture'
