@@ -849,8 +849,14 @@ seed_run(struct xcmd *c, struct wrk *w, const struct explore_opts *o, bool *step
 	wrk_run_seed(w, c->a->seed, 1, &res);
 	w->keep_name = NULL;
 	p = json_object_get(res.detail, "plan");
-	if (!json_is_object(p)) {
-		printf("explore: the seed made no plan (%s: %s): nothing to explore\n",
+	/*
+	 * An infra seed may have a plan (its proxies open before the setup,
+	 * which may call them) and no step: what broke it is what to say,
+	 * not that it took no step.
+	 */
+	if (res.verdict == VERDICT_INFRA || !json_is_object(p)) {
+		printf("explore: the seed %s (%s: %s): nothing to explore\n",
+		    res.verdict == VERDICT_INFRA ? "broke" : "made no plan",
 		    msg_verdict_name(res.verdict), log_escape(esc, sizeof(esc),
 		    res.message));
 		goto out;

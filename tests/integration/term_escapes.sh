@@ -6,7 +6,7 @@
 #  - soak pin of a plan whose fingerprint holds them: its "it failed with";
 #  - soak explore of a config whose invariant's name holds them: its
 #    "failing: … with" line; and of a seed whose setup says them and fails:
-#    "the seed made no plan";
+#    "the seed broke";
 #  - soak replay of a seed whose turn prints them, and whose row holds them:
 #    the timeline.
 # (soak check --db's rows: check_cmd; a tracker's reply: tickets_retry.)
@@ -90,14 +90,14 @@ expect_match "the failing line, escaped" \
     '^  failing: [0-9]+ schedules? with esc\|invariant\|one bump each \\x1b\]0;pwned\\x07$' "$(cat "$T/x.out")"
 no_raw "soak explore" "$T/x.out"
 
-phase "explore: a seed that made no plan, its message quoted"
+phase "explore: a seed that broke, its message quoted"
 # a setup program that is not there, by a name that holds escapes: the
 # seed is infra, its message names it
 sed -e 's#^turn:#setup: ["/nonexistent/\\e]0;pwned\\a"]\nturn:#' "$T/esc.yaml" >"$T/setup.yaml"
 grep -q '^setup: \["/nonexistent/' "$T/setup.yaml" || fail "the config has no failing setup"
 soak_rc rc explore "$T/setup.yaml" --seed 0 --out "$T/xs" >"$T/xs.out" 2>&1
 cat -v "$T/xs.out" | tail -n 5
-expect_match "it says the seed made no plan, the name escaped" \
-    'the seed made no plan \(infra: .*nonexistent/\\x1b\]0;pwned\\x07' "$(cat "$T/xs.out")"
+expect_match "it says the seed broke, the name escaped" \
+    'the seed broke \(infra: .*nonexistent/\\x1b\]0;pwned\\x07' "$(cat "$T/xs.out")"
 no_raw "soak explore, no plan" "$T/xs.out"
 ok "term_escapes"
