@@ -191,6 +191,34 @@ find_regression(const json_t *report, const char *name)
 }
 
 /*
+ * The plan at path and the config, loaded, and the plan fits the config:
+ * 0, or the exit status with what is wrong said (what the plan or the
+ * config's checks quote is anyone's text: escaped).  cwhat prefixes a
+ * config error.
+ */
+static int
+pin_load(const char *path, const char *cfg_path, const char *cwhat,
+    struct plan *p, struct cfg *cfg)
+{
+	char	err[ERR_LEN], esc[LOG_ESC_LEN];
+
+	if (plan_load(path, p, err) == -1) {
+		fprintf(stderr, "soak pin: %s\n", log_escape(esc, sizeof(esc), err));
+		return access(path, R_OK) == 0 ? EX_DATAERR : EX_NOINPUT;
+	}
+	if (cfg_load_file(cfg_path, cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s%s\n", cwhat, err);
+		return access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
+	}
+	if (plan_fits(p, cfg, err) == -1) {
+		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, path,
+		    log_escape(esc, sizeof(esc), err));
+		return SOAK_EXIT_CONFIG;
+	}
+	return 0;
+}
+
+/*
  * soak pin RUN_DIR --refresh NAME: the new schedule of regression NAME,
  * whose plan diverged in that run and was judged by exploring
  * (RUN_DIR/refresh/NAME.json: a pass's explored schedule closest to the
@@ -233,21 +261,8 @@ pin_refresh(const char *run_dir, const json_t *report, const char *cfg_path,
 	else
 		free(text);
 	text = NULL;
-	if (plan_load(from, &p, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
-		rc = EX_NOINPUT;
+	if ((rc = pin_load(from, cfg_path, "the run's config: ", &p, &cfg)) != 0)
 		goto out;
-	}
-	if (cfg_load_file(cfg_path, &cfg, err) == -1) {
-		fprintf(stderr, "soak pin: the run's config: %s\n", err);
-		rc = access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
-		goto out;
-	}
-	if (plan_fits(&p, &cfg, err) == -1) {
-		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, from, err);
-		rc = SOAK_EXIT_CONFIG;
-		goto out;
-	}
 	if ((rc = pin_dest(&cfg, name, true, &dst)) != 0)
 		goto out;
 	/* the file that run judged, not one changed since */
@@ -303,31 +318,17 @@ pin_plan(const char *cfg_path, const char *planarg, const char *name, bool force
 {
 	struct cfg	 cfg = { 0 };
 	struct plan	 p = { 0 };
-	char		 err[ERR_LEN], esc[LOG_ESC_LEN], *defname = NULL, *dst = NULL;
+	char		 esc[LOG_ESC_LEN], *defname = NULL, *dst = NULL;
 	char		*from = NULL, *replay = NULL;
 	int		 rc;
 
-	if (plan_load(planarg, &p, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", log_escape(esc, sizeof(esc), err));
-		rc = access(planarg, R_OK) == 0 ? EX_DATAERR : EX_NOINPUT;
+	if ((rc = pin_load(planarg, cfg_path, "", &p, &cfg)) != 0)
 		goto out;
-	}
 	if (p.fingerprint == NULL) {
 		fprintf(stderr, "soak pin: %s records no failure (failure.fingerprint): "
 		    "a regression pins a failure; soak replay %s --plan %s tells whether "
 		    "it fails\n", planarg, cfg_path, planarg);
 		rc = EX_DATAERR;
-		goto out;
-	}
-	if (cfg_load_file(cfg_path, &cfg, err) == -1) {
-		fprintf(stderr, "soak pin: %s\n", err);
-		rc = access(cfg_path, R_OK) == 0 ? SOAK_EXIT_CONFIG : EX_NOINPUT;
-		goto out;
-	}
-	if (plan_fits(&p, &cfg, err) == -1) {
-		fprintf(stderr, "soak pin: %s cannot run %s: %s\n", cfg_path, planarg,
-		    log_escape(esc, sizeof(esc), err));
-		rc = SOAK_EXIT_CONFIG;
 		goto out;
 	}
 	if (name == NULL)

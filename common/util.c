@@ -321,6 +321,23 @@ fail:
 	return NULL;
 }
 
+ssize_t
+read_small(const char *path, char *buf, size_t len)
+{
+	ssize_t	n;
+	int	fd;
+
+	if (len == 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return -1;
+	while ((n = read(fd, buf, len - 1)) == -1 && errno == EINTR)
+		;
+	close(fd);
+	if (n < 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 char *
 read_file(const char *path, size_t cap, size_t *lenp, char *err)
 {

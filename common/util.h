@@ -110,6 +110,9 @@ const char *scratch_root(void);
 char	*read_fd(int fd, const char *path, size_t cap, size_t *lenp, char *err);
 /* Reads a whole file (cap bytes at most) into a NUL-terminated heap buffer. */
 char	*read_file(const char *path, size_t cap, size_t *lenp, char *err);
+/* One read of a small file (a /proc entry) into buf, NUL-terminated: its
+ * length, or -1; no allocation, for a caller that reads many. */
+ssize_t	 read_small(const char *path, char *buf, size_t len);
 /*
  * path opened for reading only if it is a regular file (st: its stat),
  * checked before a byte is read and without blocking on a FIFO; -1 with

@@ -93,43 +93,28 @@ gate_side_open(struct gate *g, const char *conninfo)
 	    "soak (its own server)" : "PostgreSQL (a server soak did not start)");
 }
 
-/* The parent of pid when pid is a postgres process of this host, else 0. */
-static pid_t
-parent_postgres(pid_t pid)
-{
-	char	path[64], line[512], comm[64];
-	FILE	*f;
-	long	ppid;
-	int	n;
-
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if ((f = fopen(path, "re")) == NULL)
-		return 0;
-	n = fgets(line, sizeof(line), f) != NULL ? 1 : 0;
-	fclose(f);
-	if (n == 0 || sscanf(line, "%*d (%63[^)]) %*c %ld", comm, &ppid) != 2 ||
-	    strcmp(comm, "postgres") != 0)
-		return 0;
-	return (pid_t)ppid;
-}
-
-/* /proc/PID/FILE's first line into buf; 0, or -1. */
+/* /proc/PID/FILE into buf; 0, or -1. */
 static int
 proc_line(pid_t pid, const char *file, char *buf, size_t len)
 {
 	char	path[64];
-	FILE	*f;
-	int	rc = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-	if ((f = fopen(path, "re")) == NULL)
-		return -1;
-	if (fgets(buf, (int)len, f) != NULL)
-		rc = 0;
-	fclose(f);
-	return rc;
+	return read_small(path, buf, len) < 0 ? -1 : 0;
+}
+
+/* The parent of pid when pid is a postgres process of this host, else 0. */
+static pid_t
+parent_postgres(pid_t pid)
+{
+	char	line[512], comm[64];
+	long	ppid;
+
+	if (pid <= 0 || proc_line(pid, "stat", line, sizeof(line)) == -1 ||
+	    sscanf(line, "%*d (%63[^)]) %*c %ld", comm, &ppid) != 2 ||
+	    strcmp(comm, "postgres") != 0)
+		return 0;
+	return (pid_t)ppid;
 }
 
 /* Whether pid sleeps in a latch wait (epoll): where a backend waits on a
@@ -202,15 +187,11 @@ run_delay_ns(const char *path)
 {
 	char			 buf[128];
 	unsigned long long	 run, delay;
-	FILE			*f;
-	int			 n = 0;
 
-	if ((f = fopen(path, "re")) == NULL)
+	if (read_small(path, buf, sizeof(buf)) < 0 ||
+	    sscanf(buf, "%llu %llu", &run, &delay) != 2 || delay > INT64_MAX)
 		return 0;
-	if (fgets(buf, sizeof(buf), f) != NULL)
-		n = sscanf(buf, "%llu %llu", &run, &delay);
-	fclose(f);
-	return n == 2 && delay <= INT64_MAX ? (int64_t)delay : 0;
+	return (int64_t)delay;
 }
 
 int64_t

@@ -114,23 +114,6 @@ quiet_begin(struct quiet *q)
 	q->socks_read = false;
 }
 
-/* A small file into buf (NUL-terminated); its length, or -1. */
-static ssize_t
-slurp(const char *path, char *buf, size_t len)
-{
-	ssize_t	n;
-	int	fd;
-
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
-		return -1;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -1;
-	buf[n] = '\0';
-	return n;
-}
-
 /* The fields of a stat line after "pid (comm) ": state, ppid, pgrp. */
 static int
 stat_fields(const char *line, char *state, pid_t *pgrp)
@@ -160,7 +143,7 @@ last_pid(void)
 	char	 buf[128];
 	char	*sp;
 
-	if (slurp("/proc/loadavg", buf, sizeof(buf)) <= 0 ||
+	if (read_small("/proc/loadavg", buf, sizeof(buf)) <= 0 ||
 	    (sp = strrchr(buf, ' ')) == NULL)
 		return -1;
 	return strtol(sp + 1, NULL, 10);
@@ -187,7 +170,7 @@ scan_procs(struct quiet *q)
 		if (!isdigit((unsigned char)d->d_name[0]))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%s/stat", d->d_name);
-		if (slurp(path, line, sizeof(line)) <= 0 ||
+		if (read_small(path, line, sizeof(line)) <= 0 ||
 		    stat_fields(line, &st, &pg) == -1)
 			continue;
 		if (q->nprocs == q->capprocs) {
@@ -652,7 +635,7 @@ reaped_ns(pid_t pid)
 	long		 hz = sysconf(_SC_CLK_TCK);
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (hz <= 0 || slurp(path, line, sizeof(line)) <= 0 ||
+	if (hz <= 0 || read_small(path, line, sizeof(line)) <= 0 ||
 	    (p = strrchr(line, ')')) == NULL ||
 	    /* state ppid pgrp session tty tpgid flags minflt cminflt
 	     * majflt cmajflt utime stime, then cutime cstime */
@@ -669,7 +652,7 @@ run_ns(pid_t pid, const char *tid)
 	char	path[320], line[128];
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%s/schedstat", (int)pid, tid);
-	if (slurp(path, line, sizeof(line)) <= 0)
+	if (read_small(path, line, sizeof(line)) <= 0)
 		return 0;
 	return strtoull(line, NULL, 10);
 }
@@ -682,7 +665,7 @@ thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
 	char	path[320], line[512], st;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	if (slurp(path, line, sizeof(line)) <= 0 ||
+	if (read_small(path, line, sizeof(line)) <= 0 ||
 	    stat_fields(line, &st, NULL) == -1)
 		return QUIET_GONE;
 	switch (st) {
@@ -699,7 +682,7 @@ thread_st(struct quiet *q, pid_t pid, const char *tid, struct quiet_res *out,
 		return QUIET_RUNNING;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", (int)pid, tid);
-	if (slurp(path, line, sizeof(line)) <= 0) {
+	if (read_small(path, line, sizeof(line)) <= 0) {
 		if (errno == ENOENT || errno == ESRCH)
 			return QUIET_GONE;
 		out->denied = true;

@@ -109,6 +109,8 @@ SQL
 cat >"$T/model.py" <<'PY'
 #!/usr/bin/python3
 # A fake model: answers after 0.8..1.0 s, as a model takes its seconds.
+# The sleep is the system under test's (a model's latency is what this
+# phase is about), not the test's coordination: nothing waits on it.
 import os, random, time
 from http.server import ThreadingHTTPServer, BaseHTTPRequestHandler
 class H(BaseHTTPRequestHandler):
