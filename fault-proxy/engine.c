@@ -131,6 +131,20 @@ conn_of_port(struct proxy_set *ps, uint16_t port)
  * makes itself (a lost reply's hold, a blackhole), a wait that ends by
  * itself; a socket the set has not accepted yet, running.
  */
+/* gate_conf.replied: bytes on e's upstream descriptor that the loop has
+ * not read yet (FIONREAD; a descriptor it does not apply to: no). */
+static bool
+engine_replied(const struct gate *g, const struct gate_ent *e)
+{
+	const struct conn	*c = (const struct conn *)(const void *)((const char *)e -
+	    offsetof(struct conn, gent));
+	int			 unread;
+
+	(void)g;
+	return c->uep.fd != -1 && ioctl(c->uep.fd, FIONREAD, &unread) == 0 &&
+	    unread > 0;
+}
+
 static enum gate_act
 engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 {
@@ -717,7 +731,8 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		    .lockinfo = pl[i].lockinfo, .epfd = ps->epfd,
 		    .held = ps->held, .planned = pl[i].planned,
 		    .plan = pl[i].plan, .then_seed = pl[i].then_seed,
-		    .actor = engine_actor, .actor_arg = ps };
+		    .actor = engine_actor, .actor_arg = ps,
+		    .replied = engine_replied };
 		ps->gates = xreallocarray(ps->gates, ps->ngates + 1,
 		    sizeof(*ps->gates));
 		if ((ps->gates[ps->ngates] = gate_new(&gc, err)) == NULL)

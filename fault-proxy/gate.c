@@ -34,10 +34,26 @@ waited(struct gate *g, const struct gate_ent *e, int64_t since, int64_t now)
 }
 
 /*
+ * e's reply is in and waits unread (gate_conf.replied): its statement ended
+ * or is under way, and the proxy's thread was busy elsewhere (a /proc look
+ * of a turn, a slow build).  Not `blocked`: looked at again shortly, by
+ * when the loop has read it.
+ */
+static bool
+replied_unread(struct gate *g, const struct gate_ent *e, int64_t now)
+{
+	if (g->replied == NULL || !g->replied(g, e))
+		return false;
+	gate_at(g, now + ACTOR_LOOK_MAX_MS);
+	return true;
+}
+
+/*
  * A timeout decided: the admitted exchange, or one whose lock was granted,
  * has not ended within blocked_ms (its own time, not the machine's: the
- * time it waited for a core is not counted) and PostgreSQL did not say it
- * waits (or cannot be asked): it is taken as stuck, and the gate goes on.
+ * time it waited for a core is not counted), no reply of it waits unread,
+ * and PostgreSQL did not say it waits (or cannot be asked): it is taken as
+ * stuck, and the gate goes on.
  */
 static void
 timeouts(struct gate *g, int64_t now)
@@ -48,6 +64,8 @@ timeouts(struct gate *g, int64_t now)
 	if ((e = g->running) != NULL) {
 		if ((w = waited(g, e, g->running_since, now)) < g->blocked_ms)
 			gate_at(g, now + g->blocked_ms - w);
+		else if (replied_unread(g, e, now))
+			;
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": not "
 			    "done in %lldms: taken as waiting on a lock", g->name,
@@ -67,6 +85,8 @@ timeouts(struct gate *g, int64_t now)
 			continue;	/* a stopped one waits on the gate, not on a lock */
 		if ((w = waited(g, e, e->since, now)) < g->blocked_ms)
 			gate_at(g, now + g->blocked_ms - w);
+		else if (replied_unread(g, e, now))
+			;
 		else {
 			log_debug("%s/%d conn %" PRIu32 " exchange %" PRIu32 ": its "
 			    "lock granted, not done in %lldms: taken as stuck",
@@ -1150,6 +1170,7 @@ gate_new(const struct gate_conf *c, char *err)
 	g->actor = c->actor;
 	g->actor_arg = c->actor_arg;
 	g->starved = c->starved != NULL ? c->starved : gate_starved_ms;
+	g->replied = c->replied;
 	gate_round(g, 0, NULL);
 	g->planned = c->planned;
 	g->plan = c->plan;

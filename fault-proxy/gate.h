@@ -189,6 +189,10 @@ const char	*gate_act_name(enum gate_act a);
  * machine makes no statement stuck.  NULL in gate_conf: /proc's.
  */
 typedef int64_t	(*gate_starved_fn)(const struct gate *g, const struct gate_ent *e);
+/* Whether e's reply has come in and waits unread by the proxy: the
+ * statement is done (or under way), not blocked, however long the proxy's
+ * own thread took to get to it. */
+typedef bool	(*gate_replied_fn)(const struct gate *g, const struct gate_ent *e);
 
 /* The engine's view of turn t now, for gate g (any cost it has is the
  * engine's); with GA_RUNNING, *ran_ms is how long its processes have run
@@ -221,6 +225,7 @@ struct gate_conf {
 	gate_actor_fn			 actor;
 	void				*actor_arg;
 	gate_starved_fn			 starved;	/* NULL: /proc's */
+	gate_replied_fn			 replied;	/* NULL: never known */
 };
 
 #define LOCK_PROBE_MS		2	/* between two asks while one runs */

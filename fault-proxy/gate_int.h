@@ -92,6 +92,7 @@ struct gate {
 	gate_actor_fn		 actor;
 	void			*actor_arg;
 	gate_starved_fn		 starved;
+	gate_replied_fn		 replied;
 	enum gate_act		*act;		/* scratch: this pass's view */
 	int			*look_ms;
 	uint64_t		*lanes;		/* per turn: lanes in use (bit l) */

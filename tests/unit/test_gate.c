@@ -266,6 +266,57 @@ test_blocked_not_starved(void **state)
 	}
 }
 
+/* gate_conf.replied for the test: what the stub says. */
+static bool	stub_replied;
+
+static bool
+stub_replied_fn(const struct gate *g, const struct gate_ent *e)
+{
+	(void)g;
+	(void)e;
+	return stub_replied;
+}
+
+/*
+ * An admitted exchange whose reply is in, unread by the proxy's busy
+ * thread, is not `blocked`: admitted at 1000 (blocked 500 ms), its reply
+ * waiting at 1500: not stuck, looked at again at 1516; there the reply is
+ * gone (read, say, but the exchange not ended: a test can do that), and
+ * 500 ms are past: stuck.
+ */
+static void
+test_blocked_not_replied(void **state)
+{
+	struct fix		 f;
+	struct gate_conf	 gc;
+	struct gate_ent		*e;
+	char			 err[256];
+	int			 t;
+
+	(void)state;
+	fix_open(&f, CFG_SCHED_RANDOM, 4);
+	gate_free(f.g);
+	gc = (struct gate_conf){ .name = "db", .nturns = NT, .seed = 4,
+	    .sched = &f.sc, .epfd = f.epfd, .held = f.held,
+	    .starved = stub_starved_fn, .replied = stub_replied_fn };
+	f.g = gate_new(&gc, err);
+	assert_non_null(f.g);
+	stub_starved = 0;
+	for (t = 0; t < NT; t++)
+		arrive(&f, t, 1000);
+	e = gate_decide(f.g, 1000);
+	assert_non_null(e);
+	stub_replied = true;
+	assert_null(gate_decide(f.g, 1500));
+	assert_null(e->rec->forced);
+	assert_int_equal(gate_next_at(f.g), 1516);
+	stub_replied = false;
+	(void)gate_decide(f.g, 1516);
+	assert_non_null(e->rec->forced);
+	assert_string_equal(e->rec->forced, "blocked");
+	fix_close(&f);
+}
+
 /*
  * What a step waited for its actors (gate_stats wait_ms, wait_max_ms,
  * wait_max_step): from when the gate was free with an exchange waiting to
@@ -625,6 +676,7 @@ main(void)
 		cmocka_unit_test(test_arrival_watchdog),
 		cmocka_unit_test(test_arrival_counts_run_time),
 		cmocka_unit_test(test_blocked_not_starved),
+		cmocka_unit_test(test_blocked_not_replied),
 		cmocka_unit_test(test_waits_counted),
 		cmocka_unit_test(test_round_and_exits),
 		cmocka_unit_test(test_held_at_another_gate),
