@@ -96,6 +96,10 @@ cleanup_hooks+=("kill $run_pid 2>/dev/null")
 timeout 60 cat "$T/running.fifo" >/dev/null || fail "watchdog: seed 2 never started within 60 s"
 pgctl -m fast restart
 ok "restarted PostgreSQL (postmaster $pm, now $(head -n 1 "$pgdir/data/postmaster.pid")) in the middle of seed 2"
+# the outage ends for soak when its watch has seen the new server: a seed
+# that fails before then is infra/db by rule, so seed 4 must start after
+wait_line "$T/restart.err" "worker 1: the database at .* restarted \\(soak's watch\\)" 30 \
+    "the watch seeing the restarted database" >/dev/null
 gate_open
 wait_exit rc "$run_pid" 120 "soak run after the restart"
 R=$T/out-restart/report.json
