@@ -112,6 +112,7 @@ expect_ge "the fix: executions" 2 "$(x lock .executions)"
 expect_eq "the fix: 5 steps a turn" 10 "$(x lock .steps.max)"
 expect_eq "the fix, reduced (the default without a bound)" "sleep sets" "$(x lock .reduction)"
 soak_rc rc explore "$T/lock.yaml" --seed 1 --preemptions -1 --no-reduce --out "$T/lockn" >"$T/lockn.out" 2>&1
+[ "$rc" = 0 ] || cat "$T/lockn.out"
 expect_eq "the fix without reduction: exit status" 0 "$rc"
 expect_eq "the fix: the same classes either way" "$(x lockn .classes)" "$(x lock .classes)"
 [ "$(x lock .executions)" -lt "$(x lockn .executions)" ] ||
@@ -132,6 +133,7 @@ expect_match "the mutant, P=1: its fingerprint" 'a cancelled lesson nets to zero
 expect_eq "the mutant, P=1: 2 x 7 steps of round 0, 2 + 12 schedules" 14 "$(x lg1 .executions)"
 expect_eq "one round: its rounds are said" 0 "$(x lg1 .round)"
 soak_rc rc explore "$LG/fixed.yaml" --seed 1 --turns 2,4 --rounds 0 --preemptions 2 --out "$T/lgf" >"$T/lgf.out" 2>&1
+[ "$rc" = 0 ] || cat "$T/lgf.out"
 expect_eq "the fixed ledger, P=2: exit 0" 0 "$rc"
 expect_eq "the fixed ledger, P=2: complete, 0 fail" "true 0" "$(x lgf .complete) $(x lgf .failing)"
 echo "figures: ledger: $(grep -E '^complete' "$T/lg1.out"); fixed: $(grep -E '^complete' "$T/lgf.out")"
