@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -710,8 +711,9 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
-	bool		 timed_other = false;
+	bool		 timed_other = false, rescanned = false;
 
+again:
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_GONE;
 	scan_procs(q);
@@ -766,6 +768,17 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 			}
 		}
 		out->nprocs++;
+	}
+	/*
+	 * None of the group in the scan, yet the group has a process: the
+	 * scan is older than it (taken while it was forked, before its
+	 * setpgid, with no pid made since to move last_pid).  Once more,
+	 * afresh.
+	 */
+	if (out->nprocs == 0 && !rescanned && kill(-pgid, 0) == 0) {
+		rescanned = true;
+		q->scanned = false;
+		goto again;
 	}
 	/* timed only by waits on quiet fds (an HTTP client's timeout on
 	 * a socket of soak's): the sockets are kept, for the caller to

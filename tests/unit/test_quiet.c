@@ -167,6 +167,51 @@ teardown(void **state)
 }
 
 /*
+ * A process that takes its own group after a scan saw it in another, with
+ * no pid made since (so last_pid does not move): the group is found, not
+ * gone.  The scan a look keeps is older than the group; a look that finds
+ * the group empty while it has a process scans afresh.
+ */
+static void
+test_group_after_scan(void **state)
+{
+	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet_res r;
+	int		 go[2], done[2];
+	char		 b = 0;
+	pid_t		 pid;
+
+	(void)state;
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	if ((pid = fork()) == 0) {
+		if (read(go[0], &b, 1) != 1)
+			_exit(1);
+		setpgid(0, 0);
+		if (write(done[1], &b, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	quiet_begin(q);
+	quiet_look(q, pid, &r);		/* in the test's group yet */
+	assert_int_equal(r.st, QUIET_GONE);
+	assert_int_equal(r.nprocs, 0);
+	assert_int_equal(write(go[1], &b, 1), 1);
+	assert_int_equal(read(done[0], &b, 1), 1);
+	quiet_begin(q);
+	quiet_look(q, pid, &r);
+	assert_int_equal(r.nprocs, 1);
+	assert_int_not_equal(r.st, QUIET_GONE);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
+		;
+	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	quiet_free(q);
+}
+
+/*
  * Three threads, each blocked in recv on a connection to soak's listener:
  * quiet, with exactly those three ports; one woken by a byte then sleeps
  * (timed: "sleeping"); a busy thread is running.
@@ -351,6 +396,7 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_group_after_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_python_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_running_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timed_select, setup, teardown),
