@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -185,6 +186,8 @@ test_group_after_scan(void **state)
 	assert_int_equal(pipe(go), 0);
 	assert_int_equal(pipe(done), 0);
 	if ((pid = fork()) == 0) {
+		/* gone with the test, even one that failed before its kill */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (read(go[0], &b, 1) != 1)
 			_exit(1);
 		setpgid(0, 0);
