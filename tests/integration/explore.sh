@@ -88,6 +88,7 @@ ln -s "$T/victimdir" "$T/p1/failing"
 for pc in "2 14" "1 6" "0 2"; do
 	set -- $pc
 	soak_rc rc explore "$T/res.yaml" --seed 1 --preemptions "$1" --out "$T/p$1" >"$T/p$1.out" 2>&1
+	[ "$(x "p$1" .executions)" = "$2" ] && [ "$(x "p$1" .complete)" = true ] || cat "$T/p$1.out"
 	expect_eq "P=$1: executions" "$2" "$(x "p$1" .executions)"
 	expect_eq "P=$1: complete" true "$(x "p$1" .complete)"
 	expect_ge "P=$1: branches beyond the bound counted" 1 "$(x "p$1" .beyond_bound)"
