@@ -197,13 +197,18 @@ copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	snprintf(dst, sizeof(dst), "%s%s", copy_dst, path + copy_src_len);
 	switch (flag) {
 	case FTW_D:
-		if (mkdir(dst, st->st_mode & 07777) == -1 && errno != EEXIST)
+		if (mkdir(dst, 0700) == -1 && errno != EEXIST)
+			copy_failed = errno;
+		/* its own mode (not the umask's), and as root its owner */
+		else if (chmod(dst, st->st_mode & 07777) == -1 ||
+		    (geteuid() == 0 && chown(dst, st->st_uid, st->st_gid) == -1))
 			copy_failed = errno;
 		return 0;
 	case FTW_SL:
 		if ((n = readlink(path, link, sizeof(link) - 1)) >= 0) {
 			link[n] = '\0';
-			if (symlink(link, dst) == -1)
+			if (symlink(link, dst) == -1 || (geteuid() == 0 &&
+			    lchown(dst, st->st_uid, st->st_gid) == -1))
 				copy_failed = errno;
 		}
 		return 0;
@@ -222,15 +227,33 @@ copy_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 		}
 		while ((n = read(in, buf, sizeof(buf))) > 0)
 			if (write(out, buf, (size_t)n) != n) {
-				copy_failed = errno;
+				copy_failed = errno ? errno : EIO;
 				break;
 			}
+		if (n == -1 || fchmod(out, st->st_mode & 07777) == -1 ||
+		    (geteuid() == 0 && fchown(out, st->st_uid, st->st_gid) == -1))
+			copy_failed = errno;
+		if (close(out) == -1)
+			copy_failed = errno;
 		close(in);
-		close(out);
 		return 0;
 	default:
 		return 0;
 	}
+}
+
+int
+copy_tree(const char *from, const char *to, char *err)
+{
+	/* nftw has no context argument; the copy runs on one thread at a time. */
+	if (snprintf(copy_dst, sizeof(copy_dst), "%s", to) >= (int)sizeof(copy_dst))
+		return errf(err, "cannot copy %s: the path %s is too long", from, to);
+	copy_src_len = strlen(from);
+	copy_failed = 0;
+	if (nftw(from, copy_one, 32, FTW_PHYS) == -1 || copy_failed)
+		return errf(err, "cannot copy %s to %s: %s", from, to,
+		    strerror(copy_failed ? copy_failed : errno));
+	return 0;
 }
 
 int
@@ -240,15 +263,8 @@ move_tree(const char *from, const char *to, char *err)
 		return 0;
 	if (errno != EXDEV)
 		return errf(err, "cannot move %s to %s: %s", from, to, strerror(errno));
-	/* nftw has no context argument; the copy runs on one thread at a time. */
-	snprintf(copy_dst, sizeof(copy_dst), "%s", to);
-	copy_src_len = strlen(from);
-	copy_failed = 0;
-	if (nftw(from, copy_one, 32, FTW_PHYS) == -1 || copy_failed) {
-		errf(err, "cannot copy %s to %s: %s", from, to,
-		    strerror(copy_failed ? copy_failed : errno));
+	if (copy_tree(from, to, err) == -1)
 		return -1;
-	}
 	rm_rf(from);
 	return 0;
 }

@@ -103,6 +103,12 @@ int	rm_rf(const char *path);	/* best effort; 0 if gone afterwards */
  * directories, regular files and symlinks followed by removal of the source.
  */
 int	move_tree(const char *from, const char *to, char *err);
+/*
+ * Copies a directory tree (its directories, regular files and symbolic
+ * links; fifos and sockets stay behind) with their modes, and as root their
+ * owners.  One thread at a time.
+ */
+int	copy_tree(const char *from, const char *to, char *err);
 /* A folder for scratch work: /dev/shm when it is a writable tmpfs, else TMPDIR or /tmp. */
 const char *scratch_root(void);
 /* Reads fd to its end (cap bytes at most; path names it in err) into a

@@ -59,6 +59,8 @@ struct pg_plan {
 	char	*root;
 	char	*datadir;
 	char	*conninfo;
+	char	*cache;			/* initdb's templates; NULL: none */
+	char	*tmpl;			/* this server's template in cache */
 	int	 max_connections;
 	bool	 drop_root;		/* running as root: become "postgres" */
 	uid_t	 uid;
@@ -462,6 +464,103 @@ fail:
 	return -1;
 }
 
+/*
+ * initdb once.  A cluster initdb made is kept as a template in a cache
+ * folder of soak's own (SOAK_PG_TEMPLATES, by default
+ * <scratch>/soak-pg-cache-<uid>; "off": none; private_dir: ours, and
+ * nobody else can write in it) and copied for every later start: 0.1 s
+ * against initdb's 0.9 s of CPU, paid by every run, replay and minimize
+ * try (PostgreSQL's own tests do the same since 16).  A template's name
+ * says which server made it and how (the postgres binary's device, inode,
+ * size and modification time; PG_TEMPLATE_V, bumped with initdb's
+ * arguments; the owner), so an upgraded server makes a new one, and one
+ * appears whole or not at all (copied aside, then renamed in).  Any
+ * failure falls back to initdb.
+ */
+#define PG_TEMPLATE_V	1
+
+static void
+template_plan(struct pg_plan *pl, const char *tmp)
+{
+	struct stat	 st;
+	char		 path[PATH_MAX + 16], err[ERR_LEN];
+	const char	*env = getenv("SOAK_PG_TEMPLATES");
+
+	snprintf(path, sizeof(path), "%s/postgres", pl->bindir);
+	if ((env != NULL && strcmp(env, "off") == 0) || stat(path, &st) == -1)
+		return;
+	pl->cache = env != NULL && env[0] != '\0' ? xstrdup(env) :
+	    xasprintf("%s/soak-pg-cache-%u", tmp, (unsigned)geteuid());
+	if (private_dir(pl->cache, err) == -1) {
+		log_warnx("the embedded PostgreSQL runs initdb every time: %s", err);
+		free(pl->cache);
+		pl->cache = NULL;
+		return;
+	}
+	pl->tmpl = xasprintf("%s/t%d-%llx-%llx-%llx-%llx.%09ld-%u", pl->cache,
+	    PG_TEMPLATE_V, (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino, (unsigned long long)st.st_size,
+	    (unsigned long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec,
+	    (unsigned)(pl->drop_root ? pl->uid : geteuid()));
+}
+
+/* The data directory from the template; -1 (and nothing left): none. */
+static int
+template_take(const struct pg_plan *pl)
+{
+	char	path[PATH_MAX + 16], err[ERR_LEN];
+
+	if (pl->tmpl == NULL)
+		return -1;
+	snprintf(path, sizeof(path), "%s/PG_VERSION", pl->tmpl);
+	if (access(path, F_OK) == -1)
+		return -1;
+	if (copy_tree(pl->tmpl, pl->datadir, err) == -1) {
+		rm_rf(pl->datadir);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * initdb's fresh cluster (not yet started) kept as the template: copied
+ * aside, renamed in (another start may have put its own there first:
+ * then ours goes); templates of other servers and copies whose maker died
+ * are removed.
+ */
+static void
+template_keep(const struct pg_plan *pl)
+{
+	DIR		*d;
+	struct dirent	*de;
+	char		*aside, *other, err[ERR_LEN];
+	const char	*base;
+
+	if (pl->tmpl == NULL)
+		return;
+	aside = xasprintf("%s/.new-%ld", pl->cache, (long)getpid());
+	rm_rf(aside);
+	if (copy_tree(pl->datadir, aside, err) == -1 ||
+	    rename(aside, pl->tmpl) == -1)
+		rm_rf(aside);
+	free(aside);
+	base = strrchr(pl->tmpl, '/') + 1;
+	if ((d = opendir(pl->cache)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, base) == 0 || strcmp(de->d_name, ".") == 0 ||
+		    strcmp(de->d_name, "..") == 0)
+			continue;
+		if (strncmp(de->d_name, ".new-", 5) == 0 &&
+		    (kill((pid_t)atol(de->d_name + 5), 0) == 0 || errno != ESRCH))
+			continue;
+		other = xasprintf("%s/%s", pl->cache, de->d_name);
+		rm_rf(other);
+		free(other);
+	}
+	closedir(d);
+}
+
 static void
 sup_on_signal(int sig)
 {
@@ -505,8 +604,11 @@ supervise(const struct pg_plan *pl)
 		    pl->root, strerror(errno));
 		goto report;
 	}
-	if (run_initdb(pl, err) == -1)
-		goto report;
+	if (template_take(pl) == -1) {
+		if (run_initdb(pl, err) == -1)
+			goto report;
+		template_keep(pl);
+	}
 	if ((pm = start_postgres(pl, err)) == -1)
 		goto report;
 	snprintf(err, sizeof(err), "%ld", (long)pm);
@@ -544,6 +646,8 @@ pg_plan_free(struct pg_plan *pl)
 	free(pl->root);
 	free(pl->datadir);
 	free(pl->conninfo);
+	free(pl->cache);
+	free(pl->tmpl);
 	memset(pl, 0, sizeof(*pl));
 }
 
@@ -588,6 +692,7 @@ pg_plan_init(struct pg_plan *pl, int max_connections, char *err)
 		    "PostgreSQL in %s: %s", tmp, strerror(errno));
 	pl->root = xstrdup(tmpl);
 	pl->datadir = xasprintf("%s/data", pl->root);
+	template_plan(pl, tmp);
 	q = conninfo_quote(pl->root);
 	pl->conninfo = xasprintf("host=%s port=%s user=postgres dbname=postgres",
 	    q, PG_PORT);

@@ -218,6 +218,108 @@ proc_state(pid_t pid, long *ppid)
 	return st;
 }
 
+/* The root folder of a running embedded server (its conninfo's host). */
+static char *
+pg_root(const struct pg_embedded *p)
+{
+	const char	*ci = pg_embedded_conninfo(p);
+
+	assert_true(strncmp(ci, "host=", 5) == 0);
+	return xasprintf("%.*s", (int)strcspn(ci + 5, " "), ci + 5);
+}
+
+/* Whether a start ran initdb (it leaves initdb.log in its root). */
+static bool
+ran_initdb(const struct pg_embedded *p)
+{
+	char	*root = pg_root(p), *log = xasprintf("%s/initdb.log", root);
+	bool	 yes = access(log, F_OK) == 0;
+
+	free(log);
+	free(root);
+	return yes;
+}
+
+/* The number of whole templates in dir (a t... folder with PG_VERSION). */
+static int
+templates_in(const char *dir)
+{
+	DIR		*d = opendir(dir);
+	struct dirent	*de;
+	char		 path[PATH_MAX];
+	int		 n = 0;
+
+	if (d == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "%s/%s/PG_VERSION", dir, de->d_name);
+		if (de->d_name[0] == 't' && access(path, F_OK) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * initdb once (pg.c, SOAK_PG_TEMPLATES): the first start in an empty cache
+ * runs initdb and keeps its cluster as a template; the next start copies it
+ * (no initdb) and is a cluster of its own (a table made in the first is not
+ * in the second, nor in the template); a cache folder others can write in
+ * is not trusted (initdb again, the template left alone); "off": initdb.
+ */
+static void
+test_embedded_template(void **state)
+{
+	struct pg_embedded	*a, *b;
+	char			 dir[] = "/tmp/soak-tmpl-test-XXXXXX", err[ERR_LEN] = "";
+	char			*cache;
+	PGresult		*r;
+	PGconn			*c;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	cache = xasprintf("%s/cache", dir);
+	setenv("SOAK_PG_TEMPLATES", cache, 1);
+	if ((a = pg_embedded_start(12, err)) == NULL)
+		fail_msg("pg_embedded_start: %s", err);
+	assert_true(ran_initdb(a));
+	assert_int_equal(templates_in(cache), 1);
+	c = connect_ok(pg_embedded_conninfo(a));
+	r = PQexec(c, "CREATE TABLE made_in_a (x int)");
+	assert_int_equal(PQresultStatus(r), PGRES_COMMAND_OK);
+	PQclear(r);
+	PQfinish(c);
+
+	if ((b = pg_embedded_start(12, err)) == NULL)
+		fail_msg("pg_embedded_start from the template: %s", err);
+	assert_false(ran_initdb(b));
+	c = connect_ok(pg_embedded_conninfo(b));
+	assert_int_equal(query_long(c, "SELECT count(*) FROM pg_class "
+	    "WHERE relname = 'made_in_a'"), 0);
+	assert_int_equal(query_long(c, "SHOW max_connections"), 12);
+	PQfinish(c);
+	pg_embedded_stop(b);
+	pg_embedded_stop(a);
+	assert_int_equal(templates_in(cache), 1);
+
+	/* others may write in it: not ours to trust */
+	assert_int_equal(chmod(cache, 0777), 0);
+	if ((a = pg_embedded_start(12, err)) == NULL)
+		fail_msg("pg_embedded_start, cache untrusted: %s", err);
+	assert_true(ran_initdb(a));
+	pg_embedded_stop(a);
+	assert_int_equal(chmod(cache, 0700), 0);
+
+	setenv("SOAK_PG_TEMPLATES", "off", 1);
+	if ((a = pg_embedded_start(12, err)) == NULL)
+		fail_msg("pg_embedded_start, templates off: %s", err);
+	assert_true(ran_initdb(a));
+	pg_embedded_stop(a);
+	unsetenv("SOAK_PG_TEMPLATES");
+	free(cache);
+	rm_rf(dir);
+}
+
 /*
  * The server is marked soak's (common/soak.h SOAK_PG_MARK, found through
  * its postmaster's cwd as the fault proxy finds it), and
@@ -1287,6 +1389,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_embedded_connects),
 		cmocka_unit_test(test_embedded_mark_and_continue),
+		cmocka_unit_test(test_embedded_template),
 		cmocka_unit_test(test_dbparams),
 		cmocka_unit_test(test_psql_command),
 		cmocka_unit_test(test_embedded_stop_cleans_up),
