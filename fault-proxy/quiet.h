@@ -104,6 +104,9 @@ typedef bool	(*quiet_ours_fn)(void *arg, uint32_t addr, uint16_t port);
 struct quiet;
 struct quiet	*quiet_new(quiet_ours_fn ours, void *arg);
 void		 quiet_free(struct quiet *q);
+/* Sockets looked up in /proc/net/tcp only, as where pidfd_getfd is refused
+ * (another user's process, a kernel before 5.6): for tests. */
+void		 quiet_table_only(struct quiet *q);
 /*
  * Looks at process group pgid (its processes found through /proc) and
  * fills *out.  A look of several groups in a row shares one reading of

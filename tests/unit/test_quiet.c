@@ -6,7 +6,9 @@
  * socket to a listener that is not soak's is unseen; select with a timeout
  * is timed; bash waiting on its child that waits on soak's socket is
  * quiet; Node's Promise.all over sockets, with no timer, is quiet; a group
- * whose processes are gone is gone.  Each look that must reach a state is
+ * whose processes are gone is gone.  All of it twice: sockets asked of a
+ * copy of their descriptor (pidfd_getfd), then read from /proc/net/tcp
+ * (where the copy is refused).  Each look that must reach a state is
  * retried until it does, under an alarm(2) watchdog that names it.
  */
 #include <arpa/inet.h>
@@ -48,6 +50,20 @@ ours(void *arg, uint32_t addr, uint16_t port)
 {
 	(void)arg;
 	return addr == INADDR_LOOPBACK && port == ours_port;
+}
+
+/* the second pass: sockets from /proc/net/tcp, as where pidfd_getfd is
+ * refused */
+static bool	table_only;
+
+static struct quiet *
+qnew(void)
+{
+	struct quiet	*q = quiet_new(ours, NULL);
+
+	if (table_only)
+		quiet_table_only(q);
+	return q;
 }
 
 static struct lsock
@@ -176,7 +192,7 @@ teardown(void **state)
 static void
 test_group_after_scan(void **state)
 {
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	int		 go[2], done[2];
 	char		 b = 0;
@@ -223,7 +239,7 @@ static void
 test_python_threads(void **state)
 {
 	struct lsock	 l = listen_any();
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	char		 port[16], prog[1024];
 	uint16_t	 peer[3];
@@ -268,7 +284,7 @@ static void
 test_running_and_foreign(void **state)
 {
 	struct lsock	 l = listen_any(), other = listen_any();
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	char		 prog[1024];
 	int		 fd;
@@ -302,7 +318,7 @@ static void
 test_timed_select(void **state)
 {
 	struct lsock	 l = listen_any();
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	char		 prog[1024];
 	int		 fd;
@@ -331,7 +347,7 @@ static void
 test_bash_and_child(void **state)
 {
 	struct lsock	 l = listen_any();
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	char		 script[1024];
 	uint16_t	 peer;
@@ -363,7 +379,7 @@ static void
 test_node_promise_all(void **state)
 {
 	struct lsock	 l = listen_any();
-	struct quiet	*q = quiet_new(ours, NULL);
+	struct quiet	*q = qnew();
 	struct quiet_res r;
 	char		 prog[1024];
 	uint16_t	 peer[3];
@@ -407,5 +423,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_node_promise_all, setup, teardown),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int	failed;
+
+	failed = cmocka_run_group_tests_name("sockets asked of their descriptor",
+	    tests, NULL, NULL);
+	table_only = true;
+	return failed + cmocka_run_group_tests_name("sockets read from "
+	    "/proc/net/tcp", tests, NULL, NULL);
 }
