@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -312,6 +313,83 @@ test_running_and_foreign(void **state)
 	quiet_free(q);
 }
 
+/* Whether pid's main thread is asleep in an epoll wait (/proc/PID/syscall
+ * and its state). */
+static bool
+in_epoll_wait(pid_t pid)
+{
+	char	 path[64], buf[256], st = 0, *p;
+	long	 nr = -1;
+	FILE	*f;
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	if (fscanf(f, "%ld", &nr) != 1)
+		nr = -1;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return false;
+	if (fgets(buf, sizeof(buf), f) != NULL && (p = strrchr(buf, ')')) != NULL)
+		st = p[2];
+	fclose(f);
+	return st == 'S' && (nr == SYS_epoll_wait || nr == SYS_epoll_pwait
+#ifdef SYS_epoll_pwait2
+	    || nr == SYS_epoll_pwait2
+#endif
+	    );
+}
+
+/*
+ * A byte unread in a socket a thread waits on is running, whatever the
+ * thread's state: an edge-triggered epoll that has told of the byte once
+ * blocks again with the byte still unread (the state a reply is in between
+ * its arrival and the reader's wake-up, held still).  The program says it
+ * is past its first wait by connecting again; once it sleeps in the second,
+ * one look must say running.
+ */
+static void
+test_unread_in_epoll(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	struct timespec	 ts = { 0, 1000 * 1000 };
+	char		 prog[1024];
+	int		 fd, fd2;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "import socket, select\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "ep = select.epoll()\n"
+	    "ep.register(s.fileno(), select.EPOLLIN | select.EPOLLET)\n"
+	    "ep.poll()\n"
+	    "t = socket.create_connection(('127.0.0.1', %u))\n"
+	    "ep.poll()\n", l.port, l.port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	fd = accept_one(&l, NULL);
+	look_until(q, pg, QUIET_QUIET, &r, "an epoll_wait on soak's socket");
+	assert_int_equal(r.nports, 1);
+	assert_int_equal(write(fd, "x", 1), 1);
+	fd2 = accept_one(&l, NULL);	/* past its first wait */
+	waiting_for = "the program asleep in its second epoll_wait";
+	while (!in_epoll_wait(pg))
+		nanosleep(&ts, NULL);	/* a look's pace, not a wait on time */
+	waiting_for = "nothing";
+	quiet_begin(q);
+	quiet_look(q, pg, &r);
+	assert_string_equal(quiet_st_name(r.st), "running");
+	stop(pg);
+	close(fd);
+	close(fd2);
+	close(l.fd);
+	quiet_free(q);
+}
+
 /* select with a timeout ends by itself; a byte pending in the socket a
  * poll watches is running, whatever the thread's state. */
 static void
@@ -419,6 +497,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_python_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_running_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timed_select, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unread_in_epoll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bash_and_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_promise_all, setup, teardown),
 	};
