@@ -12,6 +12,7 @@
 #     turn is busy, not late (no decision forced, though the HTTP client
 #     waits with a timeout of its own); called directly, the decisions are
 #     forced and the summary names the turns and what to do.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 /usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||
     fail "python3-psycopg2 is not installed (make deps)"

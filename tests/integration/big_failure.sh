@@ -7,6 +7,7 @@
 # 2).  Now the result is cut to MSG_DETAIL_MAX with markers saying what was
 # cut, the seed ends fail/invariant on its first attempt, and the kept
 # failure directory has the full data.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 UP=$SOAK_BUILD/tests/helpers/proxy_upstream
 [ -x "$UP" ] || fail "missing $UP (make test builds it)"

@@ -7,6 +7,7 @@
 # conversation -- the model's replies and the faults, exchange by exchange
 # -- by seed and by plan; the fix passes the bug's plan and the seeds.
 # (Minimizing it: examples_agent_min; its cassette: examples_agent_cassette.)
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/agent
 [ -f "$EX/node_modules/openai/package.json" ] ||

@@ -6,6 +6,7 @@
 # SDK reads them, a seed's replay is the same conversation twice, and a
 # conversation the recording never had is infra/cassette, never a
 # pass-through.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/agent
 H=$SOAK_BUILD/tests/helpers

@@ -3,6 +3,7 @@
 # (asking again after the tool timed out) and the one fault that matters
 # (the provider's reply lost after it refunded); the minimized plan still
 # fails, and the fix passes it.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/agent
 [ -f "$EX/node_modules/openai/package.json" ] ||

@@ -7,6 +7,7 @@
 # seed replays step for step; the fix passes; a mutant is caught; soak check
 # warns of a latency slept past turn.timeout and arrival.  The long proof
 # (the fix over 200 seeds, every mutant): tests/proofs/budget.sh.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/budget
 INV='the budget adds up'

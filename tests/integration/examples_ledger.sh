@@ -1,6 +1,7 @@
 # Ledger (seeds/002), the quick half of its proof: the double refund (mark,
 # cancel, clear) is caught by the invariant that names it and replays.  The
 # fixed system's 200 seeds and the mutants are tests/proofs/ledger.sh.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/ledger
 NETS='a cancelled lesson nets to zero for every student'

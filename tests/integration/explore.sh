@@ -8,6 +8,7 @@
 # kind (no connection between statements), explored the same way: 20
 # schedules, its lost update found, and every execution exact (its
 # connections never overlap).
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'

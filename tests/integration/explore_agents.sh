@@ -14,6 +14,7 @@
 #    through the scheduled proxy: the turn orders its own connections, not
 #    the schedule: exit 2, said.
 # Each explored three times: never "complete", the same headline each time.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 
 mkdir "$T/sys"

@@ -14,6 +14,7 @@
 #  - a worker holding the secret that sends a forged record (a pass of no
 #    step), and a journal whose verdicts were rewritten: refused, said, run
 #    again, and the same result as one process's.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 export SOAK_SECRET=explore-fleet-secret-$$-0123456789abcdef
 

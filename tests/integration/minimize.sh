@@ -14,6 +14,7 @@
 # own exit status, a clear message, no plan written.  --budget and SIGTERM
 # stop it with the smallest failing plan so far, said first.  Usage and
 # config errors.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 
 cat >"$T/pair.sql" <<'SQL'

@@ -13,6 +13,7 @@
 #    of the retry replays by seed and by its plan, fault by fault and
 #    retry by retry; soak minimize drops the 429 and keeps the cut; the
 #    agent fixed (a failed stream asked again) passes the same seeds.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 SDK=$ROOT/examples/agent/node_modules/openai/index.mjs
 [ -f "$SDK" ] || fail "examples/agent/node_modules/openai is not there: make deps installs it"

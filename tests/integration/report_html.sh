@@ -4,6 +4,7 @@
 # network) read it.  Real runs (a hostile system under test, the refunds
 # example) and made-up run folders (tests/fakes/report_synth.py: 100,000
 # seeds, runs to compare, an older run's journal).  About 30 s.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 PY=/usr/bin/python3
 CHECK="$PY $ROOT/tests/integration/report_html_check.py"

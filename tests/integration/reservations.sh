@@ -4,6 +4,7 @@
 # seeds failed here), a confirming re-run fails the same way, and each of
 # six failing seeds replays to the same verdict on the first try, with the
 # run's schedule.  The fixed variants: tests/proofs/reservations.sh.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 

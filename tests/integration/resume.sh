@@ -12,6 +12,7 @@
 #    (nothing for it to run) rejoins too;
 #  - a resume with another config is refused (78), and one of a directory
 #    with no journal (64).
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 
 SECRET=resume-secret-$$-0123456789abcdef

@@ -6,6 +6,7 @@
 # same turns waiting at each.  The decisions a timeout made (`forced`) are
 # counted and printed: they are where a replay could diverge.  Then the same
 # config without the schedule, for the kill rate beside it.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/reservations
 INV='items_reserved matches reservation events'

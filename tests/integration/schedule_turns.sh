@@ -11,6 +11,7 @@
 # the turns is found by soak and its victim cancelled, the same victim in
 # every replay, before PostgreSQL's own clock; and a circular wait through
 # a service's own database connection is decided without the watchdog.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 command -v psql >/dev/null || fail "psql is not installed (make deps)"
 /usr/bin/python3 -c 'import psycopg2' 2>/dev/null ||

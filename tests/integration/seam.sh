@@ -21,6 +21,7 @@
 #  - a database that requires TLS (hostssl only, a self-signed
 #    certificate): soak check says so and what to do (exit 78), and a run
 #    stops early as infra/proxy (exit 2) instead of failing every turn.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/pglib.sh" seam
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost \
 	-keyout "$dir/data/server.key" -out "$dir/data/server.crt" 2>/dev/null

@@ -11,6 +11,7 @@
 # are not minimized; a budget too small to finish still files the smallest
 # failing plan found, and says so.  (A minimize lease whose worker dies is
 # given again: tests/unit/test_coord.c.)
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 command -v psql >/dev/null || fail "psql is not installed (make deps)"
 
