@@ -158,7 +158,7 @@ test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY) $(BUILD)/bench/fleet_sim
 	@BUILD=$(BUILD) tests/run test
 
 # The integration tests of tier long (a "# tier: long" line: each takes
-# over about a minute here), kept out of make test's ten minutes; .ci/run
+# over about half a minute here), kept out of make test's ten minutes; .ci/run
 # calls it after make test (plain build).
 test-long: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run long
