@@ -163,10 +163,13 @@ test: all $(UNIT_BIN) $(TEST_HELPERS) $(FUZZ_REPLAY) $(BUILD)/bench/fleet_sim
 test-long: all $(TEST_HELPERS)
 	@BUILD=$(BUILD) tests/run long
 
-# The examples' long proofs: each fixed variant over 200 seeds, each mutant
-# caught.  Plain build; .ci/run calls it after make test.
+# The examples' long proofs: each fixed variant over PROOF_SEEDS seeds
+# (200; the second variants of budget and reservations a quarter as many),
+# each mutant caught.  Plain build; .ci/run calls it with PROOF_SEEDS=50
+# after make test-long.
+PROOF_SEEDS ?= 200
 proofs: all $(TEST_HELPERS)
-	@BUILD=$(BUILD) tests/run proofs
+	@BUILD=$(BUILD) PROOF_SEEDS=$(PROOF_SEEDS) tests/run proofs
 
 # The deploy/ recipes against real engines (tests/deploy/): a local Slurm,
 # systemd-analyze on the units, the CI files' soak command lines; and

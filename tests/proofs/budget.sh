@@ -1,12 +1,14 @@
 # The budget example (issue 35), the long half of its proof (make proofs):
 # the lost spend caught in at least 19 of 20 seeds with the model's latency
 # recorded, not slept, under the schedule (and no decision forced); the fix
-# passes the 200 default seeds and its bash twin 50, with no infra verdict
+# passes PROOF_SEEDS seeds (200: the default seeds) and its bash twin a
+# quarter as many, with no infra verdict
 # and every agent ok; each mutant is caught by the invariant that names it
 # in at least 15 of 20 seeds (20, 18 and 18 here).  The quick half:
 # tests/integration/examples_budget.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 EX=$ROOT/examples/budget
+PROOF_SEEDS=${PROOF_SEEDS:-200}
 
 phase "as shipped, seeds 0..19"
 soak_rc rc run "$EX/soak.yaml" --seeds 0..19 --out "$T/buggy" >"$T/buggy.out" 2>"$T/buggy.err"
@@ -19,7 +21,7 @@ expect_eq "as shipped: every failure is the lost spend" "" \
 expect_eq "as shipped: decisions forced by a timeout" 0 "$(jq .coverage.forced.decisions "$T/buggy/report.json")"
 echo "figures: as shipped, $(jq .totals.fail "$T/buggy/report.json") of 20 seeds caught in $(jq .wall_ms "$T/buggy/report.json") ms; waits $(jq -c .coverage.waits "$T/buggy/report.json")"
 
-for v in fixed:199 fixed-bash:49; do
+for v in fixed:$((PROOF_SEEDS - 1)) fixed-bash:$((PROOF_SEEDS / 4 - 1)); do
 	last=${v#*:} v=${v%:*}
 	phase "$v over seeds 0..$last"
 	soak_rc rc run "$EX/$v.yaml" --seeds 0..$last --out "$T/$v" >"$T/$v.out" 2>"$T/$v.err"

@@ -10,7 +10,7 @@ NETS='a cancelled lesson nets to zero for every student'
 OPS='operations fail only on cancelled lessons'
 
 # The fix holds over FIXED_LAST+1 seeds; most operations did something.
-FIXED_LAST=199
+FIXED_LAST=$((${PROOF_SEEDS:-200} - 1))
 phase "the fixed ledger over $((FIXED_LAST + 1)) seeds"
 soak_rc rc run "$EX/fixed.yaml" --seeds "0..$FIXED_LAST" --out "$T/fixed" \
     >"$T/fixed.out" 2>"$T/fixed.err"

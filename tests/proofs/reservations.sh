@@ -1,12 +1,14 @@
 # Reservations (seeds/001), the long half of its proof (make proofs): the
-# fixed variant passes the 200 default seeds with no infra verdict, and so
-# does the compare-and-set variant over 50.  The buggy system caught and
+# fixed variant passes PROOF_SEEDS seeds (200: the default seeds) with no
+# infra verdict, and so does the compare-and-set variant over a quarter as
+# many.  The buggy system caught and
 # replayed: tests/integration/reservations.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 EX=$ROOT/examples/reservations
+PROOF_SEEDS=${PROOF_SEEDS:-200}
 
 # Both fixes hold, and the guard (100%) shows they did the work.
-for v in fixed:199 cas:49; do
+for v in fixed:$((PROOF_SEEDS - 1)) cas:$((PROOF_SEEDS / 4 - 1)); do
 	last=${v#*:} v=${v%:*}
 	phase "reservations $v over seeds 0..$last"
 	soak_rc rc run "$EX/$v.yaml" --seeds 0..$last --out "$T/$v" >"$T/$v.out" 2>"$T/$v.err"
