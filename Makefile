@@ -222,7 +222,7 @@ fuzz:
 	@$(MAKE) --no-print-directory FUZZ=1 fuzz-bins
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run $(FUZZ_TARGETS)
 
-# What CI runs: the same, 5 s a target (16 targets: 80 s; make test replays
+# What CI runs: the same, 5 s a target (14 targets: 70 s; make test replays
 # every regress input and corpus already).
 fuzz-smoke:
 	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=5
