@@ -346,7 +346,8 @@ load_config(struct xcmd *c)
 		return SOAK_EXIT_CONFIG;
 	}
 	for (i = 0; i < c->cfg.nproxies; i++)
-		if (c->cfg.proxies[i].schedule.enabled) {
+		if (c->cfg.proxies[i].schedule.enabled &&
+		    !c->cfg.proxies[i].schedule.implied) {
 			c->proxy = c->cfg.proxies[i].name;
 			nsched++;
 		}

@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +39,22 @@ static void	conn_arm(struct conn *);
 static void	exchange_admit(struct conn *, const char *);
 static void	conn_canon(struct conn *);
 
+/* A TCP socket's local port (0: none, or not TCP). */
+static uint16_t
+sock_lport(int fd)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
 /* ---- connections ---- */
 
 static void
@@ -56,6 +74,14 @@ exchange_end(struct conn *c)
 		return;
 	if (c->l->gate != NULL)
 		gate_end(c->l->gate, &c->gent, now_ms());
+	if (c->svc_counted) {
+		c->l->ps->svcs[c->l->front].active[c->gent.turn]--;
+		c->svc_counted = false;
+	}
+	/* a service's statement answered: the thread it wakes serves its turn */
+	if (c->l->svc >= 0 && c->rec.step > 0 &&
+	    c->rec.turn < c->l->ps->nturn_live)
+		c->l->ps->svcs[c->l->svc].last = c->rec.turn;
 	c->hold_down = false;
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
 	if (c->pg) {
@@ -210,9 +236,11 @@ conn_dial(struct conn *c)
 	if (l->up_addr.ss_family != AF_UNIX)
 		px_set_nodelay(fd);
 	if (connect(fd, (struct sockaddr *)&l->up_addr, l->up_len) == 0) {
+		c->up_lport = sock_lport(fd);
 		set_state(c, CS_REQUEST);
 		return;
 	}
+	c->up_lport = sock_lport(fd);	/* bound by connect, in progress */
 	if (errno != EINPROGRESS) {
 		log_warn("%s/%d conn %u: connect %s", l->name, l->turn, c->no,
 		    l->upstream);
@@ -471,6 +499,29 @@ plan_blackhole(const struct listener *l, int round, uint32_t conn)
 }
 
 /*
+ * The turn a service's exchange serves (docs/faults.md "Services under a
+ * schedule"), or -1: inside a transaction, the turn that began it; else
+ * the turn whose request the service's front let go and that the service
+ * has not been quiet since (nothing else of it has run since it was
+ * quiet); else the turn of the service's statement answered last (the
+ * reply that woke the thread sending this).  -1 without a process to
+ * judge the service by, or before anything of it was held.
+ */
+static int
+served_turn(const struct conn *c)
+{
+	const struct svc_state	*s = &c->l->ps->svcs[c->l->svc];
+
+	if (atomic_load(&s->pgid) <= 0)
+		return -1;
+	if (c->gent.in_tx && c->served >= 0)
+		return c->served;
+	if (s->admitting >= 0)
+		return s->admitting;
+	return s->last;
+}
+
+/*
  * The exchange is known: whether the gate holds it for its turn (then it
  * waits in CS_PENDING with every byte still in `up`, and the gate's
  * decision admits it, px_conn_admit).  A PostgreSQL start-up and messages
@@ -488,7 +539,20 @@ conn_hold(struct conn *c, const char *stmt)
 		return true;
 	if (!conn_gated(c))
 		return false;
-	c->gent.turn = c->l->turn;
+	if (c->l->svc >= 0) {
+		int	t = served_turn(c);
+
+		if (t < 0) {
+			/* whose it is cannot be told: unheld, counted */
+			c->rec.bypass = true;
+			c->rec.occ = occ_next(c->l, c->rec.round, c->rec.key);
+			return false;
+		}
+		gate_ent_turn(g, &c->gent, c->pid_told, t);
+		c->served = t;
+		c->rec.turn = t;
+	}
+	c->gent.turn = c->rec.turn;
 	c->gent.round = c->rec.round;
 	c->gent.key = c->rec.key;
 	c->gent.occ = c->rec.occ;
@@ -524,8 +588,17 @@ px_conn_admit(struct conn *c)
 	 * proxy_roll_hit) */
 	c->rec.occ = c->gent.occ;
 	if (!l->planned)
-		proxy_roll_hit(&l->faults, l->ps->seed, l->name, l->turn,
+		proxy_roll_hit(&l->faults, l->ps->seed, l->name, c->rec.turn,
 		    c->rec.round, c->rec.key, c->rec.occ, &c->roll);
+	if (l->front >= 0 && c->gent.turn >= 0 &&
+	    c->gent.turn < l->ps->nturn_live) {
+		/* a request let go to a service: what begins in it until it
+		 * is quiet is this turn's (served_turn) */
+		l->ps->svcs[l->front].admitting = c->gent.turn;
+		if (!c->svc_counted)
+			l->ps->svcs[l->front].active[c->gent.turn]++;
+		c->svc_counted = true;
+	}
 	exchange_admit(c, c->pg ? (c->pgf->has_sql ? c->pgf->sql : NULL) :
 	    c->has_line ? c->line : NULL);
 	conn_process(c);
@@ -1549,6 +1622,7 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 				d->rec.overlap = true;
 		}
 	GATE_ENT_INIT(&c->gent);
+	c->served = -1;
 	c->peer_port = peer_port;
 	c->next = ps->conns;
 	if (ps->conns)

@@ -101,14 +101,23 @@ by_port(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* quiet.h's ours: a peer that is one of the set's listeners. */
-static bool
+/* quiet.h's ours: a peer that is one of the set's listeners, or the set's
+ * own connection to a service it fronts (its upstream socket's port). */
+static enum quiet_peer
 set_ours(void *arg, uint32_t addr, uint16_t port)
 {
 	struct proxy_set	*ps = arg;
+	const struct conn	*c;
 
-	return addr == INADDR_LOOPBACK && bsearch(&port, ps->lports,
-	    ps->nlports, sizeof(*ps->lports), by_port) != NULL;
+	if (addr != INADDR_LOOPBACK)
+		return QUIET_PEER_NONE;
+	if (bsearch(&port, ps->lports, ps->nlports, sizeof(*ps->lports),
+	    by_port) != NULL)
+		return QUIET_PEER_LISTENER;
+	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next)
+		if (c->l->front >= 0 && c->uep.fd != -1 && c->up_lport == port)
+			return QUIET_PEER_UPSTREAM;
+	return QUIET_PEER_NONE;
 }
 
 static struct conn *
@@ -145,6 +154,122 @@ engine_replied(const struct gate *g, const struct gate_ent *e)
 	    unread > 0;
 }
 
+/* ---- services under a schedule (docs/faults.md) ---- */
+
+/* Whether front connection c's admitted request has all reached the
+ * service (what is in its socket the service's threads see). */
+static bool
+front_delivered(const struct conn *c)
+{
+	return c->in_exchange && c->req_done && c->up.len == 0 &&
+	    c->uep.fd != -1 && (c->state == CS_REQUEST || c->state == CS_REPLY);
+}
+
+/* Whether front connection c's request is in its service's hands: all of
+ * it delivered, and nothing of its reply come back yet (not even unread by
+ * the loop: then the reply is on its way). */
+static bool
+front_in_hand(const struct conn *c)
+{
+	int	unread;
+
+	return front_delivered(c) && !c->got_reply && !c->up_eof &&
+	    !(ioctl(c->uep.fd, FIONREAD, &unread) == 0 && unread > 0);
+}
+
+/*
+ * Service k as gate `asking` sees it now: GA_QUIET when its process group
+ * is quiet (an accept loop's own timeout counts: quiet.h timed_listen), no
+ * request its front let go is on its way to it, and every socket of soak's
+ * it waits on is held at a gate, idle, or `asking`'s own admitted
+ * exchange; else what keeps it from being so.  /proc is read once a loop
+ * pass (the pass moves with each admission, which may wake it).
+ */
+static enum gate_act
+svc_act(struct proxy_set *ps, int k, const struct gate *asking)
+{
+	struct svc_state	*s = &ps->svcs[k];
+	struct conn		*c;
+	pid_t			 pgid = atomic_load(&s->pgid);
+	size_t			 i;
+	int			 unread;
+
+	if (pgid <= 0)
+		return GA_UNSEEN;
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->l->front == k && (c->gent.st == GS_RUN ||
+		    c->gent.st == GS_WOKE) && !front_delivered(c))
+			return GA_BUSY;		/* a request on its way to it */
+	if (s->pass != ps->pass) {
+		quiet_look(ps->quiet, pgid, &s->res);
+		s->pass = ps->pass;
+		log_debug("service %d (group %d): %s%s, %d processes, %d "
+		    "threads%s%s", k, (int)pgid, quiet_st_name(s->res.st),
+		    s->res.timed_listen ? " (an accept loop's timeout)" : "",
+		    s->res.nprocs, s->res.nthreads, s->res.what[0] ? ": " : "",
+		    s->res.what);
+	}
+	switch (s->res.st) {
+	case QUIET_GONE:	return GA_GONE;
+	case QUIET_RUNNING:	return GA_RUNNING;
+	case QUIET_UNSEEN:	return GA_UNSEEN;
+	case QUIET_TIMED:
+		if (!s->res.timed_listen)
+			return GA_TIMED;
+		break;
+	default:		break;
+	}
+	if (s->res.ports_cut)
+		return GA_UNSEEN;
+	for (i = 0; i < s->res.nports; i++) {
+		if ((c = conn_of_port(ps, s->res.ports[i])) == NULL)
+			return GA_RUNNING;	/* not accepted yet */
+		if (ioctl(c->cep.fd, FIONREAD, &unread) == 0 && unread > 0)
+			return GA_BUSY;
+		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
+		    c->gent.st == GS_STUCK)
+			continue;		/* held at a gate */
+		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
+		    c->l->gate == asking)
+			continue;		/* the asking gate's own */
+		if (c->state == CS_IDLE || c->state == CS_CLOSED)
+			continue;
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
+		    c->state == CS_STALL)
+			return GA_TIMED;
+		return GA_BUSY;			/* a reply on its way to it */
+	}
+	return GA_QUIET;
+}
+
+/*
+ * Each request a front's gate let go that has reached its service: once
+ * the service is quiet, the gate is free for the next one (the trace's
+ * "served":"quiet"), before the reply: what the service does for it from
+ * then on waits at the database's gate as the turn's, so the next request
+ * is ordered, not held to this one's reply.  The service's "admitting"
+ * turn ends there too: a transaction that begins from now on follows a
+ * reply the schedule let go.
+ */
+static void
+svc_serve(struct proxy_set *ps)
+{
+	struct conn	*c;
+
+	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next) {
+		if (c->l->front < 0 || c->l->gate == NULL ||
+		    c->gent.st != GS_RUN || !front_in_hand(c))
+			continue;
+		if (svc_act(ps, c->l->front, c->l->gate) != GA_QUIET)
+			continue;
+		c->rec.served = true;
+		ps->svcs[c->l->front].admitting = -1;
+		log_debug("%s/%d conn %u: service %d quiet, the gate goes on",
+		    c->l->name, c->l->turn, c->no, c->l->front);
+		gate_end(c->l->gate, &c->gent, now_ms());
+	}
+}
+
 static enum gate_act
 engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 {
@@ -155,7 +280,7 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 	pid_t			 pid;
 	size_t			 i;
 	int			 unread;
-	bool			 timed = false;
+	bool			 timed = false, idle = false, pending = false;
 
 	*ran_ms = -1;
 	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
@@ -201,6 +326,10 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 	for (i = 0; i < v->res.nports; i++) {
 		if ((c = conn_of_port(ps, v->res.ports[i])) == NULL)
 			return GA_RUNNING;	/* not accepted yet */
+		/* each socket but an idle one: what its wait is on is soak's
+		 * to end (a client's own timeout on it fires only if soak
+		 * holds it that long) */
+		pending = true;
 		/* what it sent that the loop has not read yet: an event to come */
 		if (ioctl(c->cep.fd, FIONREAD, &unread) == 0 && unread > 0) {
 			a = GA_BUSY;
@@ -208,6 +337,16 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		}
 		if (c->gent.st == GS_WAIT)
 			c->gent.origin = v->res.origin[i];
+		if (c->gent.st == GS_WAIT && c->l->front >= 0 &&
+		    c->l->gate != asking) {
+			/* a request a service's front holds: what the
+			 * service will ask for it comes before any other
+			 * gate decides (docs/faults.md "Services under a
+			 * schedule"); the front lets it go once the service
+			 * is quiet, an event of the loop's */
+			a = GA_BUSY;
+			continue;
+		}
 		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
 		    c->gent.st == GS_STUCK)
 			continue;		/* held at a gate */
@@ -217,14 +356,27 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		if (c->state == CS_IDLE || c->state == CS_CLOSED) {
 			log_debug("turn %d: waits on %s conn %u, idle", turn,
 			    c->l->name, c->no);
+			idle = true;
 			continue;
 		}
 		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
 		    c->state == CS_STALL)
 			return GA_TIMED;	/* the proxy's own stall */
+		if (c->l->front >= 0 && front_in_hand(c)) {
+			/* a request in a service's hands: accounted for
+			 * while the service is (its statements held) */
+			enum gate_act	sa = svc_act(ps, c->l->front, asking);
+
+			if (sa == GA_QUIET)
+				continue;
+			if (sa == GA_RUNNING || sa == GA_UNSEEN ||
+			    sa == GA_TIMED)
+				return sa;
+		}
 		a = GA_BUSY;			/* its reply is on its way */
 	}
-	return a == GA_QUIET && timed ? GA_TIMED : a;
+	/* a timed wait with nothing of soak's pending on it ends by itself */
+	return a == GA_QUIET && timed && (idle || !pending) ? GA_TIMED : a;
 }
 
 /* ---- the loop ---- */
@@ -361,11 +513,18 @@ loop_gates(struct proxy_set *ps)
 	loop_turns(ps);
 	if (ps->quiet != NULL)
 		quiet_begin(ps->quiet);	/* /proc/net/tcp read once a pass */
+	ps->pass++;
+	if (ps->quiet != NULL && atomic_load(&ps->actors_on))
+		svc_serve(ps);
 	for (i = 0; i < ps->ngates; i++) {
 		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL) {
 			px_conn_admit((struct conn *)((char *)e -
 			    offsetof(struct conn, gent)));
 			decided = true;
+			/* what it woke is looked at afresh */
+			ps->pass++;
+			if (ps->quiet != NULL)
+				quiet_begin(ps->quiet);
 		}
 		if (!ps->diverged_told && gate_diverged(ps->gates[i],
 		    why, sizeof(why))) {
@@ -609,6 +768,8 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	    pl->schedule : NULL;
 	l->turn = pl->turn;
 	l->service = pl->service != NULL ? xstrdup(pl->service) : NULL;
+	l->svc = -1;			/* proxy_set_open's */
+	l->front = pl->front - 1;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
 	l->faults.match = NULL;		/* the caller's; re is ours */
@@ -704,9 +865,12 @@ actors_setup(struct proxy_set *ps)
 /*
  * One gate per scheduled proxy index, its turns those of its turns'
  * listeners; a gate asks PostgreSQL about lock waits on the lockinfo of its
- * listeners.  A service's listener feeds no gate: which turn's request its
- * exchanges serve is not known to the gate yet, so they pass unscheduled,
- * marked (bypass), rather than wait as an actor the schedule cannot judge.
+ * listeners.  A service's listener of a scheduled proxy in front of the
+ * database feeds the gate too: each of its exchanges waits there as the
+ * turn whose request it serves (conn.c, served_turn), or passes unheld,
+ * marked (bypass), when that cannot be told (the service's process not
+ * known, its requests not through a front of the set).  A service's
+ * listener of any other scheduled proxy passes unheld, marked.
  */
 static int
 gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
@@ -740,7 +904,8 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		for (k = i; k < ps->nls; k++) {
 			if (ps->ls[k].proxy != ps->ls[i].proxy)
 				continue;
-			if (ps->ls[k].service != NULL)
+			if (ps->ls[k].service != NULL && (pl[k].lockinfo == NULL ||
+			    ps->ls[k].svc < 0))
 				ps->ls[k].bypass = true;
 			else
 				ps->ls[k].gate = ps->gates[ps->ngates];
@@ -752,6 +917,34 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 	if (ps->ngates > 0)
 		actors_setup(ps);
 	return 0;
+}
+
+/* The services of the set's listeners, numbered in order of first
+ * appearance (proxy_set_open_cfg: the k-th service is actor turns + k). */
+static void
+svcs_setup(struct proxy_set *ps)
+{
+	size_t	i, j, k;
+
+	for (i = 0; i < ps->nls; i++) {
+		if (ps->ls[i].service == NULL)
+			continue;
+		for (j = 0; j < i; j++)
+			if (ps->ls[j].service != NULL &&
+			    strcmp(ps->ls[j].service, ps->ls[i].service) == 0)
+				break;
+		ps->ls[i].svc = j < i ? ps->ls[j].svc : (int)ps->nsvcs++;
+	}
+	ps->svcs = xcalloc(ps->nsvcs ? ps->nsvcs : 1, sizeof(*ps->svcs));
+	for (k = 0; k < ps->nsvcs; k++) {
+		ps->svcs[k].admitting = -1;
+		ps->svcs[k].last = -1;
+		ps->svcs[k].active = xcalloc((size_t)(ps->nturn_live ?
+		    ps->nturn_live : 1), sizeof(*ps->svcs[k].active));
+	}
+	for (i = 0; i < ps->nls; i++)
+		if (ps->ls[i].front >= (int)ps->nsvcs)
+			ps->ls[i].front = -1;
 }
 
 struct proxy_set *
@@ -798,6 +991,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 			goto fail;
 		px_ep_set(ps->epfd, &ps->ls[i].ep, EPOLLIN);
 	}
+	svcs_setup(ps);
 	if (gates_setup(ps, pl, err) == -1)
 		goto fail;
 	if (trace_path != NULL) {
@@ -861,7 +1055,27 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 	actors = turns + (int)nservices;
 	n = cfg->nproxies * (size_t)actors;
 	pl = xcalloc(n ? n : 1, sizeof(*pl));
-	for (i = 0; i < cfg->nproxies; i++)
+	for (i = 0; i < cfg->nproxies; i++) {
+		const struct cfg_schedule	*sched = &cfg->proxies[i].schedule;
+		int				 front = 0;
+		size_t				 k;
+
+		/*
+		 * A proxy in front of a service through the seam, when the
+		 * database's proxy is scheduled: its requests are let go one
+		 * at a time, each until the service is quiet, by a gate of its
+		 * own (the database proxy's schedule when it has none: the
+		 * config's, implied), so
+		 * that the service's statements can be told whose they are
+		 * (docs/faults.md "Services under a schedule").
+		 */
+		for (k = 0; cfg->proxies[i].upstream_kind == CFG_UP_SERVICE &&
+		    k < nservices; k++)
+			if (strcmp(services[k], cfg->proxies[i].upstream) == 0)
+				front = (int)k + 1;
+		if (front > 0 && (cfg->db_proxy < 0 ||
+		    !cfg->proxies[cfg->db_proxy].schedule.enabled))
+			front = 0;
 		for (t = 0; t < actors; t++) {
 			struct proxy_listen *p = &pl[i * (size_t)actors + (size_t)t];
 
@@ -873,7 +1087,8 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->upstream = upstreams[i];
 			p->protocol = cfg->proxies[i].protocol;
 			p->faults = &cfg->proxies[i].faults;
-			p->schedule = &cfg->proxies[i].schedule;
+			p->schedule = sched;
+			p->front = front;
 			if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
 				p->lockinfo = dbinfo;
 			p->planned = plan != NULL;
@@ -886,6 +1101,7 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->tls_ca = cfg->proxies[i].tls_ca;
 			p->api_key = keys[i];
 		}
+	}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
 		ps->turns = turns;
@@ -922,6 +1138,15 @@ proxy_set_turn_started(struct proxy_set *ps, int turn, pid_t pid)
 	    turn >= ps->nturn_live)
 		return;
 	atomic_store(&ps->turn_pid[turn], pid);
+	turns_changed(ps);
+}
+
+void
+proxy_set_service_started(struct proxy_set *ps, size_t k, pid_t pid)
+{
+	if (ps == NULL || k >= ps->nsvcs)
+		return;
+	atomic_store(&ps->svcs[k].pgid, pid);
 	turns_changed(ps);
 }
 
@@ -1022,6 +1247,9 @@ proxy_set_close(struct proxy_set *ps)
 		gate_free(ps->gates[i]);
 	free(ps->gates);
 	free(ps->held);
+	for (i = 0; ps->svcs != NULL && i < ps->nsvcs; i++)
+		free(ps->svcs[i].active);
+	free(ps->svcs);
 	free(ps->turn_live);
 	free(ps->turn_pid);
 	free(ps->views);

@@ -77,6 +77,13 @@ struct listener {
 	 * bypass when its proxy is scheduled (the gate does not hold it) */
 	char			*service;
 	bool			 bypass;
+	/* services through the seam (docs/faults.md "Services under a
+	 * schedule"): svc, the set's index of the service this listener is
+	 * (-1: a turn's); front, the index of the service this proxy's
+	 * upstream is (-1: none), whose requests its gate lets go one at a
+	 * time, each until the service is quiet */
+	int			 svc;
+	int			 front;
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
 	regex_t			 re;		/* the faults' match */
@@ -222,6 +229,11 @@ struct conn {
 	/* the client's port: how /proc's view of a turn's sockets finds it
 	 * (quiet.h) */
 	uint16_t		 peer_port;
+	uint16_t		 up_lport;	/* its upstream socket's local port */
+	/* a service's connection: the turn its last held exchange served
+	 * (-1: none yet); a front's: its request counted in svc.active */
+	int			 served;
+	bool			 svc_counted;
 	/* scheduled proxies: the exchange as the gate sees it */
 	struct gate_ent		 gent;
 	bool			 gated;		/* gent is (or was) in the gate */
@@ -353,6 +365,25 @@ struct proxy_set {
 	uint16_t		*lports;	/* the listeners' ports, sorted */
 	size_t			 nlports;
 	bool			 denied_told;
+	/*
+	 * Services through the seam under a schedule (docs/faults.md
+	 * "Services under a schedule"), per service: its process group
+	 * (proxy_set_service_started; 0: not told), the turn whose request
+	 * its front let go last and that it has not been seen quiet since
+	 * (-1: none), the turn its last answered statement served, each
+	 * turn's requests in its hands, and how /proc saw it in loop pass
+	 * `pass` (the set's pass moves at each pass and each admission).
+	 */
+	struct svc_state {
+		_Atomic pid_t	 pgid;
+		int		 admitting;
+		int		 last;
+		uint32_t	*active;
+		uint64_t	 pass;
+		struct quiet_res res;
+	}			*svcs;
+	size_t			 nsvcs;
+	uint64_t		 pass;
 };
 
 /* Whether l's upstream is answered inside (local.c): no socket dialled. */

@@ -272,6 +272,15 @@ uint32_t	 gate_step_checks(const struct gate *g);
  * connection, in an exchange or idle in a transaction, holds locks.
  */
 void		 gate_backend(struct gate *g, int32_t pid, int turn);
+/*
+ * A service's connection (docs/faults.md "Services under a schedule")
+ * serves turn `turn` from its next exchange on: e, not in the gate, is
+ * that turn's from now (a lane it had in another turn is given back, a new
+ * one given at the next decision), and so is its backend pid (0: none
+ * known) when the gate names the turns that hold a lock.
+ */
+void		 gate_ent_turn(struct gate *g, struct gate_ent *e, int32_t pid,
+		    int turn);
 void		 gate_backend_gone(struct gate *g, int32_t pid);
 
 /*

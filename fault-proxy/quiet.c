@@ -90,6 +90,8 @@ struct quiet {
 	uint64_t	 origin;	/* the thread being looked at's, for add_port */
 	bool		 tsock;		/* its wait is timed only by its own
 					   timeout, on fds that are quiet */
+	bool		 nonlisten;	/* the thread's wait has an fd that is
+					   not a listening socket */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -398,8 +400,24 @@ add_port(struct quiet *q, struct quiet_res *out, uint16_t port, long fd)
 	out->ports[out->nports++] = port;
 }
 
+static enum fdk	fd_kind1(struct quiet *, pid_t, long, struct quiet_res *,
+		    char *, size_t);
+
+/* What fd is, and whether the thread's wait is on listening sockets only
+ * so far (q->nonlisten; quiet.h, timed_listen). */
 static enum fdk
 fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
+    char *what, size_t len)
+{
+	enum fdk	k = fd_kind1(q, pid, fd, out, what, len);
+
+	if (k != FDK_LISTEN && k != FDK_EPOLL)
+		q->nonlisten = true;
+	return k;
+}
+
+static enum fdk
+fd_kind1(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
     char *what, size_t len)
 {
 	char			 path[64], link[128];
@@ -438,9 +456,15 @@ fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
 		return s->rxq > 0 ? FDK_READY : FDK_LISTEN;
 	if (s->rxq > 0)
 		return FDK_READY;
-	if (s->raddr != 0 && q->ours(q->arg, s->raddr, s->rport)) {
+	switch (s->raddr != 0 ? q->ours(q->arg, s->raddr, s->rport) :
+	    QUIET_PEER_NONE) {
+	case QUIET_PEER_LISTENER:
 		add_port(q, out, s->lport, fd);
 		return FDK_OURS;
+	case QUIET_PEER_UPSTREAM:
+		return FDK_OURS;
+	default:
+		break;
 	}
 	snprintf(what, len, "a socket to %u.%u.%u.%u:%u", s->raddr >> 24,
 	    s->raddr >> 16 & 0xff, s->raddr >> 8 & 0xff, s->raddr & 0xff, s->rport);
@@ -813,7 +837,8 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
-	bool		 timed_other = false, rescanned = false;
+	bool		 timed_other = false, timed_nonlisten = false,
+			 rescanned = false;
 
 again:
 	memset(out, 0, sizeof(*out));
@@ -854,11 +879,14 @@ again:
 			else
 				q->snap_cut = true;
 			q->tsock = false;
+			q->nonlisten = false;
 			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
 			if (st == QUIET_TIMED && !q->tsock)
 				timed_other = true;
+			if (st == QUIET_TIMED && q->nonlisten)
+				timed_nonlisten = true;
 			out->nthreads++;
 			if (worse(out->st, st) == out->st)
 				continue;
@@ -886,6 +914,7 @@ again:
 	 * a socket of soak's): the sockets are kept, for the caller to
 	 * tell a reply on its way from an idle wait */
 	out->timed_socks = out->st == QUIET_TIMED && !timed_other;
+	out->timed_listen = out->timed_socks && !timed_nonlisten;
 	if (out->st != QUIET_QUIET && !out->timed_socks) {
 		out->nports = 0;
 		out->ports_cut = false;
@@ -914,10 +943,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 	q->snap_cut = false;
 	look_once(q, pgid, out, 0);
 	cpu = out->cpu_ns;
-	if (out->st != QUIET_QUIET)
+	/* an accept loop's timeout (timed_listen) is looked at twice too: a
+	 * service's group counts as quiet with it */
+	if (out->st != QUIET_QUIET && !out->timed_listen)
 		return;
 	look_once(q, pgid, &again, 1);
-	if (again.st != QUIET_QUIET)
+	if (again.st != out->st || again.timed_listen != out->timed_listen)
 		goto moved;
 	if (q->snap_cut || q->nsnap[0] != q->nsnap[1])
 		goto moved;
@@ -935,5 +966,6 @@ moved:
 	out->nprocs = again.nprocs;
 	out->nthreads = again.nthreads;
 	snprintf(out->what, sizeof(out->what), "%s", again.st != QUIET_QUIET &&
-	    again.what[0] ? again.what : "moving between two looks");
+	    !again.timed_listen && again.what[0] ? again.what :
+	    "moving between two looks");
 }

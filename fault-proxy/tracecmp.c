@@ -999,8 +999,10 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		/* worker/explore.c's serialized_steps, on one trace: a request
 		 * that is not a PostgreSQL statement admitted while another
 		 * turn's waited is held to its reply, so the service behind
-		 * the proxy never ran two at once */
-		if (l.pg == NULL && (l.cand & ~((uint64_t)1 << (l.turn & 63))) != 0)
+		 * the proxy never ran two at once (not one let go once the
+		 * service was quiet: "served") */
+		if (l.pg == NULL && !l.served &&
+		    (l.cand & ~((uint64_t)1 << (l.turn & 63))) != 0)
 			p->serialized++;
 	}
 	if (l.service != NULL && l.bypass)

@@ -42,7 +42,7 @@ step_flags(const struct trace_line *l, const char *what)
 	if (what != NULL && (strncasecmp(what, "LISTEN", 6) == 0 ||
 	    strncasecmp(what, "NOTIFY", 6) == 0))
 		f |= XS_NOTIFY;
-	if (l->pg == NULL)
+	if (l->pg == NULL && !l->served)
 		f |= XS_SERVICE;
 	return f;
 }

@@ -47,11 +47,12 @@ struct lsock {
 /* ours: the listener the test calls soak's */
 static uint16_t	ours_port;
 
-static bool
+static enum quiet_peer
 ours(void *arg, uint32_t addr, uint16_t port)
 {
 	(void)arg;
-	return addr == INADDR_LOOPBACK && port == ours_port;
+	return addr == INADDR_LOOPBACK && port == ours_port ?
+	    QUIET_PEER_LISTENER : QUIET_PEER_NONE;
 }
 
 /* the second pass: sockets from /proc/net/tcp, as where pidfd_getfd is
