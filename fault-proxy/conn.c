@@ -74,10 +74,7 @@ exchange_end(struct conn *c)
 		return;
 	if (c->l->gate != NULL)
 		gate_end(c->l->gate, &c->gent, now_ms());
-	if (c->svc_counted) {
-		c->l->ps->svcs[c->l->front].active[c->gent.turn]--;
-		c->svc_counted = false;
-	}
+	px_front_settled(c);
 	/* a service's statement answered: the thread it wakes serves its turn */
 	if (c->l->svc >= 0 && c->rec.step > 0 &&
 	    c->rec.turn < c->l->ps->nturn_live)
@@ -501,24 +498,33 @@ plan_blackhole(const struct listener *l, int round, uint32_t conn)
 /*
  * The turn a service's exchange serves (docs/faults.md "Services under a
  * schedule"), or -1: inside a transaction, the turn that began it; else
- * the turn whose request the service's front let go and that the service
- * has not been quiet since (nothing else of it has run since it was
- * quiet); else the turn of the service's statement answered last (the
- * reply that woke the thread sending this).  -1 without a process to
- * judge the service by, or before anything of it was held.
+ * the turn whose request its front let go and that has not settled (the
+ * service has not been quiet since, nor answered it: nothing else of the
+ * service has run since it was quiet); two turns with such requests, -1:
+ * it cannot be told (a request `blocked` went past, a service that runs
+ * two at once); none, the turn of the service's statement answered last
+ * (the reply that woke the thread sending this).  -1 also without a
+ * process to judge the service by.
  */
 static int
 served_turn(const struct conn *c)
 {
-	const struct svc_state	*s = &c->l->ps->svcs[c->l->svc];
+	const struct proxy_set	*ps = c->l->ps;
+	const struct svc_state	*s = &ps->svcs[c->l->svc];
+	int			 t, one = -1;
 
 	if (atomic_load(&s->pgid) <= 0)
 		return -1;
 	if (c->gent.in_tx && c->served >= 0)
 		return c->served;
-	if (s->admitting >= 0)
-		return s->admitting;
-	return s->last;
+	for (t = 0; t < ps->nturn_live; t++) {
+		if (s->active[t] == 0)
+			continue;
+		if (one >= 0)
+			return -1;
+		one = t;
+	}
+	return one >= 0 ? one : s->last;
 }
 
 /*
@@ -593,8 +599,7 @@ px_conn_admit(struct conn *c)
 	if (l->front >= 0 && c->gent.turn >= 0 &&
 	    c->gent.turn < l->ps->nturn_live) {
 		/* a request let go to a service: what begins in it until it
-		 * is quiet is this turn's (served_turn) */
-		l->ps->svcs[l->front].admitting = c->gent.turn;
+		 * settles is this turn's (served_turn) */
 		if (!c->svc_counted)
 			l->ps->svcs[l->front].active[c->gent.turn]++;
 		c->svc_counted = true;

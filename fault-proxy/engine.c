@@ -243,31 +243,57 @@ svc_act(struct proxy_set *ps, int k, const struct gate *asking)
 }
 
 /*
- * Each request a front's gate let go that has reached its service: once
- * the service is quiet, the gate is free for the next one (the trace's
- * "served":"quiet"), before the reply: what the service does for it from
- * then on waits at the database's gate as the turn's, so the next request
- * is ordered, not held to this one's reply.  The service's "admitting"
- * turn ends there too: a transaction that begins from now on follows a
- * reply the schedule let go.
+ * A request in a service's hands, the service not quiet: nothing the loop
+ * would hear of says when it is, so a pass is due soon to look again,
+ * backing off while nothing settles (svc_serve's pass resets it).
+ */
+static void
+svc_relook(struct proxy_set *ps)
+{
+	int64_t	at = now_ms() + ps->svc_look_ms;
+
+	if (ps->svc_next != 0 && ps->svc_next <= at)
+		return;
+	ps->svc_next = at;
+	if ((ps->svc_look_ms *= 2) > ACTOR_LOOK_MAX_MS)
+		ps->svc_look_ms = ACTOR_LOOK_MAX_MS;
+}
+
+/*
+ * The requests a front's gate let go that have reached their service:
+ * once the service is quiet, each has settled, and the gate is free for
+ * the next one (the trace's "served":"quiet"), before the reply: what the
+ * service does for it from then on waits at the database's gate as the
+ * turn's, so the next request is ordered, not held to this one's reply.
+ * One `blocked` went past (GS_STUCK) settles the same way.
  */
 static void
 svc_serve(struct proxy_set *ps)
 {
 	struct conn	*c;
+	bool		 left = false;
 
+	if (ps->svc_next != 0 && ps->svc_next <= now_ms())
+		ps->svc_next = 0;	/* this pass is the look */
 	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next) {
-		if (c->l->front < 0 || c->l->gate == NULL ||
-		    c->gent.st != GS_RUN || !front_in_hand(c))
+		if (c->l->front < 0 || c->l->gate == NULL || !c->svc_counted ||
+		    !front_in_hand(c))
 			continue;
-		if (svc_act(ps, c->l->front, c->l->gate) != GA_QUIET)
+		if (svc_act(ps, c->l->front, c->l->gate) != GA_QUIET) {
+			left = true;
+			continue;
+		}
+		ps->svc_look_ms = ACTOR_LOOK_MS;
+		px_front_settled(c);
+		if (c->gent.st != GS_RUN && c->gent.st != GS_STUCK)
 			continue;
 		c->rec.served = true;
-		ps->svcs[c->l->front].admitting = -1;
 		log_debug("%s/%d conn %u: service %d quiet, the gate goes on",
 		    c->l->name, c->l->turn, c->no, c->l->front);
 		gate_end(c->l->gate, &c->gent, now_ms());
 	}
+	if (left)
+		svc_relook(ps);
 }
 
 static enum gate_act
@@ -337,6 +363,19 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		}
 		if (c->gent.st == GS_WAIT)
 			c->gent.origin = v->res.origin[i];
+		if (c->l->front >= 0 && c->gent.st != GS_WAIT &&
+		    !((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
+		    c->l->gate == asking) && front_in_hand(c)) {
+			/* a request in a service's hands: accounted for
+			 * while the service is quiet (what it asks for the
+			 * request waits at a gate), else its reply is on its
+			 * way, waited for as one at another proxy */
+			if (svc_act(ps, c->l->front, asking) == GA_QUIET)
+				continue;
+			svc_relook(ps);	/* nothing the loop hears says when */
+			a = GA_BUSY;
+			continue;
+		}
 		if (c->gent.st == GS_WAIT && c->l->front >= 0 &&
 		    c->l->gate != asking) {
 			/* a request a service's front holds: what the
@@ -362,17 +401,6 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
 		    c->state == CS_STALL)
 			return GA_TIMED;	/* the proxy's own stall */
-		if (c->l->front >= 0 && front_in_hand(c)) {
-			/* a request in a service's hands: accounted for
-			 * while the service is (its statements held) */
-			enum gate_act	sa = svc_act(ps, c->l->front, asking);
-
-			if (sa == GA_QUIET)
-				continue;
-			if (sa == GA_RUNNING || sa == GA_UNSEEN ||
-			    sa == GA_TIMED)
-				return sa;
-		}
 		a = GA_BUSY;			/* its reply is on its way */
 	}
 	/* a timed wait with nothing of soak's pending on it ends by itself */
@@ -410,6 +438,7 @@ loop_timeout(struct proxy_set *ps)
 		CONSIDER(ps->ls[i].backoff_until);
 	for (i = 0; i < ps->ngates; i++)
 		CONSIDER(gate_next_at(ps->gates[i]));
+	CONSIDER(ps->svc_next);
 #undef CONSIDER
 	if (next < 0)
 		return -1;
@@ -937,8 +966,8 @@ svcs_setup(struct proxy_set *ps)
 	}
 	ps->svcs = xcalloc(ps->nsvcs ? ps->nsvcs : 1, sizeof(*ps->svcs));
 	for (k = 0; k < ps->nsvcs; k++) {
-		ps->svcs[k].admitting = -1;
 		ps->svcs[k].last = -1;
+		ps->svc_look_ms = ACTOR_LOOK_MS;
 		ps->svcs[k].active = xcalloc((size_t)(ps->nturn_live ?
 		    ps->nturn_live : 1), sizeof(*ps->svcs[k].active));
 	}

@@ -231,7 +231,8 @@ struct conn {
 	uint16_t		 peer_port;
 	uint16_t		 up_lport;	/* its upstream socket's local port */
 	/* a service's connection: the turn its last held exchange served
-	 * (-1: none yet); a front's: its request counted in svc.active */
+	 * (-1: none yet); a front's: its request counted in svc.active, not
+	 * settled yet */
 	int			 served;
 	bool			 svc_counted;
 	/* scheduled proxies: the exchange as the gate sees it */
@@ -368,21 +369,25 @@ struct proxy_set {
 	/*
 	 * Services through the seam under a schedule (docs/faults.md
 	 * "Services under a schedule"), per service: its process group
-	 * (proxy_set_service_started; 0: not told), the turn whose request
-	 * its front let go last and that it has not been seen quiet since
-	 * (-1: none), the turn its last answered statement served, each
-	 * turn's requests in its hands, and how /proc saw it in loop pass
-	 * `pass` (the set's pass moves at each pass and each admission).
+	 * (proxy_set_service_started; 0: not told), the turn its last
+	 * answered statement served, per turn the requests its front let go
+	 * that are not settled yet (neither answered nor followed by the
+	 * service quiet), and how /proc saw it in loop pass `pass` (the
+	 * set's pass moves at each pass and each admission).
 	 */
 	struct svc_state {
 		_Atomic pid_t	 pgid;
-		int		 admitting;
 		int		 last;
 		uint32_t	*active;
 		uint64_t	 pass;
 		struct quiet_res res;
 	}			*svcs;
 	size_t			 nsvcs;
+	/* a request in a service's hands, the service not quiet at the last
+	 * look: the next look (svc_serve), backing off ACTOR_LOOK_MS to
+	 * ACTOR_LOOK_MAX_MS (0: none due) */
+	int64_t			 svc_next;
+	int			 svc_look_ms;
 	uint64_t		 pass;
 };
 
@@ -410,6 +415,17 @@ static inline bool
 px_conn_holds_live(const struct listener *l)
 {
 	return l->service == NULL;
+}
+
+/* A front's request let go to its service has settled (answered, or the
+ * service was quiet after it): no longer counted (engine thread). */
+static inline void
+px_front_settled(struct conn *c)
+{
+	if (!c->svc_counted)
+		return;
+	c->l->ps->svcs[c->l->front].active[c->gent.turn]--;
+	c->svc_counted = false;
 }
 
 /* One connection or duplicate gone (engine thread). */
