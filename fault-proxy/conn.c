@@ -528,6 +528,31 @@ served_turn(const struct conn *c)
 }
 
 /*
+ * A service's connections are many turns' in turn (a pool's, or one per
+ * request): two serving one turn at once (a request that uses two, a turn
+ * whose requests overlap) send in an order the service decides, not the
+ * schedule: their exchanges say so ("overlap"), as a turn's own
+ * connections open at once do.
+ */
+static bool	conn_still_open(const struct conn *);
+
+static void
+served_overlap(struct conn *c)
+{
+	struct conn	*d;
+
+	for (d = c->l->ps->conns; d != NULL; d = d->next)
+		if (d != c && d->l == c->l && d->served == c->served &&
+		    d->round == c->round && conn_still_open(d) &&
+		    (d->in_exchange || d->gent.in_tx)) {
+			c->overlap = d->overlap = true;
+			c->rec.overlap = true;
+			if (d->in_exchange)
+				d->rec.overlap = true;
+		}
+}
+
+/*
  * The exchange is known: whether the gate holds it for its turn (then it
  * waits in CS_PENDING with every byte still in `up`, and the gate's
  * decision admits it, px_conn_admit).  A PostgreSQL start-up and messages
@@ -557,6 +582,7 @@ conn_hold(struct conn *c, const char *stmt)
 		gate_ent_turn(g, &c->gent, c->pid_told, t);
 		c->served = t;
 		c->rec.turn = t;
+		served_overlap(c);
 	}
 	c->gent.turn = c->rec.turn;
 	c->gent.round = c->rec.round;
@@ -1620,7 +1646,8 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 	 * schedule does not decide.  Their exchanges say so from now on
 	 * ("overlap"); a `psql -c` per statement opens one at a time.
 	 */
-	for (d = l->gate != NULL ? ps->conns : NULL; d != NULL; d = d->next)
+	for (d = l->gate != NULL && l->svc < 0 ? ps->conns : NULL; d != NULL;
+	    d = d->next)
 		if (d->l == l && d->round == c->round && conn_still_open(d)) {
 			c->overlap = d->overlap = true;
 			if (d->in_exchange)
