@@ -58,6 +58,7 @@ struct trace_line {
 	/* "served":"quiet": a request to a service its gate let go of once
 	 * the service was quiet, before its reply (fault-proxy/proxy.h) */
 	bool			 served;
+	bool			 served_forced;	/* "served":"arrival" */
 	uint32_t		 conn, exchange;
 	enum fault		 fault;
 	int64_t			 latency_ms;

@@ -629,6 +629,7 @@ px_conn_admit(struct conn *c)
 		if (!c->svc_counted)
 			l->ps->svcs[l->front].active[c->gent.turn]++;
 		c->svc_counted = true;
+		c->svc_since = now_ms();
 	}
 	exchange_admit(c, c->pg ? (c->pgf->has_sql ? c->pgf->sql : NULL) :
 	    c->has_line ? c->line : NULL);

@@ -242,6 +242,20 @@ svc_act(struct proxy_set *ps, int k, const struct gate *asking)
 	return GA_QUIET;
 }
 
+/* Whether a gate holds an exchange of service k's (waiting, on a lock, or
+ * one `blocked` went past). */
+static bool
+svc_holds(const struct proxy_set *ps, int k)
+{
+	const struct conn	*c;
+
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->l->svc == k && (c->gent.st == GS_WAIT ||
+		    c->gent.st == GS_LOCK || c->gent.st == GS_STUCK))
+			return true;
+	return false;
+}
+
 /*
  * A request in a service's hands, the service not quiet: nothing the loop
  * would hear of says when it is, so a pass is due soon to look again,
@@ -271,6 +285,7 @@ static void
 svc_serve(struct proxy_set *ps)
 {
 	struct conn	*c;
+	enum gate_act	 sa;
 	bool		 left = false;
 
 	if (ps->svc_next != 0 && ps->svc_next <= now_ms())
@@ -279,10 +294,16 @@ svc_serve(struct proxy_set *ps)
 		if (c->l->front < 0 || c->l->gate == NULL || !c->svc_counted ||
 		    !front_in_hand(c))
 			continue;
-		if (svc_act(ps, c->l->front, c->l->gate) != GA_QUIET) {
+		sa = svc_act(ps, c->l->front, c->l->gate);
+		if (sa != GA_QUIET && ((sa != GA_TIMED && sa != GA_UNSEEN) ||
+		    !svc_holds(ps, c->l->front) ||
+		    now_ms() - c->svc_since < c->l->arrival_ms)) {
 			left = true;
 			continue;
 		}
+		/* a wait that ends by itself while a gate holds what it
+		 * asked (Node's timers): `arrival`, forced */
+		c->rec.served_forced = sa != GA_QUIET;
 		ps->svc_look_ms = ACTOR_LOOK_MS;
 		px_front_settled(c);
 		if (c->gent.st != GS_RUN && c->gent.st != GS_STUCK)
@@ -370,8 +391,17 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 			 * while the service is quiet (what it asks for the
 			 * request waits at a gate), else its reply is on its
 			 * way, waited for as one at another proxy */
-			if (svc_act(ps, c->l->front, asking) == GA_QUIET)
+			enum gate_act	sa = svc_act(ps, c->l->front, asking);
+
+			if (sa == GA_QUIET)
 				continue;
+			/* a wait that ends by itself, or one soak does not
+			 * see, while soak holds what the service asked for
+			 * the request (Node's timers): what it does when its
+			 * timer ends is not known, `arrival` */
+			if ((sa == GA_TIMED || sa == GA_UNSEEN) &&
+			    svc_holds(ps, c->l->front))
+				return sa;
 			svc_relook(ps);	/* nothing the loop hears says when */
 			a = GA_BUSY;
 			continue;
@@ -933,6 +963,7 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		for (k = i; k < ps->nls; k++) {
 			if (ps->ls[k].proxy != ps->ls[i].proxy)
 				continue;
+			ps->ls[k].arrival_ms = ps->ls[i].schedule->arrival_ms;
 			if (ps->ls[k].service != NULL && (pl[k].lockinfo == NULL ||
 			    ps->ls[k].svc < 0))
 				ps->ls[k].bypass = true;

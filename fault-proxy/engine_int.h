@@ -84,6 +84,7 @@ struct listener {
 	 * time, each until the service is quiet */
 	int			 svc;
 	int			 front;
+	int64_t			 arrival_ms;	/* its schedule's (a front's) */
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
 	regex_t			 re;		/* the faults' match */
@@ -235,6 +236,7 @@ struct conn {
 	 * settled yet */
 	int			 served;
 	bool			 svc_counted;
+	int64_t			 svc_since;	/* a front's: its request let go */
 	/* scheduled proxies: the exchange as the gate sees it */
 	struct gate_ent		 gent;
 	bool			 gated;		/* gent is (or was) in the gate */

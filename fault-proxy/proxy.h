@@ -347,6 +347,10 @@ struct proxy_trace_rec {
 	 * once the service was quiet, before its reply (the trace's
 	 * "served":"quiet"): the next request was not held to this reply */
 	bool			 served;
+	/* ... not quiet but in a wait that ends by itself while a gate held
+	 * what it asked (Node's timers), `arrival` after the request was let
+	 * go ("served":"arrival"): a decision of the clock's, counted forced */
+	bool			 served_forced;
 	uint32_t		 conn;
 	uint32_t		 exchange;
 	enum proxy_fault	 fault;

@@ -192,7 +192,8 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	    !r->served)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
-	if (r->served && put(buf, len, &o, ",\"served\":\"quiet\"") == -1)
+	if (r->served && put(buf, len, &o, r->served_forced ?
+	    ",\"served\":\"arrival\"" : ",\"served\":\"quiet\"") == -1)
 		return -1;
 	/* service names are [A-Za-z0-9_]+, as proxy names (config contract) */
 	if (r->service != NULL && (put(buf, len, &o, ",\"service\":\"") == -1 ||

@@ -993,6 +993,8 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		p->digest += step_key(&st);
 		if (st.forced[0] != '\0')
 			count_kind(p->forced, st.forced);
+		if (l.served_forced)
+			count_kind(p->forced, "arrival");
 		if (strcmp(st.forced, "arrival") == 0)
 			count_idle(p->idle, json_string_value(json_object_get(o,
 			    "idle")));

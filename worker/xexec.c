@@ -42,6 +42,8 @@ step_flags(const struct trace_line *l, const char *what)
 	if (what != NULL && (strncasecmp(what, "LISTEN", 6) == 0 ||
 	    strncasecmp(what, "NOTIFY", 6) == 0))
 		f |= XS_NOTIFY;
+	if (l->served_forced)
+		f |= XS_FORCED;
 	if (l->pg == NULL && !l->served)
 		f |= XS_SERVICE;
 	return f;
