@@ -574,7 +574,13 @@ conn_hold(struct conn *c, const char *stmt)
 		int	t = served_turn(c);
 
 		if (t < 0) {
-			/* whose it is cannot be told: unheld, counted */
+			/* whose it is cannot be told: unheld, counted, and
+			 * its backend outside the turns' (gate.h "outside") */
+			if (c->served >= 0) {
+				gate_backend_gone(g, c->pid_told);
+				gate_ent_turn(g, &c->gent, 0, -1);
+			}
+			c->served = -1;
 			c->rec.bypass = true;
 			c->rec.occ = occ_next(c->l, c->rec.round, c->rec.key);
 			return false;
@@ -1125,7 +1131,9 @@ pg_reply(struct conn *c, char *p, size_t n)
 		}
 		if (c->l->gate != NULL && f->backend_pid > 0 && c->pid_told == 0) {
 			c->pid_told = f->backend_pid;
-			gate_backend(c->l->gate, f->backend_pid, c->l->turn);
+			/* a service's: a turn's once it serves one (conn_hold) */
+			if (c->l->svc < 0)
+				gate_backend(c->l->gate, f->backend_pid, c->l->turn);
 		}
 		if (f->err_now) {
 			f->err_now = false;

@@ -1092,8 +1092,11 @@ gate_ent_turn(struct gate *g, struct gate_ent *e, int32_t pid, int turn)
 		g->settled = false;
 	}
 	for (i = 0; pid > 0 && i < g->nbe; i++)
-		if (g->be[i].pid == pid)
+		if (g->be[i].pid == pid) {
 			g->be[i].turn = turn;
+			return;
+		}
+	gate_backend(g, pid, turn);
 }
 
 void
