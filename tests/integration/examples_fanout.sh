@@ -7,7 +7,7 @@
 # plan; soak minimize reduces a failing plan; soak explore says it cannot be
 # complete (the turn's connections overlap); the fix passes; each mutant is
 # caught.  Node's decisions are all forced by `arrival` today (V8's timers:
-# examples/fanout/README.md, "Node"), and this test says so.  The long
+# examples/fanout/README.md#node), and this test says so.  The long
 # proof: tests/proofs/fanout.sh.
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/fanout
@@ -78,8 +78,9 @@ soak_rc rc minimize "$EX/soak.yaml" --plan "$T/py/failures/$first/plan.json" --t
 tail -n 30 "$T/min.out"
 expect_eq "minimize exit status (1-minimal)" 0 "$rc"
 # True today: minimize's preemptions are a turn passed over while it
-# waited, and with one turn a lane passed over is none, so it has nothing to
-# take out of a fan-out turn's schedule (README.md, "What minimize does").
+# waited, and with one turn a lane passed over is none, so it has nothing
+# to take out of a fan-out turn's schedule
+# (examples/fanout/README.md#what-soak-says-of-it).
 expect_match "minimize: nothing to take out of one turn's lanes" \
     '^turns 1 → 1, faults 0 → 0, preemptions 0 → 0' "$(cat "$T/min.out")"
 expect_match "minimize: the plan fails with the lost credit" "^fails: .*$INV" "$(cat "$T/min.out")"
