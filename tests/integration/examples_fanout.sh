@@ -9,6 +9,7 @@
 # caught.  Node's decisions are all forced by `arrival` today (V8's timers:
 # examples/fanout/README.md#node), and this test says so.  The long
 # proof: tests/proofs/fanout.sh.
+# tier: long (make test-long: over about half a minute here)
 . "$(dirname "$0")/lib.sh"
 EX=$ROOT/examples/fanout
 INV='the credit balance matches the ledger'
