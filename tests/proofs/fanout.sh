@@ -2,13 +2,15 @@
 # proofs): the lost credit caught in at least 19 of 20 seeds by each agent
 # (Python threads, Node Promise.all over a pg.Pool); 10 failing seeds of
 # each replayed by seed and by plan, each to the lost credit with the run's
-# schedule step for step (at least 9 of 10 each way); the fix passes the 200
-# default seeds with the Python agent and 50 with the Node one, no infra
-# verdict, every agent ok; each mutant is caught by the invariant that
-# names it (autocommit in at least 12 of 20 seeds, the others 18).  The quick half:
+# schedule step for step (at least 9 of 10 each way); the fix passes
+# PROOF_SEEDS seeds (200: the default seeds) with the Python agent and a
+# quarter as many with the Node one, no infra verdict, every agent ok; each
+# mutant is caught by the invariant that names it (autocommit in at least 12
+# of 20 seeds, the others 18).  The quick half:
 # tests/integration/examples_fanout.sh.
 . "$SOAK_ROOT/tests/integration/lib.sh"
 EX=$ROOT/examples/fanout
+PROOF_SEEDS=${PROOF_SEEDS:-200}
 INV='the credit balance matches the ledger'
 DUP='at most one settled refund per dispute'
 cd "$T"
@@ -51,7 +53,7 @@ for a in py:soak node:node; do
 	echo "figures: $a as shipped, $(jq .totals.fail "$T/$a/report.json") of 20 seeds caught in $(jq .wall_ms "$T/$a/report.json") ms, $(jq .coverage.forced.decisions "$T/$a/report.json") of $(jq .coverage.proxies.db.steps "$T/$a/report.json") decisions forced; replayed step for step $same_seed of 10 by seed, $same_plan of 10 by plan"
 done
 
-for v in fixed:199 fixed-node:49; do
+for v in fixed:$((PROOF_SEEDS - 1)) fixed-node:$((PROOF_SEEDS / 4 - 1)); do
 	last=${v#*:} v=${v%:*}
 	phase "$v over seeds 0..$last"
 	soak_rc rc run "$EX/$v.yaml" --seeds 0..$last --out "$T/$v" >"$T/$v.out" 2>"$T/$v.err"
