@@ -31,9 +31,14 @@ NPM_CMD=action-validator
 # npm packages the examples and the tests require, each pinned in its
 # folder's package.json and installed into that folder (no lock file,
 # nothing global); any user may install them.  npm_into DIR PKG: PKG at the
-# version DIR/package.json pins, unless it is there already.
+# version DIR/package.json pins, unless it is there already.  A pin that is
+# not one exact version (a range, a typo, no package.json) is refused: an
+# empty pin would equal the empty version of a package not installed.
 npm_into() {
-	want=$(sed -n 's/.*"'"$2"'": "\([0-9.]*\)".*/\1/p' "$1/package.json")
+	want=$(sed -n 's/.*"'"$2"'": "\([0-9][0-9.]*\)".*/\1/p' "$1/package.json" 2>/dev/null)
+	case $want in
+	*[!0-9.]*|'') echo "make deps: $1/package.json does not pin one exact version of $2"; return 1 ;;
+	esac
 	have=$(node -p "require('$1/node_modules/$2/package.json').version" 2>/dev/null)
 	[ "$have" = "$want" ] && return 0
 	command -v npm >/dev/null 2>&1 || return 1
