@@ -28,29 +28,32 @@ NPM_CMD=action-validator
 # Debian (Debian 12's kubernetes-client is 1.20, its kustomize too old for the
 # overlays).  deploy/k8s/test/image.sh (make test-image) needs podman, runc and
 # debootstrap (Debian's): add "podman runc debootstrap" here if CI runs it.
-# The example agent's SDK (examples/agent, make test's examples_agent*):
-# npm's openai at the version examples/agent/package.json pins, into that
-# folder (no lock file, nothing global); any user may install it.
-AGENT_DIR=$(cd "$(dirname "$0")/../examples/agent" && pwd)
-AGENT_SDK=$(sed -n 's/.*"openai": "\([0-9.]*\)".*/\1/p' "$AGENT_DIR/package.json")
-agent_sdk() {
-	have=$(node -p "require('$AGENT_DIR/node_modules/openai/package.json').version" 2>/dev/null)
-	[ "$have" = "$AGENT_SDK" ] && return 0
+# npm packages the examples and the tests require, each pinned in its
+# folder's package.json and installed into that folder (no lock file,
+# nothing global); any user may install them.  npm_into DIR PKG: PKG at the
+# version DIR/package.json pins, unless it is there already.  A pin that is
+# not one exact version (a range, a typo, no package.json) is refused: an
+# empty pin would equal the empty version of a package not installed.
+npm_into() {
+	want=$(sed -n 's/.*"'"$2"'": "\([0-9][0-9.]*\)".*/\1/p' "$1/package.json" 2>/dev/null)
+	case $want in
+	*[!0-9.]*|'') echo "make deps: $1/package.json does not pin one exact version of $2"; return 1 ;;
+	esac
+	have=$(node -p "require('$1/node_modules/$2/package.json').version" 2>/dev/null)
+	[ "$have" = "$want" ] && return 0
 	command -v npm >/dev/null 2>&1 || return 1
-	echo "make deps: installing openai@$AGENT_SDK from npm into $AGENT_DIR"
-	(cd "$AGENT_DIR" && npm install --no-package-lock --no-fund --no-audit) || return 1
+	echo "make deps: installing $2@$want from npm into $1"
+	(cd "$1" && npm install --no-package-lock --no-fund --no-audit) ||
+	    { echo "make deps: could not install $2@$want into $1"; return 1; }
 }
-# The integration tests' Node services (tests/integration/services_seam.sh):
-# npm's pg at the version tests/integration/node/package.json pins, into
-# that folder, the same way.
-TEST_NODE_DIR=$(cd "$(dirname "$0")/../tests/integration/node" && pwd)
-TEST_PG=$(sed -n 's/.*"pg": "\([0-9.]*\)".*/\1/p' "$TEST_NODE_DIR/package.json")
-test_pg() {
-	have=$(node -p "require('$TEST_NODE_DIR/node_modules/pg/package.json').version" 2>/dev/null)
-	[ "$have" = "$TEST_PG" ] && return 0
-	command -v npm >/dev/null 2>&1 || return 1
-	echo "make deps: installing pg@$TEST_PG from npm into $TEST_NODE_DIR"
-	(cd "$TEST_NODE_DIR" && npm install --no-package-lock --no-fund --no-audit) || return 1
+ROOT_DIR=$(cd "$(dirname "$0")/.." && pwd)
+node_deps() {
+	# The example agent's SDK (examples/agent, make test's examples_agent*).
+	npm_into "$ROOT_DIR/examples/agent" openai &&
+	# The fan-out example's Node agent (examples/fanout, examples_fanout).
+	npm_into "$ROOT_DIR/examples/fanout" pg &&
+	# The integration tests' Node services (tests/integration/services_seam.sh).
+	npm_into "$ROOT_DIR/tests/integration/node" pg
 }
 PKGS=$(echo $PKGS)
 # dpkg's own word on each; without dpkg-query every package counts as missing.
@@ -67,8 +70,7 @@ missing=${missing# }
 npm_missing=
 command -v "$NPM_CMD" >/dev/null 2>&1 || npm_missing=$NPM_PKGS
 if [ -z "$missing" ] && [ -z "$npm_missing" ]; then
-	agent_sdk || { echo "make deps: could not install the example agent's SDK into $AGENT_DIR"; exit 1; }
-	test_pg || { echo "make deps: could not install the tests' node-pg into $TEST_NODE_DIR"; exit 1; }
+	node_deps || exit 1
 	echo "make deps: the $(echo $PKGS | wc -w) Debian packages and the npm tools soak needs are installed; nothing to do"
 	exit 0
 fi
@@ -90,5 +92,4 @@ if [ -n "$npm_missing" ]; then
 	echo "make deps: installing from npm $npm_missing"
 	npm install -g --no-fund --no-audit $npm_missing || exit 1
 fi
-agent_sdk || exit 1
-test_pg || exit 1
+node_deps || exit 1
