@@ -798,14 +798,16 @@ check_seam(struct check *k)
 	}
 	for (i = 0; i < cfg->nproxies; i++) {
 		p = &cfg->proxies[i];
-		if (p->schedule.implied) {
+		if (front_ordered(cfg, p)) {
 			snprintf(key, sizeof(key), "proxies[%zu]", i);
 			chose(k, key, "proxy %s fronts service %s, which goes through "
-			    "the seam: it takes proxy %s's schedule, and lets the "
-			    "service's requests go one at a time, each until the "
-			    "service is quiet, not until its reply (docs/faults.md, "
-			    "\"Services under a schedule\")", p->name, p->upstream,
-			    cfg->proxies[cfg->db_proxy].name);
+			    "the seam to scheduled proxy %s: it lets the service's "
+			    "requests go one at a time, each once the service is "
+			    "quiet, not held to its reply, so that the service's "
+			    "statements are held as the turns' whose requests they "
+			    "serve (docs/faults.md, \"Services under a schedule\")%s",
+			    p->name, p->upstream, cfg->proxies[cfg->db_proxy].name,
+			    p->schedule.enabled ? "; its own schedule orders them" : "");
 			continue;
 		}
 		if (!p->schedule.enabled || p->upstream_kind == CFG_UP_DATABASE ||

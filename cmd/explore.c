@@ -346,8 +346,7 @@ load_config(struct xcmd *c)
 		return SOAK_EXIT_CONFIG;
 	}
 	for (i = 0; i < c->cfg.nproxies; i++)
-		if (c->cfg.proxies[i].schedule.enabled &&
-		    !c->cfg.proxies[i].schedule.implied) {
+		if (c->cfg.proxies[i].schedule.enabled) {
 			c->proxy = c->cfg.proxies[i].name;
 			nsched++;
 		}

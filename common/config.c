@@ -2095,39 +2095,6 @@ cfg_msg_where(const char *msg, const char *path, int *line, int *col)
 	*col = c > INT_MAX ? INT_MAX : (int)c;
 }
 
-/*
- * A proxy in front of a service through the seam, with no schedule of its
- * own, takes the database proxy's when that has one (docs/faults.md
- * "Services under a schedule"): its requests are let go one at a time,
- * each until the service is quiet, so that the service's statements can be
- * told whose they are.  Marked implied: soak explore drives the proxies
- * that say `schedule:` themselves.
- */
-static void
-imply_schedules(struct cfg *cfg)
-{
-	const struct cfg_schedule	*db;
-	size_t				 i, k;
-
-	if (cfg->db_proxy < 0 || !cfg->proxies[cfg->db_proxy].schedule.enabled)
-		return;
-	db = &cfg->proxies[cfg->db_proxy].schedule;
-	for (i = 0; i < cfg->nproxies; i++) {
-		struct cfg_proxy	*p = &cfg->proxies[i];
-
-		if (p->upstream_kind != CFG_UP_SERVICE || p->schedule.enabled)
-			continue;
-		for (k = 0; k < cfg->nservices; k++)
-			if (strcmp(cfg->services[k].name, p->upstream) == 0 &&
-			    cfg_service_seam(cfg, &cfg->services[k]))
-				break;
-		if (k == cfg->nservices)
-			continue;
-		p->schedule = *db;
-		p->schedule.implied = true;
-	}
-}
-
 static int
 load_text(const char *path, const char *text, size_t len, struct cfg *cfg,
     char *err, struct cfg_errors *errs, bool keep)
@@ -2196,7 +2163,6 @@ load_text(const char *path, const char *text, size_t len, struct cfg *cfg,
 			cfg->broken |= CFG_BROKEN_SOME;
 		goto fail;
 	}
-	imply_schedules(cfg);
 	rc = 0;
 	goto out;
 fail:

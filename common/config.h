@@ -145,9 +145,6 @@ struct cfg_schedule {
 	int64_t			 arrival_ms;	/* watchdog: a live turn that sent nothing, default 2s */
 	int64_t			 blocked_ms;	/* an admitted exchange this long is taken
 						   as waiting on a lock, default 500ms */
-	/* not the proxy's own: it fronts a service through the seam and has
-	 * the database proxy's (docs/faults.md "Services under a schedule") */
-	bool			 implied;
 };
 
 struct cfg_proxy {

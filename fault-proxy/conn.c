@@ -74,6 +74,8 @@ exchange_end(struct conn *c)
 		return;
 	if (c->l->gate != NULL)
 		gate_end(c->l->gate, &c->gent, now_ms());
+	else if (c->l->turnstile)
+		c->gent.st = GS_OUT;
 	px_front_settled(c);
 	/* a service's statement answered: the thread it wakes serves its turn */
 	if (c->l->svc >= 0 && c->rec.step > 0 &&
@@ -564,6 +566,16 @@ conn_hold(struct conn *c, const char *stmt)
 {
 	struct gate	*g = c->l->gate;
 
+	if (c->l->turnstile) {
+		/* engine.c turnstile_pass lets it go */
+		if (c->gent.st != GS_WAIT) {
+			c->gent.turn = c->l->turn;
+			c->gent.occ = c->rec.occ;
+			c->gent.seq = ++c->l->ps->tseq;
+			c->gent.st = GS_WAIT;
+		}
+		return true;
+	}
 	if (g == NULL)
 		return false;
 	if (c->gent.st == GS_WAIT)
@@ -625,7 +637,7 @@ px_conn_admit(struct conn *c)
 	 * occurrence, and the seed's roll for it keyed by that (proxy.h,
 	 * proxy_roll_hit) */
 	c->rec.occ = c->gent.occ;
-	if (!l->planned)
+	if (!l->planned && l->gate != NULL)
 		proxy_roll_hit(&l->faults, l->ps->seed, l->name, c->rec.turn,
 		    c->rec.round, c->rec.key, c->rec.occ, &c->roll);
 	if (l->front >= 0 && c->gent.turn >= 0 &&

@@ -291,8 +291,7 @@ svc_serve(struct proxy_set *ps)
 	if (ps->svc_next != 0 && ps->svc_next <= now_ms())
 		ps->svc_next = 0;	/* this pass is the look */
 	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next) {
-		if (c->l->front < 0 || c->l->gate == NULL || !c->svc_counted ||
-		    !front_in_hand(c))
+		if (c->l->front < 0 || !c->svc_counted || !front_in_hand(c))
 			continue;
 		sa = svc_act(ps, c->l->front, c->l->gate);
 		if (sa != GA_QUIET && ((sa != GA_TIMED && sa != GA_UNSEEN) ||
@@ -309,12 +308,53 @@ svc_serve(struct proxy_set *ps)
 		if (c->gent.st != GS_RUN && c->gent.st != GS_STUCK)
 			continue;
 		c->rec.served = true;
-		log_debug("%s/%d conn %u: service %d quiet, the gate goes on",
-		    c->l->name, c->l->turn, c->no, c->l->front);
-		gate_end(c->l->gate, &c->gent, now_ms());
+		log_debug("%s/%d conn %u: service %d quiet, the %s goes on",
+		    c->l->name, c->l->turn, c->no, c->l->front,
+		    c->l->turnstile ? "turnstile" : "gate");
+		if (c->l->turnstile)
+			c->gent.st = GS_OUT;
+		else
+			gate_end(c->l->gate, &c->gent, now_ms());
 	}
 	if (left)
 		svc_relook(ps);
+}
+
+/*
+ * Each service's turnstile (a front with no schedule of its own): when
+ * none of its requests is in its hands unsettled, the one that came first
+ * goes.  No step, no draw: the order among requests is not what decides a
+ * race inside the service, the database's gate is, which waits for every
+ * request held here to be let go and its statements to come before it
+ * decides (engine_actor).
+ */
+static void
+turnstile_pass(struct proxy_set *ps)
+{
+	struct conn	*c, *first;
+	size_t		 k;
+
+	for (k = 0; k < ps->nsvcs; k++) {
+		first = NULL;
+		for (c = ps->conns; c != NULL; c = c->next) {
+			if (c->l->front != (int)k || !c->l->turnstile)
+				continue;
+			if (c->svc_counted)
+				break;		/* one in its hands */
+			if (c->gent.st == GS_WAIT &&
+			    (first == NULL || c->gent.seq < first->gent.seq))
+				first = c;
+		}
+		if (c != NULL || first == NULL)
+			continue;
+		log_debug("%s/%d conn %u: the turnstile lets it go", first->l->name,
+		    first->l->turn, first->no);
+		first->gent.st = GS_RUN;
+		px_conn_admit(first);
+		ps->pass++;
+		if (ps->quiet != NULL)
+			quiet_begin(ps->quiet);
+	}
 }
 
 static enum gate_act
@@ -575,6 +615,7 @@ loop_gates(struct proxy_set *ps)
 	ps->pass++;
 	if (ps->quiet != NULL && atomic_load(&ps->actors_on))
 		svc_serve(ps);
+	turnstile_pass(ps);
 	for (i = 0; i < ps->ngates; i++) {
 		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL) {
 			px_conn_admit((struct conn *)((char *)e -
@@ -829,6 +870,7 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	l->service = pl->service != NULL ? xstrdup(pl->service) : NULL;
 	l->svc = -1;			/* proxy_set_open's */
 	l->front = pl->front - 1;
+	l->turnstile = l->front >= 0 && l->schedule == NULL && pl->service == NULL;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
 	l->faults.match = NULL;		/* the caller's; re is ours */
@@ -1003,8 +1045,10 @@ svcs_setup(struct proxy_set *ps)
 		    ps->nturn_live : 1), sizeof(*ps->svcs[k].active));
 	}
 	for (i = 0; i < ps->nls; i++)
-		if (ps->ls[i].front >= (int)ps->nsvcs)
+		if (ps->ls[i].front >= (int)ps->nsvcs) {
 			ps->ls[i].front = -1;
+			ps->ls[i].turnstile = false;
+		}
 }
 
 struct proxy_set *

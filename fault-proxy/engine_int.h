@@ -84,6 +84,9 @@ struct listener {
 	 * time, each until the service is quiet */
 	int			 svc;
 	int			 front;
+	/* a front with no schedule of its own: its requests wait in arrival
+	 * order and go one at a time (engine.c, turnstile), no step taken */
+	bool			 turnstile;
 	int64_t			 arrival_ms;	/* its schedule's (a front's) */
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
@@ -390,6 +393,7 @@ struct proxy_set {
 	 * ACTOR_LOOK_MAX_MS (0: none due) */
 	int64_t			 svc_next;
 	int			 svc_look_ms;
+	uint64_t		 tseq;		/* the turnstiles' arrival order */
 	uint64_t		 pass;
 };
 

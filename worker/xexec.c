@@ -460,35 +460,6 @@ xp_prefix_start(struct plan_proxy *pp)
 	pp->prefix = true;
 }
 
-/*
- * The steps of proxies whose schedule is implied (a service's front,
- * config.h cfg_schedule.implied), other than the one explored: they go as
- * the plan's unplanned ones do, each execution deciding them afresh from
- * what its prefix made come, instead of following the seed's own run's
- * order of requests, which a new prefix changes.  Their faults stay.
- */
-static void
-xp_implied_free(const struct cfg *cfg, struct plan *p, const struct plan_proxy *pp)
-{
-	size_t	i, j, k;
-
-	for (i = 0; i < p->nproxies; i++) {
-		if (&p->proxies[i] == pp)
-			continue;
-		for (j = 0; j < cfg->nproxies; j++)
-			if (strcmp(cfg->proxies[j].name, p->proxies[i].name) == 0)
-				break;
-		if (j == cfg->nproxies || !cfg->proxies[j].schedule.implied)
-			continue;
-		for (k = 0; k < p->proxies[i].nsteps; k++)
-			free(p->proxies[i].steps[k].what),
-			    free(p->proxies[i].steps[k].deadlock);
-		free(p->proxies[i].steps);
-		p->proxies[i].steps = NULL;
-		p->proxies[i].nsteps = 0;
-	}
-}
-
 void
 wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_result *res)
 {
@@ -515,7 +486,6 @@ wrk_explore(struct wrk *w, uint64_t seed, const char *payload, struct seed_resul
 	}
 	pp = xp_proxy_entry(&base, proxy);
 	xp_prefix_start(pp);
-	xp_implied_free(w->cfg, &base, pp);
 	w->plan = &base;
 	w->whole_trace = true;
 	w->save_plan = true;
