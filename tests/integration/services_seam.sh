@@ -245,6 +245,10 @@ cat "$T/db.out"
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || { cat "$T/db.err"; fail "dbsched: run exit $rc"; }
 R=$T/out-db/report.json
 expect_eq "dbsched: no infra verdict" 0 "$(jq .totals.infra "$R")"
+# a schedule that loses track of when the service is quiet stalls a turn
+# until its client's own timeout (urllib's, curl's): a failed turn
+expect_eq "dbsched: every turn ended well" 0 \
+    "$(jq '[.results[] | select(.reason == "guard")] | length' "$R")"
 expect_eq "dbsched: no statement of tools bypassed the schedule" 0 \
     "$(jq '.coverage.proxies.db.bypassed.tools.exchanges // 0' "$R")"
 expect_eq "dbsched: nor is one said to" "" "$(grep 'statements of service tools bypassed' "$T/db.out" || true)"
