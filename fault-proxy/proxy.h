@@ -11,10 +11,12 @@
  * the seam (docs/turns.md "What a service gets"): the set's k-th service
  * is actor turns + k, in the trace's "turn" like a turn's index, and its
  * records say "service":"NAME".  A service's connections are numbered,
- * rolled and traced as a turn's are; at a scheduled proxy they are not
- * held by the gate (the gate does not know which turn's request a
- * service's statement serves yet): they pass unscheduled and their
- * records say "bypass":true.
+ * rolled and traced as a turn's are.  At a scheduled proxy in front of the
+ * database its exchanges are held by the gate as the turn's whose request
+ * they serve (docs/faults.md "Services under a schedule"; engine.c, the
+ * service's front lets its requests go one at a time, each until the
+ * service is quiet), their records with that turn in "turn"; one whose
+ * turn cannot be told passes unscheduled and says "bypass":true.
  *
  * Determinism contract
  *  - The roll of exchange X on connection C of turn T of proxy P under seed S
