@@ -81,6 +81,12 @@ exchange_end(struct conn *c)
 	if (c->l->svc >= 0 && c->rec.step > 0 &&
 	    c->rec.turn < c->l->ps->nturn_live)
 		c->l->ps->svcs[c->l->svc].last = c->rec.turn;
+	/* ... and out of a transaction, its connection is no turn's (a pool's
+	 * serves the next request, whoever's): its lane goes back now, so a
+	 * turn's own connection does not find it taken */
+	if (c->l->svc >= 0 && c->l->gate != NULL && !c->gent.in_tx &&
+	    c->gent.turn >= 0)
+		gate_ent_turn(c->l->gate, &c->gent, 0, -1);
 	c->hold_down = false;
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
 	if (c->pg) {
