@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
@@ -154,6 +155,23 @@ engine_replied(const struct gate *g, const struct gate_ent *e)
 	    unread > 0;
 }
 
+/*
+ * Whether idle connection c has nothing on its way to its client: no byte
+ * and no close from its upstream the loop has not acted on yet.  A client
+ * reading an idle connection whose server has closed (an HTTP/1.0 reply,
+ * `Connection: close`) is woken by the close the proxy passes on next,
+ * not by anything a gate admits: until then it is busy, not accounted for.
+ */
+static bool
+conn_idle_still(const struct conn *c)
+{
+	struct pollfd	pfd = { .fd = c->uep.fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->up_eof)
+		return false;
+	return c->uep.fd == -1 || poll(&pfd, 1, 0) == 0;
+}
+
 /* ---- services under a schedule (docs/faults.md) ---- */
 
 /* Whether front connection c's admitted request has all reached the
@@ -232,7 +250,8 @@ svc_act(struct proxy_set *ps, int k, const struct gate *asking)
 		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
 		    c->l->gate == asking)
 			continue;		/* the asking gate's own */
-		if (c->state == CS_IDLE || c->state == CS_CLOSED)
+		if ((c->state == CS_IDLE && conn_idle_still(c)) ||
+		    c->state == CS_CLOSED)
 			continue;
 		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
 		    c->state == CS_STALL)
@@ -462,7 +481,8 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
 		    c->l->gate == asking)
 			continue;		/* this gate's own: it waits too */
-		if (c->state == CS_IDLE || c->state == CS_CLOSED) {
+		if ((c->state == CS_IDLE && conn_idle_still(c)) ||
+		    c->state == CS_CLOSED) {
 			log_debug("turn %d: waits on %s conn %u, idle", turn,
 			    c->l->name, c->no);
 			idle = true;
