@@ -92,6 +92,7 @@ struct quiet {
 					   timeout, on fds that are quiet */
 	bool		 nonlisten;	/* the thread's wait has an fd that is
 					   not a listening socket */
+	pid_t		 pgid;		/* the group being looked at */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -342,6 +343,43 @@ out:
 	return rc;
 }
 
+/*
+ * A unix socket asked of a copy of the thread's descriptor: whether its
+ * peer is a process of group pgid (SO_PEERCRED: for a socketpair, the
+ * process that made it), a wake-up of the group's own like a pipe — curl's
+ * multi handle polls one beside its connection.  1: the group's, nothing
+ * unread; 2: the group's, a byte unread; 0: anyone else's, or not a unix
+ * socket; -1: not known (refused).
+ */
+static int
+unix_own(pid_t pid, long fd, unsigned long inode, pid_t pgid)
+{
+	struct ucred	cred;
+	struct stat	st;
+	socklen_t	len;
+	int		pfd, sfd, v, rc = 0;
+
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
+		return -1;
+	sfd = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+	close(pfd);
+	if (sfd == -1)
+		return -1;
+	len = sizeof(v);
+	if (fstat(sfd, &st) == -1 || (unsigned long)st.st_ino != inode ||
+	    getsockopt(sfd, SOL_SOCKET, SO_DOMAIN, &v, &len) == -1 ||
+	    v != AF_UNIX)
+		goto out;
+	len = sizeof(cred);
+	if (getsockopt(sfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    cred.pid <= 0 || getpgid(cred.pid) != pgid)
+		goto out;
+	rc = ioctl(sfd, SIOCINQ, &v) == 0 && v > 0 ? 2 : 1;
+out:
+	close(sfd);
+	return rc;
+}
+
 static const struct tsock *
 find_sock(struct quiet *q, pid_t pid, long fd, unsigned long inode)
 {
@@ -447,8 +485,17 @@ fd_kind1(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
 		return FDK_OTHER;
 	}
 	if ((s = find_sock(q, pid, fd, inode)) == NULL) {
-		/* a unix socket's peer could be anyone's (a database's
-		 * socket, a journal): not looked into */
+		/* a unix socket whose peer is the group's own (a socketpair
+		 * of its wake-ups) is as a pipe; anyone else's (a database's
+		 * socket, a journal) is not looked into */
+		switch (q->no_getfd ? -1 : unix_own(pid, fd, inode, q->pgid)) {
+		case 1:
+			return FDK_PIPE;
+		case 2:
+			return FDK_READY;
+		default:
+			break;
+		}
 		snprintf(what, len, "a socket that is not TCP");
 		return FDK_OTHER;
 	}
@@ -843,6 +890,7 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 again:
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_GONE;
+	q->pgid = pgid;
 	scan_procs(q);
 	/* the group's processes; the scan is sorted by pid, not by group */
 	for (i = 0; i < q->nprocs; i++) {

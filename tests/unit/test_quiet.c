@@ -567,6 +567,46 @@ test_accept_loop(void **state)
 	quiet_free(q);
 }
 
+/*
+ * curl's way: a poll on its connection to soak and on a socketpair of its
+ * own (its multi handle's wake-up).  The pair's peer is the group's (its
+ * SO_PEERCRED): as a pipe, quiet.  Where descriptors cannot be copied,
+ * no unix socket is looked into: a wait soak cannot see the end of.
+ */
+static void
+test_own_socketpair(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	char		 prog[1024];
+	int		 fd;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "import os, socket, select\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "a, b = socket.socketpair()\n"
+	    "p = select.poll(); p.register(s, select.POLLIN); p.register(a, select.POLLIN)\n"
+	    "p.poll()\n"
+	    "a.recv(1)\n"
+	    "p.poll()\n", l.port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	fd = accept_one(&l, NULL);
+	look_until(q, pg, table_only ? QUIET_UNSEEN : QUIET_QUIET, &r,
+	    "a poll on soak's socket and its own socketpair");
+	if (!table_only)
+		assert_int_equal(r.nports, 1);
+	else
+		assert_non_null(strstr(r.what, "not TCP"));
+	stop(pg);
+	close(fd);
+	close(l.fd);
+	quiet_free(q);
+}
+
 int
 main(void)
 {
@@ -579,6 +619,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_bash_and_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_promise_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_accept_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_socketpair, setup, teardown),
 	};
 
 	int	failed;
