@@ -305,7 +305,7 @@ svc_serve(struct proxy_set *ps)
 {
 	struct conn	*c;
 	enum gate_act	 sa;
-	bool		 left = false;
+	bool		 left = false, quiet;
 
 	if (ps->svc_next != 0 && ps->svc_next <= now_ms())
 		ps->svc_next = 0;	/* this pass is the look */
@@ -313,22 +313,32 @@ svc_serve(struct proxy_set *ps)
 		if (c->l->front < 0 || !c->svc_counted || !front_in_hand(c))
 			continue;
 		sa = svc_act(ps, c->l->front, c->l->gate);
-		if (sa != GA_QUIET && ((sa != GA_TIMED && sa != GA_UNSEEN) ||
-		    !svc_holds(ps, c->l->front) ||
-		    now_ms() - c->svc_since < c->l->arrival_ms)) {
+		quiet = sa == GA_QUIET;
+		if (quiet) {
+			ps->svc_look_ms = ACTOR_LOOK_MS;
+			px_front_settled(c);
+		} else
 			left = true;
+		if (c->rec.served || (c->gent.st != GS_RUN && c->gent.st != GS_STUCK))
 			continue;
-		}
-		/* a wait that ends by itself while a gate holds what it
-		 * asked (Node's timers): `arrival`, forced */
-		c->rec.served_forced = sa != GA_QUIET;
-		ps->svc_look_ms = ACTOR_LOOK_MS;
-		px_front_settled(c);
-		if (c->gent.st != GS_RUN && c->gent.st != GS_STUCK)
+		/*
+		 * Not quiet, but in a wait that ends by itself while a gate
+		 * holds what it asked (Node's timers; a thread's timed wait),
+		 * `arrival` after it was let go: the next request goes, forced.
+		 * This one stays in the service's hands for whose statement is
+		 * whose (conn.c served_turn): two at once cannot be told apart,
+		 * and their statements pass unheld, counted, rather than be
+		 * given to the wrong turn.
+		 */
+		if (!quiet && ((sa != GA_TIMED && sa != GA_UNSEEN) ||
+		    !svc_holds(ps, c->l->front) ||
+		    now_ms() - c->svc_since < c->l->arrival_ms))
 			continue;
 		c->rec.served = true;
-		log_debug("%s/%d conn %u: service %d quiet, the %s goes on",
+		c->rec.served_forced = !quiet;
+		log_debug("%s/%d conn %u: service %d %s, the %s goes on",
 		    c->l->name, c->l->turn, c->no, c->l->front,
+		    quiet ? "quiet" : "past arrival",
 		    c->l->turnstile ? "turnstile" : "gate");
 		if (c->l->turnstile)
 			c->gent.st = GS_OUT;
@@ -358,8 +368,8 @@ turnstile_pass(struct proxy_set *ps)
 		for (c = ps->conns; c != NULL; c = c->next) {
 			if (c->l->front != (int)k || !c->l->turnstile)
 				continue;
-			if (c->svc_counted)
-				break;		/* one in its hands */
+			if (c->svc_counted && !c->rec.served)
+				break;		/* one in its hands, not let go */
 			if (c->gent.st == GS_WAIT &&
 			    (first == NULL || c->gent.seq < first->gent.seq))
 				first = c;
@@ -493,8 +503,10 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}
-	/* a timed wait with nothing of soak's pending on it ends by itself */
-	return a == GA_QUIET && timed && (idle || !pending) ? GA_TIMED : a;
+	/* a timed wait with nothing of soak's pending on it ends by itself,
+	 * and so does an event loop's (its timer is anyone's, quiet.h) */
+	return a == GA_QUIET && timed && (idle || !pending ||
+	    v->res.timed_epoll) ? GA_TIMED : a;
 }
 
 /* ---- the loop ---- */

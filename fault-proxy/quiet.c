@@ -93,6 +93,7 @@ struct quiet {
 	bool		 nonlisten;	/* the thread's wait has an fd that is
 					   not a listening socket */
 	pid_t		 pgid;		/* the group being looked at */
+	bool		 tepoll;	/* the thread's timed wait is an epoll's */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -739,6 +740,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 			snprintf(what, len, "epoll_wait with a %d ms timeout",
 			    (int)a[3]);
 			q->tsock = true;	/* its own timeout, on quiet fds */
+			q->tepoll = true;	/* an event loop's next timer */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -748,6 +750,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[3])) {
 			snprintf(what, len, "epoll_pwait2 with a timeout");
 			q->tsock = true;	/* its own timeout, on quiet fds */
+			q->tepoll = true;
 			return QUIET_TIMED;
 		}
 		return st;
@@ -885,7 +888,7 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
 	bool		 timed_other = false, timed_nonlisten = false,
-			 rescanned = false;
+			 timed_epoll = false, rescanned = false;
 
 again:
 	memset(out, 0, sizeof(*out));
@@ -928,6 +931,7 @@ again:
 				q->snap_cut = true;
 			q->tsock = false;
 			q->nonlisten = false;
+			q->tepoll = false;
 			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
@@ -935,6 +939,8 @@ again:
 				timed_other = true;
 			if (st == QUIET_TIMED && q->nonlisten)
 				timed_nonlisten = true;
+			if (st == QUIET_TIMED && q->tepoll)
+				timed_epoll = true;
 			out->nthreads++;
 			if (worse(out->st, st) == out->st)
 				continue;
@@ -963,6 +969,7 @@ again:
 	 * tell a reply on its way from an idle wait */
 	out->timed_socks = out->st == QUIET_TIMED && !timed_other;
 	out->timed_listen = out->timed_socks && !timed_nonlisten;
+	out->timed_epoll = out->timed_socks && timed_epoll;
 	if (out->st != QUIET_QUIET && !out->timed_socks) {
 		out->nports = 0;
 		out->ports_cut = false;

@@ -81,6 +81,10 @@ struct quiet_res {
 	 * under a schedule"): what the loop does when its timeout ends is
 	 * not seen, and is assumed to reach nothing of soak's */
 	bool		 timed_listen;
+	/* TIMED with timed_socks, and one of the timed waits an epoll's: an
+	 * event loop's next timer, whatever it is for (Node's), not a
+	 * client's own timeout on the sockets it polls (urllib's, curl's) */
+	bool		 timed_epoll;
 	/* QUIET (or timed_socks): the local ports of soak's sockets its
 	 * threads wait on */
 	uint16_t	 ports[QUIET_SOCKS];

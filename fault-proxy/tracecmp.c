@@ -1006,14 +1006,15 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		if (p->conns[l.turn] < l.conn + 1)
 			p->conns[l.turn] = l.conn + 1;
 	}
+	/* a request a front let go by the clock: a turnstile's takes no step */
+	if (l.served_forced)
+		count_kind(p->forced, "arrival");
 	if (l.step > 0) {
 		step_of(&l, c->lineno, &st);
 		p->steps++;
 		p->digest += step_key(&st);
 		if (st.forced[0] != '\0')
 			count_kind(p->forced, st.forced);
-		if (l.served_forced)
-			count_kind(p->forced, "arrival");
 		if (strcmp(st.forced, "arrival") == 0)
 			count_idle(p->idle, json_string_value(json_object_get(o,
 			    "idle")));
