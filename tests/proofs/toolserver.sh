@@ -21,9 +21,13 @@ check_report "$T/shipped" 0 19
 expect_eq "as shipped: infra verdicts" 0 "$(jq .totals.infra "$T/shipped/report.json")"
 expect_ge "as shipped: seeds (of 20) whose lost update was caught" 19 "$(jq .totals.fail "$T/shipped/report.json")"
 expect_eq "as shipped: every failure is the lost update" "" "$(kills "$T/shipped" | grep -vxF "$INV" || true)"
-expect_eq "as shipped: decisions forced by a timeout" 0 "$(jq .coverage.forced.decisions "$T/shipped/report.json")"
+# the front may let a request go by the clock on a loaded machine (counted
+# forced, its seed's statements then maybe unheld): nothing else is forced
+front_arrival=$(jq '.coverage.proxies.tools.forced.arrival // 0' "$T/shipped/report.json")
+expect_eq "as shipped: decisions forced by a timeout, but the front's by the clock" \
+    "$front_arrival" "$(jq .coverage.forced.decisions "$T/shipped/report.json")"
 same_seed=0 same_plan=0 n=0
-for seed in $(jq -r '[.results[] | select(.verdict == "fail") | .seed] | .[0:10] | .[]' "$T/shipped/report.json"); do
+for seed in $(jq -r '[.results[] | select(.verdict == "fail" and (.forced // 0) == 0) | .seed] | .[0:10] | .[]' "$T/shipped/report.json"); do
 	tr=$T/shipped/failures/$seed/trace.jsonl
 	n=$((n + 1))
 	for how in seed plan; do
@@ -62,13 +66,14 @@ expect_eq "the fix passes" $((last + 1)) "$(jq .totals.pass "$T/fixed/report.jso
 expect_eq "the fix: agents that succeeded" $((4 * (last + 1))) "$(jq '[.results[].ok_turns] | add' "$T/fixed/report.json")"
 echo "figures: the fix, $(jq .totals.pass "$T/fixed/report.json") of $((last + 1)) seeds pass in $(jq .wall_ms "$T/fixed/report.json") ms; $(jq .coverage.proxies.db.lock_waits "$T/fixed/report.json") lock waits"
 
-# 20 of 20 each here: every seed's eight calls on two orders collide
+# 20 of 20 each over 0..19 here: every seed's eight calls on two orders
+# collide; 10 seeds each keep the proof's time down
 for m in no-retry:guard unchecked:"$INV" event-outside:"$INV"; do
 	inv=${m#*:} m=${m%%:*}
-	phase "mutant $m, seeds 0..19"
-	soak_rc rc run "$EX/mutants/$m.yaml" --seeds 0..19 --out "$T/$m" >"$T/$m.out" 2>"$T/$m.err"
+	phase "mutant $m, seeds 0..9"
+	soak_rc rc run "$EX/mutants/$m.yaml" --seeds 0..9 --out "$T/$m" >"$T/$m.out" 2>"$T/$m.err"
 	expect_eq "mutant $m: exit status" 1 "$rc"
-	expect_ge "mutant $m: seeds (of 20) that caught it" 18 "$(jq .totals.fail "$T/$m/report.json")"
+	expect_ge "mutant $m: seeds (of 10) that caught it" 9 "$(jq .totals.fail "$T/$m/report.json")"
 	expect_eq "mutant $m: every kill is \"$inv\"" "" "$(kills "$T/$m" | grep -vxF "$inv" || true)"
-	echo "figures: mutant $m killed in $(jq .totals.fail "$T/$m/report.json") of 20 seeds"
+	echo "figures: mutant $m killed in $(jq .totals.fail "$T/$m/report.json") of 10 seeds"
 done
