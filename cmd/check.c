@@ -739,6 +739,23 @@ check_regressions(struct check *k)
 	regress_set_free(&rs);
 }
 
+/* Whether p fronts a service through the seam while the database's proxy
+ * is scheduled: its requests are let go at the service's quiet, not held
+ * to their replies (fault-proxy/engine.c, proxy_set_open_cfg). */
+static bool
+front_ordered(const struct cfg *cfg, const struct cfg_proxy *p)
+{
+	size_t	k;
+
+	if (p->upstream_kind != CFG_UP_SERVICE || cfg->db_proxy < 0 ||
+	    !cfg->proxies[cfg->db_proxy].schedule.enabled)
+		return false;
+	for (k = 0; k < cfg->nservices; k++)
+		if (strcmp(cfg->services[k].name, p->upstream) == 0)
+			return cfg_service_seam(cfg, &cfg->services[k]);
+	return false;
+}
+
 /*
  * What the services get (docs/turns.md "What a service gets"), as notes,
  * and a schedule that would serialize a service (docs/faults.md): one in
@@ -770,8 +787,10 @@ check_seam(struct check *k)
 			    "and JDBC_DATABASE_URL name its own listener of proxy %s%s; ",
 			    cfg->proxies[cfg->db_proxy].name,
 			    cfg->proxies[cfg->db_proxy].schedule.enabled ? " (whose "
-			    "schedule does not hold a service's statements yet: they "
-			    "pass unheld, counted in the run's warnings)" : "");
+			    "schedule holds its statements as the turns' whose requests "
+			    "they serve, when the turns call it through a proxy of the "
+			    "config; called on its own port, they pass unheld, counted "
+			    "in the run's warnings)" : "");
 		chose(k, key, "service %s goes through the seam: %sit gets its own "
 		    "SOAK_PROXY_* listener of every proxy, and starts with each seed "
 		    "(seam: false keeps it direct, once per worker)",
@@ -779,9 +798,21 @@ check_seam(struct check *k)
 	}
 	for (i = 0; i < cfg->nproxies; i++) {
 		p = &cfg->proxies[i];
+		if (front_ordered(cfg, p)) {
+			snprintf(key, sizeof(key), "proxies[%zu]", i);
+			chose(k, key, "proxy %s fronts service %s, which goes through "
+			    "the seam to scheduled proxy %s: it lets the service's "
+			    "requests go one at a time, each once the service is "
+			    "quiet, not held to its reply, so that the service's "
+			    "statements are held as the turns' whose requests they "
+			    "serve (docs/faults.md, \"Services under a schedule\")%s",
+			    p->name, p->upstream, cfg->proxies[cfg->db_proxy].name,
+			    p->schedule.enabled ? "; its own schedule orders them" : "");
+			continue;
+		}
 		if (!p->schedule.enabled || p->upstream_kind == CFG_UP_DATABASE ||
 		    p->upstream_kind == CFG_UP_MODEL || p->tls ||
-		    p->protocol == CFG_PROTO_POSTGRES)
+		    p->protocol == CFG_PROTO_POSTGRES || front_ordered(cfg, p))
 			continue;
 		snprintf(key, sizeof(key), "proxies[%zu].schedule", i);
 		if (p->upstream_kind == CFG_UP_SERVICE)
@@ -791,8 +822,9 @@ check_seam(struct check *k)
 		problem(k, true, key, 0, 0, "a schedule on proxy %s serializes %s: it "
 		    "admits one request at a time and holds it until its reply, so "
 		    "%s never runs two requests at once and a race inside it cannot "
-		    "happen; schedule the proxy in front of the database instead "
-		    "(docs/faults.md, \"Schedules\")", p->name, via,
+		    "happen; schedule the proxy in front of the database instead, "
+		    "with the service through the seam (docs/faults.md, \"Services "
+		    "under a schedule\")", p->name, via,
 		    p->upstream_kind == CFG_UP_SERVICE ? "the service" : "it");
 	}
 }

@@ -1003,10 +1003,12 @@ say_result(const struct xcmd *c)
 	    "order), %" PRIu64 " deadlock%s resolved by PostgreSQL, %" PRIu64
 	    " diverged, %" PRIu64 " with a turn's connections open at once, %"
 	    PRIu64 " with a service's requests serialized by the schedule, %" PRIu64
-	    " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not observed\n",
+	    " with a service's statements or requests the schedule did not order, %"
+	    PRIu64 " LISTEN/NOTIFY; %s; turns' own clocks and timeouts are not "
+	    "observed\n",
 	    s->forced, s->forced == 1 ? "" : "s", s->wakes, s->wakes == 1 ? "" : "s",
 	    s->pg_deadlocks, s->pg_deadlocks == 1 ? "" : "s", s->diverged, s->overlap,
-	    s->serialized, s->notify, cfg_services_direct(&c->cfg) > 0 ?
+	    s->serialized, s->unordered, s->notify, cfg_services_direct(&c->cfg) > 0 ?
 	    "services outside the seam persisted across executions (started "
 	    "once)" : c->cfg.nservices > 0 ? "services through the seam "
 	    "restarted with each execution" : "no services");

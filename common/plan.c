@@ -732,16 +732,18 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	if (trace_line_parse(o, &l, why) == -1)
 		return errf(err, "line %d: %s", line, why);
 	what = l.sql != NULL ? l.sql : l.req;
-	/* A service's exchange (fault-proxy/proxy.h): not planned yet, its
-	 * decisions stay the seed's under a plan too; its actor index is past
-	 * the turns. */
-	if (l.service != NULL)
+	/* A service's exchange (fault-proxy/proxy.h): its faults stay the
+	 * seed's under a plan too; a step it took at a gate, as the turn it
+	 * served (docs/faults.md "Services under a schedule"), is the plan's
+	 * like a turn's own.  One that passed unheld has its actor index past
+	 * the turns, and no step. */
+	if (l.service != NULL && (l.step == 0 || l.turn >= p->turns))
 		return 0;
 	if (l.round >= p->rounds || l.turn >= p->turns)
 		return errf(err, "line %d: round %d, turn %d out of the config's "
 		    "%d x %d", line, l.round, l.turn, p->rounds, p->turns);
 	/* close_after is a stream fault, not a decision: none here */
-	if (l.fault < (enum fault)PLAN_FAULT_MAX)
+	if (l.fault < (enum fault)PLAN_FAULT_MAX && l.service == NULL)
 		k = (enum plan_fault)l.fault;
 	if (k == PLAN_BLACKHOLE) {
 		/* occ: the connection's number among the turn's in the round */
@@ -760,7 +762,8 @@ trace_rec(struct plan *p, json_t *o, int line, struct tsteps *ts, char *err)
 	x = proxy_of(p, l.proxy);
 	if (alt < 0 || alt > 1000)
 		alt = 0;
-	if (l.key != 0 && (k != PLAN_NONE || l.latency_ms > 0 || alt > 0)) {
+	if (l.key != 0 && l.service == NULL &&
+	    (k != PLAN_NONE || l.latency_ms > 0 || alt > 0)) {
 		/* a stand-in's answer says which pattern it was, for people */
 		model = json_string_value(json_object_get(o, "model"));
 		f = (struct plan_fault_rec){ .round = l.round, .turn = l.turn,

@@ -157,6 +157,13 @@ trace_line_parse(const json_t *o, struct trace_line *l, char *err)
 	if (get_str(o, "service", &l->service, err) == -1 ||
 	    get_bool(o, "bypass", &l->bypass, err) == -1)
 		return -1;
+	if (get_str(o, "served", &s, err) == -1)
+		return -1;
+	if (s != NULL && strcmp(s, "quiet") != 0 && strcmp(s, "arrival") != 0)
+		return errf(err, "served: %s is not \"quiet\" or \"arrival\"",
+		    quote_value(s, q, sizeof(q)));
+	l->served = s != NULL;
+	l->served_forced = s != NULL && strcmp(s, "arrival") == 0;
 	/* what happened to it */
 	if (get_str(o, "fault", &s, err) == -1)
 		return -1;

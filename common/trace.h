@@ -55,6 +55,10 @@ struct trace_line {
 	 * unheld (fault-proxy/proxy.h); NULL, false: a turn's */
 	const char		*service;
 	bool			 bypass;
+	/* "served":"quiet": a request to a service its gate let go of once
+	 * the service was quiet, before its reply (fault-proxy/proxy.h) */
+	bool			 served;
+	bool			 served_forced;	/* "served":"arrival" */
 	uint32_t		 conn, exchange;
 	enum fault		 fault;
 	int64_t			 latency_ms;

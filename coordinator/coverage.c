@@ -614,11 +614,13 @@ warn_seam(json_t *w, const struct cov *c, const struct cov_px *x,
 	    x->p->protocol == CFG_PROTO_POSTGRES ? "statements" : "exchanges";
 	json_object_foreach(x->byp_n, svc, v)
 		warn(w, "proxy %s: %" PRIu64 " %s of service %s bypassed the "
-		    "schedule (%s), in %" PRIu64 " of the %" PRIu64 " seeds: the "
-		    "schedule does not yet know which turn's request a service's "
-		    "statement serves, so they passed unheld, in the order the "
-		    "service sent them, and a race among them is not the seed's "
-		    "(docs/turns.md, \"What a service gets\")", x->p->name,
+		    "schedule (%s), in %" PRIu64 " of the %" PRIu64 " seeds: which "
+		    "turn's request they served could not be told (the service "
+		    "was called on its own port, not through a proxy of the "
+		    "config, or had two turns' requests in hand at once), so they "
+		    "passed unheld, in the order the service sent them, and a race "
+		    "among them is not the seed's (docs/faults.md, \"Services "
+		    "under a schedule\")", x->p->name,
 		    count_of(v), what, svc, mode ? mode : "none",
 		    kind_get(x->byp_seeds, svc), c->seeds);
 	/* a model's stand-in or API has no race of the system's to remove */

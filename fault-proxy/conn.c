@@ -9,6 +9,8 @@
 #include <sys/types.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 
 #include <errno.h>
 #include <inttypes.h>
@@ -37,6 +39,22 @@ static void	conn_arm(struct conn *);
 static void	exchange_admit(struct conn *, const char *);
 static void	conn_canon(struct conn *);
 
+/* A TCP socket's local port (0: none, or not TCP). */
+static uint16_t
+sock_lport(int fd)
+{
+	struct sockaddr_storage	ss;
+	socklen_t		sl = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &sl) == -1)
+		return 0;
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return 0;
+}
+
 /* ---- connections ---- */
 
 static void
@@ -56,6 +74,19 @@ exchange_end(struct conn *c)
 		return;
 	if (c->l->gate != NULL)
 		gate_end(c->l->gate, &c->gent, now_ms());
+	else if (c->l->turnstile)
+		c->gent.st = GS_OUT;
+	px_front_settled(c);
+	/* a service's statement answered: the thread it wakes serves its turn */
+	if (c->l->svc >= 0 && c->rec.step > 0 &&
+	    c->rec.turn < c->l->ps->nturn_live)
+		c->l->ps->svcs[c->l->svc].last = c->rec.turn;
+	/* ... and out of a transaction, its connection is no turn's (a pool's
+	 * serves the next request, whoever's): its lane goes back now, so a
+	 * turn's own connection does not find it taken */
+	if (c->l->svc >= 0 && c->l->gate != NULL && !c->gent.in_tx &&
+	    c->gent.turn >= 0)
+		gate_ent_turn(c->l->gate, &c->gent, 0, -1);
 	c->hold_down = false;
 	c->rec.client_got_reply = c->rec.bytes_down > 0;
 	if (c->pg) {
@@ -210,9 +241,11 @@ conn_dial(struct conn *c)
 	if (l->up_addr.ss_family != AF_UNIX)
 		px_set_nodelay(fd);
 	if (connect(fd, (struct sockaddr *)&l->up_addr, l->up_len) == 0) {
+		c->up_lport = sock_lport(fd);
 		set_state(c, CS_REQUEST);
 		return;
 	}
+	c->up_lport = sock_lport(fd);	/* bound by connect, in progress */
 	if (errno != EINPROGRESS) {
 		log_warn("%s/%d conn %u: connect %s", l->name, l->turn, c->no,
 		    l->upstream);
@@ -471,6 +504,63 @@ plan_blackhole(const struct listener *l, int round, uint32_t conn)
 }
 
 /*
+ * The turn a service's exchange serves (docs/faults.md "Services under a
+ * schedule"), or -1: inside a transaction, the turn that began it; else
+ * the turn whose request its front let go and that has not settled (the
+ * service has not been quiet since, nor answered it: nothing else of the
+ * service has run since it was quiet); two turns with such requests, -1:
+ * it cannot be told (a request `blocked` went past, a service that runs
+ * two at once); none, the turn of the service's statement answered last
+ * (the reply that woke the thread sending this).  -1 also without a
+ * process to judge the service by.
+ */
+static int
+served_turn(const struct conn *c)
+{
+	const struct proxy_set	*ps = c->l->ps;
+	const struct svc_state	*s = &ps->svcs[c->l->svc];
+	int			 t, one = -1;
+
+	if (atomic_load(&s->pgid) <= 0)
+		return -1;
+	if (c->gent.in_tx && c->served >= 0)
+		return c->served;
+	for (t = 0; t < ps->nturn_live; t++) {
+		if (s->active[t] == 0)
+			continue;
+		if (one >= 0)
+			return -1;
+		one = t;
+	}
+	return one >= 0 ? one : s->last;
+}
+
+/*
+ * A service's connections are many turns' in turn (a pool's, or one per
+ * request): two serving one turn at once (a request that uses two, a turn
+ * whose requests overlap) send in an order the service decides, not the
+ * schedule: their exchanges say so ("overlap"), as a turn's own
+ * connections open at once do.
+ */
+static bool	conn_still_open(const struct conn *);
+
+static void
+served_overlap(struct conn *c)
+{
+	struct conn	*d;
+
+	for (d = c->l->ps->conns; d != NULL; d = d->next)
+		if (d != c && d->l == c->l && d->served == c->served &&
+		    d->round == c->round && conn_still_open(d) &&
+		    (d->in_exchange || d->gent.in_tx)) {
+			c->overlap = d->overlap = true;
+			c->rec.overlap = true;
+			if (d->in_exchange)
+				d->rec.overlap = true;
+		}
+}
+
+/*
  * The exchange is known: whether the gate holds it for its turn (then it
  * waits in CS_PENDING with every byte still in `up`, and the gate's
  * decision admits it, px_conn_admit).  A PostgreSQL start-up and messages
@@ -482,13 +572,43 @@ conn_hold(struct conn *c, const char *stmt)
 {
 	struct gate	*g = c->l->gate;
 
+	if (c->l->turnstile) {
+		/* engine.c turnstile_pass lets it go */
+		if (c->gent.st != GS_WAIT) {
+			c->gent.turn = c->l->turn;
+			c->gent.occ = c->rec.occ;
+			c->gent.seq = ++c->l->ps->tseq;
+			c->gent.st = GS_WAIT;
+		}
+		return true;
+	}
 	if (g == NULL)
 		return false;
 	if (c->gent.st == GS_WAIT)
 		return true;
 	if (!conn_gated(c))
 		return false;
-	c->gent.turn = c->l->turn;
+	if (c->l->svc >= 0) {
+		int	t = served_turn(c);
+
+		if (t < 0) {
+			/* whose it is cannot be told: unheld, counted, and
+			 * its backend outside the turns' (gate.h "outside") */
+			if (c->served >= 0) {
+				gate_backend_gone(g, c->pid_told);
+				gate_ent_turn(g, &c->gent, 0, -1);
+			}
+			c->served = -1;
+			c->rec.bypass = true;
+			c->rec.occ = occ_next(c->l, c->rec.round, c->rec.key);
+			return false;
+		}
+		gate_ent_turn(g, &c->gent, c->pid_told, t);
+		c->served = t;
+		c->rec.turn = t;
+		served_overlap(c);
+	}
+	c->gent.turn = c->rec.turn;
 	c->gent.round = c->rec.round;
 	c->gent.key = c->rec.key;
 	c->gent.occ = c->rec.occ;
@@ -523,9 +643,18 @@ px_conn_admit(struct conn *c)
 	 * occurrence, and the seed's roll for it keyed by that (proxy.h,
 	 * proxy_roll_hit) */
 	c->rec.occ = c->gent.occ;
-	if (!l->planned)
-		proxy_roll_hit(&l->faults, l->ps->seed, l->name, l->turn,
+	if (!l->planned && l->gate != NULL)
+		proxy_roll_hit(&l->faults, l->ps->seed, l->name, c->rec.turn,
 		    c->rec.round, c->rec.key, c->rec.occ, &c->roll);
+	if (l->front >= 0 && c->gent.turn >= 0 &&
+	    c->gent.turn < l->ps->nturn_live) {
+		/* a request let go to a service: what begins in it until it
+		 * settles is this turn's (served_turn) */
+		if (!c->svc_counted)
+			l->ps->svcs[l->front].active[c->gent.turn]++;
+		c->svc_counted = true;
+		c->svc_since = now_ms();
+	}
 	exchange_admit(c, c->pg ? (c->pgf->has_sql ? c->pgf->sql : NULL) :
 	    c->has_line ? c->line : NULL);
 	conn_process(c);
@@ -1020,7 +1149,9 @@ pg_reply(struct conn *c, char *p, size_t n)
 		}
 		if (c->l->gate != NULL && f->backend_pid > 0 && c->pid_told == 0) {
 			c->pid_told = f->backend_pid;
-			gate_backend(c->l->gate, f->backend_pid, c->l->turn);
+			/* a service's: a turn's once it serves one (conn_hold) */
+			if (c->l->svc < 0)
+				gate_backend(c->l->gate, f->backend_pid, c->l->turn);
 		}
 		if (f->err_now) {
 			f->err_now = false;
@@ -1542,13 +1673,15 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 	 * schedule does not decide.  Their exchanges say so from now on
 	 * ("overlap"); a `psql -c` per statement opens one at a time.
 	 */
-	for (d = l->gate != NULL ? ps->conns : NULL; d != NULL; d = d->next)
+	for (d = l->gate != NULL && l->svc < 0 ? ps->conns : NULL; d != NULL;
+	    d = d->next)
 		if (d->l == l && d->round == c->round && conn_still_open(d)) {
 			c->overlap = d->overlap = true;
 			if (d->in_exchange)
 				d->rec.overlap = true;
 		}
 	GATE_ENT_INIT(&c->gent);
+	c->served = -1;
 	c->peer_port = peer_port;
 	c->next = ps->conns;
 	if (ps->conns)

@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stddef.h>
@@ -101,14 +102,23 @@ by_port(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* quiet.h's ours: a peer that is one of the set's listeners. */
-static bool
+/* quiet.h's ours: a peer that is one of the set's listeners, or the set's
+ * own connection to a service it fronts (its upstream socket's port). */
+static enum quiet_peer
 set_ours(void *arg, uint32_t addr, uint16_t port)
 {
 	struct proxy_set	*ps = arg;
+	const struct conn	*c;
 
-	return addr == INADDR_LOOPBACK && bsearch(&port, ps->lports,
-	    ps->nlports, sizeof(*ps->lports), by_port) != NULL;
+	if (addr != INADDR_LOOPBACK)
+		return QUIET_PEER_NONE;
+	if (bsearch(&port, ps->lports, ps->nlports, sizeof(*ps->lports),
+	    by_port) != NULL)
+		return QUIET_PEER_LISTENER;
+	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next)
+		if (c->l->front >= 0 && c->uep.fd != -1 && c->up_lport == port)
+			return QUIET_PEER_UPSTREAM;
+	return QUIET_PEER_NONE;
 }
 
 static struct conn *
@@ -145,6 +155,237 @@ engine_replied(const struct gate *g, const struct gate_ent *e)
 	    unread > 0;
 }
 
+/*
+ * Whether idle connection c has nothing on its way to its client: no byte
+ * and no close from its upstream the loop has not acted on yet.  A client
+ * reading an idle connection whose server has closed (an HTTP/1.0 reply,
+ * `Connection: close`) is woken by the close the proxy passes on next,
+ * not by anything a gate admits: until then it is busy, not accounted for.
+ */
+static bool
+conn_idle_still(const struct conn *c)
+{
+	struct pollfd	pfd = { .fd = c->uep.fd, .events = POLLIN | POLLRDHUP };
+
+	if (c->up_eof)
+		return false;
+	return c->uep.fd == -1 || poll(&pfd, 1, 0) == 0;
+}
+
+/* ---- services under a schedule (docs/faults.md) ---- */
+
+/* Whether front connection c's admitted request has all reached the
+ * service (what is in its socket the service's threads see). */
+static bool
+front_delivered(const struct conn *c)
+{
+	return c->in_exchange && c->req_done && c->up.len == 0 &&
+	    c->uep.fd != -1 && (c->state == CS_REQUEST || c->state == CS_REPLY);
+}
+
+/* Whether front connection c's request is in its service's hands: all of
+ * it delivered, and nothing of its reply come back yet (not even unread by
+ * the loop: then the reply is on its way). */
+static bool
+front_in_hand(const struct conn *c)
+{
+	int	unread;
+
+	return front_delivered(c) && !c->got_reply && !c->up_eof &&
+	    !(ioctl(c->uep.fd, FIONREAD, &unread) == 0 && unread > 0);
+}
+
+/*
+ * Service k as gate `asking` sees it now: GA_QUIET when its process group
+ * is quiet (an accept loop's own timeout counts: quiet.h timed_listen), no
+ * request its front let go is on its way to it, and every socket of soak's
+ * it waits on is held at a gate, idle, or `asking`'s own admitted
+ * exchange; else what keeps it from being so.  /proc is read once a loop
+ * pass (the pass moves with each admission, which may wake it).
+ */
+static enum gate_act
+svc_act(struct proxy_set *ps, int k, const struct gate *asking)
+{
+	struct svc_state	*s = &ps->svcs[k];
+	struct conn		*c;
+	pid_t			 pgid = atomic_load(&s->pgid);
+	size_t			 i;
+	int			 unread;
+
+	if (pgid <= 0)
+		return GA_UNSEEN;
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->l->front == k && (c->gent.st == GS_RUN ||
+		    c->gent.st == GS_WOKE) && !front_delivered(c))
+			return GA_BUSY;		/* a request on its way to it */
+	if (s->pass != ps->pass) {
+		quiet_look(ps->quiet, pgid, &s->res);
+		s->pass = ps->pass;
+		log_debug("service %d (group %d): %s%s, %d processes, %d "
+		    "threads%s%s", k, (int)pgid, quiet_st_name(s->res.st),
+		    s->res.timed_listen ? " (an accept loop's timeout)" : "",
+		    s->res.nprocs, s->res.nthreads, s->res.what[0] ? ": " : "",
+		    s->res.what);
+	}
+	switch (s->res.st) {
+	case QUIET_GONE:	return GA_GONE;
+	case QUIET_RUNNING:	return GA_RUNNING;
+	case QUIET_UNSEEN:	return GA_UNSEEN;
+	case QUIET_TIMED:
+		if (!s->res.timed_listen)
+			return GA_TIMED;
+		break;
+	default:		break;
+	}
+	if (s->res.ports_cut)
+		return GA_UNSEEN;
+	for (i = 0; i < s->res.nports; i++) {
+		if ((c = conn_of_port(ps, s->res.ports[i])) == NULL)
+			return GA_RUNNING;	/* not accepted yet */
+		if (ioctl(c->cep.fd, FIONREAD, &unread) == 0 && unread > 0)
+			return GA_BUSY;
+		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
+		    c->gent.st == GS_STUCK)
+			continue;		/* held at a gate */
+		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
+		    c->l->gate == asking)
+			continue;		/* the asking gate's own */
+		if ((c->state == CS_IDLE && conn_idle_still(c)) ||
+		    c->state == CS_CLOSED)
+			continue;
+		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
+		    c->state == CS_STALL)
+			return GA_TIMED;
+		return GA_BUSY;			/* a reply on its way to it */
+	}
+	return GA_QUIET;
+}
+
+/* Whether a gate holds an exchange of service k's (waiting, on a lock, or
+ * one `blocked` went past). */
+static bool
+svc_holds(const struct proxy_set *ps, int k)
+{
+	const struct conn	*c;
+
+	for (c = ps->conns; c != NULL; c = c->next)
+		if (c->l->svc == k && (c->gent.st == GS_WAIT ||
+		    c->gent.st == GS_LOCK || c->gent.st == GS_STUCK))
+			return true;
+	return false;
+}
+
+/*
+ * A request in a service's hands, the service not quiet: nothing the loop
+ * would hear of says when it is, so a pass is due soon to look again,
+ * backing off while nothing settles (svc_serve's pass resets it).
+ */
+static void
+svc_relook(struct proxy_set *ps)
+{
+	int64_t	at = now_ms() + ps->svc_look_ms;
+
+	if (ps->svc_next != 0 && ps->svc_next <= at)
+		return;
+	ps->svc_next = at;
+	if ((ps->svc_look_ms *= 2) > ACTOR_LOOK_MAX_MS)
+		ps->svc_look_ms = ACTOR_LOOK_MAX_MS;
+}
+
+/*
+ * The requests a front's gate let go that have reached their service:
+ * once the service is quiet, each has settled, and the gate is free for
+ * the next one (the trace's "served":"quiet"), before the reply: what the
+ * service does for it from then on waits at the database's gate as the
+ * turn's, so the next request is ordered, not held to this one's reply.
+ * One `blocked` went past (GS_STUCK) settles the same way.
+ */
+static void
+svc_serve(struct proxy_set *ps)
+{
+	struct conn	*c;
+	enum gate_act	 sa;
+	bool		 left = false, quiet;
+
+	if (ps->svc_next != 0 && ps->svc_next <= now_ms())
+		ps->svc_next = 0;	/* this pass is the look */
+	for (c = ps->conns; ps->nsvcs > 0 && c != NULL; c = c->next) {
+		if (c->l->front < 0 || !c->svc_counted || !front_in_hand(c))
+			continue;
+		sa = svc_act(ps, c->l->front, c->l->gate);
+		quiet = sa == GA_QUIET;
+		if (quiet) {
+			ps->svc_look_ms = ACTOR_LOOK_MS;
+			px_front_settled(c);
+		} else
+			left = true;
+		if (c->rec.served || (c->gent.st != GS_RUN && c->gent.st != GS_STUCK))
+			continue;
+		/*
+		 * Not quiet, but in a wait that ends by itself while a gate
+		 * holds what it asked (Node's timers; a thread's timed wait),
+		 * `arrival` after it was let go: the next request goes, forced.
+		 * This one stays in the service's hands for whose statement is
+		 * whose (conn.c served_turn): two at once cannot be told apart,
+		 * and their statements pass unheld, counted, rather than be
+		 * given to the wrong turn.
+		 */
+		if (!quiet && ((sa != GA_TIMED && sa != GA_UNSEEN) ||
+		    !svc_holds(ps, c->l->front) ||
+		    now_ms() - c->svc_since < c->l->arrival_ms))
+			continue;
+		c->rec.served = true;
+		c->rec.served_forced = !quiet;
+		log_debug("%s/%d conn %u: service %d %s, the %s goes on",
+		    c->l->name, c->l->turn, c->no, c->l->front,
+		    quiet ? "quiet" : "past arrival",
+		    c->l->turnstile ? "turnstile" : "gate");
+		if (c->l->turnstile)
+			c->gent.st = GS_OUT;
+		else
+			gate_end(c->l->gate, &c->gent, now_ms());
+	}
+	if (left)
+		svc_relook(ps);
+}
+
+/*
+ * Each service's turnstile (a front with no schedule of its own): when
+ * none of its requests is in its hands unsettled, the one that came first
+ * goes.  No step, no draw: the order among requests is not what decides a
+ * race inside the service, the database's gate is, which waits for every
+ * request held here to be let go and its statements to come before it
+ * decides (engine_actor).
+ */
+static void
+turnstile_pass(struct proxy_set *ps)
+{
+	struct conn	*c, *first;
+	size_t		 k;
+
+	for (k = 0; k < ps->nsvcs; k++) {
+		first = NULL;
+		for (c = ps->conns; c != NULL; c = c->next) {
+			if (c->l->front != (int)k || !c->l->turnstile)
+				continue;
+			if (c->svc_counted && !c->rec.served)
+				break;		/* one in its hands, not let go */
+			if (c->gent.st == GS_WAIT &&
+			    (first == NULL || c->gent.seq < first->gent.seq))
+				first = c;
+		}
+		if (c != NULL || first == NULL)
+			continue;
+		log_debug("%s/%d conn %u: the turnstile lets it go", first->l->name,
+		    first->l->turn, first->no);
+		first->gent.st = GS_RUN;
+		px_conn_admit(first);
+		ps->pass++;
+		if (ps->quiet != NULL)
+			quiet_begin(ps->quiet);
+	}
+}
+
 static enum gate_act
 engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 {
@@ -155,7 +396,7 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 	pid_t			 pid;
 	size_t			 i;
 	int			 unread;
-	bool			 timed = false;
+	bool			 timed = false, idle = false, pending = false;
 
 	*ran_ms = -1;
 	if (turn < 0 || turn >= ps->nturn_live || ps->quiet == NULL ||
@@ -201,6 +442,10 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 	for (i = 0; i < v->res.nports; i++) {
 		if ((c = conn_of_port(ps, v->res.ports[i])) == NULL)
 			return GA_RUNNING;	/* not accepted yet */
+		/* each socket but an idle one: what its wait is on is soak's
+		 * to end (a client's own timeout on it fires only if soak
+		 * holds it that long) */
+		pending = true;
 		/* what it sent that the loop has not read yet: an event to come */
 		if (ioctl(c->cep.fd, FIONREAD, &unread) == 0 && unread > 0) {
 			a = GA_BUSY;
@@ -208,15 +453,49 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 		}
 		if (c->gent.st == GS_WAIT)
 			c->gent.origin = v->res.origin[i];
+		if (c->l->front >= 0 && c->gent.st != GS_WAIT &&
+		    !((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
+		    c->l->gate == asking) && front_in_hand(c)) {
+			/* a request in a service's hands: accounted for
+			 * while the service is quiet (what it asks for the
+			 * request waits at a gate), else its reply is on its
+			 * way, waited for as one at another proxy */
+			enum gate_act	sa = svc_act(ps, c->l->front, asking);
+
+			if (sa == GA_QUIET)
+				continue;
+			/* a wait that ends by itself, or one soak does not
+			 * see, while soak holds what the service asked for
+			 * the request (Node's timers): what it does when its
+			 * timer ends is not known, `arrival` */
+			if ((sa == GA_TIMED || sa == GA_UNSEEN) &&
+			    svc_holds(ps, c->l->front))
+				return sa;
+			svc_relook(ps);	/* nothing the loop hears says when */
+			a = GA_BUSY;
+			continue;
+		}
+		if (c->gent.st == GS_WAIT && c->l->front >= 0 &&
+		    c->l->gate != asking) {
+			/* a request a service's front holds: what the
+			 * service will ask for it comes before any other
+			 * gate decides (docs/faults.md "Services under a
+			 * schedule"); the front lets it go once the service
+			 * is quiet, an event of the loop's */
+			a = GA_BUSY;
+			continue;
+		}
 		if (c->gent.st == GS_WAIT || c->gent.st == GS_LOCK ||
 		    c->gent.st == GS_STUCK)
 			continue;		/* held at a gate */
 		if ((c->gent.st == GS_RUN || c->gent.st == GS_WOKE) &&
 		    c->l->gate == asking)
 			continue;		/* this gate's own: it waits too */
-		if (c->state == CS_IDLE || c->state == CS_CLOSED) {
+		if ((c->state == CS_IDLE && conn_idle_still(c)) ||
+		    c->state == CS_CLOSED) {
 			log_debug("turn %d: waits on %s conn %u, idle", turn,
 			    c->l->name, c->no);
+			idle = true;
 			continue;
 		}
 		if (c->state == CS_HOLD || c->state == CS_BLACKHOLE ||
@@ -224,7 +503,10 @@ engine_actor(void *arg, const struct gate *asking, int turn, int64_t *ran_ms)
 			return GA_TIMED;	/* the proxy's own stall */
 		a = GA_BUSY;			/* its reply is on its way */
 	}
-	return a == GA_QUIET && timed ? GA_TIMED : a;
+	/* a timed wait with nothing of soak's pending on it ends by itself,
+	 * and so does an event loop's (its timer is anyone's, quiet.h) */
+	return a == GA_QUIET && timed && (idle || !pending ||
+	    v->res.timed_epoll) ? GA_TIMED : a;
 }
 
 /* ---- the loop ---- */
@@ -258,6 +540,7 @@ loop_timeout(struct proxy_set *ps)
 		CONSIDER(ps->ls[i].backoff_until);
 	for (i = 0; i < ps->ngates; i++)
 		CONSIDER(gate_next_at(ps->gates[i]));
+	CONSIDER(ps->svc_next);
 #undef CONSIDER
 	if (next < 0)
 		return -1;
@@ -361,11 +644,19 @@ loop_gates(struct proxy_set *ps)
 	loop_turns(ps);
 	if (ps->quiet != NULL)
 		quiet_begin(ps->quiet);	/* /proc/net/tcp read once a pass */
+	ps->pass++;
+	if (ps->quiet != NULL && atomic_load(&ps->actors_on))
+		svc_serve(ps);
+	turnstile_pass(ps);
 	for (i = 0; i < ps->ngates; i++) {
 		while ((e = gate_decide(ps->gates[i], now_ms())) != NULL) {
 			px_conn_admit((struct conn *)((char *)e -
 			    offsetof(struct conn, gent)));
 			decided = true;
+			/* what it woke is looked at afresh */
+			ps->pass++;
+			if (ps->quiet != NULL)
+				quiet_begin(ps->quiet);
 		}
 		if (!ps->diverged_told && gate_diverged(ps->gates[i],
 		    why, sizeof(why))) {
@@ -609,6 +900,9 @@ listener_open(struct listener *l, const struct proxy_listen *pl, char *err)
 	    pl->schedule : NULL;
 	l->turn = pl->turn;
 	l->service = pl->service != NULL ? xstrdup(pl->service) : NULL;
+	l->svc = -1;			/* proxy_set_open's */
+	l->front = pl->front - 1;
+	l->turnstile = l->front >= 0 && l->schedule == NULL && pl->service == NULL;
 	l->protocol = pl->protocol;
 	l->faults = *pl->faults;
 	l->faults.match = NULL;		/* the caller's; re is ours */
@@ -704,9 +998,12 @@ actors_setup(struct proxy_set *ps)
 /*
  * One gate per scheduled proxy index, its turns those of its turns'
  * listeners; a gate asks PostgreSQL about lock waits on the lockinfo of its
- * listeners.  A service's listener feeds no gate: which turn's request its
- * exchanges serve is not known to the gate yet, so they pass unscheduled,
- * marked (bypass), rather than wait as an actor the schedule cannot judge.
+ * listeners.  A service's listener of a scheduled proxy in front of the
+ * database feeds the gate too: each of its exchanges waits there as the
+ * turn whose request it serves (conn.c, served_turn), or passes unheld,
+ * marked (bypass), when that cannot be told (the service's process not
+ * known, its requests not through a front of the set).  A service's
+ * listener of any other scheduled proxy passes unheld, marked.
  */
 static int
 gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
@@ -740,7 +1037,9 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 		for (k = i; k < ps->nls; k++) {
 			if (ps->ls[k].proxy != ps->ls[i].proxy)
 				continue;
-			if (ps->ls[k].service != NULL)
+			ps->ls[k].arrival_ms = ps->ls[i].schedule->arrival_ms;
+			if (ps->ls[k].service != NULL && (pl[k].lockinfo == NULL ||
+			    ps->ls[k].svc < 0))
 				ps->ls[k].bypass = true;
 			else
 				ps->ls[k].gate = ps->gates[ps->ngates];
@@ -752,6 +1051,36 @@ gates_setup(struct proxy_set *ps, const struct proxy_listen *pl, char *err)
 	if (ps->ngates > 0)
 		actors_setup(ps);
 	return 0;
+}
+
+/* The services of the set's listeners, numbered in order of first
+ * appearance (proxy_set_open_cfg: the k-th service is actor turns + k). */
+static void
+svcs_setup(struct proxy_set *ps)
+{
+	size_t	i, j, k;
+
+	for (i = 0; i < ps->nls; i++) {
+		if (ps->ls[i].service == NULL)
+			continue;
+		for (j = 0; j < i; j++)
+			if (ps->ls[j].service != NULL &&
+			    strcmp(ps->ls[j].service, ps->ls[i].service) == 0)
+				break;
+		ps->ls[i].svc = j < i ? ps->ls[j].svc : (int)ps->nsvcs++;
+	}
+	ps->svcs = xcalloc(ps->nsvcs ? ps->nsvcs : 1, sizeof(*ps->svcs));
+	for (k = 0; k < ps->nsvcs; k++) {
+		ps->svcs[k].last = -1;
+		ps->svc_look_ms = ACTOR_LOOK_MS;
+		ps->svcs[k].active = xcalloc((size_t)(ps->nturn_live ?
+		    ps->nturn_live : 1), sizeof(*ps->svcs[k].active));
+	}
+	for (i = 0; i < ps->nls; i++)
+		if (ps->ls[i].front >= (int)ps->nsvcs) {
+			ps->ls[i].front = -1;
+			ps->ls[i].turnstile = false;
+		}
 }
 
 struct proxy_set *
@@ -798,6 +1127,7 @@ proxy_set_open(const struct proxy_listen *pl, size_t n, uint64_t seed,
 			goto fail;
 		px_ep_set(ps->epfd, &ps->ls[i].ep, EPOLLIN);
 	}
+	svcs_setup(ps);
 	if (gates_setup(ps, pl, err) == -1)
 		goto fail;
 	if (trace_path != NULL) {
@@ -861,7 +1191,27 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 	actors = turns + (int)nservices;
 	n = cfg->nproxies * (size_t)actors;
 	pl = xcalloc(n ? n : 1, sizeof(*pl));
-	for (i = 0; i < cfg->nproxies; i++)
+	for (i = 0; i < cfg->nproxies; i++) {
+		const struct cfg_schedule	*sched = &cfg->proxies[i].schedule;
+		int				 front = 0;
+		size_t				 k;
+
+		/*
+		 * A proxy in front of a service through the seam, when the
+		 * database's proxy is scheduled: its requests are let go one
+		 * at a time, each until the service is quiet, by a gate of its
+		 * own (the database proxy's schedule when it has none: the
+		 * config's, implied), so
+		 * that the service's statements can be told whose they are
+		 * (docs/faults.md "Services under a schedule").
+		 */
+		for (k = 0; cfg->proxies[i].upstream_kind == CFG_UP_SERVICE &&
+		    k < nservices; k++)
+			if (strcmp(services[k], cfg->proxies[i].upstream) == 0)
+				front = (int)k + 1;
+		if (front > 0 && (cfg->db_proxy < 0 ||
+		    !cfg->proxies[cfg->db_proxy].schedule.enabled))
+			front = 0;
 		for (t = 0; t < actors; t++) {
 			struct proxy_listen *p = &pl[i * (size_t)actors + (size_t)t];
 
@@ -873,7 +1223,8 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->upstream = upstreams[i];
 			p->protocol = cfg->proxies[i].protocol;
 			p->faults = &cfg->proxies[i].faults;
-			p->schedule = &cfg->proxies[i].schedule;
+			p->schedule = sched;
+			p->front = front;
 			if (cfg->proxies[i].upstream_kind == CFG_UP_DATABASE)
 				p->lockinfo = dbinfo;
 			p->planned = plan != NULL;
@@ -886,6 +1237,7 @@ proxy_set_open_cfg(const struct cfg *cfg, char *const *upstreams,
 			p->tls_ca = cfg->proxies[i].tls_ca;
 			p->api_key = keys[i];
 		}
+	}
 	if ((ps = proxy_set_open(pl, n, seed, trace_path, err)) != NULL) {
 		ps->nproxies = cfg->nproxies;
 		ps->turns = turns;
@@ -922,6 +1274,15 @@ proxy_set_turn_started(struct proxy_set *ps, int turn, pid_t pid)
 	    turn >= ps->nturn_live)
 		return;
 	atomic_store(&ps->turn_pid[turn], pid);
+	turns_changed(ps);
+}
+
+void
+proxy_set_service_started(struct proxy_set *ps, size_t k, pid_t pid)
+{
+	if (ps == NULL || k >= ps->nsvcs)
+		return;
+	atomic_store(&ps->svcs[k].pgid, pid);
 	turns_changed(ps);
 }
 
@@ -1022,6 +1383,9 @@ proxy_set_close(struct proxy_set *ps)
 		gate_free(ps->gates[i]);
 	free(ps->gates);
 	free(ps->held);
+	for (i = 0; ps->svcs != NULL && i < ps->nsvcs; i++)
+		free(ps->svcs[i].active);
+	free(ps->svcs);
 	free(ps->turn_live);
 	free(ps->turn_pid);
 	free(ps->views);

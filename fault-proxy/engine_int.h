@@ -77,6 +77,17 @@ struct listener {
 	 * bypass when its proxy is scheduled (the gate does not hold it) */
 	char			*service;
 	bool			 bypass;
+	/* services through the seam (docs/faults.md "Services under a
+	 * schedule"): svc, the set's index of the service this listener is
+	 * (-1: a turn's); front, the index of the service this proxy's
+	 * upstream is (-1: none), whose requests its gate lets go one at a
+	 * time, each until the service is quiet */
+	int			 svc;
+	int			 front;
+	/* a front with no schedule of its own: its requests wait in arrival
+	 * order and go one at a time (engine.c, turnstile), no step taken */
+	bool			 turnstile;
+	int64_t			 arrival_ms;	/* its schedule's (a front's) */
 	enum cfg_protocol	 protocol;
 	struct cfg_faults	 faults;	/* faults.match: NULL, see re */
 	regex_t			 re;		/* the faults' match */
@@ -222,6 +233,13 @@ struct conn {
 	/* the client's port: how /proc's view of a turn's sockets finds it
 	 * (quiet.h) */
 	uint16_t		 peer_port;
+	uint16_t		 up_lport;	/* its upstream socket's local port */
+	/* a service's connection: the turn its last held exchange served
+	 * (-1: none yet); a front's: its request counted in svc.active, not
+	 * settled yet */
+	int			 served;
+	bool			 svc_counted;
+	int64_t			 svc_since;	/* a front's: its request let go */
 	/* scheduled proxies: the exchange as the gate sees it */
 	struct gate_ent		 gent;
 	bool			 gated;		/* gent is (or was) in the gate */
@@ -353,6 +371,30 @@ struct proxy_set {
 	uint16_t		*lports;	/* the listeners' ports, sorted */
 	size_t			 nlports;
 	bool			 denied_told;
+	/*
+	 * Services through the seam under a schedule (docs/faults.md
+	 * "Services under a schedule"), per service: its process group
+	 * (proxy_set_service_started; 0: not told), the turn its last
+	 * answered statement served, per turn the requests its front let go
+	 * that are not settled yet (neither answered nor followed by the
+	 * service quiet), and how /proc saw it in loop pass `pass` (the
+	 * set's pass moves at each pass and each admission).
+	 */
+	struct svc_state {
+		_Atomic pid_t	 pgid;
+		int		 last;
+		uint32_t	*active;
+		uint64_t	 pass;
+		struct quiet_res res;
+	}			*svcs;
+	size_t			 nsvcs;
+	/* a request in a service's hands, the service not quiet at the last
+	 * look: the next look (svc_serve), backing off ACTOR_LOOK_MS to
+	 * ACTOR_LOOK_MAX_MS (0: none due) */
+	int64_t			 svc_next;
+	int			 svc_look_ms;
+	uint64_t		 tseq;		/* the turnstiles' arrival order */
+	uint64_t		 pass;
 };
 
 /* Whether l's upstream is answered inside (local.c): no socket dialled. */
@@ -379,6 +421,17 @@ static inline bool
 px_conn_holds_live(const struct listener *l)
 {
 	return l->service == NULL;
+}
+
+/* A front's request let go to its service has settled (answered, or the
+ * service was quiet after it): no longer counted (engine thread). */
+static inline void
+px_front_settled(struct conn *c)
+{
+	if (!c->svc_counted)
+		return;
+	c->l->ps->svcs[c->l->front].active[c->gent.turn]--;
+	c->svc_counted = false;
 }
 
 /* One connection or duplicate gone (engine thread). */

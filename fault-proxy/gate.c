@@ -1078,6 +1078,28 @@ gate_backend(struct gate *g, int32_t pid, int turn)
 }
 
 void
+gate_ent_turn(struct gate *g, struct gate_ent *e, int32_t pid, int turn)
+{
+	size_t	i;
+
+	if (e->turn != turn) {
+		if (e->lane >= 0 && e->lane < GATE_LANES && e->turn >= 0 &&
+		    e->turn < g->nturns)
+			g->lanes[e->turn] &= ~((uint64_t)1 << e->lane);
+		e->lane = -1;
+		e->turn = turn;
+		g->gen++;
+		g->settled = false;
+	}
+	for (i = 0; pid > 0 && i < g->nbe; i++)
+		if (g->be[i].pid == pid) {
+			g->be[i].turn = turn;
+			return;
+		}
+	gate_backend(g, pid, turn);
+}
+
+void
 gate_backend_gone(struct gate *g, int32_t pid)
 {
 	size_t	i;

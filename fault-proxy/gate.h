@@ -29,8 +29,17 @@
  * third mark, "outside", is a decision made without waiting for idle turns
  * because PostgreSQL showed a connection that is not the proxy's waiting
  * on a lock held by a turn whose next statement the gate holds: a circular
- * wait through something outside the schedule (a service's own database
- * connection), which only the watchdog would otherwise break.
+ * wait through something outside the schedule (a database connection of
+ * a service's whose turn could not be told, or of a program soak does not
+ * proxy), which only the watchdog would otherwise break.
+ *
+ * Services (docs/faults.md "Services under a schedule").  A service's
+ * exchange enters the gate as an entry of the turn whose request it
+ * serves (gate_ent_turn, the engine's attribution), with a lane in that
+ * turn like the turn's own connection's: the gate orders turns, and a
+ * service's statements are steps of the turns they serve.  Whether such a
+ * turn is accounted for is the engine's word (gate_conf.actor): its
+ * request in a quiet service's hands is; in a running one's it is busy.
  *
  * Actors are connections.  A turn may have several connections open at
  * once (threads, a pool), each with an exchange waiting.  At a decision
@@ -272,6 +281,15 @@ uint32_t	 gate_step_checks(const struct gate *g);
  * connection, in an exchange or idle in a transaction, holds locks.
  */
 void		 gate_backend(struct gate *g, int32_t pid, int turn);
+/*
+ * A service's connection (docs/faults.md "Services under a schedule")
+ * serves turn `turn` from its next exchange on: e, not in the gate, is
+ * that turn's from now (a lane it had in another turn is given back, a new
+ * one given at the next decision), and so is its backend pid (0: none
+ * known) when the gate names the turns that hold a lock.
+ */
+void		 gate_ent_turn(struct gate *g, struct gate_ent *e, int32_t pid,
+		    int turn);
 void		 gate_backend_gone(struct gate *g, int32_t pid);
 
 /*

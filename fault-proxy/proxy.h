@@ -11,10 +11,12 @@
  * the seam (docs/turns.md "What a service gets"): the set's k-th service
  * is actor turns + k, in the trace's "turn" like a turn's index, and its
  * records say "service":"NAME".  A service's connections are numbered,
- * rolled and traced as a turn's are; at a scheduled proxy they are not
- * held by the gate (the gate does not know which turn's request a
- * service's statement serves yet): they pass unscheduled and their
- * records say "bypass":true.
+ * rolled and traced as a turn's are.  At a scheduled proxy in front of the
+ * database its exchanges are held by the gate as the turn's whose request
+ * they serve (docs/faults.md "Services under a schedule"; engine.c, the
+ * service's front lets its requests go one at a time, each until the
+ * service is quiet), their records with that turn in "turn"; one whose
+ * turn cannot be told passes unscheduled and says "bypass":true.
  *
  * Determinism contract
  *  - The roll of exchange X on connection C of turn T of proxy P under seed S
@@ -155,6 +157,16 @@ void			 proxy_set_actors(struct proxy_set *ps);
 void			 proxy_set_turn_started(struct proxy_set *ps, int turn,
 			    pid_t pid);
 /*
+ * The set's k-th service through the seam was started for this seed as
+ * pid, the leader of its own process group: a schedule judges from then on
+ * when it is quiet (docs/faults.md "Services under a schedule"), lets its
+ * requests go one at a time, and holds its statements as the turns' whose
+ * requests they serve.  Until told, its statements pass unheld (bypass).
+ * Any thread; NULL is a no-op.
+ */
+void			 proxy_set_service_started(struct proxy_set *ps,
+			    size_t k, pid_t pid);
+/*
  * Turn t of the round has exited (reaped), or could not be started: no
  * schedule waits for it any more.  Any thread; NULL is a no-op.
  */
@@ -248,6 +260,10 @@ struct proxy_listen {
 	 * are traced with it, never held by a schedule, and hold `live` only
 	 * while one is open (proxy_set_settle) */
 	const char		*service;
+	/* the set's service through the seam this proxy's upstream is, plus
+	 * one (0: none): its gate lets the service's requests go one at a
+	 * time, each until the service is quiet (proxy_set_service_started) */
+	int			 front;
 	const char		*listen;	/* "host:port", port 0 = ephemeral */
 	const char		*upstream;	/* "host:port", "unix:/path", or
 						   "model:/path": the stand-in's
@@ -329,6 +345,14 @@ struct proxy_trace_rec {
 	 * unscheduled */
 	const char		*service;
 	bool			 bypass;
+	/* a request to a service through the seam that its gate let go of
+	 * once the service was quiet, before its reply (the trace's
+	 * "served":"quiet"): the next request was not held to this reply */
+	bool			 served;
+	/* ... not quiet but in a wait that ends by itself while a gate held
+	 * what it asked (Node's timers), `arrival` after the request was let
+	 * go ("served":"arrival"): a decision of the clock's, counted forced */
+	bool			 served_forced;
 	uint32_t		 conn;
 	uint32_t		 exchange;
 	enum proxy_fault	 fault;

@@ -90,6 +90,10 @@ struct quiet {
 	uint64_t	 origin;	/* the thread being looked at's, for add_port */
 	bool		 tsock;		/* its wait is timed only by its own
 					   timeout, on fds that are quiet */
+	bool		 nonlisten;	/* the thread's wait has an fd that is
+					   not a listening socket */
+	pid_t		 pgid;		/* the group being looked at */
+	bool		 tepoll;	/* the thread's timed wait is an epoll's */
 };
 
 /* One thread's verdict as it is folded into the group's. */
@@ -340,6 +344,43 @@ out:
 	return rc;
 }
 
+/*
+ * A unix socket asked of a copy of the thread's descriptor: whether its
+ * peer is a process of group pgid (SO_PEERCRED: for a socketpair, the
+ * process that made it), a wake-up of the group's own like a pipe — curl's
+ * multi handle polls one beside its connection.  1: the group's, nothing
+ * unread; 2: the group's, a byte unread; 0: anyone else's, or not a unix
+ * socket; -1: not known (refused).
+ */
+static int
+unix_own(pid_t pid, long fd, unsigned long inode, pid_t pgid)
+{
+	struct ucred	cred;
+	struct stat	st;
+	socklen_t	len;
+	int		pfd, sfd, v, rc = 0;
+
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
+		return -1;
+	sfd = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+	close(pfd);
+	if (sfd == -1)
+		return -1;
+	len = sizeof(v);
+	if (fstat(sfd, &st) == -1 || (unsigned long)st.st_ino != inode ||
+	    getsockopt(sfd, SOL_SOCKET, SO_DOMAIN, &v, &len) == -1 ||
+	    v != AF_UNIX)
+		goto out;
+	len = sizeof(cred);
+	if (getsockopt(sfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == -1 ||
+	    cred.pid <= 0 || getpgid(cred.pid) != pgid)
+		goto out;
+	rc = ioctl(sfd, SIOCINQ, &v) == 0 && v > 0 ? 2 : 1;
+out:
+	close(sfd);
+	return rc;
+}
+
 static const struct tsock *
 find_sock(struct quiet *q, pid_t pid, long fd, unsigned long inode)
 {
@@ -398,8 +439,24 @@ add_port(struct quiet *q, struct quiet_res *out, uint16_t port, long fd)
 	out->ports[out->nports++] = port;
 }
 
+static enum fdk	fd_kind1(struct quiet *, pid_t, long, struct quiet_res *,
+		    char *, size_t);
+
+/* What fd is, and whether the thread's wait is on listening sockets only
+ * so far (q->nonlisten; quiet.h, timed_listen). */
 static enum fdk
 fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
+    char *what, size_t len)
+{
+	enum fdk	k = fd_kind1(q, pid, fd, out, what, len);
+
+	if (k != FDK_LISTEN && k != FDK_EPOLL)
+		q->nonlisten = true;
+	return k;
+}
+
+static enum fdk
+fd_kind1(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
     char *what, size_t len)
 {
 	char			 path[64], link[128];
@@ -429,8 +486,17 @@ fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
 		return FDK_OTHER;
 	}
 	if ((s = find_sock(q, pid, fd, inode)) == NULL) {
-		/* a unix socket's peer could be anyone's (a database's
-		 * socket, a journal): not looked into */
+		/* a unix socket whose peer is the group's own (a socketpair
+		 * of its wake-ups) is as a pipe; anyone else's (a database's
+		 * socket, a journal) is not looked into */
+		switch (q->no_getfd ? -1 : unix_own(pid, fd, inode, q->pgid)) {
+		case 1:
+			return FDK_PIPE;
+		case 2:
+			return FDK_READY;
+		default:
+			break;
+		}
 		snprintf(what, len, "a socket that is not TCP");
 		return FDK_OTHER;
 	}
@@ -438,9 +504,15 @@ fd_kind(struct quiet *q, pid_t pid, long fd, struct quiet_res *out,
 		return s->rxq > 0 ? FDK_READY : FDK_LISTEN;
 	if (s->rxq > 0)
 		return FDK_READY;
-	if (s->raddr != 0 && q->ours(q->arg, s->raddr, s->rport)) {
+	switch (s->raddr != 0 ? q->ours(q->arg, s->raddr, s->rport) :
+	    QUIET_PEER_NONE) {
+	case QUIET_PEER_LISTENER:
 		add_port(q, out, s->lport, fd);
 		return FDK_OURS;
+	case QUIET_PEER_UPSTREAM:
+		return FDK_OURS;
+	default:
+		break;
 	}
 	snprintf(what, len, "a socket to %u.%u.%u.%u:%u", s->raddr >> 24,
 	    s->raddr >> 16 & 0xff, s->raddr >> 8 & 0xff, s->raddr & 0xff, s->rport);
@@ -668,6 +740,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 			snprintf(what, len, "epoll_wait with a %d ms timeout",
 			    (int)a[3]);
 			q->tsock = true;	/* its own timeout, on quiet fds */
+			q->tepoll = true;	/* an event loop's next timer */
 			return QUIET_TIMED;
 		}
 		return st;
@@ -677,6 +750,7 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 		if (st == QUIET_QUIET && !no_timeout_ptr(a[3])) {
 			snprintf(what, len, "epoll_pwait2 with a timeout");
 			q->tsock = true;	/* its own timeout, on quiet fds */
+			q->tepoll = true;
 			return QUIET_TIMED;
 		}
 		return st;
@@ -813,11 +887,13 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
 	enum quiet_st	 st;
-	bool		 timed_other = false, rescanned = false;
+	bool		 timed_other = false, timed_nonlisten = false,
+			 timed_epoll = false, rescanned = false;
 
 again:
 	memset(out, 0, sizeof(*out));
 	out->st = QUIET_GONE;
+	q->pgid = pgid;
 	scan_procs(q);
 	/* the group's processes; the scan is sorted by pid, not by group */
 	for (i = 0; i < q->nprocs; i++) {
@@ -854,11 +930,17 @@ again:
 			else
 				q->snap_cut = true;
 			q->tsock = false;
+			q->nonlisten = false;
+			q->tepoll = false;
 			st = thread_st(q, pid, tid, out, what, sizeof(what));
 			if (st == QUIET_GONE)
 				continue;
 			if (st == QUIET_TIMED && !q->tsock)
 				timed_other = true;
+			if (st == QUIET_TIMED && q->nonlisten)
+				timed_nonlisten = true;
+			if (st == QUIET_TIMED && q->tepoll)
+				timed_epoll = true;
 			out->nthreads++;
 			if (worse(out->st, st) == out->st)
 				continue;
@@ -886,6 +968,8 @@ again:
 	 * a socket of soak's): the sockets are kept, for the caller to
 	 * tell a reply on its way from an idle wait */
 	out->timed_socks = out->st == QUIET_TIMED && !timed_other;
+	out->timed_listen = out->timed_socks && !timed_nonlisten;
+	out->timed_epoll = out->timed_socks && timed_epoll;
 	if (out->st != QUIET_QUIET && !out->timed_socks) {
 		out->nports = 0;
 		out->ports_cut = false;
@@ -914,10 +998,12 @@ quiet_look(struct quiet *q, pid_t pgid, struct quiet_res *out)
 	q->snap_cut = false;
 	look_once(q, pgid, out, 0);
 	cpu = out->cpu_ns;
-	if (out->st != QUIET_QUIET)
+	/* an accept loop's timeout (timed_listen) is looked at twice too: a
+	 * service's group counts as quiet with it */
+	if (out->st != QUIET_QUIET && !out->timed_listen)
 		return;
 	look_once(q, pgid, &again, 1);
-	if (again.st != QUIET_QUIET)
+	if (again.st != out->st || again.timed_listen != out->timed_listen)
 		goto moved;
 	if (q->snap_cut || q->nsnap[0] != q->nsnap[1])
 		goto moved;
@@ -935,5 +1021,6 @@ moved:
 	out->nprocs = again.nprocs;
 	out->nthreads = again.nthreads;
 	snprintf(out->what, sizeof(out->what), "%s", again.st != QUIET_QUIET &&
-	    again.what[0] ? again.what : "moving between two looks");
+	    !again.timed_listen && again.what[0] ? again.what :
+	    "moving between two looks");
 }

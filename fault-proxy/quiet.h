@@ -74,6 +74,17 @@ struct quiet_res {
 	 * client's 30 s timeout on a model's answer) is told from one that
 	 * ends by itself */
 	bool		 timed_socks;
+	/* TIMED, and only by waits with a timeout of their own on listening
+	 * sockets with nothing queued and nothing else: an accept loop's
+	 * timeout (Python's serve_forever polls its socket every 0.5 s).  A
+	 * service's group counts as quiet with it (docs/faults.md "Services
+	 * under a schedule"): what the loop does when its timeout ends is
+	 * not seen, and is assumed to reach nothing of soak's */
+	bool		 timed_listen;
+	/* TIMED with timed_socks, and one of the timed waits an epoll's: an
+	 * event loop's next timer, whatever it is for (Node's), not a
+	 * client's own timeout on the sockets it polls (urllib's, curl's) */
+	bool		 timed_epoll;
 	/* QUIET (or timed_socks): the local ports of soak's sockets its
 	 * threads wait on */
 	uint16_t	 ports[QUIET_SOCKS];
@@ -96,10 +107,18 @@ struct quiet_res {
 
 /*
  * ours(arg, addr, port): whether a socket whose peer is addr:port (IPv4,
- * host order; an IPv6 socket's v4-mapped peer too) is one of soak's
- * listeners.
+ * host order; an IPv6 socket's v4-mapped peer too) is soak's:
+ * QUIET_PEER_LISTENER, one of its listeners (the socket's local port is
+ * kept in ports[]); QUIET_PEER_UPSTREAM, a connection soak made to this
+ * group (a proxy in front of a service: what comes on it comes when a gate
+ * admits it; not kept in ports[]); QUIET_PEER_NONE, anyone else's.
  */
-typedef bool	(*quiet_ours_fn)(void *arg, uint32_t addr, uint16_t port);
+enum quiet_peer {
+	QUIET_PEER_NONE,
+	QUIET_PEER_LISTENER,
+	QUIET_PEER_UPSTREAM
+};
+typedef enum quiet_peer	(*quiet_ours_fn)(void *arg, uint32_t addr, uint16_t port);
 
 struct quiet;
 struct quiet	*quiet_new(quiet_ours_fn ours, void *arg);

@@ -188,9 +188,13 @@ proxy_trace_format(const struct proxy_trace_rec *r, char *buf, size_t len)
 	}
 	if (r->pg == NULL && r->step == 0 && r->deadlock == TRACE_DEADLOCK_NONE &&
 	    r->wakes == 0 && r->closed == NULL && !r->keyed && r->round == 0 &&
-	    r->plan == NULL && r->model == NULL && r->service == NULL)
+	    r->plan == NULL && r->model == NULL && r->service == NULL &&
+	    !r->served)
 		return n;
 	o = (size_t)n - 2;	/* over "}\n" */
+	if (r->served && put(buf, len, &o, r->served_forced ?
+	    ",\"served\":\"arrival\"" : ",\"served\":\"quiet\"") == -1)
+		return -1;
 	/* service names are [A-Za-z0-9_]+, as proxy names (config contract) */
 	if (r->service != NULL && (put(buf, len, &o, ",\"service\":\"") == -1 ||
 	    put(buf, len, &o, r->service) == -1 || put(buf, len, &o, "\"") == -1 ||

@@ -39,6 +39,9 @@
 
 struct step {
 	char		 proxy[64];
+	/* a service's step (the turn it served in turn): its connections are
+	 * the service's, numbered apart from the turn's own */
+	char		 service[64];
 	uint64_t	 step;
 	int64_t		 turn, conn, exchange;
 	/* what it was, by the schedule's numbering (gate.h "Actors"): the
@@ -104,6 +107,7 @@ step_of(const struct trace_line *l, int lineno, struct step *st)
 	st->line = lineno;
 	st->step = l->step;
 	copy_str(st->proxy, sizeof(st->proxy), l->proxy);
+	copy_str(st->service, sizeof(st->service), l->service);
 	st->turn = l->turn;
 	st->conn = l->conn;
 	st->exchange = l->exchange;
@@ -241,7 +245,9 @@ cmp_conn_order(const void *a, const void *b)
 
 	if (c != 0)
 		return c;
-	if (x->turn != y->turn)
+	if ((c = strcmp(x->service, y->service)) != 0)
+		return c;
+	if (x->service[0] == '\0' && x->turn != y->turn)
 		return x->turn < y->turn ? -1 : 1;
 	if (x->conn != y->conn)
 		return x->conn < y->conn ? -1 : 1;
@@ -289,7 +295,9 @@ steps_check(const struct steps *s, const char *who, char *err, size_t errlen)
 	for (i = 1; i < s->n; i++) {
 		const struct step	*x = by[i - 1], *y = by[i];
 
-		if (strcmp(x->proxy, y->proxy) != 0 || x->turn != y->turn ||
+		if (strcmp(x->proxy, y->proxy) != 0 ||
+		    strcmp(x->service, y->service) != 0 ||
+		    (x->service[0] == '\0' && x->turn != y->turn) ||
 		    x->conn != y->conn)
 			continue;
 		if (x->exchange == y->exchange || x->step > y->step) {
@@ -859,6 +867,7 @@ struct cov_proxy {
 	json_t		*idle;		/* {"turn": arrival decisions without it} */
 	uint32_t	*conns;		/* per turn: its highest conn + 1 */
 	size_t		 nturns;
+	json_t		*svc_conns;	/* {"service": its highest conn + 1} */
 	uint64_t	 digest;
 };
 
@@ -887,6 +896,7 @@ proxy_cov_free(struct proxy_cov *c)
 		json_decref(c->v[i].deadlocks);
 		json_decref(c->v[i].idle);
 		json_decref(c->v[i].bypassed);
+		json_decref(c->v[i].svc_conns);
 		free(c->v[i].conns);
 	}
 	free(c->v);
@@ -911,6 +921,7 @@ cov_proxy(struct proxy_cov *c, const char *name)
 	p->deadlocks = json_object();
 	p->idle = json_object();
 	p->bypassed = json_object();
+	p->svc_conns = json_object();
 	return p;
 }
 
@@ -975,8 +986,16 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		count_kind(p->faults, fault_name(l.fault));
 	if (l.latency_ms > 0)
 		p->latency++;
-	/* turns are at most 1024 (config), connections counted per turn */
-	if (l.turn < 4096 && l.conn < UINT32_MAX) {
+	/* turns are at most 1024 (config), connections counted per turn; a
+	 * service's per service (its lines' turn is the turn each served) */
+	if (l.service != NULL && l.conn < UINT32_MAX) {
+		json_int_t	had = json_integer_value(json_object_get(p->svc_conns,
+				    l.service));
+
+		if (had < (json_int_t)l.conn + 1)
+			json_object_set_new(p->svc_conns, l.service,
+			    json_integer((json_int_t)l.conn + 1));
+	} else if (l.turn < 4096 && l.conn < UINT32_MAX) {
 		if ((size_t)l.turn >= p->nturns) {
 			p->conns = xreallocarray(p->conns, (size_t)l.turn + 1,
 			    sizeof(*p->conns));
@@ -987,6 +1006,9 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		if (p->conns[l.turn] < l.conn + 1)
 			p->conns[l.turn] = l.conn + 1;
 	}
+	/* a request a front let go by the clock: a turnstile's takes no step */
+	if (l.served_forced)
+		count_kind(p->forced, "arrival");
 	if (l.step > 0) {
 		step_of(&l, c->lineno, &st);
 		p->steps++;
@@ -999,8 +1021,10 @@ proxy_cov_line(struct proxy_cov *c, const char *line, size_t len, char *err)
 		/* worker/explore.c's serialized_steps, on one trace: a request
 		 * that is not a PostgreSQL statement admitted while another
 		 * turn's waited is held to its reply, so the service behind
-		 * the proxy never ran two at once */
-		if (l.pg == NULL && (l.cand & ~((uint64_t)1 << (l.turn & 63))) != 0)
+		 * the proxy never ran two at once (not one let go once the
+		 * service was quiet: "served") */
+		if (l.pg == NULL && !l.served &&
+		    (l.cand & ~((uint64_t)1 << (l.turn & 63))) != 0)
 			p->serialized++;
 	}
 	if (l.service != NULL && l.bypass)
@@ -1058,8 +1082,13 @@ proxy_cov_json(const struct proxy_cov *c)
 		const struct cov_proxy	*x = &c->v[i];
 		uint64_t		 conns = 0;
 
+		const char		*svc;
+		json_t			*v;
+
 		for (t = 0; t < x->nturns; t++)
 			conns += x->conns[t];
+		json_object_foreach(x->svc_conns, svc, v)
+			conns += (uint64_t)json_integer_value(v);
 		p = json_object();
 		set_nonzero(p, "exchanges", x->exchanges);
 		set_nonzero(p, "connections", conns);

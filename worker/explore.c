@@ -825,9 +825,10 @@ take(struct explore *x, struct xnode *b, const struct xrec *r)
 	ser = serialized_steps(s, n, x->o.turns);
 	x->x.overlap += (r->inexact.overlap & x->o.turns) != 0;
 	x->x.serialized += ser > 0;
+	x->x.unordered += r->inexact.unordered > 0;
 	inexact = r->inexact.forced || r->inexact.wakes || r->inexact.pg_deadlocks ||
 	    r->inexact.notify || (r->inexact.overlap & x->o.turns) || ser > 0 ||
-	    r->reason == REASON_DIVERGED;
+	    r->inexact.unordered > 0 || r->reason == REASON_DIVERGED;
 	x->x.inexact += inexact;
 	x->x.distinct += set_add(x, schedule_digest(s, n));
 	x->x.steps_sum += n;
@@ -951,7 +952,7 @@ explore_json(const struct explore *x, const char *stopped)
 				json_array_append_new(never, json_pack("[i,i]", t, u));
 	json_object_set_new(cov, "never_raced", never);
 	j = json_pack("{s:s,s:b,s:s?,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-	    "s:{s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b},s:o,s:O}",
+	    "s:{s:I,s:I},s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b},s:o,s:O}",
 	    "reduction", x->o.reduce ? "sleep sets" : "none",
 	    "complete", explore_complete(x, stopped), "stopped_by", stopped,
 	    "executions", (json_int_t)s->executions,
@@ -970,6 +971,7 @@ explore_json(const struct explore *x, const char *stopped)
 	    "diverged", (json_int_t)s->diverged, "infra", (json_int_t)s->infra,
 	    "overlapping_connections", (json_int_t)s->overlap,
 	    "serialized", (json_int_t)s->serialized,
+	    "unordered", (json_int_t)s->unordered,
 	    "notify", (json_int_t)s->notify,
 	    "no_alternative", (json_int_t)s->no_alternative,
 	    "soak_deadlocks", (json_int_t)s->soak_deadlocks,

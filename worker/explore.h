@@ -168,6 +168,9 @@ struct xstats {
 	/* per execution: a turn's connections overlapped; a service's
 	 * requests held until another's reply (serialized) */
 	uint64_t	 overlap, serialized;
+	/* per execution: exchanges the schedule did not order (a service's
+	 * statements unheld, a request a front let go by the clock) */
+	uint64_t	 unordered;
 	uint64_t	 inexact;		/* executions with any of the above,
 						   or diverged */
 	uint64_t	 saved;			/* failing plans written */

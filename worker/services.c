@@ -551,6 +551,8 @@ wrk_services_seed_start(struct wrk *w, const struct wrk_seam *seam,
 			continue;
 		if (svc_start(w, s, seam, deadline, err) == -1)
 			return -1;
+		/* a schedule judges it by its group from now on */
+		proxy_set_service_started(seam->ps, (size_t)s->actor, s->pid);
 		log_debug("service %s ready on port %d for seed %" PRIu64,
 		    s->c->name, s->port, seam->seed);
 	}

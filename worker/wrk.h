@@ -134,7 +134,7 @@ int	wrk_services_start(struct wrk *w, char *err);
 const char *const *wrk_seam_services(const struct wrk *w, size_t *n);
 /* What a seam service's seed gives it. */
 struct wrk_seam {
-	const struct proxy_set	*ps;	/* the seed's, open; must outlive the
+	struct proxy_set	*ps;	/* the seed's, open; must outlive the
 					   services' seed (seed_stop first) */
 	int			 turns;	/* the set's turns: its services'
 					   actors follow them */

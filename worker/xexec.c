@@ -42,7 +42,9 @@ step_flags(const struct trace_line *l, const char *what)
 	if (what != NULL && (strncasecmp(what, "LISTEN", 6) == 0 ||
 	    strncasecmp(what, "NOTIFY", 6) == 0))
 		f |= XS_NOTIFY;
-	if (l->pg == NULL)
+	if (l->served_forced)
+		f |= XS_FORCED;
+	if (l->pg == NULL && !l->served)
 		f |= XS_SERVICE;
 	return f;
 }
@@ -71,6 +73,11 @@ trace_steps(const char *trace, size_t len, const char *proxy, struct xstep **out
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
 		j = nl > p ? json_loadb(p, (size_t)(nl - p), 0, NULL) : NULL;
+		if (j != NULL && (json_is_true(json_object_get(j, "bypass")) ||
+		    (json_is_string(json_object_get(j, "served")) &&
+		    strcmp(json_string_value(json_object_get(j, "served")),
+		    "arrival") == 0)))
+			x->unordered++;
 		if (j != NULL && json_is_string(json_object_get(j, "proxy")) &&
 		    strcmp(json_string_value(json_object_get(j, "proxy")), proxy) == 0) {
 			t = json_integer_value(json_object_get(j, "turn"));
@@ -361,6 +368,8 @@ xp_rec_json(const struct xrec *r)
 	    "postgres_deadlocks", (int)r->inexact.pg_deadlocks, "soak_deadlocks",
 	    (int)r->inexact.soak_deadlocks, "notify", (int)r->inexact.notify,
 	    "overlap", ov);
+	json_object_set_new(json_object_get(j, "inexact"), "unordered",
+	    json_integer((json_int_t)r->inexact.unordered));
 	/* a message quotes the system's rows and statements: any bytes */
 	snprintf(msg, sizeof(msg), "%s", r->message);
 	utf8_scrub(msg, strlen(msg));
@@ -406,6 +415,13 @@ xp_rec_parse(const json_t *j, struct xrec *r, char *err)
 		    r->verdict, reason);
 	if (ov == NULL || trace_turns_parse(ov, &r->inexact.overlap) == -1)
 		return errf(err, "an execution's record without its overlapping turns");
+	/* what the steps cannot say again: kept as sent (0 when absent) */
+	{
+		json_int_t	u = json_integer_value(json_object_get(
+				    json_object_get(j, "inexact"), "unordered"));
+
+		r->inexact.unordered = u > 0 && u < UINT32_MAX ? (uint32_t)u : 0;
+	}
 	snprintf(r->message, sizeof(r->message), "%s", msg ? msg : "");
 	r->ms = json_integer_value(json_object_get(j, "ms"));
 	r->turns_ms = json_integer_value(json_object_get(j, "turns_ms"));

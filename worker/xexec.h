@@ -76,6 +76,10 @@ struct xinexact {
 	/* turns (bit t) with connections that had exchanges in flight at
 	 * once at the scheduled proxy (the trace's "overlap") */
 	uint64_t	 overlap;
+	/* exchanges the schedule did not order, at any proxy: a service's
+	 * statements that passed unheld ("bypass"), and requests a front let
+	 * go by the clock ("served":"arrival"); not recounted from steps */
+	uint32_t	 unordered;
 };
 
 /* An execution, as explore takes it. */

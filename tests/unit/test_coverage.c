@@ -386,8 +386,9 @@ test_seam_warnings(void **state)
 	assert_int_equal(json_integer_value(json_object_get(db,
 	    "seeds_without_steps")), 1);
 	assert_true(warned(j, "proxy db: 11 statements of service tools bypassed "
-	    "the schedule (pct), in 2 of the 3 seeds: the schedule does not yet "
-	    "know which turn's request a service's statement serves"));
+	    "the schedule (pct), in 2 of the 3 seeds: which turn's request they "
+	    "served could not be told (the service was called on its own port, "
+	    "not through a proxy of the config"));
 	assert_false(warned(j, "ghost"));
 	assert_true(warned(j, "proxy api: its schedule (random) serialized service "
 	    "tools in 2 of the 3 seeds: 3 steps admitted a request while another "

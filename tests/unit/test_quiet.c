@@ -44,14 +44,20 @@ struct lsock {
 	uint16_t	port;
 };
 
-/* ours: the listener the test calls soak's */
-static uint16_t	ours_port;
+/* ours: the listener the test calls soak's, and the port of a connection
+ * it calls soak's own to the group (a front's upstream socket) */
+static uint16_t	ours_port, up_port;
 
-static bool
+static enum quiet_peer
 ours(void *arg, uint32_t addr, uint16_t port)
 {
 	(void)arg;
-	return addr == INADDR_LOOPBACK && port == ours_port;
+	if (addr != INADDR_LOOPBACK)
+		return QUIET_PEER_NONE;
+	if (port == ours_port)
+		return QUIET_PEER_LISTENER;
+	return up_port != 0 && port == up_port ? QUIET_PEER_UPSTREAM :
+	    QUIET_PEER_NONE;
 }
 
 /* the second pass: sockets from /proc/net/tcp, as where pidfd_getfd is
@@ -412,6 +418,8 @@ test_timed_select(void **state)
 	fd = accept_one(&l, NULL);
 	look_until(q, pg, QUIET_TIMED, &r, "select with a 0.5 s timeout");
 	assert_non_null(strstr(r.what, "timeout"));
+	assert_true(r.timed_socks);
+	assert_false(r.timed_listen);	/* a connection's, not an accept loop */
 	stop(pg);
 	close(fd);
 	close(l.fd);
@@ -489,6 +497,116 @@ test_node_promise_all(void **state)
 	quiet_free(q);
 }
 
+/*
+ * A tool server as Python's http.server writes one: serve_forever polls
+ * its listening socket every 0.5 s, a handler thread reads a request on a
+ * connection soak made to it (a front's upstream socket).  Waiting so, it
+ * is timed only by an accept loop's timeout (timed_listen: a service
+ * counts as quiet with it), and the connection soak made is soak's (not a
+ * foreign socket), kept out of ports[]; a connection from anyone else
+ * makes it unseen.
+ */
+static void
+test_accept_loop(void **state)
+{
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	socklen_t	 len = sizeof(sa);
+	char		 prog[1024], port_s[16];
+	int		 p[2], fd;
+	ssize_t		 n;
+	pid_t		 pg;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	snprintf(prog, sizeof(prog),
+	    "import os, sys, http.server\n"
+	    "class H(http.server.BaseHTTPRequestHandler):\n"
+	    "    protocol_version = 'HTTP/1.1'\n"
+	    "    def do_GET(self):\n"
+	    "        self.send_response(200); self.send_header('Content-Length', '0'); self.end_headers()\n"
+	    "s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+	    "os.write(%d, b'%%d\\n' %% s.server_address[1])\n"
+	    "s.serve_forever()\n", p[1]);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	close(p[1]);
+	n = read(p[0], port_s, sizeof(port_s) - 1);
+	assert_true(n > 0);
+	port_s[n] = '\0';
+	close(p[0]);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)atoi(port_s));
+	look_until(q, pg, QUIET_TIMED, &r, "serve_forever's poll with no connection");
+	assert_true(r.timed_listen);
+	/* a keep-alive connection of soak's: its handler thread reads it */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	up_port = ntohs(sa.sin_port);
+	waiting_for = "a handler thread reading soak's connection";
+	for (;;) {
+		struct timespec	ts = { 0, 2 * 1000 * 1000 };
+
+		quiet_begin(q);
+		quiet_look(q, pg, &r);
+		if (r.st == QUIET_TIMED && r.nthreads >= 2)
+			break;
+		nanosleep(&ts, NULL);	/* a look's pace, not a wait on time */
+	}
+	waiting_for = "nothing";
+	assert_int_equal(r.st, QUIET_TIMED);
+	assert_true(r.timed_listen);
+	assert_int_equal(r.nports, 0);
+	/* the same connection, not soak's: a wait soak cannot see the end of */
+	up_port = 0;
+	look_until(q, pg, QUIET_UNSEEN, &r, "a handler thread reading a foreign connection");
+	assert_false(r.timed_listen);
+	stop(pg);
+	close(fd);
+	quiet_free(q);
+}
+
+/*
+ * curl's way: a poll on its connection to soak and on a socketpair of its
+ * own (its multi handle's wake-up).  The pair's peer is the group's (its
+ * SO_PEERCRED): as a pipe, quiet.  Where descriptors cannot be copied,
+ * no unix socket is looked into: a wait soak cannot see the end of.
+ */
+static void
+test_own_socketpair(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	char		 prog[1024];
+	int		 fd;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	snprintf(prog, sizeof(prog),
+	    "import os, socket, select\n"
+	    "s = socket.create_connection(('127.0.0.1', %u))\n"
+	    "a, b = socket.socketpair()\n"
+	    "p = select.poll(); p.register(s, select.POLLIN); p.register(a, select.POLLIN)\n"
+	    "p.poll()\n"
+	    "a.recv(1)\n"
+	    "p.poll()\n", l.port);
+	pg = start((char *[]){ PY, "-c", prog, NULL });
+	fd = accept_one(&l, NULL);
+	look_until(q, pg, table_only ? QUIET_UNSEEN : QUIET_QUIET, &r,
+	    "a poll on soak's socket and its own socketpair");
+	if (!table_only)
+		assert_int_equal(r.nports, 1);
+	else
+		assert_non_null(strstr(r.what, "not TCP"));
+	stop(pg);
+	close(fd);
+	close(l.fd);
+	quiet_free(q);
+}
+
 int
 main(void)
 {
@@ -500,6 +618,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_unread_in_epoll, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bash_and_child, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_promise_all, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_accept_loop, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_own_socketpair, setup, teardown),
 	};
 
 	int	failed;

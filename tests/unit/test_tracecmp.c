@@ -795,6 +795,42 @@ test_cov_digest(void **state)
 	free(cc);
 }
 
+/*
+ * A service's lines: its connections counted apart from the turns' own
+ * (its conn 0, held as turn 0's step, is not turn 0's conn 0); a request a
+ * turnstile front let go by the clock ("served":"arrival", no step) is a
+ * forced decision; one let go at the service's quiet is not.
+ */
+static void
+test_cov_services(void **state)
+{
+	char	*t = NULL;
+	json_t	*j, *db, *api;
+
+	(void)state;
+	t = cat(t, sl("db", 0, 0, 1, 1, "1", "SELECT", ""));
+	t = cat(t, sl("db", 0, 0, 1, 2, "1", "SELECT", ",\"service\":\"tools\""));
+	t = cat(t, sl("db", 1, 1, 1, 3, "2", "SELECT", ",\"service\":\"tools\""));
+	t = cat(t, xstrdup("{\"proxy\":\"api\",\"turn\":0,\"conn\":0,"
+	    "\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"served\":\"quiet\"}\n"));
+	t = cat(t, xstrdup("{\"proxy\":\"api\",\"turn\":1,\"conn\":0,"
+	    "\"exchange\":0,\"fault\":\"none\",\"latency_ms\":0,"
+	    "\"served\":\"arrival\"}\n"));
+	j = cov_of(t);
+	db = json_object_get(j, "db");
+	api = json_object_get(j, "api");
+	/* turn 0's conn 0, and the service's conns 0 and 1 */
+	assert_int_equal(json_integer_value(json_object_get(db, "connections")), 3);
+	assert_int_equal(json_integer_value(json_object_get(db, "steps")), 3);
+	assert_null(json_object_get(db, "forced"));
+	assert_int_equal(json_integer_value(json_object_get(json_object_get(api,
+	    "forced"), "arrival")), 1);
+	assert_null(json_object_get(api, "steps"));
+	json_decref(j);
+	free(t);
+}
+
 int
 main(void)
 {
@@ -814,6 +850,7 @@ main(void)
 		cmocka_unit_test(test_diff_doctored),
 		cmocka_unit_test(test_diff_cut),
 		cmocka_unit_test(test_cov_counts),
+		cmocka_unit_test(test_cov_services),
 		cmocka_unit_test(test_cov_digest),
 	};
 
