@@ -1,7 +1,8 @@
 # soak explore on systems in the shapes agents are built (issue 33): it
 # says complete only when it is, and the same thing every time.
 #  - a tool server (a Python ThreadingHTTPServer with psycopg2, started by
-#    soak as a service) that agents call over HTTP through a proxy, with the
+#    soak as a service) that agents (Python; bash reading its reply with
+#    cat to the close) call over HTTP through a proxy, with the
 #    proxy in front of the database scheduled: the service's statements are
 #    held as the turns' whose requests they serve (docs/faults.md
 #    "Services under a schedule"), so its race is explored: complete, the
@@ -60,6 +61,29 @@ for _ in range(2):
                                  headers={"Content-Type": "application/json"})
     urllib.request.urlopen(req, timeout=10).read()
 PY
+# the same agent in bash: its request by bash's own /dev/tcp, its reply
+# read by cat to the connection's end (the tool server answers HTTP/1.0
+# and closes): it is woken by the close the proxy passes on, not by
+# anything a gate admits (docs/faults.md "Busy, not late")
+cat >"$T/sys/agent.sh" <<'SH'
+#!/bin/bash
+set -euo pipefail
+for _ in 1 2; do
+	body="{\"turn\": $SOAK_TURN}"
+	exec 3<>"/dev/tcp/${SOAK_PROXY_API%:*}/${SOAK_PROXY_API##*:}"
+	printf 'POST /reserve_seat HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s' \
+	    "${#body}" "$body" >&3
+	reply=$(cat <&3)
+	exec 3<&-
+	case $reply in "HTTP/1."?" 200 "*) ;; *) echo "reserve_seat: ${reply%%$'\r'*}" >&2; exit 1 ;; esac
+done
+SH
+# turn 0 in Python, turn 1 in bash
+cat >"$T/sys/turn.sh" <<'SH'
+#!/bin/sh
+[ "$SOAK_TURN" = 0 ] && exec "$SOAK_CONFIG_DIR/agent.py"
+exec "$SOAK_CONFIG_DIR/agent.sh"
+SH
 # one turn, three tool calls at once in threads, a connection each
 cat >"$T/sys/fanout.py" <<'PY'
 #!/usr/bin/python3
@@ -80,7 +104,7 @@ for t in threads:
 for t in threads:
     t.join()
 PY
-chmod +x "$T/sys/tools.py" "$T/sys/agent.py" "$T/sys/fanout.py"
+chmod +x "$T/sys/tools.py" "$T/sys/agent.py" "$T/sys/agent.sh" "$T/sys/turn.sh" "$T/sys/fanout.py"
 INV='SELECT s.free, count(*) AS sold FROM seats s, sold GROUP BY s.free HAVING s.free + count(*) <> 3'
 # cfg FILE TURNS COMMAND DB-SCHEDULE API-SCHEDULE
 cfg() {
@@ -112,7 +136,7 @@ YAML
 }
 SCHED='    schedule:
       mode: random'
-cfg "$T/sys/tools.yaml" 2 ./agent.py "$SCHED" ""
+cfg "$T/sys/tools.yaml" 2 ./turn.sh "$SCHED" ""
 cfg "$T/sys/serial.yaml" 2 ./agent.py "" "$SCHED"
 cfg "$T/sys/fanout.yaml" 1 ./fanout.py "$SCHED" ""
 
