@@ -278,6 +278,19 @@ read_table(struct quiet *q, const char *path, bool v6)
  * CPU went from 37 % to 14 % without it).  1: s filled; 0: not a TCP socket (or
  * no longer that inode); -1: refused (not ours to copy, an old kernel).
  */
+/* A copy of process pid's descriptor fd (pidfd_getfd), or -1 with errno. */
+static int
+fd_copy(pid_t pid, long fd)
+{
+	int	pfd, sfd;
+
+	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
+		return -1;
+	sfd = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
+	close(pfd);
+	return sfd;
+}
+
 static int
 sock_of_fd(pid_t pid, long fd, unsigned long inode, struct tsock *s)
 {
@@ -285,13 +298,9 @@ sock_of_fd(pid_t pid, long fd, unsigned long inode, struct tsock *s)
 	struct tcp_info		 ti;
 	struct stat		 st;
 	socklen_t		 len;
-	int			 pfd, sfd, v, rc = 0;
+	int			 sfd, v, rc = 0;
 
-	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
-		return errno == ESRCH ? 0 : -1;
-	sfd = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
-	close(pfd);
-	if (sfd == -1)
+	if ((sfd = fd_copy(pid, fd)) == -1)
 		return errno == EBADF || errno == ESRCH ? 0 : -1;
 	memset(s, 0, sizeof(*s));
 	len = sizeof(v);
@@ -358,13 +367,9 @@ unix_own(pid_t pid, long fd, unsigned long inode, pid_t pgid)
 	struct ucred	cred;
 	struct stat	st;
 	socklen_t	len;
-	int		pfd, sfd, v, rc = 0;
+	int		sfd, v, rc = 0;
 
-	if ((pfd = (int)syscall(SYS_pidfd_open, pid, 0)) == -1)
-		return -1;
-	sfd = (int)syscall(SYS_pidfd_getfd, pfd, (int)fd, 0);
-	close(pfd);
-	if (sfd == -1)
+	if ((sfd = fd_copy(pid, fd)) == -1)
 		return -1;
 	len = sizeof(v);
 	if (fstat(sfd, &st) == -1 || (unsigned long)st.st_ino != inode ||

@@ -142,25 +142,31 @@ on_alarm(int sig)
 }
 
 /*
- * Looks until the group is in state want (other states are passed over
- * while the processes get there): the state is the processes' to reach,
- * the watchdog the bound.
+ * Looks until the group is in state want with at least min_threads
+ * threads (other states are passed over while the processes get there):
+ * the state is the processes' to reach, the watchdog the bound.  Between
+ * two looks the thread yields its core to them, no clock.
  */
 static void
-look_until(struct quiet *q, pid_t pg, enum quiet_st want, struct quiet_res *r,
-    const char *what)
+look_until_n(struct quiet *q, pid_t pg, enum quiet_st want, int min_threads,
+    struct quiet_res *r, const char *what)
 {
-	struct timespec	ts = { 0, 2 * 1000 * 1000 };
-
 	waiting_for = what;
 	for (;;) {
 		quiet_begin(q);
 		quiet_look(q, pg, r);
-		if (r->st == want)
+		if (r->st == want && r->nthreads >= min_threads)
 			break;
-		nanosleep(&ts, NULL);	/* a look's pace, not a wait on time */
+		sched_yield();
 	}
 	waiting_for = "nothing";
+}
+
+static void
+look_until(struct quiet *q, pid_t pg, enum quiet_st want, struct quiet_res *r,
+    const char *what)
+{
+	look_until_n(q, pg, want, 0, r, what);
 }
 
 static bool
@@ -544,17 +550,8 @@ test_accept_loop(void **state)
 	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
 	up_port = ntohs(sa.sin_port);
-	waiting_for = "a handler thread reading soak's connection";
-	for (;;) {
-		struct timespec	ts = { 0, 2 * 1000 * 1000 };
-
-		quiet_begin(q);
-		quiet_look(q, pg, &r);
-		if (r.st == QUIET_TIMED && r.nthreads >= 2)
-			break;
-		nanosleep(&ts, NULL);	/* a look's pace, not a wait on time */
-	}
-	waiting_for = "nothing";
+	look_until_n(q, pg, QUIET_TIMED, 2, &r,
+	    "a handler thread reading soak's connection");
 	assert_int_equal(r.st, QUIET_TIMED);
 	assert_true(r.timed_listen);
 	assert_int_equal(r.nports, 0);
