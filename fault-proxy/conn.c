@@ -329,11 +329,28 @@ conn_hello(struct conn *c)
 	}
 }
 
+/*
+ * The connection's number on its listener, taken when it first carries an
+ * exchange (or is blackholed), not when it is accepted: a client that
+ * opens a connection it never uses (Node's fetch beside a request it
+ * aborted) shifts no other connection's number, so its faults, keyed by
+ * number (proxy_roll), are the seed's on every replay (docs/faults.md).
+ */
+static void
+conn_number(struct conn *c)
+{
+	if (c->numbered)
+		return;
+	c->no = c->l->next_conn++;
+	c->numbered = true;
+}
+
 static void
 exchange_begin(struct conn *c)
 {
 	struct listener	*l = c->l;
 
+	conn_number(c);
 	c->in_exchange = true;
 	if (!px_conn_holds_live(l))
 		l->ps->live++;	/* until exchange_end */
@@ -1660,7 +1677,7 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 	if (px_conn_holds_live(l))
 		ps->live++;
 	c->l = l;
-	c->no = l->next_conn++;
+	c->no = l->next_conn;	/* conn_number's, if it gets one */
 	c->round = atomic_load(&ps->round_no);
 	listener_round(l, c->round);
 	c->rconn = l->rconns++;
@@ -1689,6 +1706,7 @@ px_conn_new(struct listener *l, int fd, uint16_t peer_port)
 	ps->conns = c;
 	if (l->planned ? plan_blackhole(l, c->round, c->rconn) :
 	    proxy_roll_blackhole(&l->faults, ps->seed, l->name, l->turn, c->no)) {
+		conn_number(c);
 		memset(&c->rec, 0, sizeof(c->rec));
 		c->rec.proxy = l->proxy;
 		c->rec.name = l->name;

@@ -184,7 +184,8 @@ struct conn {
 	struct ep		 uep;		/* upstream socket, fd -1 until dialled */
 	struct listener		*l;
 	struct conn		*next, *prev;
-	uint32_t		 no;
+	uint32_t		 no;		/* conn_number's; until then the next */
+	bool			 numbered;
 	int			 round;		/* of the turn process that opened it */
 	uint32_t		 rconn;		/* its number among the round's */
 	enum conn_state		 state;

@@ -71,6 +71,7 @@ v=$(jq -r ".results[] | select(.seed == $seed) | .verdict" "$T/rep/report.json")
 alts() { jq -c 'select(.model != null) | [.turn, .occ, .model, .alt]' "$1" | sort | tr -d '\n'; }
 for i in 1 2; do
 	soak_rc rc replay "$T/rep.yaml" --seed "$seed" --keep --out "$T/r$i" >"$T/r$i.out" 2>&1
+	[ "$rc" -le 1 ] || grep -E 'verdict|proxy' "$T/r$i.out" | head -20 >&2
 	expect_eq "replay $i of seed $seed: the run's verdict" "$v" "$( [ "$rc" = 0 ] && echo pass || { [ "$rc" = 1 ] && echo fail || echo infra; })"
 	kept=$(sed -n 's/^workspace kept: //p' "$T/r$i.out")
 	[ -n "$kept" ] && alts "$kept/trace.jsonl" >"$T/alts$i"
