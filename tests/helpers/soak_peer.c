@@ -932,7 +932,12 @@ struct guesser {
 	struct sockaddr_in	 dst;
 	int			 first, step, count;
 	uint64_t		 refused, other;
+	uint64_t		 why[5];	/* guess_why's, for other */
 };
+
+/* Where a guess that was not refused went wrong (said when any did). */
+static const char *const guess_why[5] = { "socket/bind/connect",
+    "transport handshake", "hello", "challenge", "proof's answer" };
 
 static void *
 guess_main(void *arg)
@@ -944,7 +949,7 @@ guess_main(void *arg)
 	uint8_t			*buf, out[4096], phs[8];
 	size_t			 len;
 	ssize_t			 r;
-	int			 i, fd;
+	int			 i, fd, at;
 	bool			 ok;
 
 	for (i = g->first; i < g->count; i += g->step) {
@@ -952,22 +957,28 @@ guess_main(void *arg)
 					    .sin_addr = source_addr(g->src, i % 1000) };
 
 		ok = false;
+		at = 0;
 		if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
 			goto next;
 		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) == -1 ||
-		    connect(fd, (struct sockaddr *)&g->dst, sizeof(g->dst)) == -1 ||
-		    write(fd, hs, 8) != 8 || read(fd, phs, 8) != 8)
+		    connect(fd, (struct sockaddr *)&g->dst, sizeof(g->dst)) == -1)
 			goto next;
+		at = 1;
+		if (write(fd, hs, 8) != 8 || read(fd, phs, 8) != 8)
+			goto next;
+		at = 2;
 		m = hello();
 		msg_encode(&m, &buf, &len, err);
 		r = sp_call(fd, 1, buf, len, out, sizeof(out));
 		free(buf);
 		if (r <= 0 || msg_decode(out, (size_t)r, &rep, err) == -1)
 			goto next;
+		at = 3;
 		ok = rep.type == MSG_CHALLENGE;
 		msg_clear(&rep);
 		if (!ok)
 			goto next;
+		at = 4;
 		memset(&m, 0, sizeof(m));
 		m.type = MSG_AUTH;
 		auth_nonce(m.u.auth.proof, err);
@@ -981,8 +992,10 @@ guess_main(void *arg)
 next:
 		if (ok)
 			g->refused++;
-		else
+		else {
 			g->other++;
+			g->why[at]++;
+		}
 		if (fd != -1)
 			close(fd);
 	}
@@ -994,9 +1007,9 @@ guess(const char *url, int count, const char *src, int par)
 {
 	struct guesser	*g = calloc(par, sizeof(*g));
 	pthread_t	*t = calloc(par, sizeof(*t));
-	uint64_t	 refused = 0, other = 0;
+	uint64_t	 refused = 0, other = 0, why[5] = { 0 };
 	int64_t		 t0 = now_ms();
-	int		 i;
+	int		 i, k;
 
 	raise_nofile();
 	signal(SIGPIPE, SIG_IGN);
@@ -1009,10 +1022,16 @@ guess(const char *url, int count, const char *src, int par)
 		pthread_join(t[i], NULL);
 		refused += g[i].refused;
 		other += g[i].other;
+		for (k = 0; k < 5; k++)
+			why[k] += g[i].why[k];
 	}
 	printf("guesses %d in %lld ms: refused %llu, otherwise %llu\n", count,
 	    (long long)(now_ms() - t0), (unsigned long long)refused,
 	    (unsigned long long)other);
+	for (k = 0; k < 5; k++)
+		if (why[k] > 0)
+			printf("  not refused, failed at the %s: %llu\n",
+			    guess_why[k], (unsigned long long)why[k]);
 	return 0;
 }
 

@@ -170,6 +170,8 @@ finish "guesses (2,000 wrong proofs)"
 cat "$T/guess.flood"
 echo "coordinator CPU over the guesses and the run: $((cpu * 1000 / $(getconf CLK_TCK))) ms," \
     "$((cpu * 1000000 / $(getconf CLK_TCK) / 2000)) us a guess; peak RSS $hwm kB" | tee -a "$T/figures"
+grep -q 'otherwise 0$' "$T/guess.flood" ||
+    { echo "the coordinator's other lines:"; grep -v 'authentication failed' "$T/guess.err" | tail -8; }
 expect_match "every wrong proof refused, none by a ban" \
     '^guesses 2000 in [0-9]+ ms: refused 2000, otherwise 0$' "$(cat "$T/guess.flood")"
 lines=$(grep -c 'authentication failed' "$T/guess.err" || true)
