@@ -21,7 +21,6 @@
 #define ISO_NAME_MAX		63	/* NAMEDATALEN - 1: longer names get cut */
 /* A reset waiting this long on a lock names the likely culprit. */
 #define ISO_LOCK_TIMEOUT	"30s"
-#define ISO_RECONNECT_MS	5000	/* a reset waits that long for a lost server */
 
 /*
  * A server process, told apart from a later one that got its pid by the
@@ -442,6 +441,9 @@ out:
 	return rc;
 }
 
+/* iso_connect's words, read back by iso_err_passing. */
+static const char connect_failed[] = "cannot connect to PostgreSQL at ";
+
 static int
 iso_connect(struct iso *iso, char *err)
 {
@@ -455,7 +457,7 @@ iso_connect(struct iso *iso, char *err)
 	iso_forget(iso);
 	if ((iso->conn = iso_pq_connect(iso->conninfo, iso->deadline, why)) == NULL) {
 		iso_conn_desc(iso->conninfo, desc, sizeof(desc));
-		errf(err, "cannot connect to PostgreSQL at %s: %s", desc, why);
+		errf(err, "%s%s: %s", connect_failed, desc, why);
 		conninfo_scrub(err, ERR_LEN, iso->conninfo);
 		return -1;
 	}
@@ -464,6 +466,24 @@ iso_connect(struct iso *iso, char *err)
 	if (iso->stale.pid > 0 && end_stale(iso, iso->conn, iso->deadline, why) == -1)
 		log_debug("worker %d: %s", iso->worker_id, why);
 	return 0;
+}
+
+bool
+iso_err_passing(const char *err)
+{
+	static const char *const lasting[] = {
+		"authentication", "pg_hba.conf", "does not exist",
+		"SSL", "certificate", "invalid", "permission denied",
+		"not permitted", "no password supplied",
+	};
+	size_t	i;
+
+	if (strncmp(err, connect_failed, sizeof(connect_failed) - 1) != 0)
+		return false;
+	for (i = 0; i < sizeof(lasting) / sizeof(lasting[0]); i++)
+		if (strstr(err, lasting[i]) != NULL)
+			return false;
+	return true;
 }
 
 static bool

@@ -185,6 +185,22 @@ char	*iso_psql_command(const char *conninfo, const char *schema,
  */
 #define ISO_CONNECT_MS	30000
 /*
+ * How long a database that went away for a moment (restarting, its socket
+ * gone, starting up) is waited for: by a reset (iso_reset), and by a worker
+ * whose first connection finds it away (worker.c worker_open), rather than
+ * burn through seeds that each fail at once.
+ */
+#define ISO_RECONNECT_MS	5000
+/*
+ * Whether err, iso_open's, is a connection that failed in a way waiting
+ * may mend: a refused connection, a socket not there, "the database system
+ * is starting up", an unknown or translated message.  Not authentication,
+ * pg_hba.conf, a role or database that does not exist, TLS, a bad
+ * connection string, nor anything but the connection (the workspace, the
+ * schema file).
+ */
+bool	iso_err_passing(const char *err);
+/*
  * What a teardown gives the database, at most: a worker dropping its
  * schema, `soak run` dropping the schemas of its lost workers.  A database
  * that stopped answering (paused, cut off) must not keep a finished run

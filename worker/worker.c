@@ -720,6 +720,7 @@ struct worker {
 	pthread_t		 beat_thread;
 	bool			 beating;
 	bool			 opened;	/* wrk_open succeeded */
+	bool			 db_away;	/* worker_open waited in vain */
 	struct cfg		 cfg;
 	struct wrk		 w;
 	struct iso_db		 db;
@@ -1132,6 +1133,43 @@ worker_beat_stop(struct worker *k)
 	k->beating = false;
 }
 
+/*
+ * wrk_open, waiting for a database that is away for a moment (restarting,
+ * its socket not there yet, starting up) within ISO_RECONNECT_MS, as a
+ * reset does (iso_reset): a worker started beside a restart would
+ * otherwise fail every seed it is given at once, infra, and run through
+ * the run's seeds in a second.  Once such a wait has failed, later opens
+ * try once each until one gets through.
+ */
+static int
+worker_open(struct worker *k, char *err)
+{
+	int64_t	until = now_ms() + ISO_RECONNECT_MS, delay = 50;
+	bool	said = false;
+
+	for (;;) {
+		if (wrk_open(&k->w, err) == 0) {
+			if (said)
+				log_warnx("the database answers");
+			k->db_away = false;
+			return 0;
+		}
+		if (k->w.open_failed != REASON_DB || !iso_err_passing(err))
+			return -1;
+		if (k->db_away || now_ms() + delay >= until)
+			break;
+		if (!said)
+			log_warnx("%s; waiting for it, for up to %d s", err,
+			    ISO_RECONNECT_MS / 1000);
+		said = true;
+		wrk_close(&k->w, false);
+		poll(NULL, 0, (int)delay);	/* backoff: nothing to wait on */
+		delay = delay * 2 > 1000 ? 1000 : delay * 2;
+	}
+	k->db_away = true;
+	return -1;
+}
+
 /* Runs one seed; a worker that cannot open its environment says infra. */
 static void
 worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *res)
@@ -1139,7 +1177,7 @@ worker_run_seed(struct worker *k, const struct msg_seed *s, struct seed_result *
 	char	err[ERR_LEN];
 
 	if (!k->opened) {
-		if (wrk_open(&k->w, err) == 0)
+		if (worker_open(k, err) == 0)
 			k->opened = true;
 		else {
 			log_warnx("cannot run seeds: %s", err);

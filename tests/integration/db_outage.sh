@@ -109,3 +109,27 @@ expect_eq "restart: seed 2 history" '["infra/db","pass/"]' "$(attempts "$R" 2)"
 expect_eq "restart: seed 4 stays" '["fail/guard"]' "$(attempts "$R" 4)"
 expect_eq "restart: no other seed failed or was retried" 4 \
     "$(jq '[.results[] | select(.seed != 2 and .seed != 4 and .verdict == "pass" and (.attempts | length) == 1)] | length' "$R")"
+
+# --- 3. the database is away when the worker first connects ---
+# A worker started beside a restart (a replacement for one that died, a
+# new host) waits for the server, within 5 s, as a reset does: without it
+# every seed it is given fails at once, infra/db, and the run's seeds go
+# by in a second (tests/chaos saw 79-132 of 200).
+pgctl -m fast stop
+ok "stopped PostgreSQL before the run"
+"$SOAK" run "$T/outage.yaml" --workers 1 --out "$T/out-away" >"$T/away.out" 2>"$T/away.err" &
+run_pid=$!
+cleanup_hooks+=("kill $run_pid 2>/dev/null")
+wait_line "$T/away.err" "worker 1: warning: cannot connect to PostgreSQL at .*; waiting for it, for up to 5 s" 30 \
+    "the worker waiting for the database" >/dev/null
+pgctl -o "-k $pgdir -p $port -c listen_addresses=127.0.0.1 -c fsync=off" start
+ok "started PostgreSQL while the worker waits"
+wait_exit rc "$run_pid" 120 "soak run with the database away at its start"
+R=$T/out-away/report.json
+expect_eq "away: exit status (seed 4's domain failure)" 1 "$rc"
+check_report "$T/out-away" 0 5
+expect_eq "away: attempts that were infra" "" \
+    "$(jq -c '.results[] | .attempts[] | select(.verdict == "infra") | .message' "$R")"
+expect_eq "away: every other seed passed at once" 5 \
+    "$(jq '[.results[] | select(.seed != 4 and .verdict == "pass" and (.attempts | length) == 1)] | length' "$R")"
+expect_match "away: the worker said the database answers" "worker 1: warning: the database answers" "$(cat "$T/away.err")"

@@ -1383,6 +1383,33 @@ test_pq_msg(void **state)
 	PQfinish(c);
 }
 
+/* Which failed connections a worker waits out (worker.c worker_open). */
+static void
+test_err_passing(void **state)
+{
+	(void)state;
+	assert_true(iso_err_passing("cannot connect to PostgreSQL at /dev/shm/x:5432/"
+	    "postgres: connection to server on socket \"/dev/shm/x/.s.PGSQL.5432\" "
+	    "failed: No such file or directory"));
+	assert_true(iso_err_passing("cannot connect to PostgreSQL at 127.0.0.1:5/p: "
+	    "connection to server at \"127.0.0.1\", port 5 failed: Connection refused"));
+	assert_true(iso_err_passing("cannot connect to PostgreSQL at h:1/p: FATAL:  "
+	    "the database system is starting up"));
+	assert_true(iso_err_passing("cannot connect to PostgreSQL at h:1/p: server "
+	    "closed the connection unexpectedly"));
+	assert_false(iso_err_passing("cannot connect to PostgreSQL at h:1/p: FATAL:  "
+	    "password authentication failed for user \"soak\""));
+	assert_false(iso_err_passing("cannot connect to PostgreSQL at h:1/p: FATAL:  "
+	    "database \"nope\" does not exist"));
+	assert_false(iso_err_passing("cannot connect to PostgreSQL at h:1/p: FATAL:  "
+	    "no pg_hba.conf entry for host \"10.0.0.2\""));
+	assert_false(iso_err_passing("cannot connect to PostgreSQL at h:1/p: invalid "
+	    "connection option \"bogus\""));
+	/* not the connection: the workspace, the schema file */
+	assert_false(iso_err_passing("cannot read schema.sql: No such file or directory"));
+	assert_false(iso_err_passing(""));
+}
+
 int
 main(void)
 {
@@ -1391,6 +1418,7 @@ main(void)
 		cmocka_unit_test(test_embedded_mark_and_continue),
 		cmocka_unit_test(test_embedded_template),
 		cmocka_unit_test(test_dbparams),
+		cmocka_unit_test(test_err_passing),
 		cmocka_unit_test(test_psql_command),
 		cmocka_unit_test(test_embedded_stop_cleans_up),
 		cmocka_unit_test(test_embedded_caller_sigkilled),
