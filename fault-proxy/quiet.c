@@ -69,14 +69,28 @@ struct proc {
 	pid_t	pid, pgrp;
 };
 
+/* scan_procs: pids made since the last scan read one by one, up to this
+ * many at a time and this many times between two whole scans */
+#define SCAN_STEP_MAX	256
+#define SCAN_STEPS_MAX	64
+/* ... and a pid of theirs not in /proc yet (forked, not yet shown) read
+ * again at the next looks, this many of them, this many looks each */
+#define SCAN_LATE_MAX	32
+#define SCAN_LATE_TRIES	4
+
 struct quiet {
 	quiet_ours_fn	 ours;
 	void		*arg;
-	/* the processes, sorted by pid; rescanned when last_pid moves */
+	/* the processes, sorted by pid: a whole scan of /proc, then the pids
+	 * made since, when last_pid moves (scan_procs) */
 	struct proc	*procs;
 	size_t		 nprocs, capprocs;
 	long		 last_pid;
 	bool		 scanned;
+	int		 steps;		/* since the last whole scan */
+	pid_t		 late[SCAN_LATE_MAX];
+	int		 late_tries[SCAN_LATE_MAX];
+	size_t		 nlate;
 	/* this look's sockets, sorted by inode; read at the first need */
 	struct tsock	*socks;
 	size_t		 nsocks, capsocks;
@@ -170,21 +184,98 @@ last_pid(void)
 	return strtol(sp + 1, NULL, 10);
 }
 
-/* Every process and its group, when the system made one since. */
+static void
+proc_push(struct quiet *q, pid_t pid, pid_t pgrp)
+{
+	if (q->nprocs == q->capprocs) {
+		q->capprocs = q->capprocs ? q->capprocs * 2 : 256;
+		q->procs = xreallocarray(q->procs, q->capprocs, sizeof(*q->procs));
+	}
+	q->procs[q->nprocs++] = (struct proc){ pid, pgrp };
+}
+
+/*
+ * Pid n, made since the last scan: a process (not another's thread: its
+ * Tgid is itself) with its group, 1; not in /proc, 0 (gone, or not shown
+ * yet); a thread, -1.
+ */
+static int
+proc_new(struct quiet *q, pid_t n)
+{
+	char		 path[64], buf[1024], st;
+	const char	*t;
+	pid_t		 pg;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)n);
+	if (read_small(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	if ((t = strstr(buf, "\nTgid:")) == NULL || atol(t + 6) != (long)n)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)n);
+	if (read_small(path, buf, sizeof(buf)) <= 0 ||
+	    stat_fields(buf, &st, &pg) == -1)
+		return 0;
+	proc_push(q, n, pg);
+	return 1;
+}
+
+/* A pid made since the last scan that /proc did not show yet. */
+static void
+late_add(struct quiet *q, pid_t n)
+{
+	if (q->nlate == SCAN_LATE_MAX)
+		return;		/* the next whole scan finds it */
+	q->late[q->nlate] = n;
+	q->late_tries[q->nlate++] = 0;
+}
+
+/*
+ * Every process and its group: a whole scan of /proc at first, after
+ * SCAN_STEPS_MAX steps, or when pids wrapped or leapt; otherwise only the
+ * pids the system made since the last (a whole scan per look read a
+ * hundred files each time a turn forked anywhere: a tenth of a scheduled
+ * ledger seed's time, bench/examples.sh).  A process that changed its
+ * group since it was read is told by look_once (proc_in_group).
+ */
 static void
 scan_procs(struct quiet *q)
 {
 	char		 path[300], line[512];
 	struct dirent	*d;
 	DIR		*dir;
-	long		 lp = last_pid();
+	long		 lp = last_pid(), n;
 	pid_t		 pg;
+	size_t		 i, k;
 	char		 st;
+	bool		 moved = false;
 
-	if (q->scanned && lp != -1 && lp == q->last_pid)
+	if (q->scanned && lp != -1 && lp >= q->last_pid &&
+	    lp - q->last_pid <= SCAN_STEP_MAX && q->steps < SCAN_STEPS_MAX) {
+		/* the late ones first: they are below the new pids */
+		for (i = k = 0; i < q->nlate; i++) {
+			if (proc_new(q, q->late[i]) == 0 &&
+			    ++q->late_tries[i] < SCAN_LATE_TRIES) {
+				q->late[k] = q->late[i];
+				q->late_tries[k++] = q->late_tries[i];
+			} else
+				moved = true;
+		}
+		q->nlate = k;
+		if (lp == q->last_pid && !moved)
+			return;
+		for (n = q->last_pid + 1; n <= lp; n++)
+			if (proc_new(q, (pid_t)n) == 0)
+				late_add(q, (pid_t)n);
+		if (lp != q->last_pid)
+			q->steps++;
+		q->last_pid = lp;
+		qsort(q->procs, q->nprocs, sizeof(*q->procs), by_pid);
 		return;
+	}
 	q->last_pid = lp;
 	q->nprocs = 0;
+	q->nlate = 0;
+	q->steps = 0;
 	if ((dir = opendir("/proc")) == NULL)
 		return;
 	while ((d = readdir(dir)) != NULL) {
@@ -194,12 +285,7 @@ scan_procs(struct quiet *q)
 		if (read_small(path, line, sizeof(line)) <= 0 ||
 		    stat_fields(line, &st, &pg) == -1)
 			continue;
-		if (q->nprocs == q->capprocs) {
-			q->capprocs = q->capprocs ? q->capprocs * 2 : 256;
-			q->procs = xreallocarray(q->procs, q->capprocs,
-			    sizeof(*q->procs));
-		}
-		q->procs[q->nprocs++] = (struct proc){ (pid_t)atol(d->d_name), pg };
+		proc_push(q, (pid_t)atol(d->d_name), pg);
 	}
 	closedir(dir);
 	qsort(q->procs, q->nprocs, sizeof(*q->procs), by_pid);
@@ -806,25 +892,35 @@ syscall_st(struct quiet *q, pid_t pid, const char *line, struct quiet_res *out,
 	}
 }
 
-/* What process pid's children that it waited for ran (ns): cutime and
- * cstime of its stat; 0 unknown. */
-static uint64_t
-reaped_ns(pid_t pid)
+/*
+ * Whether process p is still in group pgid (its stat, read afresh: a
+ * process read by a step of scan_procs may have left it since, or be
+ * gone), and what its children that it waited for ran (ns): cutime and
+ * cstime; 0 unknown.
+ */
+static bool
+proc_in_group(struct proc *p, pid_t pgid, uint64_t *reaped)
 {
 	char		 path[64], line[1024];
-	const char	*p;
+	const char	*t;
 	unsigned long long cut = 0, cst = 0;
-	long		 hz = sysconf(_SC_CLK_TCK);
+	long		 pg, hz = sysconf(_SC_CLK_TCK);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (hz <= 0 || read_small(path, line, sizeof(line)) <= 0 ||
-	    (p = strrchr(line, ')')) == NULL ||
+	*reaped = 0;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)p->pid);
+	if (read_small(path, line, sizeof(line)) <= 0 ||
+	    (t = strrchr(line, ')')) == NULL ||
 	    /* state ppid pgrp session tty tpgid flags minflt cminflt
 	     * majflt cmajflt utime stime, then cutime cstime */
-	    sscanf(p + 1, " %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s"
-	    " %*s %llu %llu", &cut, &cst) != 2)
-		return 0;
-	return (uint64_t)(cut + cst) * (1000000000ull / (uint64_t)hz);
+	    sscanf(t + 1, " %*s %*s %ld %*s %*s %*s %*s %*s %*s %*s %*s %*s"
+	    " %*s %llu %llu", &pg, &cut, &cst) != 3)
+		return false;		/* gone since the scan */
+	p->pgrp = (pid_t)pg;
+	if (pg != (long)pgid)
+		return false;		/* left the group since it was read */
+	if (hz > 0)
+		*reaped = (uint64_t)(cut + cst) * (1000000000ull / (uint64_t)hz);
+	return true;
 }
 
 /* How long a thread has run (ns), from its schedstat; 0 unknown. */
@@ -891,6 +987,7 @@ look_once(struct quiet *q, pid_t pgid, struct quiet_res *out, int k)
 	DIR		*dir;
 	pid_t		 tids[SNAP_MAX];
 	size_t		 i, j, ntids;
+	uint64_t	 reaped;
 	enum quiet_st	 st;
 	bool		 timed_other = false, timed_nonlisten = false,
 			 timed_epoll = false, rescanned = false;
@@ -904,7 +1001,8 @@ again:
 	for (i = 0; i < q->nprocs; i++) {
 		pid_t	pid = q->procs[i].pid;
 
-		if (q->procs[i].pgrp != pgid)
+		if (q->procs[i].pgrp != pgid ||
+		    !proc_in_group(&q->procs[i], pgid, &reaped))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
 		if ((dir = opendir(path)) == NULL)
@@ -917,7 +1015,7 @@ again:
 				tids[ntids++] = (pid_t)atol(d->d_name);
 		closedir(dir);
 		qsort(tids, ntids, sizeof(*tids), by_tid);
-		out->cpu_ns += reaped_ns(pid);
+		out->cpu_ns += reaped;
 		for (j = 0; j < ntids; j++) {
 			char	tid[16];
 			uint64_t ran;

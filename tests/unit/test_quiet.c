@@ -6,7 +6,9 @@
  * socket to a listener that is not soak's is unseen; select with a timeout
  * is timed; bash waiting on its child that waits on soak's socket is
  * quiet; Node's Promise.all over sockets, with no timer, is quiet; a group
- * whose processes are gone is gone.  All of it twice: sockets asked of a
+ * whose processes are gone is gone; a child that left the group after a
+ * look read it is not the group's, and a thread made after one is no
+ * process of its own.  All of it twice: sockets asked of a
  * copy of their descriptor (pidfd_getfd), then read from /proc/net/tcp
  * (where the copy is refused).  Each look that must reach a state is
  * retried until it does, under an alarm(2) watchdog that names it.
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -241,6 +244,135 @@ test_group_after_scan(void **state)
 	while (waitpid(pid, NULL, 0) == -1 && errno == EINTR)
 		;
 	close(go[0]), close(go[1]), close(done[0]), close(done[1]);
+	quiet_free(q);
+}
+
+/* A connection to 127.0.0.1:port, or _exit in a child. */
+static int
+dial(uint16_t port)
+{
+	struct sockaddr_in	sa = { .sin_family = AF_INET };
+	int			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons(port);
+	if (fd == -1 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == -1)
+		_exit(1);
+	return fd;
+}
+
+/*
+ * A process that leaves the group after a look read it there, with no pid
+ * made since (so no scan reads it again): a child in recv, then in a
+ * session of its own, busy.  The group is its leader alone, quiet in
+ * recv; the child that left is no part of it (quiet.c proc_in_group).
+ */
+static void
+test_left_group(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	int		 dialed[2], left[2], fc, fl;
+	char		 b = 0;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	assert_int_equal(pipe(dialed), 0);
+	assert_int_equal(pipe(left), 0);
+	if ((pg = fork()) == 0) {
+		int	s;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setpgid(0, 0);
+		if (fork() == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			s = dial(l.port);
+			if (write(dialed[1], &b, 1) != 1 || recv(s, &b, 1, 0) != 1)
+				_exit(1);
+			setsid();
+			if (write(left[1], &b, 1) != 1)
+				_exit(1);
+			for (;;)
+				;	/* running, in a group not the turn's */
+		}
+		if (read(dialed[0], &b, 1) != 1)	/* the child's first */
+			_exit(1);
+		s = dial(l.port);
+		(void)recv(s, &b, 1, 0);
+		_exit(0);
+	}
+	assert_true(pg > 0);
+	setpgid(pg, pg);
+	fc = accept_one(&l, NULL);	/* the child's, dialled first */
+	fl = accept_one(&l, NULL);
+	look_until(q, pg, QUIET_QUIET, &r, "the leader and its child in recv");
+	assert_int_equal(r.nprocs, 2);
+	assert_int_equal(write(fc, "x", 1), 1);
+	assert_int_equal(read(left[0], &b, 1), 1);
+	quiet_begin(q);
+	quiet_look(q, pg, &r);
+	assert_int_equal(r.nprocs, 1);
+	assert_int_equal(r.st, QUIET_QUIET);
+	stop(pg);		/* and the child with it (its death signal) */
+	close(fc), close(fl), close(l.fd);
+	close(dialed[0]), close(dialed[1]), close(left[0]), close(left[1]);
+	quiet_free(q);
+}
+
+static void *
+dial_and_recv(void *arg)
+{
+	char	b;
+	int	s = dial(*(uint16_t *)arg);
+
+	(void)recv(s, &b, 1, 0);
+	return NULL;
+}
+
+/*
+ * A thread made after a look read the process: its tid is a pid the
+ * system made since, and the next scan reads it (quiet.c proc_new) as a
+ * thread of the process, not a process of its own.
+ */
+static void
+test_thread_after_scan(void **state)
+{
+	struct lsock	 l = listen_any();
+	struct quiet	*q = qnew();
+	struct quiet_res r;
+	int		 fm, ft;
+	pid_t		 pg;
+
+	(void)state;
+	ours_port = l.port;
+	if ((pg = fork()) == 0) {
+		pthread_t	th;
+		char		b;
+		int		s;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setpgid(0, 0);
+		s = dial(l.port);
+		if (recv(s, &b, 1, 0) != 1 ||
+		    pthread_create(&th, NULL, dial_and_recv, &l.port) != 0)
+			_exit(1);
+		(void)recv(s, &b, 1, 0);
+		_exit(0);
+	}
+	assert_true(pg > 0);
+	setpgid(pg, pg);
+	fm = accept_one(&l, NULL);
+	look_until(q, pg, QUIET_QUIET, &r, "one thread in recv");
+	assert_int_equal(r.nthreads, 1);
+	assert_int_equal(write(fm, "x", 1), 1);
+	ft = accept_one(&l, NULL);
+	look_until_n(q, pg, QUIET_QUIET, 2, &r, "two threads in recv");
+	assert_int_equal(r.nprocs, 1);
+	assert_int_equal(r.nthreads, 2);
+	stop(pg);
+	close(fm), close(ft), close(l.fd);
 	quiet_free(q);
 }
 
@@ -609,6 +741,8 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_group_after_scan, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_left_group, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_thread_after_scan, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_python_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_running_and_foreign, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_timed_select, setup, teardown),
