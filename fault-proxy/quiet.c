@@ -196,16 +196,21 @@ proc_push(struct quiet *q, pid_t pid, pid_t pgrp)
 
 /*
  * Pid n, made since the last scan: a process (not another's thread: its
- * Tgid is itself) with its group, 1; not in /proc, 0 (gone, or not shown
- * yet); a thread, -1.
+ * Tgid is itself) with its group, 1 (or already among the first nsorted,
+ * which are sorted); not in /proc, 0 (gone, or not shown yet); a thread,
+ * -1.
  */
 static int
-proc_new(struct quiet *q, pid_t n)
+proc_new(struct quiet *q, size_t nsorted, pid_t n)
 {
 	char		 path[64], buf[1024], st;
 	const char	*t;
 	pid_t		 pg;
+	struct proc	 key = { n, 0 };
 
+	/* a whole scan reads processes made while it ran, past its last_pid */
+	if (bsearch(&key, q->procs, nsorted, sizeof(*q->procs), by_pid) != NULL)
+		return 1;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)n);
 	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return 0;
@@ -245,7 +250,7 @@ scan_procs(struct quiet *q)
 	DIR		*dir;
 	long		 lp = last_pid(), n;
 	pid_t		 pg;
-	size_t		 i, k;
+	size_t		 i, k, nsorted = q->nprocs;
 	char		 st;
 	bool		 moved = false;
 
@@ -253,7 +258,7 @@ scan_procs(struct quiet *q)
 	    lp - q->last_pid <= SCAN_STEP_MAX && q->steps < SCAN_STEPS_MAX) {
 		/* the late ones first: they are below the new pids */
 		for (i = k = 0; i < q->nlate; i++) {
-			if (proc_new(q, q->late[i]) == 0 &&
+			if (proc_new(q, nsorted, q->late[i]) == 0 &&
 			    ++q->late_tries[i] < SCAN_LATE_TRIES) {
 				q->late[k] = q->late[i];
 				q->late_tries[k++] = q->late_tries[i];
@@ -264,7 +269,7 @@ scan_procs(struct quiet *q)
 		if (lp == q->last_pid && !moved)
 			return;
 		for (n = q->last_pid + 1; n <= lp; n++)
-			if (proc_new(q, (pid_t)n) == 0)
+			if (proc_new(q, nsorted, (pid_t)n) == 0)
 				late_add(q, (pid_t)n);
 		if (lp != q->last_pid)
 			q->steps++;
