@@ -26,33 +26,6 @@ run() {
 	tail -n 8 "$T/$1.out"
 }
 
-# replays NAME CONFIG N: replays up to N failing seeds of run NAME, each by
-# seed and by plan with the run's trace; counts in by_seed and by_plan
-# the replays that failed again and kept the run's schedule step for step
-replays() {
-	local seed tr how
-	by_seed=0 by_plan=0 tried=0
-	for seed in $(jq -r "[.results[] | select(.verdict == \"fail\") | .seed] | .[0:$3] | .[]" "$T/$1/report.json"); do
-		tr=$T/$1/failures/$seed/trace.jsonl
-		tried=$((tried + 1))
-		for how in seed plan; do
-			if [ $how = seed ]; then
-				soak_rc rc replay "$EX/$2" --seed "$seed" --trace "$tr" --out "$T/r" >"$T/r.out" 2>&1
-			else
-				soak_rc rc replay "$EX/$2" --plan "$T/$1/failures/$seed/plan.json" --trace "$tr" \
-				    --out "$T/r" >"$T/r.out" 2>&1
-			fi
-			grep -E '^schedule:' "$T/r.out" | sed "s/^/  $1 seed $seed by $how: /"
-			expect_eq "$1: seed $seed replayed by $how: exit status" 1 "$rc"
-			expect_match "$1: seed $seed replayed by $how: the lost credit" "\"$INV\": BROKEN" "$(cat "$T/r.out")"
-			expect_match "$1: seed $seed replayed by $how: the run's schedule step for step" \
-			    '^schedule: the same as the run.s, all [0-9]+ steps' "$(grep -E '^schedule:' "$T/r.out")"
-			[ $how = seed ] && by_seed=$((by_seed + 1)) || by_plan=$((by_plan + 1))
-			rm -rf "$T/r"
-		done
-	done
-	expect_ge "$1: failing seeds replayed" "$3" "$tried"
-}
 cd "$T"
 
 # ---- Python: threads, a psycopg2 connection each ----
@@ -68,7 +41,7 @@ expect_ge "Python: steps on a lane other than 0 (the turn's other connections)" 
 expect_ge "Python: steps marked overlap (connections open at once)" 1 \
     "$(cat "$T"/py/failures/*/trace.jsonl | jq -s '[.[] | select(.overlap == true)] | length')"
 py_caught=$(jq .totals.fail "$T/py/report.json")
-replays py soak.yaml 2
+replays "$T/py" "$EX/soak.yaml" 2 "$INV"
 py_seed=$by_seed py_plan=$by_plan py_tried=$tried
 
 # soak minimize of one failing plan: its own fingerprint, 1-minimal
@@ -117,7 +90,7 @@ expect_eq "Node: every decision forced by arrival (V8's timers)" "$node_steps" "
 expect_match "Node: the summary says the decisions were forced" \
     'decisions forced by arrival \(50ms\) went without turn 0' "$(cat "$T/node.out")"
 node_caught=$(jq .totals.fail "$T/node/report.json")
-replays node node.yaml 2
+replays "$T/node" "$EX/node.yaml" 2 "$INV"
 node_seed=$by_seed node_plan=$by_plan node_tried=$tried
 
 # ---- the fix, both agents; the mutants ----

@@ -67,27 +67,7 @@ caught=$(jq .totals.fail "$T/shipped/report.json")
 # ---- 3 failing seeds replayed by seed and by plan, with the run's trace
 # (seeds no decision of which was forced: a clock's decision may replay
 # otherwise, and says so) ----
-by_seed=0 by_plan=0 tried=0
-for seed in $(jq -r '[.results[] | select(.verdict == "fail" and (.forced // 0) == 0) | .seed] | .[0:3] | .[]' "$T/shipped/report.json"); do
-	tr=$T/shipped/failures/$seed/trace.jsonl
-	tried=$((tried + 1))
-	for how in seed plan; do
-		phase "replay seed $seed by $how"
-		if [ $how = seed ]; then
-			soak_rc rc replay "$EX/soak.yaml" --seed "$seed" --trace "$tr" --out "$T/r" >"$T/r.out" 2>&1
-		else
-			soak_rc rc replay "$EX/soak.yaml" --plan "$T/shipped/failures/$seed/plan.json" --trace "$tr" \
-			    --out "$T/r" >"$T/r.out" 2>&1
-		fi
-		grep -E '^schedule:' "$T/r.out" | sed "s/^/  seed $seed by $how: /"
-		expect_eq "seed $seed replayed by $how: exit status" 1 "$rc"
-		expect_match "seed $seed replayed by $how: the lost update" "\"$INV\": BROKEN" "$(cat "$T/r.out")"
-		expect_match "seed $seed replayed by $how: the run's schedule step for step" \
-		    '^schedule: the same as the run.s, all [0-9]+ steps' "$(grep -E '^schedule:' "$T/r.out")"
-		[ $how = seed ] && by_seed=$((by_seed + 1)) || by_plan=$((by_plan + 1))
-		rm -rf "$T/r"
-	done
-done
+replays "$T/shipped" "$EX/soak.yaml" 3 "$INV" '(.forced // 0) == 0'
 expect_eq "failing seeds replayed" 3 "$tried"
 
 # ---- soak minimize of one failing plan ----

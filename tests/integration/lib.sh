@@ -220,3 +220,36 @@ own_pg_stop() {	# DIR
 	fi
 	rm -rf "$1"
 }
+
+# replays RUN CONFIG N INV [SELECT]: up to N failing seeds of the run in
+# directory RUN (report.json; the jq condition SELECT narrows them), each
+# replayed by seed and by plan against the run's trace: each must fail
+# again with invariant INV broken and keep the run's schedule step for
+# step.  Counts the replays in by_seed and by_plan, the seeds in tried.
+replays() {
+	local run=$1 config=$2 n=$3 inv=$4 sel=${5:-true} name seed tr how
+	name=$(basename "$run")
+	by_seed=0 by_plan=0 tried=0
+	for seed in $(jq -r "[.results[] | select(.verdict == \"fail\") | select($sel) | .seed] | .[0:$n] | .[]" \
+	    "$run/report.json"); do
+		tr=$run/failures/$seed/trace.jsonl
+		tried=$((tried + 1))
+		for how in seed plan; do
+			phase "$name: replay seed $seed by $how"
+			if [ $how = seed ]; then
+				soak_rc rc replay "$config" --seed "$seed" --trace "$tr" --out "$T/r" >"$T/r.out" 2>&1
+			else
+				soak_rc rc replay "$config" --plan "$run/failures/$seed/plan.json" --trace "$tr" \
+				    --out "$T/r" >"$T/r.out" 2>&1
+			fi
+			grep -E '^schedule:' "$T/r.out" | sed "s/^/  $name seed $seed by $how: /"
+			expect_eq "$name: seed $seed replayed by $how: exit status" 1 "$rc"
+			expect_match "$name: seed $seed replayed by $how: \"$inv\" broken" "\"$inv\": BROKEN" "$(cat "$T/r.out")"
+			expect_match "$name: seed $seed replayed by $how: the run's schedule step for step" \
+			    '^schedule: the same as the run.s, all [0-9]+ steps' "$(grep -E '^schedule:' "$T/r.out")"
+			[ $how = seed ] && by_seed=$((by_seed + 1)) || by_plan=$((by_plan + 1))
+			rm -rf "$T/r"
+		done
+	done
+	expect_ge "$name: failing seeds replayed" "$n" "$tried"
+}

@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -396,19 +397,28 @@ px_start(const char *upstream, const struct cfg_faults *f, int turns,
 	return ps;
 }
 
-/* Waits until the proxy holds exactly want connections and duplicates. */
+/*
+ * Waits until the proxy holds exactly want connections and duplicates:
+ * none is the engine's own event (proxy_set_settle, its condition
+ * variable); more than none is read again after yielding the core to the
+ * engine's thread, no clock.  Under a watchdog that names what it waited
+ * for.
+ */
 static void
 px_wait_live(struct proxy_set *ps, size_t want, const char *what)
 {
 	int64_t	deadline = now_ms() + 5000;
-	struct timespec ts = { 0, 1000000 };
 
+	if (want == 0 && proxy_set_settle(ps, 5000) == -1)
+		fail_msg("watchdog: waited 5s for %s (proxy holds %zu "
+		    "connections and duplicates, want none)", what,
+		    proxy_set_live(ps));
 	while (proxy_set_live(ps) != want) {
 		if (now_ms() > deadline)
 			fail_msg("watchdog: waited 5s for %s (proxy holds %zu "
 			    "connections and duplicates, want %zu)", what,
 			    proxy_set_live(ps), want);
-		nanosleep(&ts, NULL);
+		sched_yield();
 	}
 }
 
