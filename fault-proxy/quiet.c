@@ -1006,7 +1006,11 @@ again:
 	for (i = 0; i < q->nprocs; i++) {
 		pid_t	pid = q->procs[i].pid;
 
-		if (q->procs[i].pgrp != pgid ||
+		/* the leader is read afresh whatever the scan said: a step
+		 * may have read it between its fork and its setpgid, and it
+		 * would be missed while a child of its is seen (the group
+		 * then not empty, so not scanned again) */
+		if ((q->procs[i].pgrp != pgid && pid != pgid) ||
 		    !proc_in_group(&q->procs[i], pgid, &reaped))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
